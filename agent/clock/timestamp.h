@@ -1,0 +1,57 @@
+// Clock-domain-tagged timestamps. Every instant in chronolink is int64
+// nanoseconds plus the clock it was read from; converting between domains is
+// an explicit step with an error bound, never an implicit cast.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace chronolink {
+
+enum class ClockDomain : uint8_t {
+  kNodeRealtime = 0,  // CLOCK_REALTIME of this node (after any test-only virtual skew)
+  kMonotonic = 1,     // CLOCK_MONOTONIC (BPF bpf_ktime_get_ns)
+  kTai = 2,           // CLOCK_TAI (BPF bpf_ktime_get_tai_ns)
+  kBoottime = 3,      // CLOCK_BOOTTIME (rocprofiler-sdk)
+  kPeerRealtime = 4,  // a peer's node clock, as echoed on the wire
+};
+
+std::string_view ClockDomainName(ClockDomain d);
+
+struct Timestamp {
+  int64_t ns = 0;
+  ClockDomain domain = ClockDomain::kNodeRealtime;
+
+  friend bool operator==(const Timestamp&, const Timestamp&) = default;
+};
+
+// Difference of two instants of the same domain, in ns. Differences, unlike
+// epoch instants, are small enough to carry in a double when a fit needs it.
+inline int64_t DeltaNs(int64_t later, int64_t earlier) { return later - earlier; }
+
+// Where a packet timestamp came from, best last. The numeric values travel on
+// the wire (docs/protocol.md), so never renumber them.
+enum class StampSource : uint8_t {
+  kNone = 0,
+  kUserspace = 1,       // clock_gettime around sendmsg/recvmsg
+  kSocketSched = 2,     // SO_TIMESTAMPING TX_SCHED (enters the qdisc)
+  kSocketSoftware = 3,  // SO_TIMESTAMPING TX_SOFTWARE / RX_SOFTWARE (driver)
+  kBpfTc = 4,           // eBPF tc hook (issue 3)
+  kBpfXdp = 5,          // eBPF XDP / tp_btf (issue 3)
+  kHardware = 6,        // NIC PHC, converted to the node clock
+};
+constexpr int kNumStampSources = 7;
+
+std::string_view StampSourceName(StampSource s);
+bool ParseStampSource(std::string_view name, StampSource* out);
+
+// A source class groups the sources a window may be estimated from; one
+// window uses one class on both ends so the bounds are comparable.
+enum class SourceClass : uint8_t {
+  kUserspace = 0,  // userspace stamps only
+  kKernel = 1,     // best kernel stamp (software, else sched)
+};
+std::string_view SourceClassName(SourceClass c);
+bool ParseSourceClass(std::string_view name, SourceClass* out);
+
+}  // namespace chronolink

@@ -1,0 +1,99 @@
+// Agent configuration: defaults < config file (JSON) < environment
+// (CHRONOLINK_*) < command-line flags. Validation gives one clear message per
+// problem; nothing here opens sockets or files other than the config, the
+// cluster file and the key file.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/clock/timestamp.h"
+#include "agent/clock/virtual_clock.h"
+#include "agent/wire/probe_codec.h"
+
+namespace chronolink {
+
+struct ClusterNode {
+  uint32_t id = 0;
+  std::string address;  // IPv4 or IPv6 literal
+  uint16_t port = 7319;
+};
+
+struct ClusterFile {
+  uint32_t cluster_id = 0;
+  std::vector<ClusterNode> nodes;
+  const ClusterNode* Find(uint32_t id) const;
+};
+
+struct ProbeSettings {
+  int64_t spacing_ns = 100'000;        // gap between the two probes of a pair
+  int64_t interval_ns = 1'000'000;     // one pair per interval per edge
+  double jitter_fraction = 0.2;        // +/- uniform jitter on the interval
+  int64_t tuple_timeout_ns = 500'000'000;   // incomplete tuples expire after this
+  int64_t followup_delay_ns = 20'000'000;   // send a follow-up if no next pair by then
+  size_t max_pending_tuples = 4096;         // per edge, bounds memory
+};
+
+struct EstimationSettings {
+  int64_t window_ns = 2'000'000'000;
+  int64_t window_grace_ns = 300'000'000;  // wait this long past window end for late stamps
+  int64_t purity_tolerance_ns = 300;
+  int min_points_per_side = 8;
+  std::vector<SourceClass> source_classes = {SourceClass::kKernel};
+};
+
+struct AgentConfig {
+  uint32_t node_id = 0;
+  std::string cluster_file_path;
+  ClusterFile cluster;
+  std::vector<uint32_t> peers;  // empty in file: every other node of the cluster
+  std::string listen_address;   // default: this node's address in the cluster file
+  uint16_t listen_port = 0;     // default: this node's port in the cluster file
+  ClusterKey key{};
+  std::string key_file_path;    // where the key came from; empty when from key_hex
+  std::string output_dir = ".";
+  std::string log_level = "info";
+  std::optional<int64_t> duration_ns;  // run this long, then shut down cleanly
+
+  ProbeSettings probe;
+  EstimationSettings estimation;
+
+  // Test-only. Refused unless test_mode is true.
+  bool test_mode = false;
+  VirtualClockParams virtual_clock;
+  // True when test mode is on and no t0 was given: virtual_clock.t0_ns is then
+  // the REALTIME instant at which LoadAgentConfig ran (the agent's start), and
+  // the agent must report it so a test bed can compute the ground truth.
+  bool virtual_t0_defaulted = false;
+
+  // Absolute path of the config file that was read; empty when none.
+  std::string config_file_path;
+  // Non-fatal findings (e.g. an unknown CHRONOLINK_* environment variable) for
+  // the agent to log; the library never prints.
+  std::vector<std::string> warnings;
+};
+
+// Parses argv (flags), the environment and the config file; on any problem
+// returns nullopt with a human-readable message in *error (and for --help,
+// nullopt with *exit_code 0 and the help text in *error).
+std::optional<AgentConfig> LoadAgentConfig(int argc, const char* const* argv, std::string* error,
+                                           int* exit_code);
+
+bool LoadClusterFile(const std::string& path, ClusterFile* out, std::string* error);
+
+// True if `text` is an IPv4 or IPv6 address literal (inet_pton).
+bool IsIpAddressLiteral(const std::string& text);
+
+// The effective configuration as JSON text in the config-file format, for the
+// agent's startup log and run reports. Key material is never included: the
+// output names key_file when the key came from one (and then loads back as a
+// config file) and omits the key otherwise.
+std::string EffectiveConfigJson(const AgentConfig& config);
+
+// Version string printed by --version.
+std::string_view AgentVersionString();
+
+}  // namespace chronolink

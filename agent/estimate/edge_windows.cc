@@ -1,0 +1,75 @@
+#include "agent/estimate/edge_windows.h"
+
+#include <utility>
+
+namespace chronolink {
+
+EdgeWindows::EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
+                         std::vector<SourceClass> classes, WindowEstimatorOptions options)
+    : node_(node), peer_(peer), window_ns_(window_ns), classes_(std::move(classes)),
+      options_(options) {}
+
+int64_t EdgeWindows::WindowStart(int64_t node_ns) const {
+  // Aligned to multiples of the window length so every node's windows line up.
+  int64_t q = node_ns / window_ns_;
+  if (node_ns % window_ns_ < 0) --q;
+  return q * window_ns_;
+}
+
+EdgeWindows::Window& EdgeWindows::At(int64_t node_ns) { return windows_[WindowStart(node_ns)]; }
+
+void EdgeWindows::OnPairSent(int64_t node_ns) { ++At(node_ns).counts.pairs_sent; }
+
+void EdgeWindows::OnClockStep(int64_t node_ns) { At(node_ns).clock_step = true; }
+
+void EdgeWindows::OnTupleFinalized(const FullTuple& t) {
+  Window& w = At(t.created_ns);
+  switch (ClassifyTuple(t)) {
+    case TupleOutcome::kComplete:
+      ++w.counts.complete;
+      w.tuples.push_back(t);
+      break;
+    case TupleOutcome::kTxMissing:
+      ++w.counts.tx_stamps_missing;
+      // Userspace stamps may still be whole: keep it for that class.
+      w.tuples.push_back(t);
+      break;
+    case TupleOutcome::kLost:
+      ++w.counts.lost;
+      break;
+  }
+}
+
+void EdgeWindows::CloseUpTo(int64_t closed_before_ns, std::vector<EdgeWindowRecord>* out) {
+  while (!windows_.empty()) {
+    auto it = windows_.begin();
+    const int64_t start = it->first;
+    const int64_t end = start + window_ns_;
+    if (end > closed_before_ns) break;
+    Window& w = it->second;
+    for (SourceClass c : classes_) {
+      EdgeWindowRecord r;
+      r.node = node_;
+      r.peer = peer_;
+      r.window_start_ns = start;
+      r.window_end_ns = end;
+      r.x0_ns = start + window_ns_ / 2;
+      r.source_class = c;
+      r.counts = w.counts;
+      r.clock_step = w.clock_step;
+      if (!w.clock_step) {
+        std::vector<PtPrTuple> projected;
+        projected.reserve(w.tuples.size());
+        for (const FullTuple& t : w.tuples) {
+          PtPrTuple p;
+          if (t.Project(c, &p)) projected.push_back(p);
+        }
+        r.estimate = EstimateWindow(projected, r.x0_ns, options_);
+      }
+      out->push_back(std::move(r));
+    }
+    windows_.erase(it);
+  }
+}
+
+}  // namespace chronolink

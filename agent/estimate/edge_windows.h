@@ -1,0 +1,68 @@
+// Groups the finalised tuples of one edge into fixed windows of the local
+// node clock and, when a window closes, estimates it once per configured
+// source class. Pure: no I/O; the caller exports the records.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "agent/clock/timestamp.h"
+#include "agent/estimate/window_estimator.h"
+#include "agent/pair/tuple_assembler.h"
+
+namespace chronolink {
+
+struct WindowCounts {
+  int64_t pairs_sent = 0;
+  int64_t complete = 0;
+  int64_t tx_stamps_missing = 0;
+  int64_t lost = 0;
+};
+
+struct EdgeWindowRecord {
+  uint32_t node = 0;
+  uint32_t peer = 0;
+  int64_t window_start_ns = 0;  // node clock
+  int64_t window_end_ns = 0;
+  int64_t x0_ns = 0;
+  SourceClass source_class = SourceClass::kKernel;
+  WindowCounts counts;
+  WindowEstimate estimate;
+  bool clock_step = false;  // the window was discarded because the clock stepped
+};
+
+class EdgeWindows {
+ public:
+  EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
+              std::vector<SourceClass> classes, WindowEstimatorOptions options);
+
+  int64_t WindowStart(int64_t node_ns) const;
+
+  // Counts a forward pair as sent in the window of its first probe.
+  void OnPairSent(int64_t node_ns);
+  void OnTupleFinalized(const FullTuple& t);
+  // Marks the window holding node_ns as spoiled by a clock step.
+  void OnClockStep(int64_t node_ns);
+
+  // Closes every window that ended at or before `closed_before_ns`, oldest
+  // first, appending one record per source class.
+  void CloseUpTo(int64_t closed_before_ns, std::vector<EdgeWindowRecord>* out);
+
+ private:
+  struct Window {
+    WindowCounts counts;
+    std::vector<FullTuple> tuples;
+    bool clock_step = false;
+  };
+  Window& At(int64_t node_ns);
+
+  uint32_t node_;
+  uint32_t peer_;
+  int64_t window_ns_;
+  std::vector<SourceClass> classes_;
+  WindowEstimatorOptions options_;
+  std::map<int64_t, Window> windows_;  // by start
+};
+
+}  // namespace chronolink

@@ -1,0 +1,37 @@
+// Exact, deterministic max-margin separator in 2-D (Huygens' per-window SVM):
+// the line y = beta + alpha (x - x0) that lies below every upper bound and
+// above every lower bound with the largest vertical margin. Pure maths: no
+// I/O, no clocks. See docs/estimator.md.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "agent/estimate/offset_bound.h"
+
+namespace chronolink {
+
+struct MaxMarginOptions {
+  // Soft margin: points inside the margin (late or corrupt stamps) are set
+  // aside deepest first, at most this many / this fraction of all points,
+  // before the window is declared inseparable.
+  int max_violators = 32;
+  double max_violator_fraction = 0.05;
+};
+
+struct LineFit {
+  bool ok = false;            // false: too few points or inseparable within budget
+  int64_t x0_ns = 0;          // reference instant on the local clock
+  double alpha = 0.0;         // drift: d(peer - local)/d(local), dimensionless
+  double beta_ns = 0.0;       // offset (peer - local) at x0
+  double margin_ns = 0.0;     // half the vertical gap the separator keeps clear
+  double uncertainty_ns = 0.0;  // half-width of the interval at x0 every separating line passes through
+  int violators_removed = 0;  // points set aside by the soft margin
+  int upper_points = 0;
+  int lower_points = 0;
+};
+
+LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const OffsetBound> lower,
+                         int64_t x0_ns, const MaxMarginOptions& options = {});
+
+}  // namespace chronolink

@@ -1,0 +1,46 @@
+// edges.jsonl: one JSON object per edge, window and source class, appended
+// and flushed as each window closes, so a crash loses at most the windows
+// still open. Schema in docs/formats.md.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "agent/clock/virtual_clock.h"
+#include "agent/estimate/edge_windows.h"
+
+namespace chronolink {
+
+constexpr const char* kEdgeSchema = "chronolink.edge.v1";
+
+class EdgesJsonlWriter {
+ public:
+  EdgesJsonlWriter() = default;
+  ~EdgesJsonlWriter();
+  EdgesJsonlWriter(const EdgesJsonlWriter&) = delete;
+  EdgesJsonlWriter& operator=(const EdgesJsonlWriter&) = delete;
+
+  // Creates the directory if needed and opens <dir>/edges.jsonl for append.
+  bool Open(const std::string& dir, uint64_t session_epoch,
+            std::optional<VirtualClockParams> test_clock, std::string* error);
+  bool Write(const EdgeWindowRecord& r, std::string* error);
+  void Close();
+
+  const std::string& path() const { return path_; }
+  uint64_t lines_written() const { return lines_; }
+
+ private:
+  std::FILE* file_ = nullptr;
+  std::string path_;
+  uint64_t session_epoch_ = 0;
+  std::optional<VirtualClockParams> test_clock_;
+  uint64_t lines_ = 0;
+};
+
+// The JSON text of one record (no newline); exposed for tests and tools.
+std::string EdgeRecordToJson(const EdgeWindowRecord& r, uint64_t session_epoch,
+                             const std::optional<VirtualClockParams>& test_clock);
+
+}  // namespace chronolink

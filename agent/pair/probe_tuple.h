@@ -1,0 +1,50 @@
+// A complete Pt/Pr tuple: the forward coded pair (prober -> responder) and the
+// reverse coded pair it triggered, with every packet's tx and rx instants in
+// one source class. x-values live on the prober's clock, the responder's
+// stamps on the responder's clock; nothing here is converted.
+#pragma once
+
+#include <cstdint>
+
+#include "agent/clock/timestamp.h"
+
+namespace chronolink {
+
+struct ProbeStamp {
+  int64_t ns = 0;
+  StampSource source = StampSource::kNone;
+  bool present() const { return source != StampSource::kNone; }
+};
+
+// One packet instant as both ends may know it: the best kernel stamp (with
+// its source) and the userspace stamp. Either may be absent.
+struct DualStamp {
+  ProbeStamp kernel;
+  ProbeStamp user;
+
+  // Keeps the better kernel source and the first userspace stamp.
+  void Merge(const DualStamp& other) {
+    if (other.kernel.source > kernel.source) kernel = other.kernel;
+    if (!user.present() && other.user.present()) user = other.user;
+  }
+  const ProbeStamp& Of(SourceClass c) const { return c == SourceClass::kUserspace ? user : kernel; }
+};
+
+struct PtPrTuple {
+  uint64_t seq = 0;
+  ProbeStamp fwd_tx[2];  // prober clock
+  ProbeStamp fwd_rx[2];  // responder clock
+  ProbeStamp rev_tx[2];  // responder clock
+  ProbeStamp rev_rx[2];  // prober clock
+
+  bool complete() const {
+    for (int i = 0; i < 2; ++i) {
+      if (!fwd_tx[i].present() || !fwd_rx[i].present() || !rev_tx[i].present() ||
+          !rev_rx[i].present())
+        return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace chronolink

@@ -1,0 +1,331 @@
+#include "agent/probe/probe_engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+
+namespace chronolink {
+
+namespace {
+
+constexpr size_t kSentRingSize = 1 << 14;  // > packets in flight within the tuple timeout
+constexpr int64_t kSilentAfterNs = 5'000'000'000;
+constexpr int64_t kMaxBackoffNs = 5'000'000'000;
+constexpr int64_t kFirstBackoffNs = 10'000'000;
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+}  // namespace
+
+ProbeEngine::ProbeEngine(ProbeEngineOptions options, const ProbeCodec& codec,
+                         ProbeTransport& transport, TupleSink on_tuple, PairSentSink on_pair_sent)
+    : options_(std::move(options)), codec_(codec), transport_(transport),
+      on_tuple_(std::move(on_tuple)), on_pair_sent_(std::move(on_pair_sent)),
+      rng_(options_.epoch), sent_ring_(kSentRingSize) {
+  for (uint32_t peer : options_.probed_peers) {
+    probers_[peer] = std::make_unique<Prober>(options_.probe.max_pending_tuples);
+    probers_[peer]->peer = peer;
+    probers_[peer]->next_pair_ns = -1;  // phase chosen on the first Poll
+  }
+}
+
+int64_t ProbeEngine::NextInterval() {
+  const double j = options_.probe.jitter_fraction;
+  std::uniform_real_distribution<double> u(-j, j);
+  return static_cast<int64_t>(static_cast<double>(options_.probe.interval_ns) * (1.0 + u(rng_)));
+}
+
+ProbeMessage ProbeEngine::BaseMessage(MessageType type, uint32_t to) const {
+  ProbeMessage m;
+  m.type = type;
+  m.cluster_id = options_.cluster_id;
+  m.sender_node = options_.node_id;
+  m.receiver_node = to;
+  m.sender_epoch = options_.epoch;
+  return m;
+}
+
+bool ProbeEngine::Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind,
+                           SendOutcome* out) {
+  std::array<uint8_t, kProbeWireSize> buf;
+  codec_.Encode(m, buf);
+  *out = transport_.Send(peer, buf);
+  PeerCounters& pc = peer_counters_[peer];
+  if (!out->ok) {
+    ++pc.send_errors;
+    return false;
+  }
+  ++pc.packets_sent;
+  pc.bytes_sent += buf.size();
+  SentPacket& s = sent_ring_[out->op_id % kSentRingSize];
+  s = SentPacket{out->op_id, kind, peer, m.seq, m.index};
+  return true;
+}
+
+// ---- prober side -----------------------------------------------------------
+
+void ProbeEngine::SendForward(Prober& p, int index, int64_t now_ns) {
+  const uint64_t seq = index == 0 ? p.next_seq : p.next_seq - 1;
+  ProbeMessage m = BaseMessage(MessageType::kForward, p.peer);
+  m.seq = seq;
+  m.index = static_cast<uint8_t>(index);
+  m.echo_epoch = p.peer_epoch;
+  if (const FullTuple* prev = p.assembler.Peek(seq - 1)) {
+    m.flags |= kFlagHasPrevTx;
+    m.prev_tx_seq = prev->seq;
+    m.prev_tx[0] = prev->fwd_tx[0];
+    m.prev_tx[1] = prev->fwd_tx[1];
+  }
+  SendOutcome out;
+  if (!Transmit(p.peer, m, PacketKind::kForward, &out)) {
+    p.backoff_ns = p.backoff_ns == 0 ? kFirstBackoffNs : std::min(2 * p.backoff_ns, kMaxBackoffNs);
+    spdlog::warn("send to peer {} failed: {}; retrying in {} ms", p.peer, std::strerror(out.error),
+                 p.backoff_ns / 1'000'000);
+    p.second_due_ns = -1;
+    p.next_pair_ns = now_ns + p.backoff_ns;
+    return;
+  }
+  if (p.backoff_ns != 0 && index == 1) {
+    spdlog::info("sending to peer {} works again", p.peer);
+    p.backoff_ns = 0;
+  }
+  if (index == 0) {
+    ++p.next_seq;
+    ++peer_counters_[p.peer].pairs_sent;
+    on_pair_sent_(p.peer, out.user_tx_ns);
+    p.second_due_ns = now_ns + options_.probe.spacing_ns;
+  } else {
+    p.second_due_ns = -1;
+  }
+  p.assembler.OnForwardSent(seq, index, out.user_tx_ns);
+}
+
+void ProbeEngine::OnReverse(const ProbeMessage& m, const DualStamp& local_rx, int64_t now_ns) {
+  auto it = probers_.find(m.sender_node);
+  if (it == probers_.end()) {
+    ++counters_.unknown_sender;  // we do not probe this node
+    return;
+  }
+  if (m.echo_epoch != options_.epoch) {
+    ++counters_.stale_session;
+    return;
+  }
+  Prober& p = *it->second;
+  if (p.peer_epoch != m.sender_epoch) {
+    if (p.peer_epoch != 0) {
+      ++peer_counters_[p.peer].peer_restarts;
+      spdlog::info("peer {} restarted (new session {:x})", p.peer, m.sender_epoch);
+    }
+    p.peer_epoch = m.sender_epoch;
+  }
+  if (p.silent_reported) spdlog::info("peer {} answers again", p.peer);
+  p.silent_reported = false;
+  p.last_answer_ns = now_ns;
+  if (m.flags & kFlagHasEchoRx) p.assembler.OnEchoedRx(m.seq, m.echo_rx);
+  p.assembler.OnReverseRx(m.seq, m.index, local_rx);
+  if (m.flags & kFlagHasPrevTx) p.assembler.OnReverseTx(m.prev_tx_seq, m.prev_tx);
+}
+
+void ProbeEngine::OnFollowUp(const ProbeMessage& m, int64_t now_ns) {
+  auto it = probers_.find(m.sender_node);
+  if (it == probers_.end()) {
+    ++counters_.unknown_sender;
+    return;
+  }
+  if (m.echo_epoch != options_.epoch) {
+    ++counters_.stale_session;
+    return;
+  }
+  if (m.flags & kFlagHasPrevTx) it->second->assembler.OnReverseTx(m.prev_tx_seq, m.prev_tx);
+}
+
+// ---- responder side --------------------------------------------------------
+
+void ProbeEngine::OnForward(const ProbeMessage& m, const DualStamp& local_rx, int64_t now_ns) {
+  Responder& r = responders_[m.sender_node];
+  if (r.prober_epoch != m.sender_epoch) {
+    if (r.prober_epoch != 0) {
+      spdlog::info("prober {} started a new session {:x}", m.sender_node, m.sender_epoch);
+    }
+    r = Responder{};
+    r.prober_epoch = m.sender_epoch;
+  }
+  if (m.seq < r.fwd_seq) {
+    ++counters_.stale_sequence;
+    return;
+  }
+  if (m.seq > r.fwd_seq) {
+    r.fwd_seq = m.seq;
+    r.have[0] = r.have[1] = false;
+    r.rx[0] = r.rx[1] = DualStamp{};
+  }
+  r.have[m.index] = true;
+  r.rx[m.index] = local_rx;
+  if (m.index == 1) {
+    if (r.have[0]) {
+      StartReversePair(m.sender_node, r, now_ns);
+    } else {
+      ++peer_counters_[m.sender_node].forward_pairs_incomplete;
+    }
+  }
+}
+
+void ProbeEngine::StartReversePair(uint32_t peer, Responder& r, int64_t now_ns) {
+  if (r.second_due_ns >= 0) SendReverse(peer, r, 1);  // finish the pair in flight first
+  if (r.sending.valid) r.previous = r.sending;
+  r.sending = ReversePair{};
+  r.sending.valid = true;
+  r.sending.seq = r.fwd_seq;
+  r.sending.echo_rx[0] = r.rx[0];
+  r.sending.echo_rx[1] = r.rx[1];
+  // The pair starting now carries the predecessor's TX stamps: no follow-up needed.
+  r.sending_delivered = true;
+  r.followup_due_ns = -1;
+  SendReverse(peer, r, 0);
+  r.second_due_ns = now_ns + options_.probe.spacing_ns;
+  ++peer_counters_[peer].reverse_pairs_sent;
+}
+
+void ProbeEngine::SendReverse(uint32_t peer, Responder& r, int index) {
+  ProbeMessage m = BaseMessage(MessageType::kReverse, peer);
+  m.seq = r.sending.seq;
+  m.index = static_cast<uint8_t>(index);
+  m.echo_epoch = r.prober_epoch;
+  m.flags |= kFlagHasEchoRx;
+  m.echo_rx[0] = r.sending.echo_rx[0];
+  m.echo_rx[1] = r.sending.echo_rx[1];
+  if (r.previous.valid) {
+    m.flags |= kFlagHasPrevTx;
+    m.prev_tx_seq = r.previous.seq;
+    m.prev_tx[0] = r.previous.tx[0];
+    m.prev_tx[1] = r.previous.tx[1];
+  }
+  SendOutcome out;
+  if (Transmit(peer, m, PacketKind::kReverse, &out)) {
+    r.sending.tx[index].user = {out.user_tx_ns, StampSource::kUserspace};
+  }
+  if (index == 1) {
+    r.second_due_ns = -1;
+    r.sending_delivered = false;
+    r.followup_due_ns = out.user_tx_ns + options_.probe.followup_delay_ns;
+  }
+}
+
+void ProbeEngine::SendFollowUp(uint32_t peer, Responder& r, bool final) {
+  ProbeMessage m = BaseMessage(MessageType::kFollowUp, peer);
+  m.echo_epoch = r.prober_epoch;
+  m.flags |= kFlagHasPrevTx | (final ? kFlagFinal : 0);
+  m.prev_tx_seq = r.sending.seq;
+  m.prev_tx[0] = r.sending.tx[0];
+  m.prev_tx[1] = r.sending.tx[1];
+  SendOutcome out;
+  if (Transmit(peer, m, PacketKind::kFollowUp, &out)) ++peer_counters_[peer].followups_sent;
+  r.sending_delivered = true;
+  r.followup_due_ns = -1;
+}
+
+// ---- events ----------------------------------------------------------------
+
+void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& local_rx,
+                             int64_t now_ns) {
+  ProbeMessage m;
+  const DecodeResult res = codec_.Decode(bytes, &m);
+  counters_.decode.Count(res);
+  if (res != DecodeResult::kOk) return;
+  if (m.receiver_node != options_.node_id) {
+    ++counters_.not_for_us;
+    return;
+  }
+  if (options_.members.count(m.sender_node) == 0 || m.sender_node == options_.node_id) {
+    ++counters_.unknown_sender;
+    return;
+  }
+  PeerCounters& pc = peer_counters_[m.sender_node];
+  ++pc.packets_received;
+  pc.bytes_received += bytes.size();
+  switch (m.type) {
+    case MessageType::kForward: OnForward(m, local_rx, now_ns); break;
+    case MessageType::kReverse: OnReverse(m, local_rx, now_ns); break;
+    case MessageType::kFollowUp: OnFollowUp(m, now_ns); break;
+  }
+}
+
+void ProbeEngine::OnTxStamp(uint32_t op_id, const ProbeStamp& kernel) {
+  ++counters_.tx_stamps;
+  const SentPacket& s = sent_ring_[op_id % kSentRingSize];
+  if (s.kind == PacketKind::kNone || s.op_id != op_id) {
+    ++counters_.tx_stamps_unmatched;
+    return;
+  }
+  if (s.kind == PacketKind::kForward) {
+    auto it = probers_.find(s.peer);
+    if (it != probers_.end()) it->second->assembler.OnForwardTxStamp(s.seq, s.index, kernel);
+    return;
+  }
+  if (s.kind == PacketKind::kReverse) {
+    auto it = responders_.find(s.peer);
+    if (it == responders_.end()) return;
+    Responder& r = it->second;
+    for (ReversePair* pair : {&r.sending, &r.previous}) {
+      if (pair->valid && pair->seq == s.seq) pair->tx[s.index].Merge(DualStamp{kernel, {}});
+    }
+  }
+}
+
+int64_t ProbeEngine::Poll(int64_t now_ns) {
+  int64_t next = kNever;
+  for (auto& [peer, pp] : probers_) {
+    Prober& p = *pp;
+    if (p.next_pair_ns < 0) {
+      // First run: a random phase so edges and nodes do not fire in step.
+      std::uniform_int_distribution<int64_t> phase(0, options_.probe.interval_ns);
+      p.next_pair_ns = now_ns + phase(rng_);
+      p.last_answer_ns = now_ns;
+    }
+    if (p.second_due_ns >= 0 && now_ns >= p.second_due_ns) SendForward(p, 1, now_ns);
+    if (p.second_due_ns < 0 && now_ns >= p.next_pair_ns) {
+      // Never burst to catch up after a stall.
+      p.next_pair_ns = std::max(p.next_pair_ns + NextInterval(), now_ns);
+      SendForward(p, 0, now_ns);
+    }
+    if (!p.silent_reported && now_ns - p.last_answer_ns > kSilentAfterNs) {
+      spdlog::warn("peer {} has not answered for {} s; still probing", p.peer,
+                   (now_ns - p.last_answer_ns) / 1'000'000'000);
+      p.silent_reported = true;
+    }
+    next = std::min(next, p.second_due_ns >= 0 ? p.second_due_ns : p.next_pair_ns);
+  }
+  for (auto& [peer, r] : responders_) {
+    if (r.second_due_ns >= 0 && now_ns >= r.second_due_ns) SendReverse(peer, r, 1);
+    if (!r.sending_delivered && r.followup_due_ns >= 0 && now_ns >= r.followup_due_ns) {
+      SendFollowUp(peer, r, false);
+    }
+    if (r.second_due_ns >= 0) next = std::min(next, r.second_due_ns);
+    if (!r.sending_delivered && r.followup_due_ns >= 0) next = std::min(next, r.followup_due_ns);
+  }
+  return next;
+}
+
+void ProbeEngine::FinalizeTuples(int64_t now_ns, int64_t before_ns) {
+  const int64_t timeout = options_.probe.tuple_timeout_ns;
+  for (auto& [peer, pp] : probers_) {
+    const uint32_t id = peer;
+    pp->assembler.Finalize(
+        [&](const FullTuple& t) {
+          return t.created_ns < before_ns || now_ns - t.created_ns > timeout ||
+                 ClassifyTuple(t) == TupleOutcome::kComplete;
+        },
+        [&](const FullTuple& t) { on_tuple_(id, t); });
+  }
+}
+
+void ProbeEngine::Shutdown(int64_t now_ns) {
+  for (auto& [peer, r] : responders_) {
+    if (r.second_due_ns >= 0) SendReverse(peer, r, 1);
+    if (r.sending.valid) SendFollowUp(peer, r, true);
+  }
+}
+
+}  // namespace chronolink

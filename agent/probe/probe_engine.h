@@ -1,0 +1,154 @@
+// The probe protocol (docs/protocol.md): as prober it sends coded forward
+// pairs to each probed peer and assembles Pt/Pr tuples; as responder it
+// answers every forward pair with a reverse pair that echoes the RX stamps,
+// and delivers its own TX stamps interleaved in the next pair or in a
+// follow-up. It never touches a socket or a file: datagrams go out through a
+// ProbeTransport, finalised tuples through callbacks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <span>
+#include <vector>
+
+#include "agent/config/agent_config.h"
+#include "agent/pair/tuple_assembler.h"
+#include "agent/probe/probe_transport.h"
+#include "agent/wire/probe_codec.h"
+
+namespace chronolink {
+
+struct PeerCounters {
+  uint64_t packets_sent = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t packets_received = 0;
+  uint64_t bytes_received = 0;
+  uint64_t pairs_sent = 0;
+  uint64_t reverse_pairs_sent = 0;
+  uint64_t followups_sent = 0;
+  uint64_t send_errors = 0;
+  uint64_t forward_pairs_incomplete = 0;  // a forward pair arrived without its probe 0
+  uint64_t peer_restarts = 0;
+};
+
+struct EngineCounters {
+  DecodeStats decode;
+  uint64_t not_for_us = 0;          // authentic, but addressed to another node
+  uint64_t unknown_sender = 0;      // authentic, from a node not in the cluster
+  uint64_t stale_session = 0;       // answers an earlier epoch of ours
+  uint64_t stale_sequence = 0;      // older than the pair in progress
+  uint64_t tx_stamps = 0;
+  uint64_t tx_stamps_unmatched = 0; // id not (or no longer) known
+};
+
+struct ProbeEngineOptions {
+  uint32_t node_id = 0;
+  uint32_t cluster_id = 0;
+  uint64_t epoch = 0;                // random per start
+  std::vector<uint32_t> probed_peers;
+  std::set<uint32_t> members;        // every node allowed to talk to us
+  ProbeSettings probe;
+};
+
+class ProbeEngine {
+ public:
+  using TupleSink = std::function<void(uint32_t peer, const FullTuple&)>;
+  using PairSentSink = std::function<void(uint32_t peer, int64_t node_ns)>;
+
+  ProbeEngine(ProbeEngineOptions options, const ProbeCodec& codec, ProbeTransport& transport,
+              TupleSink on_tuple, PairSentSink on_pair_sent);
+
+  // A datagram from the socket, with our receive stamps (node clock).
+  void OnDatagram(std::span<const uint8_t> bytes, const DualStamp& local_rx, int64_t now_ns);
+  // A TX stamp from the error queue, already on the node clock.
+  void OnTxStamp(uint32_t op_id, const ProbeStamp& kernel);
+
+  // Runs everything due by now; returns the next instant (node clock) it
+  // needs to run again.
+  int64_t Poll(int64_t now_ns);
+
+  // Finalises every pending tuple created before `before_ns` (the window
+  // closer calls this), plus complete or timed-out ones.
+  void FinalizeTuples(int64_t now_ns, int64_t before_ns);
+
+  // Last words: follow-ups with every undelivered TX stamp (flag final).
+  void Shutdown(int64_t now_ns);
+
+  const EngineCounters& counters() const { return counters_; }
+  const std::map<uint32_t, PeerCounters>& peer_counters() const { return peer_counters_; }
+  uint64_t epoch() const { return options_.epoch; }
+
+ private:
+  enum class PacketKind : uint8_t { kNone, kForward, kReverse, kFollowUp };
+  struct SentPacket {
+    uint32_t op_id = 0;
+    PacketKind kind = PacketKind::kNone;
+    uint32_t peer = 0;
+    uint64_t seq = 0;
+    uint8_t index = 0;
+  };
+
+  struct Prober {
+    uint32_t peer = 0;
+    uint64_t next_seq = 1;
+    int64_t next_pair_ns = 0;
+    int64_t second_due_ns = -1;   // probe 1 of the pair in progress
+    uint64_t peer_epoch = 0;      // last epoch seen from the peer
+    int64_t last_answer_ns = 0;
+    bool silent_reported = false;
+    int64_t backoff_ns = 0;
+    TupleAssembler assembler;
+    explicit Prober(size_t max_pending) : assembler(max_pending) {}
+  };
+
+  struct ReversePair {
+    uint64_t seq = 0;
+    bool valid = false;
+    DualStamp echo_rx[2];
+    DualStamp tx[2];
+  };
+
+  struct Responder {
+    uint64_t prober_epoch = 0;
+    uint64_t fwd_seq = 0;
+    bool have[2] = {false, false};
+    DualStamp rx[2];
+    ReversePair sending;         // the pair being (or last) sent
+    ReversePair previous;        // its predecessor, whose TX stamps ride along
+    int64_t second_due_ns = -1;  // reverse probe 1 of `sending`
+    int64_t followup_due_ns = -1;
+    bool sending_delivered = true;
+  };
+
+  void SendForward(Prober& p, int index, int64_t now_ns);
+  void SendReverse(uint32_t peer, Responder& r, int index);
+  void SendFollowUp(uint32_t peer, Responder& r, bool final);
+  bool Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind, SendOutcome* out);
+
+  void OnForward(const ProbeMessage& m, const DualStamp& local_rx, int64_t now_ns);
+  void OnReverse(const ProbeMessage& m, const DualStamp& local_rx, int64_t now_ns);
+  void OnFollowUp(const ProbeMessage& m, int64_t now_ns);
+  void StartReversePair(uint32_t peer, Responder& r, int64_t now_ns);
+
+  int64_t NextInterval();
+  ProbeMessage BaseMessage(MessageType type, uint32_t to) const;
+
+  ProbeEngineOptions options_;
+  const ProbeCodec& codec_;
+  ProbeTransport& transport_;
+  TupleSink on_tuple_;
+  PairSentSink on_pair_sent_;
+  std::mt19937_64 rng_;
+
+  std::map<uint32_t, std::unique_ptr<Prober>> probers_;
+  std::map<uint32_t, Responder> responders_;
+  std::vector<SentPacket> sent_ring_;  // indexed by op_id % size
+  EngineCounters counters_;
+  std::map<uint32_t, PeerCounters> peer_counters_;
+};
+
+}  // namespace chronolink

@@ -1,0 +1,25 @@
+// What the probe engine needs from the network: send a datagram to a peer
+// and learn the datagram's timestamping id and userspace send instant. The
+// agent's implementation wraps TimestampingSocket; tests may use real
+// loopback sockets or a recording double.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace chronolink {
+
+struct SendOutcome {
+  bool ok = false;
+  int error = 0;             // errno when !ok
+  uint32_t op_id = 0;        // matches the TX stamps that come back later
+  int64_t user_tx_ns = 0;    // node clock, read just before the send
+};
+
+class ProbeTransport {
+ public:
+  virtual ~ProbeTransport() = default;
+  virtual SendOutcome Send(uint32_t peer, std::span<const uint8_t> datagram) = 0;
+};
+
+}  // namespace chronolink

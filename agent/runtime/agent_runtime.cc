@@ -1,0 +1,316 @@
+#include "agent/runtime/agent_runtime.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sodium.h>
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace chronolink {
+
+namespace {
+
+constexpr int64_t kMaxSleepNs = 20'000'000;       // bounds every wait of the loop
+constexpr int64_t kWindowCheckNs = 20'000'000;
+constexpr int64_t kProgressEveryNs = 10'000'000'000;
+constexpr int64_t kShutdownDrainNs = 100'000'000;  // collect the last follow-ups
+
+uint64_t RandomEpoch() {
+  uint64_t e = 0;
+  while (e == 0) randombytes_buf(&e, sizeof(e));
+  return e;
+}
+
+}  // namespace
+
+class AgentRuntime::SocketTransport : public ProbeTransport {
+ public:
+  SocketTransport(TimestampingSocket& socket, const NodeClock& clock)
+      : socket_(socket), clock_(clock) {}
+
+  void AddPeer(uint32_t id, const UdpEndpoint& ep) { peers_[id] = ep; }
+
+  SendOutcome Send(uint32_t peer, std::span<const uint8_t> datagram) override {
+    SendOutcome out;
+    auto it = peers_.find(peer);
+    if (it == peers_.end()) {
+      out.error = EHOSTUNREACH;
+      return out;
+    }
+    const SendResult r = socket_.Send(it->second, datagram);
+    out.ok = r.ok;
+    out.error = r.error;
+    out.op_id = r.op_id;
+    out.user_tx_ns = clock_.Ingest(r.user_tx_real_ns);
+    return out;
+  }
+
+ private:
+  TimestampingSocket& socket_;
+  const NodeClock& clock_;
+  std::map<uint32_t, UdpEndpoint> peers_;
+};
+
+AgentRuntime::AgentRuntime(AgentConfig config)
+    : config_(std::move(config)),
+      clock_(config_.test_mode ? NodeClock(config_.virtual_clock) : NodeClock()) {}
+
+AgentRuntime::~AgentRuntime() {
+  if (signal_fd_ >= 0) ::close(signal_fd_);
+}
+
+bool AgentRuntime::Start(std::string* error) {
+  if (sodium_init() < 0) {
+    *error = "libsodium failed to initialise";
+    return false;
+  }
+  // Precise wake-ups for the 100 us probe spacing (default slack is 50 us).
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  epoch_ = RandomEpoch();
+
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  signal_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (signal_fd_ < 0) {
+    *error = std::string("signalfd: ") + std::strerror(errno);
+    return false;
+  }
+
+  if (!socket_.Open(config_.listen_address, config_.listen_port, error)) return false;
+
+  codec_ = std::make_unique<ProbeCodec>(config_.cluster.cluster_id, config_.key);
+  transport_ = std::make_unique<SocketTransport>(socket_, clock_);
+  ProbeEngineOptions eo;
+  eo.node_id = config_.node_id;
+  eo.cluster_id = config_.cluster.cluster_id;
+  eo.epoch = epoch_;
+  eo.probed_peers = config_.peers;
+  eo.probe = config_.probe;
+  for (const ClusterNode& n : config_.cluster.nodes) {
+    eo.members.insert(n.id);
+    if (n.id == config_.node_id) continue;
+    UdpEndpoint ep;
+    if (!UdpEndpoint::Parse(n.address, n.port, &ep, error)) return false;
+    transport_->AddPeer(n.id, ep);
+  }
+
+  WindowEstimatorOptions wo;
+  wo.purity_tolerance_ns = config_.estimation.purity_tolerance_ns;
+  wo.min_points_per_side = config_.estimation.min_points_per_side;
+  for (uint32_t peer : config_.peers) {
+    windows_[peer] = std::make_unique<EdgeWindows>(config_.node_id, peer,
+                                                   config_.estimation.window_ns,
+                                                   config_.estimation.source_classes, wo);
+  }
+  engine_ = std::make_unique<ProbeEngine>(
+      eo, *codec_, *transport_,
+      [this](uint32_t peer, const FullTuple& t) { windows_.at(peer)->OnTupleFinalized(t); },
+      [this](uint32_t peer, int64_t ns) { windows_.at(peer)->OnPairSent(ns); });
+
+  std::optional<VirtualClockParams> test_clock;
+  if (config_.test_mode) test_clock = config_.virtual_clock;
+  if (!writer_.Open(config_.output_dir, epoch_, test_clock, error)) return false;
+
+  spdlog::info("node {} session {:x} listening on {}:{}, probing {} peer(s), writing {}",
+               config_.node_id, epoch_, config_.listen_address, socket_.bound_port(),
+               config_.peers.size(), writer_.path());
+  if (config_.test_mode && !config_.virtual_clock.IsIdentity()) {
+    spdlog::warn("TEST MODE: virtual clock offset {} ns, drift {} ppm, t0 {} ns",
+                 config_.virtual_clock.offset_ns, config_.virtual_clock.drift_ppm,
+                 config_.virtual_clock.t0_ns);
+  }
+  return true;
+}
+
+void AgentRuntime::ReceiveAll(int64_t now_ns) {
+  std::array<uint8_t, 512> buf;
+  ReceivedDatagram d;
+  while (socket_.Receive(buf, &d)) {
+    DualStamp rx;
+    rx.user = {clock_.Ingest(d.user_rx_real_ns), StampSource::kUserspace};
+    if (d.kernel_rx_real_ns != 0) {
+      rx.kernel = {clock_.Ingest(d.kernel_rx_real_ns), StampSource::kSocketSoftware};
+    }
+    engine_->OnDatagram(std::span<const uint8_t>(buf.data(), std::min(d.length, buf.size())), rx,
+                        now_ns);
+  }
+}
+
+void AgentRuntime::DrainTxStamps() {
+  socket_.DrainTxStamps([this](const TxStampEvent& ev) {
+    engine_->OnTxStamp(ev.op_id, ProbeStamp{clock_.Ingest(ev.real_ns), ev.source});
+  });
+}
+
+void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
+  const int64_t horizon = shutting_down ? now_ns : now_ns - config_.estimation.window_grace_ns;
+  if (windows_.empty()) return;
+  const int64_t closed_before = windows_.begin()->second->WindowStart(horizon);
+  engine_->FinalizeTuples(now_ns, closed_before);
+  std::vector<EdgeWindowRecord> records;
+  for (auto& [peer, w] : windows_) w->CloseUpTo(closed_before, &records);
+  for (const EdgeWindowRecord& r : records) {
+    std::string error;
+    if (!writer_.Write(r, &error)) {
+      if (!write_failed_) spdlog::error("{}", error);
+      write_failed_ = true;
+      continue;
+    }
+    ++windows_written_;
+    if (r.estimate.estimator != EstimatorKind::kNone) ++windows_estimated_;
+    spdlog::debug("window {} peer {} {}: {} beta {:.1f} ns alpha {:.3f} ppm +/- {:.1f} ns",
+                  r.window_start_ns, r.peer, SourceClassName(r.source_class),
+                  EstimatorKindName(r.estimate.estimator), r.estimate.fit.beta_ns,
+                  r.estimate.fit.alpha * 1e6, r.estimate.fit.uncertainty_ns);
+  }
+}
+
+void AgentRuntime::LogProgress(int64_t now_ns) {
+  const EngineCounters& c = engine_->counters();
+  uint64_t sent = 0, received = 0;
+  for (const auto& [peer, pc] : engine_->peer_counters()) {
+    sent += pc.packets_sent;
+    received += pc.packets_received;
+  }
+  spdlog::info("{} windows written ({} estimated); packets sent {} received {}; rejected {}; "
+               "tx stamps {} ({} unmatched)",
+               windows_written_, windows_estimated_, sent, received, c.decode.rejected(),
+               c.tx_stamps, c.tx_stamps_unmatched);
+}
+
+void AgentRuntime::WriteStats(bool final) {
+  const EngineCounters& c = engine_->counters();
+  nlohmann::ordered_json j;
+  j["schema"] = "chronolink.agent_stats.v1";
+  j["node"] = config_.node_id;
+  j["session"] = std::to_string(epoch_);
+  j["final"] = final;
+  j["uptime_s"] = static_cast<double>(ReadClockNs(CLOCK_MONOTONIC) - start_monotonic_ns_) / 1e9;
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  j["cpu_user_s"] = static_cast<double>(ru.ru_utime.tv_sec) + ru.ru_utime.tv_usec / 1e6;
+  j["cpu_system_s"] = static_cast<double>(ru.ru_stime.tv_sec) + ru.ru_stime.tv_usec / 1e6;
+  j["windows_written"] = windows_written_;
+  j["windows_estimated"] = windows_estimated_;
+  nlohmann::ordered_json decode;
+  for (size_t i = 0; i < c.decode.counts.size(); ++i) {
+    decode[std::string(DecodeResultName(static_cast<DecodeResult>(i)))] = c.decode.counts[i];
+  }
+  j["decode"] = decode;
+  j["not_for_us"] = c.not_for_us;
+  j["unknown_sender"] = c.unknown_sender;
+  j["stale_session"] = c.stale_session;
+  j["stale_sequence"] = c.stale_sequence;
+  j["tx_stamps"] = c.tx_stamps;
+  j["tx_stamps_unmatched"] = c.tx_stamps_unmatched;
+  j["socket_receive_errors"] = socket_.receive_errors();
+  nlohmann::ordered_json peers = nlohmann::ordered_json::object();
+  for (const auto& [peer, pc] : engine_->peer_counters()) {
+    peers[std::to_string(peer)] = {
+        {"packets_sent", pc.packets_sent},       {"bytes_sent", pc.bytes_sent},
+        {"packets_received", pc.packets_received}, {"bytes_received", pc.bytes_received},
+        {"pairs_sent", pc.pairs_sent},           {"reverse_pairs_sent", pc.reverse_pairs_sent},
+        {"followups_sent", pc.followups_sent},   {"send_errors", pc.send_errors},
+        {"forward_pairs_incomplete", pc.forward_pairs_incomplete},
+        {"peer_restarts", pc.peer_restarts}};
+  }
+  j["peers"] = peers;
+  // Write then rename, so a reader never sees half a file.
+  const std::filesystem::path dir(config_.output_dir);
+  const auto tmp = dir / "agent_stats.json.tmp";
+  {
+    std::ofstream f(tmp);
+    f << j.dump(2) << "\n";
+    if (!f) return;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, dir / "agent_stats.json", ec);
+}
+
+int AgentRuntime::Run() {
+  start_monotonic_ns_ = ReadClockNs(CLOCK_MONOTONIC);
+  const int64_t stop_at = config_.duration_ns ? start_monotonic_ns_ + *config_.duration_ns : -1;
+  int64_t next_window_check = 0;
+  int64_t next_progress = start_monotonic_ns_ + kProgressEveryNs;
+  int exit_code = 0;
+
+  for (;;) {
+    const int64_t mono = ReadClockNs(CLOCK_MONOTONIC);
+    const int64_t real = ReadClockNs(CLOCK_REALTIME);
+    const int64_t now = clock_.Ingest(real);
+    if (step_detector_.Update(real, mono)) {
+      spdlog::warn("CLOCK_REALTIME stepped; discarding the current window of every edge");
+      for (auto& [peer, w] : windows_) w->OnClockStep(now);
+    }
+    if (stop_at >= 0 && mono >= stop_at) {
+      spdlog::info("configured duration reached");
+      break;
+    }
+    int64_t next = engine_->Poll(now);
+    if (mono >= next_window_check) {
+      CloseWindows(now, false);
+      next_window_check = mono + kWindowCheckNs;
+    }
+    if (mono >= next_progress) {
+      LogProgress(now);
+      WriteStats(false);
+      next_progress = mono + kProgressEveryNs;
+    }
+
+    const int64_t sleep_ns = std::clamp<int64_t>(next - clock_.Now(), 0, kMaxSleepNs);
+    pollfd fds[2] = {{socket_.fd(), POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+    const timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000),
+                      static_cast<long>(sleep_ns % 1'000'000'000)};
+    const int n = ppoll(fds, 2, &ts, nullptr);
+    if (n < 0 && errno != EINTR) {
+      spdlog::error("ppoll: {}", std::strerror(errno));
+      exit_code = 1;
+      break;
+    }
+    // Error-queue TX stamps show up as POLLERR; drain them on every turn anyway.
+    DrainTxStamps();
+    if (fds[0].revents & POLLIN) ReceiveAll(clock_.Now());
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo si;
+      if (::read(signal_fd_, &si, sizeof(si)) == sizeof(si)) {
+        spdlog::info("received {}, shutting down", strsignal(static_cast<int>(si.ssi_signo)));
+      }
+      break;
+    }
+  }
+
+  // Clean shutdown: deliver our last TX stamps, collect the peers' for a
+  // moment, then write every window that has ended.
+  engine_->Shutdown(clock_.Now());
+  const int64_t drain_until = ReadClockNs(CLOCK_MONOTONIC) + kShutdownDrainNs;
+  while (ReadClockNs(CLOCK_MONOTONIC) < drain_until) {
+    pollfd fd{socket_.fd(), POLLIN, 0};
+    const timespec ts{0, 5'000'000};
+    ppoll(&fd, 1, &ts, nullptr);
+    DrainTxStamps();
+    ReceiveAll(clock_.Now());
+  }
+  CloseWindows(clock_.Now(), true);
+  LogProgress(clock_.Now());
+  WriteStats(true);
+  writer_.Close();
+  if (write_failed_) exit_code = 1;
+  return exit_code;
+}
+
+}  // namespace chronolink

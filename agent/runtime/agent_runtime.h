@@ -1,0 +1,57 @@
+// The agent's event loop: one thread, one UDP socket, one signalfd. It wires
+// capture -> probe engine -> tuple windows -> estimator -> edges.jsonl, and
+// owns nothing of the protocol or the maths itself.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "agent/capture/timestamping_socket.h"
+#include "agent/clock/clock_reader.h"
+#include "agent/clock/clock_step_detector.h"
+#include "agent/config/agent_config.h"
+#include "agent/estimate/edge_windows.h"
+#include "agent/export/edges_jsonl_writer.h"
+#include "agent/probe/probe_engine.h"
+
+namespace chronolink {
+
+class AgentRuntime {
+ public:
+  explicit AgentRuntime(AgentConfig config);
+  ~AgentRuntime();
+
+  // Opens the socket and outputs; a clear message on failure.
+  bool Start(std::string* error);
+  // Runs until SIGINT/SIGTERM or the configured duration; returns the exit code.
+  int Run();
+
+ private:
+  class SocketTransport;
+
+  void ReceiveAll(int64_t now_ns);
+  void DrainTxStamps();
+  void CloseWindows(int64_t now_ns, bool shutting_down);
+  void WriteStats(bool final);
+  void LogProgress(int64_t now_ns);
+
+  AgentConfig config_;
+  NodeClock clock_;
+  ClockStepDetector step_detector_;
+  uint64_t epoch_ = 0;
+  TimestampingSocket socket_;
+  std::unique_ptr<ProbeCodec> codec_;
+  std::unique_ptr<SocketTransport> transport_;
+  std::unique_ptr<ProbeEngine> engine_;
+  std::map<uint32_t, std::unique_ptr<EdgeWindows>> windows_;
+  EdgesJsonlWriter writer_;
+  int signal_fd_ = -1;
+  int64_t start_monotonic_ns_ = 0;
+  int64_t windows_written_ = 0;
+  int64_t windows_estimated_ = 0;
+  bool write_failed_ = false;
+};
+
+}  // namespace chronolink

@@ -1,0 +1,43 @@
+// Probe wire format v1: the decoded form of one probe packet. The byte layout
+// (fixed size, network byte order, keyed MAC) is in probe_codec.h and
+// docs/protocol.md.
+#pragma once
+
+#include <cstdint>
+
+#include "agent/pair/probe_tuple.h"
+
+namespace chronolink {
+
+enum class MessageType : uint8_t {
+  kForward = 1,   // prober -> responder, one of a coded pair (Pt)
+  kReverse = 2,   // responder -> prober, one of a coded pair (Pr), echoes the Pt rx stamps
+  kFollowUp = 3,  // responder -> prober, late TX stamps of the last reverse pair
+};
+
+// Flag bits.
+constexpr uint16_t kFlagHasEchoRx = 1u << 0;   // echo_rx[] carries rx stamps of pair `seq`
+constexpr uint16_t kFlagHasPrevTx = 1u << 1;   // prev_tx[] carries tx stamps of pair `prev_tx_seq`
+constexpr uint16_t kFlagFinal = 1u << 2;       // sender is shutting down this session
+
+// A stamp as carried on the wire: the sender's best kernel stamp (with its
+// source) and its userspace stamp of the same packet, both on the sender's
+// node clock. Either may be absent (source kNone).
+using EchoedStamp = DualStamp;
+
+struct ProbeMessage {
+  MessageType type = MessageType::kForward;
+  uint16_t flags = 0;
+  uint32_t cluster_id = 0;
+  uint32_t sender_node = 0;
+  uint32_t receiver_node = 0;
+  uint64_t sender_epoch = 0;   // random per agent start: a restart is a new session
+  uint64_t echo_epoch = 0;     // reverse/follow-up: the prober epoch this answers
+  uint64_t seq = 0;            // forward pair sequence (reverse pairs reuse it)
+  uint8_t index = 0;           // 0 or 1 within the coded pair
+  EchoedStamp echo_rx[2];      // reverse: responder's rx stamps of forward pair `seq`
+  uint64_t prev_tx_seq = 0;    // which earlier pair prev_tx[] belongs to
+  EchoedStamp prev_tx[2];      // sender's tx stamps of its previous pair on this edge
+};
+
+}  // namespace chronolink
