@@ -1,0 +1,699 @@
+// Probe wire format v1: round trips, the documented byte layout, and every
+// rejection path of the decoder, against the real libsodium.
+#include "agent/wire/probe_codec.h"
+
+#include <gtest/gtest.h>
+#include <sodium.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace chronolink {
+namespace {
+
+using Packet = std::array<uint8_t, kProbeWireSize>;
+
+constexpr uint32_t kCluster = 0x0A0B0C0D;
+
+ClusterKey TestKey() {
+  ClusterKey k{};
+  for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<uint8_t>(0xA0 + 7 * i);
+  return k;
+}
+
+ClusterKey OtherKey() {
+  ClusterKey k = TestKey();
+  k[31] ^= 0x01;  // one bit apart
+  return k;
+}
+
+EchoedStamp Stamp(int64_t kernel_ns, StampSource ks, int64_t user_ns, StampSource us) {
+  EchoedStamp e;
+  e.kernel = {kernel_ns, ks};
+  e.user = {user_ns, us};
+  return e;
+}
+
+// Every field distinct and non-trivial, so a swapped or truncated field shows.
+ProbeMessage Distinctive(MessageType type) {
+  ProbeMessage m;
+  m.type = type;
+  m.flags = kFlagHasEchoRx | kFlagHasPrevTx | kFlagFinal;
+  m.cluster_id = kCluster;
+  m.sender_node = 0x11223344;
+  m.receiver_node = 0xFFFFFFFE;
+  m.sender_epoch = 0x0102030405060708ull;
+  m.echo_epoch = 0xF1E2D3C4B5A69788ull;
+  m.seq = std::numeric_limits<uint64_t>::max();
+  m.index = 1;
+  m.echo_rx[0] = Stamp(-2, StampSource::kSocketSoftware, 1'700'000'000'123'456'789,
+                       StampSource::kUserspace);
+  m.echo_rx[1] = Stamp(std::numeric_limits<int64_t>::min(), StampSource::kHardware,
+                       std::numeric_limits<int64_t>::max(), StampSource::kUserspace);
+  m.prev_tx_seq = 0x8000000000000001ull;
+  m.prev_tx[0] = Stamp(1'700'000'000'000'000'001, StampSource::kBpfTc, 0, StampSource::kNone);
+  m.prev_tx[1] = Stamp(-1'234'567'890'123, StampSource::kSocketSched, -42,
+                       StampSource::kUserspace);
+  return m;
+}
+
+void ExpectStampEq(const ProbeStamp& a, const ProbeStamp& b, const std::string& what) {
+  EXPECT_EQ(a.ns, b.ns) << what;
+  EXPECT_EQ(a.source, b.source) << what;
+}
+
+void ExpectSame(const ProbeMessage& a, const ProbeMessage& b) {
+  EXPECT_EQ(a.type, b.type);
+  EXPECT_EQ(a.flags, b.flags);
+  EXPECT_EQ(a.cluster_id, b.cluster_id);
+  EXPECT_EQ(a.sender_node, b.sender_node);
+  EXPECT_EQ(a.receiver_node, b.receiver_node);
+  EXPECT_EQ(a.sender_epoch, b.sender_epoch);
+  EXPECT_EQ(a.echo_epoch, b.echo_epoch);
+  EXPECT_EQ(a.seq, b.seq);
+  EXPECT_EQ(a.index, b.index);
+  EXPECT_EQ(a.prev_tx_seq, b.prev_tx_seq);
+  for (int i = 0; i < 2; ++i) {
+    ExpectStampEq(a.echo_rx[i].kernel, b.echo_rx[i].kernel, "echo_rx kernel " + std::to_string(i));
+    ExpectStampEq(a.echo_rx[i].user, b.echo_rx[i].user, "echo_rx user " + std::to_string(i));
+    ExpectStampEq(a.prev_tx[i].kernel, b.prev_tx[i].kernel, "prev_tx kernel " + std::to_string(i));
+    ExpectStampEq(a.prev_tx[i].user, b.prev_tx[i].user, "prev_tx user " + std::to_string(i));
+  }
+}
+
+Packet EncodeWith(const ProbeCodec& codec, const ProbeMessage& m) {
+  Packet p{};
+  codec.Encode(m, p);
+  return p;
+}
+
+uint64_t ReadBe(const Packet& p, size_t off, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v = (v << 8) | p[off + i];
+  return v;
+}
+
+// A message the decoder writes when it should not: any rejection must leave
+// *out exactly as it was.
+ProbeMessage Sentinel() {
+  ProbeMessage m;
+  m.seq = 0xDEADBEEF;
+  m.sender_node = 77;
+  return m;
+}
+
+void ExpectUntouched(const ProbeMessage& m) {
+  EXPECT_EQ(m.seq, 0xDEADBEEFu);
+  EXPECT_EQ(m.sender_node, 77u);
+}
+
+class ProbeCodecTest : public ::testing::Test {
+ protected:
+  ProbeCodec codec_{kCluster, TestKey()};
+
+  DecodeResult DecodeBytes(const Packet& p) {
+    ProbeMessage out = Sentinel();
+    DecodeResult r = codec_.Decode(p, &out);
+    if (r != DecodeResult::kOk) ExpectUntouched(out);
+    return r;
+  }
+  // Tampers with an authentic packet, then re-MACs it so that only the field
+  // checks can refuse it.
+  DecodeResult DecodeForged(Packet p) {
+    SealForTest(p, TestKey());
+    return DecodeBytes(p);
+  }
+};
+
+// ---------------------------------------------------------------- round trip
+
+TEST_F(ProbeCodecTest, RoundTripsEveryMessageType) {
+  for (MessageType t : {MessageType::kForward, MessageType::kReverse, MessageType::kFollowUp}) {
+    SCOPED_TRACE(static_cast<int>(t));
+    const ProbeMessage in = Distinctive(t);
+    const Packet p = EncodeWith(codec_, in);
+    ProbeMessage out;
+    ASSERT_EQ(codec_.Decode(p, &out), DecodeResult::kOk);
+    ExpectSame(in, out);
+  }
+}
+
+TEST_F(ProbeCodecTest, RoundTripsMinimalForwardAndIndexZero) {
+  ProbeMessage in;  // all defaults: no stamps, no flags
+  in.cluster_id = kCluster;
+  in.sender_node = 1;
+  in.receiver_node = 2;
+  in.sender_epoch = 3;
+  in.seq = 0;
+  in.index = 0;
+  ProbeMessage out = Distinctive(MessageType::kReverse);
+  ASSERT_EQ(codec_.Decode(EncodeWith(codec_, in), &out), DecodeResult::kOk);
+  ExpectSame(in, out);
+}
+
+TEST_F(ProbeCodecTest, EncodingIsDeterministicAndUsesTheCodecsClusterId) {
+  ProbeMessage m = Distinctive(MessageType::kForward);
+  const Packet a = EncodeWith(codec_, m);
+  m.cluster_id = 999;  // ignored: the codec speaks for its own cluster
+  const Packet b = EncodeWith(codec_, m);
+  EXPECT_EQ(a, b);
+  ProbeMessage out;
+  ASSERT_EQ(codec_.Decode(b, &out), DecodeResult::kOk);
+  EXPECT_EQ(out.cluster_id, kCluster);
+}
+
+TEST_F(ProbeCodecTest, TwoCodecsWithTheSameKeyAndClusterInteroperate) {
+  ProbeCodec peer(kCluster, TestKey());
+  ProbeMessage out;
+  EXPECT_EQ(peer.Decode(EncodeWith(codec_, Distinctive(MessageType::kReverse)), &out),
+            DecodeResult::kOk);
+}
+
+TEST_F(ProbeCodecTest, DecodeAcceptsNullOutput) {
+  EXPECT_EQ(codec_.Decode(EncodeWith(codec_, Distinctive(MessageType::kForward)), nullptr),
+            DecodeResult::kOk);
+}
+
+// -------------------------------------------------------------- byte layout
+
+TEST_F(ProbeCodecTest, LayoutIsBigEndianAtDocumentedOffsets) {
+  const ProbeMessage m = Distinctive(MessageType::kReverse);
+  const Packet p = EncodeWith(codec_, m);
+
+  EXPECT_EQ(p[0], 'C');
+  EXPECT_EQ(p[1], 'H');
+  EXPECT_EQ(p[2], 'L');
+  EXPECT_EQ(p[3], 'K');
+  EXPECT_EQ(p[4], 1);  // version
+  EXPECT_EQ(p[5], 2);  // type reverse
+  EXPECT_EQ(p[6], 0x00);
+  EXPECT_EQ(p[7], 0x07);  // flags
+  EXPECT_EQ(p[8], 0x0A);
+  EXPECT_EQ(p[9], 0x0B);
+  EXPECT_EQ(p[10], 0x0C);
+  EXPECT_EQ(p[11], 0x0D);  // cluster id
+  EXPECT_EQ(ReadBe(p, 12, 4), m.sender_node);
+  EXPECT_EQ(p[12], 0x11);
+  EXPECT_EQ(p[15], 0x44);
+  EXPECT_EQ(ReadBe(p, 16, 4), m.receiver_node);
+  EXPECT_EQ(ReadBe(p, 20, 8), m.sender_epoch);
+  EXPECT_EQ(p[20], 0x01);
+  EXPECT_EQ(p[27], 0x08);
+  EXPECT_EQ(ReadBe(p, 28, 8), m.echo_epoch);
+  EXPECT_EQ(ReadBe(p, 36, 8), m.seq);
+  EXPECT_EQ(p[44], 1);  // index
+  EXPECT_EQ(p[45], 0);
+  EXPECT_EQ(p[46], 0);
+  EXPECT_EQ(p[47], 0);  // reserved
+  EXPECT_EQ(ReadBe(p, 48, 8), m.prev_tx_seq);
+  EXPECT_EQ(p[48], 0x80);
+  EXPECT_EQ(p[55], 0x01);
+
+  // echo_rx[0] at 56: kernel ns -2 is two's complement big-endian.
+  for (size_t i = 56; i < 63; ++i) EXPECT_EQ(p[i], 0xFF) << i;
+  EXPECT_EQ(p[63], 0xFE);
+  EXPECT_EQ(p[64], static_cast<uint8_t>(StampSource::kSocketSoftware));
+  EXPECT_EQ(ReadBe(p, 65, 8), static_cast<uint64_t>(m.echo_rx[0].user.ns));
+  EXPECT_EQ(p[73], static_cast<uint8_t>(StampSource::kUserspace));
+  // echo_rx[1] at 74.
+  EXPECT_EQ(ReadBe(p, 74, 8), 0x8000000000000000ull);
+  EXPECT_EQ(p[82], static_cast<uint8_t>(StampSource::kHardware));
+  EXPECT_EQ(ReadBe(p, 83, 8), 0x7FFFFFFFFFFFFFFFull);
+  EXPECT_EQ(p[91], static_cast<uint8_t>(StampSource::kUserspace));
+  // prev_tx[0] at 92.
+  EXPECT_EQ(ReadBe(p, 92, 8), static_cast<uint64_t>(m.prev_tx[0].kernel.ns));
+  EXPECT_EQ(p[100], static_cast<uint8_t>(StampSource::kBpfTc));
+  EXPECT_EQ(ReadBe(p, 101, 8), 0u);
+  EXPECT_EQ(p[109], static_cast<uint8_t>(StampSource::kNone));
+  // prev_tx[1] at 110.
+  EXPECT_EQ(ReadBe(p, 110, 8), static_cast<uint64_t>(m.prev_tx[1].kernel.ns));
+  EXPECT_EQ(p[118], static_cast<uint8_t>(StampSource::kSocketSched));
+  EXPECT_EQ(ReadBe(p, 119, 8), static_cast<uint64_t>(int64_t{-42}));
+  EXPECT_EQ(p[127], static_cast<uint8_t>(StampSource::kUserspace));
+
+  // MAC at 128: keyed BLAKE2b-128 of bytes [0,128), computed here directly.
+  ASSERT_GE(sodium_init(), 0);
+  const ClusterKey key = TestKey();
+  uint8_t mac[16];
+  ASSERT_EQ(crypto_generichash(mac, sizeof mac, p.data(), 128, key.data(), key.size()), 0);
+  for (size_t i = 0; i < 16; ++i) EXPECT_EQ(p[128 + i], mac[i]) << "mac byte " << i;
+}
+
+TEST(ProbeCodecConstants, MatchTheDocumentedFormat) {
+  EXPECT_EQ(kProbeMagic, 0x43484C4Bu);
+  EXPECT_EQ(kProbeVersion, 1);
+  EXPECT_EQ(kProbeWireSize, 144u);
+  EXPECT_EQ(kProbeMacSize, 16u);
+  EXPECT_EQ(kClusterKeySize, 32u);
+}
+
+// --------------------------------------------------------------- rejections
+
+TEST_F(ProbeCodecTest, RejectsWrongLengths) {
+  const Packet good = EncodeWith(codec_, Distinctive(MessageType::kForward));
+  std::vector<uint8_t> buf(good.begin(), good.end());
+  buf.push_back(0);  // a valid packet with one trailing byte
+  ProbeMessage out = Sentinel();
+  EXPECT_EQ(codec_.Decode(buf, &out), DecodeResult::kBadLength);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{127}, size_t{128}, size_t{143}}) {
+    EXPECT_EQ(codec_.Decode(std::span<const uint8_t>(good.data(), n), &out),
+              DecodeResult::kBadLength)
+        << n;
+  }
+  std::vector<uint8_t> big(9000, 0);
+  std::copy(good.begin(), good.end(), big.begin());
+  EXPECT_EQ(codec_.Decode(big, &out), DecodeResult::kBadLength);
+  ExpectUntouched(out);
+}
+
+TEST_F(ProbeCodecTest, RejectsWrongMagic) {
+  Packet p = EncodeWith(codec_, Distinctive(MessageType::kForward));
+  p[3] = 'X';
+  EXPECT_EQ(DecodeBytes(p), DecodeResult::kBadMagic);
+  // Also with a valid MAC over the wrong magic: the magic is checked first.
+  EXPECT_EQ(DecodeForged(p), DecodeResult::kBadMagic);
+}
+
+TEST_F(ProbeCodecTest, RejectsOtherVersions) {
+  for (uint8_t v : {0, 2, 255}) {
+    Packet p = EncodeWith(codec_, Distinctive(MessageType::kForward));
+    p[4] = v;
+    EXPECT_EQ(DecodeForged(p), DecodeResult::kBadVersion) << int(v);
+  }
+}
+
+TEST_F(ProbeCodecTest, RejectsUnknownTypes) {
+  for (uint8_t t : {0, 4, 5, 128, 255}) {
+    Packet p = EncodeWith(codec_, Distinctive(MessageType::kForward));
+    p[5] = t;
+    EXPECT_EQ(DecodeForged(p), DecodeResult::kUnknownType) << int(t);
+  }
+}
+
+TEST_F(ProbeCodecTest, RejectsAnotherClustersPacket) {
+  ProbeCodec other(kCluster + 1, TestKey());  // same key, other cluster id
+  const Packet p = EncodeWith(other, Distinctive(MessageType::kForward));
+  EXPECT_EQ(DecodeBytes(p), DecodeResult::kWrongCluster);
+  ProbeMessage out;
+  EXPECT_EQ(other.Decode(p, &out), DecodeResult::kOk);
+  EXPECT_EQ(other.Decode(EncodeWith(codec_, Distinctive(MessageType::kForward)), &out),
+            DecodeResult::kWrongCluster);
+}
+
+TEST_F(ProbeCodecTest, RejectsAPacketUnderAnotherKey) {
+  ProbeCodec stranger(kCluster, OtherKey());
+  EXPECT_EQ(DecodeBytes(EncodeWith(stranger, Distinctive(MessageType::kReverse))),
+            DecodeResult::kBadMac);
+  ProbeMessage out;
+  EXPECT_EQ(stranger.Decode(EncodeWith(codec_, Distinctive(MessageType::kReverse)), &out),
+            DecodeResult::kBadMac);
+}
+
+// What a change at `off` is caught by: header fields checked before the MAC
+// are caught by their own check, everything else by the MAC.
+DecodeResult ExpectedForTamperAt(size_t off) {
+  if (off < 4) return DecodeResult::kBadMagic;
+  if (off == 4) return DecodeResult::kBadVersion;
+  if (off >= 8 && off < 12) return DecodeResult::kWrongCluster;
+  return DecodeResult::kBadMac;
+}
+
+TEST_F(ProbeCodecTest, EveryBitOfTheAuthenticatedRegionIsCovered) {
+  const Packet good = EncodeWith(codec_, Distinctive(MessageType::kReverse));
+  int bad_mac = 0;
+  for (size_t off = 0; off < 128; ++off) {
+    for (int bit = 0; bit < 8; ++bit) {
+      Packet p = good;
+      p[off] ^= static_cast<uint8_t>(1u << bit);
+      DecodeResult want = ExpectedForTamperAt(off);
+      if (off == 5) {
+        // Type 2 with one bit flipped: 3 is a known type (then the MAC
+        // catches it), anything else is unknown.
+        want = (p[5] >= 1 && p[5] <= 3) ? DecodeResult::kBadMac : DecodeResult::kUnknownType;
+      }
+      EXPECT_EQ(DecodeBytes(p), want) << "offset " << off << " bit " << bit;
+      if (want == DecodeResult::kBadMac) ++bad_mac;
+    }
+  }
+  // 128 bytes minus magic, version and cluster id (9 bytes), plus one
+  // type-byte flip (2 -> 3) that stays a known type.
+  EXPECT_EQ(bad_mac, (128 - 9) * 8 - 8 + 1);
+}
+
+TEST_F(ProbeCodecTest, EveryMacByteIsChecked) {
+  const Packet good = EncodeWith(codec_, Distinctive(MessageType::kFollowUp));
+  for (size_t off = 128; off < 144; ++off) {
+    for (uint8_t mask : {uint8_t{0x01}, uint8_t{0x80}, uint8_t{0xFF}}) {
+      Packet p = good;
+      p[off] ^= mask;
+      EXPECT_EQ(DecodeBytes(p), DecodeResult::kBadMac) << "offset " << off;
+    }
+  }
+  Packet zero_mac = good;
+  std::fill(zero_mac.begin() + 128, zero_mac.end(), 0);
+  EXPECT_EQ(DecodeBytes(zero_mac), DecodeResult::kBadMac);
+}
+
+// ----------------------------------------------------- field checks (forged)
+
+TEST_F(ProbeCodecTest, SealForTestProducesAnAuthenticPacket) {
+  Packet p = EncodeWith(codec_, Distinctive(MessageType::kForward));
+  p[36] ^= 0x55;  // change seq
+  EXPECT_EQ(DecodeBytes(p), DecodeResult::kBadMac);
+  ProbeMessage out;
+  SealForTest(p, TestKey());
+  ASSERT_EQ(codec_.Decode(p, &out), DecodeResult::kOk);
+  EXPECT_EQ(out.seq, std::numeric_limits<uint64_t>::max() ^ (uint64_t{0x55} << 56));
+}
+
+TEST_F(ProbeCodecTest, RejectsIndexAboveOne) {
+  for (uint8_t idx : {2, 3, 128, 255}) {
+    Packet p = EncodeWith(codec_, Distinctive(MessageType::kForward));
+    p[44] = idx;
+    EXPECT_EQ(DecodeForged(p), DecodeResult::kBadField) << int(idx);
+  }
+}
+
+TEST_F(ProbeCodecTest, RejectsNonZeroReservedBytes) {
+  for (size_t off : {45, 46, 47}) {
+    Packet p = EncodeWith(codec_, Distinctive(MessageType::kForward));
+    p[off] = 0x01;
+    EXPECT_EQ(DecodeForged(p), DecodeResult::kBadField) << off;
+  }
+}
+
+TEST_F(ProbeCodecTest, RejectsUnknownFlagBits) {
+  for (int bit = 3; bit < 16; ++bit) {
+    Packet p = EncodeWith(codec_, Distinctive(MessageType::kForward));
+    const uint16_t flags = static_cast<uint16_t>(kFlagHasEchoRx | (1u << bit));
+    p[6] = static_cast<uint8_t>(flags >> 8);
+    p[7] = static_cast<uint8_t>(flags);
+    EXPECT_EQ(DecodeForged(p), DecodeResult::kBadField) << bit;
+  }
+}
+
+// Offsets of the source byte of each stamp: kernel at +8, user at +17 of each
+// 18-byte echoed stamp starting at 56, 74, 92, 110.
+constexpr size_t kStampStarts[] = {56, 74, 92, 110};
+
+TEST_F(ProbeCodecTest, RejectsOutOfRangeStampSources) {
+  for (size_t start : kStampStarts) {
+    for (size_t src_off : {start + 8, start + 17}) {
+      for (uint8_t v : {uint8_t{kNumStampSources}, uint8_t{8}, uint8_t{255}}) {
+        Packet p = EncodeWith(codec_, Distinctive(MessageType::kReverse));
+        p[src_off] = v;
+        EXPECT_EQ(DecodeForged(p), DecodeResult::kBadField) << src_off << " " << int(v);
+      }
+    }
+  }
+}
+
+TEST_F(ProbeCodecTest, RejectsAUserspaceSourceInAKernelSlot) {
+  for (size_t start : kStampStarts) {
+    Packet p = EncodeWith(codec_, Distinctive(MessageType::kReverse));
+    p[start + 8] = static_cast<uint8_t>(StampSource::kUserspace);
+    EXPECT_EQ(DecodeForged(p), DecodeResult::kBadField) << start;
+  }
+}
+
+TEST_F(ProbeCodecTest, RejectsAKernelSourceInAUserSlot) {
+  for (size_t start : kStampStarts) {
+    for (int s = 2; s < kNumStampSources; ++s) {
+      Packet p = EncodeWith(codec_, Distinctive(MessageType::kReverse));
+      p[start + 17] = static_cast<uint8_t>(s);
+      EXPECT_EQ(DecodeForged(p), DecodeResult::kBadField) << start << " source " << s;
+    }
+  }
+}
+
+TEST_F(ProbeCodecTest, RejectsAnAbsentStampWithATime) {
+  // prev_tx[0].user is kNone with ns 0 in Distinctive(); give it a time.
+  Packet p = EncodeWith(codec_, Distinctive(MessageType::kReverse));
+  p[108] = 0x01;  // last byte of prev_tx[0].user.ns (101..108)
+  EXPECT_EQ(DecodeForged(p), DecodeResult::kBadField);
+
+  ProbeMessage m = Distinctive(MessageType::kReverse);
+  m.echo_rx[1].kernel = {5, StampSource::kNone};  // the encoder does not validate
+  EXPECT_EQ(DecodeBytes(EncodeWith(codec_, m)), DecodeResult::kBadField);
+}
+
+TEST_F(ProbeCodecTest, AcceptsEveryValidSourceInItsSlot) {
+  // The positive side of the checks above, so they are not vacuous.
+  for (int s = 0; s < kNumStampSources; ++s) {
+    const auto src = static_cast<StampSource>(s);
+    ProbeMessage m = Distinctive(MessageType::kReverse);
+    if (src != StampSource::kUserspace) {
+      m.echo_rx[0].kernel = {src == StampSource::kNone ? 0 : 123, src};
+      ProbeMessage out;
+      ASSERT_EQ(codec_.Decode(EncodeWith(codec_, m), &out), DecodeResult::kOk) << s;
+      EXPECT_EQ(out.echo_rx[0].kernel.source, src);
+    }
+  }
+  ProbeMessage m = Distinctive(MessageType::kReverse);
+  m.prev_tx[1].user = {0, StampSource::kNone};
+  EXPECT_EQ(DecodeBytes(EncodeWith(codec_, m)), DecodeResult::kOk);
+}
+
+TEST_F(ProbeCodecTest, InvalidIndexFromTheEncoderIsRefusedAtTheReceiver) {
+  ProbeMessage m = Distinctive(MessageType::kForward);
+  m.index = 2;
+  EXPECT_EQ(DecodeBytes(EncodeWith(codec_, m)), DecodeResult::kBadField);
+}
+
+// -------------------------------------------------------------------- stats
+
+TEST(DecodeStatsTest, CountsByReasonAndSumsRejections) {
+  DecodeStats s;
+  EXPECT_EQ(s.rejected(), 0u);
+  s.Count(DecodeResult::kOk);
+  s.Count(DecodeResult::kOk);
+  s.Count(DecodeResult::kOk);
+  EXPECT_EQ(s.rejected(), 0u);
+  s.Count(DecodeResult::kBadMac);
+  s.Count(DecodeResult::kBadMac);
+  s.Count(DecodeResult::kBadLength);
+  s.Count(DecodeResult::kBadField);
+  s.Count(DecodeResult::kWrongCluster);
+  EXPECT_EQ(s.counts[static_cast<size_t>(DecodeResult::kOk)], 3u);
+  EXPECT_EQ(s.counts[static_cast<size_t>(DecodeResult::kBadMac)], 2u);
+  EXPECT_EQ(s.counts[static_cast<size_t>(DecodeResult::kBadLength)], 1u);
+  EXPECT_EQ(s.counts[static_cast<size_t>(DecodeResult::kBadMagic)], 0u);
+  EXPECT_EQ(s.rejected(), 5u);
+}
+
+TEST_F(ProbeCodecTest, StatsOfAMixedStream) {
+  DecodeStats s;
+  const Packet good = EncodeWith(codec_, Distinctive(MessageType::kForward));
+  Packet bad_mac = good;
+  bad_mac[100] ^= 1;
+  Packet bad_magic = good;
+  bad_magic[0] = 0;
+  for (int i = 0; i < 10; ++i) s.Count(codec_.Decode(good, nullptr));
+  for (int i = 0; i < 4; ++i) s.Count(codec_.Decode(bad_mac, nullptr));
+  s.Count(codec_.Decode(bad_magic, nullptr));
+  s.Count(codec_.Decode(std::span<const uint8_t>(good.data(), 10), nullptr));
+  EXPECT_EQ(s.counts[static_cast<size_t>(DecodeResult::kOk)], 10u);
+  EXPECT_EQ(s.counts[static_cast<size_t>(DecodeResult::kBadMac)], 4u);
+  EXPECT_EQ(s.counts[static_cast<size_t>(DecodeResult::kBadMagic)], 1u);
+  EXPECT_EQ(s.counts[static_cast<size_t>(DecodeResult::kBadLength)], 1u);
+  EXPECT_EQ(s.rejected(), 6u);
+}
+
+TEST(DecodeResultNameTest, SnakeCaseNames) {
+  EXPECT_EQ(DecodeResultName(DecodeResult::kOk), "ok");
+  EXPECT_EQ(DecodeResultName(DecodeResult::kBadLength), "bad_length");
+  EXPECT_EQ(DecodeResultName(DecodeResult::kBadMagic), "bad_magic");
+  EXPECT_EQ(DecodeResultName(DecodeResult::kBadVersion), "bad_version");
+  EXPECT_EQ(DecodeResultName(DecodeResult::kUnknownType), "unknown_type");
+  EXPECT_EQ(DecodeResultName(DecodeResult::kWrongCluster), "wrong_cluster");
+  EXPECT_EQ(DecodeResultName(DecodeResult::kBadMac), "bad_mac");
+  EXPECT_EQ(DecodeResultName(DecodeResult::kBadField), "bad_field");
+}
+
+// --------------------------------------------------------------------- keys
+
+constexpr char kHexKey[] = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+ClusterKey CountingKey() {
+  ClusterKey k{};
+  for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<uint8_t>(i);
+  return k;
+}
+
+TEST(ClusterKeyHexTest, ParsesEitherCase) {
+  ClusterKey k{};
+  std::string err;
+  ASSERT_TRUE(ParseClusterKeyHex(kHexKey, &k, &err)) << err;
+  EXPECT_EQ(k, CountingKey());
+  std::string upper = kHexKey;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  ClusterKey k2{};
+  ASSERT_TRUE(ParseClusterKeyHex(upper, &k2, &err)) << err;
+  EXPECT_EQ(k2, CountingKey());
+  ClusterKey k3{};
+  ASSERT_TRUE(ParseClusterKeyHex(std::string(64, 'F'), &k3, &err)) << err;
+  for (uint8_t b : k3) EXPECT_EQ(b, 0xFF);
+}
+
+TEST(ClusterKeyHexTest, RefusesWrongLengthsWithAClearMessage) {
+  ClusterKey k = CountingKey();
+  std::string err;
+  for (std::string s : {std::string(), std::string(kHexKey).substr(0, 63),
+                        std::string(kHexKey) + "0", std::string(kHexKey) + "\n",
+                        " " + std::string(kHexKey), std::string(32, 'a')}) {
+    err.clear();
+    EXPECT_FALSE(ParseClusterKeyHex(s, &k, &err)) << s;
+    EXPECT_NE(err.find("64 hex"), std::string::npos) << err;
+  }
+  EXPECT_EQ(k, CountingKey());  // untouched
+}
+
+TEST(ClusterKeyHexTest, RefusesNonHexCharacters) {
+  ClusterKey k{};
+  std::string err;
+  std::string s = kHexKey;
+  s[10] = 'g';
+  EXPECT_FALSE(ParseClusterKeyHex(s, &k, &err));
+  EXPECT_NE(err.find("position 10"), std::string::npos) << err;
+  s = kHexKey;
+  s[0] = 'x';  // "0x..." prefix style
+  EXPECT_FALSE(ParseClusterKeyHex(s, &k, &err));
+  EXPECT_NE(err.find("non-hex"), std::string::npos) << err;
+}
+
+TEST(ClusterKeyHexTest, RefusesAnAllZeroKey) {
+  ClusterKey k = CountingKey();
+  std::string err;
+  EXPECT_FALSE(ParseClusterKeyHex(std::string(64, '0'), &k, &err));
+  EXPECT_NE(err.find("all zero"), std::string::npos) << err;
+  EXPECT_EQ(k, CountingKey());
+}
+
+class ClusterKeyFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/probe_codec_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::permissions(dir_, std::filesystem::perms::owner_all, ec);
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string Write(const std::string& name, const std::string& bytes) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream f(path, std::ios::binary);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return path;
+  }
+  // Loads and expects failure; returns the message.
+  std::string LoadError(const std::string& path) {
+    ClusterKey k = TestKey();
+    std::string err;
+    EXPECT_FALSE(LoadClusterKeyFile(path, &k, &err)) << path;
+    EXPECT_EQ(k, TestKey()) << "key written on failure";
+    EXPECT_FALSE(err.empty());
+    return err;
+  }
+  std::string dir_;
+};
+
+TEST_F(ClusterKeyFileTest, LoadsHexWithSurroundingWhitespace) {
+  for (std::string content : {std::string(kHexKey), std::string(kHexKey) + "\n",
+                              "  \t" + std::string(kHexKey) + "\r\n\n"}) {
+    ClusterKey k{};
+    std::string err;
+    ASSERT_TRUE(LoadClusterKeyFile(Write("hex.key", content), &k, &err)) << err;
+    EXPECT_EQ(k, CountingKey());
+  }
+}
+
+TEST_F(ClusterKeyFileTest, LoadsThirtyTwoRawBytes) {
+  // Raw bytes including whitespace and NUL values: none may be trimmed.
+  std::string raw(32, '\0');
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<char>(i);
+  raw[0] = '\n';
+  raw[31] = ' ';
+  ClusterKey k{};
+  std::string err;
+  ASSERT_TRUE(LoadClusterKeyFile(Write("raw.key", raw), &k, &err)) << err;
+  ClusterKey want = CountingKey();
+  want[0] = '\n';
+  want[31] = ' ';
+  EXPECT_EQ(k, want);
+}
+
+TEST_F(ClusterKeyFileTest, MissingFile) {
+  const std::string path = dir_ + "/nope.key";
+  const std::string err = LoadError(path);
+  EXPECT_NE(err.find(path), std::string::npos) << err;
+  EXPECT_NE(err.find("No such file"), std::string::npos) << err;
+}
+
+TEST_F(ClusterKeyFileTest, DirectoryIsNotAKeyFile) {
+  const std::string err = LoadError(dir_);
+  EXPECT_NE(err.find("not a regular file"), std::string::npos) << err;
+}
+
+TEST_F(ClusterKeyFileTest, UnreadableFile) {
+  if (geteuid() == 0) GTEST_SKIP() << "root reads files regardless of mode";
+  const std::string path = Write("locked.key", kHexKey);
+  ASSERT_EQ(chmod(path.c_str(), 0), 0);
+  const std::string err = LoadError(path);
+  EXPECT_NE(err.find("Permission denied"), std::string::npos) << err;
+}
+
+TEST_F(ClusterKeyFileTest, ReadErrorIsReported) {
+  // Opens as a regular file but every read at offset 0 fails with EIO, even
+  // for root: the read-error path, whatever user runs the test.
+  const std::string err = LoadError("/proc/self/mem");
+  EXPECT_NE(err.find("cannot read"), std::string::npos) << err;
+}
+
+TEST_F(ClusterKeyFileTest, WrongSizes) {
+  for (const std::string& content :
+       {std::string(31, 'k'), std::string(33, 'k'), std::string(kHexKey).substr(0, 62) + "\n",
+        std::string(kHexKey) + std::string(kHexKey), std::string(kHexKey) + " 00"}) {
+    const std::string err = LoadError(Write("size.key", content));
+    EXPECT_NE(err.find("wrong size"), std::string::npos) << err;
+    EXPECT_NE(err.find("32 raw bytes"), std::string::npos) << err;
+  }
+}
+
+TEST_F(ClusterKeyFileTest, EmptyOrWhitespaceOnly) {
+  EXPECT_NE(LoadError(Write("empty.key", "")).find("empty"), std::string::npos);
+  EXPECT_NE(LoadError(Write("ws.key", "  \n\n")).find("empty"), std::string::npos);
+}
+
+TEST_F(ClusterKeyFileTest, TooLarge) {
+  EXPECT_NE(LoadError(Write("big.key", std::string(100000, 'a'))).find("too large"),
+            std::string::npos);
+}
+
+TEST_F(ClusterKeyFileTest, NonHexContent) {
+  std::string s = kHexKey;
+  s[63] = 'z';
+  const std::string err = LoadError(Write("bad.key", s + "\n"));
+  EXPECT_NE(err.find("non-hex"), std::string::npos) << err;
+  EXPECT_NE(err.find("bad.key"), std::string::npos) << err;
+}
+
+TEST_F(ClusterKeyFileTest, AllZeroKeysAreRefused) {
+  EXPECT_NE(LoadError(Write("zero.raw", std::string(32, '\0'))).find("all-zero"),
+            std::string::npos);
+  EXPECT_NE(LoadError(Write("zero.hex", std::string(64, '0') + "\n")).find("all zero"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace chronolink
