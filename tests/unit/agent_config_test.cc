@@ -1,0 +1,768 @@
+// Tests of the agent configuration: precedence (defaults < file < env <
+// flags), strict file parsing, cluster file validation, whole-config
+// validation, test-only options, and the deploy/ examples.
+#include "agent/config/agent_config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace chronolink {
+namespace {
+
+namespace fs = std::filesystem;
+
+#define EXPECT_CONTAINS(hay, needle)                                           \
+  EXPECT_NE(std::string(hay).find(needle), std::string::npos)                  \
+      << "expected \"" << (needle) << "\" in: " << (hay)
+
+constexpr char kKeyHex[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+constexpr char kOtherKeyHex[] = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100";
+
+constexpr char kCluster3[] = R"({
+  "cluster_id": 7,
+  "nodes": [
+    {"id": 1, "address": "10.0.0.1", "port": 7319},
+    {"id": 2, "address": "10.0.0.2", "port": 7400},
+    {"id": 3, "address": "10.0.0.3"}
+  ]
+})";
+
+fs::path SourceRoot() {
+  // tests/unit/agent_config_test.cc -> repository root.
+  return fs::path(__FILE__).parent_path().parent_path().parent_path();
+}
+
+ClusterKey KeyFromHex(const char* hex) {
+  ClusterKey key{};
+  std::string error;
+  EXPECT_TRUE(ParseClusterKeyHex(hex, &key, &error)) << error;
+  return key;
+}
+
+struct Result {
+  std::optional<AgentConfig> config;
+  std::string error;
+  int exit_code = -1;
+};
+
+class AgentConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/agent_config_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = fs::path(tmpl);
+    old_cwd_ = fs::current_path();
+    // Hide any CHRONOLINK_* variables of the surrounding environment.
+    std::vector<std::string> names;
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string entry(*e);
+      if (entry.rfind("CHRONOLINK_", 0) == 0) names.push_back(entry.substr(0, entry.find('=')));
+    }
+    for (const std::string& n : names) {
+      saved_env_[n] = getenv(n.c_str());
+      unsetenv(n.c_str());
+    }
+  }
+
+  void TearDown() override {
+    fs::current_path(old_cwd_);
+    for (const std::string& n : set_env_) unsetenv(n.c_str());
+    for (const auto& [n, v] : saved_env_) setenv(n.c_str(), v.c_str(), 1);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  void SetEnv(const std::string& name, const std::string& value) {
+    setenv(name.c_str(), value.c_str(), 1);
+    set_env_.push_back(name);
+  }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    fs::path p = dir_ / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  std::string Cluster() { return Write("cluster.json", kCluster3); }
+
+  Result Load(std::vector<std::string> args) {
+    args.insert(args.begin(), "chronolink-agent");
+    std::vector<const char*> argv;
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    Result r;
+    r.config = LoadAgentConfig(static_cast<int>(argv.size()), argv.data(), &r.error, &r.exit_code);
+    return r;
+  }
+
+  // Minimal valid flags plus extra ones.
+  Result LoadMinimal(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--node-id", "1", "--cluster-file", Cluster(), "--key-hex", kKeyHex};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Load(args);
+  }
+
+  // Expects failure with exit code 2 and every fragment in the message.
+  void ExpectError(const Result& r, std::vector<std::string> fragments) {
+    EXPECT_FALSE(r.config.has_value());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.error.find('\n'), std::string::npos) << "not one paragraph: " << r.error;
+    for (const std::string& f : fragments) EXPECT_CONTAINS(r.error, f);
+  }
+
+  fs::path dir_;
+  fs::path old_cwd_;
+  std::vector<std::string> set_env_;
+  std::map<std::string, std::string> saved_env_;
+};
+
+// ---------------------------------------------------------------------------
+// Defaults and precedence.
+
+TEST_F(AgentConfigTest, DefaultsWithMinimalFlags) {
+  Result r = LoadMinimal();
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.exit_code, 0);
+  const AgentConfig& c = *r.config;
+  EXPECT_EQ(c.node_id, 1u);
+  EXPECT_EQ(c.cluster.cluster_id, 7u);
+  ASSERT_EQ(c.cluster.nodes.size(), 3u);
+  EXPECT_EQ(c.cluster.nodes[2].port, 7319);  // default port
+  EXPECT_EQ(c.peers, (std::vector<uint32_t>{2, 3}));
+  EXPECT_EQ(c.listen_address, "10.0.0.1");
+  EXPECT_EQ(c.listen_port, 7319);
+  EXPECT_EQ(c.key, KeyFromHex(kKeyHex));
+  EXPECT_TRUE(c.key_file_path.empty());
+  EXPECT_EQ(c.output_dir, ".");
+  EXPECT_EQ(c.log_level, "info");
+  EXPECT_FALSE(c.duration_ns.has_value());
+  EXPECT_EQ(c.probe.spacing_ns, 100'000);
+  EXPECT_EQ(c.probe.interval_ns, 1'000'000);
+  EXPECT_DOUBLE_EQ(c.probe.jitter_fraction, 0.2);
+  EXPECT_EQ(c.probe.tuple_timeout_ns, 500'000'000);
+  EXPECT_EQ(c.probe.followup_delay_ns, 20'000'000);
+  EXPECT_EQ(c.probe.max_pending_tuples, 4096u);
+  EXPECT_EQ(c.estimation.window_ns, 2'000'000'000);
+  EXPECT_EQ(c.estimation.window_grace_ns, 300'000'000);
+  EXPECT_EQ(c.estimation.purity_tolerance_ns, 300);
+  EXPECT_EQ(c.estimation.min_points_per_side, 8);
+  EXPECT_EQ(c.estimation.source_classes, (std::vector<SourceClass>{SourceClass::kKernel}));
+  EXPECT_FALSE(c.test_mode);
+  EXPECT_TRUE(c.virtual_clock.IsIdentity());
+  EXPECT_FALSE(c.virtual_t0_defaulted);
+  EXPECT_TRUE(c.config_file_path.empty());
+  EXPECT_TRUE(c.warnings.empty());
+}
+
+TEST_F(AgentConfigTest, ListenAndPortDefaultToOwnClusterEntry) {
+  Result r = Load({"--node-id", "2", "--cluster-file", Cluster(), "--key-hex", kKeyHex});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->listen_address, "10.0.0.2");
+  EXPECT_EQ(r.config->listen_port, 7400);
+  EXPECT_EQ(r.config->peers, (std::vector<uint32_t>{1, 3}));
+
+  r = LoadMinimal({"--listen", "::", "--port", "9000"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->listen_address, "::");
+  EXPECT_EQ(r.config->listen_port, 9000);
+}
+
+TEST_F(AgentConfigTest, FileOnly) {
+  Cluster();
+  Write("key.hex", std::string(kKeyHex) + "\n");
+  std::string cfg = Write("agent.json", R"({
+    "node_id": 3, "cluster_file": "cluster.json", "listen": "10.0.0.3", "port": 7500,
+    "key_file": "key.hex", "output_dir": "out", "peers": [1], "log_level": "debug",
+    "duration_s": 1.5,
+    "probe": {"interval_us": 2000, "spacing_us": 50, "jitter": 0.1, "tuple_timeout_ms": 400,
+              "followup_delay_ms": 10, "max_pending_tuples": 100},
+    "estimation": {"window_s": 0.5, "window_grace_ms": 100, "purity_tolerance_ns": 200,
+                   "min_points": 4, "sources": ["userspace", "kernel"]},
+    "test_mode": false
+  })");
+  Result r = Load({"--config", cfg});
+  ASSERT_TRUE(r.config) << r.error;
+  const AgentConfig& c = *r.config;
+  EXPECT_EQ(c.config_file_path, cfg);
+  EXPECT_EQ(c.node_id, 3u);
+  EXPECT_EQ(c.cluster_file_path, (dir_ / "cluster.json").string());
+  EXPECT_EQ(c.listen_address, "10.0.0.3");
+  EXPECT_EQ(c.listen_port, 7500);
+  EXPECT_EQ(c.key_file_path, (dir_ / "key.hex").string());
+  EXPECT_EQ(c.key, KeyFromHex(kKeyHex));
+  EXPECT_EQ(c.output_dir, (dir_ / "out").string());
+  EXPECT_EQ(c.peers, (std::vector<uint32_t>{1}));
+  EXPECT_EQ(c.log_level, "debug");
+  ASSERT_TRUE(c.duration_ns.has_value());
+  EXPECT_EQ(*c.duration_ns, 1'500'000'000);
+  EXPECT_EQ(c.probe.interval_ns, 2'000'000);
+  EXPECT_EQ(c.probe.spacing_ns, 50'000);
+  EXPECT_DOUBLE_EQ(c.probe.jitter_fraction, 0.1);
+  EXPECT_EQ(c.probe.tuple_timeout_ns, 400'000'000);
+  EXPECT_EQ(c.probe.followup_delay_ns, 10'000'000);
+  EXPECT_EQ(c.probe.max_pending_tuples, 100u);
+  EXPECT_EQ(c.estimation.window_ns, 500'000'000);
+  EXPECT_EQ(c.estimation.window_grace_ns, 100'000'000);
+  EXPECT_EQ(c.estimation.purity_tolerance_ns, 200);
+  EXPECT_EQ(c.estimation.min_points_per_side, 4);
+  EXPECT_EQ(c.estimation.source_classes,
+            (std::vector<SourceClass>{SourceClass::kUserspace, SourceClass::kKernel}));
+}
+
+TEST_F(AgentConfigTest, ConfigFileFromEnvironment) {
+  Cluster();
+  std::string cfg = Write("agent.json", std::string(R"({"node_id": 2, "cluster_file": "cluster.json", "key_hex": ")") +
+                                            kKeyHex + R"("})");
+  SetEnv("CHRONOLINK_CONFIG", cfg);
+  Result r = Load({});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->node_id, 2u);
+  EXPECT_EQ(r.config->config_file_path, cfg);
+}
+
+TEST_F(AgentConfigTest, EnvOverridesFile) {
+  Cluster();
+  std::string cfg = Write("agent.json", std::string(R"({"node_id": 1, "cluster_file": "cluster.json",
+      "key_hex": ")") + kKeyHex + R"(", "peers": [2, 3], "log_level": "warn",
+      "probe": {"interval_us": 2000}, "estimation": {"window_s": 3}})");
+  SetEnv("CHRONOLINK_NODE_ID", "2");
+  SetEnv("CHRONOLINK_PEERS", "3");
+  SetEnv("CHRONOLINK_PROBE_INTERVAL_US", "3000");
+  SetEnv("CHRONOLINK_WINDOW_S", "1.25");
+  SetEnv("CHRONOLINK_DURATION_S", "60");
+  Result r = Load({"--config", cfg});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->node_id, 2u);
+  EXPECT_EQ(r.config->peers, (std::vector<uint32_t>{3}));
+  EXPECT_EQ(r.config->probe.interval_ns, 3'000'000);
+  EXPECT_EQ(r.config->estimation.window_ns, 1'250'000'000);
+  EXPECT_EQ(r.config->log_level, "warn");  // from the file, no env
+  ASSERT_TRUE(r.config->duration_ns.has_value());
+  EXPECT_EQ(*r.config->duration_ns, 60'000'000'000);
+}
+
+TEST_F(AgentConfigTest, FlagOverridesEnv) {
+  SetEnv("CHRONOLINK_PROBE_INTERVAL_US", "3000");
+  SetEnv("CHRONOLINK_LOG_LEVEL", "error");
+  SetEnv("CHRONOLINK_PORT", "8000");
+  SetEnv("CHRONOLINK_ESTIMATE_SOURCES", "userspace");
+  Result r = LoadMinimal({"--probe-interval-us", "4000", "--log-level", "trace",
+                          "--estimate-sources", "kernel,userspace"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->probe.interval_ns, 4'000'000);
+  EXPECT_EQ(r.config->log_level, "trace");
+  EXPECT_EQ(r.config->listen_port, 8000);  // env, no flag
+  EXPECT_EQ(r.config->estimation.source_classes,
+            (std::vector<SourceClass>{SourceClass::kKernel, SourceClass::kUserspace}));
+}
+
+TEST_F(AgentConfigTest, EmptyEnvironmentValueIsUnset) {
+  SetEnv("CHRONOLINK_PORT", "");
+  Result r = LoadMinimal();
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->listen_port, 7319);
+}
+
+TEST_F(AgentConfigTest, BadNumberInEnvNamesTheVariable) {
+  SetEnv("CHRONOLINK_PORT", "73x9");
+  ExpectError(LoadMinimal(), {"CHRONOLINK_PORT", "73x9", "integer"});
+}
+
+TEST_F(AgentConfigTest, BadValuesInEnvNameTheVariable) {
+  SetEnv("CHRONOLINK_WINDOW_S", "two");
+  ExpectError(LoadMinimal(), {"CHRONOLINK_WINDOW_S", "two"});
+  unsetenv("CHRONOLINK_WINDOW_S");
+  SetEnv("CHRONOLINK_VIRTUAL_DRIFT_PPM", "nan");
+  ExpectError(LoadMinimal({"--test-mode"}), {"CHRONOLINK_VIRTUAL_DRIFT_PPM"});
+  unsetenv("CHRONOLINK_VIRTUAL_DRIFT_PPM");
+  SetEnv("CHRONOLINK_TEST_MODE", "maybe");
+  ExpectError(LoadMinimal(), {"CHRONOLINK_TEST_MODE", "boolean"});
+}
+
+TEST_F(AgentConfigTest, BadFlagValueNamesTheFlag) {
+  ExpectError(LoadMinimal({"--probe-jitter", "lots"}), {"--probe-jitter", "lots"});
+  ExpectError(LoadMinimal({"--peers", "2,x"}), {"--peers", "'x'"});
+  ExpectError(LoadMinimal({"--port", "70000"}), {"--port", "65535"});
+  ExpectError(LoadMinimal({"--log-level", "verbose"}), {"--log-level", "verbose"});
+  ExpectError(LoadMinimal({"--listen", "localhost"}), {"--listen", "localhost", "literal"});
+  ExpectError(LoadMinimal({"--estimate-sources", "kernel,nic"}), {"--estimate-sources", "nic"});
+}
+
+TEST_F(AgentConfigTest, RepeatedFlagLastWins) {
+  Result r = LoadMinimal({"--probe-interval-us", "2000", "--probe-interval-us", "3000", "--test-mode",
+                          "--test-mode=false"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->probe.interval_ns, 3'000'000);
+  EXPECT_FALSE(r.config->test_mode);
+}
+
+TEST_F(AgentConfigTest, UnknownFlagIsAnError) {
+  ExpectError(LoadMinimal({"--probe-intervall-us", "5"}), {"--probe-intervall-us"});
+  ExpectError(LoadMinimal({"stray"}), {"stray"});
+}
+
+TEST_F(AgentConfigTest, TypoInEnvironmentNameWarns) {
+  SetEnv("CHRONOLINK_PROBE_INTERVALL_US", "5");
+  SetEnv("CHRONOLINK_SOMETHING_ELSE_ENTIRELY", "1");  // another component's; no warning
+  Result r = LoadMinimal();
+  ASSERT_TRUE(r.config) << r.error;
+  ASSERT_EQ(r.config->warnings.size(), 1u);
+  EXPECT_CONTAINS(r.config->warnings[0], "CHRONOLINK_PROBE_INTERVALL_US");
+  EXPECT_CONTAINS(r.config->warnings[0], "CHRONOLINK_PROBE_INTERVAL_US");
+}
+
+TEST_F(AgentConfigTest, FractionalUnits) {
+  Result r = LoadMinimal({"--probe-spacing-us", "12.5", "--probe-interval-us", "25.5", "--window-s", "0.25",
+                          "--window-grace-ms", "0.5", "--purity-tolerance-ns", "100", "--duration-s", "0.001"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->probe.spacing_ns, 12'500);
+  EXPECT_EQ(r.config->probe.interval_ns, 25'500);
+  EXPECT_EQ(r.config->estimation.window_ns, 250'000'000);
+  EXPECT_EQ(r.config->estimation.window_grace_ns, 500'000);
+  EXPECT_EQ(*r.config->duration_ns, 1'000'000);
+}
+
+// ---------------------------------------------------------------------------
+// Config file strictness.
+
+TEST_F(AgentConfigTest, UnknownKeyInFileIsNamed) {
+  Cluster();
+  std::string cfg = Write("a.json", R"({"node_id": 1, "probe": {"intervall_us": 5}})");
+  ExpectError(Load({"--config", cfg}), {"unknown key 'probe.intervall_us'", "did you mean 'probe.interval_us'", cfg});
+
+  cfg = Write("b.json", R"({"node_id": 1, "interval_us": 5})");
+  ExpectError(Load({"--config", cfg}), {"unknown key 'interval_us'", "did you mean 'probe.interval_us'"});
+
+  cfg = Write("c.json", R"({"node_id": 1, "probe.interval_us": 5})");
+  ExpectError(Load({"--config", cfg}), {"unknown key 'probe.interval_us'"});
+
+  cfg = Write("d.json", R"({"node_id": 1, "colour": "blue"})");
+  ExpectError(Load({"--config", cfg}), {"unknown key 'colour'"});
+}
+
+TEST_F(AgentConfigTest, BadJsonReportsTheParseError) {
+  std::string cfg = Write("a.json", R"({"node_id": 1,, })");
+  Result r = Load({"--config", cfg});
+  ExpectError(r, {"not valid JSON", "parse error", "line 1", cfg});
+}
+
+TEST_F(AgentConfigTest, WrongTypesInFile) {
+  Cluster();
+  std::string cfg = Write("a.json", R"({"port": "7319"})");
+  ExpectError(Load({"--config", cfg}), {"\"port\"", "integer"});
+  cfg = Write("b.json", R"({"probe": 5})");
+  ExpectError(Load({"--config", cfg}), {"\"probe\"", "object"});
+  cfg = Write("c.json", R"({"peers": "2,3"})");
+  ExpectError(Load({"--config", cfg}), {"\"peers\"", "array"});
+  cfg = Write("d.json", R"({"test_mode": 1})");
+  ExpectError(Load({"--config", cfg}), {"\"test_mode\"", "true or false"});
+  cfg = Write("e.json", R"([1, 2])");
+  ExpectError(Load({"--config", cfg}), {"object"});
+}
+
+TEST_F(AgentConfigTest, DuplicateKeyInFileIsAnError) {
+  std::string cfg = Write("a.json", R"({"node_id": 1, "node_id": 2})");
+  ExpectError(Load({"--config", cfg}), {"'node_id' appears twice"});
+}
+
+TEST_F(AgentConfigTest, NullInFileMeansNotSet) {
+  Cluster();
+  std::string cfg = Write("a.json", std::string(R"({"node_id": 1, "cluster_file": "cluster.json", "key_hex": ")") +
+                                        kKeyHex + R"(", "duration_s": null, "probe": null})");
+  Result r = Load({"--config", cfg});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_FALSE(r.config->duration_ns.has_value());
+}
+
+TEST_F(AgentConfigTest, MissingConfigFile) {
+  ExpectError(Load({"--config", (dir_ / "nope.json").string()}), {"cannot open config file", "nope.json"});
+}
+
+// ---------------------------------------------------------------------------
+// Cluster file.
+
+TEST_F(AgentConfigTest, MissingClusterFile) {
+  ExpectError(Load({"--node-id", "1", "--cluster-file", (dir_ / "none.json").string(), "--key-hex", kKeyHex}),
+              {"none.json", "cannot open", "--cluster-file"});
+  ExpectError(Load({"--node-id", "1", "--key-hex", kKeyHex}), {"no cluster file", "--cluster-file"});
+}
+
+TEST_F(AgentConfigTest, ClusterValidationErrors) {
+  struct Case {
+    const char* json;
+    std::vector<std::string> fragments;
+  };
+  const Case cases[] = {
+      {R"({"nodes": [{"id": 1, "address": "10.0.0.1"}]})", {"'cluster_id' is missing"}},
+      {R"({"cluster_id": -1, "nodes": [{"id": 1, "address": "10.0.0.1"}]})", {"cluster_id"}},
+      {R"({"cluster_id": 4294967296, "nodes": [{"id": 1, "address": "10.0.0.1"}]})", {"cluster_id"}},
+      {R"({"cluster_id": 1, "nodes": []})", {"'nodes' is empty"}},
+      {R"({"cluster_id": 1})", {"'nodes' is missing"}},
+      {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1"}, {"id": 1, "address": "10.0.0.2"}]})",
+       {"nodes[1]", "node id 1 is listed twice"}},
+      {R"({"cluster_id": 1, "nodes": [{"id": 0, "address": "10.0.0.1"}]})", {"nodes[0]", "'id'"}},
+      {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.300"}]})",
+       {"nodes[0] (id 1)", "10.0.0.300", "not an IPv4 or IPv6"}},
+      {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "node1.example"}]})", {"node1.example"}},
+      {R"({"cluster_id": 1, "nodes": [{"id": 1}]})", {"'address' is missing"}},
+      {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1", "port": 0}]})", {"'port'", "1..65535"}},
+      {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1", "port": 65536}]})", {"'port'"}},
+      {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "::1"}, {"id": 2, "address": "0::1", "port": 7319}]})",
+       {"nodes[1] (id 2)", "already used"}},
+      {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1", "host": "a"}]})", {"unknown key 'host'"}},
+      {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1"}], "extra": 1})", {"unknown key 'extra'"}},
+      {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1"}])", {"invalid JSON"}},
+  };
+  for (const Case& tc : cases) {
+    SCOPED_TRACE(tc.json);
+    std::string path = Write("cluster.json", tc.json);
+    ClusterFile cf;
+    std::string error;
+    EXPECT_FALSE(LoadClusterFile(path, &cf, &error));
+    for (const std::string& f : tc.fragments) EXPECT_CONTAINS(error, f);
+    EXPECT_CONTAINS(error, path);
+    // The same problem surfaces through LoadAgentConfig.
+    Result r = Load({"--node-id", "1", "--cluster-file", path, "--key-hex", kKeyHex});
+    ExpectError(r, tc.fragments);
+  }
+}
+
+TEST_F(AgentConfigTest, ClusterFileAcceptsSamePortOnDifferentAddresses) {
+  std::string path = Write("cluster.json", R"({"cluster_id": 0, "nodes": [
+      {"id": 5, "address": "::1", "port": 7319}, {"id": 9, "address": "::1", "port": 7320},
+      {"id": 6, "address": "127.0.0.1", "port": 7319}]})");
+  ClusterFile cf;
+  std::string error;
+  ASSERT_TRUE(LoadClusterFile(path, &cf, &error)) << error;
+  EXPECT_EQ(cf.cluster_id, 0u);
+  ASSERT_NE(cf.Find(9), nullptr);
+  EXPECT_EQ(cf.Find(9)->port, 7320);
+  EXPECT_EQ(cf.Find(9)->address, "::1");
+  EXPECT_EQ(cf.Find(4), nullptr);
+}
+
+TEST_F(AgentConfigTest, NodeIdMustBeInCluster) {
+  ExpectError(Load({"--node-id", "9", "--cluster-file", Cluster(), "--key-hex", kKeyHex}),
+              {"node id 9", "--node-id", "not in cluster file", "ids: 1, 2, 3"});
+  ExpectError(Load({"--cluster-file", Cluster(), "--key-hex", kKeyHex}), {"no node id"});
+  ExpectError(Load({"--node-id", "0", "--cluster-file", Cluster(), "--key-hex", kKeyHex}),
+              {"--node-id", "out of range"});
+}
+
+// ---------------------------------------------------------------------------
+// Key.
+
+TEST_F(AgentConfigTest, KeyBothNeitherBad) {
+  std::string key_file = Write("key.hex", kKeyHex);
+  ExpectError(LoadMinimal({"--key-file", key_file}), {"--key-file", "--key-hex", "exactly one"});
+  ExpectError(Load({"--node-id", "1", "--cluster-file", Cluster()}), {"no cluster key", "--key-file", "authenticated"});
+  ExpectError(Load({"--node-id", "1", "--cluster-file", Cluster(), "--key-hex", "abcd"}),
+              {"--key-hex", "64 hex"});
+  ExpectError(Load({"--node-id", "1", "--cluster-file", Cluster(), "--key-hex", std::string(64, 'g')}),
+              {"--key-hex", "non-hex"});
+  std::string bad_file = Write("bad.key", "not a key");
+  ExpectError(Load({"--node-id", "1", "--cluster-file", Cluster(), "--key-file", bad_file}),
+              {"bad.key", "--key-file"});
+  ExpectError(Load({"--node-id", "1", "--cluster-file", Cluster(), "--key-file", (dir_ / "missing.key").string()}),
+              {"missing.key", "cannot open"});
+
+  // Both in one file, or both in the environment: ambiguous.
+  std::string cfg = Write("a.json", std::string(R"({"key_file": "key.hex", "key_hex": ")") + kKeyHex + "\"}");
+  ExpectError(Load({"--config", cfg}), {"both", "key_file", "key_hex"});
+  SetEnv("CHRONOLINK_KEY_FILE", key_file);
+  SetEnv("CHRONOLINK_KEY_HEX", kKeyHex);
+  ExpectError(Load({"--node-id", "1", "--cluster-file", Cluster()}), {"CHRONOLINK_KEY_FILE", "CHRONOLINK_KEY_HEX"});
+}
+
+TEST_F(AgentConfigTest, KeyFromHigherLayerReplacesEitherSpelling) {
+  Cluster();
+  Write("key.hex", kKeyHex);
+  std::string cfg = Write("a.json", R"({"node_id": 1, "cluster_file": "cluster.json", "key_file": "key.hex"})");
+  Result r = Load({"--config", cfg, "--key-hex", kOtherKeyHex});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->key, KeyFromHex(kOtherKeyHex));
+  EXPECT_TRUE(r.config->key_file_path.empty());
+
+  SetEnv("CHRONOLINK_KEY_HEX", kOtherKeyHex);
+  r = Load({"--config", cfg});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->key, KeyFromHex(kOtherKeyHex));
+
+  r = Load({"--config", cfg, "--key-file", (dir_ / "key.hex").string()});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->key, KeyFromHex(kKeyHex));
+}
+
+// ---------------------------------------------------------------------------
+// Peers.
+
+TEST_F(AgentConfigTest, PeersValidation) {
+  ExpectError(LoadMinimal({"--peers", "2,9"}), {"peer 9", "not in cluster"});
+  ExpectError(LoadMinimal({"--peers", "1,2"}), {"peer 1", "this node itself"});
+  ExpectError(LoadMinimal({"--peers", "2,2"}), {"peer 2", "twice"});
+  SetEnv("CHRONOLINK_PEERS", "7");
+  ExpectError(LoadMinimal(), {"peer 7", "CHRONOLINK_PEERS"});
+  unsetenv("CHRONOLINK_PEERS");
+
+  Result r = LoadMinimal({"--peers", "3"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->peers, (std::vector<uint32_t>{3}));
+  r = LoadMinimal({"--peers", ""});  // empty: every other node
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->peers, (std::vector<uint32_t>{2, 3}));
+}
+
+TEST_F(AgentConfigTest, PeersMustShareTheListenFamily) {
+  std::string path = Write("mixed.json", R"({"cluster_id": 1, "nodes": [
+      {"id": 1, "address": "10.0.0.1"}, {"id": 2, "address": "10.0.0.2"}, {"id": 3, "address": "fd00::3"}]})");
+  ExpectError(Load({"--node-id", "1", "--cluster-file", path, "--key-hex", kKeyHex}),
+              {"peer 3", "fd00::3", "10.0.0.1", "other IP family"});
+  ExpectError(Load({"--node-id", "3", "--cluster-file", path, "--key-hex", kKeyHex, "--peers", "1"}),
+              {"peer 1", "other IP family"});
+  Result r = Load({"--node-id", "1", "--cluster-file", path, "--key-hex", kKeyHex, "--peers", "2"});
+  ASSERT_TRUE(r.config) << r.error;
+  r = Load({"--node-id", "1", "--cluster-file", path, "--key-hex", kKeyHex, "--listen", "::"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->peers, (std::vector<uint32_t>{2, 3}));
+  ExpectError(Load({"--node-id", "1", "--cluster-file", path, "--key-hex", kKeyHex, "--listen", "::1"}),
+              {"peer 2", "--listen"});
+}
+
+TEST_F(AgentConfigTest, SingleNodeClusterHasNoPeers) {
+  std::string path = Write("one.json", R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1"}]})");
+  ExpectError(Load({"--node-id", "1", "--cluster-file", path, "--key-hex", kKeyHex}), {"no peer to probe"});
+}
+
+// ---------------------------------------------------------------------------
+// Test-only options.
+
+TEST_F(AgentConfigTest, VirtualClockWithoutTestModeIsRefusedFromFlag) {
+  ExpectError(LoadMinimal({"--virtual-offset-ns", "5000"}), {"test-only", "--test-mode", "--virtual-offset-ns"});
+  ExpectError(LoadMinimal({"--virtual-drift-ppm", "0"}), {"test-only", "--virtual-drift-ppm"});
+  ExpectError(LoadMinimal({"--virtual-t0-ns", "1"}), {"test-only", "--virtual-t0-ns"});
+}
+
+TEST_F(AgentConfigTest, VirtualClockWithoutTestModeIsRefusedFromEnv) {
+  SetEnv("CHRONOLINK_VIRTUAL_DRIFT_PPM", "12.5");
+  ExpectError(LoadMinimal(), {"test-only", "--test-mode", "CHRONOLINK_VIRTUAL_DRIFT_PPM"});
+  // Test mode switched off explicitly by env.
+  SetEnv("CHRONOLINK_TEST_MODE", "0");
+  ExpectError(LoadMinimal(), {"test-only"});
+}
+
+TEST_F(AgentConfigTest, VirtualClockWithoutTestModeIsRefusedFromFile) {
+  Cluster();
+  std::string base = std::string(R"("node_id": 1, "cluster_file": "cluster.json", "key_hex": ")") + kKeyHex + "\"";
+  std::string cfg = Write("a.json", "{" + base + R"(, "virtual_clock": {"offset_ns": 1000}})");
+  ExpectError(Load({"--config", cfg}), {"test-only", "--test-mode", "virtual_clock.offset_ns"});
+  cfg = Write("b.json", "{" + base + R"(, "test_mode": false, "virtual_clock": {}})");
+  ExpectError(Load({"--config", cfg}), {"test-only", "\"virtual_clock\""});
+  // test_mode true in the file, overridden off by the environment.
+  cfg = Write("c.json", "{" + base + R"(, "test_mode": true, "virtual_clock": {"offset_ns": 1000}})");
+  SetEnv("CHRONOLINK_TEST_MODE", "false");
+  ExpectError(Load({"--config", cfg}), {"test-only"});
+  // ... and back on by the flag.
+  Result r = Load({"--config", cfg, "--test-mode"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->virtual_clock.offset_ns, 1000);
+}
+
+TEST_F(AgentConfigTest, VirtualClockInTestMode) {
+  Result r = LoadMinimal({"--test-mode", "--virtual-offset-ns", "-5000", "--virtual-drift-ppm", "12.5",
+                          "--virtual-t0-ns", "1700000000000000000"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(r.config->test_mode);
+  EXPECT_EQ(r.config->virtual_clock.offset_ns, -5000);
+  EXPECT_DOUBLE_EQ(r.config->virtual_clock.drift_ppm, 12.5);
+  EXPECT_EQ(r.config->virtual_clock.t0_ns, 1'700'000'000'000'000'000);
+  EXPECT_FALSE(r.config->virtual_t0_defaulted);
+
+  r = LoadMinimal({"--test-mode", "--virtual-offset-ns=-7"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->virtual_clock.offset_ns, -7);
+
+  SetEnv("CHRONOLINK_TEST_MODE", "1");
+  SetEnv("CHRONOLINK_VIRTUAL_OFFSET_NS", "250000");
+  SetEnv("CHRONOLINK_VIRTUAL_T0_NS", "42");
+  r = LoadMinimal();
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->virtual_clock.offset_ns, 250000);
+  EXPECT_EQ(r.config->virtual_clock.t0_ns, 42);
+
+  ExpectError(LoadMinimal({"--virtual-drift-ppm", "200000"}), {"drift", "100000"});
+}
+
+TEST_F(AgentConfigTest, VirtualT0DefaultsToStartRealtime) {
+  timespec before{}, after{};
+  clock_gettime(CLOCK_REALTIME, &before);
+  Result r = LoadMinimal({"--test-mode", "--virtual-drift-ppm", "50"});
+  clock_gettime(CLOCK_REALTIME, &after);
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(r.config->virtual_t0_defaulted);
+  int64_t lo = before.tv_sec * 1'000'000'000LL + before.tv_nsec;
+  int64_t hi = after.tv_sec * 1'000'000'000LL + after.tv_nsec;
+  EXPECT_GE(r.config->virtual_clock.t0_ns, lo);
+  EXPECT_LE(r.config->virtual_clock.t0_ns, hi);
+}
+
+// ---------------------------------------------------------------------------
+// Probe and estimation ranges.
+
+TEST_F(AgentConfigTest, IntervalVersusSpacing) {
+  ExpectError(LoadMinimal({"--probe-interval-us", "150"}),
+              {"probe interval 150 us", "--probe-interval-us", "twice the probe spacing 100 us", "default"});
+  ExpectError(LoadMinimal({"--probe-spacing-us", "600"}), {"twice", "--probe-spacing-us"});
+  Result r = LoadMinimal({"--probe-interval-us", "200"});
+  ASSERT_TRUE(r.config) << r.error;
+  ExpectError(LoadMinimal({"--probe-spacing-us", "0.5", "--purity-tolerance-ns", "100"}), {"at least 1 us"});
+  ExpectError(LoadMinimal({"--probe-interval-us", "10000001", "--window-s", "200"}), {"at most 10 s"});
+}
+
+TEST_F(AgentConfigTest, OtherRanges) {
+  ExpectError(LoadMinimal({"--probe-jitter", "0.95"}), {"jitter", "0..0.9"});
+  ExpectError(LoadMinimal({"--probe-jitter", "-0.1"}), {"jitter"});
+  ExpectError(LoadMinimal({"--window-s", "0.05"}), {"window", "0.1 s"});
+  ExpectError(LoadMinimal({"--probe-interval-us", "100000", "--window-s", "0.5"}), {"10x the probe interval"});
+  ExpectError(LoadMinimal({"--window-grace-ms", "2000"}), {"grace", "shorter than the window"});
+  ExpectError(LoadMinimal({"--window-grace-ms", "-1"}), {"grace"});
+  ExpectError(LoadMinimal({"--purity-tolerance-ns", "0"}), {"purity tolerance"});
+  ExpectError(LoadMinimal({"--purity-tolerance-ns", "100001"}), {"purity tolerance", "probe spacing"});
+  ExpectError(LoadMinimal({"--min-points", "1"}), {"min points", "at least 2"});
+  ExpectError(LoadMinimal({"--estimate-sources", ""}), {"source class"});
+  ExpectError(LoadMinimal({"--estimate-sources", "kernel,kernel"}), {"twice"});
+  ExpectError(LoadMinimal({"--duration-s", "0"}), {"duration", "positive"});
+  ExpectError(LoadMinimal({"--duration-s", "1e300"}), {"--duration-s", "out of range"});
+  ExpectError(LoadMinimal({"--probe-followup-delay-ms", "600"}), {"follow-up delay", "tuple timeout"});
+  ExpectError(LoadMinimal({"--probe-max-pending-tuples", "0"}), {"max pending"});
+}
+
+// ---------------------------------------------------------------------------
+// Help and version.
+
+TEST_F(AgentConfigTest, HelpReturnsExitZeroWithUsage) {
+  Result r = Load({"--help"});
+  EXPECT_FALSE(r.config.has_value());
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* f : {"Usage", "--config", "--node-id", "--cluster-file", "--probe-interval-us",
+                        "--estimate-sources", "--test-mode", "--virtual-offset-ns", "CHRONOLINK_PROBE_INTERVAL_US",
+                        "Test only", "docs/configuration.md"}) {
+    EXPECT_CONTAINS(r.error, f);
+  }
+  // Help wins even over otherwise broken input.
+  SetEnv("CHRONOLINK_PORT", "bogus");
+  r = Load({"--node-id", "1", "-h"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_CONTAINS(r.error, "Usage");
+}
+
+TEST_F(AgentConfigTest, VersionReturnsExitZero) {
+  Result r = Load({"--version"});
+  EXPECT_FALSE(r.config.has_value());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_CONTAINS(r.error, "chronolink-agent");
+  EXPECT_EQ(r.error, std::string(AgentVersionString()));
+}
+
+// ---------------------------------------------------------------------------
+// Paths.
+
+TEST_F(AgentConfigTest, RelativePathsInFileResolveAgainstTheFile) {
+  Write("conf/cluster.json", kCluster3);
+  Write("conf/keys/key.hex", kKeyHex);
+  std::string cfg = Write("conf/agent.json", R"({"node_id": 1, "cluster_file": "cluster.json",
+      "key_file": "keys/key.hex", "output_dir": "../out"})");
+  fs::create_directories(dir_ / "elsewhere");
+  fs::current_path(dir_ / "elsewhere");
+  Result r = Load({"--config", "../conf/agent.json"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->config_file_path, cfg);
+  EXPECT_EQ(r.config->cluster_file_path, (dir_ / "conf/cluster.json").string());
+  EXPECT_EQ(r.config->key_file_path, (dir_ / "conf/keys/key.hex").string());
+  EXPECT_EQ(r.config->output_dir, (dir_ / "out").string());
+}
+
+TEST_F(AgentConfigTest, RelativePathsOnCommandLineAndEnvResolveAgainstCwd) {
+  Write("conf/cluster.json", kCluster3);
+  Write("run/key.hex", kKeyHex);
+  Write("run/cluster.json", kCluster3);
+  std::string cfg = Write("conf/agent.json", R"({"node_id": 1, "cluster_file": "cluster.json"})");
+  fs::current_path(dir_ / "run");
+  SetEnv("CHRONOLINK_KEY_FILE", "key.hex");
+  Result r = Load({"--config", cfg, "--cluster-file", "cluster.json", "--output-dir", "out"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->cluster_file_path, (dir_ / "run/cluster.json").string());
+  EXPECT_EQ(r.config->key_file_path, (dir_ / "run/key.hex").string());
+  EXPECT_EQ(r.config->output_dir, (dir_ / "run/out").string());
+}
+
+// ---------------------------------------------------------------------------
+// Examples and round trip.
+
+TEST_F(AgentConfigTest, DeployExamplesLoad) {
+  const fs::path deploy = SourceRoot() / "deploy";
+  ClusterFile cf;
+  std::string error;
+  ASSERT_TRUE(LoadClusterFile((deploy / "example-cluster.json").string(), &cf, &error)) << error;
+  EXPECT_GE(cf.nodes.size(), 2u);
+
+  // The example names a production key path (/etc/chronolink/cluster.key);
+  // a key from the command line replaces it.
+  fs::current_path(dir_);
+  Result r = Load({"--config", (deploy / "example-config.json").string(), "--key-hex", kKeyHex});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->cluster_file_path, (deploy / "example-cluster.json").string());
+  EXPECT_EQ(r.config->cluster.cluster_id, cf.cluster_id);
+  EXPECT_FALSE(r.config->test_mode);
+  EXPECT_EQ(r.config->peers.size(), cf.nodes.size() - 1);
+}
+
+TEST_F(AgentConfigTest, EffectiveConfigRoundTrips) {
+  std::string key_file = Write("key.hex", kKeyHex);
+  Result r = Load({"--node-id", "1", "--cluster-file", Cluster(), "--key-file", key_file, "--peers", "3",
+            "--probe-spacing-us", "12.5", "--window-s", "0.75", "--duration-s", "30", "--test-mode",
+            "--virtual-offset-ns", "123", "--virtual-drift-ppm", "-4.5", "--estimate-sources", "userspace"});
+  ASSERT_TRUE(r.config) << r.error;
+  const std::string dumped = EffectiveConfigJson(*r.config);
+  EXPECT_EQ(dumped.find(kKeyHex), std::string::npos) << "key material leaked";
+  std::string cfg = Write("effective.json", dumped);
+  Result again = Load({"--config", cfg});
+  ASSERT_TRUE(again.config) << again.error << "\n" << dumped;
+  const AgentConfig& a = *r.config;
+  const AgentConfig& b = *again.config;
+  EXPECT_EQ(a.node_id, b.node_id);
+  EXPECT_EQ(a.peers, b.peers);
+  EXPECT_EQ(a.key, b.key);
+  EXPECT_EQ(a.listen_address, b.listen_address);
+  EXPECT_EQ(a.listen_port, b.listen_port);
+  EXPECT_EQ(a.probe.spacing_ns, b.probe.spacing_ns);
+  EXPECT_EQ(a.probe.interval_ns, b.probe.interval_ns);
+  EXPECT_EQ(a.estimation.window_ns, b.estimation.window_ns);
+  EXPECT_EQ(a.estimation.source_classes, b.estimation.source_classes);
+  EXPECT_EQ(a.duration_ns, b.duration_ns);
+  EXPECT_EQ(a.virtual_clock.offset_ns, b.virtual_clock.offset_ns);
+  EXPECT_DOUBLE_EQ(a.virtual_clock.drift_ppm, b.virtual_clock.drift_ppm);
+  EXPECT_EQ(a.virtual_clock.t0_ns, b.virtual_clock.t0_ns);
+  EXPECT_TRUE(a.virtual_t0_defaulted);
+  EXPECT_FALSE(b.virtual_t0_defaulted);
+}
+
+TEST_F(AgentConfigTest, NullArgvIsTolerated) {
+  std::string error;
+  int code = -1;
+  EXPECT_FALSE(LoadAgentConfig(0, nullptr, &error, &code).has_value());
+  EXPECT_EQ(code, 2);
+  EXPECT_CONTAINS(error, "no cluster file");
+}
+
+}  // namespace
+}  // namespace chronolink
