@@ -15,6 +15,7 @@ constexpr size_t kSentRingSize = 1 << 14;  // > packets in flight within the tup
 constexpr int64_t kSilentAfterNs = 5'000'000'000;
 constexpr int64_t kMaxBackoffNs = 5'000'000'000;
 constexpr int64_t kFirstBackoffNs = 10'000'000;
+constexpr size_t kMaxLatePairs = 16;
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 }  // namespace
@@ -174,6 +175,15 @@ void ProbeEngine::OnForward(const ProbeMessage& m, const DualStamp& local_rx, in
 
 void ProbeEngine::StartReversePair(uint32_t peer, Responder& r, int64_t now_ns) {
   if (r.second_due_ns >= 0) SendReverse(peer, r, 1);  // finish the pair in flight first
+  if (r.previous.valid && !r.previous.carried_complete) {
+    // Under load a burst of forward pairs can replace `previous` before its
+    // TX stamps were read back: keep it for a follow-up instead of losing them.
+    if (r.late.size() >= kMaxLatePairs) {
+      r.late.pop_front();
+      ++peer_counters_[peer].late_tx_dropped;
+    }
+    r.late.push_back(r.previous);
+  }
   if (r.sending.valid) r.previous = r.sending;
   r.sending = ReversePair{};
   r.sending.valid = true;
@@ -205,7 +215,9 @@ void ProbeEngine::SendReverse(uint32_t peer, Responder& r, int index) {
   SendOutcome out;
   if (Transmit(peer, m, PacketKind::kReverse, &out)) {
     r.sending.tx[index].user = {out.user_tx_ns, StampSource::kUserspace};
+    if (r.previous.valid && r.previous.TxComplete()) r.previous.carried_complete = true;
   }
+  r.sending.sent_ns = out.user_tx_ns;
   if (index == 1) {
     r.second_due_ns = -1;
     r.sending_delivered = false;
@@ -213,17 +225,30 @@ void ProbeEngine::SendReverse(uint32_t peer, Responder& r, int index) {
   }
 }
 
-void ProbeEngine::SendFollowUp(uint32_t peer, Responder& r, bool final) {
+void ProbeEngine::SendFollowUp(uint32_t peer, const Responder& r, const ReversePair& pair,
+                               bool final) {
   ProbeMessage m = BaseMessage(MessageType::kFollowUp, peer);
   m.echo_epoch = r.prober_epoch;
   m.flags |= kFlagHasPrevTx | (final ? kFlagFinal : 0);
-  m.prev_tx_seq = r.sending.seq;
-  m.prev_tx[0] = r.sending.tx[0];
-  m.prev_tx[1] = r.sending.tx[1];
+  m.prev_tx_seq = pair.seq;
+  m.prev_tx[0] = pair.tx[0];
+  m.prev_tx[1] = pair.tx[1];
   SendOutcome out;
   if (Transmit(peer, m, PacketKind::kFollowUp, &out)) ++peer_counters_[peer].followups_sent;
-  r.sending_delivered = true;
-  r.followup_due_ns = -1;
+}
+
+void ProbeEngine::SendDueFollowUps(uint32_t peer, Responder& r, int64_t now_ns, bool all) {
+  const int64_t delay = options_.probe.followup_delay_ns;
+  while (!r.late.empty() &&
+         (all || r.late.front().TxComplete() || now_ns - r.late.front().sent_ns > delay)) {
+    SendFollowUp(peer, r, r.late.front(), all);
+    r.late.pop_front();
+  }
+  if (!r.sending_delivered && r.followup_due_ns >= 0 && (all || now_ns >= r.followup_due_ns)) {
+    SendFollowUp(peer, r, r.sending, all);
+    r.sending_delivered = true;
+    r.followup_due_ns = -1;
+  }
 }
 
 // ---- events ----------------------------------------------------------------
@@ -271,6 +296,9 @@ void ProbeEngine::OnTxStamp(uint32_t op_id, const ProbeStamp& kernel) {
     for (ReversePair* pair : {&r.sending, &r.previous}) {
       if (pair->valid && pair->seq == s.seq) pair->tx[s.index].Merge(DualStamp{kernel, {}});
     }
+    for (ReversePair& pair : r.late) {
+      if (pair.seq == s.seq) pair.tx[s.index].Merge(DualStamp{kernel, {}});
+    }
   }
 }
 
@@ -299,11 +327,10 @@ int64_t ProbeEngine::Poll(int64_t now_ns) {
   }
   for (auto& [peer, r] : responders_) {
     if (r.second_due_ns >= 0 && now_ns >= r.second_due_ns) SendReverse(peer, r, 1);
-    if (!r.sending_delivered && r.followup_due_ns >= 0 && now_ns >= r.followup_due_ns) {
-      SendFollowUp(peer, r, false);
-    }
+    SendDueFollowUps(peer, r, now_ns, false);
     if (r.second_due_ns >= 0) next = std::min(next, r.second_due_ns);
     if (!r.sending_delivered && r.followup_due_ns >= 0) next = std::min(next, r.followup_due_ns);
+    if (!r.late.empty()) next = std::min(next, r.late.front().sent_ns + options_.probe.followup_delay_ns);
   }
   return next;
 }
@@ -324,7 +351,9 @@ void ProbeEngine::FinalizeTuples(int64_t now_ns, int64_t before_ns) {
 void ProbeEngine::Shutdown(int64_t now_ns) {
   for (auto& [peer, r] : responders_) {
     if (r.second_due_ns >= 0) SendReverse(peer, r, 1);
-    if (r.sending.valid) SendFollowUp(peer, r, true);
+    if (r.previous.valid && !r.previous.carried_complete) SendFollowUp(peer, r, r.previous, true);
+    if (r.sending.valid) r.sending_delivered = false;
+    SendDueFollowUps(peer, r, now_ns, true);
   }
 }
 

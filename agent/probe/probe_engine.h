@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -30,6 +31,7 @@ struct PeerCounters {
   uint64_t pairs_sent = 0;
   uint64_t reverse_pairs_sent = 0;
   uint64_t followups_sent = 0;
+  uint64_t late_tx_dropped = 0;           // late TX stamps given up (queue full)
   uint64_t send_errors = 0;
   uint64_t forward_pairs_incomplete = 0;  // a forward pair arrived without its probe 0
   uint64_t peer_restarts = 0;
@@ -108,8 +110,11 @@ class ProbeEngine {
   struct ReversePair {
     uint64_t seq = 0;
     bool valid = false;
+    bool carried_complete = false;  // a packet has carried both kernel TX stamps
+    int64_t sent_ns = 0;
     DualStamp echo_rx[2];
     DualStamp tx[2];
+    bool TxComplete() const { return tx[0].kernel.present() && tx[1].kernel.present(); }
   };
 
   struct Responder {
@@ -119,6 +124,7 @@ class ProbeEngine {
     DualStamp rx[2];
     ReversePair sending;         // the pair being (or last) sent
     ReversePair previous;        // its predecessor, whose TX stamps ride along
+    std::deque<ReversePair> late;  // replaced before their TX stamps rode along complete
     int64_t second_due_ns = -1;  // reverse probe 1 of `sending`
     int64_t followup_due_ns = -1;
     bool sending_delivered = true;
@@ -126,7 +132,8 @@ class ProbeEngine {
 
   void SendForward(Prober& p, int index, int64_t now_ns);
   void SendReverse(uint32_t peer, Responder& r, int index);
-  void SendFollowUp(uint32_t peer, Responder& r, bool final);
+  void SendFollowUp(uint32_t peer, const Responder& r, const ReversePair& pair, bool final);
+  void SendDueFollowUps(uint32_t peer, Responder& r, int64_t now_ns, bool all);
   bool Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind, SendOutcome* out);
 
   void OnForward(const ProbeMessage& m, const DualStamp& local_rx, int64_t now_ns);

@@ -18,6 +18,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "agent/runtime/socket_transport.h"
+
 namespace chronolink {
 
 namespace {
@@ -34,34 +36,6 @@ uint64_t RandomEpoch() {
 }
 
 }  // namespace
-
-class AgentRuntime::SocketTransport : public ProbeTransport {
- public:
-  SocketTransport(TimestampingSocket& socket, const NodeClock& clock)
-      : socket_(socket), clock_(clock) {}
-
-  void AddPeer(uint32_t id, const UdpEndpoint& ep) { peers_[id] = ep; }
-
-  SendOutcome Send(uint32_t peer, std::span<const uint8_t> datagram) override {
-    SendOutcome out;
-    auto it = peers_.find(peer);
-    if (it == peers_.end()) {
-      out.error = EHOSTUNREACH;
-      return out;
-    }
-    const SendResult r = socket_.Send(it->second, datagram);
-    out.ok = r.ok;
-    out.error = r.error;
-    out.op_id = r.op_id;
-    out.user_tx_ns = clock_.Ingest(r.user_tx_real_ns);
-    return out;
-  }
-
- private:
-  TimestampingSocket& socket_;
-  const NodeClock& clock_;
-  std::map<uint32_t, UdpEndpoint> peers_;
-};
 
 AgentRuntime::AgentRuntime(AgentConfig config)
     : config_(std::move(config)),
@@ -137,26 +111,6 @@ bool AgentRuntime::Start(std::string* error) {
   return true;
 }
 
-void AgentRuntime::ReceiveAll(int64_t now_ns) {
-  std::array<uint8_t, 512> buf;
-  ReceivedDatagram d;
-  while (socket_.Receive(buf, &d)) {
-    DualStamp rx;
-    rx.user = {clock_.Ingest(d.user_rx_real_ns), StampSource::kUserspace};
-    if (d.kernel_rx_real_ns != 0) {
-      rx.kernel = {clock_.Ingest(d.kernel_rx_real_ns), StampSource::kSocketSoftware};
-    }
-    engine_->OnDatagram(std::span<const uint8_t>(buf.data(), std::min(d.length, buf.size())), rx,
-                        now_ns);
-  }
-}
-
-void AgentRuntime::DrainTxStamps() {
-  socket_.DrainTxStamps([this](const TxStampEvent& ev) {
-    engine_->OnTxStamp(ev.op_id, ProbeStamp{clock_.Ingest(ev.real_ns), ev.source});
-  });
-}
-
 void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
   const int64_t horizon = shutting_down ? now_ns : now_ns - config_.estimation.window_grace_ns;
   if (windows_.empty()) return;
@@ -226,6 +180,7 @@ void AgentRuntime::WriteStats(bool final) {
         {"packets_received", pc.packets_received}, {"bytes_received", pc.bytes_received},
         {"pairs_sent", pc.pairs_sent},           {"reverse_pairs_sent", pc.reverse_pairs_sent},
         {"followups_sent", pc.followups_sent},   {"send_errors", pc.send_errors},
+        {"late_tx_dropped", pc.late_tx_dropped},
         {"forward_pairs_incomplete", pc.forward_pairs_incomplete},
         {"peer_restarts", pc.peer_restarts}};
   }
@@ -283,8 +238,7 @@ int AgentRuntime::Run() {
       break;
     }
     // Error-queue TX stamps show up as POLLERR; drain them on every turn anyway.
-    DrainTxStamps();
-    if (fds[0].revents & POLLIN) ReceiveAll(clock_.Now());
+    PumpSocket(socket_, clock_, *engine_);
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo si;
       if (::read(signal_fd_, &si, sizeof(si)) == sizeof(si)) {
@@ -302,8 +256,7 @@ int AgentRuntime::Run() {
     pollfd fd{socket_.fd(), POLLIN, 0};
     const timespec ts{0, 5'000'000};
     ppoll(&fd, 1, &ts, nullptr);
-    DrainTxStamps();
-    ReceiveAll(clock_.Now());
+    PumpSocket(socket_, clock_, *engine_);
   }
   CloseWindows(clock_.Now(), true);
   LogProgress(clock_.Now());

@@ -15,6 +15,7 @@
 #include "agent/estimate/edge_windows.h"
 #include "agent/export/edges_jsonl_writer.h"
 #include "agent/probe/probe_engine.h"
+#include "agent/runtime/socket_transport.h"
 
 namespace chronolink {
 
@@ -29,10 +30,6 @@ class AgentRuntime {
   int Run();
 
  private:
-  class SocketTransport;
-
-  void ReceiveAll(int64_t now_ns);
-  void DrainTxStamps();
   void CloseWindows(int64_t now_ns, bool shutting_down);
   void WriteStats(bool final);
   void LogProgress(int64_t now_ns);

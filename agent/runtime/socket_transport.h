@@ -1,0 +1,47 @@
+// ProbeTransport over the agent's TimestampingSocket: resolves peer ids to
+// endpoints and ingests the userspace send instant into the node clock.
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "agent/capture/timestamping_socket.h"
+#include "agent/clock/clock_reader.h"
+#include "agent/probe/probe_transport.h"
+
+namespace chronolink {
+
+class SocketTransport : public ProbeTransport {
+ public:
+  SocketTransport(TimestampingSocket& socket, const NodeClock& clock)
+      : socket_(socket), clock_(clock) {}
+
+  void AddPeer(uint32_t id, const UdpEndpoint& ep) { peers_[id] = ep; }
+
+  SendOutcome Send(uint32_t peer, std::span<const uint8_t> datagram) override {
+    SendOutcome out;
+    auto it = peers_.find(peer);
+    if (it == peers_.end()) {
+      out.error = EHOSTUNREACH;
+      return out;
+    }
+    const SendResult r = socket_.Send(it->second, datagram);
+    out.ok = r.ok;
+    out.error = r.error;
+    out.op_id = r.op_id;
+    out.user_tx_ns = clock_.Ingest(r.user_tx_real_ns);
+    return out;
+  }
+
+ private:
+  TimestampingSocket& socket_;
+  const NodeClock& clock_;
+  std::map<uint32_t, UdpEndpoint> peers_;
+};
+
+// Reads everything the socket holds (datagrams, then TX stamps) into the
+// engine, with every stamp ingested into the node clock.
+class ProbeEngine;
+void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine& engine);
+
+}  // namespace chronolink

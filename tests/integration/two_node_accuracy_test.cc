@@ -1,0 +1,77 @@
+// Two agents in two network namespaces through a router namespace; node 2's
+// clock runs +3.7 ms and +45 ppm against node 1's (test-only virtual clock).
+// Every full window's estimate must match the exact truth within loose
+// bounds (2 us, 1 ppm); the benchmark prints the real figures.
+#include <cmath>
+
+#include "agent/clock/virtual_clock.h"
+#include "tests/integration/testbed_fixture.h"
+
+namespace chronolink::testing {
+namespace {
+
+class TwoNodeAccuracyTest : public TestbedFixture {};
+
+struct EdgeCheck {
+  int windows_checked = 0;
+  double worst_beta_error_ns = 0;
+  double worst_alpha_error_ppm = 0;
+};
+
+EdgeCheck CheckEdges(const std::vector<nlohmann::json>& rows, const VirtualClockParams& self,
+                     const VirtualClockParams& peer, const std::string& source) {
+  EdgeCheck c;
+  bool first = true;
+  for (const auto& r : rows) {
+    if (r["timestamp_source"] != source) continue;
+    if (first) {  // the agent started inside this window: it is partial
+      first = false;
+      continue;
+    }
+    EXPECT_EQ(r["estimator"], "max_margin") << r.dump();
+    if (r["estimator"] != "max_margin") continue;
+    const int64_t x0 = r["x0_ns"].get<int64_t>();
+    const RelativeTruth truth = TrueRelativeOffset(self, peer, x0);
+    const double beta_err = r["beta_ns"].get<double>() - truth.beta_ns;
+    const double alpha_err_ppm = (r["alpha"].get<double>() - truth.alpha) * 1e6;
+    EXPECT_LT(std::abs(beta_err), 2000.0) << r.dump();
+    EXPECT_LT(std::abs(alpha_err_ppm), 1.0) << r.dump();
+    EXPECT_GT(r["pure_forward"].get<int>(), 0);
+    c.worst_beta_error_ns = std::max(c.worst_beta_error_ns, std::abs(beta_err));
+    c.worst_alpha_error_ppm = std::max(c.worst_alpha_error_ppm, std::abs(alpha_err_ppm));
+    ++c.windows_checked;
+  }
+  return c;
+}
+
+TEST_F(TwoNodeAccuracyTest, KernelStampsRecoverInjectedOffsetAndDrift) {
+  if (!RequirePrivileges()) return;
+  ASSERT_NO_FATAL_FAILURE(Up(2, "routed"));
+  WriteClusterFiles();
+  const int64_t t0 = RealtimeNowNs();
+  const VirtualClockParams a{0, 0.0, t0};
+  const VirtualClockParams b{3'700'000, 45.0, t0};
+  const double duration = 15.0;  // >= 6 full windows of 2 s
+  StartAgent({1, a, duration, {"--estimate-sources", "kernel,userspace"}});
+  StartAgent({2, b, duration, {"--estimate-sources", "kernel,userspace"}});
+  ASSERT_TRUE(WaitAgents(duration + 20)) << AgentLog(1) << AgentLog(2);
+
+  const auto rows1 = ReadJsonl(OutputDir(1) / "edges.jsonl");
+  const auto rows2 = ReadJsonl(OutputDir(2) / "edges.jsonl");
+  const EdgeCheck c1 = CheckEdges(rows1, a, b, "kernel");
+  const EdgeCheck c2 = CheckEdges(rows2, b, a, "kernel");
+  EXPECT_GE(c1.windows_checked, 5) << AgentLog(1);
+  EXPECT_GE(c2.windows_checked, 5) << AgentLog(2);
+  std::printf("node1->2: %d windows, worst |beta err| %.0f ns, worst |alpha err| %.3f ppm\n",
+              c1.windows_checked, c1.worst_beta_error_ns, c1.worst_alpha_error_ppm);
+  std::printf("node2->1: %d windows, worst |beta err| %.0f ns, worst |alpha err| %.3f ppm\n",
+              c2.windows_checked, c2.worst_beta_error_ns, c2.worst_alpha_error_ppm);
+  // Every row names its schema and the test clock it ran with.
+  for (const auto& r : rows1) {
+    EXPECT_EQ(r["schema"], "chronolink.edge.v1");
+    EXPECT_EQ(r["test_virtual_clock"]["t0_ns"].get<int64_t>(), t0);
+  }
+}
+
+}  // namespace
+}  // namespace chronolink::testing

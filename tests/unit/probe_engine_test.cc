@@ -1,0 +1,197 @@
+// Two probe engines talking over real loopback UDP sockets with real
+// SO_TIMESTAMPING: the whole protocol (coded pairs, echoed RX stamps,
+// interleaved TX stamps, follow-ups, sessions) without namespaces.
+#include "agent/probe/probe_engine.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sodium.h>
+
+#include <map>
+#include <vector>
+
+#include "agent/clock/clock_reader.h"
+#include "agent/runtime/socket_transport.h"
+
+namespace chronolink {
+namespace {
+
+ClusterKey TestKey(uint8_t seed) {
+  ClusterKey k;
+  for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<uint8_t>(seed + 7 * i);
+  return k;
+}
+
+struct Node {
+  uint32_t id;
+  NodeClock clock;
+  TimestampingSocket socket;
+  std::unique_ptr<ProbeCodec> codec;
+  std::unique_ptr<SocketTransport> transport;
+  std::unique_ptr<ProbeEngine> engine;
+  std::vector<FullTuple> tuples;
+  int pairs_sent = 0;
+
+  Node(uint32_t id_, VirtualClockParams vc = {}) : id(id_), clock(vc) {
+    std::string error;
+    EXPECT_TRUE(socket.Open("127.0.0.1", 0, &error)) << error;
+  }
+  void Start(const std::map<uint32_t, uint16_t>& ports, std::vector<uint32_t> probe,
+             uint64_t epoch, const ClusterKey& key, ProbeSettings ps = {}) {
+    codec = std::make_unique<ProbeCodec>(7, key);
+    transport = std::make_unique<SocketTransport>(socket, clock);
+    ProbeEngineOptions o;
+    o.node_id = id;
+    o.cluster_id = 7;
+    o.epoch = epoch;
+    o.probed_peers = std::move(probe);
+    o.probe = ps;
+    for (auto [peer, port] : ports) {
+      o.members.insert(peer);
+      UdpEndpoint ep;
+      std::string error;
+      UdpEndpoint::Parse("127.0.0.1", port, &ep, &error);
+      if (peer != id) transport->AddPeer(peer, ep);
+    }
+    engine = std::make_unique<ProbeEngine>(
+        o, *codec, *transport, [this](uint32_t, const FullTuple& t) { tuples.push_back(t); },
+        [this](uint32_t, int64_t) { ++pairs_sent; });
+  }
+};
+
+// Drives both engines for `ms` milliseconds of real time.
+void RunFor(std::vector<Node*> nodes, int ms) {
+  const int64_t end = ReadClockNs(CLOCK_MONOTONIC) + int64_t{ms} * 1'000'000;
+  while (ReadClockNs(CLOCK_MONOTONIC) < end) {
+    std::vector<pollfd> fds;
+    for (Node* n : nodes) {
+      n->engine->Poll(n->clock.Now());
+      fds.push_back({n->socket.fd(), POLLIN, 0});
+    }
+    const timespec ts{0, 50'000};
+    ppoll(fds.data(), fds.size(), &ts, nullptr);
+    for (Node* n : nodes) PumpSocket(n->socket, n->clock, *n->engine);
+  }
+}
+
+class ProbeEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_GE(sodium_init(), 0); }
+};
+
+TEST_F(ProbeEngineTest, CompletesTuplesWithKernelStampsBothWays) {
+  Node a(1), b(2);
+  const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
+  a.Start(ports, {2}, 0xA1, TestKey(1));
+  b.Start(ports, {1}, 0xB2, TestKey(1));
+  RunFor({&a, &b}, 400);
+  a.engine->FinalizeTuples(a.clock.Now(), a.clock.Now());
+  b.engine->FinalizeTuples(b.clock.Now(), b.clock.Now());
+
+  ASSERT_GT(a.pairs_sent, 100);  // ~1 pair per ms
+  int complete = 0;
+  for (const FullTuple& t : a.tuples) {
+    if (ClassifyTuple(t) != TupleOutcome::kComplete) continue;
+    ++complete;
+    PtPrTuple k;
+    ASSERT_TRUE(t.Project(SourceClass::kKernel, &k));
+    // Causality on one shared clock: tx < peer rx < peer tx < rx.
+    EXPECT_LT(k.fwd_tx[0].ns, k.fwd_rx[0].ns);
+    EXPECT_LE(k.fwd_rx[1].ns, k.rev_tx[0].ns);
+    EXPECT_LT(k.rev_tx[0].ns, k.rev_rx[0].ns);
+    EXPECT_EQ(k.fwd_rx[0].source, StampSource::kSocketSoftware);
+    EXPECT_EQ(k.fwd_tx[0].source, StampSource::kSocketSoftware);
+    // Userspace stamps bracket the kernel ones.
+    EXPECT_LE(t.fwd_tx[0].user.ns, t.fwd_tx[0].kernel.ns);
+    EXPECT_GE(t.rev_rx[0].user.ns, t.rev_rx[0].kernel.ns);
+  }
+  // All but the last pair or two (still in flight) complete on loopback.
+  EXPECT_GE(complete, static_cast<int>(a.tuples.size()) - 3);
+  EXPECT_GT(b.tuples.size(), 100u);
+  EXPECT_EQ(a.engine->counters().decode.rejected(), 0u);
+  EXPECT_EQ(a.engine->counters().tx_stamps_unmatched, 0u);
+}
+
+TEST_F(ProbeEngineTest, ShutdownFollowUpDeliversTheLastTxStamps) {
+  Node a(1), b(2);
+  const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
+  ProbeSettings ps;
+  ps.followup_delay_ns = 10'000'000'000;  // only the shutdown follow-up may deliver them
+  a.Start(ports, {2}, 0xA1, TestKey(1), ps);
+  b.Start(ports, {}, 0xB2, TestKey(1), ps);
+  RunFor({&a, &b}, 100);
+  // Stop probing: only b's final follow-up can complete a's last tuple.
+  RunFor({&b}, 5);
+  b.engine->Shutdown(b.clock.Now());
+  const int64_t end = ReadClockNs(CLOCK_MONOTONIC) + 50'000'000;
+  while (ReadClockNs(CLOCK_MONOTONIC) < end) PumpSocket(a.socket, a.clock, *a.engine);
+  a.engine->FinalizeTuples(a.clock.Now(), a.clock.Now());
+  ASSERT_FALSE(a.tuples.empty());
+  // The last tuple that got its reverse pair is complete thanks to the follow-up.
+  const FullTuple* last_answered = nullptr;
+  for (const FullTuple& t : a.tuples)
+    if (t.rev_rx[1].user.present()) last_answered = &t;
+  ASSERT_NE(last_answered, nullptr);
+  EXPECT_EQ(ClassifyTuple(*last_answered), TupleOutcome::kComplete);
+  EXPECT_GE(b.engine->peer_counters().at(1).followups_sent, 1u);
+}
+
+TEST_F(ProbeEngineTest, CountsAndDropsForgedAndMisaddressedPackets) {
+  Node a(1), b(2);
+  const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
+  a.Start(ports, {}, 0xA1, TestKey(1));
+  b.Start(ports, {}, 0xB2, TestKey(1));
+  UdpEndpoint to_a;
+  std::string error;
+  UdpEndpoint::Parse("127.0.0.1", a.socket.bound_port(), &to_a, &error);
+
+  ProbeMessage m;
+  m.type = MessageType::kForward;
+  m.cluster_id = 7;
+  m.sender_node = 2;
+  m.sender_epoch = 5;
+  m.seq = 1;
+  std::array<uint8_t, kProbeWireSize> buf;
+  // Wrong key: a forgery.
+  ProbeCodec(7, TestKey(9)).Encode(m, buf);
+  b.socket.Send(to_a, buf);
+  // Right key, addressed to node 3.
+  m.receiver_node = 3;
+  ProbeCodec(7, TestKey(1)).Encode(m, buf);
+  b.socket.Send(to_a, buf);
+  // Right key, from a node that is not a member.
+  m.receiver_node = 1;
+  m.sender_node = 42;
+  ProbeCodec(7, TestKey(1)).Encode(m, buf);
+  b.socket.Send(to_a, buf);
+  // Garbage.
+  const uint8_t junk[5] = {1, 2, 3, 4, 5};
+  b.socket.Send(to_a, junk);
+  RunFor({&a}, 50);
+
+  const EngineCounters& c = a.engine->counters();
+  EXPECT_EQ(c.decode.counts[static_cast<size_t>(DecodeResult::kBadMac)], 1u);
+  EXPECT_EQ(c.decode.counts[static_cast<size_t>(DecodeResult::kBadLength)], 1u);
+  EXPECT_EQ(c.not_for_us, 1u);
+  EXPECT_EQ(c.unknown_sender, 1u);
+  EXPECT_TRUE(a.tuples.empty());
+}
+
+TEST_F(ProbeEngineTest, RestartedProberStartsANewSessionAndOldAnswersAreStale) {
+  Node a(1), b(2);
+  const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
+  a.Start(ports, {2}, 0xA1, TestKey(1));
+  b.Start(ports, {}, 0xB2, TestKey(1));
+  RunFor({&a, &b}, 50);
+  // a "restarts": new epoch, sequence numbers from 1 again.
+  a.tuples.clear();
+  a.Start(ports, {2}, 0xA2, TestKey(1));
+  RunFor({&a, &b}, 200);
+  a.engine->FinalizeTuples(a.clock.Now(), a.clock.Now());
+  int complete = 0;
+  for (const FullTuple& t : a.tuples) complete += ClassifyTuple(t) == TupleOutcome::kComplete;
+  EXPECT_GT(complete, 50);
+}
+
+}  // namespace
+}  // namespace chronolink

@@ -1,0 +1,102 @@
+#include "agent/pair/tuple_assembler.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace chronolink {
+namespace {
+
+DualStamp Kernel(int64_t k, int64_t u) {
+  return DualStamp{{k, StampSource::kSocketSoftware}, {u, StampSource::kUserspace}};
+}
+
+void FillComplete(TupleAssembler& a, uint64_t seq, int64_t base) {
+  a.OnForwardSent(seq, 0, base);
+  a.OnForwardSent(seq, 1, base + 100'000);
+  a.OnForwardTxStamp(seq, 0, {base + 2'000, StampSource::kSocketSched});
+  a.OnForwardTxStamp(seq, 0, {base + 2'500, StampSource::kSocketSoftware});
+  a.OnForwardTxStamp(seq, 1, {base + 102'500, StampSource::kSocketSoftware});
+  const DualStamp echo[2] = {Kernel(base + 10'000, base + 15'000),
+                             Kernel(base + 110'000, base + 115'000)};
+  a.OnEchoedRx(seq, echo);
+  a.OnReverseRx(seq, 0, Kernel(base + 30'000, base + 35'000));
+  a.OnReverseRx(seq, 1, Kernel(base + 130'000, base + 135'000));
+  const DualStamp rtx[2] = {Kernel(base + 20'000, base + 18'000),
+                            Kernel(base + 120'000, base + 118'000)};
+  a.OnReverseTx(seq, rtx);
+}
+
+TEST(TupleAssembler, CompletesATupleFromItsPieces) {
+  TupleAssembler a(16);
+  FillComplete(a, 1, 1'000'000);
+  std::vector<FullTuple> out;
+  a.Finalize([](const FullTuple& t) { return ClassifyTuple(t) == TupleOutcome::kComplete; },
+             [&](const FullTuple& t) { out.push_back(t); });
+  ASSERT_EQ(out.size(), 1u);
+  PtPrTuple k;
+  ASSERT_TRUE(out[0].Project(SourceClass::kKernel, &k));
+  // The software stamp replaced the earlier sched stamp.
+  EXPECT_EQ(k.fwd_tx[0].ns, 1'002'500);
+  EXPECT_EQ(k.fwd_tx[0].source, StampSource::kSocketSoftware);
+  PtPrTuple u;
+  ASSERT_TRUE(out[0].Project(SourceClass::kUserspace, &u));
+  EXPECT_EQ(u.fwd_tx[0].ns, 1'000'000);
+  EXPECT_EQ(u.rev_rx[1].ns, 1'135'000);
+  EXPECT_EQ(a.pending(), 0u);
+}
+
+TEST(TupleAssembler, ClassifiesLossAndMissingTxStamps) {
+  TupleAssembler a(16);
+  FillComplete(a, 1, 0);
+  // seq 2: reverse probe 1 never arrives.
+  a.OnForwardSent(2, 0, 1'000'000);
+  a.OnForwardSent(2, 1, 1'100'000);
+  const DualStamp echo[2] = {Kernel(1, 1), Kernel(2, 2)};
+  a.OnEchoedRx(2, echo);
+  a.OnReverseRx(2, 0, Kernel(3, 3));
+  // seq 3: everything arrived but our TX stamps never came back.
+  a.OnForwardSent(3, 0, 2'000'000);
+  a.OnForwardSent(3, 1, 2'100'000);
+  a.OnEchoedRx(3, echo);
+  a.OnReverseRx(3, 0, Kernel(3, 3));
+  a.OnReverseRx(3, 1, Kernel(4, 4));
+  const DualStamp rtx[2] = {Kernel(5, 5), Kernel(6, 6)};
+  a.OnReverseTx(3, rtx);
+
+  std::vector<TupleOutcome> outcomes;
+  a.Finalize([](const FullTuple&) { return true; },
+             [&](const FullTuple& t) { outcomes.push_back(ClassifyTuple(t)); });
+  ASSERT_EQ(outcomes.size(), 3u);
+  EXPECT_EQ(outcomes[0], TupleOutcome::kComplete);
+  EXPECT_EQ(outcomes[1], TupleOutcome::kLost);
+  EXPECT_EQ(outcomes[2], TupleOutcome::kTxMissing);
+}
+
+TEST(TupleAssembler, BoundsMemoryAndCountsUnmatchedStamps) {
+  TupleAssembler a(4);
+  for (uint64_t s = 1; s <= 10; ++s) a.OnForwardSent(s, 0, static_cast<int64_t>(s) * 1000);
+  std::vector<uint64_t> evicted;
+  a.Finalize([](const FullTuple&) { return false; },
+             [&](const FullTuple& t) { evicted.push_back(t.seq); });
+  EXPECT_EQ(a.pending(), 4u);
+  EXPECT_EQ(evicted, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}));
+  a.OnForwardTxStamp(2, 0, {5, StampSource::kSocketSoftware});  // already gone
+  a.OnReverseRx(99, 0, Kernel(1, 1));                           // never sent
+  EXPECT_EQ(a.unmatched(), 2u);
+}
+
+TEST(TupleAssembler, FinalizeStopsAtTheFirstTupleNotDone) {
+  TupleAssembler a(16);
+  FillComplete(a, 1, 0);
+  a.OnForwardSent(2, 0, 1'000'000);  // incomplete
+  FillComplete(a, 3, 2'000'000);
+  int handed = 0;
+  a.Finalize([](const FullTuple& t) { return ClassifyTuple(t) == TupleOutcome::kComplete; },
+             [&](const FullTuple&) { ++handed; });
+  EXPECT_EQ(handed, 1);
+  EXPECT_EQ(a.pending(), 2u);
+}
+
+}  // namespace
+}  // namespace chronolink
