@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
                       "] %v");
   spdlog::set_level(spdlog::level::from_str(config->log_level));
 
+  for (const std::string& w : config->warnings) spdlog::warn("{}", w);
+  spdlog::info("chronolink-agent {}; effective configuration: {}", chronolink::AgentVersionString(),
+               chronolink::EffectiveConfigJson(*config));
+
   chronolink::AgentRuntime runtime(std::move(*config));
   std::string error;
   if (!runtime.Start(&error)) {

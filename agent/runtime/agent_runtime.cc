@@ -205,10 +205,11 @@ int AgentRuntime::Run() {
   int exit_code = 0;
 
   for (;;) {
-    const int64_t mono = ReadClockNs(CLOCK_MONOTONIC);
+    const int64_t mono_before = ReadClockNs(CLOCK_MONOTONIC);
     const int64_t real = ReadClockNs(CLOCK_REALTIME);
+    const int64_t mono = ReadClockNs(CLOCK_MONOTONIC);
     const int64_t now = clock_.Ingest(real);
-    if (step_detector_.Update(real, mono)) {
+    if (step_detector_.Update(mono_before, real, mono)) {
       spdlog::warn("CLOCK_REALTIME stepped; discarding the current window of every edge");
       for (auto& [peer, w] : windows_) w->OnClockStep(now);
     }

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Sets everything up and runs the main job: a local multi-node demo on a
+# network-namespace test bed (needs root). Extra arguments go to the demo,
+# e.g. scripts/demo.sh --nodes 4 --seconds 90
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+exec tools/demo/chronolink-demo "$@"

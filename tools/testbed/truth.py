@@ -1,0 +1,58 @@
+"""Ground truth of a chronolink test bed.
+
+Every namespace shares one kernel clock t, so the only clock differences are
+the test-only virtual clocks the agents apply:
+    v(t) = t + offset_ns + drift_ppm * 1e-6 * (t - t0_ns)
+Arithmetic is exact (integers and Fractions); epoch nanoseconds never pass
+through a float.
+"""
+from __future__ import annotations
+
+import dataclasses
+import decimal
+from fractions import Fraction
+from typing import Any
+
+
+def to_fraction(x: Any) -> Fraction:
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, float):
+        return Fraction(repr(x))  # the decimal that was written, not the binary float
+    if isinstance(x, (int, decimal.Decimal)):
+        return Fraction(x)
+    return Fraction(str(x))
+
+
+@dataclasses.dataclass(frozen=True)
+class VClock:
+    """v(t) = t + offset_ns + drift_ppm*1e-6*(t - t0_ns), t the shared kernel clock."""
+    offset_ns: int
+    drift_ppm: Fraction
+    t0_ns: int
+
+    @classmethod
+    def make(cls, offset_ns: Any, drift_ppm: Any, t0_ns: Any) -> "VClock":
+        return cls(int(offset_ns), to_fraction(drift_ppm), int(t0_ns))
+
+    @property
+    def rate(self) -> Fraction:
+        return self.drift_ppm / 1_000_000
+
+    def at(self, t: Fraction | int) -> Fraction:
+        return t + self.offset_ns + self.rate * (t - self.t0_ns)
+
+    def true_time(self, v: Fraction | int) -> Fraction:
+        """Inverse of at(): the shared-clock instant at which this clock reads v."""
+        return self.t0_ns + (Fraction(v) - self.offset_ns - self.t0_ns) / (1 + self.rate)
+
+
+def true_beta(x0_ns: Any, own: VClock, peer: VClock) -> Fraction:
+    """True offset peer - own (ns) at the instant own's clock reads x0_ns."""
+    t = own.true_time(to_fraction(x0_ns))
+    return peer.at(t) - own.at(t)
+
+
+def true_alpha(own: VClock, peer: VClock) -> Fraction:
+    """True drift d(peer - own)/d(own)."""
+    return (peer.rate - own.rate) / (1 + own.rate)
