@@ -1,0 +1,190 @@
+// The chronolink-agent executable as a user meets it, on loopback: exit codes
+// and messages for bad input, clean shutdown on SIGTERM, and what a SIGKILL
+// leaves behind.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/capture/timestamping_socket.h"
+
+namespace chronolink {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Agent {
+  pid_t pid = -1;
+  fs::path log;
+};
+
+Agent Spawn(const std::vector<std::string>& args, const fs::path& log) {
+  Agent a;
+  a.log = log;
+  a.pid = fork();
+  if (a.pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<std::string> full = {CHRONOLINK_AGENT_BIN};
+    full.insert(full.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& s : full) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return a;
+}
+
+// Exit code, or -signal; -1000 on timeout (the process is then killed).
+int Wait(const Agent& a, double timeout_s) {
+  const auto end = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(static_cast<int>(timeout_s * 1000));
+  int status = 0;
+  while (waitpid(a.pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > end) {
+      kill(a.pid, SIGKILL);
+      waitpid(a.pid, &status, 0);
+      return -1000;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+class AgentProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("chronolink-agent-test-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    // Two free loopback ports: bind, read, release.
+    for (int i = 0; i < 2; ++i) {
+      TimestampingSocket s;
+      std::string error;
+      ASSERT_TRUE(s.Open("127.0.0.1", 0, &error)) << error;
+      ports_.push_back(s.bound_port());
+    }
+    std::ofstream(dir_ / "cluster.json")
+        << R"({"cluster_id": 7, "nodes": [{"id": 1, "address": "127.0.0.1", "port": )" << ports_[0]
+        << R"(}, {"id": 2, "address": "127.0.0.1", "port": )" << ports_[1] << "}]}";
+    std::ofstream(dir_ / "key.hex")
+        << "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0\n";
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  std::vector<std::string> NodeArgs(int id, double window_s = 0.5) {
+    return {"--node-id", std::to_string(id), "--cluster-file", (dir_ / "cluster.json").string(),
+            "--key-file", (dir_ / "key.hex").string(), "--output-dir",
+            (dir_ / ("node" + std::to_string(id))).string(), "--window-s", std::to_string(window_s),
+            "--window-grace-ms", "100"};
+  }
+
+  fs::path dir_;
+  std::vector<uint16_t> ports_;
+};
+
+TEST_F(AgentProcessTest, HelpExitsZero) {
+  const Agent a = Spawn({"--help"}, dir_ / "help.log");
+  EXPECT_EQ(Wait(a, 10), 0);
+  EXPECT_NE(Slurp(a.log).find("--cluster-file"), std::string::npos);
+}
+
+TEST_F(AgentProcessTest, MissingClusterFileIsAClearErrorAndExit2) {
+  const Agent a = Spawn({"--node-id", "1", "--cluster-file", (dir_ / "nope.json").string(),
+                         "--key-file", (dir_ / "key.hex").string()},
+                        dir_ / "bad.log");
+  EXPECT_EQ(Wait(a, 10), 2);
+  EXPECT_NE(Slurp(a.log).find("nope.json"), std::string::npos) << Slurp(a.log);
+}
+
+TEST_F(AgentProcessTest, VirtualClockWithoutTestModeIsRefused) {
+  auto args = NodeArgs(1);
+  args.insert(args.end(), {"--virtual-offset-ns", "1000"});
+  const Agent a = Spawn(args, dir_ / "virt.log");
+  EXPECT_EQ(Wait(a, 10), 2);
+  EXPECT_NE(Slurp(a.log).find("test-mode"), std::string::npos) << Slurp(a.log);
+}
+
+TEST_F(AgentProcessTest, PortInUseFailsFastWithAMessage) {
+  TimestampingSocket squatter;
+  std::string error;
+  ASSERT_TRUE(squatter.Open("127.0.0.1", ports_[0], &error)) << error;
+  const Agent a = Spawn(NodeArgs(1), dir_ / "busy.log");
+  EXPECT_EQ(Wait(a, 10), 1);
+  EXPECT_NE(Slurp(a.log).find("in use"), std::string::npos) << Slurp(a.log);
+}
+
+TEST_F(AgentProcessTest, SigtermShutsDownCleanlyWithWindowsWritten) {
+  const Agent a = Spawn(NodeArgs(1), dir_ / "a.log");
+  const Agent b = Spawn(NodeArgs(2), dir_ / "b.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  kill(a.pid, SIGTERM);
+  kill(b.pid, SIGTERM);
+  EXPECT_EQ(Wait(a, 10), 0) << Slurp(a.log);
+  EXPECT_EQ(Wait(b, 10), 0) << Slurp(b.log);
+  std::ifstream edges(dir_ / "node1" / "edges.jsonl");
+  int lines = 0;
+  std::string line;
+  while (std::getline(edges, line)) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["peer"], 2);
+    ++lines;
+  }
+  EXPECT_GE(lines, 2);
+  const auto stats = nlohmann::json::parse(Slurp(dir_ / "node1" / "agent_stats.json"));
+  EXPECT_TRUE(stats["final"].get<bool>());
+  EXPECT_GT(stats["peers"]["2"]["packets_received"].get<int>(), 100);
+}
+
+TEST_F(AgentProcessTest, SigkillLeavesOnlyWholeLines) {
+  const Agent a = Spawn(NodeArgs(1), dir_ / "a.log");
+  const Agent b = Spawn(NodeArgs(2), dir_ / "b.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2300));
+  kill(a.pid, SIGKILL);
+  kill(b.pid, SIGTERM);
+  EXPECT_EQ(Wait(a, 10), -SIGKILL);
+  Wait(b, 10);
+  const std::string text = Slurp(dir_ / "node1" / "edges.jsonl");
+  ASSERT_FALSE(text.empty()) << "windows closed before the kill must be on disk";
+  EXPECT_EQ(text.back(), '\n');
+  std::istringstream in(text);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    EXPECT_FALSE(nlohmann::json::parse(line, nullptr, false).is_discarded()) << line;
+    ++lines;
+  }
+  EXPECT_GE(lines, 2);  // 0.5 s windows, killed after 2.3 s
+}
+
+TEST_F(AgentProcessTest, UnansweredPeerIsLoggedNotFatal) {
+  auto args = NodeArgs(1);
+  args.insert(args.end(), {"--duration-s", "6.5"});
+  const Agent a = Spawn(args, dir_ / "alone.log");  // node 2 never starts
+  EXPECT_EQ(Wait(a, 20), 0);
+  EXPECT_NE(Slurp(a.log).find("has not answered"), std::string::npos) << Slurp(a.log);
+}
+
+}  // namespace
+}  // namespace chronolink
