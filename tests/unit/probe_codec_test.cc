@@ -645,14 +645,6 @@ TEST_F(ClusterKeyFileTest, DirectoryIsNotAKeyFile) {
   EXPECT_NE(err.find("not a regular file"), std::string::npos) << err;
 }
 
-TEST_F(ClusterKeyFileTest, UnreadableFile) {
-  if (geteuid() == 0) GTEST_SKIP() << "root reads files regardless of mode";
-  const std::string path = Write("locked.key", kHexKey);
-  ASSERT_EQ(chmod(path.c_str(), 0), 0);
-  const std::string err = LoadError(path);
-  EXPECT_NE(err.find("Permission denied"), std::string::npos) << err;
-}
-
 TEST_F(ClusterKeyFileTest, ReadErrorIsReported) {
   // Opens as a regular file but every read at offset 0 fails with EIO, even
   // for root: the read-error path, whatever user runs the test.

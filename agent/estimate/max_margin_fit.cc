@@ -1,0 +1,434 @@
+// Exact 2-D max-vertical-margin separator. docs/estimator.md has the maths;
+// this file follows it section by section.
+//
+// Numerics. Every input is int64 ns. Points are shifted to dx = x - x0 and
+// dy = y - y_ref with checked int64 subtraction and must satisfy
+// |dx|, |dy| < 2^62 (146 years), so any difference of two shifted
+// coordinates fits in int64 (< 2^63) and any product of two such differences
+// fits in __int128 (< 2^126), as does a sum or difference of two products
+// (< 2^127). All combinatorial decisions (hull orientation tests, slope
+// comparisons, the sign of the gap, which point is the deepest violator) are
+// therefore exact integer arithmetic. Slopes are kept as exact rationals
+// num/den. Only the final outputs (alpha, beta, margin, uncertainty) are
+// divided, in long double, and rounded once to double.
+#include "agent/estimate/max_margin_fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+namespace chronolink {
+namespace {
+
+using i128 = __int128;
+
+constexpr int64_t kCoordLimit = int64_t{1} << 62;
+
+struct Pt {
+  int64_t x;  // x - x0
+  int64_t y;  // y - y_ref
+};
+
+inline bool PtLess(const Pt& a, const Pt& b) { return a.x < b.x || (a.x == b.x && a.y < b.y); }
+
+// Orientation of o -> a -> b: > 0 left turn, < 0 right turn, 0 collinear.
+inline i128 Cross(const Pt& o, const Pt& a, const Pt& b) {
+  return static_cast<i128>(a.x - o.x) * (b.y - o.y) - static_cast<i128>(a.y - o.y) * (b.x - o.x);
+}
+
+// An exact slope num/den (den > 0) or one of the two infinities.
+struct Slope {
+  int64_t num = 0;
+  int64_t den = 1;
+  int inf = 0;  // -1: -infinity, +1: +infinity, 0: finite
+};
+constexpr Slope kNegInf{0, 1, -1};
+constexpr Slope kPosInf{0, 1, +1};
+constexpr Slope kZero{0, 1, 0};
+
+inline int Compare(const Slope& a, const Slope& b) {
+  if (a.inf != 0 || b.inf != 0) return (a.inf > b.inf) - (a.inf < b.inf);
+  const i128 l = static_cast<i128>(a.num) * b.den;
+  const i128 r = static_cast<i128>(b.num) * a.den;
+  return (l > r) - (l < r);
+}
+inline const Slope& Min(const Slope& a, const Slope& b) { return Compare(b, a) < 0 ? b : a; }
+inline const Slope& Max(const Slope& a, const Slope& b) { return Compare(b, a) > 0 ? b : a; }
+
+// Slope of the segment a -> b, a.x < b.x.
+inline Slope SegmentSlope(const Pt& a, const Pt& b) { return {b.y - a.y, b.x - a.x, 0}; }
+
+// Value at dx = 0 of the line with finite slope s through p: p.y - s * p.x.
+inline long double ValueAtX0(const Pt& p, const Slope& s) {
+  const i128 n = static_cast<i128>(p.y) * s.den - static_cast<i128>(s.num) * p.x;
+  return static_cast<long double>(n) / static_cast<long double>(s.den);
+}
+
+// Lower hull of `pts` (sorted by (x, y)); of several points with one x only
+// the lowest can be a vertex. Collinear points are dropped, so edge slopes
+// strictly increase.
+void LowerHull(const std::vector<Pt>& pts, std::vector<Pt>* h) {
+  h->clear();
+  for (const Pt& p : pts) {
+    if (!h->empty() && h->back().x == p.x) continue;  // back() has the smaller y
+    while (h->size() >= 2 && Cross((*h)[h->size() - 2], h->back(), p) <= 0) h->pop_back();
+    h->push_back(p);
+  }
+}
+
+// Upper hull of `pts` (sorted by (x, y)); keeps the highest point of each x.
+// Edge slopes strictly decrease.
+void UpperHull(const std::vector<Pt>& pts, std::vector<Pt>* h) {
+  h->clear();
+  for (const Pt& p : pts) {
+    if (!h->empty() && h->back().x == p.x) h->pop_back();  // p has the larger y
+    while (h->size() >= 2 && Cross((*h)[h->size() - 2], h->back(), p) >= 0) h->pop_back();
+    h->push_back(p);
+  }
+}
+
+// The two chains and the breakpoints of
+//   g(a) = G_U(a) - G_L(a),  G_U(a) = min_u (y_u - a x_u),  G_L(a) = max_l (y_l - a x_l).
+// For a in [SU(i), SU(i+1)] the minimum of G_U is attained at u[i]; for a in
+// [TL(j+1), TL(j)] the maximum of G_L at l[j]. A state (i, j) therefore owns
+// the slope interval [Lo(i,j), Hi(i,j)] on which g is linear with
+// derivative l[j].x - u[i].x.
+struct Chains {
+  std::vector<Pt> u;  // lower hull of the upper bounds, x ascending
+  std::vector<Pt> l;  // upper hull of the lower bounds, x ascending
+
+  size_t p() const { return u.size() - 1; }
+  size_t q() const { return l.size() - 1; }
+  // U edge slopes ascend: SU(0) = -inf, SU(k) = slope(u[k-1], u[k]), SU(p+1) = +inf.
+  Slope SU(size_t k) const {
+    if (k == 0) return kNegInf;
+    if (k > p()) return kPosInf;
+    return SegmentSlope(u[k - 1], u[k]);
+  }
+  // L edge slopes descend: TL(0) = +inf, TL(k) = slope(l[k-1], l[k]), TL(q+1) = -inf.
+  Slope TL(size_t k) const {
+    if (k == 0) return kPosInf;
+    if (k > q()) return kNegInf;
+    return SegmentSlope(l[k - 1], l[k]);
+  }
+  Slope Lo(size_t i, size_t j) const { return Max(SU(i), TL(j + 1)); }
+  Slope Hi(size_t i, size_t j) const { return Min(SU(i + 1), TL(j)); }
+  void StepRight(size_t* i, size_t* j) const {
+    const Slope hi = Hi(*i, *j);
+    if (*i < p() && Compare(SU(*i + 1), hi) == 0) ++*i;
+    if (*j > 0 && Compare(TL(*j), hi) == 0) --*j;
+  }
+  void StepLeft(size_t* i, size_t* j) const {
+    const Slope lo = Lo(*i, *j);
+    if (*i > 0 && Compare(SU(*i), lo) == 0) --*i;
+    if (*j < q() && Compare(TL(*j + 1), lo) == 0) ++*j;
+  }
+};
+
+struct Optimum {
+  bool bounded = false;  // false: g grows without limit (x-ranges do not interleave)
+  Slope a;               // the chosen maximiser of g
+  size_t i = 0, j = 0;   // supporting vertices u[i], l[j] at a
+  i128 gap_num = 0;      // g(a) * a.den, exact
+};
+
+// Maximises g by walking the merged breakpoints from a = -inf: O(p + q).
+// Ties (g flat at its top) take the slope nearest 0 in the flat interval.
+Optimum Maximise(const Chains& c) {
+  Optimum o;
+  size_t i = 0, j = c.q();
+  for (;;) {
+    const int64_t d = c.l[j].x - c.u[i].x;  // g' on the interior of [Lo, Hi]
+    if (d > 0) {
+      if (c.Hi(i, j).inf != 0) return o;  // increasing to +inf
+      c.StepRight(&i, &j);
+      continue;
+    }
+    const Slope lo = c.Lo(i, j);
+    if (d == 0) {
+      const Slope hi = c.Hi(i, j);
+      if (lo.inf == 0 && Compare(lo, kZero) > 0) {
+        o.a = lo;
+      } else if (hi.inf == 0 && Compare(hi, kZero) < 0) {
+        o.a = hi;
+      } else {
+        o.a = kZero;
+      }
+    } else {
+      if (lo.inf != 0) return o;  // decreasing from -inf
+      o.a = lo;
+    }
+    break;
+  }
+  o.bounded = true;
+  o.i = i;
+  o.j = j;
+  const Pt& u = c.u[i];
+  const Pt& l = c.l[j];
+  o.gap_num = static_cast<i128>(u.y - l.y) * o.a.den - static_cast<i128>(o.a.num) * (u.x - l.x);
+  return o;
+}
+
+// One end of the range of separating slopes, with the pair of vertices the
+// extreme separating line passes through.
+struct SlopeEnd {
+  Slope a;  // +-inf when unbounded
+  size_t i = 0, j = 0;
+};
+
+// Largest slope a >= opt.a with g(a) >= 0 (requires g(opt.a) > 0).
+SlopeEnd MaxSeparatingSlope(const Chains& c, const Optimum& opt) {
+  size_t i = opt.i, j = opt.j;
+  for (;;) {
+    const Pt& u = c.u[i];
+    const Pt& l = c.l[j];
+    const Slope hi = c.Hi(i, j);
+    if (u.x > l.x) {  // g decreasing here; its root is the line through u and l
+      const Slope root{u.y - l.y, u.x - l.x, 0};
+      if (hi.inf != 0 || Compare(root, hi) <= 0) return {root, i, j};
+    }
+    if (hi.inf != 0) return {kPosInf, i, j};
+    c.StepRight(&i, &j);
+  }
+}
+
+// Smallest slope a <= opt.a with g(a) >= 0 (requires g(opt.a) > 0).
+SlopeEnd MinSeparatingSlope(const Chains& c, const Optimum& opt) {
+  size_t i = opt.i, j = opt.j;
+  for (;;) {
+    const Pt& u = c.u[i];
+    const Pt& l = c.l[j];
+    const Slope lo = c.Lo(i, j);
+    if (l.x > u.x) {  // g increasing here; its root is the line through u and l
+      const Slope root{l.y - u.y, l.x - u.x, 0};
+      if (lo.inf != 0 || Compare(root, lo) >= 0) return {root, i, j};
+    }
+    if (lo.inf != 0) return {kNegInf, i, j};
+    c.StepLeft(&i, &j);
+  }
+}
+
+constexpr long double kInf = std::numeric_limits<long double>::infinity();
+
+// Exact range, at x0, of the values of all separating lines:
+//   top = max over a in [lo, hi] of G_U(a)   (G_U concave)
+//   bot = min over a in [lo, hi] of G_L(a)   (G_L convex)
+// The unconstrained optimum of G_U is the lower hull of the upper bounds
+// evaluated at x0 (attained at the slope of the hull edge over x0); when that
+// slope is not a separating slope, the optimum is at the nearer end of the
+// slope range, i.e. on an extreme separating line.
+void SeparatingRangeAtX0(const Chains& c, const SlopeEnd& lo, const SlopeEnd& hi, long double* top,
+                         long double* bot) {
+  // --- top, from the upper bounds' lower hull u.
+  {
+    // argmax of G_U is [A1, A2]: the slope(s) at which the supporting vertex
+    // crosses x0.
+    size_t k = 0;
+    while (k < c.u.size() && c.u[k].x < 0) ++k;
+    Slope a1, a2;
+    bool at_vertex = false;
+    if (k == c.u.size()) {
+      a1 = a2 = kPosInf;
+    } else if (c.u[k].x > 0) {
+      a1 = a2 = c.SU(k);
+    } else {
+      at_vertex = true;
+      a1 = c.SU(k);
+      a2 = c.SU(k + 1);
+    }
+    if (Compare(a2, lo.a) < 0) {
+      *top = lo.a.inf != 0 ? kInf : ValueAtX0(c.u[lo.i], lo.a);
+    } else if (Compare(a1, hi.a) > 0) {
+      *top = hi.a.inf != 0 ? kInf : ValueAtX0(c.u[hi.i], hi.a);
+    } else if (at_vertex) {
+      *top = static_cast<long double>(c.u[k].y);
+    } else if (a1.inf != 0) {
+      *top = kInf;  // x0 outside the hull's x-range and the slope range unbounded that way
+    } else {
+      *top = ValueAtX0(c.u[k], a1);  // the hull edge over x0
+    }
+  }
+  // --- bottom, from the lower bounds' upper hull l (slopes descend along x).
+  {
+    size_t k = 0;
+    while (k < c.l.size() && c.l[k].x < 0) ++k;
+    Slope a1, a2;  // argmin of G_L is [a1, a2]
+    bool at_vertex = false;
+    if (k == c.l.size()) {
+      a1 = a2 = kNegInf;
+    } else if (c.l[k].x > 0) {
+      a1 = a2 = c.TL(k);
+    } else {
+      at_vertex = true;
+      a1 = c.TL(k + 1);
+      a2 = c.TL(k);
+    }
+    if (Compare(a2, lo.a) < 0) {
+      *bot = lo.a.inf != 0 ? -kInf : ValueAtX0(c.l[lo.j], lo.a);
+    } else if (Compare(a1, hi.a) > 0) {
+      *bot = hi.a.inf != 0 ? -kInf : ValueAtX0(c.l[hi.j], hi.a);
+    } else if (at_vertex) {
+      *bot = static_cast<long double>(c.l[k].y);
+    } else if (a1.inf != 0) {
+      *bot = -kInf;
+    } else {
+      *bot = ValueAtX0(c.l[k], a1);
+    }
+  }
+}
+
+// Copies and shifts one side into (x, y) order. The caller's bounds are
+// mostly in x order already (a late stamp displaces a point by a few places),
+// so this is an insertion sort with a budget of element moves: O(n) for such
+// input; past the budget it finishes with std::sort. Either way the result is
+// the unique (x, y)-sorted sequence. False when a coordinate is out of range.
+bool Prepare(std::span<const OffsetBound> in, int64_t x0, int64_t y_ref, std::vector<Pt>* out) {
+  out->resize(in.size());
+  Pt* const v = out->data();
+  size_t moves_left = 8 * in.size() + 64;
+  bool insertion = true;
+  for (size_t k = 0; k < in.size(); ++k) {
+    Pt p;
+    if (__builtin_sub_overflow(in[k].x_ns, x0, &p.x) || __builtin_sub_overflow(in[k].y_ns, y_ref, &p.y))
+      return false;
+    if (p.x <= -kCoordLimit || p.x >= kCoordLimit || p.y <= -kCoordLimit || p.y >= kCoordLimit)
+      return false;
+    size_t pos = k;
+    if (insertion) {
+      while (pos > 0 && PtLess(p, v[pos - 1])) {
+        v[pos] = v[pos - 1];
+        --pos;
+        if (--moves_left == 0) {
+          insertion = false;
+          break;
+        }
+      }
+    }
+    v[pos] = p;
+  }
+  if (!insertion) std::sort(out->begin(), out->end(), PtLess);
+  return true;
+}
+
+// Residual numerators r = (y - a x) * a.den of one side, and their lower median.
+i128 MedianResidual(const std::vector<Pt>& pts, const Slope& a, std::vector<i128>* scratch) {
+  scratch->resize(pts.size());
+  for (size_t k = 0; k < pts.size(); ++k)
+    (*scratch)[k] = static_cast<i128>(pts[k].y) * a.den - static_cast<i128>(a.num) * pts[k].x;
+  const size_t mid = (pts.size() - 1) / 2;
+  std::nth_element(scratch->begin(), scratch->begin() + static_cast<std::ptrdiff_t>(mid), scratch->end());
+  return (*scratch)[mid];
+}
+
+// Picks and removes the deepest binding violator. Candidates are the hull
+// vertices that attain G_U(a*) or G_L(a*) (the supporting vertex and, at a
+// breakpoint, the other end of the edge of slope a*). Depth of an upper
+// candidate: how far its residual y - a* x lies below the median residual of
+// the upper points; of a lower candidate: how far above the lower median.
+// Ties: upper before lower, then smaller x.
+void RemoveDeepestViolator(const Chains& c, const Optimum& opt, std::vector<Pt>* upper,
+                           std::vector<Pt>* lower, std::vector<i128>* scratch) {
+  const Slope& a = opt.a;
+  auto resid = [&a](const Pt& p) {
+    return static_cast<i128>(p.y) * a.den - static_cast<i128>(a.num) * p.x;
+  };
+  const i128 med_u = MedianResidual(*upper, a, scratch);
+  const i128 med_l = MedianResidual(*lower, a, scratch);
+
+  bool have = false, best_is_upper = true;
+  Pt best{};
+  i128 best_depth = 0;
+  auto consider = [&](const Pt& p, bool is_upper) {
+    const i128 depth = is_upper ? med_u - resid(p) : resid(p) - med_l;
+    bool better = !have || depth > best_depth;
+    if (have && depth == best_depth) better = is_upper != best_is_upper ? is_upper : p.x < best.x;
+    if (better) {
+      have = true;
+      best = p;
+      best_depth = depth;
+      best_is_upper = is_upper;
+    }
+  };
+  consider(c.u[opt.i], true);
+  if (opt.i > 0 && Compare(c.SU(opt.i), a) == 0) consider(c.u[opt.i - 1], true);
+  if (opt.i < c.p() && Compare(c.SU(opt.i + 1), a) == 0) consider(c.u[opt.i + 1], true);
+  consider(c.l[opt.j], false);
+  if (opt.j > 0 && Compare(c.TL(opt.j), a) == 0) consider(c.l[opt.j - 1], false);
+  if (opt.j < c.q() && Compare(c.TL(opt.j + 1), a) == 0) consider(c.l[opt.j + 1], false);
+
+  std::vector<Pt>* side = best_is_upper ? upper : lower;
+  auto it = std::lower_bound(side->begin(), side->end(), best, PtLess);
+  side->erase(it);  // a hull vertex is always one of the side's points
+}
+
+// Per-thread buffers, reused across calls: a fresh allocation per window costs
+// more than the whole fit (page faults on every call above the allocator's
+// mmap threshold), and windows on one thread have similar sizes.
+struct Workspace {
+  std::vector<Pt> up, lo;
+  Chains c;
+  std::vector<i128> scratch;
+};
+
+}  // namespace
+
+LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const OffsetBound> lower,
+                         int64_t x0_ns, const MaxMarginOptions& options) {
+  LineFit fit;
+  fit.x0_ns = x0_ns;
+  fit.upper_points = static_cast<int>(upper.size());
+  fit.lower_points = static_cast<int>(lower.size());
+  if (upper.size() < 2 || lower.size() < 2) return fit;
+
+  // y_ref: the first upper bound's y; any int64 near the data will do.
+  const int64_t y_ref = upper[0].y_ns;
+  thread_local Workspace ws;
+  std::vector<Pt>& up = ws.up;
+  std::vector<Pt>& lo = ws.lo;
+  if (!Prepare(upper, x0_ns, y_ref, &up) || !Prepare(lower, x0_ns, y_ref, &lo)) return fit;
+
+  const size_t total = up.size() + lo.size();
+  int budget = std::max(0, options.max_violators);
+  const double frac_cap = std::floor(std::max(0.0, options.max_violator_fraction) * static_cast<double>(total));
+  if (frac_cap < budget) budget = static_cast<int>(frac_cap);
+
+  Chains& c = ws.c;
+  std::vector<i128>& scratch = ws.scratch;
+  for (;;) {
+    fit.upper_points = static_cast<int>(up.size());
+    fit.lower_points = static_cast<int>(lo.size());
+    if (up.size() < 2 || lo.size() < 2) return fit;
+    LowerHull(up, &c.u);
+    UpperHull(lo, &c.l);
+    const Optimum opt = Maximise(c);
+    if (!opt.bounded) return fit;  // the data do not pin the slope (x-ranges do not interleave)
+
+    const Slope& a = opt.a;
+    const Pt& u = c.u[opt.i];
+    const Pt& l = c.l[opt.j];
+    const long double den = static_cast<long double>(a.den);
+    const i128 mid_num =
+        static_cast<i128>(u.y + l.y) * a.den - static_cast<i128>(a.num) * (u.x + l.x);
+    fit.alpha = static_cast<double>(static_cast<long double>(a.num) / den);
+    fit.beta_ns = static_cast<double>(static_cast<long double>(y_ref) +
+                                      static_cast<long double>(mid_num) / (2.0L * den));
+    fit.margin_ns = static_cast<double>(static_cast<long double>(opt.gap_num) / (2.0L * den));
+
+    if (opt.gap_num > 0) {
+      const SlopeEnd smin = MinSeparatingSlope(c, opt);
+      const SlopeEnd smax = MaxSeparatingSlope(c, opt);
+      long double top = 0, bot = 0;
+      SeparatingRangeAtX0(c, smin, smax, &top, &bot);
+      fit.uncertainty_ns = static_cast<double>((top - bot) / 2.0L);
+      fit.ok = true;
+      return fit;
+    }
+    if (fit.violators_removed >= budget) return fit;  // inseparable within the budget
+    RemoveDeepestViolator(c, opt, &up, &lo, &scratch);
+    ++fit.violators_removed;
+  }
+}
+
+}  // namespace chronolink
