@@ -1,0 +1,117 @@
+#include "agent/estimate/edge_windows.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "agent/export/edges_jsonl_writer.h"
+#include <nlohmann/json.hpp>
+
+namespace chronolink {
+namespace {
+
+constexpr int64_t kWindow = 2'000'000'000;
+constexpr int64_t kBase = 1'790'000'000'000'000'000LL;  // a multiple of the window
+
+DualStamp Both(int64_t ns) {
+  return DualStamp{{ns, StampSource::kSocketSoftware}, {ns + 3'000, StampSource::kUserspace}};
+}
+
+// A tuple on a path with `offset` (peer - own) and one-way delay `delay`.
+FullTuple MakeTuple(uint64_t seq, int64_t t, int64_t offset, int64_t delay) {
+  FullTuple f;
+  f.seq = seq;
+  f.created_ns = t;
+  for (int i = 0; i < 2; ++i) {
+    const int64_t tx = t + i * 100'000;
+    f.fwd_tx[i] = Both(tx);
+    f.fwd_rx[i] = Both(tx + delay + offset);
+    f.rev_tx[i] = Both(tx + delay + offset + 20'000);
+    f.rev_rx[i] = Both(tx + 2 * delay + 20'000);
+  }
+  return f;
+}
+
+TEST(EdgeWindows, AlignsWindowsToMultiplesOfTheLength) {
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {});
+  EXPECT_EQ(w.WindowStart(kBase + 1), kBase);
+  EXPECT_EQ(w.WindowStart(kBase + kWindow - 1), kBase);
+  EXPECT_EQ(w.WindowStart(kBase + kWindow), kBase + kWindow);
+  EXPECT_EQ(w.WindowStart(-1), -kWindow);  // floor, not truncation
+}
+
+TEST(EdgeWindows, EstimatesEachClosedWindowOncePerClassWithCounts) {
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel, SourceClass::kUserspace}, {});
+  const int64_t offset = 3'700'000;
+  uint64_t seq = 0;
+  for (int64_t t = kBase; t < kBase + 2 * kWindow; t += 1'000'000) {
+    w.OnPairSent(t);
+    FullTuple f = MakeTuple(++seq, t, offset, 10'000);
+    if (seq % 50 == 0) f.rev_rx[1] = DualStamp{};  // lost
+    w.OnTupleFinalized(f);
+  }
+  std::vector<EdgeWindowRecord> out;
+  w.CloseUpTo(kBase + kWindow, &out);  // only the first window has ended
+  ASSERT_EQ(out.size(), 2u);
+  for (const auto& r : out) {
+    EXPECT_EQ(r.window_start_ns, kBase);
+    EXPECT_EQ(r.x0_ns, kBase + kWindow / 2);
+    EXPECT_EQ(r.counts.pairs_sent, 2000);
+    EXPECT_EQ(r.counts.lost, 40);
+    EXPECT_EQ(r.counts.complete, 1960);
+    EXPECT_EQ(r.estimate.estimator, EstimatorKind::kMaxMargin);
+    EXPECT_NEAR(r.estimate.fit.beta_ns, offset, 1.0);
+  }
+  EXPECT_EQ(out[0].source_class, SourceClass::kKernel);
+  EXPECT_EQ(out[1].source_class, SourceClass::kUserspace);
+  out.clear();
+  w.CloseUpTo(kBase + kWindow, &out);
+  EXPECT_TRUE(out.empty()) << "a window is written once";
+  w.CloseUpTo(kBase + 2 * kWindow, &out);
+  EXPECT_EQ(out.size(), 2u);
+}
+
+TEST(EdgeWindows, AClockStepDiscardsTheWindow) {
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {});
+  for (int i = 0; i < 100; ++i) w.OnTupleFinalized(MakeTuple(i + 1, kBase + i * 1'000'000, 0, 5'000));
+  w.OnClockStep(kBase + 50'000'000);
+  std::vector<EdgeWindowRecord> out;
+  w.CloseUpTo(kBase + kWindow, &out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].clock_step);
+  EXPECT_EQ(out[0].estimate.estimator, EstimatorKind::kNone);
+  const auto j = nlohmann::json::parse(EdgeRecordToJson(out[0], 42, std::nullopt));
+  EXPECT_EQ(j["estimator"], "none");
+  EXPECT_TRUE(j["beta_ns"].is_null());
+  EXPECT_TRUE(j["clock_step"].get<bool>());
+  EXPECT_FALSE(j.contains("test_virtual_clock"));
+}
+
+TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
+  EdgeWindowRecord r;
+  r.node = 3;
+  r.peer = 4;
+  r.window_start_ns = kBase;
+  r.window_end_ns = kBase + kWindow;
+  r.x0_ns = kBase + kWindow / 2;
+  r.estimate.estimator = EstimatorKind::kMaxMargin;
+  r.estimate.fit.ok = true;
+  r.estimate.fit.beta_ns = -12.5;
+  r.estimate.fit.alpha = 4.5e-5;
+  const auto j = nlohmann::json::parse(EdgeRecordToJson(r, 7, VirtualClockParams{1, 2.0, 3}));
+  for (const char* k : {"schema", "node", "peer", "session", "clock_domain", "window_start_ns",
+                        "window_end_ns", "x0_ns", "timestamp_source", "estimator", "alpha",
+                        "alpha_ppm", "beta_ns", "uncertainty_ns", "margin_ns", "violators_removed",
+                        "pairs_sent", "tuples_complete", "tuples_in_class", "pure_forward",
+                        "pure_reverse", "tx_stamps_missing", "lost", "clock_step",
+                        "test_virtual_clock"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  // Epoch instants stay exact integers.
+  EXPECT_EQ(j["x0_ns"].get<int64_t>(), kBase + kWindow / 2);
+  EXPECT_DOUBLE_EQ(j["alpha_ppm"].get<double>(), 45.0);
+  EXPECT_EQ(j["test_virtual_clock"]["t0_ns"].get<int64_t>(), 3);
+}
+
+}  // namespace
+}  // namespace chronolink
