@@ -1,0 +1,715 @@
+#!/usr/bin/env python3
+"""chronolink accuracy benchmark: chronolink next to chronyd and ptp4l,
+on the same test-bed paths, at the same time.
+
+Scenarios (each --seconds long, default 60, after a warm-up):
+  direct-idle    two namespaces joined by one veth pair
+  routed-idle    two nodes through a router namespace, tbf 200mbit/32kbit/20ms
+                 on the router's egress veths
+  routed-50pct   as routed-idle, iperf3 UDP 100 Mbit/s in both directions
+  routed-90pct   as routed-idle, iperf3 UDP 180 Mbit/s in both directions
+
+In each: two chronolink agents (node 1: offset 0, drift 0; node 2: by
+default +3.7 ms, +45 ppm, both injected as test-only virtual clocks) probe
+each other with --estimate-sources kernel,userspace, while chronyd
+(interleaved, per sample) and ptp4l (per Sync) run between the same two
+namespaces. All namespaces share one kernel clock, so the agents' ground
+truth is exact (see docs/testbed.md) and the daemons' true offset is 0.
+
+Prints one table (|error| in µs: samples, p50, p99, max; baselines' p99
+divided by chronolink-kernel's p99), then per-agent CPU per probed edge and
+probe bytes/s per edge. Writes everything, including every window's error,
+to OUT/results.json.
+
+  sudo python3 bench/accuracy_bench.py [--agent-bin build/agent/chronolink-agent]
+        [--seconds 60 | --quick] [--scenarios direct-idle,routed-90pct] [--out DIR]
+  python3 bench/accuracy_bench.py --selftest      # ground-truth and percentile checks, no root
+  sudo python3 bench/accuracy_bench.py --skip-agent --quick   # baselines only
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime as _dt
+import decimal
+import json
+import math
+import os
+import random
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from fractions import Fraction
+from typing import Any, Iterable, Sequence
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(_HERE)
+sys.path.insert(0, _HERE)
+sys.path.insert(0, os.path.join(REPO, "tools", "testbed"))
+import baselines as bl  # noqa: E402
+import testbed as tbm  # noqa: E402
+from baselines import percentile, summarize_abs_us  # noqa: E402
+from truth import VClock, true_alpha, true_beta  # noqa: E402
+from truth import to_fraction as _frac  # noqa: E402
+
+DEFAULT_AGENT = os.path.join(REPO, "build", "agent", "chronolink-agent")
+AGENT_PORT = 7319
+TBF = {"rate": "200mbit", "burst": "32kbit", "latency": "20ms"}
+PAYLOAD_BYTES = 144          # probe payload
+UDP_IP_OVERHEAD = 28         # UDP (8) + IPv4 (20)
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    name: str
+    topology: str
+    tbf: dict | None
+    load: str | None   # iperf3 rate per direction
+
+
+SCENARIOS = [
+    Scenario("direct-idle", "direct", None, None),
+    Scenario("routed-idle", "routed", TBF, None),
+    Scenario("routed-50pct", "routed", TBF, "100M"),
+    Scenario("routed-90pct", "routed", TBF, "180M"),
+]
+
+
+# --------------------------------------------------------------------------
+# edges.jsonl -> per-window errors
+
+def read_edges(path: str) -> tuple[list[dict], list[str]]:
+    """Records of an agent's edges.jsonl; numbers parsed exactly (int / Decimal).
+    Returns (records, problems)."""
+    recs, problems = [], []
+    try:
+        f = open(path)
+    except OSError as e:
+        return [], [f"{path}: {e}"]
+    with f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                r = json.loads(line, parse_float=decimal.Decimal)
+            except ValueError as e:
+                problems.append(f"{path}:{n}: bad JSON ({e})")  # e.g. a torn last line
+                continue
+            if not isinstance(r, dict) or r.get("schema") != "chronolink.edge.v1":
+                continue
+            recs.append(r)
+    return recs, problems
+
+
+def window_errors(records: Iterable[dict], clocks: dict[int, VClock], *,
+                  since_ns: int | None = None, until_ns: int | None = None) -> tuple[list[dict], dict]:
+    """One dict per estimated window (estimator != "none") with its error.
+
+    since/until (shared-clock ns) keep windows lying wholly inside the span.
+    Returns (errors, counts of skipped records by reason)."""
+    out: list[dict] = []
+    skipped: dict[str, int] = {}
+
+    def skip(why: str) -> None:
+        skipped[why] = skipped.get(why, 0) + 1
+
+    for r in records:
+        if r.get("estimator", "none") == "none":
+            skip("estimator none")
+            continue
+        try:
+            node, peer = int(r["node"]), int(r["peer"])
+            own, other = clocks[node], clocks[peer]
+            x0 = r["x0_ns"]
+            beta = r["beta_ns"]
+        except (KeyError, TypeError, ValueError):
+            skip("missing field or unknown node")
+            continue
+        if not isinstance(x0, int):
+            skip("x0_ns not an integer")
+            continue
+        if beta is None:
+            skip("beta_ns null")
+            continue
+        if since_ns is not None or until_ns is not None:
+            try:
+                ws = own.true_time(int(r["window_start_ns"]))
+                we = own.true_time(int(r["window_end_ns"]))
+            except (KeyError, TypeError, ValueError):
+                ws = we = own.true_time(x0)
+            if since_ns is not None and ws < since_ns:
+                skip("outside measurement span")
+                continue
+            if until_ns is not None and we > until_ns:
+                skip("outside measurement span")
+                continue
+        tb = true_beta(x0, own, other)
+        ta = true_alpha(own, other)
+        err = _frac(beta) - tb
+        e: dict[str, Any] = {
+            "node": node, "peer": peer,
+            "source": str(r.get("timestamp_source", "unknown")),
+            "estimator": str(r.get("estimator")),
+            "window_start_ns": r.get("window_start_ns"), "window_end_ns": r.get("window_end_ns"),
+            "x0_ns": x0, "beta_ns": float(beta), "true_beta_ns": float(tb), "error_ns": float(err),
+        }
+        if r.get("alpha") is not None:
+            e["alpha"] = float(r["alpha"])
+            e["true_alpha"] = float(ta)
+            e["alpha_error_ppb"] = float((_frac(r["alpha"]) - ta) * 10**9)
+        if r.get("uncertainty_ns") is not None:
+            e["uncertainty_ns"] = float(r["uncertainty_ns"])
+            e["within_uncertainty"] = abs(float(err)) <= float(r["uncertainty_ns"])
+        for k in ("pairs_sent", "pure_forward", "pure_reverse", "tx_ts_missing", "lost"):
+            if k in r:
+                e[k] = r[k] if isinstance(r[k], int) else float(r[k])
+        out.append(e)
+    return out, skipped
+
+
+# --------------------------------------------------------------------------
+# agent process accounting
+
+def proc_cpu_ticks(pid: int) -> int | None:
+    """utime + stime (clock ticks) of pid from /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            s = f.read()
+    except OSError:
+        return None
+    fields = s[s.rfind(b")") + 2:].split()
+    # fields[0] is field 3 (state); utime is field 14, stime field 15
+    return int(fields[11]) + int(fields[12])
+
+
+_COUNTER_KEYS = {
+    "tx_bytes": re.compile(r"\b(?:probe_)?(?:tx|sent)_bytes\"?\s*[=:]\s*(\d+)"),
+    "rx_bytes": re.compile(r"\b(?:probe_)?(?:rx|recv|received)_bytes\"?\s*[=:]\s*(\d+)"),
+    "pairs_sent": re.compile(r"\bpairs_sent\"?\s*[=:]\s*(\d+)"),
+}
+
+
+def agent_log_counters(path: str) -> dict:
+    """Counters the agent prints on exit (last value of each key found)."""
+    try:
+        text = open(path, errors="replace").read()
+    except OSError:
+        return {}
+    out = {}
+    for k, rx in _COUNTER_KEYS.items():
+        m = rx.findall(text)
+        if m:
+            out[k] = int(m[-1])
+    return out
+
+
+def read_agent_stats(path: str) -> dict:
+    """The agent's agent_stats.json (schema chronolink.agent_stats.v1), or {}."""
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def probe_bytes_per_edge(counters: dict, windows: list[dict], wall_s: float, edges: int,
+                         probe_interval_us: float, stats: dict | None = None) -> tuple[float, str]:
+    """Probe bytes/s on the wire (payload + UDP/IPv4) per probed edge, both
+    directions of the exchange (forward Pt pairs and the reverse Pr pairs
+    that answer them), and where the figure comes from.
+
+    Two agents probing each other: what one agent sends plus what it receives
+    is the traffic of two directed edges, hence the division by 2."""
+    per_pkt = PAYLOAD_BYTES + UDP_IP_OVERHEAD
+    peers = (stats or {}).get("peers")
+    up = (stats or {}).get("uptime_s")
+    if isinstance(peers, dict) and peers and isinstance(up, (int, float)) and up > 0:
+        tot = 0.0
+        for pc in peers.values():
+            tot += (pc.get("bytes_sent", 0) + pc.get("bytes_received", 0)
+                    + UDP_IP_OVERHEAD * (pc.get("packets_sent", 0) + pc.get("packets_received", 0)))
+        return tot / up / 2 / len(peers), "agent_stats.json (sent+received)/2, whole run"
+    if counters.get("tx_bytes") and wall_s > 0:
+        b = counters["tx_bytes"] + counters.get("rx_bytes", counters["tx_bytes"])
+        return b / wall_s / max(1, edges) / 2, "agent exit counters (tx+rx)/2"
+    # pairs_sent per window: rate = pairs / window time, per source class
+    # (the kernel and userspace windows describe the same probes: take one)
+    best = 0.0
+    for src in {w["source"] for w in windows}:
+        pairs = dur = 0.0
+        for w in windows:
+            if w["source"] != src or not isinstance(w.get("pairs_sent"), (int, float)):
+                continue
+            try:
+                d = (int(w["window_end_ns"]) - int(w["window_start_ns"])) / 1e9
+            except (KeyError, TypeError, ValueError):
+                continue
+            if d > 0:
+                pairs += w["pairs_sent"]
+                dur += d
+        if dur > 0:
+            best = max(best, pairs / dur)
+    if best > 0:
+        # pairs and durations were summed over all edges' windows: a per-edge rate
+        return best * 4 * per_pkt, "edges.jsonl pairs_sent"
+    if probe_interval_us > 0:
+        return 1e6 / probe_interval_us * 4 * per_pkt, f"cadence estimate (1 pair / {probe_interval_us:g} µs)"
+    return math.nan, "unknown"
+
+
+# --------------------------------------------------------------------------
+# one scenario
+
+class AgentMissing(RuntimeError):
+    pass
+
+
+def _write_cluster(tb: tbm.Testbed, path: str, cluster_id: int) -> None:
+    with open(path, "w") as f:
+        json.dump({"cluster_id": cluster_id,
+                   "nodes": [{"id": n.index, "address": n.address, "port": AGENT_PORT} for n in tb.nodes]},
+                  f, indent=2)
+
+
+def _write_key(path: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+
+
+def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) -> dict:
+    res: dict[str, Any] = {"scenario": sc.name, "topology": sc.topology, "tbf": sc.tbf, "load": sc.load,
+                           "seconds": a.seconds, "methods": {}, "agents": {}, "cross_traffic": []}
+    os.makedirs(outdir, exist_ok=True)
+    t0_ns = time.time_ns()
+    clocks = {1: VClock.make(0, 0, t0_ns), 2: VClock.make(a.node2_offset_ns, a.node2_drift_ppm, t0_ns)}
+    drift_arg = {1: "0", 2: str(a.node2_drift_ppm)}   # as typed: exact for the agent's parser
+    res["virtual_clocks"] = {str(k): {"offset_ns": v.offset_ns, "drift_ppm": str(v.drift_ppm),
+                                      "t0_ns": v.t0_ns} for k, v in clocks.items()}
+    agents: dict[int, dict] = {}
+    with tbm.Testbed(f"{a.name}", nodes=2, topology=sc.topology, tbf=sc.tbf) as tb, \
+            contextlib.ExitStack() as stack:
+        if sc.load:
+            for s, d in ((1, 2), (2, 1)):
+                ct = stack.enter_context(tb.cross_traffic(s, d, sc.load))
+                res["cross_traffic"].append(ct)
+        baselines: list[Any] = []
+        if not a.no_baselines:
+            for kind in ("chrony", "ptp"):
+                label = "chronyd xleave per-sample" if kind == "chrony" else "ptp4l per-Sync"
+                try:
+                    if kind == "chrony":
+                        b = bl.ChronyBaseline(tb, 1, 2, os.path.join(outdir, "chrony"))
+                    else:
+                        b = bl.PtpBaseline(tb, 1, 2, os.path.join(outdir, "ptp"))
+                    b.start()
+                    baselines.append((label, b))
+                except (bl.BaselineError, tbm.TestbedError, OSError) as e:
+                    res["methods"][label] = {"error": str(e)}
+                    log(f"  {label}: failed: {e}")
+        if not a.skip_agent:
+            cluster = os.path.join(outdir, "cluster.json")
+            key = os.path.join(outdir, "cluster.key")
+            _write_cluster(tb, cluster, a.cluster_id)
+            _write_key(key)
+            for n in tb.nodes:
+                c = clocks[n.index]
+                adir = os.path.join(outdir, f"agent-n{n.index}")
+                os.makedirs(adir, exist_ok=True)
+                argv = [a.agent_bin, "--node-id", str(n.index), "--cluster-file", cluster,
+                        "--key-file", key, "--output-dir", adir,
+                        "--peers", ",".join(str(m.index) for m in tb.nodes if m.index != n.index),
+                        "--window-s", str(a.window_s), "--estimate-sources", "kernel,userspace",
+                        "--duration-s", str(int(a.warmup_s + a.seconds + 60)),
+                        "--log-level", a.log_level, "--test-mode",
+                        "--virtual-offset-ns", str(c.offset_ns),
+                        "--virtual-drift-ppm", drift_arg[n.index],
+                        "--virtual-t0-ns", str(c.t0_ns)] + a.agent_arg
+                logf = open(os.path.join(adir, "agent.log"), "wb")
+                stack.callback(logf.close)
+                # settings come only from this command line, not from CHRONOLINK_* variables
+                env = {k: v for k, v in os.environ.items() if not k.startswith("CHRONOLINK_")}
+                p = tb.popen(n.index, argv, stdout=logf, stderr=subprocess.STDOUT, env=env)
+                agents[n.index] = {"proc": p, "dir": adir, "argv": argv, "spawn_mono": time.monotonic(),
+                                   "log": os.path.join(adir, "agent.log")}
+            time.sleep(0.5)
+            for i, ag in agents.items():
+                if ag["proc"].poll() is not None:
+                    raise RuntimeError(f"agent on node {i} exited at once (rc={ag['proc'].returncode}): "
+                                       f"{bl._tail(ag['log'], 800)}")
+        # warm-up, then the measured span
+        time.sleep(a.warmup_s)
+        span_t0 = time.time_ns()
+        m0 = time.monotonic()
+        ticks0 = {i: proc_cpu_ticks(ag["proc"].pid) for i, ag in agents.items()}
+        end = m0 + a.seconds
+        while time.monotonic() < end:
+            time.sleep(min(1.0, max(0.0, end - time.monotonic())))
+            for i, ag in agents.items():
+                if ag["proc"].poll() is not None and "died" not in ag:
+                    ag["died"] = f"exited early with status {ag['proc'].returncode}"
+                    log(f"  agent node {i} {ag['died']}")
+        span_t1 = time.time_ns()
+        wall = time.monotonic() - m0
+        ticks1 = {i: proc_cpu_ticks(ag["proc"].pid) for i, ag in agents.items()}
+        # stop: agents first (they print counters on exit), then baselines
+        tb.terminate([ag["proc"] for ag in agents.values()], timeout=10.0)
+        for _, b in baselines:
+            b.stop()
+        for ct in res["cross_traffic"]:
+            ct.stop()
+        res["cross_traffic"] = [ct.result for ct in res["cross_traffic"]]
+        if res["cross_traffic"]:
+            log("  cross traffic achieved: " + format_load(res["cross_traffic"]))
+    res["span_ns"] = [span_t0, span_t1]
+    res["wall_s"] = wall
+
+    # ---- baselines
+    for label, b in baselines:
+        offs = b.offsets_ns(since_ns=span_t0, until_ns=span_t1)
+        entry = {"summary": summarize_abs_us(offs), "offsets_ns": offs, "workdir": b.workdir}
+        if isinstance(b, bl.PtpBaseline):
+            entry["poll_stats"] = dict(b.poll_stats)
+        if not offs:
+            entry["error"] = "no samples in the measured span"
+        res["methods"][label] = entry
+
+    # ---- agents
+    all_windows: list[dict] = []
+    for i, ag in agents.items():
+        recs, problems = read_edges(os.path.join(ag["dir"], "edges.jsonl"))
+        wins, skipped = window_errors(recs, clocks, since_ns=span_t0, until_ns=span_t1)
+        all_windows += wins
+        edges = len({r.get("peer") for r in recs}) or (len(agents) - 1)
+        cpu = None
+        if ticks0.get(i) is not None and ticks1.get(i) is not None and wall > 0:
+            cpu = (ticks1[i] - ticks0[i]) / CLK_TCK / wall * 100.0
+        counters = agent_log_counters(ag["log"])
+        stats = read_agent_stats(os.path.join(ag["dir"], "agent_stats.json"))
+        bps, bps_src = probe_bytes_per_edge(counters, wins, wall, edges, a.probe_interval_us, stats)
+        res["agents"][str(i)] = {
+            "argv": ag["argv"], "records": len(recs), "windows_in_span": len(wins),
+            "skipped": skipped, "problems": problems[:20], "edges": edges,
+            "cpu_pct_of_core": cpu, "cpu_pct_per_edge": (cpu / edges) if cpu is not None else None,
+            "probe_bytes_per_s_per_edge": bps, "probe_bytes_source": bps_src,
+            "log_counters": counters, "agent_stats": stats, "died": ag.get("died"), "returncode": ag["proc"].returncode,
+        }
+    if agents:
+        sources = sorted({w["source"] for w in all_windows},
+                         key=lambda s: ({"kernel": 0, "userspace": 1}.get(s, 2), s))
+        for s in sources or ["kernel", "userspace"]:
+            errs = [w["error_ns"] for w in all_windows if w["source"] == s]
+            entry = {"summary": summarize_abs_us(errs)}
+            if not errs:
+                entry["error"] = "no estimated windows in the measured span"
+            res["methods"][f"chronolink {s}"] = entry
+        res["windows"] = all_windows
+    return res
+
+
+# --------------------------------------------------------------------------
+# report
+
+METHOD_ORDER = ["chronolink kernel", "chronolink userspace", "chronyd xleave per-sample", "ptp4l per-Sync"]
+
+
+def format_load(cts: list[dict | None]) -> str:
+    """'1->2 171.3 Mbit/s (lost 0.4 %), ...' from CrossTraffic results."""
+    parts = []
+    for c in cts:
+        if not c:
+            parts.append("? (no summary)")
+            continue
+        bps = c.get("bits_per_second")
+        lost = c.get("lost_percent")
+        parts.append(f"{c.get('src')}->{c.get('dst')} "
+                     + (f"{bps / 1e6:.1f} Mbit/s" if isinstance(bps, (int, float)) else "? Mbit/s")
+                     + (f" (lost {lost:.1f} %)" if isinstance(lost, (int, float)) else "")
+                     + f" of {c.get('rate')} asked")
+    return ", ".join(parts)
+
+
+def _fmt(x: float, w: int = 9) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return f"{'-':>{w}}"
+    return f"{x:>{w}.3f}" if x < 1000 else f"{x:>{w}.1f}"
+
+
+def format_table(results: list[dict]) -> str:
+    lines = []
+    hdr = (f"{'scenario':<14} {'method':<26} {'samples':>7} {'p50 µs':>9} {'p99 µs':>9} {'max µs':>9} "
+           f"{'p99/CL-kernel':>13}")
+    lines += [hdr, "-" * len(hdr)]
+    for r in results:
+        meth = r["methods"]
+        ref = meth.get("chronolink kernel", {}).get("summary", {}).get("p99_us")
+        names = [m for m in METHOD_ORDER if m in meth] + sorted(m for m in meth if m not in METHOD_ORDER)
+        if r.get("error"):
+            lines.append(f"{r['scenario']:<14} failed: {r['error']}")
+        for m in names:
+            e = meth[m]
+            if "error" in e and not e.get("summary", {}).get("samples"):
+                lines.append(f"{r['scenario']:<14} {m:<26} failed: {e['error']}")
+                continue
+            s = e["summary"]
+            ratio = ""
+            if not m.startswith("chronolink") and ref and not math.isnan(ref) and ref > 0:
+                ratio = f"{s['p99_us'] / ref:>12.1f}x"
+            lines.append(f"{r['scenario']:<14} {m:<26} {s['samples']:>7} {_fmt(s['p50_us'])} "
+                         f"{_fmt(s['p99_us'])} {_fmt(s['max_us'])} {ratio:>13}")
+    return "\n".join(lines)
+
+
+def format_costs(results: list[dict]) -> str:
+    lines = []
+    for r in results:
+        if r.get("cross_traffic"):
+            lines.append(f"{r['scenario']:<14} cross traffic: {format_load(r['cross_traffic'])}")
+    for r in results:
+        for node, ag in sorted(r.get("agents", {}).items()):
+            cpu = ag.get("cpu_pct_per_edge")
+            bps = ag.get("probe_bytes_per_s_per_edge")
+            lines.append(f"{r['scenario']:<14} agent n{node}: edges {ag['edges']}, CPU "
+                         f"{'-' if cpu is None else f'{cpu:.2f}'} % of a core per edge, probes "
+                         f"{'-' if bps is None or math.isnan(bps) else f'{bps / 1e3:.1f}'} kB/s per edge "
+                         f"({ag['probe_bytes_source']})" + (f"  [{ag['died']}]" if ag.get("died") else ""))
+    return "\n".join(lines)
+
+
+def _jsonable(o: Any) -> Any:
+    if isinstance(o, float) and (math.isnan(o) or math.isinf(o)):
+        return None
+    if isinstance(o, dict):
+        return {str(k): _jsonable(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_jsonable(v) for v in o]
+    if isinstance(o, (Fraction, decimal.Decimal)):
+        return float(o)
+    return o
+
+
+# --------------------------------------------------------------------------
+# self-test of the arithmetic (no root, no agent)
+
+def selftest(verbose: bool = True) -> int:
+    fails = 0
+
+    def check(cond: bool, what: str) -> None:
+        nonlocal fails
+        if not cond:
+            fails += 1
+            print(f"FAIL: {what}")
+        elif verbose:
+            print(f"ok:   {what}")
+
+    # percentiles (numpy 'linear' reference values)
+    v = list(range(1, 101))
+    check(percentile(v, 50) == 50.5, "p50 of 1..100 is 50.5")
+    check(abs(percentile(v, 99) - 99.01) < 1e-9, "p99 of 1..100 is 99.01")
+    check(percentile([7], 99) == 7 and math.isnan(percentile([], 50)), "p of 1 and 0 values")
+    check(percentile([1, 2, 3, 4], 0) == 1 and percentile([1, 2, 3, 4], 100) == 4, "p0 / p100")
+    s = summarize_abs_us([-3000, 1000, -2000])
+    check(s["samples"] == 3 and s["p50_us"] == 2.0 and s["max_us"] == 3.0, "summarize_abs_us uses |x|")
+
+    # virtual clocks: inverse and the closed forms
+    t0 = 1_795_000_000_123_456_789
+    own = VClock.make(-1_250_000, "-12.5", t0 - 7_000_000_000)
+    peer = VClock.make(3_700_000, 45, t0)
+    for t in (t0, t0 + 59_999_999_937, t0 - 3_000_000_001):
+        check(own.true_time(own.at(t)) == t, f"true_time(at(t)) == t at t0{t - t0:+d}")
+    x0 = own.at(t0 + 10**10)
+    tb_ = true_beta(x0, own, peer)
+    t = own.true_time(x0)
+    closed = (peer.offset_ns - own.offset_ns) + peer.rate * (t - peer.t0_ns) - own.rate * (t - own.t0_ns)
+    check(tb_ == closed, "true beta matches the closed form (different t0s)")
+    same0a, same0b = VClock.make(0, 0, t0), VClock.make(3_700_000, 45, t0)
+    xx = 1_795_000_030_000_000_000
+    tt = t0 + Fraction(xx - 0 - t0, 1)
+    brief = (3_700_000 - 0) + Fraction(45, 10**6) * (tt - t0)
+    check(true_beta(xx, same0a, same0b) == brief, "true beta matches the brief's formula")
+    check(true_alpha(same0a, same0b) == Fraction(45, 10**6), "true alpha, own drift 0")
+    check(true_alpha(own, peer) == (Fraction(45, 10**6) + Fraction(125, 10**7)) / (1 - Fraction(125, 10**7)),
+          "true alpha, own drift -12.5 ppm")
+    # float inputs are taken as the decimal typed
+    check(VClock.make(0, 0.1, 0).drift_ppm == Fraction(1, 10), "float ppm 0.1 is exactly 1/10")
+
+    # synthetic edges.jsonl: known injected errors must come back exactly
+    rnd = random.Random(7)
+    clocks = {1: VClock.make(0, 0, t0), 2: VClock.make(3_700_000, 45, t0)}
+    tmpd = tempfile.mkdtemp(prefix="clbench-selftest-")
+    path = os.path.join(tmpd, "edges.jsonl")
+    injected: dict[tuple, float] = {}
+    win = 2_000_000_000
+    with open(path, "w") as f:
+        for k in range(30):
+            for node, peer_ in ((1, 2), (2, 1)):
+                a_, b_ = clocks[node], clocks[peer_]
+                t_start = t0 + 5 * 10**9 + k * win
+                ws, we = a_.at(t_start), a_.at(t_start + win)
+                ws_i, we_i = int(ws), int(we)
+                x0_i = (ws_i + we_i) // 2
+                tm = a_.true_time(x0_i)
+                beta_true = b_.at(tm) - a_.at(tm)
+                for src in ("kernel", "userspace"):
+                    est = "none" if (k == 3 and src == "userspace") else "max_margin"
+                    e = rnd.gauss(0, 150 if src == "kernel" else 4000)
+                    beta = float(beta_true) + e
+                    alpha = float(true_alpha(a_, b_)) + rnd.gauss(0, 1e-9)
+                    rec = {"schema": "chronolink.edge.v1", "node": node, "peer": peer_,
+                           "window_start_ns": ws_i, "window_end_ns": we_i, "x0_ns": x0_i,
+                           "alpha": alpha, "beta_ns": beta, "uncertainty_ns": 500.0,
+                           "timestamp_source": src, "estimator": est, "pairs_sent": 2000}
+                    f.write(json.dumps(rec) + "\n")
+                    if est != "none":
+                        injected[(node, src, x0_i)] = beta - float(beta_true)
+        f.write('{"schema":"chronolink.edge.v1","node":1,"peer":2,"x0_ns":1.5e18,"beta_ns":1,'
+                '"estimator":"min_delay","timestamp_source":"kernel"}\n')
+        f.write('{"schema":"chronolink.offset.v1","node":1}\n{"torn":\n')
+    recs, problems = read_edges(path)
+    check(len(recs) == 121 and len(problems) == 1, f"read_edges: 121 records, 1 torn line ({len(recs)}, "
+                                                   f"{len(problems)})")
+    wins, skipped = window_errors(recs, clocks)
+    check(len(wins) == 118, f"118 estimated windows kept ({len(wins)})")
+    check(skipped.get("estimator none") == 2 and skipped.get("x0_ns not an integer") == 1,
+          f"skips: {skipped}")
+    worst = max(abs(w["error_ns"] - injected[(w["node"], w["source"], w["x0_ns"])]) for w in wins)
+    check(worst < 1e-6, f"recovered injected errors exactly (worst diff {worst:.2e} ns)")
+    check(all(abs(w["alpha_error_ppb"]) < 10 for w in wins), "alpha errors small")
+    ker = sorted(abs(w["error_ns"]) for w in wins if w["source"] == "kernel")
+    ref = sorted(abs(injected[(w["node"], w["source"], w["x0_ns"])]) for w in wins if w["source"] == "kernel")
+    check(abs(percentile(ker, 99) - percentile(ref, 99)) < 1e-6, "p99 of recovered == p99 of injected")
+    # span filtering on true time
+    span0, span1 = t0 + 5 * 10**9 + 10 * win, t0 + 5 * 10**9 + 20 * win
+    wins2, _ = window_errors(recs, clocks, since_ns=span0, until_ns=span1)
+    check(len(wins2) == 4 * 10 - 0, f"span keeps windows 10..19 of both nodes and sources ({len(wins2)})")
+    n1 = [w for w in wins if w["node"] == 1]
+    bps, src = probe_bytes_per_edge({}, n1, 60.0, 1, 1000)
+    check(abs(bps - 2000 / 2.0 * 4 * 172) < 1e-3 and "pairs_sent" in src,
+          f"bytes/s from pairs_sent ({bps:.0f})")
+    bps, src = probe_bytes_per_edge({}, [], 60.0, 1, 1000)
+    check(abs(bps - 1000 * 4 * 172) < 1e-6, f"bytes/s cadence estimate ({bps:.0f})")
+    st = {"uptime_s": 10.0, "peers": {"2": {"packets_sent": 4000, "bytes_sent": 4000 * 144,
+                                           "packets_received": 4000, "bytes_received": 4000 * 144}}}
+    bps, src = probe_bytes_per_edge({}, n1, 60.0, 1, 1000, st)
+    check(abs(bps - 400 * 172) < 1e-6 and "agent_stats" in src, f"bytes/s from agent_stats ({bps:.0f})")
+    check(agent_log_counters(os.devnull) == {}, "no counters in an empty log")
+    with open(os.path.join(tmpd, "agent.log"), "w") as f:
+        f.write('[info] exit counters {"tx_bytes": 1000, "rx_bytes": 3000, "pairs_sent": 5}\n')
+    c = agent_log_counters(os.path.join(tmpd, "agent.log"))
+    check(c == {"tx_bytes": 1000, "rx_bytes": 3000, "pairs_sent": 5}, f"counter parse {c}")
+    check(proc_cpu_ticks(os.getpid()) is not None, "reads own /proc/<pid>/stat")
+    # table formatting with a failed baseline
+    fake = [{"scenario": "x", "methods": {
+        "chronolink kernel": {"summary": summarize_abs_us([100, 200, 300])},
+        "chronyd xleave per-sample": {"summary": summarize_abs_us([1000, 2000, 30000])},
+        "ptp4l per-Sync": {"error": "ptp4l not found"}}}]
+    txt = format_table(fake)
+    check("failed: ptp4l not found" in txt and "x" in txt, "table shows a failed baseline row")
+    if verbose:
+        print(txt)
+    shutil.rmtree(tmpd, ignore_errors=True)
+    print(f"selftest: {'PASS' if not fails else f'{fails} FAILED'}")
+    return 0 if not fails else 1
+
+
+# --------------------------------------------------------------------------
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="chronolink vs chronyd vs ptp4l accuracy benchmark (root)")
+    ap.add_argument("--agent-bin", default=DEFAULT_AGENT)
+    ap.add_argument("--seconds", type=float, default=60.0, help="measured span per scenario")
+    ap.add_argument("--quick", action="store_true", help="short smoke run (12 s per scenario)")
+    ap.add_argument("--scenarios", default=",".join(s.name for s in SCENARIOS))
+    ap.add_argument("--out", default="", help="results directory (default out/accuracy-<time>)")
+    ap.add_argument("--name", default="clacc", help="test-bed namespace prefix")
+    ap.add_argument("--window-s", type=float, default=2.0)
+    ap.add_argument("--warmup-s", type=float, default=None, help="default: 2 windows + 2 s")
+    ap.add_argument("--node2-offset-ns", type=int, default=3_700_000)
+    ap.add_argument("--node2-drift-ppm", default="45")
+    ap.add_argument("--cluster-id", type=int, default=7)
+    ap.add_argument("--log-level", default="info")
+    ap.add_argument("--probe-interval-us", type=float, default=1000.0,
+                    help="probe cadence for the bytes/s estimate when the agent reports no counters")
+    ap.add_argument("--agent-arg", action="append", default=[], help="extra agent argument (repeatable)")
+    ap.add_argument("--no-baselines", action="store_true")
+    ap.add_argument("--skip-agent", action="store_true", help="baselines only (no chronolink rows)")
+    ap.add_argument("--selftest", action="store_true", help="check the arithmetic and exit (no root)")
+    a = ap.parse_args(argv)
+    if a.selftest:
+        return selftest()
+    if a.quick and a.seconds == 60.0:
+        a.seconds = 12.0
+    for i, x in enumerate(a.agent_arg):
+        # the cadence estimate follows an explicit --probe-interval-us given to the agent
+        if x == "--probe-interval-us" and i + 1 < len(a.agent_arg):
+            a.probe_interval_us = float(a.agent_arg[i + 1])
+        elif x.startswith("--probe-interval-us="):
+            a.probe_interval_us = float(x.split("=", 1)[1])
+    if a.warmup_s is None:
+        a.warmup_s = 2 * a.window_s + 2.0
+    _frac(a.node2_drift_ppm)  # validate
+    wanted = [s.strip() for s in a.scenarios.split(",") if s.strip()]
+    known = {s.name: s for s in SCENARIOS}
+    bad = [w for w in wanted if w not in known]
+    if bad:
+        print(f"accuracy_bench: unknown scenario(s) {bad}; known: {list(known)}", file=sys.stderr)
+        return 2
+    if not a.skip_agent:
+        a.agent_bin = os.path.abspath(a.agent_bin)
+        if not (os.path.isfile(a.agent_bin) and os.access(a.agent_bin, os.X_OK)):
+            print(f"accuracy_bench: chronolink agent not found or not executable: {a.agent_bin}\n"
+                  "  build it (cmake --build build --target chronolink-agent) or pass --agent-bin PATH;\n"
+                  "  --skip-agent runs the baselines alone.", file=sys.stderr)
+            return 2
+    if os.geteuid() != 0:
+        print("accuracy_bench: must run as root (network namespaces)", file=sys.stderr)
+        return tbm.EXIT_NOT_PERMITTED
+    out = a.out or os.path.join(REPO, "out", "accuracy-" + _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    results: list[dict] = []
+    try:
+        for name in wanted:
+            sc = known[name]
+            print(f"== {sc.name}: {sc.topology}, tbf {sc.tbf['rate'] if sc.tbf else 'none'}, "
+                  f"load {sc.load or 'idle'} per direction, {a.seconds:g} s after {a.warmup_s:g} s warm-up",
+                  flush=True)
+            try:
+                r = run_scenario(sc, a, os.path.join(out, sc.name))
+            except tbm.TestbedPermissionError as e:
+                print(f"accuracy_bench: {e}", file=sys.stderr)
+                return tbm.EXIT_NOT_PERMITTED
+            except (RuntimeError, OSError, tbm.TestbedError) as e:
+                print(f"  scenario failed: {e}", flush=True)
+                r = {"scenario": sc.name, "error": str(e), "methods": {}, "agents": {}}
+            results.append(r)
+            with open(os.path.join(out, "results.json"), "w") as f:
+                json.dump(_jsonable({"config": {k: v for k, v in vars(a).items()}, "scenarios": results}), f)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted (test bed cleaned up); {len(results)} finished scenario(s) in "
+              f"{os.path.join(out, 'results.json')}", file=sys.stderr)
+        if results:
+            print(format_table(results))
+        return 130
+    print()
+    print(f"|error| in µs over {a.seconds:g} s per scenario "
+          "(chronolink: per window, both directions; chronyd: per sample; ptp4l: per Sync)")
+    print(format_table(results))
+    costs = format_costs(results)
+    if costs:
+        print()
+        print(costs)
+    print(f"\nresults: {os.path.join(out, 'results.json')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,618 @@
+#!/usr/bin/env python3
+"""chronyd and ptp4l as side-by-side baseline peers on the chronolink test bed.
+
+All test-bed namespaces share one kernel clock, so the true offset between
+any two of them is 0 and every offset a daemon reports is pure error.
+
+chronyd 4.3: `-x` (never touches the system clock), server line with
+`minpoll -7 maxpoll -7 xleave noselect` (interleaved mode, ~128 samples/s,
+never selected so chronyd's own timescale stays uncorrected), kernel
+timestamps (chronyd's default on Linux), `log rawmeasurements`; one sample
+per row of measurements.log from the server.
+
+ptp4l (linuxptp 3.1.1): `-S` software timestamps, UDPv4, E2E, unicast
+negotiation (`unicast_listen 1` on the master, `unicast_master_table` on the
+slave), `free_running 1` on both, Sync at 16/s; per-Sync offset read by
+polling the slave's management socket with one long-lived `pmc -u -b 0`
+at ~100 Hz. By default it asks `GET TIME_STATUS_NP`, whose `master_offset`
+is the same clock->master_offset value that CURRENT_DATA_SET reports as
+offsetFromMaster, plus `ingress_time` (the Sync's receive stamp), which
+tells distinct Syncs apart exactly; `query="CURRENT_DATA_SET"` polls
+offsetFromMaster instead and treats every change of (offset, path delay)
+as a new Sync.
+
+Every daemon gets its own config and run directory under the directory you
+give (pid files, sockets, logs all inside it; nothing under /var/run or
+/etc) and is started with Testbed.popen, so the test bed's cleanup stops it.
+
+Module use:
+    with Testbed("clb", 2, "direct") as tb:
+        c = ChronyBaseline(tb, server=1, client=2, workdir="/tmp/run/chrony").start()
+        p = PtpBaseline(tb, master=1, slave=2, workdir="/tmp/run/ptp").start()
+        time.sleep(30)
+        c.stop(); p.stop()
+        print(summarize_abs_us(c.offsets_ns()), summarize_abs_us(p.offsets_ns()))
+
+CLI: sudo python3 bench/baselines.py --topology direct --seconds 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import json
+import math
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Sequence
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "tools", "testbed"))
+import testbed as _tbmod  # noqa: E402
+from testbed import Testbed, TestbedError  # noqa: E402,F401
+
+__all__ = ["ChronyBaseline", "PtpBaseline", "BaselineError", "percentile", "summarize_abs_us",
+           "run_baselines"]
+
+
+class BaselineError(RuntimeError):
+    """A baseline daemon could not be started or produced nothing."""
+
+
+# --------------------------------------------------------------------------
+# statistics (shared with accuracy_bench.py)
+
+def percentile(sorted_vals: Sequence[float], q: float) -> float:
+    """q-th percentile (0..100) of an ascending sequence, linear interpolation
+    between closest ranks (numpy's default 'linear' method)."""
+    n = len(sorted_vals)
+    if n == 0:
+        return math.nan
+    if n == 1:
+        return float(sorted_vals[0])
+    pos = (n - 1) * (q / 100.0)
+    lo = math.floor(pos)
+    hi = min(lo + 1, n - 1)
+    frac = pos - lo
+    return float(sorted_vals[lo]) + (float(sorted_vals[hi]) - float(sorted_vals[lo])) * frac
+
+
+def summarize_abs_us(values_ns: Sequence[float]) -> dict:
+    """samples, p50, p99, max and mean of |value|, in microseconds."""
+    a = sorted(abs(float(v)) for v in values_ns)
+    if not a:
+        return {"samples": 0, "p50_us": math.nan, "p99_us": math.nan, "max_us": math.nan,
+                "mean_us": math.nan}
+    return {"samples": len(a), "p50_us": percentile(a, 50) / 1e3, "p99_us": percentile(a, 99) / 1e3,
+            "max_us": a[-1] / 1e3, "mean_us": sum(a) / len(a) / 1e3}
+
+
+# --------------------------------------------------------------------------
+# helpers
+
+def _fresh_dir(path: str) -> str:
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    os.makedirs(path, mode=0o700)
+    os.chmod(path, 0o700)
+    return path
+
+
+def _tail(path: str, n: int = 600) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - n))
+            return f.read().decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _check_alive(p: subprocess.Popen, what: str, log: str) -> None:
+    if p.poll() is not None:
+        raise BaselineError(f"{what} exited with status {p.returncode}: {_tail(log) or '(no output)'}")
+
+
+class _Baseline:
+    name = "baseline"
+
+    def __init__(self, tb: Testbed, workdir: str) -> None:
+        self.tb = tb
+        self.workdir = os.path.abspath(workdir)
+        self.procs: list[subprocess.Popen] = []
+        self._files: list[Any] = []
+        self.started_ns: int | None = None
+        self.stopped_ns: int | None = None
+
+    def _spawn(self, node: Any, argv: list[str], log: str) -> subprocess.Popen:
+        f = open(log, "wb")
+        self._files.append(f)
+        p = self.tb.popen(node, argv, stdout=f, stderr=subprocess.STDOUT)
+        self.procs.append(p)
+        return p
+
+    def _stop_procs(self) -> None:
+        self.tb.terminate(self.procs, timeout=5.0)
+        for f in self._files:
+            with contextlib.suppress(Exception):
+                f.close()
+        self._files = []
+        if self.stopped_ns is None:
+            self.stopped_ns = time.time_ns()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+# --------------------------------------------------------------------------
+# chronyd
+
+_CHRONY_ROW = re.compile(
+    r"^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d) (\S+)\s+(\S)\s+(\d+) ([01]{3}) ([01]{3}) ([01]{4})\s+"
+    r"(-?\d+)\s+(-?\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+([0-9A-Fa-f]+)\s+"
+    r"(\S+)\s+(\S)\s+(\S)\s*$")
+
+
+def parse_chrony_measurements(path: str, server: str | None = None) -> list[dict]:
+    """Rows of chronyd's measurements.log (rawmeasurements) as dicts.
+    offset_ns: server clock minus client clock (chrony's sign: positive
+    means the local clock is behind); t_s: UTC time of the row (1 s grain)."""
+    out = []
+    try:
+        f = open(path)
+    except OSError:
+        return out
+    with f:
+        for line in f:
+            m = _CHRONY_ROW.match(line.rstrip("\n"))
+            if not m:
+                continue
+            g = m.groups()
+            if server and g[2] != server:
+                continue
+            ts = _dt.datetime.strptime(f"{g[0]} {g[1]}", "%Y-%m-%d %H:%M:%S").replace(
+                tzinfo=_dt.timezone.utc).timestamp()
+            out.append({
+                "t_s": ts, "server": g[2], "leap": g[3], "stratum": int(g[4]),
+                "tests123": g[5], "tests567": g[6], "testsABCD": g[7],
+                "offset_ns": float(g[11]) * 1e9, "delay_ns": float(g[12]) * 1e9,
+                "mode": g[17], "tx_src": g[18], "rx_src": g[19],
+                "valid": g[5] == "111" and g[6] == "111",
+                "interleaved": g[17].endswith("I"),
+            })
+    return out
+
+
+class ChronyBaseline(_Baseline):
+    """chronyd server in one node, chronyd client (noselect, -x) in another."""
+
+    name = "chronyd"
+
+    def __init__(self, tb: Testbed, server: Any, client: Any, workdir: str, *, xleave: bool = True,
+                 minpoll: int = -7, maxpoll: int = -7, binary: str = "chronyd") -> None:
+        super().__init__(tb, workdir)
+        self.server = tb.node(server)
+        self.client = tb.node(client)
+        self.xleave = xleave
+        self.minpoll, self.maxpoll = minpoll, maxpoll
+        self.binary = binary
+        self.sdir = os.path.join(self.workdir, f"chronyd-server-n{self.server.index}")
+        self.cdir = os.path.join(self.workdir, f"chronyd-client-n{self.client.index}")
+        self.measurements_log = os.path.join(self.cdir, "log", "measurements.log")
+
+    @property
+    def label(self) -> str:
+        return "chronyd xleave" if self.xleave else "chronyd basic"
+
+    def _write_configs(self) -> tuple[str, str]:
+        _fresh_dir(self.sdir)
+        _fresh_dir(self.cdir)
+        os.makedirs(os.path.join(self.cdir, "log"), mode=0o700)
+        common = ("cmdport 0\n"              # no UDP command port
+                  "bindcmdaddress /\n")       # no Unix command socket (default is under /run)
+        sconf = os.path.join(self.sdir, "chrony.conf")
+        with open(sconf, "w") as f:
+            f.write("# chronolink baseline: chronyd server (never touches the clock: -x)\n"
+                    f"allow {_tbmod.SUBNET}\n"
+                    "local stratum 1\n"        # serve time although unsynchronised
+                    f"pidfile {self.sdir}/chronyd.pid\n" + common)
+        cconf = os.path.join(self.cdir, "chrony.conf")
+        opts = f"minpoll {self.minpoll} maxpoll {self.maxpoll}{' xleave' if self.xleave else ''} noselect"
+        with open(cconf, "w") as f:
+            f.write("# chronolink baseline: chronyd client, raw per-sample offsets\n"
+                    f"server {self.server.address} {opts}\n"
+                    "port 0\n"                 # client only, no NTP server socket
+                    f"pidfile {self.cdir}/chronyd.pid\n"
+                    f"logdir {self.cdir}/log\n"
+                    "log rawmeasurements\n" + common)
+        return sconf, cconf
+
+    def start(self, ready_timeout: float = 10.0) -> "ChronyBaseline":
+        if shutil.which(self.binary) is None:
+            raise BaselineError(f"{self.binary} not found")
+        sconf, cconf = self._write_configs()
+        slog = os.path.join(self.sdir, "chronyd.out")
+        clog = os.path.join(self.cdir, "chronyd.out")
+        base = [self.binary, "-x", "-d", "-u", "root"]
+        try:
+            sp = self._spawn(self.server, base + ["-f", sconf], slog)
+            cp = self._spawn(self.client, base + ["-f", cconf], clog)
+            self.started_ns = time.time_ns()
+            deadline = time.monotonic() + ready_timeout
+            while True:
+                _check_alive(sp, "chronyd server", slog)
+                _check_alive(cp, "chronyd client", clog)
+                if parse_chrony_measurements(self.measurements_log, self.server.address):
+                    break
+                if time.monotonic() > deadline:
+                    raise BaselineError(f"chronyd client logged no measurement in {ready_timeout:.0f}s "
+                                        f"(server: {_tail(slog, 200)!r}; client: {_tail(clog, 200)!r})")
+                time.sleep(0.1)
+        except BaseException:
+            self._stop_procs()
+            raise
+        return self
+
+    def stop(self) -> None:
+        self._stop_procs()
+
+    def samples(self, *, valid_only: bool = True, interleaved_only: bool = False,
+                since_ns: int | None = None, until_ns: int | None = None) -> list[dict]:
+        rows = parse_chrony_measurements(self.measurements_log, self.server.address)
+        out = []
+        for r in rows:
+            if valid_only and not r["valid"]:
+                continue
+            if interleaved_only and not r["interleaved"]:
+                continue
+            t_ns = int(r["t_s"] * 1e9)
+            # rows carry whole seconds: keep a row if its second overlaps the span
+            if since_ns is not None and t_ns + 1_000_000_000 <= since_ns:
+                continue
+            if until_ns is not None and t_ns > until_ns:
+                continue
+            out.append(r)
+        return out
+
+    def offsets_ns(self, **kw: Any) -> list[float]:
+        """Per-sample offsets (ns) from the server; true value 0."""
+        return [r["offset_ns"] for r in self.samples(**kw)]
+
+
+# --------------------------------------------------------------------------
+# ptp4l
+
+# a response is complete once its last field and the newline after it are in
+_RESP_RE = {
+    "TIME_STATUS_NP": re.compile(
+        r"RESPONSE MANAGEMENT TIME_STATUS_NP.*?master_offset\s+(-?\d+)\s+ingress_time\s+(-?\d+)"
+        r".*?gmPresent\s+(\w+)\s+gmIdentity\s+\S+\n", re.S),
+    "CURRENT_DATA_SET": re.compile(
+        r"RESPONSE MANAGEMENT CURRENT_DATA_SET.*?offsetFromMaster\s+(-?[\d.]+)\s+"
+        r"meanPathDelay\s+(-?[\d.]+)\n", re.S),
+}
+_UDS_MAX = 100  # sockaddr_un.sun_path is 108 bytes; keep a margin
+
+
+class PtpBaseline(_Baseline):
+    """ptp4l master in one node, ptp4l slave (free_running) in another, pmc poller."""
+
+    name = "ptp4l"
+    label = "ptp4l per-Sync"
+
+    def __init__(self, tb: Testbed, master: Any, slave: Any, workdir: str, *, log_sync_interval: int = -4,
+                 poll_hz: float = 100.0, query: str = "TIME_STATUS_NP", domain: int = 0,
+                 binary: str = "ptp4l", pmc_binary: str = "pmc") -> None:
+        super().__init__(tb, workdir)
+        self.master = tb.node(master)
+        self.slave = tb.node(slave)
+        self.log_sync_interval = log_sync_interval
+        self.poll_hz = poll_hz
+        if query not in ("TIME_STATUS_NP", "CURRENT_DATA_SET"):
+            raise ValueError("query must be TIME_STATUS_NP or CURRENT_DATA_SET")
+        self.query = query
+        self.domain = domain
+        self.binary, self.pmc_binary = binary, pmc_binary
+        self.mdir = os.path.join(self.workdir, f"ptp4l-master-n{self.master.index}")
+        self.sdir = os.path.join(self.workdir, f"ptp4l-slave-n{self.slave.index}")
+        self._sockdir: str | None = None
+        self._tmp_sockdir = False
+        self._pmc: subprocess.Popen | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._samples: list[dict] = []
+        self.poll_stats = {"requests": 0, "responses": 0, "timeouts": 0}
+        self.poll_error: str | None = None
+
+    def _socket_paths(self) -> dict[str, str]:
+        # sockets live in the run dir unless its path is too long for sun_path;
+        # then in a private mkdtemp dir under /tmp (still unique per instance)
+        d = self.workdir
+        if len(os.path.join(d, "ptp4l-slave-nNNN.uds")) > _UDS_MAX:
+            d = tempfile.mkdtemp(prefix="clptp-")
+            self._tmp_sockdir = True
+        self._sockdir = d
+        return {"master": os.path.join(d, f"ptp4l-master-n{self.master.index}.uds"),
+                "slave": os.path.join(d, f"ptp4l-slave-n{self.slave.index}.uds"),
+                "pmc": os.path.join(d, f"pmc-n{self.slave.index}.uds")}
+
+    def _write_configs(self, socks: dict[str, str]) -> tuple[str, str]:
+        _fresh_dir(self.mdir)
+        _fresh_dir(self.sdir)
+        common = (
+            "time_stamping           software\n"
+            "network_transport       UDPv4\n"
+            "delay_mechanism         E2E\n"
+            "free_running            1\n"      # never adjust the (shared) system clock
+            "inhibit_multicast_service 1\n"    # unicast only, on a direct link too
+            f"domainNumber            {self.domain}\n"
+            f"logSyncInterval         {self.log_sync_interval}\n"
+            f"logMinDelayReqInterval  {self.log_sync_interval}\n"
+            "logAnnounceInterval     -2\n"
+            "tx_timestamp_timeout    20\n"
+            "summary_interval        0\n"
+            "use_syslog              0\n"
+            "verbose                 1\n")
+        mconf = os.path.join(self.mdir, "ptp4l.conf")
+        with open(mconf, "w") as f:
+            f.write("# chronolink baseline: ptp4l unicast master\n[global]\n" + common +
+                    "priority1               1\n"
+                    f"uds_address             {socks['master']}\n"
+                    f"\n[{self.master.ifname}]\n"
+                    "unicast_listen          1\n"
+                    "masterOnly              1\n")
+        sconf = os.path.join(self.sdir, "ptp4l.conf")
+        with open(sconf, "w") as f:
+            f.write("# chronolink baseline: ptp4l unicast slave (free running)\n[global]\n" + common +
+                    "slaveOnly               1\n"
+                    f"uds_address             {socks['slave']}\n"
+                    "\n[unicast_master_table]\n"
+                    "table_id                1\n"
+                    "logQueryInterval        0\n"
+                    f"UDPv4                   {self.master.address}\n"
+                    f"\n[{self.slave.ifname}]\n"
+                    "unicast_master_table    1\n")
+        return mconf, sconf
+
+    def start(self, ready_timeout: float = 15.0) -> "PtpBaseline":
+        for b in (self.binary, self.pmc_binary):
+            if shutil.which(b) is None:
+                raise BaselineError(f"{b} not found")
+        socks = self._socket_paths()
+        mconf, sconf = self._write_configs(socks)
+        mlog = os.path.join(self.mdir, "ptp4l.out")
+        slog = os.path.join(self.sdir, "ptp4l.out")
+        try:
+            mp = self._spawn(self.master, [self.binary, "-f", mconf, "-i", self.master.ifname, "-S"], mlog)
+            sp = self._spawn(self.slave, [self.binary, "-f", sconf, "-i", self.slave.ifname, "-S"], slog)
+            self.started_ns = time.time_ns()
+            deadline = time.monotonic() + 5.0
+            while not os.path.exists(socks["slave"]):
+                _check_alive(mp, "ptp4l master", mlog)
+                _check_alive(sp, "ptp4l slave", slog)
+                if time.monotonic() > deadline:
+                    raise BaselineError(f"ptp4l slave made no management socket: {_tail(slog, 300)}")
+                time.sleep(0.05)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(socks["pmc"])
+            self._pmc = self.tb.popen(
+                self.slave, [self.pmc_binary, "-u", "-b", "0", "-d", str(self.domain),
+                             "-i", socks["pmc"], "-s", socks["slave"]],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            self.procs.append(self._pmc)
+            self._thread = threading.Thread(target=self._poll_loop, name="ptp-pmc-poll", daemon=True)
+            self._thread.start()
+            deadline = time.monotonic() + ready_timeout
+            while True:
+                _check_alive(mp, "ptp4l master", mlog)
+                _check_alive(sp, "ptp4l slave", slog)
+                if self.poll_error:
+                    raise BaselineError(f"pmc poller: {self.poll_error}")
+                with self._lock:
+                    if self._samples:
+                        break
+                if time.monotonic() > deadline:
+                    raise BaselineError(f"ptp4l slave reported no Sync offset in {ready_timeout:.0f}s "
+                                        f"(slave log: {_tail(slog, 300)!r})")
+                time.sleep(0.1)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _poll_loop(self) -> None:
+        p = self._pmc
+        assert p is not None and p.stdin is not None and p.stdout is not None
+        fd = p.stdout.fileno()
+        req = f"GET {self.query}\n".encode()
+        rx = _RESP_RE[self.query]
+        period = 1.0 / self.poll_hz
+        buf = ""
+        last_key: Any = None
+        next_t = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                # one request in flight at a time: pmc reads stdin with fgets
+                # after poll(), so two lines arriving together would leave the
+                # second stuck in its stdio buffer
+                p.stdin.write(req)
+                p.stdin.flush()
+                self.poll_stats["requests"] += 1
+                got = False
+                deadline = time.monotonic() + 0.5
+                while not got and time.monotonic() < deadline and not self._stop.is_set():
+                    r, _, _ = select.select([fd], [], [], 0.05)
+                    if not r:
+                        continue
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        raise BaselineError("pmc exited")
+                    buf += chunk.decode(errors="replace")
+                    while True:
+                        m = rx.search(buf)
+                        if not m:
+                            break
+                        buf = buf[m.end():]
+                        got = True
+                        now = time.time_ns()
+                        if self.query == "TIME_STATUS_NP":
+                            off, ingress = int(m.group(1)), int(m.group(2))
+                            if ingress == 0 or m.group(3) != "true":
+                                continue  # no master yet
+                            key: Any = ingress
+                            sample = {"t_ns": ingress, "offset_ns": off, "polled_ns": now}
+                        else:
+                            off, delay = float(m.group(1)), float(m.group(2))
+                            if off == 0.0 and delay == 0.0:
+                                continue
+                            key = (off, delay)
+                            sample = {"t_ns": now, "offset_ns": off, "delay_ns": delay,
+                                      "polled_ns": now}
+                        if key != last_key:
+                            last_key = key
+                            with self._lock:
+                                self._samples.append(sample)
+                    if len(buf) > 65536:
+                        buf = buf[-4096:]
+                if got:
+                    self.poll_stats["responses"] += 1
+                else:
+                    self.poll_stats["timeouts"] += 1
+                next_t += period
+                delay_s = next_t - time.monotonic()
+                if delay_s > 0:
+                    self._stop.wait(delay_s)
+                else:
+                    next_t = time.monotonic()
+        except (OSError, ValueError, BaselineError) as e:
+            if not self._stop.is_set():
+                self.poll_error = str(e) or type(e).__name__
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        if self._pmc is not None:
+            with contextlib.suppress(Exception):
+                self._pmc.stdin.close()
+        self._stop_procs()
+        if self._pmc is not None:
+            with contextlib.suppress(Exception):
+                self._pmc.stdout.close()
+        if self._tmp_sockdir and self._sockdir:
+            shutil.rmtree(self._sockdir, ignore_errors=True)
+            self._tmp_sockdir = False
+
+    def samples(self, *, since_ns: int | None = None, until_ns: int | None = None) -> list[dict]:
+        with self._lock:
+            rows = list(self._samples)
+        return [r for r in rows if (since_ns is None or r["t_ns"] >= since_ns)
+                and (until_ns is None or r["t_ns"] <= until_ns)]
+
+    def offsets_ns(self, **kw: Any) -> list[float]:
+        """offsetFromMaster (ns) of every distinct Sync seen; true value 0."""
+        return [r["offset_ns"] for r in self.samples(**kw)]
+
+
+# --------------------------------------------------------------------------
+# convenience driver
+
+def run_baselines(tb: Testbed, a: Any, b: Any, workdir: str, seconds: float, *,
+                  which: Sequence[str] = ("chrony", "ptp"), warmup_s: float = 2.0,
+                  log=print) -> dict:
+    """Run the chosen baselines between nodes a (server/master) and b
+    (client/slave) for `seconds` after a warm-up; returns
+    {label: {"offsets_ns": [...], "summary": {...}} or {"error": reason}}."""
+    started: list[_Baseline] = []
+    out: dict[str, Any] = {}
+    for w in which:
+        try:
+            if w == "chrony":
+                bl: _Baseline = ChronyBaseline(tb, a, b, os.path.join(workdir, "chrony"))
+            elif w == "ptp":
+                bl = PtpBaseline(tb, a, b, os.path.join(workdir, "ptp"))
+            else:
+                raise ValueError(f"unknown baseline {w!r}")
+            bl.start()
+            started.append(bl)
+        except (BaselineError, TestbedError, OSError) as e:
+            out[w] = {"error": str(e)}
+            log(f"baseline {w} failed: {e}")
+    try:
+        time.sleep(warmup_s)
+        t0 = time.time_ns()
+        time.sleep(seconds)
+        t1 = time.time_ns()
+    finally:
+        for bl in started:
+            bl.stop()
+    for bl in started:
+        offs = bl.offsets_ns(since_ns=t0, until_ns=t1)
+        out[bl.label] = {"offsets_ns": offs, "summary": summarize_abs_us(offs)}
+        if isinstance(bl, PtpBaseline):
+            out[bl.label]["poll_stats"] = dict(bl.poll_stats)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="run chronyd and ptp4l baselines on a test bed")
+    ap.add_argument("--name", default="clbase")
+    ap.add_argument("--topology", choices=["direct", "routed"], default="direct")
+    ap.add_argument("--tbf-rate", default="200mbit", help="routed only; '' for none")
+    ap.add_argument("--load", default="", help="cross traffic per direction, e.g. 180M (routed)")
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--which", default="chrony,ptp")
+    ap.add_argument("--workdir", default="")
+    ap.add_argument("--json", help="write offsets and summaries here")
+    a = ap.parse_args(argv)
+    workdir = a.workdir or tempfile.mkdtemp(prefix="chronolink-baselines-")
+    tbf = {"rate": a.tbf_rate} if (a.topology == "routed" and a.tbf_rate) else None
+    try:
+        cts = []
+        with Testbed(a.name, nodes=2, topology=a.topology, tbf=tbf) as tb, contextlib.ExitStack() as st:
+            if a.load:
+                cts = [st.enter_context(tb.cross_traffic(s, d, a.load)) for s, d in ((1, 2), (2, 1))]
+            res = run_baselines(tb, 1, 2, workdir, a.seconds, which=a.which.split(","))
+            for ct in cts:
+                ct.stop()
+    except _tbmod.TestbedPermissionError as e:
+        print(f"baselines: {e}", file=sys.stderr)
+        return _tbmod.EXIT_NOT_PERMITTED
+    except KeyboardInterrupt:
+        print("baselines: interrupted (test bed cleaned up)", file=sys.stderr)
+        return 130
+    print(f"{a.topology} load={a.load or 'idle'} seconds={a.seconds} workdir={workdir}")
+    for ct in cts:
+        r = ct.result or {}
+        bps = r.get("bits_per_second")
+        print(f"cross traffic {ct.src.index}->{ct.dst.index}: asked {ct.rate}, achieved "
+              + (f"{bps / 1e6:.1f} Mbit/s" if isinstance(bps, (int, float)) else "?"))
+    print(f"{'method':<18} {'samples':>8} {'p50 us':>9} {'p99 us':>9} {'max us':>9}")
+    for k, v in res.items():
+        if "error" in v:
+            print(f"{k:<18} failed: {v['error']}")
+            continue
+        s = v["summary"]
+        print(f"{k:<18} {s['samples']:>8} {s['p50_us']:>9.3f} {s['p99_us']:>9.3f} {s['max_us']:>9.3f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"topology": a.topology, "load": a.load, "results": res}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
