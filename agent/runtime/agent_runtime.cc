@@ -238,8 +238,9 @@ int AgentRuntime::Run() {
       exit_code = 1;
       break;
     }
-    // Error-queue TX stamps show up as POLLERR; drain them on every turn anyway.
-    PumpSocket(socket_, clock_, *engine_);
+    // Error-queue TX stamps show up as POLLERR, datagrams as POLLIN.
+    PumpSocket(socket_, clock_, *engine_, (fds[0].revents & POLLIN) != 0,
+               (fds[0].revents & POLLERR) != 0);
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo si;
       if (::read(signal_fd_, &si, sizeof(si)) == sizeof(si)) {

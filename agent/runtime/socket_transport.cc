@@ -7,10 +7,14 @@
 
 namespace chronolink {
 
-void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine& engine) {
-  socket.DrainTxStamps([&](const TxStampEvent& ev) {
-    engine.OnTxStamp(ev.op_id, ProbeStamp{clock.Ingest(ev.real_ns), ev.source});
-  });
+void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine& engine,
+                bool datagrams_ready, bool tx_stamps_ready) {
+  if (tx_stamps_ready) {
+    socket.DrainTxStamps([&](const TxStampEvent& ev) {
+      engine.OnTxStamp(ev.op_id, ProbeStamp{clock.Ingest(ev.real_ns), ev.source});
+    });
+  }
+  if (!datagrams_ready) return;
   std::array<uint8_t, 512> buf;
   ReceivedDatagram d;
   while (socket.Receive(buf, &d)) {

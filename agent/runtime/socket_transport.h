@@ -39,9 +39,11 @@ class SocketTransport : public ProbeTransport {
   std::map<uint32_t, UdpEndpoint> peers_;
 };
 
-// Reads everything the socket holds (datagrams, then TX stamps) into the
-// engine, with every stamp ingested into the node clock.
+// Reads what the socket holds (TX stamps, then datagrams) into the engine,
+// with every stamp ingested into the node clock. The flags say which queues
+// poll reported ready, so an idle queue costs no system call.
 class ProbeEngine;
-void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine& engine);
+void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine& engine,
+                bool datagrams_ready = true, bool tx_stamps_ready = true);
 
 }  // namespace chronolink
