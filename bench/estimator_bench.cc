@@ -33,6 +33,7 @@
 
 #include <unistd.h>
 
+#include "tests/support/linear_svm_reference.h"
 #include "agent/estimate/max_margin_fit.h"
 
 namespace chronolink {
@@ -129,14 +130,7 @@ struct Line {
 
 Line TrainLibsvm(const SvmProblem& p) {
   const svm_parameter param = SvmParams();
-  svm_model* model = svm_train(&p.prob, &param);
-  double w1 = 0, w2 = 0;
-  for (int i = 0; i < model->l; ++i) {
-    const double c = model->sv_coef[0][i];
-    for (const svm_node* nd = model->SV[i]; nd->index != -1; ++nd) (nd->index == 1 ? w1 : w2) += c * nd->value;
-  }
-  const double rho = model->rho[0];
-  svm_free_and_destroy_model(&model);
+  const auto [w1, w2, rho] = chronolink::testing::SolveLinearSvm(p.prob, param);
   // w1 x' + w2 y' = rho with x' = dx / kXUnit, y' = (dy - kShear dx) / kYUnit.
   Line l;
   l.alpha = kShear - w1 / w2 * kYUnit / kXUnit;

@@ -6,6 +6,7 @@
 // the source of the offending value. The option reference is
 // docs/configuration.md; keep the two in step.
 #include "agent/config/agent_config.h"
+#include "agent/config/json_file.h"
 
 #include <arpa/inet.h>
 #include <time.h>
@@ -519,52 +520,13 @@ std::string DidYouMean(const std::string& unknown, const std::vector<std::string
 // ---------------------------------------------------------------------------
 // Sources.
 
-bool ReadFileText(const std::string& path, std::string* text, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = "cannot open config file '" + path + "': " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    *error = "cannot read config file '" + path + "'";
-    return false;
-  }
-  *text = ss.str();
-  return true;
-}
-
 bool ParseConfigFile(const std::string& path, Layer* layer, bool* has_virtual_block,
                      std::string* virtual_block_origin, std::string* error) {
-  std::string text;
-  if (!ReadFileText(path, &text, error)) return false;
   const std::string where = "config file '" + path + "'";
-
-  // Parse, rejecting duplicate keys (nlohmann keeps the last one silently).
-  std::vector<std::set<std::string>> seen;
-  std::string duplicate;
-  auto cb = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      seen.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      if (!seen.empty()) seen.pop_back();
-    } else if (event == json::parse_event_t::key && !seen.empty()) {
-      if (!seen.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
-        duplicate = parsed.get<std::string>();
-      }
-    }
-    return true;
-  };
+  std::string text, why;
   json doc;
-  try {
-    doc = json::parse(text, cb);
-  } catch (const json::parse_error& e) {
-    *error = where + " is not valid JSON: " + e.what();
-    return false;
-  }
-  if (!duplicate.empty()) {
-    *error = where + ": key '" + duplicate + "' appears twice in the same object";
+  if (!ReadWholeFile(path, &text, &why) || !ParseJsonNoDuplicates(text, &doc, &why)) {
+    *error = where + ": " + why;
     return false;
   }
   if (!doc.is_object()) {

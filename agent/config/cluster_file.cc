@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/config/agent_config.h"
+#include "agent/config/json_file.h"
 
 namespace chronolink {
 namespace {
@@ -43,56 +44,6 @@ bool ParseAddress(const std::string& text, AddressKey* key) {
     return false;
   }
   if (key != nullptr) *key = k;
-  return true;
-}
-
-bool ReadWholeFile(const std::string& path, std::string* text, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = "cannot open '" + path + "': " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    *error = "cannot read '" + path + "'";
-    return false;
-  }
-  *text = ss.str();
-  return true;
-}
-
-// Parses JSON and rejects duplicate keys inside any object (nlohmann would
-// silently keep the last one).
-bool ParseJsonNoDuplicates(const std::string& text, json* out, std::string* error) {
-  std::vector<std::set<std::string>> seen;
-  std::string duplicate;
-  auto cb = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start: seen.emplace_back(); break;
-      case json::parse_event_t::object_end:
-        if (!seen.empty()) seen.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!seen.empty() && !seen.back().insert(parsed.get<std::string>()).second &&
-            duplicate.empty()) {
-          duplicate = parsed.get<std::string>();
-        }
-        break;
-      default: break;
-    }
-    return true;
-  };
-  try {
-    *out = json::parse(text, cb);
-  } catch (const json::parse_error& e) {
-    *error = std::string("invalid JSON: ") + e.what();
-    return false;
-  }
-  if (!duplicate.empty()) {
-    *error = "key '" + duplicate + "' appears twice in the same object";
-    return false;
-  }
   return true;
 }
 

@@ -353,7 +353,7 @@ TEST_F(AgentConfigTest, UnknownKeyInFileIsNamed) {
 TEST_F(AgentConfigTest, BadJsonReportsTheParseError) {
   std::string cfg = Write("a.json", R"({"node_id": 1,, })");
   Result r = Load({"--config", cfg});
-  ExpectError(r, {"not valid JSON", "parse error", "line 1", cfg});
+  ExpectError(r, {"invalid JSON", "parse error", "line 1", cfg});
 }
 
 TEST_F(AgentConfigTest, WrongTypesInFile) {
@@ -385,7 +385,7 @@ TEST_F(AgentConfigTest, NullInFileMeansNotSet) {
 }
 
 TEST_F(AgentConfigTest, MissingConfigFile) {
-  ExpectError(Load({"--config", (dir_ / "nope.json").string()}), {"cannot open config file", "nope.json"});
+  ExpectError(Load({"--config", (dir_ / "nope.json").string()}), {"config file", "cannot open", "nope.json"});
 }
 
 // ---------------------------------------------------------------------------

@@ -10,6 +10,8 @@
 #include <random>
 #include <vector>
 
+#include "tests/support/linear_svm_reference.h"
+
 namespace chronolink {
 namespace {
 
@@ -375,14 +377,7 @@ SvmLine LibsvmLine(const std::vector<OffsetBound>& upper, const std::vector<Offs
   param.cache_size = 64;
   param.shrinking = 1;
   EXPECT_EQ(svm_check_parameter(&prob, &param), nullptr);
-  svm_model* model = svm_train(&prob, &param);
-  double w1 = 0, w2 = 0;
-  for (int i = 0; i < model->l; ++i) {
-    const double c = model->sv_coef[0][i];
-    for (const svm_node* nd = model->SV[i]; nd->index != -1; ++nd) (nd->index == 1 ? w1 : w2) += c * nd->value;
-  }
-  const double rho = model->rho[0];
-  svm_free_and_destroy_model(&model);
+  const auto [w1, w2, rho] = chronolink::testing::SolveLinearSvm(prob, param);
   // Decision w1 x' + w2 y' - rho = 0 with x' = x * scale, y' = y * scale.
   SvmLine line;
   line.alpha = -w1 / w2;
