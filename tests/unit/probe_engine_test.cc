@@ -90,11 +90,19 @@ TEST_F(ProbeEngineTest, CompletesTuplesWithKernelStampsBothWays) {
 
   ASSERT_GT(a.pairs_sent, 100);  // ~1 pair per ms
   int complete = 0;
+  int without_rx_stamps = 0;
   for (const FullTuple& t : a.tuples) {
     if (ClassifyTuple(t) != TupleOutcome::kComplete) continue;
     ++complete;
     PtPrTuple k;
-    ASSERT_TRUE(t.Project(SourceClass::kKernel, &k));
+    if (!t.Project(SourceClass::kKernel, &k)) {
+      // The kernel turns RX stamping on through deferred work, so the first
+      // probes after the first timestamping socket opens may arrive unstamped.
+      EXPECT_FALSE(t.fwd_rx[0].kernel.present() && t.fwd_rx[1].kernel.present() &&
+                   t.rev_rx[0].kernel.present() && t.rev_rx[1].kernel.present());
+      ++without_rx_stamps;
+      continue;
+    }
     // Causality on one shared clock: tx < peer rx < peer tx < rx.
     EXPECT_LT(k.fwd_tx[0].ns, k.fwd_rx[0].ns);
     EXPECT_LE(k.fwd_rx[1].ns, k.rev_tx[0].ns);
@@ -107,6 +115,7 @@ TEST_F(ProbeEngineTest, CompletesTuplesWithKernelStampsBothWays) {
   }
   // All but the last pair or two (still in flight) complete on loopback.
   EXPECT_GE(complete, static_cast<int>(a.tuples.size()) - 3);
+  EXPECT_LE(without_rx_stamps, 20);
   EXPECT_GT(b.tuples.size(), 100u);
   EXPECT_EQ(a.engine->counters().decode.rejected(), 0u);
   EXPECT_EQ(a.engine->counters().tx_stamps_unmatched, 0u);
