@@ -10,9 +10,14 @@
 
 namespace chronolink {
 
+// A packet instant: int64 ns, where it was taken (source) and on whose clock
+// (domain): kNodeRealtime for this node's own stamps, kPeerRealtime for the
+// stamps a peer put on the wire. Each tuple field has one required domain,
+// which the assembler enforces.
 struct ProbeStamp {
   int64_t ns = 0;
   StampSource source = StampSource::kNone;
+  ClockDomain domain = ClockDomain::kNodeRealtime;
   bool present() const { return source != StampSource::kNone; }
 };
 
@@ -22,6 +27,9 @@ struct DualStamp {
   ProbeStamp kernel;
   ProbeStamp user;
 
+  bool InDomain(ClockDomain d) const {
+    return (!kernel.present() || kernel.domain == d) && (!user.present() || user.domain == d);
+  }
   // Keeps the better kernel source and the first userspace stamp.
   void Merge(const DualStamp& other) {
     if (other.kernel.source > kernel.source) kernel = other.kernel;

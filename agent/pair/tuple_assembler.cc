@@ -51,6 +51,10 @@ void TupleAssembler::OnForwardSent(uint64_t seq, int index, int64_t user_tx_ns) 
 
 void TupleAssembler::OnForwardTxStamp(uint64_t seq, int index, const ProbeStamp& kernel) {
   FullTuple* t = Find(seq);
+  if (kernel.domain != ClockDomain::kNodeRealtime) {
+    ++wrong_domain_;
+    return;
+  }
   if (t == nullptr) {
     ++unmatched_;
     return;
@@ -60,6 +64,10 @@ void TupleAssembler::OnForwardTxStamp(uint64_t seq, int index, const ProbeStamp&
 
 void TupleAssembler::OnEchoedRx(uint64_t seq, const DualStamp rx[2]) {
   FullTuple* t = Find(seq);
+  if (!rx[0].InDomain(ClockDomain::kPeerRealtime) || !rx[1].InDomain(ClockDomain::kPeerRealtime)) {
+    ++wrong_domain_;
+    return;
+  }
   if (t == nullptr) {
     ++unmatched_;
     return;
@@ -70,6 +78,10 @@ void TupleAssembler::OnEchoedRx(uint64_t seq, const DualStamp rx[2]) {
 
 void TupleAssembler::OnReverseRx(uint64_t seq, int index, const DualStamp& local_rx) {
   FullTuple* t = Find(seq);
+  if (!local_rx.InDomain(ClockDomain::kNodeRealtime)) {
+    ++wrong_domain_;
+    return;
+  }
   if (t == nullptr) {
     ++unmatched_;
     return;
@@ -79,6 +91,10 @@ void TupleAssembler::OnReverseRx(uint64_t seq, int index, const DualStamp& local
 
 void TupleAssembler::OnReverseTx(uint64_t seq, const DualStamp tx[2]) {
   FullTuple* t = Find(seq);
+  if (!tx[0].InDomain(ClockDomain::kPeerRealtime) || !tx[1].InDomain(ClockDomain::kPeerRealtime)) {
+    ++wrong_domain_;
+    return;
+  }
   if (t == nullptr) {
     ++unmatched_;
     return;

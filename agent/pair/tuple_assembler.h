@@ -56,6 +56,7 @@ class TupleAssembler {
   const FullTuple* Peek(uint64_t seq) const;
   size_t pending() const { return tuples_.size(); }
   uint64_t unmatched() const { return unmatched_; }  // stamps for unknown/expired seqs
+  uint64_t wrong_domain() const { return wrong_domain_; }  // stamps on the wrong clock, refused
 
  private:
   FullTuple* Find(uint64_t seq) { return const_cast<FullTuple*>(Peek(seq)); }
@@ -63,6 +64,7 @@ class TupleAssembler {
   size_t max_pending_;
   std::deque<FullTuple> tuples_;  // consecutive seqs, oldest first
   uint64_t unmatched_ = 0;
+  uint64_t wrong_domain_ = 0;
 };
 
 }  // namespace chronolink

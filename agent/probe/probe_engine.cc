@@ -348,6 +348,15 @@ void ProbeEngine::FinalizeTuples(int64_t now_ns, int64_t before_ns) {
   }
 }
 
+std::map<uint32_t, PeerCounters> ProbeEngine::peer_counters() const {
+  std::map<uint32_t, PeerCounters> out = peer_counters_;
+  for (const auto& [peer, p] : probers_) {
+    out[peer].stamps_unmatched = p->assembler.unmatched();
+    out[peer].stamps_wrong_domain = p->assembler.wrong_domain();
+  }
+  return out;
+}
+
 void ProbeEngine::Shutdown(int64_t now_ns) {
   for (auto& [peer, r] : responders_) {
     if (r.second_due_ns >= 0) SendReverse(peer, r, 1);

@@ -32,6 +32,8 @@ struct PeerCounters {
   uint64_t reverse_pairs_sent = 0;
   uint64_t followups_sent = 0;
   uint64_t late_tx_dropped = 0;           // late TX stamps given up (queue full)
+  uint64_t stamps_unmatched = 0;          // stamps for tuples no longer (or never) pending
+  uint64_t stamps_wrong_domain = 0;       // stamps on the wrong clock, refused
   uint64_t send_errors = 0;
   uint64_t forward_pairs_incomplete = 0;  // a forward pair arrived without its probe 0
   uint64_t peer_restarts = 0;
@@ -81,7 +83,7 @@ class ProbeEngine {
   void Shutdown(int64_t now_ns);
 
   const EngineCounters& counters() const { return counters_; }
-  const std::map<uint32_t, PeerCounters>& peer_counters() const { return peer_counters_; }
+  std::map<uint32_t, PeerCounters> peer_counters() const;
   uint64_t epoch() const { return options_.epoch; }
 
  private:

@@ -181,6 +181,8 @@ void AgentRuntime::WriteStats(bool final) {
         {"pairs_sent", pc.pairs_sent},           {"reverse_pairs_sent", pc.reverse_pairs_sent},
         {"followups_sent", pc.followups_sent},   {"send_errors", pc.send_errors},
         {"late_tx_dropped", pc.late_tx_dropped},
+        {"stamps_unmatched", pc.stamps_unmatched},
+        {"stamps_wrong_domain", pc.stamps_wrong_domain},
         {"forward_pairs_incomplete", pc.forward_pairs_incomplete},
         {"peer_restarts", pc.peer_restarts}};
   }

@@ -103,6 +103,8 @@ bool GetStamp(const uint8_t* p, StampRole role, ProbeStamp* out) {
     return false;
   out->ns = ns;
   out->source = source;
+  // Every stamp on the wire was taken on its sender's node clock.
+  out->domain = ClockDomain::kPeerRealtime;
   return true;
 }
 

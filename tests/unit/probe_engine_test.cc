@@ -119,6 +119,14 @@ TEST_F(ProbeEngineTest, CompletesTuplesWithKernelStampsBothWays) {
   EXPECT_GT(b.tuples.size(), 100u);
   EXPECT_EQ(a.engine->counters().decode.rejected(), 0u);
   EXPECT_EQ(a.engine->counters().tx_stamps_unmatched, 0u);
+  // Decoded echoes are tagged with the peer's clock, our stamps with ours.
+  EXPECT_EQ(a.engine->peer_counters().at(2).stamps_wrong_domain, 0u);
+  PtPrTuple k;
+  ASSERT_TRUE(a.tuples.size() > 10 && a.tuples[10].Project(SourceClass::kKernel, &k));
+  EXPECT_EQ(k.fwd_tx[0].domain, ClockDomain::kNodeRealtime);
+  EXPECT_EQ(k.fwd_rx[0].domain, ClockDomain::kPeerRealtime);
+  EXPECT_EQ(k.rev_tx[1].domain, ClockDomain::kPeerRealtime);
+  EXPECT_EQ(k.rev_rx[1].domain, ClockDomain::kNodeRealtime);
 }
 
 TEST_F(ProbeEngineTest, ShutdownFollowUpDeliversTheLastTxStamps) {

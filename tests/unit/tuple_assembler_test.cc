@@ -10,6 +10,12 @@ namespace {
 DualStamp Kernel(int64_t k, int64_t u) {
   return DualStamp{{k, StampSource::kSocketSoftware}, {u, StampSource::kUserspace}};
 }
+// A stamp as decoded from a peer's packet: on the peer's clock.
+DualStamp Peer(int64_t k, int64_t u) {
+  DualStamp d = Kernel(k, u);
+  d.kernel.domain = d.user.domain = ClockDomain::kPeerRealtime;
+  return d;
+}
 
 void FillComplete(TupleAssembler& a, uint64_t seq, int64_t base) {
   a.OnForwardSent(seq, 0, base);
@@ -17,13 +23,13 @@ void FillComplete(TupleAssembler& a, uint64_t seq, int64_t base) {
   a.OnForwardTxStamp(seq, 0, {base + 2'000, StampSource::kSocketSched});
   a.OnForwardTxStamp(seq, 0, {base + 2'500, StampSource::kSocketSoftware});
   a.OnForwardTxStamp(seq, 1, {base + 102'500, StampSource::kSocketSoftware});
-  const DualStamp echo[2] = {Kernel(base + 10'000, base + 15'000),
-                             Kernel(base + 110'000, base + 115'000)};
+  const DualStamp echo[2] = {Peer(base + 10'000, base + 15'000),
+                             Peer(base + 110'000, base + 115'000)};
   a.OnEchoedRx(seq, echo);
   a.OnReverseRx(seq, 0, Kernel(base + 30'000, base + 35'000));
   a.OnReverseRx(seq, 1, Kernel(base + 130'000, base + 135'000));
-  const DualStamp rtx[2] = {Kernel(base + 20'000, base + 18'000),
-                            Kernel(base + 120'000, base + 118'000)};
+  const DualStamp rtx[2] = {Peer(base + 20'000, base + 18'000),
+                            Peer(base + 120'000, base + 118'000)};
   a.OnReverseTx(seq, rtx);
 }
 
@@ -52,7 +58,7 @@ TEST(TupleAssembler, ClassifiesLossAndMissingTxStamps) {
   // seq 2: reverse probe 1 never arrives.
   a.OnForwardSent(2, 0, 1'000'000);
   a.OnForwardSent(2, 1, 1'100'000);
-  const DualStamp echo[2] = {Kernel(1, 1), Kernel(2, 2)};
+  const DualStamp echo[2] = {Peer(1, 1), Peer(2, 2)};
   a.OnEchoedRx(2, echo);
   a.OnReverseRx(2, 0, Kernel(3, 3));
   // seq 3: everything arrived but our TX stamps never came back.
@@ -61,7 +67,7 @@ TEST(TupleAssembler, ClassifiesLossAndMissingTxStamps) {
   a.OnEchoedRx(3, echo);
   a.OnReverseRx(3, 0, Kernel(3, 3));
   a.OnReverseRx(3, 1, Kernel(4, 4));
-  const DualStamp rtx[2] = {Kernel(5, 5), Kernel(6, 6)};
+  const DualStamp rtx[2] = {Peer(5, 5), Peer(6, 6)};
   a.OnReverseTx(3, rtx);
 
   std::vector<TupleOutcome> outcomes;
@@ -96,6 +102,24 @@ TEST(TupleAssembler, FinalizeStopsAtTheFirstTupleNotDone) {
              [&](const FullTuple&) { ++handed; });
   EXPECT_EQ(handed, 1);
   EXPECT_EQ(a.pending(), 2u);
+}
+
+TEST(TupleAssembler, RefusesStampsOnTheWrongClock) {
+  TupleAssembler a(16);
+  a.OnForwardSent(1, 0, 0);
+  const DualStamp ours[2] = {Kernel(1, 1), Kernel(2, 2)};
+  a.OnEchoedRx(1, ours);                 // echoes must be the peer's
+  a.OnReverseTx(1, ours);
+  a.OnReverseRx(1, 0, Peer(3, 3));       // our receive stamps must be ours
+  ProbeStamp theirs{5, StampSource::kSocketSoftware, ClockDomain::kPeerRealtime};
+  a.OnForwardTxStamp(1, 0, theirs);
+  EXPECT_EQ(a.wrong_domain(), 4u);
+  std::vector<FullTuple> out;
+  a.Finalize([](const FullTuple&) { return true; }, [&](const FullTuple& t) { out.push_back(t); });
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FALSE(out[0].fwd_rx[0].kernel.present());
+  EXPECT_FALSE(out[0].rev_rx[0].kernel.present());
+  EXPECT_FALSE(out[0].fwd_tx[0].kernel.present());
 }
 
 }  // namespace
