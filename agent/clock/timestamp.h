@@ -36,11 +36,28 @@ enum class StampSource : uint8_t {
   kUserspace = 1,       // clock_gettime around sendmsg/recvmsg
   kSocketSched = 2,     // SO_TIMESTAMPING TX_SCHED (enters the qdisc)
   kSocketSoftware = 3,  // SO_TIMESTAMPING TX_SOFTWARE / RX_SOFTWARE (driver)
-  kBpfTc = 4,           // eBPF tc hook (issue 3)
-  kBpfXdp = 5,          // eBPF XDP / tp_btf (issue 3)
+  kBpfTc = 4,           // eBPF tc/tcx classifier, egress or ingress
+  kBpfXdp = 5,          // eBPF at the driver: XDP on RX, tp_btf/net_dev_start_xmit on TX
   kHardware = 6,        // NIC PHC, converted to the node clock
 };
 constexpr int kNumStampSources = 7;
+
+// Preference when several sources stamped the same packet: closest to the
+// wire first (DESIGN.md §4). TX: TX_SCHED < tc egress < driver
+// (TX_SOFTWARE, net_dev_start_xmit) < NIC. RX: tc ingress < RX_SOFTWARE <
+// XDP < NIC. The wire values above are not an order; this is.
+constexpr int SourceRank(StampSource s) {
+  switch (s) {
+    case StampSource::kNone: return 0;
+    case StampSource::kUserspace: return 1;
+    case StampSource::kSocketSched: return 2;
+    case StampSource::kBpfTc: return 3;
+    case StampSource::kSocketSoftware: return 4;
+    case StampSource::kBpfXdp: return 5;
+    case StampSource::kHardware: return 6;
+  }
+  return 0;
+}
 
 std::string_view StampSourceName(StampSource s);
 bool ParseStampSource(std::string_view name, StampSource* out);

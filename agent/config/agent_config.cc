@@ -73,6 +73,7 @@ struct Spec {
 constexpr const char* kGeneral = "General";
 constexpr const char* kProbing = "Probing";
 constexpr const char* kEstimation = "Estimation";
+constexpr const char* kCapture = "Timestamp capture";
 constexpr const char* kTestOnly = "Test only (refused without --test-mode)";
 
 const Spec kSpecs[] = {
@@ -121,6 +122,16 @@ const Spec kSpecs[] = {
     {"estimation.sources", "estimate-sources", Kind::kSourceList, "LIST", kEstimation,
      "Comma-separated timestamp source classes to estimate from: kernel, userspace (default: kernel)"},
 
+    {"capture.bpf", "bpf", Kind::kString, "MODE", kCapture,
+     "eBPF timestamp tap: auto (use it when privileges allow), on (required), off (default: auto)"},
+    {"capture.bpf_interfaces", "bpf-interfaces", Kind::kString, "DEVS", kCapture,
+     "Comma-separated devices to hook (default: the devices routing to the peers)"},
+    {"capture.timestamp_source", "timestamp-source", Kind::kString, "SOURCE", kCapture,
+     "Kernel-class stamp source: auto (best available), socket_sched, socket_software, bpf_tc, "
+     "bpf_xdp, hardware (default: auto)"},
+    {"capture.stamp_log", "stamp-log", Kind::kPath, "FILE", kCapture,
+     "Diagnostic: write every probe packet's stamps of every source to FILE (JSON lines)"},
+
     {"test_mode", "test-mode", Kind::kBool, "", kTestOnly,
      "Allow the test-only options below; never in production"},
     {"virtual_clock.offset_ns", "virtual-offset-ns", Kind::kInt64, "NS", kTestOnly,
@@ -132,7 +143,7 @@ const Spec kSpecs[] = {
 };
 
 // The file's nested objects.
-const char* const kSections[] = {"probe", "estimation", "virtual_clock"};
+const char* const kSections[] = {"probe", "estimation", "capture", "virtual_clock"};
 
 std::string EnvName(const Spec& s) {
   std::string out(kEnvPrefix);
@@ -918,6 +929,42 @@ bool Validate(const Merged& m, const std::string& virtual_block_origin, AgentCon
     }
   }
 
+  // --- Timestamp capture.
+  CaptureSettings& cap = c->capture;
+  {
+    const std::string bpf = m.Get<std::string>("capture.bpf", "auto");
+    if (bpf == "auto") cap.bpf = BpfMode::kAuto;
+    else if (bpf == "on") cap.bpf = BpfMode::kOn;
+    else if (bpf == "off") cap.bpf = BpfMode::kOff;
+    else return fail("eBPF mode '" + bpf + "' (" + m.From("capture.bpf") + ") must be auto, on or off");
+    const std::string devs = m.Get<std::string>("capture.bpf_interfaces", "");
+    std::stringstream ss(devs);
+    std::string dev;
+    while (std::getline(ss, dev, ',')) {
+      if (dev.empty() || dev.size() >= 16) {
+        return fail("interface name '" + dev + "' (" + m.From("capture.bpf_interfaces") +
+                    ") must be 1..15 characters");
+      }
+      cap.bpf_interfaces.push_back(dev);
+    }
+    const std::string src = m.Get<std::string>("capture.timestamp_source", "auto");
+    if (src != "auto") {
+      StampSource forced;
+      if (!ParseStampSource(src, &forced) || forced == StampSource::kNone ||
+          forced == StampSource::kUserspace) {
+        return fail("timestamp source '" + src + "' (" + m.From("capture.timestamp_source") +
+                    ") must be auto, socket_sched, socket_software, bpf_tc, bpf_xdp or hardware");
+      }
+      if ((forced == StampSource::kBpfTc || forced == StampSource::kBpfXdp) &&
+          cap.bpf == BpfMode::kOff) {
+        return fail("timestamp source '" + src + "' needs the eBPF tap, but it is off (" +
+                    m.From("capture.bpf") + ")");
+      }
+      cap.forced_source = forced;
+    }
+    cap.stamp_log_path = m.Get<std::string>("capture.stamp_log", "");
+  }
+
   // --- Run length.
   if (m.Has("duration_s")) {
     int64_t d = m.Get<int64_t>("duration_s", 0);
@@ -1105,6 +1152,18 @@ std::string EffectiveConfigJson(const AgentConfig& c) {
       {"min_points", c.estimation.min_points_per_side},
       {"sources", sources},
   };
+  {
+    json devs = json::array();
+    for (const auto& d : c.capture.bpf_interfaces) devs.push_back(d);
+    std::string joined;
+    for (const auto& d : c.capture.bpf_interfaces) joined += (joined.empty() ? "" : ",") + d;
+    j["capture"] = {{"bpf", std::string(BpfModeName(c.capture.bpf))},
+                    {"timestamp_source", c.capture.forced_source == StampSource::kNone
+                                             ? std::string("auto")
+                                             : std::string(StampSourceName(c.capture.forced_source))}};
+    if (!joined.empty()) j["capture"]["bpf_interfaces"] = joined;
+    if (!c.capture.stamp_log_path.empty()) j["capture"]["stamp_log"] = c.capture.stamp_log_path;
+  }
   j["test_mode"] = c.test_mode;
   if (c.test_mode) {
     j["virtual_clock"] = {
@@ -1114,6 +1173,15 @@ std::string EffectiveConfigJson(const AgentConfig& c) {
     };
   }
   return j.dump(2);
+}
+
+std::string_view BpfModeName(BpfMode m) {
+  switch (m) {
+    case BpfMode::kAuto: return "auto";
+    case BpfMode::kOn: return "on";
+    case BpfMode::kOff: return "off";
+  }
+  return "auto";
 }
 
 }  // namespace chronolink

@@ -37,6 +37,23 @@ struct ProbeSettings {
   size_t max_pending_tuples = 4096;         // per edge, bounds memory
 };
 
+// Where packet timestamps come from (docs/bpf-tap.md, docs/clocks.md).
+enum class BpfMode : uint8_t {
+  kAuto = 0,  // use the eBPF tap when privileges and the build allow; say so once if not
+  kOn = 1,    // the tap is required: refuse to start without it
+  kOff = 2,   // SO_TIMESTAMPING (and userspace) stamps only
+};
+std::string_view BpfModeName(BpfMode m);
+
+struct CaptureSettings {
+  BpfMode bpf = BpfMode::kAuto;
+  std::vector<std::string> bpf_interfaces;  // empty: the devices routing to the peers
+  // kNone: take the best stamp available at each point (docs/bpf-tap.md);
+  // otherwise only this source fills the kernel class (for comparisons).
+  StampSource forced_source = StampSource::kNone;
+  std::string stamp_log_path;  // diagnostic: every packet's stamps of every source, JSONL
+};
+
 struct EstimationSettings {
   int64_t window_ns = 2'000'000'000;
   int64_t window_grace_ns = 300'000'000;  // wait this long past window end for late stamps
@@ -60,6 +77,7 @@ struct AgentConfig {
 
   ProbeSettings probe;
   EstimationSettings estimation;
+  CaptureSettings capture;
 
   // Test-only. Refused unless test_mode is true.
   bool test_mode = false;

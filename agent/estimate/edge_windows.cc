@@ -62,7 +62,13 @@ void EdgeWindows::CloseUpTo(int64_t closed_before_ns, std::vector<EdgeWindowReco
         projected.reserve(w.tuples.size());
         for (const FullTuple& t : w.tuples) {
           PtPrTuple p;
-          if (t.Project(c, &p)) projected.push_back(p);
+          if (!t.Project(c, &p)) continue;
+          projected.push_back(p);
+          for (int i = 0; i < 2; ++i) {
+            for (const ProbeStamp* st : {&p.fwd_tx[i], &p.fwd_rx[i], &p.rev_tx[i], &p.rev_rx[i]}) {
+              ++r.stamp_sources[static_cast<int>(st->source)];
+            }
+          }
         }
         r.estimate = EstimateWindow(projected, r.x0_ns, options_);
       }

@@ -3,6 +3,7 @@
 // source class. Pure: no I/O; the caller exports the records.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -29,6 +30,8 @@ struct EdgeWindowRecord {
   SourceClass source_class = SourceClass::kKernel;
   WindowCounts counts;
   WindowEstimate estimate;
+  // Sources of the stamps of every tuple offered in this class (8 per tuple).
+  std::array<int64_t, kNumStampSources> stamp_sources{};
   bool clock_step = false;  // the window was discarded because the clock stepped
 };
 

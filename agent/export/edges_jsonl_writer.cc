@@ -9,19 +9,27 @@
 
 namespace chronolink {
 
-std::string EdgeRecordToJson(const EdgeWindowRecord& r, uint64_t session_epoch,
-                             const std::optional<VirtualClockParams>& test_clock) {
+std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext& context) {
+  const auto& test_clock = context.test_clock;
   const WindowEstimate& e = r.estimate;
   nlohmann::ordered_json j;
   j["schema"] = kEdgeSchema;
   j["node"] = r.node;
   j["peer"] = r.peer;
-  j["session"] = std::to_string(session_epoch);
+  j["session"] = std::to_string(context.session_epoch);
   j["clock_domain"] = "node_realtime";
   j["window_start_ns"] = r.window_start_ns;
   j["window_end_ns"] = r.window_end_ns;
   j["x0_ns"] = r.x0_ns;
   j["timestamp_source"] = SourceClassName(r.source_class);
+  j["timestamp_policy"] = r.source_class == SourceClass::kUserspace ? "userspace" : context.timestamp_policy;
+  nlohmann::ordered_json sources = nlohmann::ordered_json::object();
+  for (int i = 1; i < kNumStampSources; ++i) {
+    if (r.stamp_sources[i] > 0) {
+      sources[std::string(StampSourceName(static_cast<StampSource>(i)))] = r.stamp_sources[i];
+    }
+  }
+  j["stamp_sources"] = sources;
   j["estimator"] = EstimatorKindName(e.estimator);
   const bool ok = e.estimator != EstimatorKind::kNone && e.fit.ok;
   if (ok) {
@@ -57,8 +65,8 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, uint64_t session_epoch,
 
 EdgesJsonlWriter::~EdgesJsonlWriter() { Close(); }
 
-bool EdgesJsonlWriter::Open(const std::string& dir, uint64_t session_epoch,
-                            std::optional<VirtualClockParams> test_clock, std::string* error) {
+bool EdgesJsonlWriter::Open(const std::string& dir, const EdgeRecordContext& context,
+                            std::string* error) {
   Close();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -72,8 +80,7 @@ bool EdgesJsonlWriter::Open(const std::string& dir, uint64_t session_epoch,
     *error = "cannot open '" + path_ + "' for append: " + std::strerror(errno);
     return false;
   }
-  session_epoch_ = session_epoch;
-  test_clock_ = test_clock;
+  context_ = context;
   return true;
 }
 
@@ -82,7 +89,7 @@ bool EdgesJsonlWriter::Write(const EdgeWindowRecord& r, std::string* error) {
     *error = "edges.jsonl is not open";
     return false;
   }
-  const std::string line = EdgeRecordToJson(r, session_epoch_, test_clock_) + "\n";
+  const std::string line = EdgeRecordToJson(r, context_) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
     *error = "write to '" + path_ + "' failed: " + std::strerror(errno);
     return false;

@@ -15,6 +15,13 @@ namespace chronolink {
 
 constexpr const char* kEdgeSchema = "chronolink.edge.v1";
 
+// What every line of one agent run shares.
+struct EdgeRecordContext {
+  uint64_t session_epoch = 0;
+  std::string timestamp_policy = "auto";  // or the forced kernel source
+  std::optional<VirtualClockParams> test_clock;
+};
+
 class EdgesJsonlWriter {
  public:
   EdgesJsonlWriter() = default;
@@ -23,8 +30,7 @@ class EdgesJsonlWriter {
   EdgesJsonlWriter& operator=(const EdgesJsonlWriter&) = delete;
 
   // Creates the directory if needed and opens <dir>/edges.jsonl for append.
-  bool Open(const std::string& dir, uint64_t session_epoch,
-            std::optional<VirtualClockParams> test_clock, std::string* error);
+  bool Open(const std::string& dir, const EdgeRecordContext& context, std::string* error);
   bool Write(const EdgeWindowRecord& r, std::string* error);
   void Close();
 
@@ -34,13 +40,11 @@ class EdgesJsonlWriter {
  private:
   std::FILE* file_ = nullptr;
   std::string path_;
-  uint64_t session_epoch_ = 0;
-  std::optional<VirtualClockParams> test_clock_;
+  EdgeRecordContext context_;
   uint64_t lines_ = 0;
 };
 
 // The JSON text of one record (no newline); exposed for tests and tools.
-std::string EdgeRecordToJson(const EdgeWindowRecord& r, uint64_t session_epoch,
-                             const std::optional<VirtualClockParams>& test_clock);
+std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext& context);
 
 }  // namespace chronolink

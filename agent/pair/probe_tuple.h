@@ -32,7 +32,7 @@ struct DualStamp {
   }
   // Keeps the better kernel source and the first userspace stamp.
   void Merge(const DualStamp& other) {
-    if (other.kernel.source > kernel.source) kernel = other.kernel;
+    if (SourceRank(other.kernel.source) > SourceRank(kernel.source)) kernel = other.kernel;
     if (!user.present() && other.user.present()) user = other.user;
   }
   const ProbeStamp& Of(SourceClass c) const { return c == SourceClass::kUserspace ? user : kernel; }

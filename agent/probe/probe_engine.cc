@@ -16,6 +16,7 @@ constexpr int64_t kSilentAfterNs = 5'000'000'000;
 constexpr int64_t kMaxBackoffNs = 5'000'000'000;
 constexpr int64_t kFirstBackoffNs = 10'000'000;
 constexpr size_t kMaxLatePairs = 16;
+constexpr size_t kMaxPendingTapRx = 4096;
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 }  // namespace
@@ -62,7 +63,32 @@ bool ProbeEngine::Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind
   pc.bytes_sent += buf.size();
   SentPacket& s = sent_ring_[out->op_id % kSentRingSize];
   s = SentPacket{out->op_id, kind, peer, m.seq, m.index};
+  ++counters_.packets[1];
+  Observe(KeyOf(m), true, ProbeStamp{out->user_tx_ns, StampSource::kUserspace});
   return true;
+}
+
+bool ProbeEngine::Accept(const ProbeStamp& s) const {
+  return s.source == StampSource::kUserspace || options_.forced_source == StampSource::kNone ||
+         s.source == options_.forced_source;
+}
+
+void ProbeEngine::Observe(const PacketKey& key, bool tx, const ProbeStamp& s) {
+  ++counters_.stamps[tx ? 1 : 0][static_cast<int>(s.source)];
+  if (observer_) observer_(key, tx, s);
+}
+
+PacketKey ProbeEngine::SentKey(PacketKind kind, uint32_t peer, uint64_t seq, uint8_t index) const {
+  PacketKey k;
+  k.type = kind == PacketKind::kForward   ? MessageType::kForward
+           : kind == PacketKind::kReverse ? MessageType::kReverse
+                                          : MessageType::kFollowUp;
+  k.sender = options_.node_id;
+  k.receiver = peer;
+  k.sender_epoch = options_.epoch;
+  k.seq = seq;
+  k.index = index;
+  return k;
 }
 
 // ---- prober side -----------------------------------------------------------
@@ -270,10 +296,62 @@ void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& lo
   PeerCounters& pc = peer_counters_[m.sender_node];
   ++pc.packets_received;
   pc.bytes_received += bytes.size();
+  ++counters_.packets[0];
+
+  // Every capture point's stamp of this packet, joined by its key.
+  const PacketKey key = KeyOf(m);
+  DualStamp rx;
+  rx.user = local_rx.user;
+  Observe(key, false, local_rx.user);
+  if (local_rx.kernel.present()) {
+    Observe(key, false, local_rx.kernel);
+    if (Accept(local_rx.kernel)) rx.kernel = local_rx.kernel;
+    else ++counters_.stamps_refused_by_policy;
+  }
+  if (auto it = tap_rx_pending_.find(key); it != tap_rx_pending_.end()) {
+    rx.Merge(DualStamp{it->second, {}});
+    tap_rx_pending_.erase(it);
+  }
   switch (m.type) {
-    case MessageType::kForward: OnForward(m, local_rx, now_ns); break;
-    case MessageType::kReverse: OnReverse(m, local_rx, now_ns); break;
+    case MessageType::kForward: OnForward(m, rx, now_ns); break;
+    case MessageType::kReverse: OnReverse(m, rx, now_ns); break;
     case MessageType::kFollowUp: OnFollowUp(m, now_ns); break;
+  }
+}
+
+void ProbeEngine::OnTapStamp(const PacketKey& key, const ProbeStamp& stamp) {
+  const bool ours = key.sender == options_.node_id && key.sender_epoch == options_.epoch;
+  if (ours) {
+    Observe(key, true, stamp);
+    if (!Accept(stamp)) {
+      ++counters_.stamps_refused_by_policy;
+      return;
+    }
+    const PacketKind kind = key.type == MessageType::kForward   ? PacketKind::kForward
+                            : key.type == MessageType::kReverse ? PacketKind::kReverse
+                                                                : PacketKind::kFollowUp;
+    RouteTxStamp(kind, key.receiver, key.seq, key.index, stamp);
+    return;
+  }
+  if (key.receiver != options_.node_id || options_.members.count(key.sender) == 0) {
+    ++counters_.tap_stamps_unrouted;  // another node's packet, or a stale session of ours
+    return;
+  }
+  Observe(key, false, stamp);
+  if (!Accept(stamp)) {
+    ++counters_.stamps_refused_by_policy;
+    return;
+  }
+  auto [it, inserted] = tap_rx_pending_.try_emplace(key, stamp);
+  if (!inserted) {
+    if (SourceRank(stamp.source) > SourceRank(it->second.source)) it->second = stamp;
+    return;
+  }
+  tap_rx_order_.push_back(key);
+  // Bounded: a stamp whose datagram never comes (dropped, or read first) ages out.
+  while (tap_rx_order_.size() > kMaxPendingTapRx) {
+    if (tap_rx_pending_.erase(tap_rx_order_.front()) > 0) ++counters_.tap_rx_pending_evicted;
+    tap_rx_order_.pop_front();
   }
 }
 
@@ -284,20 +362,30 @@ void ProbeEngine::OnTxStamp(uint32_t op_id, const ProbeStamp& kernel) {
     ++counters_.tx_stamps_unmatched;
     return;
   }
-  if (s.kind == PacketKind::kForward) {
-    auto it = probers_.find(s.peer);
-    if (it != probers_.end()) it->second->assembler.OnForwardTxStamp(s.seq, s.index, kernel);
+  Observe(SentKey(s.kind, s.peer, s.seq, s.index), true, kernel);
+  if (!Accept(kernel)) {
+    ++counters_.stamps_refused_by_policy;
     return;
   }
-  if (s.kind == PacketKind::kReverse) {
-    auto it = responders_.find(s.peer);
+  RouteTxStamp(s.kind, s.peer, s.seq, s.index, kernel);
+}
+
+void ProbeEngine::RouteTxStamp(PacketKind kind, uint32_t peer, uint64_t seq, uint8_t index,
+                               const ProbeStamp& kernel) {
+  if (kind == PacketKind::kForward) {
+    auto it = probers_.find(peer);
+    if (it != probers_.end()) it->second->assembler.OnForwardTxStamp(seq, index, kernel);
+    return;
+  }
+  if (kind == PacketKind::kReverse) {
+    auto it = responders_.find(peer);
     if (it == responders_.end()) return;
     Responder& r = it->second;
     for (ReversePair* pair : {&r.sending, &r.previous}) {
-      if (pair->valid && pair->seq == s.seq) pair->tx[s.index].Merge(DualStamp{kernel, {}});
+      if (pair->valid && pair->seq == seq) pair->tx[index].Merge(DualStamp{kernel, {}});
     }
     for (ReversePair& pair : r.late) {
-      if (pair.seq == s.seq) pair.tx[s.index].Merge(DualStamp{kernel, {}});
+      if (pair.seq == seq) pair.tx[index].Merge(DualStamp{kernel, {}});
     }
   }
 }

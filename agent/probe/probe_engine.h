@@ -16,6 +16,7 @@
 #include <span>
 #include <vector>
 
+#include "agent/capture/packet_key.h"
 #include "agent/config/agent_config.h"
 #include "agent/pair/tuple_assembler.h"
 #include "agent/probe/probe_transport.h"
@@ -41,6 +42,13 @@ struct PeerCounters {
 
 struct EngineCounters {
   DecodeStats decode;
+  // Stamps that reached the engine, by direction (0 rx, 1 tx) and source,
+  // and the packets they could stamp: coverage per source.
+  uint64_t stamps[2][kNumStampSources] = {};
+  uint64_t packets[2] = {};
+  uint64_t stamps_refused_by_policy = 0;  // a forced source is configured
+  uint64_t tap_stamps_unrouted = 0;       // eBPF stamps of packets not ours or long gone
+  uint64_t tap_rx_pending_evicted = 0;    // eBPF RX stamps whose datagram never came
   uint64_t not_for_us = 0;          // authentic, but addressed to another node
   uint64_t unknown_sender = 0;      // authentic, from a node not in the cluster
   uint64_t stale_session = 0;       // answers an earlier epoch of ours
@@ -56,12 +64,17 @@ struct ProbeEngineOptions {
   std::vector<uint32_t> probed_peers;
   std::set<uint32_t> members;        // every node allowed to talk to us
   ProbeSettings probe;
+  // kNone: every kernel source, best by SourceRank; else only this one.
+  StampSource forced_source = StampSource::kNone;
 };
 
 class ProbeEngine {
  public:
   using TupleSink = std::function<void(uint32_t peer, const FullTuple&)>;
   using PairSentSink = std::function<void(uint32_t peer, int64_t node_ns)>;
+  // Sees every stamp of every packet before the source policy (diagnostics).
+  using StampObserver =
+      std::function<void(const PacketKey& key, bool transmitted, const ProbeStamp& stamp)>;
 
   ProbeEngine(ProbeEngineOptions options, const ProbeCodec& codec, ProbeTransport& transport,
               TupleSink on_tuple, PairSentSink on_pair_sent);
@@ -70,6 +83,12 @@ class ProbeEngine {
   void OnDatagram(std::span<const uint8_t> bytes, const DualStamp& local_rx, int64_t now_ns);
   // A TX stamp from the error queue, already on the node clock.
   void OnTxStamp(uint32_t op_id, const ProbeStamp& kernel);
+  // A stamp from the eBPF tap, already on the node clock. RX stamps normally
+  // arrive before their datagram (the ring is read before the socket) and
+  // wait for it; TX stamps go straight to the packet they belong to.
+  void OnTapStamp(const PacketKey& key, const ProbeStamp& stamp);
+
+  void SetStampObserver(StampObserver observer) { observer_ = std::move(observer); }
 
   // Runs everything due by now; returns the next instant (node clock) it
   // needs to run again.
@@ -144,6 +163,11 @@ class ProbeEngine {
   void StartReversePair(uint32_t peer, Responder& r, int64_t now_ns);
 
   int64_t NextInterval();
+  bool Accept(const ProbeStamp& s) const;
+  void Observe(const PacketKey& key, bool tx, const ProbeStamp& s);
+  void RouteTxStamp(PacketKind kind, uint32_t peer, uint64_t seq, uint8_t index,
+                    const ProbeStamp& kernel);
+  PacketKey SentKey(PacketKind kind, uint32_t peer, uint64_t seq, uint8_t index) const;
   ProbeMessage BaseMessage(MessageType type, uint32_t to) const;
 
   ProbeEngineOptions options_;
@@ -157,6 +181,9 @@ class ProbeEngine {
   std::map<uint32_t, Responder> responders_;
   std::vector<SentPacket> sent_ring_;  // indexed by op_id % size
   EngineCounters counters_;
+  StampObserver observer_;
+  std::map<PacketKey, ProbeStamp> tap_rx_pending_;  // eBPF RX stamps awaiting their datagram
+  std::deque<PacketKey> tap_rx_order_;              // insertion order, for the bound
   std::map<uint32_t, PeerCounters> peer_counters_;
 };
 

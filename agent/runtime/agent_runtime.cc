@@ -18,6 +18,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "agent/runtime/privileges.h"
 #include "agent/runtime/socket_transport.h"
 
 namespace chronolink {
@@ -65,6 +66,9 @@ bool AgentRuntime::Start(std::string* error) {
     return false;
   }
 
+  // The tap goes on before the socket is bound, so that every probe the
+  // socket ever receives has passed the hooks.
+  if (!tap_.Start(config_, error)) return false;
   if (!socket_.Open(config_.listen_address, config_.listen_port, error)) return false;
 
   codec_ = std::make_unique<ProbeCodec>(config_.cluster.cluster_id, config_.key);
@@ -75,6 +79,7 @@ bool AgentRuntime::Start(std::string* error) {
   eo.epoch = epoch_;
   eo.probed_peers = config_.peers;
   eo.probe = config_.probe;
+  eo.forced_source = config_.capture.forced_source;
   for (const ClusterNode& n : config_.cluster.nodes) {
     eo.members.insert(n.id);
     if (n.id == config_.node_id) continue;
@@ -96,9 +101,23 @@ bool AgentRuntime::Start(std::string* error) {
       [this](uint32_t peer, const FullTuple& t) { windows_.at(peer)->OnTupleFinalized(t); },
       [this](uint32_t peer, int64_t ns) { windows_.at(peer)->OnPairSent(ns); });
 
-  std::optional<VirtualClockParams> test_clock;
-  if (config_.test_mode) test_clock = config_.virtual_clock;
-  if (!writer_.Open(config_.output_dir, epoch_, test_clock, error)) return false;
+  EdgeRecordContext context;
+  context.session_epoch = epoch_;
+  if (config_.capture.forced_source != StampSource::kNone) {
+    context.timestamp_policy = std::string(StampSourceName(config_.capture.forced_source));
+  }
+  if (config_.test_mode) context.test_clock = config_.virtual_clock;
+  if (!writer_.Open(config_.output_dir, context, error)) return false;
+  if (!config_.capture.stamp_log_path.empty()) {
+    if (!stamp_log_.Open(config_.capture.stamp_log_path, error)) return false;
+    engine_->SetStampObserver([this](const PacketKey& key, bool tx, const ProbeStamp& s) {
+      stamp_log_.Add(key, tx, s, clock_.Now());
+    });
+  }
+
+  // Everything privileged is done: keep no capability (SO_TIMESTAMPING needs none).
+  std::string why;
+  if (!DropAllCapabilities(&why)) spdlog::warn("could not drop capabilities: {}", why);
 
   spdlog::info("node {} session {:x} listening on {}:{}, probing {} peer(s), writing {}",
                config_.node_id, epoch_, config_.listen_address, socket_.bound_port(),
@@ -173,6 +192,19 @@ void AgentRuntime::WriteStats(bool final) {
   j["tx_stamps"] = c.tx_stamps;
   j["tx_stamps_unmatched"] = c.tx_stamps_unmatched;
   j["socket_receive_errors"] = socket_.receive_errors();
+  j["stamps_refused_by_policy"] = c.stamps_refused_by_policy;
+  j["tap_stamps_unrouted"] = c.tap_stamps_unrouted;
+  j["tap_rx_pending_evicted"] = c.tap_rx_pending_evicted;
+  // Coverage: per direction, packets and how many got a stamp from each source.
+  for (int dir = 0; dir < 2; ++dir) {
+    nlohmann::ordered_json cov;
+    cov["packets"] = c.packets[dir];
+    for (int src = 1; src < kNumStampSources; ++src) {
+      cov[std::string(StampSourceName(static_cast<StampSource>(src)))] = c.stamps[dir][src];
+    }
+    j[dir == 0 ? "rx_stamp_coverage" : "tx_stamp_coverage"] = cov;
+  }
+  j["ebpf_tap"] = tap_.Stats();
   nlohmann::ordered_json peers = nlohmann::ordered_json::object();
   for (const auto& [peer, pc] : engine_->peer_counters()) {
     peers[std::to_string(peer)] = {
@@ -222,6 +254,7 @@ int AgentRuntime::Run() {
     int64_t next = engine_->Poll(now);
     if (mono >= next_window_check) {
       CloseWindows(now, false);
+      stamp_log_.Flush(now);
       next_window_check = mono + kWindowCheckNs;
     }
     if (mono >= next_progress) {
@@ -240,6 +273,9 @@ int AgentRuntime::Run() {
       exit_code = 1;
       break;
     }
+    // eBPF records first: a datagram's RX stamps from XDP and tc are in the
+    // ring before the datagram reaches the socket.
+    tap_.Pump(*engine_, clock_);
     // Error-queue TX stamps show up as POLLERR, datagrams as POLLIN.
     PumpSocket(socket_, clock_, *engine_, (fds[0].revents & POLLIN) != 0,
                (fds[0].revents & POLLERR) != 0);
@@ -260,11 +296,14 @@ int AgentRuntime::Run() {
     pollfd fd{socket_.fd(), POLLIN, 0};
     const timespec ts{0, 5'000'000};
     ppoll(&fd, 1, &ts, nullptr);
+    tap_.Pump(*engine_, clock_);
     PumpSocket(socket_, clock_, *engine_);
   }
   CloseWindows(clock_.Now(), true);
+  stamp_log_.Close();
   LogProgress(clock_.Now());
   WriteStats(true);
+  tap_.Close();
   writer_.Close();
   if (write_failed_) exit_code = 1;
   return exit_code;

@@ -14,8 +14,10 @@
 #include "agent/config/agent_config.h"
 #include "agent/estimate/edge_windows.h"
 #include "agent/export/edges_jsonl_writer.h"
+#include "agent/export/packet_stamp_log.h"
 #include "agent/probe/probe_engine.h"
 #include "agent/runtime/socket_transport.h"
+#include "agent/runtime/tap_capture.h"
 
 namespace chronolink {
 
@@ -44,6 +46,8 @@ class AgentRuntime {
   std::unique_ptr<ProbeEngine> engine_;
   std::map<uint32_t, std::unique_ptr<EdgeWindows>> windows_;
   EdgesJsonlWriter writer_;
+  PacketStampLog stamp_log_;
+  TapCapture tap_;
   int signal_fd_ = -1;
   int64_t start_monotonic_ns_ = 0;
   int64_t windows_written_ = 0;

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -119,17 +120,20 @@ std::string TestbedFixture::AgentLog(int node_index) const {
 
 pid_t TestbedFixture::StartAgent(const AgentSpec& spec) {
   const std::string ns = testbed_["nodes"][spec.node_index - 1]["netns"];
-  std::vector<std::string> args = {
-      "ip", "netns", "exec", ns, CHRONOLINK_AGENT_BIN,
-      "--node-id", std::to_string(spec.node_index),
-      "--cluster-file", (dir_ / "cluster.json").string(),
-      "--key-file", (dir_ / "key.hex").string(),
-      "--output-dir", OutputDir(spec.node_index).string(),
-      "--duration-s", std::to_string(spec.duration_s),
-      "--test-mode",
-      "--virtual-offset-ns", std::to_string(spec.clock.offset_ns),
-      "--virtual-drift-ppm", std::to_string(spec.clock.drift_ppm),
-      "--virtual-t0-ns", std::to_string(spec.clock.t0_ns)};
+  std::vector<std::string> args = {"ip", "netns", "exec", ns};
+  args.insert(args.end(), spec.wrapper.begin(), spec.wrapper.end());
+  args.insert(args.end(), {CHRONOLINK_AGENT_BIN,
+                           "--node-id", std::to_string(spec.node_index),
+                           "--cluster-file", (dir_ / "cluster.json").string(),
+                           "--key-file", (dir_ / "key.hex").string(),
+                           "--output-dir", OutputDir(spec.node_index).string(),
+                           "--duration-s", std::to_string(spec.duration_s)});
+  if (spec.test_mode) {
+    args.insert(args.end(), {"--test-mode",
+                             "--virtual-offset-ns", std::to_string(spec.clock.offset_ns),
+                             "--virtual-drift-ppm", std::to_string(spec.clock.drift_ppm),
+                             "--virtual-t0-ns", std::to_string(spec.clock.t0_ns)});
+  }
   args.insert(args.end(), spec.extra_args.begin(), spec.extra_args.end());
   const std::string log = (dir_ / ("agent" + std::to_string(spec.node_index) + ".log")).string();
   const pid_t pid = fork();
@@ -145,6 +149,12 @@ pid_t TestbedFixture::StartAgent(const AgentSpec& spec) {
   }
   pids_.push_back(pid);
   return pid;
+}
+
+void TestbedFixture::KillAgent(pid_t pid) {
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  pids_.erase(std::remove(pids_.begin(), pids_.end(), pid), pids_.end());
 }
 
 bool TestbedFixture::WaitAgents(double timeout_s) {

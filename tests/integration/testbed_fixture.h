@@ -21,6 +21,8 @@ struct AgentSpec {
   VirtualClockParams clock;
   double duration_s = 10;
   std::vector<std::string> extra_args;
+  std::vector<std::string> wrapper;  // runs the agent through this (e.g. capsh), inside the netns
+  bool test_mode = true;             // false: no virtual clock options at all
 };
 
 class TestbedFixture : public ::testing::Test {
@@ -37,6 +39,8 @@ class TestbedFixture : public ::testing::Test {
   void WriteClusterFiles(uint32_t cluster_id = 7);
 
   pid_t StartAgent(const AgentSpec& spec);
+  // SIGKILLs one agent and reaps it.
+  void KillAgent(pid_t pid);
   // Waits for every started agent to exit by itself; kills them at the timeout.
   bool WaitAgents(double timeout_s);
   std::filesystem::path OutputDir(int node_index) const;

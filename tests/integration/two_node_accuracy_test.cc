@@ -3,6 +3,8 @@
 // Every full window's estimate must match the exact truth within loose
 // bounds (2 us, 1 ppm); the benchmark prints the real figures.
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "agent/clock/virtual_clock.h"
 #include "tests/integration/testbed_fixture.h"
@@ -44,7 +46,18 @@ EdgeCheck CheckEdges(const std::vector<nlohmann::json>& rows, const VirtualClock
   return c;
 }
 
-TEST_F(TwoNodeAccuracyTest, KernelStampsRecoverInjectedOffsetAndDrift) {
+// Which stamps the kernel class uses: the default (best available, with the
+// eBPF tap), SO_TIMESTAMPING alone (tap off), or one eBPF hook alone.
+struct SourceCase {
+  const char* name;
+  std::vector<std::string> args;
+  const char* expected_source;  // the source most kernel stamps must come from
+};
+
+class TwoNodeAccuracyBySource : public TwoNodeAccuracyTest,
+                                public ::testing::WithParamInterface<SourceCase> {};
+
+TEST_P(TwoNodeAccuracyBySource, RecoversInjectedOffsetAndDrift) {
   if (!RequirePrivileges()) return;
   ASSERT_NO_FATAL_FAILURE(Up(2, "routed"));
   WriteClusterFiles();
@@ -52,8 +65,10 @@ TEST_F(TwoNodeAccuracyTest, KernelStampsRecoverInjectedOffsetAndDrift) {
   const VirtualClockParams a{0, 0.0, t0};
   const VirtualClockParams b{3'700'000, 45.0, t0};
   const double duration = 15.0;  // >= 6 full windows of 2 s
-  StartAgent({1, a, duration, {"--estimate-sources", "kernel,userspace"}});
-  StartAgent({2, b, duration, {"--estimate-sources", "kernel,userspace"}});
+  std::vector<std::string> args = {"--estimate-sources", "kernel,userspace"};
+  args.insert(args.end(), GetParam().args.begin(), GetParam().args.end());
+  StartAgent({1, a, duration, args});
+  StartAgent({2, b, duration, args});
   ASSERT_TRUE(WaitAgents(duration + 20)) << AgentLog(1) << AgentLog(2);
 
   const auto rows1 = ReadJsonl(OutputDir(1) / "edges.jsonl");
@@ -62,16 +77,32 @@ TEST_F(TwoNodeAccuracyTest, KernelStampsRecoverInjectedOffsetAndDrift) {
   const EdgeCheck c2 = CheckEdges(rows2, b, a, "kernel");
   EXPECT_GE(c1.windows_checked, 5) << AgentLog(1);
   EXPECT_GE(c2.windows_checked, 5) << AgentLog(2);
-  std::printf("node1->2: %d windows, worst |beta err| %.0f ns, worst |alpha err| %.3f ppm\n",
-              c1.windows_checked, c1.worst_beta_error_ns, c1.worst_alpha_error_ppm);
-  std::printf("node2->1: %d windows, worst |beta err| %.0f ns, worst |alpha err| %.3f ppm\n",
-              c2.windows_checked, c2.worst_beta_error_ns, c2.worst_alpha_error_ppm);
-  // Every row names its schema and the test clock it ran with.
+  std::printf("[%s] node1->2: %d windows, worst |beta err| %.0f ns, worst |alpha err| %.3f ppm\n",
+              GetParam().name, c1.windows_checked, c1.worst_beta_error_ns, c1.worst_alpha_error_ppm);
+  std::printf("[%s] node2->1: %d windows, worst |beta err| %.0f ns, worst |alpha err| %.3f ppm\n",
+              GetParam().name, c2.windows_checked, c2.worst_beta_error_ns, c2.worst_alpha_error_ppm);
+  int64_t expected = 0, total = 0;
   for (const auto& r : rows1) {
     EXPECT_EQ(r["schema"], "chronolink.edge.v1");
     EXPECT_EQ(r["test_virtual_clock"]["t0_ns"].get<int64_t>(), t0);
+    if (r["timestamp_source"] != "kernel") continue;
+    for (const auto& [src, n] : r["stamp_sources"].items()) {
+      total += n.get<int64_t>();
+      if (src == GetParam().expected_source) expected += n.get<int64_t>();
+    }
   }
+  // Most stamps come from the expected source (in auto mode a few packets
+  // whose eBPF record was read after the datagram fall back to the socket).
+  EXPECT_GT(expected, total * 9 / 10) << GetParam().expected_source << " of " << total;
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Sources, TwoNodeAccuracyBySource,
+    ::testing::Values(SourceCase{"auto", {}, "bpf_xdp"},
+                      SourceCase{"socket_only", {"--bpf", "off"}, "socket_software"},
+                      SourceCase{"bpf_tc_only", {"--bpf", "on", "--timestamp-source", "bpf_tc"}, "bpf_tc"},
+                      SourceCase{"bpf_xdp_only", {"--bpf", "on", "--timestamp-source", "bpf_xdp"}, "bpf_xdp"}),
+    [](const ::testing::TestParamInfo<SourceCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace chronolink::testing

@@ -62,6 +62,9 @@ TEST(EdgeWindows, EstimatesEachClosedWindowOncePerClassWithCounts) {
     EXPECT_EQ(r.estimate.estimator, EstimatorKind::kMaxMargin);
     EXPECT_NEAR(r.estimate.fit.beta_ns, offset, 1.0);
   }
+  // 1960 tuples offered per class, 8 stamps each, all of one source.
+  EXPECT_EQ(out[0].stamp_sources[static_cast<int>(StampSource::kSocketSoftware)], 1960 * 8);
+  EXPECT_EQ(out[1].stamp_sources[static_cast<int>(StampSource::kUserspace)], 1960 * 8);
   EXPECT_EQ(out[0].source_class, SourceClass::kKernel);
   EXPECT_EQ(out[1].source_class, SourceClass::kUserspace);
   out.clear();
@@ -80,7 +83,7 @@ TEST(EdgeWindows, AClockStepDiscardsTheWindow) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(out[0].clock_step);
   EXPECT_EQ(out[0].estimate.estimator, EstimatorKind::kNone);
-  const auto j = nlohmann::json::parse(EdgeRecordToJson(out[0], 42, std::nullopt));
+  const auto j = nlohmann::json::parse(EdgeRecordToJson(out[0], EdgeRecordContext{42, "auto", std::nullopt}));
   EXPECT_EQ(j["estimator"], "none");
   EXPECT_TRUE(j["beta_ns"].is_null());
   EXPECT_TRUE(j["clock_step"].get<bool>());
@@ -98,12 +101,13 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   r.estimate.fit.ok = true;
   r.estimate.fit.beta_ns = -12.5;
   r.estimate.fit.alpha = 4.5e-5;
-  const auto j = nlohmann::json::parse(EdgeRecordToJson(r, 7, VirtualClockParams{1, 2.0, 3}));
+  const auto j = nlohmann::json::parse(EdgeRecordToJson(r, EdgeRecordContext{7, "auto", VirtualClockParams{1, 2.0, 3}}));
   for (const char* k : {"schema", "node", "peer", "session", "clock_domain", "window_start_ns",
                         "window_end_ns", "x0_ns", "timestamp_source", "estimator", "alpha",
                         "alpha_ppm", "beta_ns", "uncertainty_ns", "margin_ns", "violators_removed",
                         "pairs_sent", "tuples_complete", "tuples_in_class", "pure_forward",
                         "pure_reverse", "tx_stamps_missing", "lost", "clock_step",
+                        "timestamp_policy", "stamp_sources",
                         "test_virtual_clock"}) {
     EXPECT_TRUE(j.contains(k)) << k;
   }

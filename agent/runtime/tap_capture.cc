@@ -1,0 +1,136 @@
+#include "agent/runtime/tap_capture.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "agent/capture/hw_timestamping.h"
+#include "agent/capture/packet_key.h"
+#include "agent/probe/probe_engine.h"
+#include "agent/runtime/privileges.h"
+
+namespace chronolink {
+
+namespace {
+
+std::string MissingCapabilities(const Capabilities& c) {
+  std::string missing;
+  auto add = [&](bool have, const char* name) {
+    if (!have) missing += (missing.empty() ? "" : ", ") + std::string(name);
+  };
+  add(c.bpf, "CAP_BPF");
+  add(c.net_admin, "CAP_NET_ADMIN");
+  add(c.perfmon, "CAP_PERFMON");
+  return missing;
+}
+
+std::vector<std::string> PeerAddresses(const AgentConfig& config) {
+  std::vector<std::string> out;
+  for (uint32_t peer : config.peers) {
+    if (const ClusterNode* n = config.cluster.Find(peer)) out.push_back(n->address);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool TapCapture::Start(const AgentConfig& config, std::string* error) {
+  const bool required = config.capture.bpf == BpfMode::kOn;
+  auto unavailable = [&](const std::string& why) {
+    state_ = "off: " + why;
+    if (required) {
+      *error = "the eBPF tap is required (--bpf on) but " + why;
+      return false;
+    }
+    spdlog::warn("eBPF tap off: {}; timestamps come from SO_TIMESTAMPING alone", why);
+    return true;
+  };
+  if (config.capture.bpf == BpfMode::kOff) {
+    state_ = "off: --bpf off";
+    spdlog::info("eBPF tap off (--bpf off); timestamps come from SO_TIMESTAMPING");
+    return true;
+  }
+  const std::string missing = MissingCapabilities(CurrentCapabilities());
+  if (!missing.empty()) return unavailable("missing " + missing);
+
+  std::vector<std::string> devices = config.capture.bpf_interfaces;
+  if (devices.empty()) {
+    std::string why;
+    devices = InterfacesTowards(PeerAddresses(config), &why);
+    if (devices.empty()) return unavailable("no device found towards the peers: " + why);
+  }
+  BpfTapOptions options;
+  options.udp_port = config.listen_port;
+  options.cluster_id = config.cluster.cluster_id;
+  options.interfaces = devices;
+  std::string why;
+  if (!tap_.Open(options, &why)) return unavailable(why);
+
+  state_ = "on";
+  for (const BpfTapAttachment& a : tap_.attachments()) {
+    spdlog::info("eBPF tap on {}: tc egress {}, tc ingress {} ({}), XDP {}{}", a.interface,
+                 a.tc_egress ? "yes" : "no", a.tc_ingress ? "yes" : "no", a.tc_mode,
+                 a.xdp ? "yes" : "no", a.note.empty() ? "" : "; " + a.note);
+  }
+  for (const std::string& dev : devices) {
+    const HwTimestampingStatus hw = DetectHwTimestamping(dev);
+    hw_summaries_.push_back(hw.summary);
+    spdlog::info("{}", hw.summary);
+  }
+  mapping_.Sample(ReadClockNs(CLOCK_MONOTONIC));
+  return true;
+}
+
+void TapCapture::Pump(ProbeEngine& engine, const NodeClock& clock) {
+  if (!tap_.is_open()) return;
+  // Sample right before draining: the drained stamps then lie between two
+  // measurements and are interpolated (kernel_clock_mapping.h).
+  mapping_.Sample(ReadClockNs(CLOCK_MONOTONIC));
+  tap_.Consume([&](const chronolink_tap_record& r) {
+    ++records_;
+    PacketKey key;
+    const StampSource source = TapHookSource(r.hook);
+    if (!ParseTapKey(r, &key) || source == StampSource::kNone) {
+      ++unparsable_;
+      return;
+    }
+    const ConvertedStamp c = mapping_.MonotonicToRealtime(static_cast<int64_t>(r.mono_ns));
+    if (!c.ok) {
+      ++conversion_failed_;
+      return;
+    }
+    if (c.error_ns > kMaxConversionErrorNs) {
+      ++conversion_too_loose_;
+      return;
+    }
+    max_conversion_error_ns_ = std::max(max_conversion_error_ns_, c.error_ns);
+    engine.OnTapStamp(key, ProbeStamp{clock.Ingest(c.realtime_ns), source});
+  });
+}
+
+nlohmann::ordered_json TapCapture::Stats() const {
+  nlohmann::ordered_json j;
+  j["state"] = state_;
+  if (!tap_.is_open()) return j;
+  const BpfTapCounters k = tap_.counters();
+  j["kernel_seen"] = k.seen;
+  j["kernel_ringbuf_full"] = k.ringbuf_full;
+  j["kernel_parse_short"] = k.parse_short;
+  j["records"] = records_;
+  j["unparsable"] = unparsable_;
+  j["conversion_failed"] = conversion_failed_;
+  j["conversion_too_loose"] = conversion_too_loose_;
+  j["max_conversion_error_ns"] = max_conversion_error_ns_;
+  j["monotonic_bracket_ns"] = mapping_.last_bracket_ns();
+  nlohmann::ordered_json devs = nlohmann::ordered_json::array();
+  for (const BpfTapAttachment& a : tap_.attachments()) {
+    devs.push_back({{"interface", a.interface}, {"tc_egress", a.tc_egress},
+                    {"tc_ingress", a.tc_ingress}, {"tc_mode", a.tc_mode}, {"xdp", a.xdp},
+                    {"xdp_hw_rx_timestamp", a.xdp_hw_rx_timestamp}, {"note", a.note}});
+  }
+  j["devices"] = devs;
+  j["hardware_timestamping"] = hw_summaries_;
+  return j;
+}
+
+}  // namespace chronolink

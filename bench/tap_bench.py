@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""eBPF timestamp tap benchmark (root): what each timestamp source buys, and
+what the tap costs.
+
+  sudo python3 bench/tap_bench.py sources  [--seconds 30]   # accuracy by source class
+  sudo python3 bench/tap_bench.py overhead [--seconds 20]   # added latency and CPU per packet
+
+sources: for each kernel source (socket_sched, socket_software, bpf_tc,
+bpf_xdp) the two-agent scenario of accuracy_bench.py runs with that source
+forced on both ends (--timestamp-source), idle and under ~90 % cross
+traffic through the tbf router queue; the userspace class comes from the
+same runs. Prints p50/p99/max |error| per source and scenario.
+
+overhead: in one test bed and at the same time, one agent pair records its
+probes with the tap (--bpf on) and another pair, on another port, runs
+without it (--bpf off; its packets pass the same hooks, which ignore them
+after the port check). Both write per-packet stamp logs; with identity
+clocks and one kernel clock the one-way latency userspace send -> userspace
+receive is exact. Prints the latency p50/p99 of both pairs, the agents' CPU
+per packet, and the BPF programs' own run time per invocation
+(kernel.bpf_stats_enabled).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tools", "testbed"))
+import accuracy_bench as ab  # noqa: E402
+import testbed as tbm  # noqa: E402
+from baselines import percentile  # noqa: E402
+
+SOURCES = ["socket_sched", "socket_software", "bpf_tc", "bpf_xdp"]
+SOURCE_SCENARIOS = ["routed-idle", "routed-90pct"]
+
+
+def base_namespace(a) -> argparse.Namespace:
+    return argparse.Namespace(
+        agent_bin=os.path.abspath(a.agent_bin), seconds=a.seconds, name="cltap", window_s=2.0,
+        warmup_s=6.0, node2_offset_ns=3_700_000, node2_drift_ppm="45", cluster_id=7,
+        log_level="info", probe_interval_us=1000.0, agent_arg=[], no_baselines=True, skip_agent=False)
+
+
+def run_sources(a) -> int:
+    known = {s.name: s for s in ab.SCENARIOS}
+    rows = []
+    out = a.out or os.path.join(REPO, "out", "tap-sources-" + time.strftime("%Y%m%d-%H%M%S"))
+    for scen in SOURCE_SCENARIOS:
+        for src in SOURCES:
+            ns = base_namespace(a)
+            ns.agent_arg = [f"--timestamp-source={src}", "--bpf=on"]
+            print(f"== {scen}, kernel source forced to {src}", flush=True)
+            r = ab.run_scenario(known[scen], ns, os.path.join(out, f"{scen}-{src}"))
+            k = r["methods"].get("chronolink kernel", {}).get("summary")
+            u = r["methods"].get("chronolink userspace", {}).get("summary")
+            rows.append((scen, src, k))
+            if src == SOURCES[0]:
+                rows.append((scen, "userspace", u))
+    print()
+    print("|error| per 2 s window, both directions, µs")
+    print(f"{'scenario':<14} {'source':<16} {'windows':>7} {'p50':>9} {'p99':>9} {'max':>9}")
+    for scen, src, s in rows:
+        if not s or not s.get("samples"):
+            print(f"{scen:<14} {src:<16} {'none':>7}")
+            continue
+        print(f"{scen:<14} {src:<16} {s['samples']:>7} {s['p50_us']:>9.3f} {s['p99_us']:>9.3f} "
+              f"{s['max_us']:>9.3f}")
+    with open(os.path.join(out, "sources.json"), "w") as f:
+        json.dump(rows, f, indent=1, default=str)
+    print(f"\nresults: {out}")
+    return 0
+
+
+def read_stamp_log(path):
+    out = {}
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            out[(r["type"], r["sender"], r["receiver"], r["session"], r["seq"], r["index"],
+                 r["direction"])] = r["stamps_ns"]
+    return out
+
+
+def one_way_latencies(log_tx, log_rx):
+    """userspace send (sender's log) -> userspace receive (receiver's log), ns."""
+    lat = []
+    for k, st in log_tx.items():
+        if k[6] != "tx" or "userspace" not in st:
+            continue
+        rk = k[:6] + ("rx",)
+        rx = log_rx.get(rk)
+        if rx and "userspace" in rx:
+            lat.append(rx["userspace"] - st["userspace"])
+    return lat
+
+
+def bpf_prog_stats():
+    cp = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True, timeout=20)
+    stats = {}
+    for p in json.loads(cp.stdout or "[]"):
+        name = p.get("name", "")
+        if name.startswith("chronolink_"):
+            s = stats.setdefault(name, [0, 0])
+            s[0] += p.get("run_cnt", 0)
+            s[1] += p.get("run_time_ns", 0)
+    return stats
+
+
+def run_overhead(a) -> int:
+    out = a.out or os.path.join(REPO, "out", "tap-overhead-" + time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    key = os.path.join(out, "cluster.key")
+    with open(key, "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+    subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True, timeout=10)
+    pairs = {"with tap": (7319, "on", 11), "without tap": (7320, "off", 12)}
+    procs = {}
+    try:
+        with tbm.Testbed("cltapo", nodes=2, topology="routed") as tb:
+            for label, (port, bpf, cid) in pairs.items():
+                cluster = os.path.join(out, f"cluster-{port}.json")
+                with open(cluster, "w") as f:
+                    json.dump({"cluster_id": cid, "nodes": [
+                        {"id": n.index, "address": n.address, "port": port} for n in tb.nodes]}, f)
+                for n in tb.nodes:
+                    d = os.path.join(out, f"{port}-n{n.index}")
+                    os.makedirs(d, exist_ok=True)
+                    argv = [os.path.abspath(a.agent_bin), "--node-id", n.index, "--cluster-file", cluster,
+                            "--key-file", key, "--output-dir", d, "--bpf", bpf,
+                            "--stamp-log", os.path.join(d, "stamps.jsonl"),
+                            "--duration-s", a.seconds + 3]
+                    logf = open(os.path.join(d, "agent.log"), "wb")
+                    procs[(label, n.index)] = tb.popen(n.index, argv, stdout=logf, stderr=subprocess.STDOUT)
+            time.sleep(1.5)
+            before = bpf_prog_stats()
+            ticks0 = {k: ab.proc_cpu_ticks(p.pid) for k, p in procs.items()}
+            t0 = time.monotonic()
+            time.sleep(a.seconds)
+            wall = time.monotonic() - t0
+            ticks1 = {k: ab.proc_cpu_ticks(p.pid) for k, p in procs.items()}
+            after = bpf_prog_stats()
+            for p in procs.values():
+                p.wait(timeout=30)
+    finally:
+        subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"], timeout=10)
+    print(f"one-way latency userspace send -> userspace receive, µs ({a.seconds:g} s, routed, idle)")
+    print(f"{'pair':<12} {'packets':>8} {'p50':>8} {'p90':>8} {'p99':>8}   agent CPU µs/packet")
+    summary = {}
+    for label, (port, _, _) in pairs.items():
+        logs = {i: read_stamp_log(os.path.join(out, f"{port}-n{i}", "stamps.jsonl")) for i in (1, 2)}
+        lat = one_way_latencies(logs[1], logs[2]) + one_way_latencies(logs[2], logs[1])
+        lat.sort()
+        stats = [ab.read_agent_stats(os.path.join(out, f"{port}-n{i}", "agent_stats.json")) for i in (1, 2)]
+        pkts = sum((s.get("tx_stamp_coverage", {}).get("packets", 0) +
+                    s.get("rx_stamp_coverage", {}).get("packets", 0)) for s in stats)
+        uptime = max(s.get("uptime_s", 1) for s in stats) or 1
+        cpu_ticks = sum((ticks1[(label, i)] or 0) - (ticks0[(label, i)] or 0) for i in (1, 2))
+        cpu_us_per_pkt = cpu_ticks / ab.CLK_TCK * 1e6 / max(1, pkts * wall / uptime)
+        p = [percentile(lat, q) / 1e3 for q in (50, 90, 99)]
+        summary[label] = {"packets": len(lat), "p50_us": p[0], "p90_us": p[1], "p99_us": p[2],
+                          "agent_cpu_us_per_packet": cpu_us_per_pkt}
+        print(f"{label:<12} {len(lat):>8} {p[0]:>8.2f} {p[1]:>8.2f} {p[2]:>8.2f}   {cpu_us_per_pkt:.2f}")
+    print()
+    print("BPF program run time per invocation (all packets on the hooked devices)")
+    for name in sorted(after):
+        cnt = after[name][0] - before.get(name, [0, 0])[0]
+        ns = after[name][1] - before.get(name, [0, 0])[1]
+        if cnt > 0:
+            print(f"  {name:<24} {cnt:>9} runs  {ns / cnt:8.0f} ns/run")
+            summary[name] = {"runs": cnt, "ns_per_run": ns / cnt}
+    with open(os.path.join(out, "overhead.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    print(f"\nresults: {out}")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=["sources", "overhead"])
+    ap.add_argument("--agent-bin", default=ab.DEFAULT_AGENT)
+    ap.add_argument("--seconds", type=float, default=None, help="measured span (sources: 30, overhead: 20)")
+    ap.add_argument("--out", default="")
+    a = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        print("tap_bench: must run as root", file=sys.stderr)
+        return 2
+    if not os.access(a.agent_bin, os.X_OK):
+        print(f"tap_bench: agent not found: {a.agent_bin}", file=sys.stderr)
+        return 2
+    if a.mode == "sources":
+        a.seconds = a.seconds or 30.0
+        return run_sources(a)
+    a.seconds = a.seconds or 20.0
+    return run_overhead(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

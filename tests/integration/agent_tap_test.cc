@@ -1,0 +1,185 @@
+// The agent with its eBPF tap on a namespace test bed: every probe gets a
+// stamp from every hook, in causal order after conversion; a SIGKILLed agent
+// leaves no hook behind and a restart attaches exactly one set; without the
+// capabilities the agent says so once and runs on SO_TIMESTAMPING.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "tests/integration/testbed_fixture.h"
+
+#ifdef CHRONOLINK_HAVE_BPF
+#include <bpf/bpf.h>
+#endif
+
+namespace chronolink::testing {
+namespace {
+
+class AgentTapTest : public TestbedFixture {
+ protected:
+  // The tap must have been built for these tests to mean anything.
+  bool RequireTap() {
+    if (!RequirePrivileges()) return false;
+#ifndef CHRONOLINK_HAVE_BPF
+    if (std::getenv("CI") != nullptr) {
+      ADD_FAILURE() << "built without the eBPF tap: CI must build it";
+    } else {
+      [] { GTEST_SKIP() << "built without the eBPF tap (CHRONOLINK_WITH_BPF=OFF)"; }();
+    }
+    return false;
+#else
+    return true;
+#endif
+  }
+};
+
+int CountLines(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+#ifdef CHRONOLINK_HAVE_BPF
+// BPF links whose program is one of ours, system-wide.
+int CountChronolinkLinks() {
+  int count = 0;
+  uint32_t id = 0;
+  while (bpf_link_get_next_id(id, &id) == 0) {
+    const int fd = bpf_link_get_fd_by_id(id);
+    if (fd < 0) continue;
+    bpf_link_info link{};
+    uint32_t len = sizeof(link);
+    if (bpf_obj_get_info_by_fd(fd, &link, &len) == 0) {
+      const int pfd = bpf_prog_get_fd_by_id(link.prog_id);
+      if (pfd >= 0) {
+        bpf_prog_info prog{};
+        uint32_t plen = sizeof(prog);
+        if (bpf_obj_get_info_by_fd(pfd, &prog, &plen) == 0 &&
+            std::string(prog.name).rfind("chronolink_", 0) == 0) {
+          ++count;
+        }
+        close(pfd);
+      }
+    }
+    close(fd);
+  }
+  return count;
+}
+#endif
+
+TEST_F(AgentTapTest, EveryProbeIsStampedByEveryHookInCausalOrder) {
+  if (!RequireTap()) return;
+  ASSERT_NO_FATAL_FAILURE(Up(2, "routed"));
+  WriteClusterFiles();
+  for (int i : {1, 2}) {
+    AgentSpec spec{i, {}, 5.0, {"--bpf", "on", "--stamp-log",
+                                (OutputDir(i) / "stamps.jsonl").string()}};
+    spec.test_mode = false;  // identity clocks: stamps of both nodes are comparable
+    std::filesystem::create_directories(OutputDir(i));
+    StartAgent(spec);
+  }
+  ASSERT_TRUE(WaitAgents(30)) << AgentLog(1) << AgentLog(2);
+
+  for (int i : {1, 2}) {
+    const auto log = ReadJsonl(OutputDir(i) / "stamps.jsonl");
+    ASSERT_GT(log.size(), 1000u) << AgentLog(i);
+    std::ifstream sf(OutputDir(i) / "agent_stats.json");
+    const auto st = nlohmann::json::parse(sf);
+    const int64_t bound = st["ebpf_tap"]["max_conversion_error_ns"].get<int64_t>() + 1;
+    EXPECT_LT(bound, 2'000);
+    int tx = 0, rx = 0, rx_with_socket = 0;
+    for (const auto& r : log) {
+      if (r["type"] == "followup") continue;
+      const auto& s = r["stamps_ns"];
+      if (r["direction"] == "tx") {
+        ++tx;
+        ASSERT_TRUE(s.contains("bpf_tc") && s.contains("bpf_xdp") && s.contains("socket_sched") &&
+                    s.contains("socket_software"))
+            << r.dump();
+        // TX_SCHED <= tc egress <= net_dev_start_xmit ~ TX_SOFTWARE (driver).
+        EXPECT_LE(s["socket_sched"].get<int64_t>(), s["bpf_tc"].get<int64_t>() + bound) << r.dump();
+        EXPECT_LE(s["bpf_tc"].get<int64_t>(), s["socket_software"].get<int64_t>() + bound) << r.dump();
+        EXPECT_LE(s["bpf_tc"].get<int64_t>(), s["bpf_xdp"].get<int64_t>() + bound) << r.dump();
+      } else {
+        ++rx;
+        ASSERT_TRUE(s.contains("bpf_xdp") && s.contains("bpf_tc")) << r.dump();
+        // XDP <= RX_SOFTWARE <= tc ingress.
+        EXPECT_LE(s["bpf_xdp"].get<int64_t>(), s["bpf_tc"].get<int64_t>() + bound) << r.dump();
+        if (s.contains("socket_software")) {
+          ++rx_with_socket;
+          EXPECT_LE(s["bpf_xdp"].get<int64_t>(), s["socket_software"].get<int64_t>() + bound)
+              << r.dump();
+          EXPECT_LE(s["socket_software"].get<int64_t>(), s["bpf_tc"].get<int64_t>() + bound)
+              << r.dump();
+        }
+      }
+    }
+    EXPECT_GT(tx, 1000);
+    EXPECT_GT(rx, 1000);
+    // The kernel switches RX software stamps on through deferred work: allow
+    // the first few packets without.
+    EXPECT_GT(rx_with_socket, rx - 50);
+    EXPECT_EQ(st["ebpf_tap"]["kernel_ringbuf_full"].get<int64_t>(), 0);
+  }
+}
+
+TEST_F(AgentTapTest, SigkillLeavesNoHookAndRestartAttachesOneSet) {
+  if (!RequireTap()) return;
+#ifdef CHRONOLINK_HAVE_BPF
+  ASSERT_NO_FATAL_FAILURE(Up(2, "routed"));
+  WriteClusterFiles();
+  ASSERT_EQ(CountChronolinkLinks(), 0) << "another chronolink tap is running on this machine";
+  const pid_t first = StartAgent({1, {}, 60.0, {"--bpf", "on"}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const int one_set = CountChronolinkLinks();
+  EXPECT_GE(one_set, 3) << AgentLog(1);  // tc egress, tc ingress, XDP (+ net_dev_start_xmit)
+  KillAgent(first);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(CountChronolinkLinks(), 0) << "hooks left behind by a SIGKILLed agent";
+  StartAgent({1, {}, 60.0, {"--bpf", "on"}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(CountChronolinkLinks(), one_set) << "a restart must not duplicate hooks";
+#endif
+}
+
+TEST_F(AgentTapTest, WithoutCapabilitiesItSaysSoOnceAndStillEstimates) {
+  if (!RequireTap()) return;
+  ASSERT_NO_FATAL_FAILURE(Up(2, "routed"));
+  WriteClusterFiles();
+  const std::vector<std::string> no_caps = {
+      "capsh", "--drop=cap_bpf,cap_perfmon,cap_net_admin,cap_sys_admin", "--"};
+  for (int i : {1, 2}) {
+    AgentSpec spec{i, {}, 7.0, {}};
+    spec.test_mode = false;
+    // capsh runs /bin/bash: hand it the agent command line with -c.
+    std::vector<std::string> argv = {CHRONOLINK_AGENT_BIN, "--node-id", std::to_string(i),
+                                     "--cluster-file", (dir_ / "cluster.json").string(),
+                                     "--key-file", (dir_ / "key.hex").string(),
+                                     "--output-dir", OutputDir(i).string(), "--duration-s", "7"};
+    std::string cmd = "exec";
+    for (const auto& a : argv) cmd += " '" + a + "'";
+    spec.wrapper = no_caps;
+    spec.wrapper.push_back("-c");
+    spec.wrapper.push_back(cmd);
+    spec.wrapper.push_back("--");  // the fixture's own arguments go to bash as $0.., unused
+    StartAgent(spec);
+  }
+  ASSERT_TRUE(WaitAgents(40)) << AgentLog(1) << AgentLog(2);
+  const std::string log = AgentLog(1);
+  EXPECT_EQ(CountLines(log, "eBPF tap off: missing CAP_BPF"), 1) << log;
+  int estimated = 0;
+  for (const auto& r : ReadJsonl(OutputDir(1) / "edges.jsonl")) {
+    if (r["estimator"] == "max_margin") ++estimated;
+  }
+  EXPECT_GE(estimated, 2) << log;
+}
+
+}  // namespace
+}  // namespace chronolink::testing
