@@ -7,9 +7,10 @@ what the tap costs.
 
 sources: for each kernel source (socket_sched, socket_software, bpf_tc,
 bpf_xdp) the two-agent scenario of accuracy_bench.py runs with that source
-forced on both ends (--timestamp-source), idle and under ~90 % cross
-traffic through the tbf router queue; the userspace class comes from the
-same runs. Prints p50/p99/max |error| per source and scenario.
+forced on both ends (--timestamp-source; the socket sources with the tap
+off, bpf_tc without XDP, bpf_xdp with XDP on the veths), idle and under
+~90 % cross traffic through the tbf router queue; the userspace class comes
+from the socket_sched runs. Prints p50/p99/max |error| per source and scenario.
 
 overhead: in one test bed and at the same time, one agent pair records its
 probes with the tap (--bpf on) and another pair, on another port, runs
@@ -40,6 +41,15 @@ import testbed as tbm  # noqa: E402
 from baselines import percentile  # noqa: E402
 
 SOURCES = ["socket_sched", "socket_software", "bpf_tc", "bpf_xdp"]
+# Each source as one would run it: the socket sources with no hooks at all
+# (an XDP program on a veth delays every receive stamp), tc without XDP, and
+# XDP forced on for the XDP source.
+SOURCE_ARGS = {
+    "socket_sched": ["--bpf=off", "--timestamp-source=socket_sched"],
+    "socket_software": ["--bpf=off", "--timestamp-source=socket_software"],
+    "bpf_tc": ["--bpf=on", "--bpf-xdp=off", "--timestamp-source=bpf_tc"],
+    "bpf_xdp": ["--bpf=on", "--bpf-xdp=on", "--timestamp-source=bpf_xdp"],
+}
 SOURCE_SCENARIOS = ["routed-idle", "routed-90pct"]
 
 
@@ -57,7 +67,7 @@ def run_sources(a) -> int:
     for scen in SOURCE_SCENARIOS:
         for src in SOURCES:
             ns = base_namespace(a)
-            ns.agent_arg = [f"--timestamp-source={src}", "--bpf=on"]
+            ns.agent_arg = SOURCE_ARGS[src]
             print(f"== {scen}, kernel source forced to {src}", flush=True)
             r = ab.run_scenario(known[scen], ns, os.path.join(out, f"{scen}-{src}"))
             k = r["methods"].get("chronolink kernel", {}).get("summary")
@@ -90,16 +100,15 @@ def read_stamp_log(path):
     return out
 
 
-def one_way_latencies(log_tx, log_rx):
-    """userspace send (sender's log) -> userspace receive (receiver's log), ns."""
+def one_way_latencies(log_tx, log_rx, tx_source, rx_source):
+    """tx_source stamp in the sender's log -> rx_source stamp in the receiver's, ns."""
     lat = []
     for k, st in log_tx.items():
-        if k[6] != "tx" or "userspace" not in st:
+        if k[6] != "tx" or tx_source not in st:
             continue
-        rk = k[:6] + ("rx",)
-        rx = log_rx.get(rk)
-        if rx and "userspace" in rx:
-            lat.append(rx["userspace"] - st["userspace"])
+        rx = log_rx.get(k[:6] + ("rx",))
+        if rx and rx_source in rx:
+            lat.append(rx[rx_source] - st[tx_source])
     return lat
 
 
@@ -137,6 +146,7 @@ def run_overhead(a) -> int:
                     argv = [os.path.abspath(a.agent_bin), "--node-id", n.index, "--cluster-file", cluster,
                             "--key-file", key, "--output-dir", d, "--bpf", bpf,
                             "--stamp-log", os.path.join(d, "stamps.jsonl"),
+                            "--probe-interval-us", a.probe_interval_us,
                             "--duration-s", a.seconds + 3]
                     logf = open(os.path.join(d, "agent.log"), "wb")
                     procs[(label, n.index)] = tb.popen(n.index, argv, stdout=logf, stderr=subprocess.STDOUT)
@@ -152,23 +162,31 @@ def run_overhead(a) -> int:
                 p.wait(timeout=30)
     finally:
         subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"], timeout=10)
-    print(f"one-way latency userspace send -> userspace receive, µs ({a.seconds:g} s, routed, idle)")
-    print(f"{'pair':<12} {'packets':>8} {'p50':>8} {'p90':>8} {'p99':>8}   agent CPU µs/packet")
+    print(f"one-way latency, µs ({a.seconds:g} s, routed, idle, one pair per {a.probe_interval_us} us)")
+    print("  kernel path: TX_SCHED (enters the qdisc) -> RX_SOFTWARE at the peer, which spans")
+    print("  tc egress, net_dev_start_xmit and XDP; user: sendto -> recvmsg returns")
+    print(f"{'pair':<12} {'packets':>8} {'kernel p50':>11} {'p90':>8} {'p99':>8} {'user p50':>9} {'p99':>8}"
+          f"   agent CPU µs/packet")
     summary = {}
     for label, (port, _, _) in pairs.items():
         logs = {i: read_stamp_log(os.path.join(out, f"{port}-n{i}", "stamps.jsonl")) for i in (1, 2)}
-        lat = one_way_latencies(logs[1], logs[2]) + one_way_latencies(logs[2], logs[1])
-        lat.sort()
+        klat = sorted(one_way_latencies(logs[1], logs[2], "socket_sched", "socket_software") +
+                      one_way_latencies(logs[2], logs[1], "socket_sched", "socket_software"))
+        lat = sorted(one_way_latencies(logs[1], logs[2], "userspace", "userspace") +
+                     one_way_latencies(logs[2], logs[1], "userspace", "userspace"))
         stats = [ab.read_agent_stats(os.path.join(out, f"{port}-n{i}", "agent_stats.json")) for i in (1, 2)]
         pkts = sum((s.get("tx_stamp_coverage", {}).get("packets", 0) +
                     s.get("rx_stamp_coverage", {}).get("packets", 0)) for s in stats)
         uptime = max(s.get("uptime_s", 1) for s in stats) or 1
         cpu_ticks = sum((ticks1[(label, i)] or 0) - (ticks0[(label, i)] or 0) for i in (1, 2))
         cpu_us_per_pkt = cpu_ticks / ab.CLK_TCK * 1e6 / max(1, pkts * wall / uptime)
-        p = [percentile(lat, q) / 1e3 for q in (50, 90, 99)]
-        summary[label] = {"packets": len(lat), "p50_us": p[0], "p90_us": p[1], "p99_us": p[2],
+        k = [percentile(klat, q) / 1e3 for q in (50, 90, 99)]
+        u = [percentile(lat, q) / 1e3 for q in (50, 99)]
+        summary[label] = {"packets": len(klat), "kernel_p50_us": k[0], "kernel_p90_us": k[1],
+                          "kernel_p99_us": k[2], "user_p50_us": u[0], "user_p99_us": u[1],
                           "agent_cpu_us_per_packet": cpu_us_per_pkt}
-        print(f"{label:<12} {len(lat):>8} {p[0]:>8.2f} {p[1]:>8.2f} {p[2]:>8.2f}   {cpu_us_per_pkt:.2f}")
+        print(f"{label:<12} {len(klat):>8} {k[0]:>11.2f} {k[1]:>8.2f} {k[2]:>8.2f} {u[0]:>9.2f} {u[1]:>8.2f}"
+              f"   {cpu_us_per_pkt:.2f}")
     print()
     print("BPF program run time per invocation (all packets on the hooked devices)")
     for name in sorted(after):
@@ -189,6 +207,9 @@ def main(argv=None) -> int:
     ap.add_argument("--agent-bin", default=ab.DEFAULT_AGENT)
     ap.add_argument("--seconds", type=float, default=None, help="measured span (sources: 30, overhead: 20)")
     ap.add_argument("--out", default="")
+    ap.add_argument("--probe-interval-us", type=int, default=5000,
+                    help="overhead: cadence of both pairs (default 5000, so four agents and their "
+                         "stamp logs do not saturate two cores)")
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("tap_bench: must run as root", file=sys.stderr)

@@ -19,19 +19,25 @@ constexpr int kTimestampingFlags =
     SOF_TIMESTAMPING_TX_SCHED | SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE |
     SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
 
+constexpr int kHardwareTimestampingFlags =
+    SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
+
 std::string ErrnoText(const char* what, int err) {
   return std::string(what) + ": " + std::strerror(err);
 }
 
-// Finds the SCM_TIMESTAMPING software stamp (ts[0]) in a message's cmsgs.
-bool SoftwareStampFromCmsgs(msghdr* msg, int64_t* ns) {
+// The SCM_TIMESTAMPING stamps of a message: software (ts[0], REALTIME) and
+// raw hardware (ts[2], the NIC's PHC time); 0 where absent (ts[1] is unused).
+bool StampsFromCmsgs(msghdr* msg, int64_t* software_ns, int64_t* hardware_ns) {
+  *software_ns = 0;
+  *hardware_ns = 0;
   for (cmsghdr* c = CMSG_FIRSTHDR(msg); c != nullptr; c = CMSG_NXTHDR(msg, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPING) {
       scm_timestamping ts;
       std::memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-      if (ts.ts[0].tv_sec == 0 && ts.ts[0].tv_nsec == 0) return false;
-      *ns = TimespecToNs(ts.ts[0]);
-      return true;
+      if (ts.ts[0].tv_sec != 0 || ts.ts[0].tv_nsec != 0) *software_ns = TimespecToNs(ts.ts[0]);
+      if (ts.ts[2].tv_sec != 0 || ts.ts[2].tv_nsec != 0) *hardware_ns = TimespecToNs(ts.ts[2]);
+      return *software_ns != 0 || *hardware_ns != 0;
     }
   }
   return false;
@@ -82,7 +88,8 @@ void TimestampingSocket::Close() {
   fd_ = -1;
 }
 
-bool TimestampingSocket::Open(const std::string& ip, uint16_t port, std::string* error) {
+bool TimestampingSocket::Open(const std::string& ip, uint16_t port, std::string* error,
+                              bool hardware) {
   Close();
   UdpEndpoint local;
   if (!UdpEndpoint::Parse(ip, port, &local, error)) return false;
@@ -99,7 +106,7 @@ bool TimestampingSocket::Open(const std::string& ip, uint16_t port, std::string*
     Close();
     return false;
   }
-  int flags = kTimestampingFlags;
+  int flags = kTimestampingFlags | (hardware ? kHardwareTimestampingFlags : 0);
   if (::setsockopt(fd_, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) != 0) {
     *error = ErrnoText("setsockopt(SO_TIMESTAMPING)", errno);
     Close();
@@ -148,8 +155,7 @@ bool TimestampingSocket::Receive(std::span<uint8_t> buffer, ReceivedDatagram* ou
   out->from.len = msg.msg_namelen;
   out->length = static_cast<size_t>(n);
   if (msg.msg_flags & MSG_TRUNC) ++truncated_;
-  out->kernel_rx_real_ns = 0;
-  SoftwareStampFromCmsgs(&msg, &out->kernel_rx_real_ns);
+  StampsFromCmsgs(&msg, &out->kernel_rx_real_ns, &out->hw_rx_phc_ns);
   return true;
 }
 
@@ -167,7 +173,8 @@ int TimestampingSocket::DrainTxStamps(const std::function<void(const TxStampEven
     if (::recvmsg(fd_, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) break;
 
     int64_t stamp = 0;
-    const bool has_stamp = SoftwareStampFromCmsgs(&msg, &stamp);
+    int64_t hw_stamp = 0;
+    const bool has_stamp = StampsFromCmsgs(&msg, &stamp, &hw_stamp);
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
       const bool is_err = (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
                           (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR);
@@ -179,7 +186,14 @@ int TimestampingSocket::DrainTxStamps(const std::function<void(const TxStampEven
       TxStampEvent ev;
       ev.op_id = ee.ee_data;
       ev.real_ns = stamp;
-      if (ee.ee_info == SCM_TSTAMP_SCHED) {
+      if (ee.ee_info == SCM_TSTAMP_SND && hw_stamp != 0) {
+        // The NIC's stamp comes in an error-queue message of its own, ts[2] only.
+        ev.source = StampSource::kHardware;
+        ev.real_ns = 0;
+        ev.phc_ns = hw_stamp;
+      } else if (stamp == 0) {
+        continue;
+      } else if (ee.ee_info == SCM_TSTAMP_SCHED) {
         ev.source = StampSource::kSocketSched;
       } else if (ee.ee_info == SCM_TSTAMP_SND) {
         ev.source = StampSource::kSocketSoftware;

@@ -36,13 +36,15 @@ struct ReceivedDatagram {
   size_t length = 0;
   UdpEndpoint from;
   int64_t kernel_rx_real_ns = 0;  // RX_SOFTWARE, 0 if the kernel gave none
+  int64_t hw_rx_phc_ns = 0;       // RX_HARDWARE (ts[2]) in the NIC's PHC time, 0 if none
   int64_t user_rx_real_ns = 0;    // CLOCK_REALTIME read just after recvmsg
 };
 
 struct TxStampEvent {
   uint32_t op_id = 0;
-  StampSource source = StampSource::kNone;  // kSocketSched or kSocketSoftware
-  int64_t real_ns = 0;
+  StampSource source = StampSource::kNone;  // kSocketSched, kSocketSoftware or kHardware
+  int64_t real_ns = 0;  // CLOCK_REALTIME; 0 for kHardware
+  int64_t phc_ns = 0;   // kHardware only: TX_HARDWARE (ts[2]) in the NIC's PHC time
 };
 
 class TimestampingSocket {
@@ -54,7 +56,9 @@ class TimestampingSocket {
 
   // Binds ip:port and enables timestamping. Errors (port in use, bad
   // address, no timestamping) come back as a message, never an exception.
-  bool Open(const std::string& ip, uint16_t port, std::string* error);
+  // hardware: also ask for NIC stamps (RAW_HARDWARE); they come only once the
+  // device has been switched on with EnableHwTimestamping (hw_timestamping.h).
+  bool Open(const std::string& ip, uint16_t port, std::string* error, bool hardware = false);
   void Close();
 
   int fd() const { return fd_; }

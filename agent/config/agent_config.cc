@@ -126,6 +126,9 @@ const Spec kSpecs[] = {
      "eBPF timestamp tap: auto (use it when privileges allow), on (required), off (default: auto)"},
     {"capture.bpf_interfaces", "bpf-interfaces", Kind::kString, "DEVS", kCapture,
      "Comma-separated devices to hook (default: the devices routing to the peers)"},
+    {"capture.xdp", "bpf-xdp", Kind::kString, "MODE", kCapture,
+     "XDP hook: auto (everywhere but veth, where XDP delays every receive stamp), on, off "
+     "(default: auto)"},
     {"capture.timestamp_source", "timestamp-source", Kind::kString, "SOURCE", kCapture,
      "Kernel-class stamp source: auto (best available), socket_sched, socket_software, bpf_tc, "
      "bpf_xdp, hardware (default: auto)"},
@@ -937,6 +940,11 @@ bool Validate(const Merged& m, const std::string& virtual_block_origin, AgentCon
     else if (bpf == "on") cap.bpf = BpfMode::kOn;
     else if (bpf == "off") cap.bpf = BpfMode::kOff;
     else return fail("eBPF mode '" + bpf + "' (" + m.From("capture.bpf") + ") must be auto, on or off");
+    const std::string xdp = m.Get<std::string>("capture.xdp", "auto");
+    if (xdp == "auto") cap.xdp = BpfMode::kAuto;
+    else if (xdp == "on") cap.xdp = BpfMode::kOn;
+    else if (xdp == "off") cap.xdp = BpfMode::kOff;
+    else return fail("XDP mode '" + xdp + "' (" + m.From("capture.xdp") + ") must be auto, on or off");
     const std::string devs = m.Get<std::string>("capture.bpf_interfaces", "");
     std::stringstream ss(devs);
     std::string dev;
@@ -1158,6 +1166,7 @@ std::string EffectiveConfigJson(const AgentConfig& c) {
     std::string joined;
     for (const auto& d : c.capture.bpf_interfaces) joined += (joined.empty() ? "" : ",") + d;
     j["capture"] = {{"bpf", std::string(BpfModeName(c.capture.bpf))},
+                    {"xdp", std::string(BpfModeName(c.capture.xdp))},
                     {"timestamp_source", c.capture.forced_source == StampSource::kNone
                                              ? std::string("auto")
                                              : std::string(StampSourceName(c.capture.forced_source))}};

@@ -48,6 +48,9 @@ std::string_view BpfModeName(BpfMode m);
 struct CaptureSettings {
   BpfMode bpf = BpfMode::kAuto;
   std::vector<std::string> bpf_interfaces;  // empty: the devices routing to the peers
+  // XDP: kAuto attaches it except on veth, where it moves the receive path to
+  // NAPI and delays every RX stamp (docs/bpf-tap.md); kOn everywhere; kOff never.
+  BpfMode xdp = BpfMode::kAuto;
   // kNone: take the best stamp available at each point (docs/bpf-tap.md);
   // otherwise only this source fills the kernel class (for comparisons).
   StampSource forced_source = StampSource::kNone;

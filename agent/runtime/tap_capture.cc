@@ -63,6 +63,8 @@ bool TapCapture::Start(const AgentConfig& config, std::string* error) {
   options.udp_port = config.listen_port;
   options.cluster_id = config.cluster.cluster_id;
   options.interfaces = devices;
+  options.attach_xdp = config.capture.xdp != BpfMode::kOff;
+  options.xdp_on_veth = config.capture.xdp == BpfMode::kOn;
   std::string why;
   if (!tap_.Open(options, &why)) return unavailable(why);
 

@@ -79,7 +79,7 @@ TEST_F(AgentTapTest, EveryProbeIsStampedByEveryHookInCausalOrder) {
   ASSERT_NO_FATAL_FAILURE(Up(2, "routed"));
   WriteClusterFiles();
   for (int i : {1, 2}) {
-    AgentSpec spec{i, {}, 5.0, {"--bpf", "on", "--stamp-log",
+    AgentSpec spec{i, {}, 5.0, {"--bpf", "on", "--bpf-xdp", "on", "--stamp-log",
                                 (OutputDir(i) / "stamps.jsonl").string()}};
     spec.test_mode = false;  // identity clocks: stamps of both nodes are comparable
     std::filesystem::create_directories(OutputDir(i));
@@ -136,14 +136,14 @@ TEST_F(AgentTapTest, SigkillLeavesNoHookAndRestartAttachesOneSet) {
   ASSERT_NO_FATAL_FAILURE(Up(2, "routed"));
   WriteClusterFiles();
   ASSERT_EQ(CountChronolinkLinks(), 0) << "another chronolink tap is running on this machine";
-  const pid_t first = StartAgent({1, {}, 60.0, {"--bpf", "on"}});
+  const pid_t first = StartAgent({1, {}, 60.0, {"--bpf", "on", "--bpf-xdp", "on"}});
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   const int one_set = CountChronolinkLinks();
   EXPECT_GE(one_set, 3) << AgentLog(1);  // tc egress, tc ingress, XDP (+ net_dev_start_xmit)
   KillAgent(first);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(CountChronolinkLinks(), 0) << "hooks left behind by a SIGKILLed agent";
-  StartAgent({1, {}, 60.0, {"--bpf", "on"}});
+  StartAgent({1, {}, 60.0, {"--bpf", "on", "--bpf-xdp", "on"}});
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_EQ(CountChronolinkLinks(), one_set) << "a restart must not duplicate hooks";
 #endif

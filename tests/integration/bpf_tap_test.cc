@@ -555,7 +555,10 @@ void RunProbeFlow(BpfTapTest* t, BpfTap& tap1, BpfTap& tap2, int family, const s
   EXPECT_LT(Pct(tai_err, 0.99), 100'000.0) << "TAI-MONO of BPF stamps vs REALTIME-MONO";
   // RX: XDP <= RX_SOFTWARE <= tc ingress (1 us slack for the clock reads)
   ASSERT_FALSE(rxsw_to_ing.empty()) << "no RX software stamps";
-  if (xdp2) EXPECT_GT(*std::min_element(xdp_to_rxsw.begin(), xdp_to_rxsw.end()), -1000);
+  if (xdp2) {
+    ASSERT_FALSE(xdp_to_rxsw.empty());
+    EXPECT_GT(*std::min_element(xdp_to_rxsw.begin(), xdp_to_rxsw.end()), -1000);
+  }
   EXPECT_GT(*std::min_element(rxsw_to_ing.begin(), rxsw_to_ing.end()), -1000);
   EXPECT_EQ(ingress_tstamp_equals_rxsw, ingress_tstamp_set)
       << "tc ingress skb->tstamp is the RX_SOFTWARE stamp";
@@ -1061,6 +1064,41 @@ TEST_F(BpfTapTest, KeepsWorkingAfterDroppingCapabilities) {
   EXPECT_NE(line.find("after=none"), std::string::npos) << line;
   EXPECT_NE(line.find("records=40"), std::string::npos) << line;
   EXPECT_NE(line.find("seen=40"), std::string::npos) << line;
+  EXPECT_EQ(CountOurs(HooksIn(1)), 0);
+}
+
+// Without capabilities Open() fails with the reason, and attaches nothing.
+TEST_F(BpfTapTest, WithoutCapabilitiesOpenSaysWhy) {
+  if (!RequirePrivileges()) return;
+  ASSERT_NO_FATAL_FAILURE(Up(2, "direct"));
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  const BpfTapOptions o = Options(1);
+  const std::string ns1 = Ns(1);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(pipefd[0]);
+    std::string msg, err;
+    BpfTap tap;
+    if (!EnterNetnsProcess(ns1) || !DropAllCapabilities(&err)) {
+      msg = "setup failed " + err;
+    } else if (tap.Open(o, &err)) {
+      msg = "opened without capabilities?!";
+    } else {
+      msg = "refused: " + err;
+    }
+    msg += "\n";
+    (void)!write(pipefd[1], msg.data(), msg.size());
+    _exit(0);
+  }
+  close(pipefd[1]);
+  const std::string line = ReadLine(pipefd[0], 10000);
+  close(pipefd[0]);
+  waitpid(child, nullptr, 0);
+  std::printf("unprivileged Open: %s\n", line.c_str());
+  EXPECT_EQ(line.rfind("refused: ", 0), 0u) << line;
+  EXPECT_NE(line.find("CAP_BPF"), std::string::npos) << line;
   EXPECT_EQ(CountOurs(HooksIn(1)), 0);
 }
 

@@ -764,5 +764,34 @@ TEST_F(AgentConfigTest, NullArgvIsTolerated) {
   EXPECT_CONTAINS(error, "no cluster file");
 }
 
+
+// ---------------------------------------------------------------------------
+// Timestamp capture.
+
+TEST_F(AgentConfigTest, CaptureDefaultsAndFlags) {
+  Result d = LoadMinimal();
+  ASSERT_TRUE(d.config) << d.error;
+  EXPECT_EQ(d.config->capture.bpf, BpfMode::kAuto);
+  EXPECT_EQ(d.config->capture.forced_source, StampSource::kNone);
+  EXPECT_TRUE(d.config->capture.bpf_interfaces.empty());
+  Result r = LoadMinimal({"--bpf", "on", "--bpf-interfaces", "eth0,eth1", "--timestamp-source",
+                          "bpf_tc", "--stamp-log", "stamps.jsonl"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->capture.bpf, BpfMode::kOn);
+  EXPECT_EQ(r.config->capture.bpf_interfaces, (std::vector<std::string>{"eth0", "eth1"}));
+  EXPECT_EQ(r.config->capture.forced_source, StampSource::kBpfTc);
+  EXPECT_EQ(fs::path(r.config->capture.stamp_log_path).filename(), "stamps.jsonl");
+}
+
+TEST_F(AgentConfigTest, CaptureRejectsBadValues) {
+  ExpectError(LoadMinimal({"--bpf", "maybe"}), {"eBPF mode 'maybe'", "--bpf", "auto, on or off"});
+  ExpectError(LoadMinimal({"--timestamp-source", "userspace"}), {"timestamp source 'userspace'"});
+  ExpectError(LoadMinimal({"--timestamp-source", "nic"}), {"timestamp source 'nic'"});
+  ExpectError(LoadMinimal({"--bpf", "off", "--timestamp-source", "bpf_xdp"}),
+              {"needs the eBPF tap", "--bpf"});
+  ExpectError(LoadMinimal({"--bpf-interfaces", "a,,b"}), {"interface name ''"});
+  ExpectError(LoadMinimal({"--bpf-interfaces", "averyveryverylongname"}), {"1..15 characters"});
+}
+
 }  // namespace
 }  // namespace chronolink
