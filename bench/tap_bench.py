@@ -65,7 +65,7 @@ def run_sources(a) -> int:
     rows = []
     out = a.out or os.path.join(REPO, "out", "tap-sources-" + time.strftime("%Y%m%d-%H%M%S"))
     for scen in SOURCE_SCENARIOS:
-        for src in SOURCES:
+        for src in [x for x in SOURCES if x in a.sources.split(",")]:
             ns = base_namespace(a)
             ns.agent_arg = SOURCE_ARGS[src]
             print(f"== {scen}, kernel source forced to {src}", flush=True)
@@ -73,7 +73,7 @@ def run_sources(a) -> int:
             k = r["methods"].get("chronolink kernel", {}).get("summary")
             u = r["methods"].get("chronolink userspace", {}).get("summary")
             rows.append((scen, src, k))
-            if src == SOURCES[0]:
+            if src == "socket_sched":
                 rows.append((scen, "userspace", u))
     print()
     print("|error| per 2 s window, both directions, µs")
@@ -207,6 +207,7 @@ def main(argv=None) -> int:
     ap.add_argument("--agent-bin", default=ab.DEFAULT_AGENT)
     ap.add_argument("--seconds", type=float, default=None, help="measured span (sources: 30, overhead: 20)")
     ap.add_argument("--out", default="")
+    ap.add_argument("--sources", default=",".join(SOURCES), help="sources: which kernel sources to run")
     ap.add_argument("--probe-interval-us", type=int, default=5000,
                     help="overhead: cadence of both pairs (default 5000, so four agents and their "
                          "stamp logs do not saturate two cores)")

@@ -68,9 +68,16 @@ bool ProbeEngine::Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind
   return true;
 }
 
-bool ProbeEngine::Accept(const ProbeStamp& s) const {
-  return s.source == StampSource::kUserspace || options_.forced_source == StampSource::kNone ||
-         s.source == options_.forced_source;
+bool ProbeEngine::Accept(const ProbeStamp& s, bool transmitted) const {
+  if (s.source == StampSource::kUserspace || options_.forced_source == StampSource::kNone) {
+    return true;
+  }
+  // TX_SCHED exists only on transmit: forcing it means socket stamps with
+  // the scheduling stamp on TX and RX_SOFTWARE, the only socket RX stamp.
+  if (options_.forced_source == StampSource::kSocketSched && !transmitted) {
+    return s.source == StampSource::kSocketSoftware;
+  }
+  return s.source == options_.forced_source;
 }
 
 void ProbeEngine::Observe(const PacketKey& key, bool tx, const ProbeStamp& s) {
@@ -305,7 +312,7 @@ void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& lo
   Observe(key, false, local_rx.user);
   if (local_rx.kernel.present()) {
     Observe(key, false, local_rx.kernel);
-    if (Accept(local_rx.kernel)) rx.kernel = local_rx.kernel;
+    if (Accept(local_rx.kernel, false)) rx.kernel = local_rx.kernel;
     else ++counters_.stamps_refused_by_policy;
   }
   if (auto it = tap_rx_pending_.find(key); it != tap_rx_pending_.end()) {
@@ -323,7 +330,7 @@ void ProbeEngine::OnTapStamp(const PacketKey& key, const ProbeStamp& stamp) {
   const bool ours = key.sender == options_.node_id && key.sender_epoch == options_.epoch;
   if (ours) {
     Observe(key, true, stamp);
-    if (!Accept(stamp)) {
+    if (!Accept(stamp, true)) {
       ++counters_.stamps_refused_by_policy;
       return;
     }
@@ -338,7 +345,7 @@ void ProbeEngine::OnTapStamp(const PacketKey& key, const ProbeStamp& stamp) {
     return;
   }
   Observe(key, false, stamp);
-  if (!Accept(stamp)) {
+  if (!Accept(stamp, false)) {
     ++counters_.stamps_refused_by_policy;
     return;
   }
@@ -363,7 +370,7 @@ void ProbeEngine::OnTxStamp(uint32_t op_id, const ProbeStamp& kernel) {
     return;
   }
   Observe(SentKey(s.kind, s.peer, s.seq, s.index), true, kernel);
-  if (!Accept(kernel)) {
+  if (!Accept(kernel, true)) {
     ++counters_.stamps_refused_by_policy;
     return;
   }

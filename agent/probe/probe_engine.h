@@ -163,7 +163,7 @@ class ProbeEngine {
   void StartReversePair(uint32_t peer, Responder& r, int64_t now_ns);
 
   int64_t NextInterval();
-  bool Accept(const ProbeStamp& s) const;
+  bool Accept(const ProbeStamp& s, bool transmitted) const;
   void Observe(const PacketKey& key, bool tx, const ProbeStamp& s);
   void RouteTxStamp(PacketKind kind, uint32_t peer, uint64_t seq, uint8_t index,
                     const ProbeStamp& kernel);

@@ -69,7 +69,10 @@ bool AgentRuntime::Start(std::string* error) {
   // The tap goes on before the socket is bound, so that every probe the
   // socket ever receives has passed the hooks.
   if (!tap_.Start(config_, error)) return false;
-  if (!socket_.Open(config_.listen_address, config_.listen_port, error)) return false;
+  hardware_.Start(tap_.devices());
+  if (!socket_.Open(config_.listen_address, config_.listen_port, error, hardware_.active())) {
+    return false;
+  }
 
   codec_ = std::make_unique<ProbeCodec>(config_.cluster.cluster_id, config_.key);
   transport_ = std::make_unique<SocketTransport>(socket_, clock_);
@@ -205,6 +208,7 @@ void AgentRuntime::WriteStats(bool final) {
     j[dir == 0 ? "rx_stamp_coverage" : "tx_stamp_coverage"] = cov;
   }
   j["ebpf_tap"] = tap_.Stats();
+  j["hardware_timestamping"] = hardware_.Stats();
   nlohmann::ordered_json peers = nlohmann::ordered_json::object();
   for (const auto& [peer, pc] : engine_->peer_counters()) {
     peers[std::to_string(peer)] = {
@@ -277,8 +281,9 @@ int AgentRuntime::Run() {
     // ring before the datagram reaches the socket.
     tap_.Pump(*engine_, clock_);
     // Error-queue TX stamps show up as POLLERR, datagrams as POLLIN.
+    hardware_.Sample(mono);
     PumpSocket(socket_, clock_, *engine_, (fds[0].revents & POLLIN) != 0,
-               (fds[0].revents & POLLERR) != 0);
+               (fds[0].revents & POLLERR) != 0, &hardware_);
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo si;
       if (::read(signal_fd_, &si, sizeof(si)) == sizeof(si)) {
@@ -297,7 +302,7 @@ int AgentRuntime::Run() {
     const timespec ts{0, 5'000'000};
     ppoll(&fd, 1, &ts, nullptr);
     tap_.Pump(*engine_, clock_);
-    PumpSocket(socket_, clock_, *engine_);
+    PumpSocket(socket_, clock_, *engine_, true, true, &hardware_);
   }
   CloseWindows(clock_.Now(), true);
   stamp_log_.Close();

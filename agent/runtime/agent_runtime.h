@@ -17,6 +17,7 @@
 #include "agent/export/packet_stamp_log.h"
 #include "agent/probe/probe_engine.h"
 #include "agent/runtime/socket_transport.h"
+#include "agent/runtime/hardware_stamps.h"
 #include "agent/runtime/tap_capture.h"
 
 namespace chronolink {
@@ -48,6 +49,7 @@ class AgentRuntime {
   EdgesJsonlWriter writer_;
   PacketStampLog stamp_log_;
   TapCapture tap_;
+  HardwareStamps hardware_;
   int signal_fd_ = -1;
   int64_t start_monotonic_ns_ = 0;
   int64_t windows_written_ = 0;

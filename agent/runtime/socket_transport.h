@@ -43,7 +43,9 @@ class SocketTransport : public ProbeTransport {
 // with every stamp ingested into the node clock. The flags say which queues
 // poll reported ready, so an idle queue costs no system call.
 class ProbeEngine;
+class HardwareStamps;
 void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine& engine,
-                bool datagrams_ready = true, bool tx_stamps_ready = true);
+                bool datagrams_ready = true, bool tx_stamps_ready = true,
+                HardwareStamps* hardware = nullptr);
 
 }  // namespace chronolink

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "agent/capture/hw_timestamping.h"
 #include "agent/capture/packet_key.h"
 #include "agent/probe/probe_engine.h"
 #include "agent/runtime/privileges.h"
@@ -45,6 +44,12 @@ bool TapCapture::Start(const AgentConfig& config, std::string* error) {
     spdlog::warn("eBPF tap off: {}; timestamps come from SO_TIMESTAMPING alone", why);
     return true;
   };
+  devices_ = config.capture.bpf_interfaces;
+  if (devices_.empty()) {
+    std::string why;
+    devices_ = InterfacesTowards(PeerAddresses(config), &why);
+    if (devices_.empty()) spdlog::warn("no device found towards the peers: {}", why);
+  }
   if (config.capture.bpf == BpfMode::kOff) {
     state_ = "off: --bpf off";
     spdlog::info("eBPF tap off (--bpf off); timestamps come from SO_TIMESTAMPING");
@@ -53,16 +58,11 @@ bool TapCapture::Start(const AgentConfig& config, std::string* error) {
   const std::string missing = MissingCapabilities(CurrentCapabilities());
   if (!missing.empty()) return unavailable("missing " + missing);
 
-  std::vector<std::string> devices = config.capture.bpf_interfaces;
-  if (devices.empty()) {
-    std::string why;
-    devices = InterfacesTowards(PeerAddresses(config), &why);
-    if (devices.empty()) return unavailable("no device found towards the peers: " + why);
-  }
+  if (devices_.empty()) return unavailable("no device found towards the peers");
   BpfTapOptions options;
   options.udp_port = config.listen_port;
   options.cluster_id = config.cluster.cluster_id;
-  options.interfaces = devices;
+  options.interfaces = devices_;
   options.attach_xdp = config.capture.xdp != BpfMode::kOff;
   options.xdp_on_veth = config.capture.xdp == BpfMode::kOn;
   std::string why;
@@ -73,11 +73,6 @@ bool TapCapture::Start(const AgentConfig& config, std::string* error) {
     spdlog::info("eBPF tap on {}: tc egress {}, tc ingress {} ({}), XDP {}{}", a.interface,
                  a.tc_egress ? "yes" : "no", a.tc_ingress ? "yes" : "no", a.tc_mode,
                  a.xdp ? "yes" : "no", a.note.empty() ? "" : "; " + a.note);
-  }
-  for (const std::string& dev : devices) {
-    const HwTimestampingStatus hw = DetectHwTimestamping(dev);
-    hw_summaries_.push_back(hw.summary);
-    spdlog::info("{}", hw.summary);
   }
   mapping_.Sample(ReadClockNs(CLOCK_MONOTONIC));
   return true;
@@ -131,7 +126,6 @@ nlohmann::ordered_json TapCapture::Stats() const {
                     {"xdp_hw_rx_timestamp", a.xdp_hw_rx_timestamp}, {"note", a.note}});
   }
   j["devices"] = devs;
-  j["hardware_timestamping"] = hw_summaries_;
   return j;
 }
 

@@ -1,8 +1,7 @@
 // The agent's use of the eBPF tap: decides whether it runs (--bpf, the
 // build, the privileges), finds the devices, converts each record's
 // CLOCK_MONOTONIC stamp to the node clock with its error bound, and feeds
-// the probe engine by packet key. Also reports NIC hardware timestamping
-// per device, once, at start.
+// the probe engine by packet key.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +30,9 @@ class TapCapture {
   // once and the agent goes on with SO_TIMESTAMPING.
   bool Start(const AgentConfig& config, std::string* error);
   bool running() const { return tap_.is_open(); }
+  // The devices towards the peers (configured or from the routes), found
+  // whether or not the tap runs.
+  const std::vector<std::string>& devices() const { return devices_; }
 
   // Measures the clock offsets (rate-limited) and hands every queued record
   // to the engine. Cheap: no system call when the ring is empty.
@@ -42,7 +44,7 @@ class TapCapture {
  private:
   BpfTap tap_;
   KernelClockMapping mapping_;
-  std::vector<std::string> hw_summaries_;
+  std::vector<std::string> devices_;
   std::string state_ = "off";
   uint64_t records_ = 0;
   uint64_t unparsable_ = 0;

@@ -156,6 +156,24 @@ TEST_F(StampMergeTest, ForcedSourceIsTheOnlyOneThatReachesTheTuples) {
   EXPECT_GT(h.engines[1]->counters().stamps_refused_by_policy, 0u);
 }
 
+TEST_F(StampMergeTest, ForcingTheSchedulingStampKeepsRxSoftwareOnReceive) {
+  Harness h;
+  h.Add(1, {2}, StampSource::kSocketSched);
+  h.Add(2, {}, StampSource::kSocketSched);
+  h.Run(1000);
+  int checked = 0;
+  for (const FullTuple& t : h.tuples) {
+    PtPrTuple k;
+    if (!t.Project(SourceClass::kKernel, &k)) continue;
+    ++checked;
+    EXPECT_EQ(k.fwd_tx[0].source, StampSource::kSocketSched);
+    EXPECT_EQ(k.rev_tx[1].source, StampSource::kSocketSched);
+    EXPECT_EQ(k.fwd_rx[0].source, StampSource::kSocketSoftware);
+    EXPECT_EQ(k.rev_rx[1].source, StampSource::kSocketSoftware);
+  }
+  EXPECT_GT(checked, 20);
+}
+
 TEST_F(StampMergeTest, CountsCoveragePerSourceAndIgnoresForeignPackets) {
   Harness h;
   h.Add(1, {2}, StampSource::kNone);
