@@ -97,7 +97,10 @@ class AgentProcessTest : public ::testing::Test {
     return {"--node-id", std::to_string(id), "--cluster-file", (dir_ / "cluster.json").string(),
             "--key-file", (dir_ / "key.hex").string(), "--output-dir",
             (dir_ / ("node" + std::to_string(id))).string(), "--window-s", std::to_string(window_s),
-            "--window-grace-ms", "100"};
+            "--window-grace-ms", "100",
+            // These tests are about the process, on the host's loopback: keep
+            // the eBPF tap off the host's lo (the namespace tests cover it).
+            "--bpf", "off"};
   }
 
   fs::path dir_;

@@ -202,19 +202,5 @@ TEST(PhcClock, MeasureWithoutOpenFails) {
 }
 
 // Runs only where a PHC exists (not on these VMs).
-TEST(PhcClock, MeasuresARealPhcWhenThereIsOne) {
-  if (!std::filesystem::exists("/dev/ptp0")) GTEST_SKIP() << "no /dev/ptp0";
-  PhcClock phc;
-  std::string error;
-  ASSERT_TRUE(phc.Open("0", &error)) << error;
-  PhcOffset o;
-  ASSERT_TRUE(phc.Measure(&o, &error)) << error;
-  EXPECT_NE(phc.method(), PhcMethod::kNone);
-  EXPECT_GE(o.error_ns, 0);
-  std::printf("%s: method %s, offset %lld ns, error %lld ns\n", phc.path().c_str(),
-              std::string(PhcMethodName(phc.method())).c_str(),
-              static_cast<long long>(o.offset_ns), static_cast<long long>(o.error_ns));
-}
-
 }  // namespace
 }  // namespace chronolink
