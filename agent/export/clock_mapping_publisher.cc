@@ -1,0 +1,66 @@
+#include "agent/export/clock_mapping_publisher.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace chronolink {
+
+ClockMappingPublisher::~ClockMappingPublisher() { Close(); }
+
+bool ClockMappingPublisher::Open(const std::string& path, uint32_t node_id, std::string* error) {
+  Close();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *error = "cannot create clock page '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  if (::ftruncate(fd, sizeof(ClockMappingPage)) != 0) {
+    *error = "cannot size clock page '" + path + "': " + std::strerror(errno);
+    ::close(fd);
+    return false;
+  }
+  void* p = ::mmap(nullptr, sizeof(ClockMappingPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    *error = "cannot map clock page '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  page_ = static_cast<ClockMappingPage*>(p);
+  // A page left by a killed writer may be mid-write (odd seq): make it even.
+  const uint64_t s = page_->seq.load(std::memory_order_relaxed);
+  page_->seq.store((s | 1) + 1, std::memory_order_release);
+  ClockMapping none;
+  none.node_id = node_id;
+  Publish(none);
+  page_->version.store(kClockPageVersion, std::memory_order_relaxed);
+  page_->magic.store(kClockPageMagic, std::memory_order_release);
+  return true;
+}
+
+void ClockMappingPublisher::Publish(const ClockMapping& m) {
+  if (page_ == nullptr) return;
+  const uint64_t s = page_->seq.load(std::memory_order_relaxed);
+  page_->seq.store(s + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  page_->node_id.store(m.node_id, std::memory_order_relaxed);
+  page_->flags.store(m.valid ? kClockPageValid : 0u, std::memory_order_relaxed);
+  page_->local_ref_ns.store(m.local_ref_ns, std::memory_order_relaxed);
+  page_->offset_ns.store(m.offset_ns, std::memory_order_relaxed);
+  page_->drift_ppt.store(m.drift_ppt, std::memory_order_relaxed);
+  page_->uncertainty_ns.store(m.uncertainty_ns, std::memory_order_relaxed);
+  page_->uncertainty_growth_ppt.store(m.uncertainty_growth_ppt, std::memory_order_relaxed);
+  page_->valid_until_ns.store(m.valid_until_ns, std::memory_order_relaxed);
+  page_->seq.store(s + 2, std::memory_order_release);
+}
+
+void ClockMappingPublisher::Close() {
+  if (page_ == nullptr) return;
+  ClockMapping m;
+  ReadClockMapping(*page_, &m);
+  m.valid = false;
+  Publish(m);
+  ::munmap(page_, sizeof(ClockMappingPage));
+  page_ = nullptr;
+}
+
+}  // namespace chronolink
