@@ -93,6 +93,8 @@ const Spec kSpecs[] = {
      "Directory for edges.jsonl and offsets.jsonl (default: .)"},
     {"peers", "peers", Kind::kIdList, "IDS", kGeneral,
      "Comma-separated node ids to probe (default: every other node of the cluster)"},
+    {"metrics", "metrics", Kind::kString, "ADDR:PORT", kGeneral,
+     "Serve Prometheus metrics at http://ADDR:PORT/metrics, e.g. 127.0.0.1:9319 (default: off)"},
     {"log_level", "log-level", Kind::kLogLevel, "LEVEL", kGeneral,
      "trace|debug|info|warn|error (default: info)"},
     {"duration_s", "duration-s", Kind::kNsFromSec, "SEC", kGeneral,
@@ -847,6 +849,28 @@ bool Validate(const Merged& m, const std::string& virtual_block_origin, AgentCon
 
   c->output_dir = m.Get<std::string>("output_dir", c->output_dir);
   c->log_level = m.Get<std::string>("log_level", c->log_level);
+  {
+    const std::string metrics = m.Get<std::string>("metrics", "off");
+    if (metrics != "off") {
+      const size_t colon = metrics.rfind(':');
+      std::string host = colon == std::string::npos ? "" : metrics.substr(0, colon);
+      if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+      const std::string port = colon == std::string::npos ? "" : metrics.substr(colon + 1);
+      int64_t port_value = -1;
+      try {
+        size_t used = 0;
+        port_value = std::stoll(port, &used);
+        if (used != port.size()) port_value = -1;
+      } catch (...) {
+      }
+      if (!IsIpAddressLiteral(host) || port_value < 0 || port_value > 65535) {
+        return fail("metrics address '" + metrics + "' (" + m.From("metrics") +
+                    ") must be IP:PORT, e.g. 127.0.0.1:9319 ([::1]:9319 for IPv6; port 0 picks one), or off");
+      }
+      c->metrics_address = host;
+      c->metrics_port = static_cast<uint16_t>(port_value);
+    }
+  }
 
   // --- Probing.
   ProbeSettings& p = c->probe;
@@ -1142,6 +1166,11 @@ std::string EffectiveConfigJson(const AgentConfig& c) {
   j["output_dir"] = c.output_dir;
   j["peers"] = c.peers;
   j["log_level"] = c.log_level;
+  if (!c.metrics_address.empty()) {
+    j["metrics"] = (c.metrics_address.find(':') != std::string::npos ? "[" + c.metrics_address + "]"
+                                                                     : c.metrics_address) +
+                   ":" + std::to_string(c.metrics_port);
+  }
   if (c.duration_ns) j["duration_s"] = num(*c.duration_ns, Kind::kNsFromSec);
   j["probe"] = {
       {"interval_us", num(c.probe.interval_ns, Kind::kNsFromUs)},

@@ -76,6 +76,10 @@ struct AgentConfig {
   std::string key_file_path;    // where the key came from; empty when from key_hex
   std::string output_dir = ".";
   std::string log_level = "info";
+  // Prometheus text metrics at http://metrics_address:metrics_port/metrics;
+  // empty address: off.
+  std::string metrics_address;
+  uint16_t metrics_port = 0;
   std::optional<int64_t> duration_ns;  // run this long, then shut down cleanly
 
   ProbeSettings probe;

@@ -15,9 +15,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "agent/export/prometheus_text.h"
 #include "agent/runtime/privileges.h"
 #include "agent/runtime/socket_transport.h"
 
@@ -28,6 +30,7 @@ namespace {
 constexpr int64_t kMaxSleepNs = 20'000'000;       // bounds every wait of the loop
 constexpr int64_t kWindowCheckNs = 20'000'000;
 constexpr int64_t kProgressEveryNs = 10'000'000'000;
+constexpr int64_t kMetricsEveryNs = 1'000'000'000;
 constexpr int64_t kShutdownDrainNs = 100'000'000;  // collect the last follow-ups
 
 uint64_t RandomEpoch() {
@@ -121,6 +124,11 @@ bool AgentRuntime::Start(std::string* error) {
   // Everything privileged is done: keep no capability (SO_TIMESTAMPING needs none).
   std::string why;
   if (!DropAllCapabilities(&why)) spdlog::warn("could not drop capabilities: {}", why);
+  // Threads only after the capabilities are gone (they are per thread).
+  if (!config_.metrics_address.empty()) {
+    if (!metrics_.Start(config_.metrics_address, config_.metrics_port, error)) return false;
+    spdlog::info("metrics at http://{}:{}/metrics", config_.metrics_address, metrics_.port());
+  }
 
   spdlog::info("node {} session {:x} listening on {}:{}, probing {} peer(s), writing {}",
                config_.node_id, epoch_, config_.listen_address, socket_.bound_port(),
@@ -149,6 +157,7 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
     }
     ++windows_written_;
     if (r.estimate.estimator != EstimatorKind::kNone) ++windows_estimated_;
+    last_records_[{r.peer, r.source_class}] = r;
     spdlog::debug("window {} peer {} {}: {} beta {:.1f} ns alpha {:.3f} ppm +/- {:.1f} ns",
                   r.window_start_ns, r.peer, SourceClassName(r.source_class),
                   EstimatorKindName(r.estimate.estimator), r.estimate.fit.beta_ns,
@@ -235,11 +244,96 @@ void AgentRuntime::WriteStats(bool final) {
   std::filesystem::rename(tmp, dir / "agent_stats.json", ec);
 }
 
+std::string AgentRuntime::RenderMetrics() const {
+  PrometheusText t;
+  const std::string node = std::to_string(config_.node_id);
+  const EngineCounters& c = engine_->counters();
+  // One group per family (the text format requires it), one sample per
+  // (peer, source class) from the latest closed window.
+  auto edge_family = [&](const char* name, const char* help, auto value) {
+    t.Family(name, help, "gauge");
+    for (const auto& [key, r] : last_records_) {
+      PrometheusText::Labels l = {{"node", node},
+                                  {"peer", std::to_string(r.peer)},
+                                  {"source", std::string(SourceClassName(r.source_class))},
+                                  {"estimator", std::string(EstimatorKindName(r.estimate.estimator))}};
+      value(r, l);
+    }
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto fitted = [](const EdgeWindowRecord& r) {
+    return r.estimate.estimator != EstimatorKind::kNone && r.estimate.fit.ok;
+  };
+  edge_family("chronolink_edge_offset_ns", "Offset peer - node at the latest window's x0 (ns)",
+              [&](const EdgeWindowRecord& r, const PrometheusText::Labels& l) {
+                t.Sample("chronolink_edge_offset_ns", l, fitted(r) ? r.estimate.fit.beta_ns : nan);
+              });
+  edge_family("chronolink_edge_drift_ppm", "Drift d(peer - node)/d(node) of the latest window (ppm)",
+              [&](const EdgeWindowRecord& r, const PrometheusText::Labels& l) {
+                t.Sample("chronolink_edge_drift_ppm", l, fitted(r) ? r.estimate.fit.alpha * 1e6 : nan);
+              });
+  edge_family("chronolink_edge_uncertainty_ns", "Uncertainty of the latest window's offset (ns)",
+              [&](const EdgeWindowRecord& r, const PrometheusText::Labels& l) {
+                t.Sample("chronolink_edge_uncertainty_ns", l,
+                         fitted(r) ? r.estimate.fit.uncertainty_ns : nan);
+              });
+  edge_family("chronolink_edge_pure_pair_ratio", "Pure pairs / pairs sent in the latest window",
+              [&](const EdgeWindowRecord& r, PrometheusText::Labels l) {
+                const double sent = static_cast<double>(std::max<int64_t>(1, r.counts.pairs_sent));
+                l.emplace_back("direction", "forward");
+                t.Sample("chronolink_edge_pure_pair_ratio", l, r.estimate.pure_forward / sent);
+                l.back().second = "reverse";
+                t.Sample("chronolink_edge_pure_pair_ratio", l, r.estimate.pure_reverse / sent);
+              });
+  edge_family("chronolink_edge_window_end_seconds", "End of the latest window, node clock (s)",
+              [&](const EdgeWindowRecord& r, const PrometheusText::Labels& l) {
+                t.Sample("chronolink_edge_window_end_seconds", l,
+                         static_cast<double>(r.window_end_ns / 1'000'000) / 1e3);
+              });
+  const auto peers = engine_->peer_counters();
+  auto peer_family = [&](const char* name, const char* help, auto field) {
+    t.Family(name, help, "counter");
+    for (const auto& [peer, pc] : peers) {
+      t.Sample(name, {{"node", node}, {"peer", std::to_string(peer)}}, static_cast<double>(field(pc)));
+    }
+  };
+  peer_family("chronolink_packets_sent_total", "Probe packets sent, by peer",
+              [](const PeerCounters& pc) { return pc.packets_sent; });
+  peer_family("chronolink_packets_received_total", "Authentic probe packets received, by peer",
+              [](const PeerCounters& pc) { return pc.packets_received; });
+  peer_family("chronolink_send_errors_total", "Failed sends, by peer",
+              [](const PeerCounters& pc) { return pc.send_errors; });
+  t.Family("chronolink_datagrams_dropped_total", "Datagrams dropped by the decoder or the engine, by reason", "counter");
+  for (size_t i = 1; i < c.decode.counts.size(); ++i) {
+    t.Sample("chronolink_datagrams_dropped_total",
+             {{"node", node}, {"reason", std::string(DecodeResultName(static_cast<DecodeResult>(i)))}},
+             static_cast<double>(c.decode.counts[i]));
+  }
+  t.Sample("chronolink_datagrams_dropped_total", {{"node", node}, {"reason", "not_for_us"}}, static_cast<double>(c.not_for_us));
+  t.Sample("chronolink_datagrams_dropped_total", {{"node", node}, {"reason", "unknown_sender"}}, static_cast<double>(c.unknown_sender));
+  t.Sample("chronolink_datagrams_dropped_total", {{"node", node}, {"reason", "stale_session"}}, static_cast<double>(c.stale_session));
+  t.Family("chronolink_stamps_total", "Timestamps received, by direction and source", "counter");
+  for (int dir = 0; dir < 2; ++dir) {
+    for (int src = 1; src < kNumStampSources; ++src) {
+      t.Sample("chronolink_stamps_total",
+               {{"node", node}, {"direction", dir == 0 ? "rx" : "tx"},
+                {"source", std::string(StampSourceName(static_cast<StampSource>(src)))}},
+               static_cast<double>(c.stamps[dir][src]));
+    }
+  }
+  t.Family("chronolink_windows_written_total", "Lines written to edges.jsonl", "counter");
+  t.Sample("chronolink_windows_written_total", {{"node", node}}, static_cast<double>(windows_written_));
+  t.Family("chronolink_ebpf_tap_up", "1 when the eBPF timestamp tap is attached", "gauge");
+  t.Sample("chronolink_ebpf_tap_up", {{"node", node}}, tap_.running() ? 1 : 0);
+  return t.str();
+}
+
 int AgentRuntime::Run() {
   start_monotonic_ns_ = ReadClockNs(CLOCK_MONOTONIC);
   const int64_t stop_at = config_.duration_ns ? start_monotonic_ns_ + *config_.duration_ns : -1;
   int64_t next_window_check = 0;
   int64_t next_progress = start_monotonic_ns_ + kProgressEveryNs;
+  int64_t next_metrics = 0;
   int exit_code = 0;
 
   for (;;) {
@@ -260,6 +354,10 @@ int AgentRuntime::Run() {
       CloseWindows(now, false);
       stamp_log_.Flush(now);
       next_window_check = mono + kWindowCheckNs;
+    }
+    if (mono >= next_metrics && !config_.metrics_address.empty()) {
+      metrics_.Update(RenderMetrics());
+      next_metrics = mono + kMetricsEveryNs;
     }
     if (mono >= next_progress) {
       LogProgress(now);
@@ -308,6 +406,7 @@ int AgentRuntime::Run() {
   stamp_log_.Close();
   LogProgress(clock_.Now());
   WriteStats(true);
+  metrics_.Stop();
   tap_.Close();
   writer_.Close();
   if (write_failed_) exit_code = 1;

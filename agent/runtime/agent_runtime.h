@@ -14,6 +14,7 @@
 #include "agent/config/agent_config.h"
 #include "agent/estimate/edge_windows.h"
 #include "agent/export/edges_jsonl_writer.h"
+#include "agent/export/metrics_http_server.h"
 #include "agent/export/packet_stamp_log.h"
 #include "agent/probe/probe_engine.h"
 #include "agent/runtime/socket_transport.h"
@@ -35,6 +36,7 @@ class AgentRuntime {
  private:
   void CloseWindows(int64_t now_ns, bool shutting_down);
   void WriteStats(bool final);
+  std::string RenderMetrics() const;
   void LogProgress(int64_t now_ns);
 
   AgentConfig config_;
@@ -49,6 +51,9 @@ class AgentRuntime {
   EdgesJsonlWriter writer_;
   PacketStampLog stamp_log_;
   TapCapture tap_;
+  MetricsHttpServer metrics_;
+  // The latest closed window per (peer, source class), for the metrics.
+  std::map<std::pair<uint32_t, SourceClass>, EdgeWindowRecord> last_records_;
   HardwareStamps hardware_;
   int signal_fd_ = -1;
   int64_t start_monotonic_ns_ = 0;

@@ -1,6 +1,7 @@
 // The chronolink-agent executable as a user meets it, on loopback: exit codes
 // and messages for bad input, clean shutdown on SIGTERM, and what a SIGKILL
 // leaves behind.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -15,6 +16,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <httplib.h>
 
 #include "agent/capture/timestamping_socket.h"
 
@@ -179,6 +182,53 @@ TEST_F(AgentProcessTest, SigkillLeavesOnlyWholeLines) {
     ++lines;
   }
   EXPECT_GE(lines, 2);  // 0.5 s windows, killed after 2.3 s
+}
+
+TEST_F(AgentProcessTest, ServesPrometheusMetrics) {
+  // A free TCP port: bind port 0, read it, release it.
+  uint16_t port = 0;
+  {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(sa);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+    port = ntohs(sa.sin_port);
+    close(fd);
+  }
+  auto args = NodeArgs(1);
+  args.insert(args.end(), {"--metrics", "127.0.0.1:" + std::to_string(port)});
+  const Agent a = Spawn(args, dir_ / "a.log");
+  const Agent b = Spawn(NodeArgs(2), dir_ / "b.log");
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(1, 0);
+  client.set_read_timeout(2, 0);
+  std::string body;
+  for (int i = 0; i < 40 && body.find("chronolink_edge_offset_ns{") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (auto res = client.Get("/metrics"); res && res->status == 200) body = res->body;
+  }
+  kill(a.pid, SIGTERM);
+  kill(b.pid, SIGTERM);
+  EXPECT_EQ(Wait(a, 10), 0) << Slurp(a.log);
+  Wait(b, 10);
+  EXPECT_NE(body.find("# TYPE chronolink_packets_sent_total counter"), std::string::npos) << body;
+  EXPECT_NE(body.find("chronolink_packets_received_total{node=\"1\",peer=\"2\"}"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("chronolink_edge_offset_ns{node=\"1\",peer=\"2\",source=\"kernel\""),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find("chronolink_ebpf_tap_up{node=\"1\"} 0"), std::string::npos) << body;
+}
+
+TEST_F(AgentProcessTest, BadMetricsAddressIsAClearError) {
+  auto args = NodeArgs(1);
+  args.insert(args.end(), {"--metrics", "localhost:80"});
+  const Agent a = Spawn(args, dir_ / "m.log");
+  EXPECT_EQ(Wait(a, 10), 2);
+  EXPECT_NE(Slurp(a.log).find("must be IP:PORT"), std::string::npos) << Slurp(a.log);
 }
 
 TEST_F(AgentProcessTest, UnansweredPeerIsLoggedNotFatal) {
