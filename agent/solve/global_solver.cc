@@ -1,0 +1,428 @@
+// The global solve: see global_solver.h and docs/solver.md for the maths.
+#include "agent/solve/global_solver.h"
+
+// Eigen is header-only; its headers include each other by relative paths, so
+// the eigen3/ prefix needs no extra include directory.
+#include <eigen3/Eigen/Dense>
+#include <eigen3/Eigen/Sparse>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <queue>
+#include <utility>
+
+namespace chronolink {
+
+const NodeSolution* SolveResult::Find(uint32_t node) const {
+  auto it = std::lower_bound(nodes.begin(), nodes.end(), node,
+                             [](const NodeSolution& s, uint32_t id) { return s.node < id; });
+  return it != nodes.end() && it->node == node ? &*it : nullptr;
+}
+
+namespace {
+
+struct Meas {
+  int a = 0, b = 0;      // global node indices: y ≈ x[b] − x[a]
+  int64_t x0 = 0;
+  double y = 0;          // offset at T
+  double yd = 0;         // drift
+  double u = 0;          // effective uncertainty
+};
+
+struct UnionFind {
+  std::vector<int> parent;
+  explicit UnionFind(int n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int Root(int i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  }
+  void Join(int i, int j) {
+    i = Root(i), j = Root(j);
+    if (i != j) parent[std::max(i, j)] = std::min(i, j);
+  }
+};
+
+double RobustFactor(RobustLoss loss, double k, double z) {
+  z = std::fabs(z);
+  switch (loss) {
+    case RobustLoss::kNone: return 1.0;
+    case RobustLoss::kHuber: return z <= k ? 1.0 : k / z;
+    case RobustLoss::kCauchy: {
+      const double q = z / k;
+      return 1.0 / (1.0 + q * q);
+    }
+    case RobustLoss::kTukey: {
+      if (z >= k) return 0.0;
+      const double q = z / k;
+      return (1.0 - q * q) * (1.0 - q * q);
+    }
+  }
+  return 1.0;
+}
+
+// Weighted least squares on one connected component. Unknowns are the
+// component's nodes except the anchor (fixed to 0): the reduced weighted
+// Laplacian is then symmetric positive definite.
+class ComponentSystem {
+ public:
+  ComponentSystem(const std::vector<int>& comp_nodes, int anchor_local,
+                  const std::vector<const Meas*>& meas, const std::vector<int>& local_of,
+                  const SolverOptions& opt)
+      : n_(static_cast<int>(comp_nodes.size())), anchor_(anchor_local), meas_(meas),
+        local_of_(local_of), opt_(opt) {}
+
+  int Var(int local) const { return local < anchor_ ? local : (local == anchor_ ? -1 : local - 1); }
+  int n() const { return n_; }
+
+  // Solves for x (size n, x[anchor] = 0) given values and weights per measurement.
+  bool SolveFor(const std::vector<double>& y, const std::vector<double>& w, std::vector<double>& x) {
+    x.assign(n_, 0.0);
+    const int m = n_ - 1;
+    if (m <= 0) return true;
+    std::vector<Eigen::Triplet<double>> trip;
+    trip.reserve(meas_.size() * 4);
+    Eigen::VectorXd rhs = Eigen::VectorXd::Zero(m);
+    for (size_t e = 0; e < meas_.size(); ++e) {
+      const int va = Var(local_of_[meas_[e]->a]), vb = Var(local_of_[meas_[e]->b]);
+      const double we = w[e];
+      if (va >= 0) { trip.emplace_back(va, va, we); rhs[va] -= we * y[e]; }
+      if (vb >= 0) { trip.emplace_back(vb, vb, we); rhs[vb] += we * y[e]; }
+      if (va >= 0 && vb >= 0) { trip.emplace_back(va, vb, -we); trip.emplace_back(vb, va, -we); }
+    }
+    Eigen::SparseMatrix<double> L(m, m);
+    L.setFromTriplets(trip.begin(), trip.end());
+    Eigen::VectorXd sol;
+    bool ok = true;
+    if (m <= opt_.direct_solver_max_nodes) {
+      Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt(L);
+      ok = ldlt.info() == Eigen::Success;
+      if (ok) sol = ldlt.solve(rhs);
+    } else {
+      // Initial guess: the measurements propagated along a BFS tree from the
+      // anchor, so CG only corrects the loop disagreement.
+      Eigen::VectorXd guess = TreeGuess(y, w);
+      Eigen::ConjugateGradient<Eigen::SparseMatrix<double>, Eigen::Lower | Eigen::Upper,
+                               Eigen::DiagonalPreconditioner<double>> cg;
+      cg.setTolerance(opt_.cg_tolerance);
+      cg.setMaxIterations(std::max(1000, 4 * m));
+      cg.compute(L);
+      sol = cg.solveWithGuess(rhs, guess);
+      ok = cg.info() == Eigen::Success || cg.error() < 1e-9;
+    }
+    if (!ok) return false;
+    for (int i = 0; i < n_; ++i) {
+      const int v = Var(i);
+      x[i] = v >= 0 ? sol[v] : 0.0;
+    }
+    return true;
+  }
+
+  // Dense covariance (n×n, anchor row/column zero) of the solution for
+  // weights w: the inverse of the reduced Laplacian.
+  Eigen::MatrixXd Covariance(const std::vector<double>& w) const {
+    Eigen::MatrixXd C = Eigen::MatrixXd::Zero(n_, n_);
+    const int m = n_ - 1;
+    if (m <= 0) return C;
+    Eigen::MatrixXd L = Eigen::MatrixXd::Zero(m, m);
+    for (size_t e = 0; e < meas_.size(); ++e) {
+      const int va = Var(local_of_[meas_[e]->a]), vb = Var(local_of_[meas_[e]->b]);
+      if (va >= 0) L(va, va) += w[e];
+      if (vb >= 0) L(vb, vb) += w[e];
+      if (va >= 0 && vb >= 0) { L(va, vb) -= w[e]; L(vb, va) -= w[e]; }
+    }
+    Eigen::MatrixXd inv = L.ldlt().solve(Eigen::MatrixXd::Identity(m, m));
+    for (int i = 0; i < n_; ++i)
+      for (int j = 0; j < n_; ++j)
+        if (Var(i) >= 0 && Var(j) >= 0) C(i, j) = inv(Var(i), Var(j));
+    return C;
+  }
+
+  // Resistance (variance) of the least-resistance path from the anchor to
+  // every node, parallel measurements of a pair combined: by Rayleigh's
+  // monotonicity an upper bound on the exact variance against the anchor.
+  std::vector<double> PathVariance(const std::vector<double>& w) const {
+    std::vector<std::map<int, double>> adj(n_);
+    for (size_t e = 0; e < meas_.size(); ++e) {
+      const int a = local_of_[meas_[e]->a], b = local_of_[meas_[e]->b];
+      adj[a][b] += w[e];
+      adj[b][a] += w[e];
+    }
+    std::vector<double> dist(n_, std::numeric_limits<double>::infinity());
+    using Item = std::pair<double, int>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
+    dist[anchor_] = 0;
+    pq.emplace(0.0, anchor_);
+    while (!pq.empty()) {
+      auto [d, i] = pq.top();
+      pq.pop();
+      if (d > dist[i]) continue;
+      for (auto [j, wij] : adj[i]) {
+        const double nd = d + 1.0 / wij;
+        if (nd < dist[j]) { dist[j] = nd; pq.emplace(nd, j); }
+      }
+    }
+    return dist;
+  }
+
+ private:
+  Eigen::VectorXd TreeGuess(const std::vector<double>& y, const std::vector<double>& w) const {
+    std::vector<std::vector<std::pair<int, double>>> adj(n_);  // (neighbour, x[nb] − x[self])
+    for (size_t e = 0; e < meas_.size(); ++e) {
+      if (w[e] <= 0) continue;
+      const int a = local_of_[meas_[e]->a], b = local_of_[meas_[e]->b];
+      adj[a].emplace_back(b, y[e]);
+      adj[b].emplace_back(a, -y[e]);
+    }
+    std::vector<double> x(n_, 0.0);
+    std::vector<char> seen(n_, 0);
+    std::queue<int> q;
+    q.push(anchor_);
+    seen[anchor_] = 1;
+    while (!q.empty()) {
+      const int i = q.front();
+      q.pop();
+      for (auto [j, d] : adj[i])
+        if (!seen[j]) { seen[j] = 1; x[j] = x[i] + d; q.push(j); }
+    }
+    Eigen::VectorXd g(n_ - 1);
+    for (int i = 0; i < n_; ++i)
+      if (Var(i) >= 0) g[Var(i)] = x[i];
+    return g;
+  }
+
+  int n_;
+  int anchor_;
+  const std::vector<const Meas*>& meas_;
+  const std::vector<int>& local_of_;
+  const SolverOptions& opt_;
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  return v[mid];
+}
+
+}  // namespace
+
+SolveResult Solve(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
+  SolveResult result;
+  result.reference_instant_ns = T;
+  result.reference_node = opt.reference_node;
+
+  // Every node seen, sorted, plus a named reference.
+  std::vector<uint32_t> ids;
+  ids.reserve(edges.size() * 2 + 1);
+  for (const auto& e : edges) { ids.push_back(e.node); ids.push_back(e.peer); }
+  if (opt.reference_node) ids.push_back(*opt.reference_node);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  const int N = static_cast<int>(ids.size());
+  auto index_of = [&](uint32_t id) {
+    return static_cast<int>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin());
+  };
+
+  // Per directed edge, the valid estimate closest to T.
+  std::map<std::pair<uint32_t, uint32_t>, const EdgeEstimate*> chosen;
+  for (const auto& e : edges) {
+    if (e.node == e.peer) continue;
+    if (!std::isfinite(e.beta_ns) || !std::isfinite(e.alpha) || !std::isfinite(e.uncertainty_ns) ||
+        e.uncertainty_ns < 0)
+      continue;
+    // |T − x0| in int64 (saturating against absurd inputs) before any double.
+    const int64_t dt = (T >= e.x0_ns) ? (T - e.x0_ns) : (e.x0_ns - T);
+    if (dt < 0 || dt > opt.validity_horizon_ns) continue;
+    auto& slot = chosen[{e.node, e.peer}];
+    if (!slot) { slot = &e; continue; }
+    const int64_t dprev = std::llabs(T - slot->x0_ns);
+    if (dt < dprev || (dt == dprev && e.uncertainty_ns < slot->uncertainty_ns)) slot = &e;
+  }
+  std::vector<Meas> meas;
+  meas.reserve(chosen.size());
+  for (const auto& [key, e] : chosen) {
+    const int64_t dt = T - e->x0_ns;  // bounded by the horizon
+    Meas m;
+    m.a = index_of(e->node);
+    m.b = index_of(e->peer);
+    m.x0 = e->x0_ns;
+    m.y = e->beta_ns + e->alpha * static_cast<double>(dt);
+    m.yd = e->alpha;
+    m.u = std::max(e->uncertainty_ns, opt.min_uncertainty_ns) +
+          opt.extrapolation_ns_per_s * std::fabs(static_cast<double>(dt)) * 1e-9;
+    meas.push_back(m);
+  }
+
+  // Connected components at T.
+  UnionFind uf(N);
+  for (const auto& m : meas) uf.Join(m.a, m.b);
+  std::vector<int> root_size(N, 0);
+  for (int i = 0; i < N; ++i) root_size[uf.Root(i)]++;
+  int ref_root = -1;
+  if (opt.reference_node) {
+    ref_root = uf.Root(index_of(*opt.reference_node));
+  } else {
+    for (int i = 0; i < N; ++i) {  // roots are the smallest index: ties go to the lowest id
+      const int r = uf.Root(i);
+      if (r == i && root_size[r] >= 2 && (ref_root < 0 || root_size[r] > root_size[ref_root])) ref_root = r;
+    }
+  }
+  std::vector<int> comp_label(N, -1);
+  int next_label = 1;
+  for (int i = 0; i < N; ++i) {
+    const int r = uf.Root(i);
+    if (comp_label[r] < 0) comp_label[r] = (r == ref_root) ? 0 : next_label++;
+  }
+  result.components = next_label - 1 + (ref_root >= 0 ? 1 : 0);
+
+  result.nodes.resize(N);
+  for (int i = 0; i < N; ++i) {
+    result.nodes[i].node = ids[i];
+    result.nodes[i].component = comp_label[uf.Root(i)];
+  }
+
+  // The reference component.
+  std::vector<int> comp_nodes;
+  std::vector<int> local_of(N, -1);
+  if (ref_root >= 0) {
+    for (int i = 0; i < N; ++i)
+      if (uf.Root(i) == ref_root) { local_of[i] = static_cast<int>(comp_nodes.size()); comp_nodes.push_back(i); }
+  }
+  std::vector<const Meas*> cmeas;
+  for (const auto& m : meas)
+    if (ref_root >= 0 && uf.Root(m.a) == ref_root) cmeas.push_back(&m);
+
+  const int n = static_cast<int>(comp_nodes.size());
+  std::vector<double> x(n, 0.0), xd(n, 0.0), var(n, 0.0);
+  std::vector<double> w0(cmeas.size()), rob(cmeas.size(), 1.0), w(cmeas.size());
+  if (n > 0) {
+    const int anchor = opt.reference_node ? local_of[index_of(*opt.reference_node)] : 0;
+    ComponentSystem sys(comp_nodes, anchor, cmeas, local_of, opt);
+    std::vector<double> y(cmeas.size()), yd(cmeas.size());
+    for (size_t e = 0; e < cmeas.size(); ++e) {
+      y[e] = cmeas[e]->y;
+      yd[e] = cmeas[e]->yd;
+      w0[e] = 1.0 / (cmeas[e]->u * cmeas[e]->u);
+      w[e] = w0[e];
+    }
+
+    // Offsets: iteratively re-weighted least squares.
+    bool ok = sys.SolveFor(y, w, x);
+    int iter = 0;
+    bool converged = opt.loss == RobustLoss::kNone;
+    while (ok && opt.loss != RobustLoss::kNone && iter < opt.robust_iterations) {
+      ++iter;
+      // Residuals in units of their uncertainty, scaled by a robust estimate
+      // of their spread (1.4826·MAD), floored at 1: while a gross outlier
+      // still spreads its error over the good edges of its loops, the
+      // scale grows with it, so the good edges keep their weight and the
+      // outlier stands out (the far tail of a loss at a fixed scale would
+      // shrink all of them alike and never escape).
+      std::vector<double> z(cmeas.size()), absz(cmeas.size());
+      for (size_t e = 0; e < cmeas.size(); ++e) {
+        const double r = y[e] - (x[local_of[cmeas[e]->b]] - x[local_of[cmeas[e]->a]]);
+        z[e] = r / cmeas[e]->u;
+        absz[e] = std::fabs(z[e]);
+      }
+      // Huber is convex: its minimum does not depend on the start, so it
+      // keeps the nominal scale.
+      const double scale =
+          opt.loss != RobustLoss::kHuber ? std::max(1.0, 1.4826 * Median(absz)) : 1.0;
+      for (size_t e = 0; e < cmeas.size(); ++e) {
+        rob[e] = std::max(RobustFactor(opt.loss, opt.robust_threshold, z[e] / scale), 1e-12);
+        w[e] = w0[e] * rob[e];
+      }
+      std::vector<double> xn;
+      ok = sys.SolveFor(y, w, xn);
+      double moved = 0;
+      for (int i = 0; i < n && ok; ++i) moved = std::max(moved, std::fabs(xn[i] - x[i]));
+      if (ok) x = std::move(xn);
+      if (moved <= opt.robust_tolerance_ns && scale == 1.0) { converged = true; break; }
+    }
+    result.robust_iterations = iter;
+    result.converged = ok && converged;
+
+    // Drifts: the same system with the offsets' weights (an edge rejected
+    // for its offset is not trusted for its drift), re-weighted again
+    // against a robust scale of the drift residuals (1.4826·MAD).
+    std::vector<double> wd = w;
+    ok = sys.SolveFor(yd, wd, xd) && ok;
+    for (int it = 0; ok && opt.loss != RobustLoss::kNone && it < 5; ++it) {
+      std::vector<double> rd(cmeas.size());
+      for (size_t e = 0; e < cmeas.size(); ++e)
+        rd[e] = yd[e] - (xd[local_of[cmeas[e]->b]] - xd[local_of[cmeas[e]->a]]);
+      std::vector<double> absr(rd.size());
+      for (size_t e = 0; e < rd.size(); ++e) absr[e] = std::fabs(rd[e]);
+      const double scale = std::max(1.4826 * Median(absr), 1e-12);
+      for (size_t e = 0; e < cmeas.size(); ++e)
+        wd[e] = w[e] * std::max(RobustFactor(opt.loss, opt.robust_threshold, rd[e] / scale), 1e-12);
+      ok = sys.SolveFor(yd, wd, xd);
+    }
+    result.converged = result.converged && ok;
+
+    // Uncertainty, with the final weights.
+    const bool mean_ref = !opt.reference_node.has_value();
+    if (n <= opt.exact_uncertainty_max_nodes) {
+      const Eigen::MatrixXd C = sys.Covariance(w);
+      if (mean_ref) {
+        const Eigen::VectorXd row = C.rowwise().sum();
+        const double total = row.sum();
+        for (int i = 0; i < n; ++i) var[i] = C(i, i) - 2.0 * row[i] / n + total / (double(n) * n);
+      } else {
+        for (int i = 0; i < n; ++i) var[i] = C(i, i);
+      }
+    } else {
+      result.exact_uncertainty = false;
+      var = sys.PathVariance(w);
+    }
+
+    if (mean_ref) {
+      const double mx = std::accumulate(x.begin(), x.end(), 0.0) / n;
+      const double md = std::accumulate(xd.begin(), xd.end(), 0.0) / n;
+      for (int i = 0; i < n; ++i) { x[i] -= mx; xd[i] -= md; }
+    }
+  }
+
+  // Per-node outputs and per-measurement residuals.
+  std::vector<double> sum_wr2(N, 0.0), sum_w(N, 0.0);
+  for (size_t e = 0; e < cmeas.size(); ++e) {
+    const Meas& m = *cmeas[e];
+    const double r = m.y - (x[local_of[m.b]] - x[local_of[m.a]]);
+    for (int k : {m.a, m.b}) { sum_wr2[k] += w[e] * r * r; sum_w[k] += w[e]; }
+  }
+  for (int i = 0; i < N; ++i) {
+    NodeSolution& s = result.nodes[i];
+    const int l = local_of[i];
+    if (l < 0) continue;
+    s.reachable = true;
+    s.offset_ns = x[l];
+    s.drift = xd[l];
+    s.uncertainty_ns = std::sqrt(std::max(var[l], 0.0));
+    s.residual_ns = sum_w[i] > 0 ? std::sqrt(sum_wr2[i] / sum_w[i]) : 0.0;
+  }
+  size_t ce = 0;
+  result.edges.reserve(meas.size());
+  for (const auto& m : meas) {
+    EdgeResidual er;
+    er.node = ids[m.a];
+    er.peer = ids[m.b];
+    er.x0_ns = m.x0;
+    er.measured_ns = m.y;
+    er.uncertainty_ns = m.u;
+    result.nodes[m.a].edges_used++;
+    result.nodes[m.b].edges_used++;
+    if (ce < cmeas.size() && cmeas[ce] == &m) {
+      er.in_reference_component = true;
+      er.residual_ns = m.y - (x[local_of[m.b]] - x[local_of[m.a]]);
+      er.robust_weight = rob[ce];
+      ++ce;
+    }
+    result.edges.push_back(er);
+  }
+  return result;
+}
+
+}  // namespace chronolink

@@ -1,0 +1,130 @@
+// The network-effect global solve (docs/solver.md): from the per-edge window
+// estimates of all nodes, one offset and drift per node against a reference
+// clock at a reference instant, by weighted least squares on the graph
+// Laplacian with robust re-weighting. Pure library: no I/O, no clocks.
+//
+// Sign conventions (the same as edges.jsonl, docs/formats.md):
+//   EdgeEstimate.beta_ns  = peer clock − node clock at node instant x0_ns;
+//   EdgeEstimate.alpha    = d(peer − node)/d(node);
+//   NodeSolution.offset_ns = node clock − reference clock at the reference
+//                            instant T;  drift = d(node − reference)/d(reference).
+// So an edge (a → b) measures offset[b] − offset[a] = beta + alpha·(T − x0),
+// and to convert a reading of node i's clock to reference time subtract
+// offset_ns (plus drift·elapsed).
+//
+// Instants are int64 ns; only differences of instants (T − x0, at most the
+// validity horizon) ever become doubles, never epoch nanoseconds.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace chronolink {
+
+// One window estimate of one directed edge, as an agent writes it to
+// edges.jsonl. Both directions of a probed edge are normally present (a→b and
+// b→a), with opposite signs; both are used.
+struct EdgeEstimate {
+  uint32_t node = 0;           // the prober: x0_ns is on this node's clock
+  uint32_t peer = 0;           // the probed peer
+  int64_t x0_ns = 0;           // reference instant of the fit, node clock
+  double beta_ns = 0;          // peer − node at x0_ns
+  double alpha = 0;            // d(peer − node)/d(node)
+  double uncertainty_ns = 0;   // half-width at x0_ns (treated as one sigma)
+};
+
+enum class RobustLoss {
+  kNone,    // plain weighted least squares
+  kHuber,   // weight min(1, k/|r/u|): bounded influence
+  kCauchy,  // weight 1/(1 + (r/(k·u))²): redescending, slowly (k ≈ 2.4)
+  kTukey,   // biweight (1 − (r/(k·u))²)², 0 beyond k: rejects outliers (k ≈ 4.7)
+};
+
+struct SolverOptions {
+  // The reference: a node id, or (nullopt) the mean of all nodes of the
+  // largest connected component.
+  std::optional<uint32_t> reference_node;
+
+  // Robust re-weighting (iteratively re-weighted least squares). The
+  // residual of a measurement is scaled by its (floored) uncertainty.
+  // The redescending losses (Cauchy, Tukey) scale residuals by
+  // max(1, 1.4826·MAD of r/u) so that they start from the least-squares
+  // solution without being trapped by it (docs/solver.md); Huber is convex
+  // and keeps the nominal scale.
+  RobustLoss loss = RobustLoss::kTukey;
+  double robust_threshold = 4.685;    // k, in units of the (scaled) uncertainty
+  int robust_iterations = 30;         // at most; stops earlier when converged
+  double robust_tolerance_ns = 0.1;   // converged when no offset moves more (≪ the 1 ns floor)
+
+  // An estimate is used at reference instant T only if |T − x0| ≤ horizon.
+  // Of several estimates of the same directed edge, the one with x0 closest
+  // to T is used.
+  int64_t validity_horizon_ns = 4'000'000'000;  // two 2 s windows
+  // Uncertainty growth with extrapolation: u_eff = max(u, floor) +
+  // extrapolation_ns_per_s · |T − x0| / 1 s.
+  double extrapolation_ns_per_s = 0.0;
+  double min_uncertainty_ns = 1.0;  // floor: no estimate is trusted beyond it
+
+  // Per-node uncertainty: exact (diagonal of the inverse of the reduced
+  // weighted Laplacian, dense) for components up to this many nodes; above
+  // it, the least-resistance-path variance from the anchor: an upper bound
+  // for a named reference, an approximation for the mean (docs/solver.md).
+  int exact_uncertainty_max_nodes = 500;
+  // Linear solver: sparse LDLᵀ up to this many nodes per component,
+  // conjugate gradient (diagonal preconditioner) above.
+  int direct_solver_max_nodes = 2000;
+  double cg_tolerance = 1e-13;
+};
+
+struct NodeSolution {
+  uint32_t node = 0;
+  bool reachable = false;     // connected to the reference at T
+  double offset_ns = 0;       // node − reference at T (0 when !reachable)
+  double drift = 0;           // d(node − reference)/d(reference) (0 when !reachable)
+  double uncertainty_ns = 0;  // one-sigma of offset_ns (0 for a named reference)
+  double residual_ns = 0;     // robust-weighted RMS residual of its edges at T
+  int component = -1;         // 0: the reference's component; 1..: others
+  int edges_used = 0;         // measurements at T touching this node
+};
+
+// One measurement used at T, with its fate.
+struct EdgeResidual {
+  uint32_t node = 0, peer = 0;
+  int64_t x0_ns = 0;
+  double measured_ns = 0;     // beta + alpha·(T − x0)
+  double residual_ns = 0;     // measured − (offset[peer] − offset[node])
+  double uncertainty_ns = 0;  // effective (floored, extrapolated)
+  double robust_weight = 1;   // final IRLS factor in (0, 1]
+  bool in_reference_component = false;
+};
+
+struct SolveResult {
+  int64_t reference_instant_ns = 0;
+  std::optional<uint32_t> reference_node;  // as asked; nullopt: mean
+  std::vector<NodeSolution> nodes;         // every node seen, by id
+  std::vector<EdgeResidual> edges;         // measurements valid at T
+  int components = 0;                      // connected components at T
+  int robust_iterations = 0;               // IRLS passes run on offsets
+  bool converged = true;                   // IRLS and the linear solver
+  bool exact_uncertainty = true;           // false: path-bound approximation
+
+  const NodeSolution* Find(uint32_t node) const;
+};
+
+// Solves offsets and drifts of every node at reference instant T (on the
+// reference clock). Each estimate is evaluated at T as beta + alpha·(T − x0):
+// T is on the reference clock and x0 on the prober's, but they differ by
+// the prober's offset (ms at most), so the error is alpha·offset (100 ppm ×
+// 50 ms = 5 ns), negligible against the window length and the uncertainty.
+//
+// Nodes not connected (through edges valid at T) to the named reference, or
+// outside the largest component with the mean reference, are reported
+// reachable=false with no offset. A named reference that has no edges at T
+// is itself reachable (offset 0) and every other node unreachable.
+SolveResult Solve(std::span<const EdgeEstimate> edges, int64_t reference_instant_ns,
+                  const SolverOptions& options = {});
+
+}  // namespace chronolink

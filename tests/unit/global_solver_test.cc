@@ -1,0 +1,469 @@
+// Tests of the network-effect global solve (agent/solve/global_solver.h):
+// exact answers on consistent inputs, robust rejection of a bad edge,
+// connected components, the reference choice, uncertainties, and a 10k-node
+// sanity run.
+#include "agent/solve/global_solver.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace chronolink {
+namespace {
+
+constexpr int64_t kT = 1'795'324'431'000'000'000;  // an epoch-scale instant
+constexpr int64_t kSecond = 1'000'000'000;
+
+struct Truth {
+  std::map<uint32_t, double> offset;  // node − reference frame, ns
+  std::map<uint32_t, double> drift;
+};
+
+// The estimate node a writes about peer b, consistent with the truth: at
+// node instant x0 the offset peer − node is (θb − θa) + (db − da)(x0 − T).
+EdgeEstimate Estimate(const Truth& t, uint32_t a, uint32_t b, int64_t x0, double u,
+                      double error_ns = 0) {
+  EdgeEstimate e;
+  e.node = a;
+  e.peer = b;
+  e.x0_ns = x0;
+  e.alpha = t.drift.at(b) - t.drift.at(a);
+  e.beta_ns = t.offset.at(b) - t.offset.at(a) + e.alpha * static_cast<double>(x0 - kT) + error_ns;
+  e.uncertainty_ns = u;
+  return e;
+}
+
+// Both directions of every pair.
+std::vector<EdgeEstimate> BothWays(const Truth& t, const std::vector<std::pair<uint32_t, uint32_t>>& pairs,
+                                   double u = 100.0) {
+  std::vector<EdgeEstimate> out;
+  for (auto [a, b] : pairs) {
+    out.push_back(Estimate(t, a, b, kT - kSecond, u));
+    out.push_back(Estimate(t, b, a, kT + kSecond / 2, u));
+  }
+  return out;
+}
+
+Truth MakeTruth(const std::vector<uint32_t>& nodes, uint32_t seed = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> off(-50e6, 50e6), dr(-100e-6, 100e-6);
+  Truth t;
+  for (uint32_t n : nodes) {
+    t.offset[n] = off(rng);
+    t.drift[n] = dr(rng);
+  }
+  return t;
+}
+
+// Expects every node's solution to equal the truth relative to the
+// reference (a node, or the mean over `members`).
+void ExpectExact(const SolveResult& r, const Truth& t, std::optional<uint32_t> ref,
+                 const std::vector<uint32_t>& members, double tol_ns = 1e-3) {
+  double ro = 0, rd = 0;
+  if (ref) {
+    ro = t.offset.at(*ref);
+    rd = t.drift.at(*ref);
+  } else {
+    for (uint32_t n : members) { ro += t.offset.at(n); rd += t.drift.at(n); }
+    ro /= members.size();
+    rd /= members.size();
+  }
+  for (uint32_t n : members) {
+    const NodeSolution* s = r.Find(n);
+    ASSERT_NE(s, nullptr) << n;
+    EXPECT_TRUE(s->reachable) << n;
+    EXPECT_EQ(s->component, 0) << n;
+    EXPECT_NEAR(s->offset_ns, t.offset.at(n) - ro, tol_ns) << "node " << n;
+    EXPECT_NEAR(s->drift, t.drift.at(n) - rd, 1e-12) << "node " << n;
+    EXPECT_NEAR(s->residual_ns, 0.0, tol_ns) << "node " << n;
+  }
+}
+
+std::vector<uint32_t> Range(uint32_t first, uint32_t count) {
+  std::vector<uint32_t> v(count);
+  std::iota(v.begin(), v.end(), first);
+  return v;
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> RingPairs(const std::vector<uint32_t>& n) {
+  std::vector<std::pair<uint32_t, uint32_t>> p;
+  for (size_t i = 0; i < n.size(); ++i) p.emplace_back(n[i], n[(i + 1) % n.size()]);
+  return p;
+}
+
+TEST(GlobalSolver, ChainExactWithNamedReference) {
+  const auto nodes = Range(1, 6);
+  const Truth t = MakeTruth(nodes);
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  for (size_t i = 0; i + 1 < nodes.size(); ++i) pairs.emplace_back(nodes[i], nodes[i + 1]);
+  SolverOptions opt;
+  opt.reference_node = 1;
+  const SolveResult r = Solve(BothWays(t, pairs), kT, opt);
+  EXPECT_TRUE(r.converged);
+  EXPECT_EQ(r.components, 1);
+  ExpectExact(r, t, 1u, nodes);
+  EXPECT_EQ(r.Find(1)->offset_ns, 0.0);
+  EXPECT_EQ(r.Find(1)->uncertainty_ns, 0.0);
+  // Each hop: two measurements of u = 100 ns, variance u²/2 per hop.
+  for (uint32_t k = 1; k < nodes.size(); ++k)
+    EXPECT_NEAR(r.Find(1 + k)->uncertainty_ns, 100.0 * std::sqrt(k / 2.0), 1e-6) << k;
+}
+
+TEST(GlobalSolver, RingExactWithMeanReference) {
+  const auto nodes = Range(10, 8);
+  const Truth t = MakeTruth(nodes, 7);
+  const SolveResult r = Solve(BothWays(t, RingPairs(nodes)), kT, SolverOptions{});
+  EXPECT_TRUE(r.converged);
+  ExpectExact(r, t, std::nullopt, nodes);
+  double sum = 0;
+  for (const auto& s : r.nodes) sum += s.offset_ns;
+  EXPECT_NEAR(sum, 0.0, 1e-3);
+  // In a ring every node is alike against the mean.
+  for (const auto& s : r.nodes) EXPECT_NEAR(s.uncertainty_ns, r.nodes[0].uncertainty_ns, 1e-6);
+}
+
+TEST(GlobalSolver, CompleteGraphExact) {
+  const auto nodes = Range(1, 7);
+  const Truth t = MakeTruth(nodes, 3);
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  for (uint32_t a : nodes)
+    for (uint32_t b : nodes)
+      if (a < b) pairs.emplace_back(a, b);
+  SolverOptions opt;
+  opt.reference_node = 4;
+  ExpectExact(Solve(BothWays(t, pairs), kT, opt), t, 4u, nodes);
+  opt.reference_node.reset();
+  ExpectExact(Solve(BothWays(t, pairs), kT, opt), t, std::nullopt, nodes);
+}
+
+TEST(GlobalSolver, NamedAndMeanReferenceDifferByAConstant) {
+  const auto nodes = Range(1, 9);
+  const Truth t = MakeTruth(nodes, 11);
+  auto pairs = RingPairs(nodes);
+  pairs.emplace_back(1, 5);
+  pairs.emplace_back(3, 8);
+  const auto edges = BothWays(t, pairs);
+  SolverOptions named;
+  named.reference_node = 3;
+  const SolveResult a = Solve(edges, kT, named);
+  const SolveResult b = Solve(edges, kT, SolverOptions{});
+  ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  const double shift = a.nodes[0].offset_ns - b.nodes[0].offset_ns;
+  const double dshift = a.nodes[0].drift - b.nodes[0].drift;
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    EXPECT_NEAR(a.nodes[i].offset_ns - b.nodes[i].offset_ns, shift, 1e-3);
+    EXPECT_NEAR(a.nodes[i].drift - b.nodes[i].drift, dshift, 1e-13);
+  }
+  EXPECT_NEAR(shift, -b.Find(3)->offset_ns, 1e-3);
+  EXPECT_EQ(a.Find(3)->offset_ns, 0.0);
+}
+
+// One edge off by 1 ms in a ring of 10: the re-weighting rejects it and
+// every node stays within a few ns, where plain least squares spreads the
+// error over the loop.
+void BadEdgeInRing(bool both_directions, RobustLoss loss) {
+  const auto nodes = Range(1, 10);
+  const Truth t = MakeTruth(nodes, 5);
+  std::vector<EdgeEstimate> edges;
+  auto pairs = RingPairs(nodes);
+  // A bare loop whose bad edge is bad both ways cannot say which edge is
+  // wrong (every edge explains the closure error alike): chords give the
+  // bad edge short cycles, and every node degree 3 or more (two edges in
+  // series through a degree-2 node are indistinguishable too).
+  if (both_directions)
+    for (auto p : std::vector<std::pair<uint32_t, uint32_t>>{{1, 5}, {3, 6}, {5, 8}, {4, 7}, {2, 9}, {6, 10}})
+      pairs.push_back(p);
+  for (auto [a, b] : pairs) {
+    const bool bad = (a == 4 && b == 5);
+    edges.push_back(Estimate(t, a, b, kT - kSecond, 100.0, bad ? 1e6 : 0.0));
+    edges.push_back(Estimate(t, b, a, kT + kSecond, 100.0, (bad && both_directions) ? -1e6 : 0.0));
+  }
+  SolverOptions opt;
+  opt.reference_node = 1;
+  opt.loss = loss;
+  opt.robust_threshold = loss == RobustLoss::kCauchy ? 2.385 : 4.685;
+  const SolveResult r = Solve(edges, kT, opt);
+  EXPECT_TRUE(r.converged);
+  for (uint32_t n : nodes)
+    EXPECT_NEAR(r.Find(n)->offset_ns, t.offset.at(n) - t.offset.at(1), 5.0) << "node " << n;
+  for (const auto& e : r.edges) {
+    const bool bad = (e.node == 4 && e.peer == 5) || (both_directions && e.node == 5 && e.peer == 4);
+    if (bad) {
+      EXPECT_LT(e.robust_weight, 1e-3);
+      EXPECT_NEAR(std::fabs(e.residual_ns), 1e6, 10.0);
+    } else {
+      EXPECT_GT(e.robust_weight, 0.9) << e.node << "->" << e.peer;
+    }
+  }
+
+  opt.loss = RobustLoss::kNone;
+  const SolveResult plain = Solve(edges, kT, opt);
+  double worst = 0;
+  for (uint32_t n : nodes)
+    worst = std::max(worst, std::fabs(plain.Find(n)->offset_ns - (t.offset.at(n) - t.offset.at(1))));
+  EXPECT_GT(worst, 1e4);  // without re-weighting the bad edge pulls nodes
+}
+
+TEST(GlobalSolver, BadEdgeBothDirectionsRejectedTukey) { BadEdgeInRing(true, RobustLoss::kTukey); }
+TEST(GlobalSolver, BadEdgeOneDirectionRejectedTukey) { BadEdgeInRing(false, RobustLoss::kTukey); }
+TEST(GlobalSolver, BadEdgeBothDirectionsRejectedCauchy) { BadEdgeInRing(true, RobustLoss::kCauchy); }
+TEST(GlobalSolver, BadEdgeOneDirectionRejectedCauchy) { BadEdgeInRing(false, RobustLoss::kCauchy); }
+
+TEST(GlobalSolver, HuberBoundsTheInfluenceOfABadEdge) {
+  const auto nodes = Range(1, 10);
+  const Truth t = MakeTruth(nodes, 5);
+  std::vector<EdgeEstimate> edges = BothWays(t, RingPairs(nodes));
+  edges.push_back(Estimate(t, 2, 7, kT, 100.0, 5e5));  // a bad chord
+  SolverOptions opt;
+  opt.reference_node = 1;
+  opt.loss = RobustLoss::kHuber;
+  opt.robust_threshold = 1.345;
+  opt.robust_iterations = 100;
+  const SolveResult r = Solve(edges, kT, opt);
+  for (uint32_t n : nodes)
+    EXPECT_NEAR(r.Find(n)->offset_ns, t.offset.at(n) - t.offset.at(1), 500.0) << n;  // ≈ k·u·loop/4
+}
+
+TEST(GlobalSolver, DisconnectedComponentsAreUnreachable) {
+  const auto big = Range(1, 5);
+  const auto small = Range(20, 3);
+  std::vector<uint32_t> all = big;
+  all.insert(all.end(), small.begin(), small.end());
+  all.push_back(99);
+  const Truth t = MakeTruth(all, 9);
+  auto edges = BothWays(t, RingPairs(big));
+  auto more = BothWays(t, RingPairs(small));
+  edges.insert(edges.end(), more.begin(), more.end());
+  // Node 99's only edge is stale: outside the validity horizon at T.
+  edges.push_back(Estimate(t, 99, 1, kT - 10 * kSecond, 100.0));
+
+  for (std::optional<uint32_t> ref : {std::optional<uint32_t>(2), std::optional<uint32_t>()}) {
+    SolverOptions opt;
+    opt.reference_node = ref;
+    const SolveResult r = Solve(edges, kT, opt);
+    EXPECT_EQ(r.components, 3);
+    ExpectExact(r, t, ref, big);
+    for (uint32_t n : small) {
+      const NodeSolution* s = r.Find(n);
+      ASSERT_NE(s, nullptr);
+      EXPECT_FALSE(s->reachable);
+      EXPECT_GT(s->component, 0);
+      EXPECT_EQ(s->offset_ns, 0.0);
+      EXPECT_EQ(s->component, r.Find(small[0])->component);
+    }
+    const NodeSolution* lone = r.Find(99);
+    ASSERT_NE(lone, nullptr);
+    EXPECT_FALSE(lone->reachable);
+    EXPECT_EQ(lone->edges_used, 0);
+    EXPECT_NE(lone->component, r.Find(small[0])->component);
+  }
+
+  // The small component as the named reference: the big one is unreachable.
+  SolverOptions opt;
+  opt.reference_node = 21;
+  const SolveResult r = Solve(edges, kT, opt);
+  ExpectExact(r, t, 21u, small);
+  for (uint32_t n : big) EXPECT_FALSE(r.Find(n)->reachable);
+}
+
+TEST(GlobalSolver, NamedReferenceWithoutEdgesLeavesEveryoneElseUnreachable) {
+  const auto nodes = Range(1, 4);
+  const Truth t = MakeTruth(nodes);
+  SolverOptions opt;
+  opt.reference_node = 42;
+  const SolveResult r = Solve(BothWays(t, RingPairs(nodes)), kT, opt);
+  ASSERT_NE(r.Find(42), nullptr);
+  EXPECT_TRUE(r.Find(42)->reachable);
+  for (uint32_t n : nodes) EXPECT_FALSE(r.Find(n)->reachable);
+}
+
+TEST(GlobalSolver, UsesTheEstimateClosestToTheReferenceInstant) {
+  const auto nodes = Range(1, 3);
+  const Truth t = MakeTruth(nodes);
+  std::vector<EdgeEstimate> edges;
+  // A wrong, older estimate and a right, newer one of each directed edge.
+  for (auto [a, b] : RingPairs(nodes)) {
+    edges.push_back(Estimate(t, a, b, kT - 3 * kSecond, 100.0, 5e4));
+    edges.push_back(Estimate(t, a, b, kT - kSecond, 100.0));
+  }
+  SolverOptions opt;
+  opt.reference_node = 1;
+  opt.loss = RobustLoss::kNone;
+  const SolveResult r = Solve(edges, kT, opt);
+  EXPECT_EQ(r.edges.size(), 3u);
+  ExpectExact(r, t, 1u, nodes);
+}
+
+TEST(GlobalSolver, UncertaintyGrowsWithPathLength) {
+  const auto nodes = Range(1, 12);
+  const Truth t = MakeTruth(nodes);
+  const auto edges = BothWays(t, RingPairs(nodes));
+  SolverOptions opt;
+  opt.reference_node = 1;
+  const SolveResult exact = Solve(edges, kT, opt);
+  EXPECT_TRUE(exact.exact_uncertainty);
+  // Ring distance from node 1 grows up to node 7 then shrinks.
+  for (uint32_t n = 2; n <= 7; ++n)
+    EXPECT_GT(exact.Find(n)->uncertainty_ns, exact.Find(n - 1)->uncertainty_ns) << n;
+  for (uint32_t n = 8; n <= 12; ++n)
+    EXPECT_LT(exact.Find(n)->uncertainty_ns, exact.Find(n - 1)->uncertainty_ns) << n;
+  // Ring with k hops one way and N−k the other: variance (u²/2)·k(N−k)/N.
+  for (uint32_t k = 0; k < 12; ++k)
+    EXPECT_NEAR(exact.Find(1 + k)->uncertainty_ns, 100.0 * std::sqrt(0.5 * k * (12 - k) / 12.0), 1e-6);
+
+  // The path bound (large components) is conservative: never below exact.
+  opt.exact_uncertainty_max_nodes = 0;
+  const SolveResult bound = Solve(edges, kT, opt);
+  EXPECT_FALSE(bound.exact_uncertainty);
+  for (uint32_t n : nodes) {
+    EXPECT_GE(bound.Find(n)->uncertainty_ns, exact.Find(n)->uncertainty_ns - 1e-9) << n;
+    EXPECT_NEAR(bound.Find(n)->offset_ns, exact.Find(n)->offset_ns, 1e-6);
+  }
+}
+
+TEST(GlobalSolver, NoisyInputsGiveResidualsAndTheNetworkEffect) {
+  // Noise u = 100 ns on every measurement of a well-connected graph: the
+  // solved offsets beat a single edge's uncertainty.
+  const auto nodes = Range(1, 30);
+  const Truth t = MakeTruth(nodes, 13);
+  std::mt19937 rng(2);
+  std::normal_distribution<double> noise(0, 100.0);
+  std::uniform_int_distribution<uint32_t> pick(1, 30);
+  std::set<std::pair<uint32_t, uint32_t>> pairs;
+  for (auto p : RingPairs(nodes)) pairs.insert(p);
+  while (pairs.size() < 90) {
+    uint32_t a = pick(rng), b = pick(rng);
+    if (a != b) pairs.insert({std::min(a, b), std::max(a, b)});
+  }
+  std::vector<EdgeEstimate> edges;
+  for (auto [a, b] : pairs) {
+    edges.push_back(Estimate(t, a, b, kT, 100.0, noise(rng)));
+    edges.push_back(Estimate(t, b, a, kT, 100.0, noise(rng)));
+  }
+  const SolveResult r = Solve(edges, kT, SolverOptions{});
+  double sq = 0, mean_truth = 0;
+  for (uint32_t n : nodes) mean_truth += t.offset.at(n);
+  mean_truth /= nodes.size();
+  for (uint32_t n : nodes) {
+    const NodeSolution* s = r.Find(n);
+    const double err = s->offset_ns - (t.offset.at(n) - mean_truth);
+    sq += err * err;
+    EXPECT_GT(s->residual_ns, 0.0);
+    EXPECT_LT(std::fabs(err), 5 * s->uncertainty_ns + 1.0) << n;
+    EXPECT_LT(s->uncertainty_ns, 100.0) << n;
+  }
+  EXPECT_LT(std::sqrt(sq / nodes.size()), 60.0);
+}
+
+TEST(GlobalSolver, TenThousandNodesDegreeSix) {
+  const uint32_t N = 10000;
+  const auto nodes = Range(0, N);
+  const Truth t = MakeTruth(nodes, 17);
+  std::mt19937 rng(4);
+  std::uniform_int_distribution<uint32_t> pick(0, N - 1);
+  std::normal_distribution<double> noise(0, 50.0);
+  std::set<std::pair<uint32_t, uint32_t>> pairs;
+  for (uint32_t i = 0; i < N; ++i) pairs.insert({std::min(i, (i + 1) % N), std::max(i, (i + 1) % N)});
+  while (pairs.size() < 3 * N) {  // 3N undirected pairs: mean degree 6
+    uint32_t a = pick(rng), b = pick(rng);
+    if (a != b) pairs.insert({std::min(a, b), std::max(a, b)});
+  }
+  std::vector<EdgeEstimate> edges;
+  edges.reserve(pairs.size() * 2);
+  for (auto [a, b] : pairs) {
+    edges.push_back(Estimate(t, a, b, kT - kSecond, 50.0, noise(rng)));
+    edges.push_back(Estimate(t, b, a, kT + kSecond, 50.0, noise(rng)));
+  }
+  SolverOptions opt;
+  opt.reference_node = 0;
+  const auto start = std::chrono::steady_clock::now();
+  const SolveResult r = Solve(edges, kT, opt);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("10k nodes, %zu measurements: solved in %.3f s, %d IRLS passes, converged %d\n",
+              edges.size(), secs, r.robust_iterations, int(r.converged));
+  EXPECT_TRUE(r.converged);
+  EXPECT_EQ(r.nodes.size(), N);
+  EXPECT_FALSE(r.exact_uncertainty);
+  double sq = 0;
+  for (const auto& s : r.nodes) {
+    ASSERT_TRUE(s.reachable);
+    const double err = s.offset_ns - (t.offset.at(s.node) - t.offset.at(0));
+    sq += err * err;
+    EXPECT_NEAR(s.drift, t.drift.at(s.node) - t.drift.at(0), 1e-9);
+  }
+  EXPECT_LT(std::sqrt(sq / N), 50.0);
+}
+
+
+// The offline command (built before this test): offsets.jsonl from two
+// nodes' edges.jsonl, and file:line on a malformed line.
+TEST(ChronolinkSolveTool, WritesOffsetsAndRejectsMalformedLines) {
+  namespace fs = std::filesystem;
+  const fs::path tool = CHRONOLINK_SOLVE_BIN;
+  ASSERT_TRUE(fs::exists(tool)) << tool;
+  const fs::path dir = fs::temp_directory_path() / ("global_solver_test." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const Truth t = MakeTruth({1, 2, 3}, 21);
+  for (uint32_t n : {1u, 2u, 3u}) {
+    std::ofstream f(dir / ("n" + std::to_string(n) + ".jsonl"));
+    for (int w = 0; w < 3; ++w)
+      for (uint32_t p : {1u, 2u, 3u}) {
+        if (p == n) continue;
+        const EdgeEstimate e = Estimate(t, n, p, kT + w * 2 * kSecond + kSecond, 100.0);
+        nlohmann::json j = {{"schema", "chronolink.edge.v1"}, {"node", e.node}, {"peer", e.peer},
+                            {"x0_ns", e.x0_ns}, {"estimator", "max_margin"}, {"beta_ns", e.beta_ns},
+                            {"alpha", e.alpha}, {"uncertainty_ns", e.uncertainty_ns},
+                            {"timestamp_source", "kernel"}};
+        f << j.dump() << "\n";
+      }
+    f << R"({"schema":"chronolink.edge.v1","node":)" << n
+      << R"(,"peer":1,"x0_ns":1,"estimator":"none","beta_ns":null,"alpha":null,"uncertainty_ns":null,"timestamp_source":"kernel"})"
+      << "\n";
+  }
+  const std::string cmd = tool.string() + " --edges " + (dir / "n1.jsonl").string() + " " +
+                          (dir / "n2.jsonl").string() + " " + (dir / "n3.jsonl").string() +
+                          " --reference 2 --out " + (dir / "offsets.jsonl").string() + " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(dir / "offsets.jsonl");
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["schema"], "chronolink.offset.v1");
+    EXPECT_EQ(j["reference"], 2);
+    EXPECT_TRUE(j["reachable"].get<bool>());
+    const uint32_t n = j["node"];
+    const int64_t tn = j["t_ns"];
+    const double dt = static_cast<double>(tn - kT);
+    const double truth = (t.offset.at(n) + t.drift.at(n) * dt) - (t.offset.at(2) + t.drift.at(2) * dt);
+    EXPECT_NEAR(j["offset_ns"].get<double>(), truth, 1e-3) << line;
+    ++lines;
+  }
+  EXPECT_EQ(lines, 3 * 3);  // instants at the even seconds kT+1 s, +3 s, +5 s; three nodes each
+
+  { std::ofstream(dir / "bad.jsonl") << "\n{\"schema\": \n"; }
+  const std::string bad = tool.string() + " --edges " + (dir / "bad.jsonl").string() + " 2>" +
+                          (dir / "err.txt").string();
+  EXPECT_NE(std::system(bad.c_str()), 0);
+  std::ifstream err(dir / "err.txt");
+  const std::string msg((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_NE(msg.find("bad.jsonl:2:"), std::string::npos) << msg;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace chronolink

@@ -1,0 +1,204 @@
+// chronolink-solve: recomputes offsets.jsonl offline from the edges.jsonl
+// files of all nodes, with the same global solver the leader runs
+// (agent/solve/global_solver.h, docs/solver.md).
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "agent/solve/global_solver.h"
+
+namespace {
+
+using chronolink::EdgeEstimate;
+using nlohmann::json;
+
+struct ParseError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Appends the usable estimates of one edges.jsonl file; throws ParseError
+// with file:line on anything malformed. Lines without an estimate
+// (estimator "none", null beta/alpha/uncertainty) and lines of another
+// source class are skipped.
+void ReadEdges(const std::string& path, const std::string& source, std::vector<EdgeEstimate>& out,
+               size_t& skipped) {
+  std::ifstream in(path);
+  if (!in) throw ParseError(path + ": cannot open");
+  std::string line;
+  size_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const std::string where = path + ":" + std::to_string(lineno) + ": ";
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::exception& e) {
+      throw ParseError(where + "malformed JSON: " + e.what());
+    }
+    if (!j.is_object()) throw ParseError(where + "not a JSON object");
+    if (!j.contains("schema") || j["schema"] != "chronolink.edge.v1")
+      throw ParseError(where + "schema is not \"chronolink.edge.v1\"");
+    try {
+      const std::string estimator = j.value("estimator", std::string("none"));
+      if (estimator == "none" || !j.contains("beta_ns") || j["beta_ns"].is_null() || !j.contains("alpha") ||
+          j["alpha"].is_null() || !j.contains("uncertainty_ns") || j["uncertainty_ns"].is_null()) {
+        ++skipped;
+        continue;
+      }
+      if (source != "any" && j.value("timestamp_source", std::string()) != source) {
+        ++skipped;
+        continue;
+      }
+      EdgeEstimate e;
+      e.node = j.at("node").get<uint32_t>();
+      e.peer = j.at("peer").get<uint32_t>();
+      e.x0_ns = j.at("x0_ns").get<int64_t>();
+      e.beta_ns = j.at("beta_ns").get<double>();
+      e.alpha = j.at("alpha").get<double>();
+      e.uncertainty_ns = j.at("uncertainty_ns").get<double>();
+      out.push_back(e);
+    } catch (const json::exception& e) {
+      throw ParseError(where + "bad field: " + e.what());
+    }
+  }
+}
+
+json NullableNumber(bool present, double v) { return present ? json(v) : json(nullptr); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "chronolink-solve: recompute offsets.jsonl (per node, per reference instant) from the\n"
+      "edges.jsonl files of all nodes with the global solver (docs/solver.md)."};
+  std::vector<std::string> edge_files;
+  std::string reference = "mean";
+  double every_s = 2.0;
+  double horizon_s = -1;
+  std::string out_path = "-";
+  std::string source = "kernel";
+  std::string loss = "tukey";
+  double threshold = 0;
+  app.add_option("--edges", edge_files, "edges.jsonl files (one per node)")->required()->expected(1, -1);
+  app.add_option("--reference", reference, "reference clock: a node id, or 'mean' (of the largest component)")
+      ->capture_default_str();
+  app.add_option("--every-s", every_s, "seconds between reference instants")->capture_default_str()->check(
+      CLI::PositiveNumber);
+  app.add_option("--horizon-s", horizon_s, "use an estimate only within this many seconds of the instant "
+                                           "(default: 2 × --every-s)");
+  app.add_option("--out", out_path, "output offsets.jsonl ('-': stdout)")->capture_default_str();
+  app.add_option("--source", source, "timestamp_source class to use")
+      ->check(CLI::IsMember({"kernel", "userspace", "any"}))
+      ->capture_default_str();
+  app.add_option("--loss", loss, "robust re-weighting")
+      ->check(CLI::IsMember({"tukey", "cauchy", "huber", "none"}))
+      ->capture_default_str();
+  app.add_option("--threshold", threshold,
+                 "robust threshold, in units of an edge's uncertainty (default: tukey 4.685, "
+                 "cauchy 2.385, huber 1.345)")
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  chronolink::SolverOptions opt;
+  if (reference != "mean") {
+    try {
+      size_t pos = 0;
+      const unsigned long id = std::stoul(reference, &pos);
+      if (pos != reference.size() || id > UINT32_MAX) throw std::invalid_argument(reference);
+      opt.reference_node = static_cast<uint32_t>(id);
+    } catch (const std::exception&) {
+      std::cerr << "chronolink-solve: --reference must be a node id or 'mean', not '" << reference << "'\n";
+      return 2;
+    }
+  }
+  opt.loss = loss == "huber"    ? chronolink::RobustLoss::kHuber
+             : loss == "none"   ? chronolink::RobustLoss::kNone
+             : loss == "cauchy" ? chronolink::RobustLoss::kCauchy
+                                : chronolink::RobustLoss::kTukey;
+  opt.robust_threshold = threshold > 0 ? threshold
+                         : loss == "huber"  ? 1.345
+                         : loss == "cauchy" ? 2.385
+                                            : 4.685;
+  const int64_t step = static_cast<int64_t>(std::llround(every_s * 1e9));
+  if (step <= 0) {
+    std::cerr << "chronolink-solve: --every-s too small\n";
+    return 2;
+  }
+  opt.validity_horizon_ns = horizon_s > 0 ? static_cast<int64_t>(std::llround(horizon_s * 1e9)) : 2 * step;
+
+  std::vector<EdgeEstimate> edges;
+  size_t skipped = 0;
+  try {
+    for (const auto& f : edge_files) ReadEdges(f, source, edges, skipped);
+  } catch (const ParseError& e) {
+    std::cerr << "chronolink-solve: " << e.what() << "\n";
+    return 1;
+  }
+  if (edges.empty()) {
+    std::cerr << "chronolink-solve: no usable edge estimates (" << skipped << " lines skipped)\n";
+    return 1;
+  }
+  std::sort(edges.begin(), edges.end(),
+            [](const EdgeEstimate& a, const EdgeEstimate& b) { return a.x0_ns < b.x0_ns; });
+
+  std::ofstream file;
+  std::ostream* out = &std::cout;
+  if (out_path != "-") {
+    file.open(out_path, std::ios::trunc);
+    if (!file) {
+      std::cerr << "chronolink-solve: cannot write " << out_path << "\n";
+      return 1;
+    }
+    out = &file;
+  }
+
+  // Reference instants: multiples of the step across the covered span (the
+  // first estimate's x0 alone when the span holds none).
+  const int64_t lo = edges.front().x0_ns, hi = edges.back().x0_ns;
+  int64_t first = (lo / step) * step;
+  if (first < lo) first += step;
+  std::vector<int64_t> instants;
+  for (int64_t t = first; t <= hi; t += step) instants.push_back(t);
+  if (instants.empty()) instants.push_back(lo);
+
+  const json ref_json = opt.reference_node ? json(*opt.reference_node) : json("mean");
+  size_t lines = 0;
+  for (int64_t t : instants) {
+    auto begin = std::lower_bound(edges.begin(), edges.end(), t - opt.validity_horizon_ns,
+                                  [](const EdgeEstimate& e, int64_t v) { return e.x0_ns < v; });
+    auto end = std::upper_bound(edges.begin(), edges.end(), t + opt.validity_horizon_ns,
+                                [](int64_t v, const EdgeEstimate& e) { return v < e.x0_ns; });
+    const auto r = chronolink::Solve(std::span<const EdgeEstimate>(&*begin, static_cast<size_t>(end - begin)),
+                                     t, opt);
+    for (const auto& s : r.nodes) {
+      json j = {{"schema", "chronolink.offset.v1"},
+                {"node", s.node},
+                {"reference", ref_json},
+                {"t_ns", t},
+                {"offset_ns", NullableNumber(s.reachable, s.offset_ns)},
+                {"drift", NullableNumber(s.reachable, s.drift)},
+                {"uncertainty_ns", NullableNumber(s.reachable, s.uncertainty_ns)},
+                {"residual_ns", NullableNumber(s.reachable, s.residual_ns)},
+                {"reachable", s.reachable},
+                {"component", s.component},
+                {"edges_used", s.edges_used}};
+      *out << j.dump() << "\n";
+      ++lines;
+    }
+  }
+  out->flush();
+  std::cerr << "chronolink-solve: " << edges.size() << " estimates (" << skipped << " lines skipped), "
+            << instants.size() << " instants, " << lines << " lines\n";
+  return out->good() ? 0 : 1;
+}
