@@ -115,10 +115,13 @@ struct SolveResult {
 };
 
 // Solves offsets and drifts of every node at reference instant T (on the
-// reference clock). Each estimate is evaluated at T as beta + alpha·(T − x0):
-// T is on the reference clock and x0 on the prober's, but they differ by
-// the prober's offset (ms at most), so the error is alpha·offset (100 ppm ×
-// 50 ms = 5 ns), negligible against the window length and the uncertainty.
+// reference clock). Each estimate is evaluated at T as beta + alpha·(T − x0).
+// KNOWN LIMITATION (to fix with the cluster issue): T is on the reference
+// clock and x0 on the prober's, which differ by the prober's offset, so the
+// evaluation is off by alpha·offset: 45 ppm × 3.7 ms = 166 ns, up to 5 µs
+// at 100 ppm and 50 ms. The fix is a second pass that evaluates each
+// estimate at T + its prober's solved offset (the tests' synthetic truth
+// must then model x0 on the prober's clock too).
 //
 // Nodes not connected (through edges valid at T) to the named reference, or
 // outside the largest component with the mean reference, are reported
