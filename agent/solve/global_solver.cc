@@ -209,7 +209,30 @@ double Median(std::vector<double> v) {
 
 }  // namespace
 
+namespace {
+SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt);
+}  // namespace
+
 SolveResult Solve(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
+  // T is an instant of the reference clock; an estimate's x0 is on its
+  // prober's clock. Evaluating at T directly would be off by alpha times the
+  // prober's offset (45 ppm x 3.7 ms = 166 ns). So solve once, then move each
+  // estimate onto the reference clock with its prober's solved offset and
+  // solve again.
+  const SolveResult first = SolveOnce(edges, T, opt);
+  std::vector<EdgeEstimate> shifted(edges.begin(), edges.end());
+  for (EdgeEstimate& e : shifted) {
+    const NodeSolution* n = first.Find(e.node);
+    if (n != nullptr && n->reachable && std::isfinite(n->offset_ns)) {
+      e.x0_ns -= std::llround(n->offset_ns);
+    }
+  }
+  return SolveOnce(shifted, T, opt);
+}
+
+namespace {
+
+SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
   SolveResult result;
   result.reference_instant_ns = T;
   result.reference_node = opt.reference_node;
@@ -424,5 +447,7 @@ SolveResult Solve(std::span<const EdgeEstimate> edges, int64_t T, const SolverOp
   }
   return result;
 }
+
+}  // namespace
 
 }  // namespace chronolink

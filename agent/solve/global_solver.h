@@ -115,13 +115,11 @@ struct SolveResult {
 };
 
 // Solves offsets and drifts of every node at reference instant T (on the
-// reference clock). Each estimate is evaluated at T as beta + alpha·(T − x0).
-// KNOWN LIMITATION (to fix with the cluster issue): T is on the reference
-// clock and x0 on the prober's, which differ by the prober's offset, so the
-// evaluation is off by alpha·offset: 45 ppm × 3.7 ms = 166 ns, up to 5 µs
-// at 100 ppm and 50 ms. The fix is a second pass that evaluates each
-// estimate at T + its prober's solved offset (the tests' synthetic truth
-// must then model x0 on the prober's clock too).
+// reference clock). Each estimate is evaluated as beta + alpha·(x − x0) at
+// the instant x of its prober's clock that corresponds to T: x0 is on the
+// prober's clock, and ignoring the difference would cost alpha × the
+// prober's offset (45 ppm × 3.7 ms = 166 ns). So the solve runs twice: the
+// first pass gives every prober's offset, the second evaluates at T + it.
 //
 // Nodes not connected (through edges valid at T) to the named reference, or
 // outside the largest component with the mean reference, are reported

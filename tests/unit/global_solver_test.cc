@@ -33,18 +33,42 @@ struct Truth {
   std::map<uint32_t, double> drift;
 };
 
-// The estimate node a writes about peer b, consistent with the truth: at
-// node instant x0 the offset peer − node is (θb − θa) + (db − da)(x0 − T).
+// The estimate node a writes about peer b, consistent with the truth.
+// Offsets are functions of the frame instant t: θn(t) = θn + dn(t − T).
+// x0 is on a's own clock, which reads x0 at the frame instant t with
+// x0 = t + θa(t); at that instant peer − node is θb(t) − θa(t), and its
+// slope against a's clock is (db − da)/(1 + da).
 EdgeEstimate Estimate(const Truth& t, uint32_t a, uint32_t b, int64_t x0, double u,
                       double error_ns = 0) {
   EdgeEstimate e;
   e.node = a;
   e.peer = b;
   e.x0_ns = x0;
-  e.alpha = t.drift.at(b) - t.drift.at(a);
-  e.beta_ns = t.offset.at(b) - t.offset.at(a) + e.alpha * static_cast<double>(x0 - kT) + error_ns;
+  const double da = t.drift.at(a), db = t.drift.at(b);
+  const double since_T = (static_cast<double>(x0 - kT) - t.offset.at(a)) / (1 + da);  // t − T
+  e.alpha = (db - da) / (1 + da);
+  e.beta_ns = t.offset.at(b) - t.offset.at(a) + (db - da) * since_T + error_ns;
   e.uncertainty_ns = u;
   return e;
+}
+
+// True offset of n against a named reference r when r's clock reads T: the
+// frame instant t* with t* − T = −θr/(1 + dr).
+double TrueOffset(const Truth& t, uint32_t n, uint32_t r) {
+  const double t_star = -t.offset.at(r) / (1 + t.drift.at(r));
+  return t.offset.at(n) - t.offset.at(r) + (t.drift.at(n) - t.drift.at(r)) * t_star;
+}
+
+// The same against the mean of `members`.
+double TrueOffsetAgainstMean(const Truth& t, uint32_t n, const std::vector<uint32_t>& members) {
+  double ro = 0, rd = 0;
+  for (uint32_t m : members) {
+    ro += t.offset.at(m);
+    rd += t.drift.at(m);
+  }
+  ro /= members.size();
+  rd /= members.size();
+  return t.offset.at(n) - ro + (t.drift.at(n) - rd) * (-ro / (1 + rd));
 }
 
 // Both directions of every pair.
@@ -70,9 +94,12 @@ Truth MakeTruth(const std::vector<uint32_t>& nodes, uint32_t seed = 1) {
 }
 
 // Expects every node's solution to equal the truth relative to the
-// reference (a node, or the mean over `members`).
+// reference (a node, or the mean over `members`) at the instant the
+// reference clock reads T: the frame instant t* with t* - T = -ro / (1 + rd).
+// Drifts agree to second order in the drifts (5e-8), offsets to 1 ns
+// (second-order terms: 100 ppm x 50 ms x 100 ppm = 0.5 ns).
 void ExpectExact(const SolveResult& r, const Truth& t, std::optional<uint32_t> ref,
-                 const std::vector<uint32_t>& members, double tol_ns = 1e-3) {
+                 const std::vector<uint32_t>& members, double tol_ns = 1.0) {
   double ro = 0, rd = 0;
   if (ref) {
     ro = t.offset.at(*ref);
@@ -82,13 +109,15 @@ void ExpectExact(const SolveResult& r, const Truth& t, std::optional<uint32_t> r
     ro /= members.size();
     rd /= members.size();
   }
+  const double t_star = -ro / (1 + rd);  // t* - T
   for (uint32_t n : members) {
     const NodeSolution* s = r.Find(n);
     ASSERT_NE(s, nullptr) << n;
     EXPECT_TRUE(s->reachable) << n;
     EXPECT_EQ(s->component, 0) << n;
-    EXPECT_NEAR(s->offset_ns, t.offset.at(n) - ro, tol_ns) << "node " << n;
-    EXPECT_NEAR(s->drift, t.drift.at(n) - rd, 1e-12) << "node " << n;
+    EXPECT_NEAR(s->offset_ns, t.offset.at(n) - ro + (t.drift.at(n) - rd) * t_star, tol_ns)
+        << "node " << n;
+    EXPECT_NEAR(s->drift, (t.drift.at(n) - rd) / (1 + rd), 5e-8) << "node " << n;
     EXPECT_NEAR(s->residual_ns, 0.0, tol_ns) << "node " << n;
   }
 }
@@ -120,7 +149,7 @@ TEST(GlobalSolver, ChainExactWithNamedReference) {
   EXPECT_EQ(r.Find(1)->uncertainty_ns, 0.0);
   // Each hop: two measurements of u = 100 ns, variance u²/2 per hop.
   for (uint32_t k = 1; k < nodes.size(); ++k)
-    EXPECT_NEAR(r.Find(1 + k)->uncertainty_ns, 100.0 * std::sqrt(k / 2.0), 1e-6) << k;
+    EXPECT_NEAR(r.Find(1 + k)->uncertainty_ns, 100.0 * std::sqrt(k / 2.0), 1e-3) << k;
 }
 
 TEST(GlobalSolver, RingExactWithMeanReference) {
@@ -150,7 +179,10 @@ TEST(GlobalSolver, CompleteGraphExact) {
   ExpectExact(Solve(BothWays(t, pairs), kT, opt), t, std::nullopt, nodes);
 }
 
-TEST(GlobalSolver, NamedAndMeanReferenceDifferByAConstant) {
+// A named and the mean reference give solutions at different physical
+// instants (T on different clocks), so they differ by more than a constant:
+// both must be exact against their own reference.
+TEST(GlobalSolver, NamedAndMeanReferenceAreBothExact) {
   const auto nodes = Range(1, 9);
   const Truth t = MakeTruth(nodes, 11);
   auto pairs = RingPairs(nodes);
@@ -161,14 +193,8 @@ TEST(GlobalSolver, NamedAndMeanReferenceDifferByAConstant) {
   named.reference_node = 3;
   const SolveResult a = Solve(edges, kT, named);
   const SolveResult b = Solve(edges, kT, SolverOptions{});
-  ASSERT_EQ(a.nodes.size(), b.nodes.size());
-  const double shift = a.nodes[0].offset_ns - b.nodes[0].offset_ns;
-  const double dshift = a.nodes[0].drift - b.nodes[0].drift;
-  for (size_t i = 0; i < a.nodes.size(); ++i) {
-    EXPECT_NEAR(a.nodes[i].offset_ns - b.nodes[i].offset_ns, shift, 1e-3);
-    EXPECT_NEAR(a.nodes[i].drift - b.nodes[i].drift, dshift, 1e-13);
-  }
-  EXPECT_NEAR(shift, -b.Find(3)->offset_ns, 1e-3);
+  ExpectExact(a, t, 3u, nodes);
+  ExpectExact(b, t, std::nullopt, nodes);
   EXPECT_EQ(a.Find(3)->offset_ns, 0.0);
 }
 
@@ -199,7 +225,7 @@ void BadEdgeInRing(bool both_directions, RobustLoss loss) {
   const SolveResult r = Solve(edges, kT, opt);
   EXPECT_TRUE(r.converged);
   for (uint32_t n : nodes)
-    EXPECT_NEAR(r.Find(n)->offset_ns, t.offset.at(n) - t.offset.at(1), 5.0) << "node " << n;
+    EXPECT_NEAR(r.Find(n)->offset_ns, TrueOffset(t, n, 1), 5.0) << "node " << n;
   for (const auto& e : r.edges) {
     const bool bad = (e.node == 4 && e.peer == 5) || (both_directions && e.node == 5 && e.peer == 4);
     if (bad) {
@@ -214,7 +240,7 @@ void BadEdgeInRing(bool both_directions, RobustLoss loss) {
   const SolveResult plain = Solve(edges, kT, opt);
   double worst = 0;
   for (uint32_t n : nodes)
-    worst = std::max(worst, std::fabs(plain.Find(n)->offset_ns - (t.offset.at(n) - t.offset.at(1))));
+    worst = std::max(worst, std::fabs(plain.Find(n)->offset_ns - TrueOffset(t, n, 1)));
   EXPECT_GT(worst, 1e4);  // without re-weighting the bad edge pulls nodes
 }
 
@@ -235,7 +261,7 @@ TEST(GlobalSolver, HuberBoundsTheInfluenceOfABadEdge) {
   opt.robust_iterations = 100;
   const SolveResult r = Solve(edges, kT, opt);
   for (uint32_t n : nodes)
-    EXPECT_NEAR(r.Find(n)->offset_ns, t.offset.at(n) - t.offset.at(1), 500.0) << n;  // ≈ k·u·loop/4
+    EXPECT_NEAR(r.Find(n)->offset_ns, TrueOffset(t, n, 1), 500.0) << n;  // ≈ k·u·loop/4
 }
 
 TEST(GlobalSolver, DisconnectedComponentsAreUnreachable) {
@@ -323,7 +349,9 @@ TEST(GlobalSolver, UncertaintyGrowsWithPathLength) {
     EXPECT_LT(exact.Find(n)->uncertainty_ns, exact.Find(n - 1)->uncertainty_ns) << n;
   // Ring with k hops one way and N−k the other: variance (u²/2)·k(N−k)/N.
   for (uint32_t k = 0; k < 12; ++k)
-    EXPECT_NEAR(exact.Find(1 + k)->uncertainty_ns, 100.0 * std::sqrt(0.5 * k * (12 - k) / 12.0), 1e-6);
+    // (1e-3: each estimate is evaluated a prober's offset, tens of ms, away
+    // from its x0, which adds extrapolation_ns_per_s x that to its u.)
+    EXPECT_NEAR(exact.Find(1 + k)->uncertainty_ns, 100.0 * std::sqrt(0.5 * k * (12 - k) / 12.0), 1e-3);
 
   // The path bound (large components) is conservative: never below exact.
   opt.exact_uncertainty_max_nodes = 0;
@@ -355,12 +383,10 @@ TEST(GlobalSolver, NoisyInputsGiveResidualsAndTheNetworkEffect) {
     edges.push_back(Estimate(t, b, a, kT, 100.0, noise(rng)));
   }
   const SolveResult r = Solve(edges, kT, SolverOptions{});
-  double sq = 0, mean_truth = 0;
-  for (uint32_t n : nodes) mean_truth += t.offset.at(n);
-  mean_truth /= nodes.size();
+  double sq = 0;
   for (uint32_t n : nodes) {
     const NodeSolution* s = r.Find(n);
-    const double err = s->offset_ns - (t.offset.at(n) - mean_truth);
+    const double err = s->offset_ns - TrueOffsetAgainstMean(t, n, nodes);
     sq += err * err;
     EXPECT_GT(s->residual_ns, 0.0);
     EXPECT_LT(std::fabs(err), 5 * s->uncertainty_ns + 1.0) << n;
@@ -401,9 +427,9 @@ TEST(GlobalSolver, TenThousandNodesDegreeSix) {
   double sq = 0;
   for (const auto& s : r.nodes) {
     ASSERT_TRUE(s.reachable);
-    const double err = s.offset_ns - (t.offset.at(s.node) - t.offset.at(0));
+    const double err = s.offset_ns - TrueOffset(t, s.node, 0);
     sq += err * err;
-    EXPECT_NEAR(s.drift, t.drift.at(s.node) - t.drift.at(0), 1e-9);
+    EXPECT_NEAR(s.drift, (t.drift.at(s.node) - t.drift.at(0)) / (1 + t.drift.at(0)), 5e-8);
   }
   EXPECT_LT(std::sqrt(sq / N), 50.0);
 }
@@ -448,9 +474,10 @@ TEST(ChronolinkSolveTool, WritesOffsetsAndRejectsMalformedLines) {
     EXPECT_TRUE(j["reachable"].get<bool>());
     const uint32_t n = j["node"];
     const int64_t tn = j["t_ns"];
-    const double dt = static_cast<double>(tn - kT);
-    const double truth = (t.offset.at(n) + t.drift.at(n) * dt) - (t.offset.at(2) + t.drift.at(2) * dt);
-    EXPECT_NEAR(j["offset_ns"].get<double>(), truth, 1e-3) << line;
+    // The frame instant at which node 2's clock (the reference) reads t_ns.
+    const double since_T = (static_cast<double>(tn - kT) - t.offset.at(2)) / (1 + t.drift.at(2));
+    const double truth = t.offset.at(n) - t.offset.at(2) + (t.drift.at(n) - t.drift.at(2)) * since_T;
+    EXPECT_NEAR(j["offset_ns"].get<double>(), truth, 1.0) << line;
     ++lines;
   }
   EXPECT_EQ(lines, 3 * 3);  // instants at the even seconds kT+1 s, +3 s, +5 s; three nodes each
