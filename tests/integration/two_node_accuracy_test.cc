@@ -3,6 +3,7 @@
 // Every full window's estimate must match the exact truth within loose
 // bounds (2 us, 1 ppm); the benchmark prints the real figures.
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct SourceCase {
   std::vector<std::string> args;
   std::vector<std::string> expected_sources;  // where (nearly) all kernel stamps come from
 };
+
+// Names the case in test listings instead of dumping its bytes.
+void PrintTo(const SourceCase& c, std::ostream* os) { *os << c.name; }
 
 class TwoNodeAccuracyBySource : public TwoNodeAccuracyTest,
                                 public ::testing::WithParamInterface<SourceCase> {};
