@@ -132,6 +132,7 @@ def run_overhead(a) -> int:
         f.write(secrets.token_hex(32) + "\n")
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True, timeout=10)
     pairs = {"with tap": (7319, "on", 11), "without tap": (7320, "off", 12)}
+    xdp = {"on": a.bpf_xdp, "off": "off"}
     procs = {}
     try:
         with tbm.Testbed("cltapo", nodes=2, topology="routed") as tb:
@@ -144,7 +145,7 @@ def run_overhead(a) -> int:
                     d = os.path.join(out, f"{port}-n{n.index}")
                     os.makedirs(d, exist_ok=True)
                     argv = [os.path.abspath(a.agent_bin), "--node-id", n.index, "--cluster-file", cluster,
-                            "--key-file", key, "--output-dir", d, "--bpf", bpf,
+                            "--key-file", key, "--output-dir", d, "--bpf", bpf, "--bpf-xdp", xdp[bpf],
                             "--stamp-log", os.path.join(d, "stamps.jsonl"),
                             "--probe-interval-us", a.probe_interval_us,
                             "--duration-s", a.seconds + 3]
@@ -208,6 +209,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=None, help="measured span (sources: 30, overhead: 20)")
     ap.add_argument("--out", default="")
     ap.add_argument("--sources", default=",".join(SOURCES), help="sources: which kernel sources to run")
+    ap.add_argument("--bpf-xdp", choices=["auto", "on"], default="auto",
+                    help="overhead: XDP mode of the pair with the tap (on: XDP on the veths too)")
     ap.add_argument("--probe-interval-us", type=int, default=5000,
                     help="overhead: cadence of both pairs (default 5000, so four agents and their "
                          "stamp logs do not saturate two cores)")
