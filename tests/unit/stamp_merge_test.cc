@@ -95,6 +95,23 @@ struct Harness {
     }
   }
 
+  // Node 1 probes node 2, both with the same source policy, for `steps`.
+  void RunPair(StampSource forced, int steps = 1000) {
+    Add(1, {2}, forced);
+    Add(2, {}, forced);
+    Run(steps);
+  }
+
+  // Node 1's tuples that are whole in the kernel class, projected.
+  std::vector<std::pair<const FullTuple*, PtPrTuple>> KernelTuples() const {
+    std::vector<std::pair<const FullTuple*, PtPrTuple>> out;
+    for (const FullTuple& t : tuples) {
+      PtPrTuple k;
+      if (t.Project(SourceClass::kKernel, &k)) out.emplace_back(&t, k);
+    }
+    return out;
+  }
+
   void Run(int steps) {
     for (int i = 0; i < steps; ++i) {
       now += 50'000;
@@ -112,14 +129,10 @@ class StampMergeTest : public ::testing::Test {
 
 TEST_F(StampMergeTest, AutoPicksTheStampClosestToTheWire) {
   Harness h;
-  h.Add(1, {2}, StampSource::kNone);
-  h.Add(2, {}, StampSource::kNone);
-  h.Run(1000);
-  int checked = 0;
-  for (const FullTuple& t : h.tuples) {
-    PtPrTuple k;
-    if (ClassifyTuple(t) != TupleOutcome::kComplete || !t.Project(SourceClass::kKernel, &k)) continue;
-    ++checked;
+  h.RunPair(StampSource::kNone);
+  const auto kernel = h.KernelTuples();
+  for (const auto& [t, k] : kernel) {
+    EXPECT_EQ(ClassifyTuple(*t), TupleOutcome::kComplete);
     for (int i = 0; i < 2; ++i) {
       // TX: the driver stamp (TX_SOFTWARE) beats tc egress and TX_SCHED.
       EXPECT_EQ(k.fwd_tx[i].source, StampSource::kSocketSoftware);
@@ -130,55 +143,43 @@ TEST_F(StampMergeTest, AutoPicksTheStampClosestToTheWire) {
       EXPECT_EQ(k.fwd_rx[i].ns - k.fwd_tx[i].ns, 5'000 - 1'000 - 1'000);
     }
   }
-  EXPECT_GT(checked, 20);
+  EXPECT_GT(kernel.size(), 20u);
   EXPECT_EQ(h.engines[1]->counters().tap_rx_pending_evicted, 0u);
 }
 
 TEST_F(StampMergeTest, ForcedSourceIsTheOnlyOneThatReachesTheTuples) {
   Harness h;
-  h.Add(1, {2}, StampSource::kBpfTc);
-  h.Add(2, {}, StampSource::kBpfTc);
-  h.Run(1000);
-  int checked = 0;
-  for (const FullTuple& t : h.tuples) {
-    PtPrTuple k;
-    if (!t.Project(SourceClass::kKernel, &k)) continue;
-    ++checked;
+  h.RunPair(StampSource::kBpfTc);
+  const auto kernel = h.KernelTuples();
+  for (const auto& [t, k] : kernel) {
     for (int i = 0; i < 2; ++i) {
       for (const ProbeStamp* s : {&k.fwd_tx[i], &k.fwd_rx[i], &k.rev_tx[i], &k.rev_rx[i]}) {
         EXPECT_EQ(s->source, StampSource::kBpfTc);
       }
     }
     // Userspace stamps are untouched by the policy.
-    EXPECT_TRUE(t.fwd_tx[0].user.present());
+    EXPECT_TRUE(t->fwd_tx[0].user.present());
   }
-  EXPECT_GT(checked, 20);
+  EXPECT_GT(kernel.size(), 20u);
   EXPECT_GT(h.engines[1]->counters().stamps_refused_by_policy, 0u);
 }
 
 TEST_F(StampMergeTest, ForcingTheSchedulingStampKeepsRxSoftwareOnReceive) {
   Harness h;
-  h.Add(1, {2}, StampSource::kSocketSched);
-  h.Add(2, {}, StampSource::kSocketSched);
-  h.Run(1000);
-  int checked = 0;
-  for (const FullTuple& t : h.tuples) {
-    PtPrTuple k;
-    if (!t.Project(SourceClass::kKernel, &k)) continue;
-    ++checked;
+  h.RunPair(StampSource::kSocketSched);
+  const auto kernel = h.KernelTuples();
+  for (const auto& [t, k] : kernel) {
     EXPECT_EQ(k.fwd_tx[0].source, StampSource::kSocketSched);
     EXPECT_EQ(k.rev_tx[1].source, StampSource::kSocketSched);
     EXPECT_EQ(k.fwd_rx[0].source, StampSource::kSocketSoftware);
     EXPECT_EQ(k.rev_rx[1].source, StampSource::kSocketSoftware);
   }
-  EXPECT_GT(checked, 20);
+  EXPECT_GT(kernel.size(), 20u);
 }
 
 TEST_F(StampMergeTest, CountsCoveragePerSourceAndIgnoresForeignPackets) {
   Harness h;
-  h.Add(1, {2}, StampSource::kNone);
-  h.Add(2, {}, StampSource::kNone);
-  h.Run(50);
+  h.RunPair(StampSource::kNone, 50);
   const EngineCounters& c = h.engines[1]->counters();
   const auto tx = static_cast<int>(StampSource::kBpfTc);
   EXPECT_GT(c.packets[1], 0u);
