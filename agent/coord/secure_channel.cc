@@ -1,0 +1,699 @@
+// The hub: non-blocking sockets under one poll(), one ChannelSession per
+// connection. A closed connection stays in conns_ (fd -1, closed) until the
+// end of Poll, so a handler that closes the connection it is being called
+// from never leaves a dangling reference behind.
+#include "agent/coord/secure_channel.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <limits>
+
+namespace chronolink {
+namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+constexpr int64_t kLogIntervalMs = 60'000;       // one warning per peer per minute
+constexpr size_t kMaxLogKeys = 1024;             // log_state_ is pruned beyond this
+constexpr size_t kReadChunk = 256 * 1024;
+constexpr size_t kReadBudget = 8u << 20;         // per connection per Poll: fairness
+constexpr size_t kCoalesceBytes = 256 * 1024;    // small frames share one queue entry
+constexpr int64_t kAcceptPauseMs = 100;
+
+bool ParseAddress(const std::string& address, uint16_t port, sockaddr_storage* out,
+                  socklen_t* len, std::string* error) {
+  std::string host = address;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;  // literals only: never a DNS lookup
+  addrinfo* res = nullptr;
+  const std::string service = std::to_string(port);
+  const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
+  if (rc != 0 || res == nullptr) {
+    *error = "'" + address + "' is not a numeric IPv4/IPv6 address";
+    return false;
+  }
+  std::memcpy(out, res->ai_addr, res->ai_addrlen);
+  *len = res->ai_addrlen;
+  ::freeaddrinfo(res);
+  return true;
+}
+
+std::string IpOf(const sockaddr_storage& ss) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(ss).sin_addr, buf, sizeof(buf));
+  } else if (ss.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr, buf, sizeof(buf));
+  }
+  return buf;
+}
+
+void SetStreamOptions(int fd) {
+  // Coordination messages are small and latency matters more than packing;
+  // keepalive only backs up our own idle timeout on long-dead paths.
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+}
+
+bool IsRefusal(ChannelResult r) {
+  return r == ChannelResult::kBadMagic || r == ChannelResult::kBadVersion ||
+         r == ChannelResult::kWrongCluster || r == ChannelResult::kSelfConnect ||
+         r == ChannelResult::kUnexpectedPeer;
+}
+
+}  // namespace
+
+enum class SecureChannelHub::CloseReason : uint8_t {
+  kConnectFailed,
+  kPeerClosed,
+  kSocketError,
+  kProtocol,
+  kHandshakeTimeout,
+  kIdleTimeout,
+  kDisconnect,
+  kSuperseded,
+};
+
+std::string_view SecureChannelHub::ReasonName(CloseReason reason) {
+  switch (reason) {
+    case CloseReason::kConnectFailed: return "connect failed";
+    case CloseReason::kPeerClosed: return "closed by peer";
+    case CloseReason::kSocketError: return "socket error";
+    case CloseReason::kProtocol: return "protocol error";
+    case CloseReason::kHandshakeTimeout: return "handshake timeout";
+    case CloseReason::kIdleTimeout: return "idle timeout";
+    case CloseReason::kDisconnect: return "disconnect";
+    case CloseReason::kSuperseded: return "superseded";
+  }
+  return "unknown";
+}
+
+struct SecureChannelHub::Target {
+  std::string address;
+  uint16_t port = 0;
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  bool addr_ok = false;
+  std::string addr_error;
+  int64_t next_attempt_ms = 0;
+  int64_t backoff_ms = 0;
+  uint64_t conn_id = 0;      // the attempt or connection in flight, 0 when none
+  bool last_failed = false;  // ConnectAttemptFailed
+};
+
+struct SecureChannelHub::Connection {
+  Connection(uint64_t id_in, int fd_in, bool outgoing_in, std::optional<uint32_t> peer_in,
+             std::string ip_in, const ChannelIdentity& self, const ChannelOptions& options,
+             int64_t now)
+      : id(id_in),
+        fd(fd_in),
+        outgoing(outgoing_in),
+        peer(peer_in),
+        ip(std::move(ip_in)),
+        session(self, outgoing_in ? ChannelRole::kInitiator : ChannelRole::kResponder, peer_in,
+                options.max_frame_bytes),
+        created_ms(now),
+        last_rx_ms(now),
+        last_tx_ms(now) {}
+
+  uint64_t id;
+  int fd;
+  bool outgoing;
+  bool connecting = false;   // TCP connect in progress
+  bool established = false;  // handshake done
+  bool closed = false;
+  std::optional<uint32_t> peer;  // dialled, or authenticated
+  std::string ip;
+  ChannelSession session;
+  std::deque<std::string> queue;  // bytes to write, front first
+  size_t front_offset = 0;        // already written of queue.front()
+  size_t queued_bytes = 0;
+  int64_t created_ms;
+  int64_t last_rx_ms;
+  int64_t last_tx_ms;
+  uint64_t handshake_order = 0;  // Send prefers the lowest
+
+  std::string LogKey() const { return peer ? "node " + std::to_string(*peer) : "address " + ip; }
+  std::string Describe() const {
+    std::string who = peer ? "node " + std::to_string(*peer) : "unknown node";
+    return who + " (" + ip + (outgoing ? ", outgoing)" : ", incoming)");
+  }
+};
+
+SecureChannelHub::SecureChannelHub(ChannelIdentity identity, ChannelOptions options,
+                                   MessageHandler on_message, LinkHandler on_link)
+    : identity_(identity),
+      options_(options),
+      on_message_(std::move(on_message)),
+      on_link_(std::move(on_link)),
+      read_buf_(kReadChunk) {
+  options_.reconnect_min_ms = std::max<int64_t>(1, options_.reconnect_min_ms);
+  options_.reconnect_max_ms = std::max(options_.reconnect_min_ms, options_.reconnect_max_ms);
+}
+
+SecureChannelHub::~SecureChannelHub() {
+  for (auto& [id, c] : conns_) {
+    if (c->fd >= 0) ::close(c->fd);
+  }
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+}
+
+int64_t SecureChannelHub::NowMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool SecureChannelHub::Listen(const std::string& address, uint16_t port, std::string* error) {
+  if (listen_fd_ >= 0) {
+    *error = "already listening on port " + std::to_string(listen_port_);
+    return false;
+  }
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (!ParseAddress(address, port, &ss, &len, error)) return false;
+  const int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = std::string("socket: ") + std::strerror(errno);
+    return false;
+  }
+  // A restarted node rebinds its port while old connections sit in TIME_WAIT.
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, 128) != 0) {
+    *error = "cannot listen on " + address + " port " + std::to_string(port) + ": " +
+             std::strerror(errno);
+    ::close(fd);
+    return false;
+  }
+  sockaddr_storage bound{};
+  socklen_t bound_len = sizeof(bound);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_len);
+  listen_port_ = ntohs(bound.ss_family == AF_INET
+                           ? reinterpret_cast<sockaddr_in&>(bound).sin_port
+                           : reinterpret_cast<sockaddr_in6&>(bound).sin6_port);
+  listen_fd_ = fd;
+  return true;
+}
+
+void SecureChannelHub::Connect(uint32_t peer, const std::string& address, uint16_t port) {
+  const int64_t now = NowMs();
+  if (peer == identity_.node_id) {
+    LogLimited("node " + std::to_string(peer), "not connecting to our own node id " + std::to_string(peer), now);
+    return;
+  }
+  auto it = targets_.find(peer);
+  if (it != targets_.end()) {
+    if (it->second.address == address && it->second.port == port) return;
+    Disconnect(peer);  // moved: drop the old address's connection
+  }
+  Target t;
+  t.address = address;
+  t.port = port;
+  t.addr_ok = ParseAddress(address, port, &t.addr, &t.addr_len, &t.addr_error);
+  t.backoff_ms = options_.reconnect_min_ms;
+  t.next_attempt_ms = now;  // the next Poll dials
+  targets_[peer] = std::move(t);
+}
+
+void SecureChannelHub::Disconnect(uint32_t peer) {
+  targets_.erase(peer);  // first, so closing does not schedule a retry
+  const int64_t now = NowMs();
+  for (auto& [id, c] : conns_) {
+    if (!c->closed && c->outgoing && c->peer == peer) Close(*c, CloseReason::kDisconnect, ChannelResult::kOk, now);
+  }
+}
+
+bool SecureChannelHub::IsUp(uint32_t peer) const { return up_count_.count(peer) > 0; }
+
+std::vector<uint32_t> SecureChannelHub::UpPeers() const {
+  std::vector<uint32_t> out;
+  for (const auto& [peer, n] : up_count_) out.push_back(peer);
+  return out;
+}
+
+bool SecureChannelHub::ConnectAttemptFailed(uint32_t peer) const {
+  auto it = targets_.find(peer);
+  return it != targets_.end() && it->second.last_failed;
+}
+
+size_t SecureChannelHub::ConnectionCount(uint32_t peer) const {
+  size_t n = 0;
+  for (const auto& [id, c] : conns_) {
+    const auto p = c->peer ? c->peer : c->session.peer();
+    if (!c->closed && p == peer) ++n;
+  }
+  return n;
+}
+
+SecureChannelHub::Connection* SecureChannelHub::OldestEstablished(uint32_t peer) {
+  Connection* best = nullptr;
+  for (auto& [id, c] : conns_) {
+    if (c->closed || !c->established || c->peer != peer) continue;
+    if (best == nullptr || c->handshake_order < best->handshake_order) best = c.get();
+  }
+  return best;
+}
+
+bool SecureChannelHub::Send(uint32_t peer, uint16_t type, std::string_view payload) {
+  if (type < kChannelFirstUserType || payload.size() > options_.max_frame_bytes) return false;
+  Connection* c = OldestEstablished(peer);
+  return c != nullptr && Enqueue(*c, type, payload, NowMs());
+}
+
+bool SecureChannelHub::Enqueue(Connection& c, uint16_t type, std::string_view payload, int64_t now) {
+  const size_t need = kChannelFrameOverhead + payload.size();
+  if (c.queued_bytes + need > options_.max_queued_bytes) {
+    ++stats_.send_queue_full;
+    return false;
+  }
+  // Appending to a partly written entry is fine: its offset does not move.
+  const bool coalesce = !c.queue.empty() && c.queue.back().size() + need <= kCoalesceBytes;
+  if (!coalesce) c.queue.emplace_back();
+  if (!c.session.Seal(type, payload, &c.queue.back())) {
+    if (!coalesce) c.queue.pop_back();
+    return false;
+  }
+  c.queued_bytes += need;
+  c.last_tx_ms = now;
+  ++stats_.frames_sent;
+  return true;
+}
+
+void SecureChannelHub::QueueRaw(Connection& c, std::string bytes) {
+  c.queued_bytes += bytes.size();
+  c.queue.push_back(std::move(bytes));
+}
+
+SecureChannelHub::Connection& SecureChannelHub::AddConnection(int fd, bool outgoing,
+                                                              std::optional<uint32_t> peer,
+                                                              std::string ip, int64_t now) {
+  const uint64_t id = next_conn_id_++;
+  auto c = std::make_unique<Connection>(id, fd, outgoing, peer, std::move(ip), identity_, options_, now);
+  // Both sides speak first, so neither waits on the other's hello.
+  QueueRaw(*c, c->session.hello());
+  Connection& ref = *c;
+  conns_.emplace(id, std::move(c));
+  return ref;
+}
+
+size_t SecureChannelHub::PendingIncoming() const {
+  size_t n = 0;
+  for (const auto& [id, c] : conns_) n += (!c->closed && !c->outgoing && !c->established);
+  return n;
+}
+
+void SecureChannelHub::AcceptAll(int64_t now) {
+  for (;;) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      // Out of descriptors: the pending connection stays in the backlog and
+      // would wake every poll(); look again a little later.
+      LogLimited("accept", std::string("accept failed: ") + std::strerror(errno), now);
+      accept_paused_until_ms_ = now + kAcceptPauseMs;
+      return;
+    }
+    ++stats_.accepts;
+    std::string ip = IpOf(ss);
+    if (PendingIncoming() >= options_.max_pending_handshakes) {
+      ::close(fd);
+      ++stats_.handshakes_failed;
+      LogLimited("accept", "too many unauthenticated connections; refused " + ip, now);
+      continue;
+    }
+    SetStreamOptions(fd);
+    WriteTo(AddConnection(fd, false, std::nullopt, std::move(ip), now));  // our hello, at once
+  }
+}
+
+void SecureChannelHub::ScheduleRetry(Target& t, int64_t now) {
+  t.next_attempt_ms = now + t.backoff_ms;
+  t.backoff_ms = std::min(t.backoff_ms * 2, options_.reconnect_max_ms);
+}
+
+void SecureChannelHub::AttemptFailed(uint32_t peer, Target& t, const std::string& why, int64_t now) {
+  ++stats_.connect_failures;
+  t.last_failed = true;
+  ScheduleRetry(t, now);
+  LogLimited("node " + std::to_string(peer),
+             "connect to node " + std::to_string(peer) + " at " + t.address + " port " +
+                 std::to_string(t.port) + " failed: " + why,
+             now);
+}
+
+void SecureChannelHub::StartAttempt(uint32_t peer, Target& t, int64_t now) {
+  ++stats_.connects;
+  if (!t.addr_ok) return AttemptFailed(peer, t, t.addr_error, now);
+  const int fd = ::socket(t.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return AttemptFailed(peer, t, std::string("socket: ") + std::strerror(errno), now);
+  SetStreamOptions(fd);
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&t.addr), t.addr_len);
+  if (rc != 0 && errno != EINPROGRESS) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    return AttemptFailed(peer, t, why, now);
+  }
+  Connection& c = AddConnection(fd, true, peer, IpOf(t.addr), now);
+  c.connecting = rc != 0;
+  t.conn_id = c.id;
+}
+
+bool SecureChannelHub::FinishConnect(Connection& c, int64_t now) {
+  int err = 0;
+  socklen_t len = sizeof(err);
+  if (::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  if (err != 0) {
+    Close(c, CloseReason::kConnectFailed, ChannelResult::kOk, now, err);
+    return false;
+  }
+  c.connecting = false;
+  return true;
+}
+
+void SecureChannelHub::HandleReady(Connection& c, short revents, int64_t now) {
+  if (c.connecting) {
+    if ((revents & (POLLOUT | POLLERR | POLLHUP)) == 0 || !FinishConnect(c, now)) return;
+  }
+  // Write first: our hello is out before anything we read can end the
+  // connection, so a refused peer learns why from its side too.
+  if (revents & POLLOUT) WriteTo(c);
+  // Errors and hang-ups surface through recv().
+  if (!c.closed && (revents & (POLLIN | POLLERR | POLLHUP))) ReadFrom(c, now);
+  // Replies (our handshake MAC) leave now rather than a poll() later.
+  if (!c.closed && !c.queue.empty()) WriteTo(c);
+}
+
+void SecureChannelHub::ReadFrom(Connection& c, int64_t now) {
+  size_t budget = kReadBudget;
+  while (!c.closed && budget > 0) {
+    const ssize_t n = ::recv(c.fd, read_buf_.data(), read_buf_.size(), 0);
+    if (n > 0) {
+      stats_.bytes_received += static_cast<uint64_t>(n);
+      budget -= std::min(budget, static_cast<size_t>(n));
+      c.last_rx_ms = now;
+      // Decode chunk by chunk so the session never holds more than one
+      // frame plus one chunk.
+      c.session.Feed(std::span<const uint8_t>(read_buf_.data(), static_cast<size_t>(n)));
+      ProcessInput(c, now);
+      continue;
+    }
+    if (n == 0) {
+      const ChannelResult r = c.session.Finish();
+      if (r == ChannelResult::kOk) {
+        Close(c, CloseReason::kPeerClosed, r, now);
+      } else {
+        Close(c, CloseReason::kProtocol, r, now);
+      }
+      return;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    Close(c, CloseReason::kSocketError, ChannelResult::kOk, now, errno);
+    return;
+  }
+}
+
+void SecureChannelHub::ProcessInput(Connection& c, int64_t now) {
+  while (!c.closed) {
+    ChannelEvent ev;
+    std::string reply;
+    const ChannelResult r = c.session.Next(&ev, &reply);
+    if (!reply.empty()) QueueRaw(c, std::move(reply));
+    if (r == ChannelResult::kNeedMore) return;
+    if (r != ChannelResult::kOk) {
+      // Best effort: hand over our hello/MAC so the peer can tell what
+      // failed (they reveal nothing it could not get by asking).
+      if (!c.established) WriteTo(c);
+      return Close(c, CloseReason::kProtocol, r, now);
+    }
+    if (ev.kind == ChannelEvent::Kind::kEstablished) {
+      OnEstablished(c, now);
+      continue;
+    }
+    ++stats_.frames_received;
+    // Pings only refresh last_rx_ms; other reserved types are for later
+    // versions and skipped.
+    if (ev.frame.type < kChannelFirstUserType) continue;
+    FlushLinkEvents();  // "up" before the peer's first message
+    if (c.closed || !on_message_) continue;
+    on_message_(*c.peer, ev.frame.type, ev.frame.payload);
+  }
+}
+
+void SecureChannelHub::OnEstablished(Connection& c, int64_t now) {
+  c.established = true;
+  c.peer = c.session.peer();
+  c.handshake_order = next_handshake_order_++;
+  c.last_tx_ms = now;
+  ++stats_.handshakes_ok;
+  const uint32_t peer = *c.peer;
+  if (++up_count_[peer] == 1) link_events_.emplace_back(peer, true);
+  if (c.outgoing) {
+    auto it = targets_.find(peer);
+    if (it != targets_.end()) {
+      it->second.backoff_ms = options_.reconnect_min_ms;
+      it->second.last_failed = false;
+    }
+    return;
+  }
+  // A peer keeps one outgoing connection to us, so a new one from it means
+  // the old one is dead on its side (restart, lost path): drop ours now
+  // rather than at the idle timeout. Counted up first, so the link stays up.
+  for (auto& [id, other] : conns_) {
+    if (other.get() != &c && !other->closed && !other->outgoing && other->established &&
+        other->peer == peer) {
+      Close(*other, CloseReason::kSuperseded, ChannelResult::kOk, now);
+    }
+  }
+}
+
+void SecureChannelHub::WriteTo(Connection& c) {
+  while (!c.queue.empty()) {
+    const std::string& front = c.queue.front();
+    const ssize_t n = ::send(c.fd, front.data() + c.front_offset, front.size() - c.front_offset,
+                             MSG_NOSIGNAL);
+    if (n > 0) {
+      stats_.bytes_sent += static_cast<uint64_t>(n);
+      c.queued_bytes -= static_cast<size_t>(n);
+      c.front_offset += static_cast<size_t>(n);
+      if (c.front_offset == front.size()) {
+        c.queue.pop_front();
+        c.front_offset = 0;
+      }
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    return Close(c, CloseReason::kSocketError, ChannelResult::kOk, NowMs(), errno);
+  }
+}
+
+void SecureChannelHub::CountClose(Connection& c, CloseReason reason, ChannelResult detail,
+                                  int64_t now, int sys_error) {
+  const bool connect_phase = c.connecting || reason == CloseReason::kConnectFailed;
+  if (connect_phase) {
+    ++stats_.connect_failures;
+  } else if (!c.established && reason != CloseReason::kDisconnect) {
+    ++stats_.handshakes_failed;
+  }
+  if (reason == CloseReason::kHandshakeTimeout) ++stats_.handshake_timeouts;
+  if (reason == CloseReason::kIdleTimeout) ++stats_.idle_timeouts;
+  if (reason == CloseReason::kProtocol) {
+    if (IsRefusal(detail)) {
+      ++stats_.refused;
+    } else if (detail == ChannelResult::kBadAuth || detail == ChannelResult::kBadMac) {
+      ++stats_.auth_failures;
+    } else if (c.established) {
+      ++stats_.frame_errors;
+    }
+  }
+  if (c.established) ++stats_.disconnects;
+
+  // Deliberate closes are not failures; everything else is, rate limited.
+  if (reason == CloseReason::kDisconnect || reason == CloseReason::kSuperseded) {
+    spdlog::debug("coordination channel: closed {}: {}", c.Describe(), ReasonName(reason));
+    return;
+  }
+  std::string what = std::string(ReasonName(reason));
+  if (reason == CloseReason::kProtocol) what += " (" + std::string(ChannelResultName(detail)) + ")";
+  if (sys_error != 0) what += std::string(": ") + std::strerror(sys_error);
+  LogLimited(c.LogKey(), "dropped connection with " + c.Describe() + ": " + what, now);
+}
+
+void SecureChannelHub::Close(Connection& c, CloseReason reason, ChannelResult detail, int64_t now,
+                             int sys_error) {
+  if (c.closed) return;
+  CountClose(c, reason, detail, now, sys_error);
+  ::close(c.fd);
+  c.fd = -1;
+  c.closed = true;
+  c.queue.clear();
+  c.queued_bytes = 0;
+  if (c.established) {
+    auto it = up_count_.find(*c.peer);
+    if (it != up_count_.end() && --it->second == 0) {
+      up_count_.erase(it);
+      link_events_.emplace_back(*c.peer, false);
+    }
+  }
+  if (c.outgoing) OnOutgoingClosed(c, now);
+}
+
+void SecureChannelHub::OnOutgoingClosed(Connection& c, int64_t now) {
+  auto it = targets_.find(*c.peer);
+  if (it == targets_.end() || it->second.conn_id != c.id) return;
+  Target& t = it->second;
+  t.conn_id = 0;
+  if (!c.established) t.last_failed = true;
+  ScheduleRetry(t, now);
+}
+
+void SecureChannelHub::RunTimers(int64_t now) {
+  for (auto& [id, cp] : conns_) {
+    Connection& c = *cp;
+    if (c.closed) continue;
+    if (!c.established) {
+      if (now - c.created_ms >= options_.handshake_timeout_ms) {
+        Close(c, CloseReason::kHandshakeTimeout, ChannelResult::kOk, now);
+      }
+      continue;
+    }
+    if (now - c.last_rx_ms >= options_.idle_timeout_ms) {
+      Close(c, CloseReason::kIdleTimeout, ChannelResult::kOk, now);
+      continue;
+    }
+    // Only when nothing is waiting: queued bytes reach the peer first anyway.
+    if (c.queue.empty() && now - c.last_tx_ms >= options_.keepalive_interval_ms) {
+      Enqueue(c, kChannelPingType, {}, now);
+    }
+  }
+  for (auto& [peer, t] : targets_) {
+    if (t.conn_id == 0 && now >= t.next_attempt_ms) StartAttempt(peer, t, now);
+  }
+}
+
+int64_t SecureChannelHub::NextDeadline(int64_t now) const {
+  int64_t next = kNever;
+  for (const auto& [id, c] : conns_) {
+    if (c->closed) continue;
+    if (!c->established) {
+      next = std::min(next, c->created_ms + options_.handshake_timeout_ms);
+      continue;
+    }
+    next = std::min(next, c->last_rx_ms + options_.idle_timeout_ms);
+    if (c->queue.empty()) next = std::min(next, c->last_tx_ms + options_.keepalive_interval_ms);
+  }
+  for (const auto& [peer, t] : targets_) {
+    if (t.conn_id == 0) next = std::min(next, t.next_attempt_ms);
+  }
+  if (listen_fd_ >= 0 && accept_paused_until_ms_ > now) next = std::min(next, accept_paused_until_ms_);
+  return next;
+}
+
+void SecureChannelHub::Poll(int timeout_ms) {
+  Sweep();
+  int64_t now = NowMs();
+  RunTimers(now);
+  FlushLinkEvents();
+
+  std::vector<pollfd> fds;
+  std::vector<uint64_t> ids;  // conn id per fds entry; 0 for the listener
+  if (listen_fd_ >= 0 && now >= accept_paused_until_ms_) {
+    fds.push_back({listen_fd_, POLLIN, 0});
+    ids.push_back(0);
+  }
+  for (const auto& [id, c] : conns_) {
+    if (c->closed) continue;
+    short events = c->connecting ? POLLOUT : POLLIN;
+    if (!c->connecting && !c->queue.empty()) events |= POLLOUT;
+    fds.push_back({c->fd, events, 0});
+    ids.push_back(id);
+  }
+  int64_t wait = std::max(0, timeout_ms);
+  const int64_t deadline = NextDeadline(now);
+  if (deadline != kNever) wait = std::clamp<int64_t>(deadline - now, 0, wait);
+  if (!link_events_.empty()) wait = 0;
+
+  const int n = ::poll(fds.data(), fds.size(), static_cast<int>(wait));
+  now = NowMs();
+  if (n > 0) {
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      if (ids[i] == 0) {
+        AcceptAll(now);
+        continue;
+      }
+      auto it = conns_.find(ids[i]);
+      if (it != conns_.end() && !it->second->closed) HandleReady(*it->second, fds[i].revents, now);
+    }
+  }
+  // What handlers queued for other connections leaves now, not a poll() later.
+  for (auto& [id, c] : conns_) {
+    if (!c->closed && !c->connecting && !c->queue.empty()) WriteTo(*c);
+  }
+  RunTimers(now);
+  FlushLinkEvents();
+  Sweep();
+}
+
+void SecureChannelHub::FlushLinkEvents() {
+  // Handlers may close connections and so add events: drain until quiet.
+  while (!link_events_.empty()) {
+    std::vector<std::pair<uint32_t, bool>> events;
+    events.swap(link_events_);
+    for (const auto& [peer, up] : events) {
+      spdlog::debug("coordination channel: link to node {} {}", peer, up ? "up" : "down");
+      if (on_link_) on_link_(peer, up);
+    }
+  }
+}
+
+void SecureChannelHub::Sweep() {
+  std::erase_if(conns_, [](const auto& kv) { return kv.second->closed; });
+}
+
+void SecureChannelHub::LogLimited(const std::string& key, const std::string& message, int64_t now) {
+  auto it = log_state_.find(key);
+  if (it != log_state_.end() && now - it->second.last_ms < kLogIntervalMs) {
+    ++it->second.suppressed;
+    return;
+  }
+  if (it == log_state_.end()) {
+    // Keys of unauthenticated addresses are unbounded: forget quiet ones.
+    if (log_state_.size() >= kMaxLogKeys) {
+      std::erase_if(log_state_, [&](const auto& kv) { return now - kv.second.last_ms >= kLogIntervalMs; });
+      if (log_state_.size() >= kMaxLogKeys) return;  // a flood of sources: stay quiet
+    }
+    it = log_state_.emplace(key, LogState{}).first;
+  }
+  if (it->second.suppressed > 0) {
+    spdlog::warn("coordination channel: {} ({} similar in the last minute not logged)", message,
+                 it->second.suppressed);
+  } else {
+    spdlog::warn("coordination channel: {}", message);
+  }
+  it->second.last_ms = now;
+  it->second.suppressed = 0;
+}
+
+}  // namespace chronolink

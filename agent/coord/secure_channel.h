@@ -1,0 +1,167 @@
+// The coordination channel's socket side (docs/coordination-channel.md):
+// one hub per node listens on TCP, keeps outgoing connections to the peers
+// it was told to, and exchanges typed messages with authenticated node ids.
+// The protocol itself is channel_frame.h.
+//
+// Single-threaded by design: the owner calls every method, Poll included,
+// from one thread; the hub starts no thread and blocks only inside Poll.
+// Handlers run inside Poll and may call Send, Connect and Disconnect (not
+// Poll, not the destructor).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/coord/channel_frame.h"
+
+namespace chronolink {
+
+struct ChannelOptions {
+  int64_t handshake_timeout_ms = 2000;  // TCP connect + hello + auth
+  int64_t keepalive_interval_ms = 1000; // a ping after this long with nothing sent
+  int64_t idle_timeout_ms = 5000;       // closed after this long with nothing received
+  size_t max_frame_bytes = 16u << 20;   // payload limit, both directions; same on every node
+  size_t max_queued_bytes = 64u << 20;  // per connection, sealed frames not yet written
+  int64_t reconnect_min_ms = 100, reconnect_max_ms = 5000;
+  size_t max_pending_handshakes = 64;   // incoming connections not yet authenticated
+};
+
+struct ChannelStats {
+  uint64_t connects = 0;           // outgoing attempts started
+  uint64_t connect_failures = 0;   // ... whose TCP connect failed
+  uint64_t accepts = 0;            // incoming connections accepted
+  uint64_t handshakes_ok = 0;
+  uint64_t handshakes_failed = 0;  // TCP up, never authenticated (any reason, timeouts included)
+  uint64_t handshake_timeouts = 0;
+  uint64_t refused = 0;            // hello refused: magic, version, cluster, own id, other node
+  uint64_t auth_failures = 0;      // handshake MAC or frame MAC wrong
+  uint64_t frame_errors = 0;       // oversize, out of sequence, truncated
+  uint64_t idle_timeouts = 0;
+  uint64_t frames_sent = 0;        // queued, pings included
+  uint64_t frames_received = 0;    // authentic, pings included
+  uint64_t bytes_sent = 0;         // on the socket, handshake included
+  uint64_t bytes_received = 0;
+  uint64_t disconnects = 0;        // authenticated connections closed, for any reason
+  uint64_t send_queue_full = 0;    // Sends refused by the queue bound
+};
+
+class SecureChannelHub {
+ public:
+  using MessageHandler = std::function<void(uint32_t peer, uint16_t type, std::string_view payload)>;
+  // Called when the first authenticated connection to a peer comes up and
+  // when the last one goes down.
+  using LinkHandler = std::function<void(uint32_t peer, bool up)>;
+
+  SecureChannelHub(ChannelIdentity identity, ChannelOptions options, MessageHandler on_message,
+                   LinkHandler on_link = {});
+  ~SecureChannelHub();  // closes every socket; calls no handler
+  SecureChannelHub(const SecureChannelHub&) = delete;
+  SecureChannelHub& operator=(const SecureChannelHub&) = delete;
+
+  // Numeric IPv4/IPv6 address (no DNS); port 0 picks an ephemeral port.
+  // One listener per hub.
+  bool Listen(const std::string& address, uint16_t port, std::string* error);
+  uint16_t listen_port() const { return listen_port_; }
+
+  // Keeps one outgoing connection to `peer` at address:port up until
+  // Disconnect, reconnecting with backoff. The answering node must prove the
+  // cluster key and claim `peer` as its id. Calling it again with another
+  // address moves the connection there; with the same one it does nothing.
+  void Connect(uint32_t peer, const std::string& address, uint16_t port);
+  // Stops reconnecting and closes the outgoing connections to `peer` at
+  // once; its incoming connections stay. The link-down event (if the peer
+  // is down now) comes from the next Poll.
+  void Disconnect(uint32_t peer);
+
+  bool IsUp(uint32_t peer) const;
+  std::vector<uint32_t> UpPeers() const;  // sorted
+
+  // Queues one message of type >= kChannelFirstUserType on the connection to
+  // `peer` with the oldest handshake; the next Poll writes it. False (and
+  // nothing queued) with no authenticated connection, a reserved type, a
+  // payload above max_frame_bytes, or a full queue.
+  bool Send(uint32_t peer, uint16_t type, std::string_view payload);
+
+  // Waits up to timeout_ms for I/O or the next timer, handles what is ready
+  // (reads, writes, accepts, handshakes, pings, timeouts, reconnects) and
+  // returns; handlers run from here.
+  void Poll(int timeout_ms);
+
+  // True when the latest outgoing attempt to `peer` failed (TCP refused or
+  // unreachable, handshake refused or timed out, or closed before it was
+  // authenticated) and none has been authenticated since; false before the
+  // first attempt ends, while one is up, and for peers never Connect()ed.
+  bool ConnectAttemptFailed(uint32_t peer) const;
+
+  const ChannelStats& stats() const { return stats_; }
+  // Open connections to `peer`, authenticated or not (diagnostics, tests).
+  size_t ConnectionCount(uint32_t peer) const;
+
+ private:
+  struct Connection;
+  struct Target;
+  enum class CloseReason : uint8_t;
+  static std::string_view ReasonName(CloseReason reason);
+
+  int64_t NowMs() const;
+  void AcceptAll(int64_t now);
+  void StartAttempt(uint32_t peer, Target& target, int64_t now);
+  void AttemptFailed(uint32_t peer, Target& target, const std::string& why, int64_t now);
+  void ScheduleRetry(Target& target, int64_t now);
+  Connection& AddConnection(int fd, bool outgoing, std::optional<uint32_t> peer,
+                            std::string remote, int64_t now);
+  void HandleReady(Connection& c, short revents, int64_t now);
+  bool FinishConnect(Connection& c, int64_t now);
+  void ReadFrom(Connection& c, int64_t now);
+  void ProcessInput(Connection& c, int64_t now);
+  void OnEstablished(Connection& c, int64_t now);
+  void WriteTo(Connection& c);
+  void QueueRaw(Connection& c, std::string bytes);
+  bool Enqueue(Connection& c, uint16_t type, std::string_view payload, int64_t now);
+  void RunTimers(int64_t now);
+  int64_t NextDeadline(int64_t now) const;
+  // sys_error: the errno behind kConnectFailed/kSocketError, for the log.
+  void Close(Connection& c, CloseReason reason, ChannelResult detail, int64_t now,
+             int sys_error = 0);
+  void CountClose(Connection& c, CloseReason reason, ChannelResult detail, int64_t now,
+                  int sys_error);
+  size_t PendingIncoming() const;
+  void OnOutgoingClosed(Connection& c, int64_t now);
+  Connection* OldestEstablished(uint32_t peer);
+  void FlushLinkEvents();
+  void Sweep();
+  void LogLimited(const std::string& key, const std::string& message, int64_t now);
+
+  ChannelIdentity identity_;
+  ChannelOptions options_;
+  MessageHandler on_message_;
+  LinkHandler on_link_;
+
+  int listen_fd_ = -1;
+  uint16_t listen_port_ = 0;
+  int64_t accept_paused_until_ms_ = 0;  // after EMFILE, so poll() does not spin
+  uint64_t next_conn_id_ = 1;
+  uint64_t next_handshake_order_ = 1;
+  std::map<uint64_t, std::unique_ptr<Connection>> conns_;  // closed ones until Sweep
+  std::map<uint32_t, Target> targets_;
+  std::map<uint32_t, int> up_count_;  // authenticated connections per peer
+  std::vector<std::pair<uint32_t, bool>> link_events_;  // not yet handed to on_link_
+
+  struct LogState {
+    int64_t last_ms = 0;
+    uint64_t suppressed = 0;
+  };
+  std::unordered_map<std::string, LogState> log_state_;
+  std::vector<uint8_t> read_buf_;
+  ChannelStats stats_;
+};
+
+}  // namespace chronolink

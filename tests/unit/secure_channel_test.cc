@@ -1,0 +1,532 @@
+// The coordination channel hub on real loopback sockets: handshakes,
+// refusals, tampering through a byte-flipping proxy, timeouts, reconnects,
+// the send-queue bound. No test asserts on timing: each polls until a
+// condition holds or a generous deadline passes.
+#include "agent/coord/secure_channel.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace chronolink {
+namespace {
+
+constexpr uint32_t kCluster = 7;
+constexpr auto kDeadline = std::chrono::seconds(5);
+
+ClusterKey TestKey() {
+  ClusterKey k{};
+  for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<uint8_t>(0x5A ^ (3 * i));
+  return k;
+}
+
+struct Received {
+  uint32_t peer;
+  uint16_t type;
+  std::string payload;
+};
+
+// A hub that records what its handlers see.
+struct Node {
+  explicit Node(uint32_t id, ChannelOptions options = {}, ClusterKey key = TestKey(),
+                uint32_t cluster = kCluster) {
+    hub = std::make_unique<SecureChannelHub>(
+        ChannelIdentity{cluster, id, key}, options,
+        [this](uint32_t peer, uint16_t type, std::string_view payload) {
+          received.push_back({peer, type, std::string(payload)});
+        },
+        [this](uint32_t peer, bool up) {
+          links.emplace_back(peer, up);
+          if (on_link) on_link(peer, up);
+        });
+  }
+  uint16_t Listen(const std::string& address = "127.0.0.1", uint16_t port = 0) {
+    std::string error;
+    EXPECT_TRUE(hub->Listen(address, port, &error)) << error;
+    return hub->listen_port();
+  }
+  const ChannelStats& stats() const { return hub->stats(); }
+  SecureChannelHub* operator->() { return hub.get(); }
+
+  std::unique_ptr<SecureChannelHub> hub;
+  std::vector<Received> received;
+  std::vector<std::pair<uint32_t, bool>> links;
+  std::function<void(uint32_t, bool)> on_link;
+};
+
+using Pump = std::function<void()>;
+
+// Polls every hub (and `extra`, e.g. a proxy) until `done` or the deadline.
+bool PollUntil(std::vector<Node*> nodes, const std::function<bool()>& done, const Pump& extra = {},
+               std::chrono::milliseconds limit = kDeadline) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    for (Node* n : nodes) {
+      if (n->hub) n->hub->Poll(2);
+    }
+    if (extra) extra();
+  }
+  return true;
+}
+
+// Polls for a fixed time: only for asserting that nothing happens.
+void PollFor(std::vector<Node*> nodes, std::chrono::milliseconds d) {
+  PollUntil(nodes, [] { return false; }, {}, d);
+}
+
+int RawConnect(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
+// Reads what is there; false once the peer closed.
+bool DrainRaw(int fd, std::string* into) {
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n > 0) {
+      into->append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0) return false;
+    return errno == EAGAIN || errno == EWOULDBLOCK;
+  }
+}
+
+// A TCP relay 127.0.0.1:port() -> 127.0.0.1:target that can flip one byte of
+// the client-to-server stream of its latest connection.
+class TamperProxy {
+ public:
+  explicit TamperProxy(uint16_t target) : target_(target) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+    EXPECT_EQ(::listen(listen_fd_, 8), 0);
+    socklen_t len = sizeof(sa);
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+    port_ = ntohs(sa.sin_port);
+  }
+  ~TamperProxy() {
+    for (Pair& p : pairs_) CloseBoth(p);
+    ::close(listen_fd_);
+  }
+  uint16_t port() const { return port_; }
+  size_t connections() const { return pairs_.size(); }
+
+  // Flips a byte `ahead` bytes after what the latest connection relayed so
+  // far (client to server).
+  void ArmFlip(uint64_t ahead) { pairs_.back().flip_at = pairs_.back().relayed + ahead; }
+  bool flipped() const { return !pairs_.empty() && pairs_.back().flipped; }
+
+  void Pump() {
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) pairs_.push_back({fd, RawConnect(target_)});
+    for (Pair& p : pairs_) {
+      if (p.client < 0) continue;
+      if (!Relay(p, p.client, p.server, true) || !Relay(p, p.server, p.client, false)) CloseBoth(p);
+    }
+  }
+
+ private:
+  struct Pair {
+    int client;
+    int server;
+    uint64_t relayed = 0;
+    uint64_t flip_at = UINT64_MAX;
+    bool flipped = false;
+  };
+
+  // Loopback writes of a few KiB never block, so a blocking-ish send is fine.
+  bool Relay(Pair& p, int from, int to, bool client_to_server) {
+    std::string data;
+    const bool open = DrainRaw(from, &data);
+    if (client_to_server && p.flip_at >= p.relayed && p.flip_at < p.relayed + data.size()) {
+      data[p.flip_at - p.relayed] ^= 0x20;
+      p.flipped = true;
+    }
+    if (client_to_server) p.relayed += data.size();
+    size_t off = 0;
+    while (off < data.size()) {
+      const ssize_t n = ::send(to, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+      if (n < 0 && errno != EAGAIN) return false;
+      if (n > 0) off += static_cast<size_t>(n);
+    }
+    return open;
+  }
+  void CloseBoth(Pair& p) {
+    if (p.client < 0) return;
+    ::close(p.client);
+    ::close(p.server);
+    p.client = p.server = -1;
+  }
+
+  uint16_t target_;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::vector<Pair> pairs_;
+};
+
+// Two hubs, node 2 dialling node 1, both up.
+struct Linked {
+  explicit Linked(ChannelOptions o1 = {}, ChannelOptions o2 = {}) : a(1, o1), b(2, o2) {
+    port = a.Listen();
+    b->Connect(1, "127.0.0.1", port);
+    ok = PollUntil({&a, &b}, [&] { return a->IsUp(2) && b->IsUp(1); });
+  }
+  Node a;
+  Node b;
+  uint16_t port = 0;
+  bool ok = false;
+};
+
+TEST(SecureChannel, HandshakeAndMessagesBothWays) {
+  Node a(1), b(2);
+  // A handler may send: greet every peer as its link comes up.
+  a.on_link = [&](uint32_t peer, bool up) {
+    if (up) {
+      EXPECT_TRUE(a->Send(peer, 20, "welcome"));
+    }
+  };
+  const uint16_t port = a.Listen();
+  EXPECT_FALSE(b->ConnectAttemptFailed(1));
+  b->Connect(1, "127.0.0.1", port);
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return a->IsUp(2) && b->IsUp(1); }));
+  EXPECT_EQ(a->UpPeers(), std::vector<uint32_t>{2});
+  EXPECT_EQ(b->UpPeers(), std::vector<uint32_t>{1});
+
+  EXPECT_TRUE(a->Send(2, 16, "to two"));
+  EXPECT_TRUE(b->Send(1, 17, "to one"));
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return a.received.size() == 1 && b.received.size() == 2; }));
+  EXPECT_EQ(a.received[0].peer, 2u);
+  EXPECT_EQ(a.received[0].type, 17);
+  EXPECT_EQ(a.received[0].payload, "to one");
+  EXPECT_EQ(b.received[0].payload, "welcome");
+  EXPECT_EQ(b.received[1].peer, 1u);
+  EXPECT_EQ(b.received[1].type, 16);
+  EXPECT_EQ(b.received[1].payload, "to two");
+  EXPECT_EQ(a.links, (std::vector<std::pair<uint32_t, bool>>{{2, true}}));
+  EXPECT_EQ(b.links, (std::vector<std::pair<uint32_t, bool>>{{1, true}}));
+  EXPECT_EQ(a.stats().accepts, 1u);
+  EXPECT_EQ(b.stats().connects, 1u);
+  EXPECT_EQ(a.stats().handshakes_ok, 1u);
+  EXPECT_EQ(b.stats().handshakes_ok, 1u);
+  EXPECT_FALSE(b->ConnectAttemptFailed(1));
+}
+
+TEST(SecureChannel, ManyMessagesInOrderWithALargeOne) {
+  Linked l;
+  ASSERT_TRUE(l.ok);
+  std::string big(4u << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>((i * 131) ^ (i >> 10));
+  constexpr int kCount = 2000;
+  for (int i = 0; i < kCount; ++i) {
+    ASSERT_TRUE(l.b->Send(1, 16, i == kCount / 2 ? big : std::to_string(i)));
+  }
+  ASSERT_TRUE(PollUntil({&l.a, &l.b}, [&] { return l.a.received.size() == kCount; }));
+  for (int i = 0; i < kCount; ++i) {
+    if (i == kCount / 2) {
+      EXPECT_TRUE(l.a.received[i].payload == big);
+    } else {
+      ASSERT_EQ(l.a.received[i].payload, std::to_string(i));
+    }
+  }
+  EXPECT_GE(l.a.stats().bytes_received, big.size());
+}
+
+TEST(SecureChannel, Ipv6Loopback) {
+  Node a(1), b(2);
+  std::string error;
+  if (!a->Listen("::1", 0, &error)) GTEST_SKIP() << "no IPv6 loopback: " << error;
+  b->Connect(1, "::1", a->listen_port());
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return a->IsUp(2) && b->IsUp(1); }));
+  EXPECT_TRUE(b->Send(1, 16, "v6"));
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return !a.received.empty(); }));
+  EXPECT_EQ(a.received[0].payload, "v6");
+}
+
+TEST(SecureChannel, WrongKeyNeverLinksAndCountsAuthFailures) {
+  ClusterKey other = TestKey();
+  other[0] ^= 1;
+  Node a(1), b(2, {}, other);
+  b->Connect(1, "127.0.0.1", a.Listen());
+  // Whichever side checks a MAC first counts it; the other may see the
+  // connection end first. Both fail the handshake, and keep failing.
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] {
+    return a.stats().auth_failures + b.stats().auth_failures > 0 && a.stats().handshakes_failed > 0 &&
+           b.stats().handshakes_failed > 0 && b->ConnectAttemptFailed(1);
+  }));
+  EXPECT_TRUE(a.links.empty());
+  EXPECT_TRUE(b.links.empty());
+  EXPECT_EQ(a.stats().handshakes_ok + b.stats().handshakes_ok, 0u);
+}
+
+TEST(SecureChannel, OtherClusterIdIsRefused) {
+  Node a(1), b(2, {}, TestKey(), kCluster + 1);
+  b->Connect(1, "127.0.0.1", a.Listen());
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] {
+    return a.stats().refused + b.stats().refused > 0 && a.stats().handshakes_failed > 0 &&
+           b.stats().handshakes_failed > 0;
+  }));
+  EXPECT_TRUE(a.links.empty());
+  EXPECT_TRUE(b.links.empty());
+  EXPECT_TRUE(b->ConnectAttemptFailed(1));
+}
+
+TEST(SecureChannel, OwnNodeIdIsRefused) {
+  Node a(1), impostor(1);
+  impostor->Connect(5, "127.0.0.1", a.Listen());
+  ASSERT_TRUE(PollUntil({&a, &impostor}, [&] { return a.stats().refused > 0; }));
+  EXPECT_TRUE(a.links.empty());
+  EXPECT_FALSE(a->IsUp(1));
+  // Connect to our own id is ignored outright.
+  a->Connect(1, "127.0.0.1", a->listen_port());
+  a->Poll(0);
+  EXPECT_EQ(a.stats().connects, 0u);
+}
+
+TEST(SecureChannel, AnotherNodeAnsweringIsRefused) {
+  Node a(1), b(2);
+  b->Connect(3, "127.0.0.1", a.Listen());  // b thinks node 3 listens there
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return b->ConnectAttemptFailed(3); }));
+  EXPECT_GT(b.stats().refused, 0u);
+  EXPECT_FALSE(b->IsUp(3));
+  EXPECT_FALSE(b->IsUp(1));
+}
+
+TEST(SecureChannel, TamperedByteDropsTheConnectionThenItRecovers) {
+  Node a(1), b(2);
+  TamperProxy proxy(a.Listen());
+  const Pump pump = [&] { proxy.Pump(); };
+  b->Connect(1, "127.0.0.1", proxy.port());
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return a->IsUp(2) && b->IsUp(1); }, pump));
+  proxy.ArmFlip(20);  // inside the next frame b sends, whatever it is
+  EXPECT_TRUE(b->Send(1, 16, std::string(100, 'm')));
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return a.stats().auth_failures > 0; }, pump));
+  EXPECT_TRUE(proxy.flipped());
+  EXPECT_EQ(a.links.back(), std::make_pair(2u, false));
+  // b redials through the proxy (untampered now) and traffic flows again.
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return a->IsUp(2) && b->IsUp(1) && proxy.connections() >= 2; }, pump));
+  EXPECT_TRUE(b->Send(1, 16, "after"));
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return !a.received.empty() && a.received.back().payload == "after"; }, pump));
+  for (const Received& r : a.received) {
+    EXPECT_TRUE(r.payload == "after" || r.payload == std::string(100, 'm'));
+  }
+}
+
+TEST(SecureChannel, OversizeFrameIsRefusedBothWays) {
+  ChannelOptions small;
+  small.max_frame_bytes = 64 * 1024;
+  Linked l(small, {});
+  ASSERT_TRUE(l.ok);
+  // The sender refuses what its own limit forbids ...
+  EXPECT_FALSE(l.a->Send(2, 16, std::string(small.max_frame_bytes + 1, 'x')));
+  EXPECT_TRUE(l.a->Send(2, 16, std::string(small.max_frame_bytes, 'x')));
+  // ... and a receiver with a smaller limit than its peer drops the link.
+  EXPECT_TRUE(l.b->Send(1, 16, std::string(100 * 1024, 'y')));
+  ASSERT_TRUE(PollUntil({&l.a, &l.b}, [&] { return l.a.stats().frame_errors > 0; }));
+  EXPECT_TRUE(l.a.received.empty());
+  EXPECT_EQ(l.a.links.back(), std::make_pair(2u, false));
+}
+
+TEST(SecureChannel, HandshakeTimeoutClosesASilentSocket) {
+  ChannelOptions o;
+  o.handshake_timeout_ms = 200;
+  Node a(1, o);
+  const int fd = RawConnect(a.Listen());
+  std::string got;
+  bool open = true;
+  ASSERT_TRUE(PollUntil({&a}, [&] {
+    open = open && DrainRaw(fd, &got);
+    return !open;
+  }));
+  ::close(fd);
+  EXPECT_EQ(got.size(), kChannelHelloSize);  // its hello, nothing else
+  EXPECT_EQ(a.stats().handshake_timeouts, 1u);
+  EXPECT_EQ(a.stats().handshakes_failed, 1u);
+}
+
+TEST(SecureChannel, IdleTimeoutClosesASilentAuthenticatedPeer) {
+  ChannelOptions o;
+  o.keepalive_interval_ms = 50;
+  o.idle_timeout_ms = 500;
+  Node a(1, o);
+  const int fd = RawConnect(a.Listen());
+  // Node 9 done by hand: the handshake, then nothing at all.
+  ChannelSession s(ChannelIdentity{kCluster, 9, TestKey()}, ChannelRole::kInitiator, 1u, 1 << 20);
+  std::string out = s.hello();
+  size_t pings = 0;
+  bool open = true;
+  ASSERT_TRUE(PollUntil({&a}, [&] {
+    if (!out.empty()) {
+      EXPECT_EQ(::send(fd, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+      out.clear();
+    }
+    std::string in;
+    open = open && DrainRaw(fd, &in);
+    s.Feed(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(in.data()), in.size()));
+    ChannelEvent ev;
+    while (s.Next(&ev, &out) == ChannelResult::kOk) {
+      pings += ev.kind == ChannelEvent::Kind::kFrame && ev.frame.type == kChannelPingType;
+    }
+    return !open;
+  }));
+  ::close(fd);
+  EXPECT_TRUE(s.established());
+  EXPECT_GT(pings, 0u);  // the hub kept the link alive from its side
+  EXPECT_EQ(a.stats().idle_timeouts, 1u);
+  EXPECT_EQ(a.links, (std::vector<std::pair<uint32_t, bool>>{{9, true}, {9, false}}));
+}
+
+TEST(SecureChannel, KeepaliveHoldsAQuietLink) {
+  ChannelOptions o;
+  o.keepalive_interval_ms = 50;
+  o.idle_timeout_ms = 1500;
+  Linked l(o, o);
+  ASSERT_TRUE(l.ok);
+  PollFor({&l.a, &l.b}, std::chrono::milliseconds(2000));
+  EXPECT_TRUE(l.a->IsUp(2));
+  EXPECT_TRUE(l.b->IsUp(1));
+  EXPECT_EQ(l.a.stats().idle_timeouts + l.b.stats().idle_timeouts, 0u);
+  EXPECT_GT(l.a.stats().frames_received, 5u);  // pings
+  EXPECT_TRUE(l.a.received.empty());           // never handed to the owner
+}
+
+TEST(SecureChannel, ReconnectsAfterTheListenerRestarts) {
+  Linked l;
+  ASSERT_TRUE(l.ok);
+  l.a.hub.reset();
+  ASSERT_TRUE(PollUntil({&l.b}, [&] { return !l.b->IsUp(1); }));
+  Node a2(1);
+  std::string error;
+  ASSERT_TRUE(a2->Listen("127.0.0.1", l.port, &error)) << error;
+  ASSERT_TRUE(PollUntil({&a2, &l.b}, [&] { return a2->IsUp(2) && l.b->IsUp(1); }));
+  EXPECT_TRUE(l.b->Send(1, 16, "again"));
+  ASSERT_TRUE(PollUntil({&a2, &l.b}, [&] { return !a2.received.empty(); }));
+  EXPECT_EQ(a2.received[0].payload, "again");
+  EXPECT_GE(l.b.stats().connects, 2u);
+  EXPECT_EQ(l.b.links, (std::vector<std::pair<uint32_t, bool>>{{1, true}, {1, false}, {1, true}}));
+}
+
+TEST(SecureChannel, DisconnectStopsReconnecting) {
+  Linked l;
+  ASSERT_TRUE(l.ok);
+  l.b->Disconnect(1);
+  EXPECT_FALSE(l.b->IsUp(1));  // at once; the event comes from Poll
+  ASSERT_TRUE(PollUntil({&l.a, &l.b}, [&] { return !l.a->IsUp(2) && l.b.links.size() == 2; }));
+  const uint64_t accepts = l.a.stats().accepts;
+  const uint64_t connects = l.b.stats().connects;
+  PollFor({&l.a, &l.b}, std::chrono::milliseconds(600));  // several backoff periods
+  EXPECT_EQ(l.a.stats().accepts, accepts);
+  EXPECT_EQ(l.b.stats().connects, connects);
+  EXPECT_FALSE(l.b->ConnectAttemptFailed(1));
+  EXPECT_FALSE(l.b->Send(1, 16, "gone"));
+}
+
+TEST(SecureChannel, BothDirectionsConnectedBothUsable) {
+  Node a(1), b(2);
+  const uint16_t pa = a.Listen();
+  const uint16_t pb = b.Listen();
+  a->Connect(2, "127.0.0.1", pb);
+  b->Connect(1, "127.0.0.1", pa);
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] {
+    return a.stats().handshakes_ok == 2 && b.stats().handshakes_ok == 2;
+  }));
+  EXPECT_EQ(a->ConnectionCount(2), 2u);
+  EXPECT_EQ(a.links, (std::vector<std::pair<uint32_t, bool>>{{2, true}}));  // one event per peer
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(a->Send(2, 16, "a" + std::to_string(i)));
+    ASSERT_TRUE(b->Send(1, 16, "b" + std::to_string(i)));
+  }
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return a.received.size() == 50 && b.received.size() == 50; }));
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_EQ(a.received[i].payload, "b" + std::to_string(i));  // one connection: in order
+    EXPECT_EQ(b.received[i].payload, "a" + std::to_string(i));
+  }
+  // Dropping a's outgoing connection leaves b's: still up, still usable.
+  a->Disconnect(2);
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return a->ConnectionCount(2) == 1 && b->ConnectionCount(1) == 1; }));
+  EXPECT_TRUE(a->IsUp(2));
+  EXPECT_TRUE(b->IsUp(1));
+  EXPECT_TRUE(a->Send(2, 16, "still"));
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return b.received.size() == 51; }));
+  EXPECT_EQ(a.links.size(), 1u);
+}
+
+TEST(SecureChannel, SendQueueIsBounded) {
+  ChannelOptions o;
+  o.max_queued_bytes = 1 << 20;
+  Linked l(o, o);
+  ASSERT_TRUE(l.ok);
+  const std::string chunk(64 * 1024, 'q');
+  int queued = 0;
+  while (l.b->Send(1, 16, chunk)) ++queued;  // no Poll: nothing leaves the queue
+  // Up to a keepalive ping that may sit in the queue too.
+  const int fit = static_cast<int>(o.max_queued_bytes / (chunk.size() + kChannelFrameOverhead));
+  EXPECT_LE(queued, fit);
+  EXPECT_GE(queued, fit - 1);
+  EXPECT_EQ(l.b.stats().send_queue_full, 1u);
+  ASSERT_TRUE(PollUntil({&l.a, &l.b}, [&] { return l.a.received.size() == static_cast<size_t>(queued); }));
+  EXPECT_TRUE(l.b->Send(1, 16, chunk));  // drained: room again
+}
+
+TEST(SecureChannel, SendWithoutALinkOrWithAReservedTypeFails) {
+  Linked l;
+  ASSERT_TRUE(l.ok);
+  EXPECT_FALSE(l.a->Send(99, 16, "nobody"));
+  EXPECT_FALSE(l.a->Send(2, kChannelPingType, ""));
+  EXPECT_FALSE(l.a->Send(2, kChannelFirstUserType - 1, "reserved"));
+  EXPECT_TRUE(l.a->Send(2, kChannelFirstUserType, "ok"));
+  EXPECT_FALSE(l.a->IsUp(99));
+  EXPECT_FALSE(l.a->ConnectAttemptFailed(99));
+}
+
+TEST(SecureChannel, ConnectAttemptFailedUntilTheListenerAppears) {
+  // A port that was free a moment ago; nobody listens on it now.
+  uint16_t port = 0;
+  {
+    Node probe(3);
+    port = probe.Listen();
+  }
+  Node b(2);
+  b->Connect(1, "127.0.0.1", port);
+  EXPECT_FALSE(b->ConnectAttemptFailed(1));
+  ASSERT_TRUE(PollUntil({&b}, [&] { return b->ConnectAttemptFailed(1); }));
+  EXPECT_GT(b.stats().connect_failures, 0u);
+  Node a(1);
+  std::string error;
+  ASSERT_TRUE(a->Listen("127.0.0.1", port, &error)) << error;
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return b->IsUp(1); }));
+  EXPECT_FALSE(b->ConnectAttemptFailed(1));
+}
+
+TEST(SecureChannel, BadAddressesAreReportedNotFatal) {
+  Node b(2);
+  std::string error;
+  EXPECT_FALSE(b->Listen("not-an-address", 0, &error));
+  EXPECT_FALSE(error.empty());
+  b->Connect(1, "example.invalid", 1);  // no DNS: a literal is required
+  ASSERT_TRUE(PollUntil({&b}, [&] { return b->ConnectAttemptFailed(1); }));
+  EXPECT_FALSE(b->IsUp(1));
+}
+
+}  // namespace
+}  // namespace chronolink
