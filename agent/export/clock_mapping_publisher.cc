@@ -1,9 +1,28 @@
 #include "agent/export/clock_mapping_publisher.h"
 
 #include <cerrno>
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace chronolink {
+
+ClockMapping MappingFromSolution(const NodeSolution& s, int64_t t_ns, int64_t valid_for_ns,
+                                 int64_t growth_ppt) {
+  ClockMapping m;
+  m.node_id = s.node;
+  if (!s.reachable) return m;
+  const int64_t offset = std::llround(s.offset_ns);  // node − cluster at T
+  m.valid = true;
+  m.local_ref_ns = t_ns + offset;
+  m.offset_ns = -offset;
+  // d(cluster − local)/d(local) = −drift / (1 + drift), drift being d(node − cluster)/d(cluster).
+  m.drift_ppt = std::llround(-s.drift / (1.0 + s.drift) * 1e12);
+  m.uncertainty_ns = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(s.uncertainty_ns)));
+  m.uncertainty_growth_ppt = growth_ppt;
+  m.valid_until_ns = m.local_ref_ns + valid_for_ns;
+  return m;
+}
 
 ClockMappingPublisher::~ClockMappingPublisher() { Close(); }
 

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "agent/solve/global_solver.h"
 #include "include/chronolink/clock_mapping_page.h"
 
 namespace chronolink {
@@ -27,5 +28,14 @@ class ClockMappingPublisher {
  private:
   ClockMappingPage* page_ = nullptr;
 };
+
+// This node's page contents from its solution at reference instant T (on
+// the cluster clock): the local instant of T becomes the page's reference,
+// offset and drift flip sign (the solver gives node − cluster, the page
+// cluster − local). Stale after valid_for_ns; the uncertainty grows by
+// growth_ppt per ns away from the reference. An unreachable node gets an
+// invalid mapping.
+ClockMapping MappingFromSolution(const NodeSolution& s, int64_t t_ns, int64_t valid_for_ns,
+                                 int64_t growth_ppt);
 
 }  // namespace chronolink

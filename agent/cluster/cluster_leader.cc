@@ -1,0 +1,138 @@
+#include "agent/cluster/cluster_leader.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace chronolink {
+
+namespace {
+// Floor division for possibly negative instants.
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+}  // namespace
+
+ClusterLeader::ClusterLeader(uint32_t leader_id, ClusterLeaderOptions options)
+    : leader_id_(leader_id), options_(std::move(options)) {
+  if (options_.step_ns <= 0) options_.step_ns = 2'000'000'000;
+}
+
+int64_t ClusterLeader::FirstIndexAtOrAfter(int64_t t_ns) const {
+  // Smallest k with k·step + step/2 >= t.
+  const int64_t shifted = t_ns - options_.step_ns / 2;
+  const int64_t k = FloorDiv(shifted, options_.step_ns);
+  return k * options_.step_ns == shifted ? k : k + 1;
+}
+
+void ClusterLeader::TakeOffice(int64_t now_ns) {
+  if (in_office_) return;
+  in_office_ = true;
+  next_index_ = FirstIndexAtOrAfter(now_ns - options_.backfill_ns);
+  late_.clear();
+}
+
+void ClusterLeader::Add(std::span<const WindowSummary> windows, int64_t now_ns) {
+  // A window serves, above all, the instant at its centre: only that one is
+  // re-solved when it comes late (its neighbours' own windows serve them).
+  const int64_t half = options_.step_ns / 2;
+  for (const WindowSummary& w : windows) {
+    ++stats_.windows_received;
+    if (w.estimate.x0_ns < now_ns - options_.retention_ns) {
+      ++stats_.windows_expired;
+      continue;
+    }
+    const WindowId id{w.estimate.node, w.estimate.peer, w.window_start_ns, w.session};
+    if (!seen_.insert(id).second) {
+      ++stats_.windows_duplicate;
+      continue;
+    }
+    by_x0_.emplace(w.estimate.x0_ns, std::make_pair(id, w.estimate));
+    for (uint32_t n : {w.estimate.node, w.estimate.peer}) {
+      int64_t& newest = known_[n];
+      newest = std::max(newest, w.estimate.x0_ns);
+    }
+    // Instants already solved that this window would have served.
+    bool late = false;
+    for (auto it = solved_.lower_bound(w.estimate.x0_ns - half);
+         it != solved_.end() && *it <= w.estimate.x0_ns + half; ++it) {
+      late_[*it] = now_ns;
+      late = true;
+    }
+    if (late) ++stats_.windows_late;
+  }
+}
+
+void ClusterLeader::Expire(int64_t now_ns) {
+  const int64_t oldest = now_ns - options_.retention_ns;
+  auto end = by_x0_.lower_bound(oldest);
+  for (auto it = by_x0_.begin(); it != end; ++it) seen_.erase(it->second.first);
+  by_x0_.erase(by_x0_.begin(), end);
+  solved_.erase(solved_.begin(), solved_.lower_bound(oldest));
+  late_.erase(late_.begin(), late_.lower_bound(oldest));
+  std::erase_if(known_, [&](const auto& kv) { return kv.second < oldest; });
+}
+
+OffsetsSnapshot ClusterLeader::SolveInstant(int64_t t_ns, bool recomputed) {
+  const int64_t horizon = options_.solver.validity_horizon_ns;
+  std::vector<EdgeEstimate> edges;
+  for (auto it = by_x0_.lower_bound(t_ns - horizon); it != by_x0_.end() && it->first <= t_ns + horizon;
+       ++it) {
+    edges.push_back(it->second.second);
+  }
+  const auto started = std::chrono::steady_clock::now();
+  SolveResult r = Solve(edges, t_ns, options_.solver);
+  stats_.last_solve_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  OffsetsSnapshot s;
+  s.leader = leader_id_;
+  s.sequence = ++sequence_;
+  s.reference_instant_ns = t_ns;
+  s.reference_node = options_.solver.reference_node;
+  s.recomputed = recomputed;
+  std::set<uint32_t> solved_nodes;
+  for (const NodeSolution& n : r.nodes) solved_nodes.insert(n.node);
+  s.nodes = std::move(r.nodes);
+  for (const auto& [node, newest] : known_) {
+    if (solved_nodes.count(node) != 0) continue;
+    NodeSolution missing;
+    missing.node = node;  // reachable = false: no edge at this instant
+    s.nodes.push_back(missing);
+  }
+  std::sort(s.nodes.begin(), s.nodes.end(),
+            [](const NodeSolution& a, const NodeSolution& b) { return a.node < b.node; });
+  solved_.insert(t_ns);
+  if (recomputed) {
+    ++stats_.instants_recomputed;
+  } else {
+    ++stats_.instants_solved;
+  }
+  return s;
+}
+
+std::vector<OffsetsSnapshot> ClusterLeader::SolveDue(int64_t now_ns) {
+  std::vector<OffsetsSnapshot> out;
+  if (!in_office_) return out;
+  Expire(now_ns);
+  // The last index whose instant is ready: k·step + step/2 + ready <= now.
+  const int64_t last_due =
+      FloorDiv(now_ns - options_.ready_after_ns - options_.step_ns / 2, options_.step_ns);
+  if (last_due - next_index_ + 1 > options_.max_instants_per_call) {
+    const int64_t skip = last_due - next_index_ + 1 - options_.max_instants_per_call;
+    stats_.instants_skipped += static_cast<uint64_t>(skip);
+    next_index_ += skip;
+  }
+  for (; next_index_ <= last_due; ++next_index_) {
+    // Nothing to solve before the first window arrives: no empty snapshots.
+    if (by_x0_.empty()) continue;
+    out.push_back(SolveInstant(InstantAt(next_index_), false));
+  }
+  for (auto it = late_.begin(); it != late_.end();) {
+    if (now_ns - it->second < options_.late_settle_ns) {
+      ++it;
+      continue;
+    }
+    out.push_back(SolveInstant(it->first, true));
+    it = late_.erase(it);
+  }
+  return out;
+}
+
+}  // namespace chronolink

@@ -1,0 +1,97 @@
+// What the leader does (docs/leader.md): it gathers every node's window
+// summaries, and for a series of reference instants (one per window, at the
+// windows' centres, where the estimates' x0 lie) solves every node's offset
+// with the global solver once the windows around the instant have had time
+// to arrive. Windows that arrive after their instant was solved (a
+// coordination outage, a slow node) make it solve the instant again: the
+// re-solve is marked `recomputed`. Every node seen within the retention is in
+// every snapshot: one without edges at the instant (a dead agent) is there
+// as unreachable, never silently missing. Pure logic: no I/O, no threads, no clock
+// reads; the caller passes the time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <span>
+#include <tuple>
+#include <vector>
+
+#include "agent/coord/cluster_messages.h"
+#include "agent/solve/global_solver.h"
+
+namespace chronolink {
+
+struct ClusterLeaderOptions {
+  SolverOptions solver;
+  int64_t step_ns = 2'000'000'000;  // the window: instants at k·step + step/2
+  // An instant T is solved when the leader's clock passes T + ready_after_ns:
+  // half a window, the agents' window grace and time for the summaries to travel.
+  int64_t ready_after_ns = 2'300'000'000;
+  // Summaries whose x0 is older than now − retention are forgotten.
+  int64_t retention_ns = 120'000'000'000;
+  // On taking office, instants back to now − backfill are solved too (those
+  // the previous leader may have missed while it died).
+  int64_t backfill_ns = 10'000'000'000;
+  // A solved instant that receives late windows is solved again once none
+  // has arrived for this long (bursts after an outage come in many batches).
+  int64_t late_settle_ns = 1'000'000'000;
+  // At most this many instants are solved per call (a leader that fell far
+  // behind skips ahead rather than never catching up).
+  int max_instants_per_call = 8;
+};
+
+struct ClusterLeaderStats {
+  uint64_t windows_received = 0;
+  uint64_t windows_duplicate = 0;  // resends (reconnects, failover) already held
+  uint64_t windows_late = 0;       // arrived after an instant they serve was solved
+  uint64_t windows_expired = 0;    // older than the retention on arrival
+  uint64_t instants_solved = 0;
+  uint64_t instants_recomputed = 0;
+  uint64_t instants_skipped = 0;   // fell behind: never solved
+  double last_solve_ms = 0;
+};
+
+class ClusterLeader {
+ public:
+  ClusterLeader(uint32_t leader_id, ClusterLeaderOptions options);
+
+  // Starts leading at leader-clock now_ns: the first instant solved is the
+  // first one at or after now − backfill.
+  void TakeOffice(int64_t now_ns);
+  bool in_office() const { return in_office_; }
+  void LeaveOffice() { in_office_ = false; }
+
+  // New summaries (any order, duplicates welcome).
+  void Add(std::span<const WindowSummary> windows, int64_t now_ns);
+
+  // Solves every instant whose time has come and every recent one that got
+  // late windows; snapshots in order of solving.
+  std::vector<OffsetsSnapshot> SolveDue(int64_t now_ns);
+
+  // The instant T of window k's centre, and the k whose centre is at or after t.
+  int64_t InstantAt(int64_t k) const { return k * options_.step_ns + options_.step_ns / 2; }
+  int64_t FirstIndexAtOrAfter(int64_t t_ns) const;
+
+  const ClusterLeaderStats& stats() const { return stats_; }
+  size_t windows_held() const { return by_x0_.size(); }
+
+ private:
+  using WindowId = std::tuple<uint32_t, uint32_t, int64_t, uint64_t>;  // node, peer, start, session
+  OffsetsSnapshot SolveInstant(int64_t t_ns, bool recomputed);
+  void Expire(int64_t now_ns);
+
+  uint32_t leader_id_;
+  ClusterLeaderOptions options_;
+  bool in_office_ = false;
+  int64_t next_index_ = 0;
+  uint64_t sequence_ = 0;
+  std::set<WindowId> seen_;
+  std::multimap<int64_t, std::pair<WindowId, EdgeEstimate>> by_x0_;
+  std::map<uint32_t, int64_t> known_;       // node -> newest x0 that mentions it
+  std::set<int64_t> solved_;                // instants solved, within the retention
+  std::map<int64_t, int64_t> late_;         // instant -> when its last late window came
+  ClusterLeaderStats stats_;
+};
+
+}  // namespace chronolink

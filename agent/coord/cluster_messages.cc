@@ -1,0 +1,218 @@
+#include "agent/coord/cluster_messages.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace chronolink {
+namespace {
+
+using nlohmann::json;
+
+// Field readers that refuse wrong types and ranges with the field's name.
+struct FieldError {
+  std::string what;
+};
+
+const json& Field(const json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end()) throw FieldError{std::string("missing field \"") + name + "\""};
+  return *it;
+}
+
+template <typename Int>
+Int IntField(const json& j, const char* name) {
+  const json& v = Field(j, name);
+  if (!v.is_number_integer()) throw FieldError{std::string("\"") + name + "\" is not an integer"};
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<Int>::max()))
+      throw FieldError{std::string("\"") + name + "\" is out of range"};
+    return static_cast<Int>(u);
+  }
+  const int64_t s = v.get<int64_t>();
+  if (s < static_cast<int64_t>(std::numeric_limits<Int>::min()) ||
+      (s > 0 && static_cast<uint64_t>(s) > static_cast<uint64_t>(std::numeric_limits<Int>::max())))
+    throw FieldError{std::string("\"") + name + "\" is out of range"};
+  return static_cast<Int>(s);
+}
+
+double FiniteField(const json& j, const char* name) {
+  const json& v = Field(j, name);
+  if (!v.is_number()) throw FieldError{std::string("\"") + name + "\" is not a number"};
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) throw FieldError{std::string("\"") + name + "\" is not finite"};
+  return d;
+}
+
+// 64-bit session ids travel as decimal strings: JSON readers elsewhere
+// (JavaScript, jq) lose integers above 2^53.
+uint64_t SessionField(const json& j) {
+  const json& v = Field(j, "session");
+  if (!v.is_string()) throw FieldError{"\"session\" is not a decimal string"};
+  const std::string s = v.get<std::string>();
+  if (s.empty() || s.size() > 20 || s.find_first_not_of("0123456789") != std::string::npos)
+    throw FieldError{"\"session\" is not a decimal string"};
+  try {
+    return std::stoull(s);
+  } catch (...) {
+    throw FieldError{"\"session\" is out of range"};
+  }
+}
+
+json SummaryToJson(const WindowSummary& w) {
+  return json{{"node", w.estimate.node},
+              {"peer", w.estimate.peer},
+              {"session", std::to_string(w.session)},
+              {"window_start_ns", w.window_start_ns},
+              {"x0_ns", w.estimate.x0_ns},
+              {"beta_ns", w.estimate.beta_ns},
+              {"alpha", w.estimate.alpha},
+              {"uncertainty_ns", w.estimate.uncertainty_ns},
+              {"estimator", w.estimator}};
+}
+
+WindowSummary SummaryFromJson(const json& j) {
+  if (!j.is_object()) throw FieldError{"a window summary is not a JSON object"};
+  WindowSummary w;
+  w.estimate.node = IntField<uint32_t>(j, "node");
+  w.estimate.peer = IntField<uint32_t>(j, "peer");
+  if (w.estimate.node == w.estimate.peer) throw FieldError{"\"node\" and \"peer\" are the same"};
+  w.session = SessionField(j);
+  w.window_start_ns = IntField<int64_t>(j, "window_start_ns");
+  w.estimate.x0_ns = IntField<int64_t>(j, "x0_ns");
+  w.estimate.beta_ns = FiniteField(j, "beta_ns");
+  w.estimate.alpha = FiniteField(j, "alpha");
+  if (std::fabs(w.estimate.alpha) > 0.01) throw FieldError{"\"alpha\" beyond 10000 ppm"};
+  w.estimate.uncertainty_ns = FiniteField(j, "uncertainty_ns");
+  if (w.estimate.uncertainty_ns < 0) throw FieldError{"\"uncertainty_ns\" is negative"};
+  const json& e = Field(j, "estimator");
+  if (!e.is_string()) throw FieldError{"\"estimator\" is not a string"};
+  w.estimator = e.get<std::string>();
+  return w;
+}
+
+json NullableNumber(bool present, double v) { return present ? json(v) : json(nullptr); }
+
+json SolutionToJson(const NodeSolution& s) {
+  return json{{"node", s.node},
+              {"reachable", s.reachable},
+              {"offset_ns", NullableNumber(s.reachable, s.offset_ns)},
+              {"drift", NullableNumber(s.reachable, s.drift)},
+              {"uncertainty_ns", NullableNumber(s.reachable, s.uncertainty_ns)},
+              {"residual_ns", NullableNumber(s.reachable, s.residual_ns)},
+              {"component", s.component},
+              {"edges_used", s.edges_used}};
+}
+
+NodeSolution SolutionFromJson(const json& j) {
+  if (!j.is_object()) throw FieldError{"a node solution is not a JSON object"};
+  NodeSolution s;
+  s.node = IntField<uint32_t>(j, "node");
+  const json& r = Field(j, "reachable");
+  if (!r.is_boolean()) throw FieldError{"\"reachable\" is not a boolean"};
+  s.reachable = r.get<bool>();
+  if (s.reachable) {
+    s.offset_ns = FiniteField(j, "offset_ns");
+    s.drift = FiniteField(j, "drift");
+    s.uncertainty_ns = FiniteField(j, "uncertainty_ns");
+    s.residual_ns = FiniteField(j, "residual_ns");
+  }
+  s.component = IntField<int>(j, "component");
+  s.edges_used = IntField<int>(j, "edges_used");
+  return s;
+}
+
+template <typename Fn>
+bool Guarded(std::string* error, Fn&& fn) {
+  try {
+    fn();
+    return true;
+  } catch (const FieldError& e) {
+    *error = e.what;
+  } catch (const json::exception& e) {
+    *error = std::string("malformed JSON: ") + e.what();
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string WindowSummary::Key() const {
+  return std::to_string(estimate.node) + "/" + std::to_string(estimate.peer) + "/" +
+         std::to_string(window_start_ns) + "/" + std::to_string(session);
+}
+
+std::string EncodeWindowSummary(const WindowSummary& w) { return SummaryToJson(w).dump(); }
+
+bool DecodeWindowSummary(std::string_view text, WindowSummary* out, std::string* error) {
+  return Guarded(error, [&] { *out = SummaryFromJson(json::parse(text)); });
+}
+
+std::string EncodeWindowSummaries(std::span<const WindowSummary> batch) {
+  json a = json::array();
+  for (const WindowSummary& w : batch) a.push_back(SummaryToJson(w));
+  return a.dump();
+}
+
+bool DecodeWindowSummaries(std::string_view text, std::vector<WindowSummary>* out, std::string* error) {
+  return Guarded(error, [&] {
+    const json a = json::parse(text);
+    if (!a.is_array()) throw FieldError{"a window batch is not a JSON array"};
+    std::vector<WindowSummary> batch;
+    batch.reserve(a.size());
+    for (const json& j : a) batch.push_back(SummaryFromJson(j));
+    *out = std::move(batch);
+  });
+}
+
+const NodeSolution* OffsetsSnapshot::Find(uint32_t node) const {
+  for (const NodeSolution& s : nodes) {
+    if (s.node == node) return &s;
+  }
+  return nullptr;
+}
+
+std::string EncodeOffsetsSnapshot(const OffsetsSnapshot& s) {
+  json nodes = json::array();
+  for (const NodeSolution& n : s.nodes) nodes.push_back(SolutionToJson(n));
+  return json{{"leader", s.leader},
+              {"sequence", std::to_string(s.sequence)},
+              {"t_ns", s.reference_instant_ns},
+              {"reference", s.reference_node ? json(*s.reference_node) : json("mean")},
+              {"recomputed", s.recomputed},
+              {"nodes", nodes}}
+      .dump();
+}
+
+bool DecodeOffsetsSnapshot(std::string_view text, OffsetsSnapshot* out, std::string* error) {
+  return Guarded(error, [&] {
+    const json j = json::parse(text);
+    if (!j.is_object()) throw FieldError{"an offsets snapshot is not a JSON object"};
+    OffsetsSnapshot s;
+    s.leader = IntField<uint32_t>(j, "leader");
+    const json& seq = Field(j, "sequence");
+    if (!seq.is_string()) throw FieldError{"\"sequence\" is not a decimal string"};
+    try {
+      s.sequence = std::stoull(seq.get<std::string>());
+    } catch (...) {
+      throw FieldError{"\"sequence\" is not a decimal string"};
+    }
+    s.reference_instant_ns = IntField<int64_t>(j, "t_ns");
+    const json& ref = Field(j, "reference");
+    if (ref.is_string()) {
+      if (ref.get<std::string>() != "mean") throw FieldError{"\"reference\" is neither a node id nor \"mean\""};
+    } else {
+      s.reference_node = IntField<uint32_t>(j, "reference");
+    }
+    const json& r = Field(j, "recomputed");
+    if (!r.is_boolean()) throw FieldError{"\"recomputed\" is not a boolean"};
+    s.recomputed = r.get<bool>();
+    const json& nodes = Field(j, "nodes");
+    if (!nodes.is_array()) throw FieldError{"\"nodes\" is not an array"};
+    for (const json& n : nodes) s.nodes.push_back(SolutionFromJson(n));
+    *out = std::move(s);
+  });
+}
+
+}  // namespace chronolink

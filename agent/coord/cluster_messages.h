@@ -1,0 +1,51 @@
+// What agents and the leader tell each other, whatever carries it (the
+// static backend's authenticated TCP channel or etcd keys): window summaries
+// from every prober to the leader, and solved offsets from the leader back.
+// Both travel as JSON text (docs/formats.md, "Coordination messages"), and
+// decoding validates every field: a bad message is an error, never garbage.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/solve/global_solver.h"
+
+namespace chronolink {
+
+// One closed window's estimate of one directed edge, as the leader needs it.
+struct WindowSummary {
+  EdgeEstimate estimate;        // node = prober; x0_ns on the prober's clock
+  uint64_t session = 0;         // the prober's session epoch (a restart changes it)
+  int64_t window_start_ns = 0;  // prober clock
+  std::string estimator;        // "max_margin" or "min_delay"
+
+  // Identifies the window across resends: (node, peer, window_start, session).
+  std::string Key() const;
+};
+
+std::string EncodeWindowSummary(const WindowSummary& w);
+bool DecodeWindowSummary(std::string_view text, WindowSummary* out, std::string* error);
+// A batch: a JSON array of summaries.
+std::string EncodeWindowSummaries(std::span<const WindowSummary> batch);
+bool DecodeWindowSummaries(std::string_view text, std::vector<WindowSummary>* out, std::string* error);
+
+// One solve's result as the leader publishes it.
+struct OffsetsSnapshot {
+  uint32_t leader = 0;
+  uint64_t sequence = 0;               // increases with every publication of a leader
+  int64_t reference_instant_ns = 0;    // T, on the reference (cluster) clock
+  std::optional<uint32_t> reference_node;  // nullopt: the mean of all nodes
+  bool recomputed = false;             // a re-solve of T after late windows
+  std::vector<NodeSolution> nodes;
+
+  const NodeSolution* Find(uint32_t node) const;
+};
+
+std::string EncodeOffsetsSnapshot(const OffsetsSnapshot& s);
+bool DecodeOffsetsSnapshot(std::string_view text, OffsetsSnapshot* out, std::string* error);
+
+}  // namespace chronolink

@@ -1,0 +1,315 @@
+// Tests of what the leader does (agent/cluster/cluster_leader.h) and of the
+// messages it exchanges (agent/coord/cluster_messages.h) and the outbox that
+// carries them (agent/coord/window_outbox.h): instants at window centres,
+// solved once ready, duplicates dropped, late windows re-solved, dead nodes
+// reported unreachable, bad messages refused with a reason.
+#include "agent/cluster/cluster_leader.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "agent/coord/cluster_messages.h"
+#include "agent/coord/window_outbox.h"
+#include "agent/export/clock_mapping_publisher.h"
+#include "agent/export/offsets_jsonl_writer.h"
+
+namespace chronolink {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kStep = 2 * kSecond;
+constexpr int64_t kBase = 1'795'324'430'000'000'000;  // an epoch-scale window boundary (multiple of 2 s)
+
+// Constant offsets (no drift): every node's clock is truth + offset.
+const std::map<uint32_t, double> kOffsets = {{1, 0.0}, {2, 1500.0}, {3, -700.0}, {4, 12000.0}};
+
+WindowSummary Window(uint32_t a, uint32_t b, int64_t window_start, uint64_t session = 7) {
+  WindowSummary w;
+  w.estimate.node = a;
+  w.estimate.peer = b;
+  w.estimate.x0_ns = window_start + kStep / 2;
+  w.estimate.beta_ns = kOffsets.at(b) - kOffsets.at(a);
+  w.estimate.alpha = 0;
+  w.estimate.uncertainty_ns = 10;
+  w.session = session;
+  w.window_start_ns = window_start;
+  w.estimator = "max_margin";
+  return w;
+}
+
+// Both directions of every edge of a 4-cycle with a chord, for one window.
+std::vector<WindowSummary> AllWindows(int64_t window_start, uint32_t skip_node = 0) {
+  const std::pair<uint32_t, uint32_t> edges[] = {{1, 2}, {2, 3}, {3, 4}, {4, 1}, {1, 3}};
+  std::vector<WindowSummary> out;
+  for (auto [a, b] : edges) {
+    if (a == skip_node || b == skip_node) continue;
+    out.push_back(Window(a, b, window_start));
+    out.push_back(Window(b, a, window_start));
+  }
+  return out;
+}
+
+ClusterLeaderOptions Options() {
+  ClusterLeaderOptions o;
+  o.step_ns = kStep;
+  o.ready_after_ns = kStep / 2 + kSecond;
+  o.solver.reference_node = 1;
+  o.solver.validity_horizon_ns = 2 * kStep;
+  o.backfill_ns = 0;
+  o.late_settle_ns = kSecond;
+  return o;
+}
+
+TEST(ClusterLeader, InstantsAreWindowCentres) {
+  ClusterLeader leader(1, Options());
+  EXPECT_EQ(leader.InstantAt(0), kStep / 2);
+  EXPECT_EQ(leader.FirstIndexAtOrAfter(kStep / 2), 0);
+  EXPECT_EQ(leader.FirstIndexAtOrAfter(kStep / 2 + 1), 1);
+  EXPECT_EQ(leader.FirstIndexAtOrAfter(-kStep), -1);  // -kStep/2 is the centre of window -1
+  EXPECT_EQ(leader.InstantAt(leader.FirstIndexAtOrAfter(kBase)), kBase + kStep / 2);
+}
+
+TEST(ClusterLeader, SolvesEachInstantOnceWhenReady) {
+  ClusterLeader leader(1, Options());
+  leader.TakeOffice(kBase);
+  leader.Add(AllWindows(kBase), kBase + kStep);
+  const int64_t t = kBase + kStep / 2;
+  // Not ready until T + ready_after.
+  EXPECT_TRUE(leader.SolveDue(t + kStep / 2).empty());
+  auto solved = leader.SolveDue(t + kStep / 2 + kSecond);
+  ASSERT_EQ(solved.size(), 1u);
+  const OffsetsSnapshot& s = solved[0];
+  EXPECT_EQ(s.reference_instant_ns, t);
+  EXPECT_FALSE(s.recomputed);
+  EXPECT_EQ(s.leader, 1u);
+  ASSERT_EQ(s.nodes.size(), 4u);
+  for (const NodeSolution& n : s.nodes) {
+    ASSERT_TRUE(n.reachable) << n.node;
+    EXPECT_NEAR(n.offset_ns, kOffsets.at(n.node), 1e-3) << n.node;
+  }
+  // Nothing twice.
+  EXPECT_TRUE(leader.SolveDue(t + kStep / 2 + kSecond + 10).empty());
+  EXPECT_EQ(leader.stats().instants_solved, 1u);
+}
+
+TEST(ClusterLeader, DropsDuplicatesAndExpiredWindows) {
+  ClusterLeader leader(1, Options());
+  leader.TakeOffice(kBase);
+  const auto w = AllWindows(kBase);
+  leader.Add(w, kBase + kStep);
+  leader.Add(w, kBase + kStep);  // a resend after a reconnect
+  EXPECT_EQ(leader.stats().windows_duplicate, w.size());
+  EXPECT_EQ(leader.windows_held(), w.size());
+  // The same window from a new session (a restart) is a different window.
+  leader.Add(std::vector<WindowSummary>{Window(1, 2, kBase, 8)}, kBase + kStep);
+  EXPECT_EQ(leader.windows_held(), w.size() + 1);
+  // Far older than the retention: refused.
+  leader.Add(AllWindows(kBase - 1000 * kSecond), kBase + kStep);
+  EXPECT_EQ(leader.stats().windows_expired, w.size());
+}
+
+TEST(ClusterLeader, LateWindowsMakeARecomputedInstant) {
+  ClusterLeader leader(1, Options());
+  leader.TakeOffice(kBase);
+  const int64_t t = kBase + kStep / 2;
+  // Node 4's windows are held up (a coordination outage): it is unreachable
+  // at first ...
+  leader.Add(AllWindows(kBase, /*skip_node=*/4), kBase + kStep);
+  auto first = leader.SolveDue(t + kStep);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].Find(4), nullptr);  // never seen yet: not in the snapshot
+  // ... then they arrive, and the instant is solved again once they settle.
+  std::vector<WindowSummary> late;
+  for (const WindowSummary& w : AllWindows(kBase)) {
+    if (w.estimate.node == 4 || w.estimate.peer == 4) late.push_back(w);
+  }
+  const int64_t arrival = t + 2 * kStep;
+  leader.Add(late, arrival);
+  EXPECT_EQ(leader.stats().windows_late, late.size());
+  auto again = leader.SolveDue(arrival + kSecond);
+  const OffsetsSnapshot* recomputed = nullptr;
+  for (const auto& s : again) {
+    if (s.recomputed) recomputed = &s;
+  }
+  ASSERT_NE(recomputed, nullptr);
+  EXPECT_EQ(recomputed->reference_instant_ns, t);
+  const NodeSolution* n4 = recomputed->Find(4);
+  ASSERT_NE(n4, nullptr);
+  EXPECT_TRUE(n4->reachable);
+  EXPECT_NEAR(n4->offset_ns, kOffsets.at(4), 1e-3);
+  EXPECT_EQ(leader.stats().instants_recomputed, 1u);
+}
+
+TEST(ClusterLeader, NodeWithoutEdgesIsUnreachableNotMissing) {
+  ClusterLeader leader(1, Options());
+  leader.TakeOffice(kBase);
+  leader.Add(AllWindows(kBase), kBase + kStep);
+  // Node 4 dies: later windows do not mention it.
+  for (int k = 1; k <= 4; ++k) leader.Add(AllWindows(kBase + k * kStep, 4), kBase + (k + 1) * kStep);
+  auto solved = leader.SolveDue(kBase + 5 * kStep + kSecond + kStep / 2);
+  ASSERT_FALSE(solved.empty());
+  const OffsetsSnapshot& last = solved.back();
+  const NodeSolution* n4 = last.Find(4);
+  ASSERT_NE(n4, nullptr) << "a node seen before must be reported";
+  EXPECT_FALSE(n4->reachable);
+  EXPECT_TRUE(last.Find(3)->reachable);
+}
+
+TEST(ClusterLeader, FallingBehindSkipsAheadBounded) {
+  ClusterLeaderOptions o = Options();
+  o.max_instants_per_call = 3;
+  ClusterLeader leader(1, o);
+  leader.TakeOffice(kBase);
+  leader.Add(AllWindows(kBase), kBase + kStep);
+  const auto solved = leader.SolveDue(kBase + 20 * kStep);
+  EXPECT_EQ(solved.size(), 3u);
+  EXPECT_GT(leader.stats().instants_skipped, 0u);
+}
+
+TEST(ClusterLeader, NotInOfficeSolvesNothing) {
+  ClusterLeader leader(1, Options());
+  leader.Add(AllWindows(kBase), kBase + kStep);
+  EXPECT_TRUE(leader.SolveDue(kBase + 10 * kStep).empty());
+}
+
+TEST(ClusterMessages, WindowSummaryRoundTrip) {
+  WindowSummary w = Window(3, 4, kBase, 0xfedcba9876543210ULL);
+  w.estimate.alpha = 3.5e-5;
+  std::vector<WindowSummary> batch = {w, Window(4, 3, kBase)};
+  std::vector<WindowSummary> back;
+  std::string error;
+  ASSERT_TRUE(DecodeWindowSummaries(EncodeWindowSummaries(batch), &back, &error)) << error;
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].session, 0xfedcba9876543210ULL);  // 64 bits survive JSON
+  EXPECT_EQ(back[0].estimate.x0_ns, w.estimate.x0_ns);
+  EXPECT_DOUBLE_EQ(back[0].estimate.alpha, 3.5e-5);
+  EXPECT_EQ(back[0].Key(), w.Key());
+}
+
+TEST(ClusterMessages, BadWindowSummariesAreRefusedWithAReason) {
+  const std::string good = EncodeWindowSummary(Window(1, 2, kBase));
+  WindowSummary w;
+  std::string error;
+  EXPECT_TRUE(DecodeWindowSummary(good, &w, &error)) << error;
+  const std::pair<std::string, std::string> bad[] = {
+      {"not json", "malformed"},
+      {"[]", "not a JSON object"},
+      {R"({"node":1})", "missing"},
+      {R"({"node":1,"peer":1,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m"})",
+       "same"},
+      {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0.5,"uncertainty_ns":1,"estimator":"m"})",
+       "10000 ppm"},
+      {R"({"node":1,"peer":2,"session":"x","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m"})",
+       "session"},
+      {R"({"node":-1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m"})",
+       "out of range"},
+      {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0.5,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m"})",
+       "not an integer"},
+      {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":-1,"estimator":"m"})",
+       "negative"},
+  };
+  for (const auto& [text, why] : bad) {
+    error.clear();
+    EXPECT_FALSE(DecodeWindowSummary(text, &w, &error)) << text;
+    EXPECT_NE(error.find(why), std::string::npos) << text << " -> " << error;
+  }
+  std::vector<WindowSummary> batch;
+  EXPECT_FALSE(DecodeWindowSummaries("{}", &batch, &error));
+  EXPECT_FALSE(DecodeWindowSummaries("[" + good + ",7]", &batch, &error));
+}
+
+TEST(ClusterMessages, OffsetsSnapshotRoundTrip) {
+  ClusterLeader leader(2, Options());
+  leader.TakeOffice(kBase);
+  leader.Add(AllWindows(kBase), kBase + kStep);
+  auto solved = leader.SolveDue(kBase + 4 * kStep);
+  ASSERT_FALSE(solved.empty());
+  OffsetsSnapshot s = solved[0];
+  s.nodes.push_back(NodeSolution{.node = 9});  // an unreachable one
+  OffsetsSnapshot back;
+  std::string error;
+  ASSERT_TRUE(DecodeOffsetsSnapshot(EncodeOffsetsSnapshot(s), &back, &error)) << error;
+  EXPECT_EQ(back.leader, 2u);
+  EXPECT_EQ(back.reference_node, std::optional<uint32_t>(1));
+  EXPECT_EQ(back.reference_instant_ns, s.reference_instant_ns);
+  ASSERT_EQ(back.nodes.size(), s.nodes.size());
+  EXPECT_DOUBLE_EQ(back.Find(4)->offset_ns, s.Find(4)->offset_ns);
+  EXPECT_FALSE(back.Find(9)->reachable);
+  EXPECT_FALSE(DecodeOffsetsSnapshot(R"({"leader":1})", &back, &error));
+  EXPECT_FALSE(DecodeOffsetsSnapshot(R"({"leader":1,"sequence":"1","t_ns":0,"reference":"median","recomputed":false,"nodes":[]})",
+                                     &back, &error));
+}
+
+TEST(WindowOutbox, KeepsUntilDeliveredRewindsAndExpires) {
+  WindowOutbox box(10 * kSecond);
+  const auto w = AllWindows(kBase);
+  box.Add(w, 0);
+  EXPECT_EQ(box.pending(), w.size());
+  const auto first = box.Pending(4);
+  ASSERT_EQ(first.size(), 4u);
+  box.MarkDelivered(4);
+  EXPECT_EQ(box.pending(), w.size() - 4);
+  EXPECT_EQ(box.delivered(), 4u);
+  // A new leader: everything again, but deliveries are not counted twice.
+  box.Rewind();
+  EXPECT_EQ(box.pending(), w.size());
+  box.MarkDelivered(w.size());
+  EXPECT_EQ(box.delivered(), w.size());
+  box.Add(w, 5 * kSecond);
+  box.Expire(12 * kSecond);  // the first batch is past the retention
+  EXPECT_EQ(box.held(), w.size());
+  EXPECT_EQ(box.pending(), w.size());
+  EXPECT_EQ(box.dropped(), 0u);
+  box.Expire(20 * kSecond);  // the second never went out
+  EXPECT_EQ(box.held(), 0u);
+  EXPECT_EQ(box.dropped(), w.size());
+}
+
+TEST(ClockPage, MappingFromSolutionInvertsTheOffset) {
+  NodeSolution s;
+  s.node = 4;
+  s.reachable = true;
+  s.offset_ns = 12'000.4;  // node − cluster
+  s.drift = 50e-6;
+  s.uncertainty_ns = 3.2;
+  const int64_t t = kBase + kStep / 2;
+  const ClockMapping m = MappingFromSolution(s, t, 5 * kStep, 100'000);
+  ASSERT_TRUE(m.valid);
+  EXPECT_EQ(m.local_ref_ns, t + 12'000);
+  // The node's clock reads local_ref at cluster instant t.
+  EXPECT_EQ(m.ToCluster(m.local_ref_ns), t);
+  // One second of node clock later the cluster clock has advanced 1/(1+drift) s.
+  const double expected = static_cast<double>(kSecond) / (1 + 50e-6);
+  EXPECT_NEAR(static_cast<double>(m.ToCluster(m.local_ref_ns + kSecond) - t), expected, 1.0);
+  EXPECT_EQ(m.uncertainty_ns, 4);
+  EXPECT_EQ(m.valid_until_ns, m.local_ref_ns + 5 * kStep);
+  s.reachable = false;
+  EXPECT_FALSE(MappingFromSolution(s, t, kStep, 0).valid);
+}
+
+TEST(OffsetsJsonl, LinesCarryTheLeaderAndRecomputedFlag) {
+  NodeSolution s;
+  s.node = 3;
+  s.reachable = true;
+  s.offset_ns = -700;
+  OffsetLineContext c;
+  c.reference_instant_ns = kBase;
+  c.leader = 2;
+  c.recomputed = true;
+  const std::string line = OffsetLineJson(s, c);
+  EXPECT_NE(line.find(R"("schema":"chronolink.offset.v1")"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("reference":"mean")"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("leader":2)"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("recomputed":true)"), std::string::npos) << line;
+  s.reachable = false;
+  c.leader.reset();
+  c.recomputed = false;
+  const std::string unreachable = OffsetLineJson(s, c);
+  EXPECT_NE(unreachable.find(R"("offset_ns":null)"), std::string::npos) << unreachable;
+  EXPECT_EQ(unreachable.find("leader"), std::string::npos) << unreachable;
+}
+
+}  // namespace
+}  // namespace chronolink
