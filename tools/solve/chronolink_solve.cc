@@ -1,6 +1,8 @@
 // chronolink-solve: recomputes offsets.jsonl offline from the edges.jsonl
 // files of all nodes, with the same global solver the leader runs
-// (agent/solve/global_solver.h, docs/solver.md).
+// (agent/solve/global_solver.h, docs/solver.md), or with the spanning-tree
+// baseline (--method spanning-tree) to measure the network effect on the
+// same edges (docs/simulator.md).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "agent/solve/global_solver.h"
+#include "agent/solve/spanning_tree_solver.h"
 
 namespace {
 
@@ -90,6 +93,7 @@ int main(int argc, char** argv) {
   std::string source = "kernel";
   std::string loss = "tukey";
   double threshold = 0;
+  std::string method = "global";
   app.add_option("--edges", edge_files, "edges.jsonl files (one per node)")->required()->expected(1, -1);
   app.add_option("--reference", reference, "reference clock: a node id, or 'mean' (of the largest component)")
       ->capture_default_str();
@@ -108,7 +112,13 @@ int main(int argc, char** argv) {
                  "robust threshold, in units of an edge's uncertainty (default: tukey 4.685, "
                  "cauchy 2.385, huber 1.345)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--method", method,
+                 "global: the network-effect solve; spanning-tree: the chain-sync baseline (offsets "
+                 "summed along a least-variance spanning tree, loops ignored)")
+      ->check(CLI::IsMember({"global", "spanning-tree"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  const auto solve = method == "spanning-tree" ? &chronolink::SolveSpanningTree : &chronolink::Solve;
 
   chronolink::SolverOptions opt;
   if (reference != "mean") {
@@ -179,8 +189,7 @@ int main(int argc, char** argv) {
                                   [](const EdgeEstimate& e, int64_t v) { return e.x0_ns < v; });
     auto end = std::upper_bound(edges.begin(), edges.end(), t + opt.validity_horizon_ns,
                                 [](int64_t v, const EdgeEstimate& e) { return v < e.x0_ns; });
-    const auto r = chronolink::Solve(std::span<const EdgeEstimate>(&*begin, static_cast<size_t>(end - begin)),
-                                     t, opt);
+    const auto r = solve(std::span<const EdgeEstimate>(&*begin, static_cast<size_t>(end - begin)), t, opt);
     for (const auto& s : r.nodes) {
       json j = {{"schema", "chronolink.offset.v1"},
                 {"node", s.node},

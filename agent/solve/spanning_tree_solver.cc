@@ -1,0 +1,349 @@
+// The spanning-tree baseline: see spanning_tree_solver.h. The selection of
+// estimates, the components and the reference choice follow Solve's rules
+// (docs/solver.md) so that the two differ only in how they combine the
+// measurements.
+#include "agent/solve/spanning_tree_solver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <queue>
+#include <utility>
+#include <vector>
+
+namespace chronolink {
+namespace {
+
+// One directed measurement at T, by node index: y ≈ x[b] − x[a].
+struct Measurement {
+  int a = 0, b = 0;
+  int64_t x0 = 0;
+  double y = 0;   // offset at T
+  double yd = 0;  // drift
+  double u = 0;   // effective (floored, extrapolated) uncertainty
+  int link = -1;
+};
+
+// The measurements of one node pair in both directions, combined into one
+// value of x[hi] − x[lo] by their inverse-variance mean.
+struct Link {
+  int lo = 0, hi = 0;
+  double sum_w = 0, sum_wy = 0, sum_wyd = 0;
+  double y() const { return sum_wy / sum_w; }
+  double yd() const { return sum_wyd / sum_w; }
+  double var() const { return 1.0 / sum_w; }
+};
+
+struct Problem {
+  std::vector<uint32_t> ids;      // every node seen (and a named reference), sorted
+  std::vector<Measurement> meas;  // one per directed edge, ordered by (node, peer)
+  std::vector<Link> links;        // ordered by (lo, hi)
+
+  int IndexOf(uint32_t id) const {
+    return static_cast<int>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin());
+  }
+};
+
+std::vector<uint32_t> NodeIds(std::span<const EdgeEstimate> edges, const SolverOptions& opt) {
+  std::vector<uint32_t> ids;
+  ids.reserve(edges.size() * 2 + 1);
+  for (const auto& e : edges) {
+    ids.push_back(e.node);
+    ids.push_back(e.peer);
+  }
+  if (opt.reference_node) ids.push_back(*opt.reference_node);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+// Per directed edge, the valid estimate closest to T (ties: the smaller
+// uncertainty), exactly as Solve picks it.
+std::map<std::pair<uint32_t, uint32_t>, const EdgeEstimate*> ChooseEstimates(
+    std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
+  std::map<std::pair<uint32_t, uint32_t>, const EdgeEstimate*> chosen;
+  for (const auto& e : edges) {
+    if (e.node == e.peer) continue;
+    if (!std::isfinite(e.beta_ns) || !std::isfinite(e.alpha) || !std::isfinite(e.uncertainty_ns) ||
+        e.uncertainty_ns < 0)
+      continue;
+    const int64_t dt = (T >= e.x0_ns) ? (T - e.x0_ns) : (e.x0_ns - T);  // int64 before any double
+    if (dt < 0 || dt > opt.validity_horizon_ns) continue;
+    auto& slot = chosen[{e.node, e.peer}];
+    if (!slot) {
+      slot = &e;
+      continue;
+    }
+    const int64_t dprev = std::llabs(T - slot->x0_ns);
+    if (dt < dprev || (dt == dprev && e.uncertainty_ns < slot->uncertainty_ns)) slot = &e;
+  }
+  return chosen;
+}
+
+Problem BuildProblem(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
+  Problem p;
+  p.ids = NodeIds(edges, opt);
+  std::map<std::pair<int, int>, int> link_of;
+  for (const auto& [key, e] : ChooseEstimates(edges, T, opt)) {
+    const int64_t dt = T - e->x0_ns;  // bounded by the horizon
+    Measurement m;
+    m.a = p.IndexOf(e->node);
+    m.b = p.IndexOf(e->peer);
+    m.x0 = e->x0_ns;
+    m.y = e->beta_ns + e->alpha * static_cast<double>(dt);
+    m.yd = e->alpha;
+    m.u = std::max(e->uncertainty_ns, opt.min_uncertainty_ns) +
+          opt.extrapolation_ns_per_s * std::fabs(static_cast<double>(dt)) * 1e-9;
+    auto [it, added] =
+        link_of.emplace(std::pair{std::min(m.a, m.b), std::max(m.a, m.b)}, static_cast<int>(link_of.size()));
+    m.link = it->second;
+    p.meas.push_back(m);
+  }
+  p.links.resize(link_of.size());
+  for (const auto& [pair, index] : link_of) {
+    p.links[index].lo = pair.first;
+    p.links[index].hi = pair.second;
+  }
+  for (const Measurement& m : p.meas) {
+    Link& l = p.links[m.link];
+    const double w = 1.0 / (m.u * m.u);
+    const double sign = m.b == l.hi ? 1.0 : -1.0;  // a→b measures x[b] − x[a]
+    l.sum_w += w;
+    l.sum_wy += w * sign * m.y;
+    l.sum_wyd += w * sign * m.yd;
+  }
+  return p;
+}
+
+// Connected components, labelled as Solve labels them: 0 for the
+// reference's (the named reference's, else the largest with at least two
+// nodes, ties to the lowest id), then 1, 2, … in order of lowest id.
+struct Components {
+  std::vector<int> label;  // per node index
+  int count = 0;
+};
+
+int Root(std::vector<int>& parent, int i) {
+  while (parent[i] != i) i = parent[i] = parent[parent[i]];
+  return i;
+}
+
+Components LabelComponents(const Problem& p, const SolverOptions& opt) {
+  const int n = static_cast<int>(p.ids.size());
+  std::vector<int> parent(n);
+  std::iota(parent.begin(), parent.end(), 0);
+  for (const Link& l : p.links) {
+    const int a = Root(parent, l.lo), b = Root(parent, l.hi);
+    if (a != b) parent[std::max(a, b)] = std::min(a, b);  // roots stay the lowest index
+  }
+  std::vector<int> size(n, 0);
+  for (int i = 0; i < n; ++i) ++size[Root(parent, i)];
+  int ref_root = -1;
+  if (opt.reference_node) {
+    ref_root = Root(parent, p.IndexOf(*opt.reference_node));
+  } else {
+    for (int i = 0; i < n; ++i) {
+      if (Root(parent, i) == i && size[i] >= 2 && (ref_root < 0 || size[i] > size[ref_root])) ref_root = i;
+    }
+  }
+  Components c;
+  std::vector<int> root_label(n, -1);
+  int next = 1;
+  for (int i = 0; i < n; ++i) {
+    const int r = Root(parent, i);
+    if (root_label[r] < 0) root_label[r] = r == ref_root ? 0 : next++;
+    c.label.push_back(root_label[r]);
+  }
+  c.count = next - 1 + (ref_root >= 0 ? 1 : 0);
+  return c;
+}
+
+// The shortest-path tree from the anchor, by link variance: each node's
+// least-variance chain of links to the anchor.
+struct Tree {
+  std::vector<int> parent_link;  // per node index; -1: the anchor or not reached
+  std::vector<int> order;        // reached nodes, every parent before its children
+  std::vector<double> path_var;  // variance of the chain to the anchor
+};
+
+Tree ShortestPathTree(const Problem& p, int anchor) {
+  const int n = static_cast<int>(p.ids.size());
+  std::vector<std::vector<int>> adjacent(n);
+  for (int l = 0; l < static_cast<int>(p.links.size()); ++l) {
+    adjacent[p.links[l].lo].push_back(l);
+    adjacent[p.links[l].hi].push_back(l);
+  }
+  Tree t;
+  t.parent_link.assign(n, -1);
+  t.path_var.assign(n, std::numeric_limits<double>::infinity());
+  std::vector<char> done(n, 0);
+  // (variance, node): equal variances pop the lower index first, so the
+  // tree is a function of the input alone.
+  using Item = std::pair<double, int>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> queue;
+  t.path_var[anchor] = 0;
+  queue.emplace(0.0, anchor);
+  while (!queue.empty()) {
+    const auto [d, i] = queue.top();
+    queue.pop();
+    if (done[i]) continue;
+    done[i] = 1;
+    t.order.push_back(i);
+    for (int l : adjacent[i]) {
+      const int j = p.links[l].lo == i ? p.links[l].hi : p.links[l].lo;
+      const double nd = d + p.links[l].var();
+      if (!done[j] && nd < t.path_var[j]) {
+        t.path_var[j] = nd;
+        t.parent_link[j] = l;
+        queue.emplace(nd, j);
+      }
+    }
+  }
+  return t;
+}
+
+// Sums a per-link quantity (value of x[hi] − x[lo]) from the anchor down
+// the tree.
+std::vector<double> SumAlongTree(const Problem& p, const Tree& t,
+                                 const std::function<double(const Link&)>& value) {
+  std::vector<double> x(p.ids.size(), 0.0);
+  for (int i : t.order) {
+    const int l = t.parent_link[i];
+    if (l < 0) continue;  // the anchor
+    const Link& link = p.links[l];
+    x[i] = i == link.hi ? x[link.lo] + value(link) : x[link.hi] - value(link);
+  }
+  return x;
+}
+
+// Var(x_i − mean over the tree's nodes). x_i is the sum of the links on its
+// path, so Cov(x_i, x_j) is the variance of their common path; summing over
+// j counts each path link once per node below it (its subtree size s_l):
+//   Σ_j C_ij = Σ_{l ∈ path(i)} v_l·s_l,   Σ_jk C_jk = Σ_l v_l·s_l².
+std::vector<double> VarianceAgainstMean(const Problem& p, const Tree& t) {
+  const int n_all = static_cast<int>(p.ids.size());
+  const double n = static_cast<double>(t.order.size());
+  std::vector<double> below(n_all, 1.0);
+  for (auto it = t.order.rbegin(); it != t.order.rend(); ++it) {
+    const int l = t.parent_link[*it];
+    if (l < 0) continue;
+    const Link& link = p.links[l];
+    below[*it == link.hi ? link.lo : link.hi] += below[*it];
+  }
+  std::vector<double> row(n_all, 0.0);
+  double total = 0;
+  for (int i : t.order) {
+    const int l = t.parent_link[i];
+    if (l < 0) continue;
+    const Link& link = p.links[l];
+    const int parent = i == link.hi ? link.lo : link.hi;
+    row[i] = row[parent] + link.var() * below[i];
+    total += link.var() * below[i] * below[i];
+  }
+  std::vector<double> var(n_all, 0.0);
+  for (int i : t.order) var[i] = t.path_var[i] - 2.0 * row[i] / n + total / (n * n);
+  return var;
+}
+
+void SubtractMean(const Tree& t, std::vector<double>& x) {
+  double sum = 0;
+  for (int i : t.order) sum += x[i];
+  const double mean = sum / static_cast<double>(t.order.size());
+  for (int i : t.order) x[i] -= mean;
+}
+
+SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
+  const Problem p = BuildProblem(edges, T, opt);
+  const Components comps = LabelComponents(p, opt);
+  const int n = static_cast<int>(p.ids.size());
+
+  SolveResult result;
+  result.reference_instant_ns = T;
+  result.reference_node = opt.reference_node;
+  result.components = comps.count;
+  result.nodes.resize(n);
+  for (int i = 0; i < n; ++i) {
+    result.nodes[i].node = p.ids[i];
+    result.nodes[i].component = comps.label[i];
+  }
+
+  int anchor = -1;
+  if (opt.reference_node) {
+    anchor = p.IndexOf(*opt.reference_node);
+  } else {
+    for (int i = 0; i < n && anchor < 0; ++i)
+      if (comps.label[i] == 0) anchor = i;  // the lowest id of the reference component
+  }
+  std::vector<double> x(n, 0.0), xd(n, 0.0), var(n, 0.0);
+  std::vector<char> reachable(n, 0);
+  std::vector<char> in_tree(p.links.size(), 0);
+  if (anchor >= 0) {
+    const Tree tree = ShortestPathTree(p, anchor);
+    for (int i : tree.order) {
+      reachable[i] = 1;
+      if (tree.parent_link[i] >= 0) in_tree[tree.parent_link[i]] = 1;
+    }
+    x = SumAlongTree(p, tree, [](const Link& l) { return l.y(); });
+    xd = SumAlongTree(p, tree, [](const Link& l) { return l.yd(); });
+    var = tree.path_var;
+    if (!opt.reference_node) {
+      var = VarianceAgainstMean(p, tree);
+      SubtractMean(tree, x);
+      SubtractMean(tree, xd);
+    }
+  }
+
+  std::vector<double> sum_wr2(n, 0.0), sum_w(n, 0.0);
+  result.edges.reserve(p.meas.size());
+  for (const Measurement& m : p.meas) {
+    EdgeResidual er;
+    er.node = p.ids[m.a];
+    er.peer = p.ids[m.b];
+    er.x0_ns = m.x0;
+    er.measured_ns = m.y;
+    er.uncertainty_ns = m.u;
+    ++result.nodes[m.a].edges_used;
+    ++result.nodes[m.b].edges_used;
+    er.in_reference_component = reachable[m.a] != 0;
+    if (er.in_reference_component) {
+      er.residual_ns = m.y - (x[m.b] - x[m.a]);
+      er.robust_weight = in_tree[m.link] ? 1.0 : 0.0;
+      const double w = 1.0 / (m.u * m.u);
+      for (int k : {m.a, m.b}) {
+        sum_wr2[k] += w * er.residual_ns * er.residual_ns;
+        sum_w[k] += w;
+      }
+    }
+    result.edges.push_back(er);
+  }
+  for (int i = 0; i < n; ++i) {
+    if (!reachable[i]) continue;
+    NodeSolution& s = result.nodes[i];
+    s.reachable = true;
+    s.offset_ns = x[i];
+    s.drift = xd[i];
+    s.uncertainty_ns = std::sqrt(std::max(var[i], 0.0));
+    s.residual_ns = sum_w[i] > 0 ? std::sqrt(sum_wr2[i] / sum_w[i]) : 0.0;
+  }
+  return result;
+}
+
+}  // namespace
+
+SolveResult SolveSpanningTree(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
+  // As in Solve: x0 is on the prober's clock and T on the reference's, so a
+  // first pass finds every prober's offset and the second evaluates each
+  // estimate at the prober's instant that corresponds to T.
+  const SolveResult first = SolveOnce(edges, T, opt);
+  std::vector<EdgeEstimate> shifted(edges.begin(), edges.end());
+  for (EdgeEstimate& e : shifted) {
+    const NodeSolution* n = first.Find(e.node);
+    if (n != nullptr && n->reachable && std::isfinite(n->offset_ns)) e.x0_ns -= std::llround(n->offset_ns);
+  }
+  return SolveOnce(shifted, T, opt);
+}
+
+}  // namespace chronolink

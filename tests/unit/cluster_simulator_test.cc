@@ -1,0 +1,166 @@
+// Tests of the cluster simulator (tools/sim/, docs/simulator.md): a small
+// cluster without asymmetry solves close to the simulated truth, one
+// asymmetric link shows up where it should, and a run is a function of its
+// seed alone.
+#include "tools/sim/cluster_simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "tools/sim/sim_accuracy.h"
+
+namespace chronolink::sim {
+namespace {
+
+SimConfig SmallCluster() {
+  SimConfig c;
+  c.nodes = 8;
+  c.windows = 3;
+  c.asymmetry_ns = 0;
+  c.threads = 2;
+  return c;
+}
+
+SolverOptions NamedReference(uint32_t node, const SimConfig& c) {
+  SolverOptions o;
+  o.reference_node = node;
+  o.validity_horizon_ns = 2 * c.window_ns;
+  return o;
+}
+
+bool OnLink(uint32_t a, uint32_t b, const ProbeEdge& link) {
+  return std::min(a, b) == link.first && std::max(a, b) == link.second;
+}
+
+TEST(ClusterSimulator, DefaultsAreValidAndBadConfigsAreNot) {
+  EXPECT_EQ(ValidateConfig(SimConfig{}), "");
+  SimConfig c;
+  c.nodes = 1;
+  EXPECT_NE(ValidateConfig(c), "");
+  c = SimConfig{};
+  c.delay_min_ns = 300'000;  // above the max
+  EXPECT_NE(ValidateConfig(c), "");
+  c = SimConfig{};
+  c.queue.idle_fraction = 1.5;
+  EXPECT_NE(ValidateConfig(c), "");
+  c = SimConfig{};
+  c.start_ns += 1;  // windows would not line up
+  EXPECT_NE(ValidateConfig(c), "");
+}
+
+TEST(ClusterSimulator, ClockReadsAndInvertsOnIntegerNanoseconds) {
+  const ClusterSimulator sim(SmallCluster());
+  const SimClock& clk = sim.clock(3);
+  const int64_t t = sim.config().start_ns + 1'234'567'891;
+  const int64_t local = clk.Read(t);
+  EXPECT_NEAR(static_cast<double>(local - t), clk.DeviationNs(t), 0.5);
+  EXPECT_LE(std::llabs(clk.TrueInstant(local) - t), 1);
+  EXPECT_LE(std::fabs(clk.DeviationNs(t)), 50e6 + 100e-6 * 10e9 + 1e3);
+}
+
+TEST(ClusterSimulator, SmallClusterWithoutAsymmetrySolvesWithinAMicrosecond) {
+  const ClusterSimulator sim(SmallCluster());
+  const SimTraffic traffic = sim.SimulateAll();
+  // Every directed edge of the graph closes 3 windows, all with a fit.
+  EXPECT_EQ(traffic.directed_edges, 2 * sim.graph().edges().size());
+  ASSERT_EQ(traffic.windows.size(), 3 * traffic.directed_edges);
+  for (const SimWindow& w : traffic.windows) {
+    EXPECT_TRUE(w.usable);
+    EXPECT_EQ(w.estimator, EstimatorKind::kMaxMargin);  // enough pure pairs at the default rate
+    EXPECT_GT(w.pairs_sent, 150);
+    EXPECT_LT(std::fabs(w.estimate.beta_ns - w.true_beta_ns), 1000.0);
+    EXPECT_GT(w.pure_forward, 0);
+    EXPECT_LT(w.pure_forward, w.tuples);  // queueing spoils most pairs
+  }
+  for (const SolverOptions& o : {NamedReference(2, sim.config()), SolverOptions{}}) {
+    const AccuracyReport r = Evaluate(sim, traffic, o);
+    EXPECT_EQ(r.instants, 3);
+    EXPECT_EQ(r.global.unreachable, 0);
+    EXPECT_EQ(r.tree.unreachable, 0);
+    EXPECT_LT(r.global.error.max_ns, 1000.0);
+    EXPECT_LT(r.tree.error.max_ns, 1000.0);
+    EXPECT_EQ(r.global.error.samples, o.reference_node ? 3u * 7 : 3u * 8);
+  }
+}
+
+// Link {lo, hi} delays lo's packets by `asym` more than hi's: every
+// estimate of that link is off by asym/2 (lo's probes see θ + asym/2, hi's
+// θ − asym/2 of their own direction), the only error the data cannot show
+// on the link itself. The loops expose it: the solve leaves its largest
+// residuals on that link, and no node is off by more than the bias.
+TEST(ClusterSimulator, AsymmetryOnOneLinkIsAttributable) {
+  SimConfig c = SmallCluster();
+  c.nodes = 16;
+  c.k = 4;
+  c.delay_min_ns = 50'000;
+  c.delay_max_ns = 60'000;
+  const ClusterSimulator probe_graph_only(c);
+  const ProbeEdge bad = probe_graph_only.graph().edges()[5];
+  const double asym = 40'000;
+  c.asymmetry_override[bad] = asym;
+  const ClusterSimulator sim(c);
+  const SimTraffic traffic = sim.SimulateAll();
+
+  for (const SimWindow& w : traffic.windows) {
+    ASSERT_TRUE(w.usable);
+    const double err = w.estimate.beta_ns - w.true_beta_ns;
+    if (!OnLink(w.estimate.node, w.estimate.peer, bad)) {
+      EXPECT_LT(std::fabs(err), 100.0) << w.estimate.node << "->" << w.estimate.peer;
+    } else {
+      const double expected = w.estimate.node == bad.first ? asym / 2 : -asym / 2;
+      EXPECT_NEAR(err, expected, 0.1 * asym / 2) << w.estimate.node << "->" << w.estimate.peer;
+    }
+  }
+
+  const std::vector<EdgeEstimate> sorted = UsableEstimates(traffic);
+  const SolverOptions o = NamedReference(bad.first, c);
+  for (int64_t T : sim.ReferenceInstants()) {
+    const SolveResult r = Solve(EstimatesNear(sorted, T, o.validity_horizon_ns), T, o);
+    // The two largest |residuals| are the bad link's two directions.
+    std::vector<EdgeResidual> edges = r.edges;
+    std::sort(edges.begin(), edges.end(), [](const EdgeResidual& a, const EdgeResidual& b) {
+      return std::fabs(a.residual_ns) > std::fabs(b.residual_ns);
+    });
+    ASSERT_GE(edges.size(), 3u);
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_TRUE(OnLink(edges[i].node, edges[i].peer, bad))
+          << i << ": " << edges[i].node << "->" << edges[i].peer;
+    }
+    EXPECT_GT(std::fabs(edges[1].residual_ns), 2 * std::fabs(edges[2].residual_ns));
+    const std::vector<double> err = SolutionErrors(sim, r);
+    EXPECT_LT(*std::max_element(err.begin(), err.end()), asym / 2);
+  }
+}
+
+TEST(ClusterSimulator, DeterministicForASeedWhateverTheThreads) {
+  SimConfig c = SmallCluster();
+  c.asymmetry_ns = 500;
+  c.queue.loss_fraction = 0.01;  // the lost-packet paths too
+  c.threads = 1;
+  const SimTraffic a = ClusterSimulator(c).SimulateAll();
+  c.threads = 3;
+  const SimTraffic b = ClusterSimulator(c).SimulateAll();
+  c.seed = 2;
+  const SimTraffic other = ClusterSimulator(c).SimulateAll();
+  ASSERT_EQ(a.windows.size(), b.windows.size());
+  bool differs = false;
+  for (size_t i = 0; i < a.windows.size(); ++i) {
+    const EdgeEstimate &x = a.windows[i].estimate, &y = b.windows[i].estimate;
+    EXPECT_EQ(x.node, y.node);
+    EXPECT_EQ(x.peer, y.peer);
+    EXPECT_EQ(x.x0_ns, y.x0_ns);
+    EXPECT_EQ(x.beta_ns, y.beta_ns);
+    EXPECT_EQ(x.alpha, y.alpha);
+    EXPECT_EQ(x.uncertainty_ns, y.uncertainty_ns);
+    EXPECT_EQ(a.windows[i].pure_forward, b.windows[i].pure_forward);
+    if (i < other.windows.size() && other.windows[i].estimate.beta_ns != x.beta_ns) differs = true;
+  }
+  EXPECT_TRUE(differs) << "another seed must give another run";
+}
+
+}  // namespace
+}  // namespace chronolink::sim

@@ -1,0 +1,313 @@
+// chronolink-sim: simulates a cluster of drifting, wandering clocks probing
+// each other over queueing, asymmetric links, runs the agent's pairing and
+// estimator and the leader's global solve on the simulated stamps, and
+// prints the accuracy against the simulated truth, next to a spanning-tree
+// baseline on the same data (docs/simulator.md).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tools/sim/cluster_simulator.h"
+#include "tools/sim/sim_accuracy.h"
+
+namespace {
+
+using chronolink::sim::AccuracyReport;
+using chronolink::sim::ClusterSimulator;
+using chronolink::sim::ErrorStats;
+using chronolink::sim::SimConfig;
+using chronolink::sim::SimTraffic;
+using chronolink::sim::SolverAccuracy;
+using nlohmann::ordered_json;
+
+// Progress on stderr for long runs: at most every 2 s, nothing for short ones.
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled), last_(std::chrono::steady_clock::now()) {}
+  void Report(const std::string& what, size_t done, size_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!enabled_ || now - last_ < std::chrono::seconds(2)) return;
+    last_ = now;
+    std::fprintf(stderr, "chronolink-sim: %s %zu/%zu (%.0f %%)\n", what.c_str(), done, total,
+                 100.0 * static_cast<double>(done) / static_cast<double>(std::max<size_t>(total, 1)));
+  }
+
+ private:
+  bool enabled_;
+  std::chrono::steady_clock::time_point last_;
+};
+
+struct RunResult {
+  SimConfig config;
+  size_t links = 0;
+  int degree = 0;
+  SimTraffic traffic;
+  AccuracyReport report;
+};
+
+RunResult RunOne(const SimConfig& config, const chronolink::SolverOptions& options, bool show_progress) {
+  RunResult run;
+  run.config = config;
+  const ClusterSimulator sim(config);
+  run.links = sim.graph().edges().size();
+  run.degree = sim.graph().target_degree();
+  Progress progress(show_progress);
+  run.traffic = sim.SimulateAll([&](size_t done, size_t total) {
+    progress.Report(std::to_string(config.nodes) + " nodes: simulated edges", done, total);
+  });
+  run.report = chronolink::sim::Evaluate(sim, run.traffic, options, [&](int done, int total) {
+    progress.Report(std::to_string(config.nodes) + " nodes: solved instants", static_cast<size_t>(done),
+                    static_cast<size_t>(total));
+  });
+  return run;
+}
+
+ordered_json StatsJson(const ErrorStats& s) {
+  return {{"p50_ns", s.p50_ns}, {"p99_ns", s.p99_ns}, {"max_ns", s.max_ns}, {"samples", s.samples}};
+}
+
+ordered_json SolverJson(const SolverAccuracy& a) {
+  ordered_json j = StatsJson(a.error);
+  j["solve_ms"] = a.solve_ms;
+  j["unreachable"] = a.unreachable;
+  return j;
+}
+
+ordered_json RunJson(const RunResult& r, const std::string& reference) {
+  const SimConfig& c = r.config;
+  const auto& w = r.report.windows;
+  ordered_json config = {{"nodes", c.nodes},
+                         {"k", c.k},
+                         {"degree", r.degree},
+                         {"links", r.links},
+                         {"windows", c.windows},
+                         {"window_s", static_cast<double>(c.window_ns) / 1e9},
+                         {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
+                         {"seed", c.seed},
+                         {"offset_spread_ms", c.offset_spread_ns / 1e6},
+                         {"drift_spread_ppm", std::round(c.drift_spread * 1e12) / 1e6},
+                         {"wander_ns_per_sqrt_s", c.wander_ns_per_sqrt_s},
+                         {"delay_us", {c.delay_min_ns / 1e3, c.delay_max_ns / 1e3}},
+                         {"asymmetry_ns", c.asymmetry_ns},
+                         {"queue_mean_us", c.queue.queue_mean_ns / 1e3},
+                         {"idle_fraction", c.queue.idle_fraction},
+                         {"burst_fraction", c.queue.burst_fraction},
+                         {"burst_us", c.queue.burst_mean_ns / 1e3},
+                         {"loss_fraction", c.queue.loss_fraction},
+                         {"reference", reference},
+                         {"threads", c.threads}};
+  ordered_json windows = {{"windows", w.windows},
+                          {"max_margin", w.max_margin},
+                          {"min_delay", w.min_delay},
+                          {"none", w.none},
+                          {"pure_fraction", w.pure_fraction}};
+  return {{"schema", "chronolink.sim.v1"},
+          {"config", config},
+          {"estimates", windows},
+          {"edge_error", StatsJson(w.edge_error)},
+          {"global", SolverJson(r.report.global)},
+          {"spanning_tree", SolverJson(r.report.tree)},
+          {"p99_ratio", r.report.p99_ratio},
+          {"instants", r.report.instants},
+          {"simulate_s", r.traffic.wall_s}};
+}
+
+void PrintTable(const RunResult& r, const std::string& reference) {
+  const SimConfig& c = r.config;
+  const auto& w = r.report.windows;
+  std::printf(
+      "chronolink-sim: %u nodes (k=%d, degree %d, %zu links), %d windows of %g s, "
+      "a pair every %g ms per directed edge, seed %llu, reference %s\n",
+      c.nodes, c.k, r.degree, r.links, c.windows, static_cast<double>(c.window_ns) / 1e9,
+      static_cast<double>(c.interval_ns) / 1e6, static_cast<unsigned long long>(c.seed), reference.c_str());
+  std::printf("clocks: offsets +/-%g ms, drifts +/-%g ppm, wander %g ns/sqrt(s)\n", c.offset_spread_ns / 1e6,
+              c.drift_spread * 1e6, c.wander_ns_per_sqrt_s);
+  std::printf(
+      "links: delay %g-%g us, asymmetry +/-%g ns, queue idle %g %% else Exp(%g us), "
+      "bursts %g %% Exp(%g us), loss %g %%\n",
+      c.delay_min_ns / 1e3, c.delay_max_ns / 1e3, c.asymmetry_ns, 100 * c.queue.idle_fraction,
+      c.queue.queue_mean_ns / 1e3, 100 * c.queue.burst_fraction, c.queue.burst_mean_ns / 1e3,
+      100 * c.queue.loss_fraction);
+  std::printf("windows: %zu (%zu max_margin, %zu min_delay, %zu none), pure pairs %.1f %%\n", w.windows,
+              w.max_margin, w.min_delay, w.none, 100 * w.pure_fraction);
+  std::printf("edge |beta error|: p50 %.1f ns, p99 %.1f ns, max %.1f ns\n", w.edge_error.p50_ns,
+              w.edge_error.p99_ns, w.edge_error.max_ns);
+  std::printf("simulated in %.2f s on %d thread(s); %d reference instants\n\n", r.traffic.wall_s, c.threads,
+              r.report.instants);
+  std::printf("%-14s %10s %10s %10s %10s %12s\n", "solver", "p50_ns", "p99_ns", "max_ns", "solve_ms",
+              "unreachable");
+  for (const auto& [name, a] :
+       {std::pair{"global", &r.report.global}, std::pair{"spanning-tree", &r.report.tree}}) {
+    std::printf("%-14s %10.1f %10.1f %10.1f %10.2f %12lld\n", name, a->error.p50_ns, a->error.p99_ns,
+                a->error.max_ns, a->solve_ms, static_cast<long long>(a->unreachable));
+  }
+  std::printf("p99 ratio (spanning-tree / global): %.2f\n", r.report.p99_ratio);
+}
+
+void PrintSweepHeader() {
+  std::printf("%7s %11s %11s %11s %11s %9s %10s %10s %11s %8s\n", "nodes", "global_p50", "global_p99",
+              "tree_p50", "tree_p99", "p99_ratio", "global_ms", "tree_ms", "unreachable", "sim_s");
+}
+
+void PrintSweepLine(const RunResult& r) {
+  const AccuracyReport& a = r.report;
+  std::printf("%7u %11.1f %11.1f %11.1f %11.1f %9.2f %10.2f %10.2f %11lld %8.2f\n", r.config.nodes,
+              a.global.error.p50_ns, a.global.error.p99_ns, a.tree.error.p50_ns, a.tree.error.p99_ns,
+              a.p99_ratio, a.global.solve_ms, a.tree.solve_ms,
+              static_cast<long long>(a.global.unreachable + a.tree.unreachable), r.traffic.wall_s);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "chronolink-sim: simulate a cluster (drifting, wandering clocks; links with queueing and\n"
+      "asymmetry), run the agent's pairing and estimator and the global solve on the simulated\n"
+      "stamps, and print the accuracy against the truth next to a spanning-tree baseline\n"
+      "(docs/simulator.md)."};
+  SimConfig c;
+  std::vector<uint32_t> sizes;
+  double window_s = 2.0, interval_ms = 10.0, spacing_us = 100.0;
+  double offset_spread_ms = 50, drift_spread_ppm = 100, queue_mean_us = 20, burst_us = 500;
+  std::vector<double> delay_us = {20, 200};
+  std::string reference = "mean";
+  bool json_out = false, quiet = false;
+  c.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  app.add_option("--nodes", c.nodes, "cluster size (ids 0..N-1)")
+      ->capture_default_str()
+      ->check(CLI::Range(2u, 100000u));
+  app.add_option("--sizes", sizes, "sweep: one run per size, one line each (e.g. 10,100,1000)")
+      ->delimiter(',')
+      ->check(CLI::Range(2u, 100000u));
+  app.add_option("--k", c.k, "peers each node probes (ProbeGraph k)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--windows", c.windows, "estimation windows to simulate (one reference instant each)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--window-s", window_s, "window length, s")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 3600.0));
+  app.add_option("--interval-ms", interval_ms,
+                 "one coded pair per directed edge per interval, ms (lower the rate "
+                 "for big clusters)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3.6e6));
+  app.add_option("--interval-jitter", c.interval_jitter, "+/- uniform jitter on the interval, fraction")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.99));
+  app.add_option("--spacing-us", spacing_us, "gap between the two probes of a pair, us")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1e6));
+  app.add_option("--seed", c.seed, "random seed (a run is a function of it)")->capture_default_str();
+  app.add_option("--offset-spread-ms", offset_spread_ms, "clock offsets uniform in +/- this, ms")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--drift-spread-ppm", drift_spread_ppm, "clock drifts uniform in +/- this, ppm")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1000.0));
+  app.add_option("--wander-ns-per-sqrt-s", c.wander_ns_per_sqrt_s, "random-walk phase noise of every clock")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--delay-us", delay_us, "per-link base one-way delay, us: MIN,MAX (uniform) or one value")
+      ->delimiter(',')
+      ->expected(1, 2)
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1e6));
+  app.add_option("--asymmetry-ns", c.asymmetry_ns,
+                 "per-link delay asymmetry (fwd - rev) uniform in +/- this, ns")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  app.add_option("--queue-mean-us", queue_mean_us, "mean queueing delay of a packet that queues, us")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e7));
+  app.add_option("--idle-fraction", c.queue.idle_fraction, "chance a packet finds its queue empty")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--burst-fraction", c.queue.burst_fraction,
+                 "chance a pair hits a burst (both packets delayed)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--burst-us", burst_us, "mean burst delay, us")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e7));
+  app.add_option("--jitter-ns", c.queue.jitter_ns, "uniform wire jitter per packet, ns")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  app.add_option("--loss-fraction", c.queue.loss_fraction, "chance a packet is lost")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--reference", reference, "reference clock: a node id, or 'mean'")->capture_default_str();
+  app.add_option("--threads", c.threads, "simulation threads (results do not depend on it)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  app.add_flag("--json", json_out, "one summary JSON object per run instead of the table");
+  app.add_flag("--quiet", quiet, "no progress on stderr");
+  CLI11_PARSE(app, argc, argv);
+
+  const auto fail = [](const std::string& why) {
+    std::cerr << "chronolink-sim: " << why << "\n";
+    return 2;
+  };
+  c.window_ns = std::llround(window_s * 1e9);
+  c.interval_ns = std::llround(interval_ms * 1e6);
+  c.spacing_ns = std::llround(spacing_us * 1e3);
+  c.offset_spread_ns = offset_spread_ms * 1e6;
+  c.drift_spread = drift_spread_ppm * 1e-6;
+  c.delay_min_ns = delay_us.front() * 1e3;
+  c.delay_max_ns = delay_us.back() * 1e3;
+  c.queue.queue_mean_ns = queue_mean_us * 1e3;
+  c.queue.burst_mean_ns = burst_us * 1e3;
+  if (c.window_ns % 1'000'000 != 0) return fail("--window-s must be a whole number of milliseconds");
+  c.start_ns -= c.start_ns % c.window_ns;
+
+  chronolink::SolverOptions options;
+  options.validity_horizon_ns = 2 * c.window_ns;  // as chronolink-solve with --every-s = the window
+  if (reference != "mean") {
+    size_t pos = 0;
+    unsigned long id = 0;
+    try {
+      id = std::stoul(reference, &pos);
+    } catch (const std::exception&) {
+      pos = 0;
+    }
+    if (pos == 0 || pos != reference.size())
+      return fail("--reference must be a node id or 'mean', not '" + reference + "'");
+    options.reference_node = static_cast<uint32_t>(id);
+  }
+  if (sizes.empty()) sizes.push_back(c.nodes);
+  for (uint32_t n : sizes) {
+    SimConfig sc = c;
+    sc.nodes = n;
+    if (const std::string why = chronolink::sim::ValidateConfig(sc); !why.empty()) return fail(why);
+    if (options.reference_node && *options.reference_node >= n)
+      return fail("--reference " + reference + " is not a node of a " + std::to_string(n) + "-node cluster");
+  }
+
+  const bool sweep = sizes.size() > 1;
+  if (sweep && !json_out) PrintSweepHeader();
+  for (uint32_t n : sizes) {
+    SimConfig sc = c;
+    sc.nodes = n;
+    const RunResult r = RunOne(sc, options, !quiet);
+    if (json_out) {
+      std::cout << RunJson(r, reference).dump() << std::endl;
+    } else if (sweep) {
+      PrintSweepLine(r);
+    } else {
+      PrintTable(r, reference);
+    }
+  }
+  return 0;
+}

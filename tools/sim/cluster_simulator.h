@@ -1,0 +1,103 @@
+// chronolink-sim's cluster (docs/simulator.md): N nodes with drifting and
+// wandering clocks, the probe graph every node derives (ProbeGraph::Build),
+// and links with fixed delays, asymmetry and queueing. Every directed edge's
+// probe traffic is simulated on its own (its own random stream), stamped on
+// the two nodes' clocks into the records the agent builds (FullTuple of
+// ProbeStamps: kernel source class, node and peer clock domains) and run
+// through the agent's own code: TupleAssembler, EdgeWindows (the coded-pair
+// purity filter, then the max-margin fit or the min-delay fallback). What
+// comes out is what the agents would export, plus the simulated truth.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/cluster/probe_graph.h"
+#include "agent/estimate/window_estimator.h"
+#include "agent/solve/global_solver.h"
+#include "tools/sim/sim_clock.h"
+#include "tools/sim/sim_link.h"
+
+namespace chronolink::sim {
+
+struct SimConfig {
+  uint32_t nodes = 100;  // ids 0..nodes-1
+  int k = 6;             // ProbeGraphOptions::k
+  int windows = 5;       // estimation windows simulated (and reference instants solved)
+  int64_t window_ns = 2'000'000'000;
+  int64_t interval_ns = 10'000'000;  // one coded pair per directed edge per interval
+  double interval_jitter = 0.2;      // ± uniform fraction of the interval
+  int64_t spacing_ns = 100'000;      // between the two probes of a pair
+  uint64_t seed = 1;
+
+  double offset_spread_ns = 50e6;   // clock offsets uniform in ±spread
+  double drift_spread = 100e-6;     // drifts uniform in ±spread
+  double wander_ns_per_sqrt_s = 5;  // random-walk phase noise
+  double delay_min_ns = 20'000;     // per-link base one-way delay, uniform in [min, max]
+  double delay_max_ns = 200'000;
+  double asymmetry_ns = 500;  // per-link asymmetry (fwd − rev) uniform in ±this
+  QueueParams queue;
+  // Per-link asymmetry replacing the drawn one, keyed (lower id, higher id);
+  // positive: the lower id's packets take longer.
+  std::map<std::pair<uint32_t, uint32_t>, double> asymmetry_override;
+
+  WindowEstimatorOptions estimator;  // the agent's defaults
+  int threads = 1;
+  // First window's start on every node's clock; a multiple of window_ns.
+  int64_t start_ns = 1'790'000'000'000'000'000;
+};
+
+// An empty string, or what is wrong with the configuration.
+std::string ValidateConfig(const SimConfig& config);
+
+// One closed window of one directed edge.
+struct SimWindow {
+  EdgeEstimate estimate;  // node = prober, x0 on its clock
+  EstimatorKind estimator = EstimatorKind::kNone;
+  bool usable = false;  // what the agent would hand the solver (an estimate, fit ok, no clock step)
+  int64_t pairs_sent = 0;
+  int tuples = 0;  // complete tuples offered to the estimator
+  int pure_forward = 0;
+  int pure_reverse = 0;
+  double true_beta_ns = 0;  // true peer − node at x0
+};
+
+struct SimTraffic {
+  std::vector<SimWindow> windows;  // by (node, peer), then window
+  size_t directed_edges = 0;
+  double wall_s = 0;
+};
+
+class ClusterSimulator {
+ public:
+  // The configuration must be valid (ValidateConfig).
+  explicit ClusterSimulator(SimConfig config);
+
+  const SimConfig& config() const { return config_; }
+  const ProbeGraph& graph() const { return graph_; }
+  const SimClock& clock(uint32_t node) const { return clocks_[node]; }
+  const SimLink& link(uint32_t a, uint32_t b) const;
+
+  // The probe traffic of one directed edge, through the agent's pairing and
+  // estimator; deterministic for (seed, node, peer).
+  std::vector<SimWindow> SimulateEdge(uint32_t node, uint32_t peer) const;
+
+  // Every directed edge, on config().threads threads. `progress(done, total)`
+  // is called from the calling thread now and then.
+  SimTraffic SimulateAll(const std::function<void(size_t, size_t)>& progress = {}) const;
+
+  // The reference instants: the windows' midpoints (reference clock).
+  std::vector<int64_t> ReferenceInstants() const;
+
+ private:
+  SimConfig config_;
+  ProbeGraph graph_;
+  std::vector<SimClock> clocks_;  // by node id
+  std::vector<SimLink> links_;    // parallel to graph_.edges()
+};
+
+}  // namespace chronolink::sim

@@ -1,0 +1,73 @@
+// Scoring a simulated run (docs/simulator.md): the agents' estimates are
+// solved at every reference instant by the global solve and by the
+// spanning-tree baseline, and each solution is compared with the simulated
+// truth: node clock − reference clock at the instant the reference clock
+// reads T (NodeSolution's sign convention), the reference being a named
+// node or the mean of the nodes the solver reached.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "agent/solve/global_solver.h"
+#include "tools/sim/cluster_simulator.h"
+
+namespace chronolink::sim {
+
+enum class SolverMethod { kGlobal, kSpanningTree };
+std::string_view SolverMethodName(SolverMethod m);
+
+SolveResult RunSolver(SolverMethod m, std::span<const EdgeEstimate> edges, int64_t T,
+                      const SolverOptions& options);
+
+// The usable estimates of a run, sorted by x0.
+std::vector<EdgeEstimate> UsableEstimates(const SimTraffic& traffic);
+
+// The estimates within `horizon` of T (of `sorted`, sorted by x0).
+std::span<const EdgeEstimate> EstimatesNear(std::span<const EdgeEstimate> sorted, int64_t T, int64_t horizon);
+
+// True node − reference at the instant the reference reads T, for each of
+// `nodes`: against the named node, or (nullopt) the mean of `nodes`.
+std::vector<double> TrueOffsets(const ClusterSimulator& sim, int64_t T, std::optional<uint32_t> reference,
+                                const std::vector<uint32_t>& nodes);
+
+struct ErrorStats {
+  size_t samples = 0;
+  double p50_ns = 0, p99_ns = 0, max_ns = 0;
+};
+ErrorStats Summarize(std::vector<double> abs_errors);
+
+// |solved − true| of every reachable node of `r` but a named reference.
+std::vector<double> SolutionErrors(const ClusterSimulator& sim, const SolveResult& r);
+
+struct SolverAccuracy {
+  ErrorStats error;         // over all nodes and instants
+  double solve_ms = 0;      // mean wall time of one solve (one instant)
+  int64_t unreachable = 0;  // node-instants without an offset (no estimate, or another component)
+};
+
+struct WindowSummary {
+  size_t windows = 0, max_margin = 0, min_delay = 0, none = 0;
+  double pure_fraction = 0;  // pure pairs (both directions) per complete tuple and direction
+  ErrorStats edge_error;     // |beta − true| of the usable windows
+};
+WindowSummary SummarizeWindows(const SimTraffic& traffic);
+
+struct AccuracyReport {
+  int instants = 0;
+  WindowSummary windows;
+  SolverAccuracy global, tree;
+  double p99_ratio = 0;  // spanning tree / global: > 1 is the network effect
+};
+
+// Solves at every reference instant with both methods. `options` gives the
+// reference and the loss; its validity horizon is the caller's (two windows
+// match chronolink-solve). `progress(done, total)` after each instant.
+AccuracyReport Evaluate(const ClusterSimulator& sim, const SimTraffic& traffic, const SolverOptions& options,
+                        const std::function<void(int, int)>& progress = {});
+
+}  // namespace chronolink::sim
