@@ -7,6 +7,7 @@
 // docs/configuration.md; keep the two in step.
 #include "agent/config/agent_config.h"
 #include "agent/config/json_file.h"
+#include "agent/cluster/probe_graph.h"
 
 #include <arpa/inet.h>
 #include <time.h>
@@ -74,6 +75,7 @@ constexpr const char* kGeneral = "General";
 constexpr const char* kProbing = "Probing";
 constexpr const char* kEstimation = "Estimation";
 constexpr const char* kCapture = "Timestamp capture";
+constexpr const char* kCluster = "Cluster";
 constexpr const char* kTestOnly = "Test only (refused without --test-mode)";
 
 const Spec kSpecs[] = {
@@ -137,6 +139,30 @@ const Spec kSpecs[] = {
     {"capture.stamp_log", "stamp-log", Kind::kPath, "FILE", kCapture,
      "Diagnostic: write every probe packet's stamps of every source to FILE (JSON lines)"},
 
+    {"cluster.coordination", "coordination", Kind::kString, "BACKEND", kCluster,
+     "static (cluster file; the lowest live id leads), etcd, or none (no leader) (default: static)"},
+    {"cluster.id", "cluster-id", Kind::kInt64, "N", kCluster,
+     "Cluster id, 0..4294967295, when no cluster file is given (etcd backend only)"},
+    {"cluster.probe_k", "probe-k", Kind::kCount, "N", kCluster,
+     "Peers each node probes in the probe graph, >= 2 (default: min(6, nodes - 1))"},
+    {"cluster.reference", "reference", Kind::kString, "REF", kCluster,
+     "Reference clock of the solved offsets: mean (of all nodes) or a node id (default: mean)"},
+    {"cluster.coordination_port", "coordination-port", Kind::kPort, "N", kCluster,
+     "TCP port of the static backend's channel on every node; the same on all (default: each node's probe port)"},
+    {"cluster.etcd_endpoints", "etcd-endpoints", Kind::kString, "URLS", kCluster,
+     "Comma-separated etcd client URLs, http://HOST:PORT (required with --coordination etcd)"},
+    {"cluster.etcd_prefix", "etcd-prefix", Kind::kString, "PREFIX", kCluster,
+     "Key prefix of this cluster in etcd (default: /chronolink/)"},
+    {"cluster.lease_ttl_s", "lease-ttl-s", Kind::kCount, "SEC", kCluster,
+     "Lease of a member's keys and of leadership: a dead node is gone after this long, 2..60 (default: 5)"},
+    {"cluster.solve_delay_ms", "solve-delay-ms", Kind::kNsFromMs, "MS", kCluster,
+     "The leader solves an instant this long after its windows close, for summaries in transit (default: 1000)"},
+    {"cluster.retention_s", "window-retention-s", Kind::kNsFromSec, "SEC", kCluster,
+     "Window summaries kept (etcd, the static backend's resend buffer, the leader) for catch-up and "
+     "failover, >= 10 (default: 120)"},
+    {"clock_page", "clock-page", Kind::kString, "PATH", kCluster,
+     "Shared-memory page with this node's clock mapping, or off (default: /dev/shm/chronolink-<node>)"},
+
     {"test_mode", "test-mode", Kind::kBool, "", kTestOnly,
      "Allow the test-only options below; never in production"},
     {"virtual_clock.offset_ns", "virtual-offset-ns", Kind::kInt64, "NS", kTestOnly,
@@ -148,7 +174,7 @@ const Spec kSpecs[] = {
 };
 
 // The file's nested objects.
-const char* const kSections[] = {"probe", "estimation", "capture", "virtual_clock"};
+const char* const kSections[] = {"probe", "estimation", "capture", "cluster", "virtual_clock"};
 
 std::string EnvName(const Spec& s) {
   std::string out(kEnvPrefix);
@@ -760,41 +786,152 @@ bool Validate(const Merged& m, const std::string& virtual_block_origin, AgentCon
     }
   }
 
-  // --- Cluster and identity.
-  if (!m.Has("cluster_file")) {
-    return fail("no cluster file: give --cluster-file FILE (or CHRONOLINK_CLUSTER_FILE, or "
-                "\"cluster_file\" in the config file)");
+  // --- Coordination backend (decides whether a cluster file is needed).
+  ClusterSettings& cs = c->cluster_settings;
+  {
+    const std::string backend = m.Get<std::string>("cluster.coordination", "static");
+    if (backend == "static") cs.backend = CoordinationBackend::kStatic;
+    else if (backend == "etcd") cs.backend = CoordinationBackend::kEtcd;
+    else if (backend == "none") cs.backend = CoordinationBackend::kNone;
+    else return fail("coordination backend '" + backend + "' (" + m.From("cluster.coordination") +
+                     ") must be static, etcd or none");
   }
-  c->cluster_file_path = m.Get<std::string>("cluster_file", "");
+  const bool etcd = cs.backend == CoordinationBackend::kEtcd;
+
+  // --- Cluster and identity.
   std::string why;
-  if (!LoadClusterFile(c->cluster_file_path, &c->cluster, &why)) {
-    return fail(why + " (cluster file from " + m.From("cluster_file") + ")");
+  if (!m.Has("cluster_file") && !etcd) {
+    return fail("no cluster file: give --cluster-file FILE (or CHRONOLINK_CLUSTER_FILE, or "
+                "\"cluster_file\" in the config file), or use --coordination etcd");
   }
   if (!m.Has("node_id")) {
     return fail("no node id: give --node-id N (or CHRONOLINK_NODE_ID, or \"node_id\" in the config "
-                "file); it must be one of the ids in " + c->cluster_file_path);
+                "file)");
   }
   c->node_id = static_cast<uint32_t>(m.Get<int64_t>("node_id", 0));
-  const ClusterNode* self = c->cluster.Find(c->node_id);
-  if (self == nullptr) {
-    std::string ids;
-    for (const ClusterNode& n : c->cluster.nodes) ids += (ids.empty() ? "" : ", ") + std::to_string(n.id);
-    return fail("node id " + std::to_string(c->node_id) + " (" + m.From("node_id") +
-                ") is not in cluster file " + c->cluster_file_path + " (ids: " + ids + ")");
+  const ClusterNode* self = nullptr;
+  if (m.Has("cluster_file")) {
+    c->cluster_file_path = m.Get<std::string>("cluster_file", "");
+    if (!LoadClusterFile(c->cluster_file_path, &c->cluster, &why)) {
+      return fail(why + " (cluster file from " + m.From("cluster_file") + ")");
+    }
+    self = c->cluster.Find(c->node_id);
+    if (self == nullptr) {
+      std::string ids;
+      for (const ClusterNode& n : c->cluster.nodes) ids += (ids.empty() ? "" : ", ") + std::to_string(n.id);
+      return fail("node id " + std::to_string(c->node_id) + " (" + m.From("node_id") +
+                  ") is not in cluster file " + c->cluster_file_path + " (ids: " + ids + ")");
+    }
+    if (m.Has("cluster.id")) {
+      return fail("--cluster-id (" + m.From("cluster.id") + ") and a cluster file (" +
+                  m.From("cluster_file") + ") both give the cluster id; keep one");
+    }
+  } else {
+    // etcd without a file: this node's own identity is all it needs; the
+    // members come from etcd.
+    const int64_t id = m.Get<int64_t>("cluster.id", -1);
+    if (id < 0 || id > static_cast<int64_t>(UINT32_MAX)) {
+      return fail(m.Has("cluster.id") ? "cluster id (" + m.From("cluster.id") + ") must be in 0..4294967295"
+                                      : std::string("--coordination etcd without a cluster file needs "
+                                                    "--cluster-id N"));
+    }
+    c->cluster.cluster_id = static_cast<uint32_t>(id);
+    if (!m.Has("listen") || !m.Has("port")) {
+      return fail("--coordination etcd without a cluster file needs --listen ADDR and --port N: the "
+                  "address other nodes probe this one at");
+    }
   }
 
-  // --- Peers.
-  std::vector<uint32_t> peers = m.Get<std::vector<uint32_t>>("peers", {});
-  if (peers.empty()) {
-    for (const ClusterNode& n : c->cluster.nodes) {
-      if (n.id != c->node_id) peers.push_back(n.id);
+  // --- Socket.
+  c->listen_address = m.Get<std::string>("listen", self != nullptr ? self->address : std::string());
+  c->listen_port = static_cast<uint16_t>(m.Get<int64_t>("port", self != nullptr ? self->port : 0));
+  if (etcd && (c->listen_address == "0.0.0.0" || c->listen_address == "::")) {
+    return fail("listen address " + c->listen_address + " (" + m.From("listen") +
+                ") is a wildcard; with etcd it is also the address other nodes probe this one at, so "
+                "give this node's own address");
+  }
+
+  // --- Cluster settings.
+  cs.probe_k = static_cast<int>(m.Get<int64_t>("cluster.probe_k", 0));
+  if (m.Has("cluster.probe_k") && cs.probe_k < 2) {
+    return fail("probe k " + std::to_string(cs.probe_k) + " (" + m.From("cluster.probe_k") +
+                ") must be at least 2 (fewer peers leave no cycle to check loops on)");
+  }
+  {
+    const std::string ref = m.Get<std::string>("cluster.reference", "mean");
+    if (ref != "mean") {
+      uint32_t id = 0;
+      const auto [ptr, ec2] = std::from_chars(ref.data(), ref.data() + ref.size(), id);
+      if (ec2 != std::errc() || ptr != ref.data() + ref.size() || id == 0) {
+        return fail("reference '" + ref + "' (" + m.From("cluster.reference") +
+                    ") must be mean or a node id");
+      }
+      if (self != nullptr && c->cluster.Find(id) == nullptr) {
+        return fail("reference node " + ref + " (" + m.From("cluster.reference") +
+                    ") is not in cluster file " + c->cluster_file_path);
+      }
+      cs.reference_node = id;
     }
-    std::sort(peers.begin(), peers.end());
+  }
+  cs.coordination_port = static_cast<uint16_t>(m.Get<int64_t>("cluster.coordination_port", 0));
+  {
+    std::stringstream ss(m.Get<std::string>("cluster.etcd_endpoints", ""));
+    std::string url;
+    while (std::getline(ss, url, ',')) {
+      if (url.rfind("http://", 0) != 0 || url.size() <= 7) {
+        return fail("etcd endpoint '" + url + "' (" + m.From("cluster.etcd_endpoints") +
+                    ") must be http://HOST:PORT (TLS is not supported; see docs/cluster.md)");
+      }
+      cs.etcd_endpoints.push_back(url);
+    }
+  }
+  if (etcd && cs.etcd_endpoints.empty()) {
+    return fail("--coordination etcd needs --etcd-endpoints http://HOST:PORT[,...]");
+  }
+  if (!etcd && m.Has("cluster.etcd_endpoints")) {
+    return fail("etcd endpoints (" + m.From("cluster.etcd_endpoints") +
+                ") are given, but the coordination backend is " +
+                std::string(CoordinationBackendName(cs.backend)) + "; add --coordination etcd");
+  }
+  cs.etcd_prefix = m.Get<std::string>("cluster.etcd_prefix", cs.etcd_prefix);
+  if (cs.etcd_prefix.empty() || cs.etcd_prefix.back() != '/') cs.etcd_prefix += '/';
+  cs.lease_ttl_s = m.Get<int64_t>("cluster.lease_ttl_s", cs.lease_ttl_s);
+  if (cs.lease_ttl_s < 2 || cs.lease_ttl_s > 60) {
+    return fail("lease TTL " + std::to_string(cs.lease_ttl_s) + " s (" + m.From("cluster.lease_ttl_s") +
+                ") must be in 2..60 s");
+  }
+  cs.solve_delay_ns = m.Get<int64_t>("cluster.solve_delay_ms", cs.solve_delay_ns);
+  if (cs.solve_delay_ns < 0) {
+    return fail("solve delay (" + m.From("cluster.solve_delay_ms") + ") must not be negative");
+  }
+  cs.retention_ns = m.Get<int64_t>("cluster.retention_s", cs.retention_ns);
+  if (cs.retention_ns < 10'000'000'000) {
+    return fail("window retention " + Sec(cs.retention_ns) + " (" + m.From("cluster.retention_s") +
+                ") must be at least 10 s");
+  }
+  {
+    const std::string page = m.Get<std::string>("clock_page", "/dev/shm/chronolink-" + std::to_string(c->node_id));
+    cs.clock_page_path = page == "off" ? std::string() : page;
+  }
+
+  // --- Peers: --peers, or the node's neighbours in the probe graph.
+  std::vector<uint32_t> peers = m.Get<std::vector<uint32_t>>("peers", {});
+  if (!peers.empty() && etcd) {
+    return fail("--peers (" + m.From("peers") + ") cannot be used with --coordination etcd: the peers "
+                "follow etcd's member list through the probe graph");
+  }
+  if (peers.empty() && !etcd) {
+    std::vector<uint32_t> ids;
+    for (const ClusterNode& n : c->cluster.nodes) ids.push_back(n.id);
+    ProbeGraphOptions go;
+    go.k = cs.probe_k;
+    peers = ProbeGraph::Build(ids, go).PeersOf(c->node_id);
     if (peers.empty()) {
       return fail("cluster file " + c->cluster_file_path + " lists only this node (" +
                   std::to_string(c->node_id) + "); there is no peer to probe");
     }
-  } else {
+  } else if (!peers.empty()) {
+    cs.peers_explicit = true;
     std::set<uint32_t> seen;
     for (uint32_t p : peers) {
       if (p == c->node_id) {
@@ -812,9 +949,6 @@ bool Validate(const Merged& m, const std::string& virtual_block_origin, AgentCon
   }
   c->peers = std::move(peers);
 
-  // --- Socket.
-  c->listen_address = m.Get<std::string>("listen", self->address);
-  c->listen_port = static_cast<uint16_t>(m.Get<int64_t>("port", self->port));
   // A socket of one family cannot reach peers of the other; only an IPv6
   // wildcard ("::", dual-stack) may serve both.
   const int listen_family = AddressFamily(c->listen_address);
@@ -1159,12 +1293,12 @@ std::string EffectiveConfigJson(const AgentConfig& c) {
   auto num = [](int64_t ns, Kind k) { return json::parse(FormatNsAs(ns, k)); };
   json j;
   j["node_id"] = c.node_id;
-  j["cluster_file"] = c.cluster_file_path;
+  if (!c.cluster_file_path.empty()) j["cluster_file"] = c.cluster_file_path;
   j["listen"] = c.listen_address;
   j["port"] = c.listen_port;
   if (!c.key_file_path.empty()) j["key_file"] = c.key_file_path;
   j["output_dir"] = c.output_dir;
-  j["peers"] = c.peers;
+  if (c.cluster_settings.peers_explicit) j["peers"] = c.peers;
   j["log_level"] = c.log_level;
   if (!c.metrics_address.empty()) {
     j["metrics"] = (c.metrics_address.find(':') != std::string::npos ? "[" + c.metrics_address + "]"
@@ -1172,6 +1306,27 @@ std::string EffectiveConfigJson(const AgentConfig& c) {
                    ":" + std::to_string(c.metrics_port);
   }
   if (c.duration_ns) j["duration_s"] = num(*c.duration_ns, Kind::kNsFromSec);
+  {
+    const ClusterSettings& cs = c.cluster_settings;
+    json cl = {{"coordination", std::string(CoordinationBackendName(cs.backend))},
+               {"reference", cs.reference_node ? json(std::to_string(*cs.reference_node)) : json("mean")},
+               {"lease_ttl_s", cs.lease_ttl_s},
+               {"solve_delay_ms", num(cs.solve_delay_ns, Kind::kNsFromMs)},
+               {"retention_s", num(cs.retention_ns, Kind::kNsFromSec)}};
+    if (cs.probe_k > 0) cl["probe_k"] = cs.probe_k;
+    if (cs.backend == CoordinationBackend::kStatic && cs.coordination_port != 0) {
+      cl["coordination_port"] = cs.coordination_port;
+    }
+    if (cs.backend == CoordinationBackend::kEtcd) {
+      std::string urls;
+      for (const auto& u : cs.etcd_endpoints) urls += (urls.empty() ? "" : ",") + u;
+      cl["etcd_endpoints"] = urls;
+      cl["etcd_prefix"] = cs.etcd_prefix;
+      if (c.cluster_file_path.empty()) cl["id"] = c.cluster.cluster_id;
+    }
+    j["cluster"] = cl;
+    j["clock_page"] = cs.clock_page_path.empty() ? std::string("off") : cs.clock_page_path;
+  }
   j["probe"] = {
       {"interval_us", num(c.probe.interval_ns, Kind::kNsFromUs)},
       {"spacing_us", num(c.probe.spacing_ns, Kind::kNsFromUs)},
@@ -1211,6 +1366,15 @@ std::string EffectiveConfigJson(const AgentConfig& c) {
     };
   }
   return j.dump(2);
+}
+
+std::string_view CoordinationBackendName(CoordinationBackend b) {
+  switch (b) {
+    case CoordinationBackend::kNone: return "none";
+    case CoordinationBackend::kStatic: return "static";
+    case CoordinationBackend::kEtcd: return "etcd";
+  }
+  return "?";
 }
 
 std::string_view BpfModeName(BpfMode m) {

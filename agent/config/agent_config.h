@@ -65,11 +65,35 @@ struct EstimationSettings {
   std::vector<SourceClass> source_classes = {SourceClass::kKernel};
 };
 
+// How nodes find each other and elect the leader (docs/cluster.md).
+enum class CoordinationBackend : uint8_t {
+  kNone = 0,    // probe and write edges.jsonl only: no leader, no offsets
+  kStatic = 1,  // the cluster file; the lowest live node id leads
+  kEtcd = 2,    // members, leader, windows and offsets in etcd
+};
+std::string_view CoordinationBackendName(CoordinationBackend b);
+
+struct ClusterSettings {
+  CoordinationBackend backend = CoordinationBackend::kStatic;
+  int probe_k = 0;                          // peers per node; 0: min(6, nodes - 1)
+  bool peers_explicit = false;              // --peers given: no probe graph
+  std::optional<uint32_t> reference_node;   // nullopt: the mean of all nodes
+  uint16_t coordination_port = 0;           // static backend's TCP port on every node; 0: each one's probe port
+  std::vector<std::string> etcd_endpoints;  // http://host:port
+  std::string etcd_prefix = "/chronolink/";
+  int64_t lease_ttl_s = 5;
+  int64_t solve_delay_ns = 1'000'000'000;   // extra wait for summaries after a window closes
+  int64_t retention_ns = 120'000'000'000;   // windows kept for catch-up and failover
+  std::string clock_page_path;              // empty: off
+};
+
 struct AgentConfig {
   uint32_t node_id = 0;
   std::string cluster_file_path;
   ClusterFile cluster;
-  std::vector<uint32_t> peers;  // empty in file: every other node of the cluster
+  // Whom this node probes: --peers, or its neighbours in the probe graph of
+  // the cluster file (empty with etcd: the graph comes from etcd's members).
+  std::vector<uint32_t> peers;
   std::string listen_address;   // default: this node's address in the cluster file
   uint16_t listen_port = 0;     // default: this node's port in the cluster file
   ClusterKey key{};
@@ -85,6 +109,7 @@ struct AgentConfig {
   ProbeSettings probe;
   EstimationSettings estimation;
   CaptureSettings capture;
+  ClusterSettings cluster_settings;
 
   // Test-only. Refused unless test_mode is true.
   bool test_mode = false;

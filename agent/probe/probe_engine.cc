@@ -26,11 +26,39 @@ ProbeEngine::ProbeEngine(ProbeEngineOptions options, const ProbeCodec& codec,
     : options_(std::move(options)), codec_(codec), transport_(transport),
       on_tuple_(std::move(on_tuple)), on_pair_sent_(std::move(on_pair_sent)),
       rng_(options_.epoch), sent_ring_(kSentRingSize) {
-  for (uint32_t peer : options_.probed_peers) {
-    probers_[peer] = std::make_unique<Prober>(options_.probe.max_pending_tuples);
-    probers_[peer]->peer = peer;
-    probers_[peer]->next_pair_ns = -1;  // phase chosen on the first Poll
+  for (uint32_t peer : options_.probed_peers) AddProber(peer);
+}
+
+void ProbeEngine::AddProber(uint32_t peer) {
+  auto p = std::make_unique<Prober>(options_.probe.max_pending_tuples);
+  p->peer = peer;
+  p->next_pair_ns = -1;  // phase chosen on the first Poll
+  probers_[peer] = std::move(p);
+}
+
+void ProbeEngine::SetMembership(std::set<uint32_t> members, const std::vector<uint32_t>& probed_peers,
+                                int64_t now_ns) {
+  options_.members = std::move(members);
+  options_.probed_peers = probed_peers;
+  const std::set<uint32_t> wanted(probed_peers.begin(), probed_peers.end());
+  for (auto it = probers_.begin(); it != probers_.end();) {
+    if (wanted.count(it->first) != 0) {
+      ++it;
+      continue;
+    }
+    // Hand over what was measured: every pending tuple goes to the sink now
+    // (complete ones still make their window; the rest count as lost).
+    const uint32_t peer = it->first;
+    it->second->assembler.Finalize([](const FullTuple&) { return true; },
+                                   [&](const FullTuple& t) { on_tuple_(peer, t); });
+    it = probers_.erase(it);
   }
+  for (uint32_t peer : probed_peers) {
+    if (probers_.count(peer) == 0) AddProber(peer);
+  }
+  // Answering a node that left is pointless, and its datagrams are refused now.
+  std::erase_if(responders_, [&](const auto& kv) { return options_.members.count(kv.first) == 0; });
+  (void)now_ns;
 }
 
 int64_t ProbeEngine::NextInterval() {

@@ -101,6 +101,13 @@ class ProbeEngine {
   // Last words: follow-ups with every undelivered TX stamp (flag final).
   void Shutdown(int64_t now_ns);
 
+  // A membership change from the coordination layer: who may talk to us and
+  // whom we probe. A dropped prober's pending tuples are finalised through
+  // the tuple sink first; a new one starts at a random phase.
+  void SetMembership(std::set<uint32_t> members, const std::vector<uint32_t>& probed_peers,
+                     int64_t now_ns);
+  const std::vector<uint32_t>& probed_peers() const { return options_.probed_peers; }
+
   const EngineCounters& counters() const { return counters_; }
   std::map<uint32_t, PeerCounters> peer_counters() const;
   uint64_t epoch() const { return options_.epoch; }
@@ -151,6 +158,7 @@ class ProbeEngine {
     bool sending_delivered = true;
   };
 
+  void AddProber(uint32_t peer);
   void SendForward(Prober& p, int index, int64_t now_ns);
   void SendReverse(uint32_t peer, Responder& r, int index);
   void SendFollowUp(uint32_t peer, const Responder& r, const ReversePair& pair, bool final);

@@ -16,9 +16,11 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <set>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "agent/cluster/probe_graph.h"
 #include "agent/export/prometheus_text.h"
 #include "agent/runtime/privileges.h"
 #include "agent/runtime/socket_transport.h"
@@ -32,6 +34,7 @@ constexpr int64_t kWindowCheckNs = 20'000'000;
 constexpr int64_t kProgressEveryNs = 10'000'000'000;
 constexpr int64_t kMetricsEveryNs = 1'000'000'000;
 constexpr int64_t kShutdownDrainNs = 100'000'000;  // collect the last follow-ups
+constexpr int64_t kClusterCheckNs = 100'000'000;   // membership and clock-page refresh
 
 uint64_t RandomEpoch() {
   uint64_t e = 0;
@@ -43,7 +46,8 @@ uint64_t RandomEpoch() {
 
 AgentRuntime::AgentRuntime(AgentConfig config)
     : config_(std::move(config)),
-      clock_(config_.test_mode ? NodeClock(config_.virtual_clock) : NodeClock()) {}
+      clock_(config_.test_mode ? NodeClock(config_.virtual_clock) : NodeClock()),
+      cluster_(config_, clock_) {}
 
 AgentRuntime::~AgentRuntime() {
   if (signal_fd_ >= 0) ::close(signal_fd_);
@@ -94,14 +98,7 @@ bool AgentRuntime::Start(std::string* error) {
     transport_->AddPeer(n.id, ep);
   }
 
-  WindowEstimatorOptions wo;
-  wo.purity_tolerance_ns = config_.estimation.purity_tolerance_ns;
-  wo.min_points_per_side = config_.estimation.min_points_per_side;
-  for (uint32_t peer : config_.peers) {
-    windows_[peer] = std::make_unique<EdgeWindows>(config_.node_id, peer,
-                                                   config_.estimation.window_ns,
-                                                   config_.estimation.source_classes, wo);
-  }
+  for (uint32_t peer : config_.peers) EnsureWindows(peer);
   engine_ = std::make_unique<ProbeEngine>(
       eo, *codec_, *transport_,
       [this](uint32_t peer, const FullTuple& t) { windows_.at(peer)->OnTupleFinalized(t); },
@@ -125,6 +122,7 @@ bool AgentRuntime::Start(std::string* error) {
   std::string why;
   if (!DropAllCapabilities(&why)) spdlog::warn("could not drop capabilities: {}", why);
   // Threads only after the capabilities are gone (they are per thread).
+  if (!cluster_.Start(error)) return false;
   if (!config_.metrics_address.empty()) {
     if (!metrics_.Start(config_.metrics_address, config_.metrics_port, error)) return false;
     spdlog::info("metrics at http://{}:{}/metrics", config_.metrics_address, metrics_.port());
@@ -139,6 +137,43 @@ bool AgentRuntime::Start(std::string* error) {
                  config_.virtual_clock.t0_ns);
   }
   return true;
+}
+
+void AgentRuntime::EnsureWindows(uint32_t peer) {
+  if (windows_.count(peer) != 0) return;
+  WindowEstimatorOptions wo;
+  wo.purity_tolerance_ns = config_.estimation.purity_tolerance_ns;
+  wo.min_points_per_side = config_.estimation.min_points_per_side;
+  windows_[peer] = std::make_unique<EdgeWindows>(config_.node_id, peer, config_.estimation.window_ns,
+                                                 config_.estimation.source_classes, wo);
+}
+
+void AgentRuntime::ApplyMembership(const std::vector<Member>& members, int64_t now_ns) {
+  std::set<uint32_t> ids{config_.node_id};
+  for (const Member& m : members) {
+    ids.insert(m.id);
+    if (m.id == config_.node_id) continue;
+    UdpEndpoint ep;
+    std::string why;
+    if (!UdpEndpoint::Parse(m.address, m.port, &ep, &why)) {
+      spdlog::warn("member {} has an unusable address: {}", m.id, why);
+      continue;
+    }
+    transport_->AddPeer(m.id, ep);
+  }
+  std::vector<uint32_t> peers = config_.peers;
+  if (!config_.cluster_settings.peers_explicit) {
+    ProbeGraphOptions go;
+    go.k = config_.cluster_settings.probe_k;
+    peers = ProbeGraph::Build(std::vector<uint32_t>(ids.begin(), ids.end()), go).PeersOf(config_.node_id);
+  }
+  if (peers != engine_->probed_peers()) {
+    std::string list;
+    for (uint32_t p : peers) list += (list.empty() ? "" : ",") + std::to_string(p);
+    spdlog::info("membership: {} member(s); probing {}", ids.size(), list.empty() ? "nobody" : list);
+  }
+  engine_->SetMembership(ids, peers, now_ns);
+  for (uint32_t p : peers) EnsureWindows(p);
 }
 
 void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
@@ -163,6 +198,7 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
                   EstimatorKindName(r.estimate.estimator), r.estimate.fit.beta_ns,
                   r.estimate.fit.alpha * 1e6, r.estimate.fit.uncertainty_ns);
   }
+  cluster_.OnWindowsClosed(records, epoch_);
 }
 
 void AgentRuntime::LogProgress(int64_t now_ns) {
@@ -232,6 +268,7 @@ void AgentRuntime::WriteStats(bool final) {
         {"peer_restarts", pc.peer_restarts}};
   }
   j["peers"] = peers;
+  j["cluster"] = cluster_.Stats();
   // Write then rename, so a reader never sees half a file.
   const std::filesystem::path dir(config_.output_dir);
   const auto tmp = dir / "agent_stats.json.tmp";
@@ -323,6 +360,7 @@ std::string AgentRuntime::RenderMetrics() const {
   }
   t.Family("chronolink_windows_written_total", "Lines written to edges.jsonl", "counter");
   t.Sample("chronolink_windows_written_total", {{"node", node}}, static_cast<double>(windows_written_));
+  cluster_.AppendMetrics(t);
   t.Family("chronolink_ebpf_tap_up", "1 when the eBPF timestamp tap is attached", "gauge");
   t.Sample("chronolink_ebpf_tap_up", {{"node", node}}, tap_.running() ? 1 : 0);
   return t.str();
@@ -334,6 +372,7 @@ int AgentRuntime::Run() {
   int64_t next_window_check = 0;
   int64_t next_progress = start_monotonic_ns_ + kProgressEveryNs;
   int64_t next_metrics = 0;
+  int64_t next_cluster_check = 0;
   int exit_code = 0;
 
   for (;;) {
@@ -354,6 +393,11 @@ int AgentRuntime::Run() {
       CloseWindows(now, false);
       stamp_log_.Flush(now);
       next_window_check = mono + kWindowCheckNs;
+    }
+    if (mono >= next_cluster_check) {
+      if (auto members = cluster_.TakeMembershipChange()) ApplyMembership(*members, now);
+      cluster_.RefreshClockPage();
+      next_cluster_check = mono + kClusterCheckNs;
     }
     if (mono >= next_metrics && !config_.metrics_address.empty()) {
       metrics_.Update(RenderMetrics());
@@ -403,6 +447,7 @@ int AgentRuntime::Run() {
     PumpSocket(socket_, clock_, *engine_, true, true, &hardware_);
   }
   CloseWindows(clock_.Now(), true);
+  cluster_.Stop();
   stamp_log_.Close();
   LogProgress(clock_.Now());
   WriteStats(true);

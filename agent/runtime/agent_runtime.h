@@ -18,6 +18,7 @@
 #include "agent/export/packet_stamp_log.h"
 #include "agent/probe/probe_engine.h"
 #include "agent/runtime/socket_transport.h"
+#include "agent/runtime/cluster_service.h"
 #include "agent/runtime/hardware_stamps.h"
 #include "agent/runtime/tap_capture.h"
 
@@ -35,6 +36,8 @@ class AgentRuntime {
 
  private:
   void CloseWindows(int64_t now_ns, bool shutting_down);
+  void EnsureWindows(uint32_t peer);
+  void ApplyMembership(const std::vector<Member>& members, int64_t now_ns);
   void WriteStats(bool final);
   std::string RenderMetrics() const;
   void LogProgress(int64_t now_ns);
@@ -55,6 +58,7 @@ class AgentRuntime {
   // The latest closed window per (peer, source class), for the metrics.
   std::map<std::pair<uint32_t, SourceClass>, EdgeWindowRecord> last_records_;
   HardwareStamps hardware_;
+  ClusterService cluster_;
   int signal_fd_ = -1;
   int64_t start_monotonic_ns_ = 0;
   int64_t windows_written_ = 0;

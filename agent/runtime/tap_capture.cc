@@ -23,10 +23,24 @@ std::string MissingCapabilities(const Capabilities& c) {
   return missing;
 }
 
+// Where the probes will go. With etcd the peers are not known before the
+// members are read, so the devices towards etcd stand in for them (the
+// cluster network, as a rule); --bpf-interfaces says otherwise.
 std::vector<std::string> PeerAddresses(const AgentConfig& config) {
   std::vector<std::string> out;
   for (uint32_t peer : config.peers) {
     if (const ClusterNode* n = config.cluster.Find(peer)) out.push_back(n->address);
+  }
+  if (config.cluster_settings.backend == CoordinationBackend::kEtcd) {
+    for (const ClusterNode& n : config.cluster.nodes) {
+      if (n.id != config.node_id) out.push_back(n.address);
+    }
+    for (const std::string& url : config.cluster_settings.etcd_endpoints) {
+      std::string host = url.substr(std::string_view("http://").size());
+      host = host.substr(0, host.rfind(':'));
+      if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+      if (IsIpAddressLiteral(host)) out.push_back(host);
+    }
   }
   return out;
 }

@@ -793,5 +793,93 @@ TEST_F(AgentConfigTest, CaptureRejectsBadValues) {
   ExpectError(LoadMinimal({"--bpf-interfaces", "averyveryverylongname"}), {"1..15 characters"});
 }
 
+// ---------------------------------------------------------------------------
+// Cluster coordination.
+
+TEST_F(AgentConfigTest, ClusterDefaultsAreStaticWithTheProbeGraph) {
+  Result r = LoadMinimal();
+  ASSERT_TRUE(r.config) << r.error;
+  const ClusterSettings& cs = r.config->cluster_settings;
+  EXPECT_EQ(cs.backend, CoordinationBackend::kStatic);
+  EXPECT_FALSE(cs.peers_explicit);
+  EXPECT_FALSE(cs.reference_node.has_value());
+  EXPECT_EQ(cs.coordination_port, 0);
+  EXPECT_EQ(cs.lease_ttl_s, 5);
+  EXPECT_EQ(cs.clock_page_path, "/dev/shm/chronolink-1");
+}
+
+TEST_F(AgentConfigTest, PeersComeFromTheProbeGraphOfALargeCluster) {
+  std::string nodes;
+  for (int i = 1; i <= 40; ++i) {
+    nodes += std::string(i > 1 ? "," : "") + R"({"id": )" + std::to_string(i) + R"(, "address": "10.0.0.)" +
+             std::to_string(i) + R"("})";
+  }
+  const std::string file = Write("big.json", R"({"cluster_id": 1, "nodes": [)" + nodes + "]}");
+  Result r = Load({"--node-id", "7", "--cluster-file", file, "--key-hex", kKeyHex, "--probe-k", "4"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_GE(r.config->peers.size(), 4u);
+  EXPECT_LE(r.config->peers.size(), 8u);  // bounded degree, not everyone
+  for (uint32_t p : r.config->peers) EXPECT_NE(p, 7u);
+}
+
+TEST_F(AgentConfigTest, EtcdWithoutAClusterFileNeedsItsOwnIdentity) {
+  Result r = Load({"--node-id", "4", "--key-hex", kKeyHex, "--coordination", "etcd", "--etcd-endpoints",
+                   "http://10.0.0.9:2379", "--cluster-id", "9", "--listen", "10.0.0.4", "--port", "7319",
+                   "--reference", "2", "--lease-ttl-s", "3"});
+  ASSERT_TRUE(r.config) << r.error;
+  const AgentConfig& c = *r.config;
+  EXPECT_EQ(c.cluster_settings.backend, CoordinationBackend::kEtcd);
+  EXPECT_EQ(c.cluster.cluster_id, 9u);
+  EXPECT_TRUE(c.peers.empty());  // from etcd's members at run time
+  EXPECT_EQ(c.cluster_settings.etcd_endpoints, (std::vector<std::string>{"http://10.0.0.9:2379"}));
+  EXPECT_EQ(c.cluster_settings.etcd_prefix, "/chronolink/");
+  EXPECT_EQ(c.cluster_settings.reference_node, std::optional<uint32_t>(2));
+  EXPECT_EQ(c.cluster_settings.lease_ttl_s, 3);
+
+  ExpectError(Load({"--node-id", "4", "--key-hex", kKeyHex, "--coordination", "etcd", "--etcd-endpoints",
+                    "http://10.0.0.9:2379", "--listen", "10.0.0.4", "--port", "7319"}),
+              {"--cluster-id"});
+  ExpectError(Load({"--node-id", "4", "--key-hex", kKeyHex, "--coordination", "etcd", "--etcd-endpoints",
+                    "http://10.0.0.9:2379", "--cluster-id", "9", "--listen", "0.0.0.0", "--port", "7319"}),
+              {"wildcard"});
+  ExpectError(Load({"--node-id", "4", "--key-hex", kKeyHex, "--coordination", "etcd", "--cluster-id", "9",
+                    "--listen", "10.0.0.4", "--port", "7319"}),
+              {"--etcd-endpoints"});
+}
+
+TEST_F(AgentConfigTest, BadClusterSettingsAreRefusedWithTheirSource) {
+  ExpectError(LoadMinimal({"--coordination", "zookeeper"}), {"zookeeper", "static, etcd or none"});
+  ExpectError(LoadMinimal({"--reference", "median"}), {"median", "mean or a node id"});
+  ExpectError(LoadMinimal({"--reference", "9"}), {"reference node 9", "not in cluster file"});
+  ExpectError(LoadMinimal({"--probe-k", "1"}), {"at least 2"});
+  ExpectError(LoadMinimal({"--lease-ttl-s", "1"}), {"lease TTL", "2..60"});
+  ExpectError(LoadMinimal({"--window-retention-s", "5"}), {"retention", "10 s"});
+  ExpectError(LoadMinimal({"--etcd-endpoints", "http://10.0.0.9:2379"}), {"--coordination etcd"});
+  ExpectError(LoadMinimal({"--coordination", "etcd", "--etcd-endpoints", "https://10.0.0.9:2379"}),
+              {"http://HOST:PORT"});
+  ExpectError(LoadMinimal({"--coordination", "etcd", "--etcd-endpoints", "http://10.0.0.9:2379", "--peers", "2"}),
+              {"--peers", "etcd"});
+  ExpectError(Load({"--node-id", "1", "--key-hex", kKeyHex}), {"no cluster file", "--coordination etcd"});
+}
+
+TEST_F(AgentConfigTest, ClusterSettingsFromTheFileAndClockPageOff) {
+  const std::string cfg = Write("agent.json", std::string(R"({"node_id": 2, "cluster_file": ")") + Cluster() +
+                                                  R"(", "key_hex": ")" + kKeyHex +
+                                                  R"(", "cluster": {"coordination": "none", "reference": "3",
+                                                  "solve_delay_ms": 250}, "clock_page": "off"})");
+  Result r = Load({"--config", cfg});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->cluster_settings.backend, CoordinationBackend::kNone);
+  EXPECT_EQ(r.config->cluster_settings.reference_node, std::optional<uint32_t>(3));
+  EXPECT_EQ(r.config->cluster_settings.solve_delay_ns, 250'000'000);
+  EXPECT_TRUE(r.config->cluster_settings.clock_page_path.empty());
+  // The effective configuration loads back to the same settings.
+  const std::string back = Write("back.json", EffectiveConfigJson(*r.config));
+  Result again = Load({"--config", back, "--key-hex", kKeyHex});
+  ASSERT_TRUE(again.config) << again.error << "\n" << EffectiveConfigJson(*r.config);
+  EXPECT_EQ(again.config->cluster_settings.reference_node, std::optional<uint32_t>(3));
+  EXPECT_EQ(again.config->cluster_settings.backend, CoordinationBackend::kNone);
+}
+
 }  // namespace
 }  // namespace chronolink

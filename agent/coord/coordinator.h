@@ -1,0 +1,79 @@
+// The coordination layer (docs/cluster.md): one interface, two backends
+// (static: the cluster file and an authenticated TCP channel; etcd: leased
+// keys, a transaction election, watches). It answers three questions for
+// the agent -- who is in the cluster, who leads, what did the leader solve --
+// and carries every node's window summaries to the leader. Each backend runs
+// its own thread; every method here is thread-safe and never blocks on the
+// network, so the probe loop never waits for coordination.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "agent/coord/cluster_messages.h"
+
+namespace chronolink {
+
+struct AgentConfig;
+
+// A live member and where it listens for probes.
+struct Member {
+  uint32_t id = 0;
+  std::string address;
+  uint16_t port = 0;
+  friend bool operator==(const Member&, const Member&) = default;
+};
+
+struct CoordinatorStatus {
+  std::string backend;            // "static" or "etcd"
+  bool connected = false;         // static: the leader is reachable (or we lead); etcd: etcd answers
+  bool is_leader = false;
+  std::optional<uint32_t> leader;
+  uint64_t leader_changes = 0;
+  uint64_t windows_published = 0; // handed to PublishWindows
+  uint64_t windows_delivered = 0; // accepted by the leader / stored in etcd
+  uint64_t windows_pending = 0;   // waiting for the leader or for etcd
+  uint64_t windows_dropped = 0;   // beyond the retention while undeliverable
+  uint64_t offsets_received = 0;  // snapshots from the leader
+  uint64_t errors = 0;            // backend errors (connection, request, decode)
+};
+
+class Coordinator {
+ public:
+  virtual ~Coordinator() = default;
+
+  // Starts the backend's thread. Fails only on a local problem (a port in
+  // use, a bad endpoint); an unreachable leader or etcd is retried forever.
+  virtual bool Start(std::string* error) = 0;
+  virtual void Stop() = 0;
+
+  // Live members including this node, sorted by id, and a version that
+  // changes whenever the list does.
+  virtual std::vector<Member> Members(uint64_t* version) const = 0;
+
+  // Closed windows of this node, for the leader. Never blocks; delivery is
+  // retried until the retention passes.
+  virtual void PublishWindows(std::span<const WindowSummary> windows) = 0;
+
+  virtual bool IsLeader() const = 0;
+  // Leader only: every summary received since the last call (this node's
+  // own included; duplicates possible).
+  virtual std::vector<WindowSummary> TakeLeaderInbox() = 0;
+  // Leader only: a solved instant, for every member.
+  virtual void PublishOffsets(const OffsetsSnapshot& snapshot) = 0;
+
+  // The newest snapshot known (from the leader, or our own when leading),
+  // and a version that changes with it.
+  virtual std::optional<OffsetsSnapshot> LatestOffsets(uint64_t* version) const = 0;
+
+  virtual CoordinatorStatus Status() const = 0;
+};
+
+// The backend the configuration names, or nullptr for "none".
+std::unique_ptr<Coordinator> MakeCoordinator(const AgentConfig& config);
+
+}  // namespace chronolink

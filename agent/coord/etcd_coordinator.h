@@ -1,0 +1,107 @@
+// The etcd backend (docs/cluster.md). Keys under the configured prefix P:
+//   P members/<id>          this node's probe address; bound to its member lease
+//   P leader                the leader's id; created by a transaction only when
+//                           absent, bound to the leader's member lease
+//   P windows/<node>/...    every window summary; bound to a window lease
+//                           whose TTL is the retention
+//   P offsets/latest        the newest solved instant (leader)
+//   P graph                 the probe graph the leader sees (for inspection)
+// Watches keep the member list, the leader and the offsets current; the
+// leader also watches windows/. When etcd is down or slow nothing waits:
+// summaries queue (for the retention) and go out when it answers again.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "agent/config/agent_config.h"
+#include "agent/coord/coordinator.h"
+#include "agent/coord/etcd_client.h"
+#include "agent/coord/window_outbox.h"
+
+namespace chronolink {
+
+class EtcdCoordinator : public Coordinator {
+ public:
+  explicit EtcdCoordinator(const AgentConfig& config);
+  ~EtcdCoordinator() override;
+
+  bool Start(std::string* error) override;
+  void Stop() override;
+  std::vector<Member> Members(uint64_t* version) const override;
+  void PublishWindows(std::span<const WindowSummary> windows) override;
+  bool IsLeader() const override;
+  std::vector<WindowSummary> TakeLeaderInbox() override;
+  void PublishOffsets(const OffsetsSnapshot& snapshot) override;
+  std::optional<OffsetsSnapshot> LatestOffsets(uint64_t* version) const override;
+  CoordinatorStatus Status() const override;
+
+ private:
+  void Loop();
+  // Each step of a loop turn; false: etcd failed, retry after a backoff.
+  bool EnsureMemberLease(int64_t now_ns);
+  bool Reload();
+  bool Campaign();
+  bool ManageWindowWatch();
+  bool EnsureWindowLease(int64_t now_ns);
+  bool FlushWindows();
+  bool FlushOffsets();
+  bool PublishGraph();
+  bool LoadMembers();
+  bool LoadLeader();
+  bool LoadOffsets();
+  void OnMemberEvents(const std::vector<EtcdEvent>& events);
+  void OnLeaderEvents(const std::vector<EtcdEvent>& events);
+  void OnOffsetEvents(const std::vector<EtcdEvent>& events);
+  void OnWindowEvents(const std::vector<EtcdEvent>& events);
+  void SetLeader(std::optional<uint32_t> leader);
+  void NoteError(const std::string& what, const std::string& error);
+  void NoteSuccess();
+  // Runs the loop now; with reload, re-reads members, leader and offsets
+  // first (a watch reconnected or was compacted: events may be missing).
+  void Wake(bool reload);
+  std::string Key(const std::string& suffix) const { return prefix_ + suffix; }
+
+  const AgentConfig& config_;
+  const std::string prefix_;
+  EtcdClientOptions client_options_;
+  std::unique_ptr<EtcdClient> client_;  // the loop thread's
+  std::unique_ptr<EtcdWatcher> members_watch_, leader_watch_, offsets_watch_, windows_watch_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool wake_flag_ = false;      // under wake_mutex_
+  bool reload_needed_ = true;   // under wake_mutex_
+  std::atomic<bool> windows_resync_{false};
+
+  // Loop-thread state.
+  int64_t member_lease_ = 0;
+  int64_t member_lease_refreshed_ns_ = 0;
+  int64_t window_lease_ = 0;
+  int64_t window_lease_granted_ns_ = 0;
+  bool leading_watch_ = false;
+  uint64_t graph_version_published_ = 0;
+  int64_t next_retry_ns_ = 0;
+  int64_t backoff_ns_ = 0;
+
+  mutable std::mutex mutex_;  // everything below
+  std::map<uint32_t, Member> members_;
+  uint64_t members_version_ = 1;
+  std::optional<uint32_t> leader_;
+  bool campaign_needed_ = true;
+  std::vector<WindowSummary> incoming_;
+  WindowOutbox outbox_;
+  std::vector<WindowSummary> inbox_;
+  std::optional<OffsetsSnapshot> to_publish_;
+  std::optional<OffsetsSnapshot> latest_;
+  uint64_t latest_version_ = 0;
+  CoordinatorStatus status_;
+  std::string last_error_;
+};
+
+}  // namespace chronolink

@@ -1,0 +1,233 @@
+#include "agent/coord/static_coordinator.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "agent/clock/clock_reader.h"
+
+namespace chronolink {
+
+namespace {
+
+constexpr int kPollMs = 50;
+constexpr size_t kBatch = 256;  // summaries per channel message (~60 kB)
+
+// A newer instant replaces the one held; a re-solve of the same instant too.
+bool Supersedes(const OffsetsSnapshot& candidate, const std::optional<OffsetsSnapshot>& held) {
+  return !held || candidate.reference_instant_ns >= held->reference_instant_ns;
+}
+
+}  // namespace
+
+StaticCoordinator::StaticCoordinator(const AgentConfig& config)
+    : config_(config), outbox_(config.cluster_settings.retention_ns) {
+  for (const ClusterNode& n : config.cluster.nodes) members_.push_back(Member{n.id, n.address, n.port});
+  std::sort(members_.begin(), members_.end(), [](const Member& a, const Member& b) { return a.id < b.id; });
+  status_.backend = "static";
+}
+
+StaticCoordinator::~StaticCoordinator() { Stop(); }
+
+bool StaticCoordinator::Start(std::string* error) {
+  const uint16_t fixed_port = config_.cluster_settings.coordination_port;
+  auto port_of = [&](const Member& m) { return fixed_port != 0 ? fixed_port : m.port; };
+  ChannelIdentity identity;
+  identity.cluster_id = config_.cluster.cluster_id;
+  identity.node_id = config_.node_id;
+  identity.key = config_.key;
+  hub_ = std::make_unique<SecureChannelHub>(
+      identity, ChannelOptions{},
+      [this](uint32_t peer, uint16_t type, std::string_view payload) { OnMessage(peer, type, payload); },
+      [](uint32_t peer, bool up) { spdlog::debug("coordination link to node {} {}", peer, up ? "up" : "down"); });
+  const uint16_t my_port = fixed_port != 0 ? fixed_port : config_.listen_port;
+  if (!hub_->Listen(config_.listen_address, my_port, error)) {
+    *error = "static coordination: cannot listen on TCP " + config_.listen_address + ":" +
+             std::to_string(my_port) + ": " + *error;
+    return false;
+  }
+  // A connection to every lower id: the lowest one that answers leads.
+  for (const Member& m : members_) {
+    if (m.id < config_.node_id) hub_->Connect(m.id, m.address, port_of(m));
+  }
+  thread_ = std::thread([this] { Loop(); });
+  spdlog::info("static coordination on TCP port {}; {} member(s) from {}", hub_->listen_port(),
+               members_.size(), config_.cluster_file_path);
+  return true;
+}
+
+void StaticCoordinator::Stop() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+  hub_.reset();
+}
+
+void StaticCoordinator::Loop() {
+  bool leader_link_up = false;
+  while (!stopping_) {
+    hub_->Poll(kPollMs);
+    UpdateLeader();
+    // A leader that comes back (or a new connection to it) has lost what it
+    // had: everything held goes to it again.
+    std::optional<uint32_t> leader;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      leader = leader_;
+    }
+    const bool up = leader && *leader != config_.node_id && hub_->IsUp(*leader);
+    if (up && !leader_link_up) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      outbox_.Rewind();
+    }
+    leader_link_up = up;
+    FlushOutbox();
+    SendOffsets();
+  }
+}
+
+std::optional<uint32_t> StaticCoordinator::ElectLeader() const {
+  // Lowest live id; a lower node not yet tried keeps the answer open, so
+  // that a starting cluster does not elect every node for a moment.
+  for (const Member& m : members_) {
+    if (m.id == config_.node_id) return m.id;
+    if (hub_->IsUp(m.id)) return m.id;
+    if (!hub_->ConnectAttemptFailed(m.id)) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+void StaticCoordinator::UpdateLeader() {
+  const std::optional<uint32_t> elected = ElectLeader();
+  std::lock_guard<std::mutex> lock(mutex_);
+  status_.connected = elected && (*elected == config_.node_id || hub_->IsUp(*elected));
+  if (!elected || elected == leader_) return;
+  if (*elected == config_.node_id) {
+    spdlog::info("static coordination: no lower node answers; this node (id {}) leads", config_.node_id);
+  } else {
+    spdlog::info("static coordination: node {} leads", *elected);
+  }
+  leader_ = elected;
+  ++status_.leader_changes;
+}
+
+void StaticCoordinator::FlushOutbox() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t now = ReadClockNs(CLOCK_MONOTONIC);
+  outbox_.Add(incoming_, now);
+  incoming_.clear();
+  outbox_.Expire(now);
+  if (!leader_) return;
+  if (*leader_ == config_.node_id) {
+    const std::vector<WindowSummary> mine = outbox_.Pending(outbox_.pending());
+    inbox_.insert(inbox_.end(), mine.begin(), mine.end());
+    outbox_.MarkDelivered(mine.size());
+    return;
+  }
+  if (!hub_->IsUp(*leader_)) return;
+  for (;;) {
+    const std::vector<WindowSummary> batch = outbox_.Pending(kBatch);
+    if (batch.empty()) return;
+    if (!hub_->Send(*leader_, kWindowsMessage, EncodeWindowSummaries(batch))) return;  // queue full
+    outbox_.MarkDelivered(batch.size());
+  }
+}
+
+void StaticCoordinator::SendOffsets() {
+  std::vector<OffsetsSnapshot> snapshots;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    snapshots.swap(to_send_);
+  }
+  for (const OffsetsSnapshot& s : snapshots) {
+    const std::string payload = EncodeOffsetsSnapshot(s);
+    // Every node connected to us; each keeps it only if we are its leader.
+    for (uint32_t peer : hub_->UpPeers()) hub_->Send(peer, kOffsetsMessage, payload);
+  }
+}
+
+void StaticCoordinator::OnMessage(uint32_t peer, uint16_t type, std::string_view payload) {
+  std::string error;
+  if (type == kWindowsMessage) {
+    std::vector<WindowSummary> batch;
+    if (!DecodeWindowSummaries(payload, &batch, &error)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++status_.errors;
+      spdlog::warn("static coordination: bad window batch from node {}: {}", peer, error);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    inbox_.insert(inbox_.end(), batch.begin(), batch.end());
+    return;
+  }
+  if (type == kOffsetsMessage) {
+    OffsetsSnapshot s;
+    const bool ok = DecodeOffsetsSnapshot(payload, &s, &error);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!ok) {
+      ++status_.errors;
+      spdlog::warn("static coordination: bad offsets from node {}: {}", peer, error);
+      return;
+    }
+    if (leader_ != peer || s.leader != peer) return;  // not (or no longer) our leader
+    ++status_.offsets_received;
+    if (Supersedes(s, latest_)) {
+      latest_ = std::move(s);
+      ++latest_version_;
+    }
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++status_.errors;
+  spdlog::warn("static coordination: unknown message type {} from node {}", type, peer);
+}
+
+std::vector<Member> StaticCoordinator::Members(uint64_t* version) const {
+  *version = 1;  // the cluster file does not change under a running agent
+  return members_;
+}
+
+void StaticCoordinator::PublishWindows(std::span<const WindowSummary> windows) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  incoming_.insert(incoming_.end(), windows.begin(), windows.end());
+}
+
+bool StaticCoordinator::IsLeader() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return leader_ == config_.node_id;
+}
+
+std::vector<WindowSummary> StaticCoordinator::TakeLeaderInbox() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<WindowSummary> out;
+  out.swap(inbox_);
+  return out;
+}
+
+void StaticCoordinator::PublishOffsets(const OffsetsSnapshot& snapshot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (Supersedes(snapshot, latest_)) {
+    latest_ = snapshot;
+    ++latest_version_;
+  }
+  to_send_.push_back(snapshot);
+}
+
+std::optional<OffsetsSnapshot> StaticCoordinator::LatestOffsets(uint64_t* version) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *version = latest_version_;
+  return latest_;
+}
+
+CoordinatorStatus StaticCoordinator::Status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CoordinatorStatus s = status_;
+  s.is_leader = leader_ == config_.node_id;
+  s.leader = leader_;
+  s.windows_published = outbox_.published() + incoming_.size();
+  s.windows_delivered = outbox_.delivered();
+  s.windows_pending = outbox_.pending() + incoming_.size();
+  s.windows_dropped = outbox_.dropped();
+  return s;
+}
+
+}  // namespace chronolink

@@ -1,0 +1,67 @@
+// The static backend (docs/cluster.md): the members are the cluster file's
+// nodes; the lowest id whose agent answers leads. Every node listens on the
+// coordination port (TCP, the probe port's number unless configured) and
+// keeps an authenticated connection (docs/coordination-channel.md) to every
+// node with a lower id, which is how it knows which of them are alive.
+// Window summaries go to the leader over that connection and are sent again
+// in full to a new leader; the leader sends each solved instant back to
+// every node connected to it.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "agent/config/agent_config.h"
+#include "agent/coord/coordinator.h"
+#include "agent/coord/secure_channel.h"
+#include "agent/coord/window_outbox.h"
+
+namespace chronolink {
+
+class StaticCoordinator : public Coordinator {
+ public:
+  explicit StaticCoordinator(const AgentConfig& config);
+  ~StaticCoordinator() override;
+
+  bool Start(std::string* error) override;
+  void Stop() override;
+  std::vector<Member> Members(uint64_t* version) const override;
+  void PublishWindows(std::span<const WindowSummary> windows) override;
+  bool IsLeader() const override;
+  std::vector<WindowSummary> TakeLeaderInbox() override;
+  void PublishOffsets(const OffsetsSnapshot& snapshot) override;
+  std::optional<OffsetsSnapshot> LatestOffsets(uint64_t* version) const override;
+  CoordinatorStatus Status() const override;
+
+  // Message types on the channel (>= 16: below is the channel's own).
+  static constexpr uint16_t kWindowsMessage = 16;
+  static constexpr uint16_t kOffsetsMessage = 17;
+
+ private:
+  void Loop();
+  void OnMessage(uint32_t peer, uint16_t type, std::string_view payload);
+  std::optional<uint32_t> ElectLeader() const;
+  void UpdateLeader();
+  void FlushOutbox();
+  void SendOffsets();
+
+  const AgentConfig& config_;
+  std::vector<Member> members_;
+  std::unique_ptr<SecureChannelHub> hub_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+
+  mutable std::mutex mutex_;  // everything below
+  std::vector<WindowSummary> incoming_;  // published, not yet in the outbox
+  WindowOutbox outbox_;
+  std::vector<WindowSummary> inbox_;     // received as leader
+  std::vector<OffsetsSnapshot> to_send_; // solved as leader, not yet sent
+  std::optional<OffsetsSnapshot> latest_;
+  uint64_t latest_version_ = 0;
+  std::optional<uint32_t> leader_;
+  CoordinatorStatus status_;
+};
+
+}  // namespace chronolink

@@ -1,0 +1,241 @@
+#include "agent/runtime/cluster_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+namespace chronolink {
+
+namespace {
+
+constexpr auto kLeaderTick = std::chrono::milliseconds(100);
+// The page's uncertainty grows by this much per ns of extrapolation: 0.1 ppm
+// covers the wander of a crystal over a few windows (docs/formats.md).
+constexpr int64_t kPageGrowthPpt = 100'000;
+constexpr int kPageValidWindows = 5;
+
+ClusterLeaderOptions LeaderOptions(const AgentConfig& c) {
+  const ClusterSettings& cs = c.cluster_settings;
+  ClusterLeaderOptions o;
+  o.solver.reference_node = cs.reference_node;
+  o.step_ns = c.estimation.window_ns;
+  // Two windows either side: an instant falls back on a neighbour's window
+  // when its own is missing.
+  o.solver.validity_horizon_ns = 2 * c.estimation.window_ns;
+  o.ready_after_ns = c.estimation.window_ns / 2 + c.estimation.window_grace_ns + cs.solve_delay_ns;
+  o.retention_ns = cs.retention_ns;
+  o.backfill_ns = std::max<int64_t>(3 * c.estimation.window_ns, 2 * cs.lease_ttl_s * 1'000'000'000);
+  o.late_settle_ns = std::max<int64_t>(1'000'000'000, c.estimation.window_ns / 2);
+  return o;
+}
+
+}  // namespace
+
+ClusterService::ClusterService(const AgentConfig& config, const NodeClock& clock)
+    : config_(config), clock_(clock), leader_(config.node_id, LeaderOptions(config)) {}
+
+ClusterService::~ClusterService() { Stop(); }
+
+bool ClusterService::Start(std::string* error) {
+  if (!config_.cluster_settings.clock_page_path.empty()) {
+    if (!page_.Open(config_.cluster_settings.clock_page_path, config_.node_id, error)) return false;
+    page_open_ = true;
+  }
+  coordinator_ = MakeCoordinator(config_);
+  if (coordinator_ == nullptr) return true;
+  if (!coordinator_->Start(error)) return false;
+  leader_thread_ = std::thread([this] { LeaderLoop(); });
+  return true;
+}
+
+void ClusterService::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (leader_thread_.joinable()) leader_thread_.join();
+  if (coordinator_) coordinator_->Stop();
+  offsets_.Close();
+  if (page_open_) page_.Close();
+  page_open_ = false;
+}
+
+void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records, uint64_t session) {
+  if (coordinator_ == nullptr) return;
+  const SourceClass wanted = config_.estimation.source_classes.front();
+  std::vector<WindowSummary> out;
+  for (const EdgeWindowRecord& r : records) {
+    if (r.source_class != wanted || r.clock_step || r.estimate.estimator == EstimatorKind::kNone ||
+        !r.estimate.fit.ok) {
+      continue;
+    }
+    WindowSummary w;
+    w.estimate.node = r.node;
+    w.estimate.peer = r.peer;
+    w.estimate.x0_ns = r.x0_ns;
+    w.estimate.beta_ns = r.estimate.fit.beta_ns;
+    w.estimate.alpha = r.estimate.fit.alpha;
+    w.estimate.uncertainty_ns = r.estimate.fit.uncertainty_ns;
+    w.session = session;
+    w.window_start_ns = r.window_start_ns;
+    w.estimator = std::string(EstimatorKindName(r.estimate.estimator));
+    out.push_back(std::move(w));
+  }
+  if (!out.empty()) coordinator_->PublishWindows(out);
+}
+
+std::optional<std::vector<Member>> ClusterService::TakeMembershipChange() {
+  if (coordinator_ == nullptr) return std::nullopt;
+  uint64_t version = 0;
+  std::vector<Member> members = coordinator_->Members(&version);
+  if (members_seen_ && version == members_version_) return std::nullopt;
+  members_seen_ = true;
+  members_version_ = version;
+  return members;
+}
+
+void ClusterService::RefreshClockPage() {
+  if (coordinator_ == nullptr) return;
+  uint64_t version = 0;
+  std::optional<OffsetsSnapshot> s = coordinator_->LatestOffsets(&version);
+  if (!s || version == offsets_version_) return;
+  offsets_version_ = version;
+  latest_ = std::move(s);
+  if (!page_open_) return;
+  const NodeSolution* mine = latest_->Find(config_.node_id);
+  if (mine == nullptr) return;
+  page_.Publish(MappingFromSolution(*mine, latest_->reference_instant_ns,
+                                    kPageValidWindows * config_.estimation.window_ns, kPageGrowthPpt));
+}
+
+void ClusterService::LeaderLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    LeadOnce();
+    lock.lock();
+    wake_.wait_for(lock, kLeaderTick, [this] { return stopping_; });
+  }
+}
+
+void ClusterService::LeadOnce() {
+  const int64_t now = clock_.Now();
+  const bool leader = coordinator_->IsLeader();
+  if (leader && !leader_.in_office()) {
+    spdlog::info("this node (id {}) leads the cluster: solving offsets against {}", config_.node_id,
+                 config_.cluster_settings.reference_node
+                     ? "node " + std::to_string(*config_.cluster_settings.reference_node)
+                     : std::string("the mean of all nodes"));
+    leader_.TakeOffice(now);
+    if (!offsets_.is_open()) {
+      std::string error;
+      if (!offsets_.Open(config_.output_dir, &error)) spdlog::error("{}", error);
+    }
+  } else if (!leader && leader_.in_office()) {
+    spdlog::info("this node no longer leads the cluster");
+    leader_.LeaveOffice();
+  }
+  // A follower's inbox is empty; a leader's holds everyone's windows.
+  const std::vector<WindowSummary> inbox = coordinator_->TakeLeaderInbox();
+  if (leader_.in_office()) {
+    leader_.Add(inbox, now);
+    for (const OffsetsSnapshot& s : leader_.SolveDue(now)) {
+      std::string error;
+      if (offsets_.is_open() && !offsets_.Write(s, &error) && !write_failed_.exchange(true)) {
+        spdlog::error("{}", error);
+      }
+      coordinator_->PublishOffsets(s);
+      int reachable = 0;
+      for (const NodeSolution& n : s.nodes) reachable += n.reachable ? 1 : 0;
+      spdlog::debug("solved t={} ({}): {} of {} nodes reachable", s.reference_instant_ns,
+                    s.recomputed ? "recomputed" : "on time", reachable, s.nodes.size());
+    }
+  }
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  leader_stats_ = leader_.stats();
+  leading_ = leader_.in_office();
+}
+
+void ClusterService::AppendMetrics(PrometheusText& t) const {
+  if (coordinator_ == nullptr) return;
+  const std::string node = std::to_string(config_.node_id);
+  const CoordinatorStatus st = coordinator_->Status();
+  t.Family("chronolink_cluster_leader", "1 when this node leads the cluster", "gauge");
+  t.Sample("chronolink_cluster_leader", {{"node", node}, {"backend", st.backend}}, st.is_leader ? 1 : 0);
+  t.Family("chronolink_cluster_leader_id", "Id of the current leader as this node knows it (NaN: none)",
+           "gauge");
+  t.Sample("chronolink_cluster_leader_id", {{"node", node}},
+           st.leader ? static_cast<double>(*st.leader) : std::numeric_limits<double>::quiet_NaN());
+  t.Family("chronolink_cluster_connected", "1 when the coordination backend is reachable", "gauge");
+  t.Sample("chronolink_cluster_connected", {{"node", node}}, st.connected ? 1 : 0);
+  t.Family("chronolink_cluster_windows_total", "Window summaries by fate", "counter");
+  t.Sample("chronolink_cluster_windows_total", {{"node", node}, {"state", "published"}},
+           static_cast<double>(st.windows_published));
+  t.Sample("chronolink_cluster_windows_total", {{"node", node}, {"state", "delivered"}},
+           static_cast<double>(st.windows_delivered));
+  t.Sample("chronolink_cluster_windows_total", {{"node", node}, {"state", "dropped"}},
+           static_cast<double>(st.windows_dropped));
+  t.Family("chronolink_cluster_windows_pending", "Window summaries waiting for delivery", "gauge");
+  t.Sample("chronolink_cluster_windows_pending", {{"node", node}}, static_cast<double>(st.windows_pending));
+  if (latest_) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    t.Family("chronolink_offset_ns", "Solved offset node - reference at the newest instant (ns)", "gauge");
+    for (const NodeSolution& n : latest_->nodes) {
+      t.Sample("chronolink_offset_ns", {{"node", std::to_string(n.node)}}, n.reachable ? n.offset_ns : nan);
+    }
+    t.Family("chronolink_offset_uncertainty_ns", "One-sigma uncertainty of the solved offset (ns)", "gauge");
+    for (const NodeSolution& n : latest_->nodes) {
+      t.Sample("chronolink_offset_uncertainty_ns", {{"node", std::to_string(n.node)}},
+               n.reachable ? n.uncertainty_ns : nan);
+    }
+    t.Family("chronolink_node_reachable", "1 when the node is connected to the reference", "gauge");
+    for (const NodeSolution& n : latest_->nodes) {
+      t.Sample("chronolink_node_reachable", {{"node", std::to_string(n.node)}}, n.reachable ? 1 : 0);
+    }
+    t.Family("chronolink_offsets_instant_seconds", "Reference instant of the newest solution (s)", "gauge");
+    t.Sample("chronolink_offsets_instant_seconds", {{"node", node}},
+             static_cast<double>(latest_->reference_instant_ns / 1'000'000) / 1e3);
+  }
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  t.Family("chronolink_leader_instants_total", "Instants solved by this node as leader", "counter");
+  t.Sample("chronolink_leader_instants_total", {{"node", node}, {"kind", "on_time"}},
+           static_cast<double>(leader_stats_.instants_solved));
+  t.Sample("chronolink_leader_instants_total", {{"node", node}, {"kind", "recomputed"}},
+           static_cast<double>(leader_stats_.instants_recomputed));
+  t.Family("chronolink_leader_solve_seconds", "Duration of the latest solve (s)", "gauge");
+  t.Sample("chronolink_leader_solve_seconds", {{"node", node}}, leader_stats_.last_solve_ms / 1e3);
+}
+
+nlohmann::ordered_json ClusterService::Stats() const {
+  nlohmann::ordered_json j;
+  if (coordinator_ == nullptr) {
+    j["coordination"] = "none";
+    return j;
+  }
+  const CoordinatorStatus st = coordinator_->Status();
+  j["coordination"] = st.backend;
+  j["connected"] = st.connected;
+  j["is_leader"] = st.is_leader;
+  j["leader"] = st.leader ? nlohmann::ordered_json(*st.leader) : nlohmann::ordered_json(nullptr);
+  j["leader_changes"] = st.leader_changes;
+  j["windows_published"] = st.windows_published;
+  j["windows_delivered"] = st.windows_delivered;
+  j["windows_pending"] = st.windows_pending;
+  j["windows_dropped"] = st.windows_dropped;
+  j["offsets_received"] = st.offsets_received;
+  j["errors"] = st.errors;
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  j["leader_windows_received"] = leader_stats_.windows_received;
+  j["leader_windows_duplicate"] = leader_stats_.windows_duplicate;
+  j["leader_windows_late"] = leader_stats_.windows_late;
+  j["leader_instants_solved"] = leader_stats_.instants_solved;
+  j["leader_instants_recomputed"] = leader_stats_.instants_recomputed;
+  j["leader_instants_skipped"] = leader_stats_.instants_skipped;
+  j["leader_last_solve_ms"] = leader_stats_.last_solve_ms;
+  return j;
+}
+
+}  // namespace chronolink

@@ -1,0 +1,83 @@
+// The agent's cluster side (docs/cluster.md, docs/leader.md): it owns the
+// coordination backend, hands it this node's closed windows, runs the
+// leader's solves on their own thread when this node leads (a 10k-node solve
+// takes half a second: never on the probe loop), writes offsets.jsonl, and
+// keeps the shared-memory clock page up to date from the newest solution.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/clock/clock_reader.h"
+#include "agent/cluster/cluster_leader.h"
+#include "agent/config/agent_config.h"
+#include "agent/coord/coordinator.h"
+#include "agent/estimate/edge_windows.h"
+#include "agent/export/clock_mapping_publisher.h"
+#include "agent/export/offsets_jsonl_writer.h"
+#include "agent/export/prometheus_text.h"
+
+namespace chronolink {
+
+class ClusterService {
+ public:
+  ClusterService(const AgentConfig& config, const NodeClock& clock);
+  ~ClusterService();
+
+  // Opens the clock page and starts the backend and the leader thread.
+  // With coordination "none" only the page is opened.
+  bool Start(std::string* error);
+  void Stop();
+  bool enabled() const { return coordinator_ != nullptr; }
+
+  // Closed windows of this node: the estimated ones of the first configured
+  // source class go to the leader.
+  void OnWindowsClosed(std::span<const EdgeWindowRecord> records, uint64_t session);
+
+  // The member list, when it changed since the last call.
+  std::optional<std::vector<Member>> TakeMembershipChange();
+
+  // Publishes the newest solution of this node to the clock page (cheap
+  // when nothing changed); call from the probe loop now and then.
+  void RefreshClockPage();
+
+  void AppendMetrics(PrometheusText& t) const;
+  nlohmann::ordered_json Stats() const;
+
+ private:
+  void LeaderLoop();
+  void LeadOnce();
+
+  const AgentConfig& config_;
+  const NodeClock& clock_;
+  std::unique_ptr<Coordinator> coordinator_;
+  ClockMappingPublisher page_;
+  bool page_open_ = false;
+  uint64_t members_version_ = 0;
+  bool members_seen_ = false;
+  uint64_t offsets_version_ = 0;
+  std::optional<OffsetsSnapshot> latest_;  // probe-loop thread only
+
+  // Leader thread state.
+  ClusterLeader leader_;
+  OffsetsJsonlWriter offsets_;
+  std::thread leader_thread_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  mutable std::mutex stats_mutex_;
+  ClusterLeaderStats leader_stats_;
+  bool leading_ = false;
+  std::atomic<bool> write_failed_{false};
+};
+
+}  // namespace chronolink

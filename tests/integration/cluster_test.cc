@@ -1,0 +1,446 @@
+// Six agents in six network namespaces behind a router, each with its own
+// injected clock (offsets over ±50 ms, drifts over ±100 ppm, test-only
+// virtual clocks), coordinated through the static backend or a real
+// etcd-server running in the router's namespace. The leader's offsets.jsonl
+// must match the exact truth within 5 us once 5 windows have passed; a
+// killed agent must be reported unreachable; a killed leader must be
+// replaced; an etcd outage must lose no edge window.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/clock/virtual_clock.h"
+#include "agent/coord/etcd_client.h"
+#include "include/chronolink/clock_mapping_page.h"
+#include "tests/integration/testbed_fixture.h"
+#include "tests/support/etcd_server.h"
+
+namespace chronolink::testing {
+namespace {
+
+constexpr int kNodes = 6;
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kWindow = 2 * kSecond;
+constexpr double kBoundNs = 5000;  // the 5 us
+const int64_t kOffsetsNs[kNodes] = {-50'000'000, -23'000'000, 4'000'000, 11'500'000, 37'000'000, 50'000'000};
+const double kDriftsPpm[kNodes] = {80, -100, 25, 100, -45, -70};
+
+// One (instant, node) of an offsets.jsonl; a recomputed line replaces the
+// earlier one of the same instant.
+struct Solved {
+  bool reachable = false;
+  double offset_ns = 0;
+  uint32_t leader = 0;
+  bool recomputed = false;
+};
+using SolvedByInstant = std::map<int64_t, std::map<uint32_t, Solved>>;
+
+class ClusterTest : public TestbedFixture {
+ protected:
+  void SetUpCluster() {
+    ASSERT_NO_FATAL_FAILURE(Up(kNodes, "routed"));
+    WriteClusterFiles();
+    t0_ = RealtimeNowNs();
+    for (int i = 0; i < kNodes; ++i) clocks_.push_back(VirtualClockParams{kOffsetsNs[i], kDriftsPpm[i], t0_});
+  }
+
+  // Cheap probing (10 ms) so that six agents fit on a loaded 2-core machine.
+  pid_t Start(int node, double duration_s, std::vector<std::string> args) {
+    args.insert(args.end(), {"--probe-interval-us", "10000", "--clock-page", PagePath(node),
+                             "--log-level", "info"});
+    return StartAgent({node, clocks_[node - 1], duration_s, args});
+  }
+  void StartAll(double duration_s, const std::vector<std::string>& args) {
+    for (int n = 1; n <= kNodes; ++n) pids_by_node_[n] = Start(n, duration_s, args);
+  }
+  std::string PagePath(int node) const { return (dir_ / ("clock-page-" + std::to_string(node))).string(); }
+  std::string Logs() const {
+    std::string all;
+    for (int n = 1; n <= kNodes; ++n) all += "--- agent " + std::to_string(n) + "\n" + AgentLog(n);
+    return all;
+  }
+
+  // Node `node`'s clock reading at real time t, and the reference's reading.
+  int64_t NodeClockAt(int node, int64_t real_ns) const { return VirtualClock(clocks_[node - 1]).Apply(real_ns); }
+
+  // The truth of node − reference when the reference reads T: a node id, or
+  // 0 for the mean of `nodes`. The mean clock reads T when the anchor (any
+  // node) reads T − D, D being mean − anchor: evaluated there, drifts of
+  // 100 ppm over offsets of 50 ms cannot bend the truth (they would by 5 us).
+  double TrueOffset(uint32_t node, uint32_t reference, int64_t t, const std::set<uint32_t>& nodes) const {
+    if (reference != 0) return TrueRelativeOffset(clocks_[reference - 1], clocks_[node - 1], t).beta_ns;
+    const uint32_t anchor = *nodes.begin();
+    auto mean_minus_anchor = [&](int64_t x) {
+      double sum = 0;
+      for (uint32_t n : nodes) sum += TrueRelativeOffset(clocks_[anchor - 1], clocks_[n - 1], x).beta_ns;
+      return sum / static_cast<double>(nodes.size());
+    };
+    int64_t x = t;
+    for (int i = 0; i < 3; ++i) x = t - static_cast<int64_t>(std::llround(mean_minus_anchor(x)));
+    return TrueRelativeOffset(clocks_[anchor - 1], clocks_[node - 1], x).beta_ns - mean_minus_anchor(x);
+  }
+
+  static SolvedByInstant ReadOffsets(const std::vector<std::filesystem::path>& files) {
+    SolvedByInstant out;
+    for (const auto& f : files) {
+      for (const auto& r : ReadJsonl(f)) {
+        EXPECT_EQ(r["schema"], "chronolink.offset.v1");
+        Solved s;
+        s.reachable = r["reachable"].get<bool>();
+        if (s.reachable) s.offset_ns = r["offset_ns"].get<double>();
+        s.leader = r.value("leader", 0u);
+        s.recomputed = r.value("recomputed", false);
+        out[r["t_ns"].get<int64_t>()][r["node"].get<uint32_t>()] = s;
+      }
+    }
+    return out;
+  }
+
+  // Checks every instant in [from, to] (reference clock): the nodes in
+  // `alive` reachable within the bound, those in `dead` present and
+  // unreachable. Returns the instants checked.
+  int CheckInstants(const SolvedByInstant& solved, uint32_t reference, int64_t from, int64_t to,
+                    const std::set<uint32_t>& alive, const std::set<uint32_t>& dead, double* worst) {
+    int checked = 0;
+    for (const auto& [t, nodes] : solved) {
+      if (t < from || t > to) continue;
+      ++checked;
+      for (uint32_t n : alive) {
+        auto it = nodes.find(n);
+        if (it == nodes.end() || !it->second.reachable) {
+          ADD_FAILURE() << "node " << n << (it == nodes.end() ? " missing" : " unreachable") << " at t=" << t;
+          continue;
+        }
+        const double err = it->second.offset_ns - TrueOffset(n, reference, t, alive);
+        *worst = std::max(*worst, std::abs(err));
+        EXPECT_LT(std::abs(err), kBoundNs) << "node " << n << " at t=" << t;
+      }
+      for (uint32_t n : dead) {
+        auto it = nodes.find(n);
+        if (it == nodes.end()) {
+          ADD_FAILURE() << "dead node " << n << " missing (not reported) at t=" << t;
+          continue;
+        }
+        EXPECT_FALSE(it->second.reachable) << "dead node " << n << " still reachable at t=" << t;
+      }
+    }
+    return checked;
+  }
+
+  // The clock page of `node` must convert its clock to the reference's
+  // within the bound (checked while the agents run).
+  void CheckClockPage(int node, uint32_t reference) {
+    ClockMappingReader reader;
+    ASSERT_TRUE(reader.Open(PagePath(node))) << PagePath(node);
+    ClockMapping m;
+    ASSERT_TRUE(reader.Read(&m));
+    ASSERT_TRUE(m.valid) << "node " << node << " has no mapping yet";
+    EXPECT_EQ(m.node_id, static_cast<uint32_t>(node));
+    const int64_t real = RealtimeNowNs();
+    const int64_t local = NodeClockAt(node, real);
+    const int64_t cluster = NodeClockAt(static_cast<int>(reference), real);
+    EXPECT_LT(local, m.valid_until_ns);
+    EXPECT_LT(std::abs(static_cast<double>(m.ToCluster(local) - cluster)), kBoundNs + m.UncertaintyAt(local))
+        << "clock page of node " << node;
+  }
+
+  std::set<uint32_t> AllNodes() const {
+    std::set<uint32_t> s;
+    for (uint32_t n = 1; n <= kNodes; ++n) s.insert(n);
+    return s;
+  }
+
+  int64_t t0_ = 0;
+  std::vector<VirtualClockParams> clocks_;
+  std::map<int, pid_t> pids_by_node_;
+};
+
+void SleepS(double s) { std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(s * 1000))); }
+
+// ---------------------------------------------------------------------------
+// Static backend.
+
+TEST_F(ClusterTest, StaticBackendSolvesSixNodesWithinFiveMicroseconds) {
+  if (!RequirePrivileges()) return;
+  ASSERT_NO_FATAL_FAILURE(SetUpCluster());
+  const double duration = 24;
+  StartAll(duration, {"--reference", "1"});
+  SleepS(17);
+  for (int n = 2; n <= kNodes; ++n) ASSERT_NO_FATAL_FAILURE(CheckClockPage(n, 1));
+  ASSERT_TRUE(WaitAgents(duration + 20)) << Logs();
+
+  // Node 1 has the lowest id: it leads. (When it stops a moment before the
+  // others, node 2 takes over for that moment: a clean handover.)
+  EXPECT_TRUE(std::filesystem::exists(OutputDir(1) / "offsets.jsonl")) << Logs();
+  const SolvedByInstant solved = ReadOffsets({OutputDir(1) / "offsets.jsonl"});
+  const int64_t after_five_windows = NodeClockAt(1, t0_) + 5 * kWindow;
+  double worst = 0;
+  const int checked = CheckInstants(solved, 1, after_five_windows, INT64_MAX, AllNodes(), {}, &worst);
+  EXPECT_GE(checked, 3) << Logs();
+  for (const auto& [t, nodes] : solved) {
+    for (const auto& [n, s] : nodes) EXPECT_EQ(s.leader, 1u);
+  }
+  std::printf("static: %d instants after 5 windows, worst |error| %.0f ns\n", checked, worst);
+}
+
+TEST_F(ClusterTest, StaticBackendReportsAKilledAgentUnreachable) {
+  if (!RequirePrivileges()) return;
+  ASSERT_NO_FATAL_FAILURE(SetUpCluster());
+  const double duration = 26;
+  StartAll(duration, {"--reference", "1"});
+  SleepS(10);
+  const int64_t killed_at = RealtimeNowNs();
+  KillAgent(pids_by_node_[4]);
+  ASSERT_TRUE(WaitAgents(duration + 20)) << Logs();
+
+  const SolvedByInstant solved = ReadOffsets({OutputDir(1) / "offsets.jsonl"});
+  const int64_t kill_t = NodeClockAt(1, killed_at);
+  std::set<uint32_t> alive = AllNodes();
+  alive.erase(4);
+  double worst = 0;
+  // Before: everyone. After its last windows have aged out of the validity
+  // horizon (two windows) and one more: node 4 unreachable, the rest solved.
+  EXPECT_GE(CheckInstants(solved, 1, NodeClockAt(1, t0_) + 2 * kWindow, kill_t - kWindow, AllNodes(), {}, &worst), 1);
+  const int after = CheckInstants(solved, 1, kill_t + 3 * kWindow + kSecond, INT64_MAX, alive, {4}, &worst);
+  EXPECT_GE(after, 2) << Logs();
+  std::printf("static, node 4 killed: %d instants after, worst |error| %.0f ns\n", after, worst);
+}
+
+TEST_F(ClusterTest, StaticBackendElectsANewLeaderWhenTheLeaderDies) {
+  if (!RequirePrivileges()) return;
+  ASSERT_NO_FATAL_FAILURE(SetUpCluster());
+  const double duration = 28;
+  StartAll(duration, {"--reference", "mean"});
+  SleepS(10);
+  const int64_t killed_at = RealtimeNowNs();
+  KillAgent(pids_by_node_[1]);
+  ASSERT_TRUE(WaitAgents(duration + 20)) << Logs();
+
+  const SolvedByInstant before = ReadOffsets({OutputDir(1) / "offsets.jsonl"});
+  const SolvedByInstant after = ReadOffsets({OutputDir(2) / "offsets.jsonl"});
+  ASSERT_FALSE(before.empty()) << Logs();
+  ASSERT_FALSE(after.empty()) << "node 2 never led: " << Logs();
+  for (const auto& [t, nodes] : after) {
+    for (const auto& [n, s] : nodes) EXPECT_EQ(s.leader, 2u);
+  }
+  // No instant is missing between the old leader's first and the new
+  // leader's last (the new leader solves back over the gap).
+  SolvedByInstant all = before;
+  for (const auto& [t, nodes] : after) all[t] = nodes;
+  int64_t expected = all.begin()->first;
+  for (const auto& [t, nodes] : all) {
+    EXPECT_EQ(t, expected) << "instant missing";
+    expected = t + kWindow;
+  }
+  // Within a few lease periods the mean of the survivors is solved again.
+  const int64_t kill_t = NodeClockAt(2, killed_at);  // node 2's clock is within 100 ms of the mean's
+  std::set<uint32_t> alive = AllNodes();
+  alive.erase(1);
+  double worst = 0;
+  const int checked = CheckInstants(after, 0, kill_t + 3 * kWindow + kSecond, INT64_MAX, alive, {1}, &worst);
+  EXPECT_GE(checked, 2) << Logs();
+  std::printf("static, leader killed: node 2 solved %zu instants, %d checked, worst |error| %.0f ns\n",
+              after.size(), checked, worst);
+}
+
+// ---------------------------------------------------------------------------
+// etcd backend: a real etcd-server in the router's namespace, reachable from
+// every node through the router.
+
+class EtcdClusterTest : public ClusterTest {
+ protected:
+  bool StartEtcd() {
+    std::string why;
+    if (!EtcdServerProcess::Available(&why)) {
+      if (std::getenv("CI") != nullptr) {
+        ADD_FAILURE() << "etcd is required under CI: " << why;
+      } else {
+        [&] { GTEST_SKIP() << "etcd not available outside CI: " << why; }();
+      }
+      return false;
+    }
+    EtcdServerOptions o;
+    o.host = testbed_["router"]["interfaces"][0]["address"].get<std::string>();
+    o.wrapper = {"ip", "netns", "exec", testbed_["router"]["netns"].get<std::string>()};
+    o.netns = testbed_["router"]["netns"].get<std::string>();
+    // Fixed ports: the fixture cannot probe for free ones in another namespace.
+    o.client_port = 23790;
+    o.peer_port = 23791;
+    etcd_ = std::make_unique<EtcdServerProcess>(o);
+    if (!etcd_->Start(&why)) {
+      ADD_FAILURE() << "etcd did not start: " << why;
+      return false;
+    }
+    return true;
+  }
+  std::vector<std::string> EtcdArgs(const std::string& reference) const {
+    return {"--coordination", "etcd", "--etcd-endpoints", etcd_->client_url(), "--etcd-prefix", "/test/",
+            "--lease-ttl-s", "3", "--reference", reference};
+  }
+  // etcd listens inside the router's namespace: the test's own etcd
+  // requests run on a thread that has entered it (network namespaces are
+  // per thread).
+  template <typename Fn>
+  void InRouterNetns(Fn fn) {
+    const std::string path = "/var/run/netns/" + testbed_["router"]["netns"].get<std::string>();
+    std::thread t([&] {
+      const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      ASSERT_GE(fd, 0) << path;
+      ASSERT_EQ(setns(fd, CLONE_NEWNET), 0) << std::strerror(errno);
+      close(fd);
+      fn();
+    });
+    t.join();
+  }
+  EtcdClientOptions ClientOptions() const {
+    EtcdClientOptions o;
+    o.endpoints = {etcd_->client_url()};
+    return o;
+  }
+  std::optional<uint32_t> LeaderId() {
+    std::optional<uint32_t> id;
+    InRouterNetns([&] {
+      EtcdClient c(ClientOptions());
+      std::optional<EtcdKeyValue> kv;
+      std::string error;
+      if (c.Get("/test/leader", &kv, &error) && kv) id = static_cast<uint32_t>(std::stoul(kv->value));
+    });
+    return id;
+  }
+  std::set<std::string> WindowKeys() {
+    std::set<std::string> keys;
+    InRouterNetns([&] {
+      EtcdClient c(ClientOptions());
+      std::vector<EtcdKeyValue> kvs;
+      std::string error;
+      ASSERT_TRUE(c.GetPrefix("/test/windows/", &kvs, &error)) << error;
+      for (const auto& kv : kvs) keys.insert(kv.key.substr(std::string("/test/windows/").size()));
+    });
+    return keys;
+  }
+  std::unique_ptr<EtcdServerProcess> etcd_;
+};
+
+TEST_F(EtcdClusterTest, EtcdBackendSolvesSixNodesWithinFiveMicroseconds) {
+  if (!RequirePrivileges()) return;
+  ASSERT_NO_FATAL_FAILURE(SetUpCluster());
+  if (!StartEtcd()) return;
+  const double duration = 24;
+  StartAll(duration, EtcdArgs("1"));
+  SleepS(17);
+  for (int n = 1; n <= kNodes; ++n) ASSERT_NO_FATAL_FAILURE(CheckClockPage(n, 1));
+  ASSERT_TRUE(WaitAgents(duration + 20)) << Logs();
+
+  std::vector<std::filesystem::path> files;
+  for (int n = 1; n <= kNodes; ++n) {
+    if (std::filesystem::exists(OutputDir(n) / "offsets.jsonl")) files.push_back(OutputDir(n) / "offsets.jsonl");
+  }
+  // One leader while they run; at the end, the agents stopping one after
+  // the other hand leadership on (a stopping leader revokes its lease), and
+  // the next one may solve a few instants again: every file is checked.
+  ASSERT_GE(files.size(), 1u) << "no leader: " << Logs();
+  const SolvedByInstant solved = ReadOffsets(files);
+  double worst = 0;
+  const int checked = CheckInstants(solved, 1, NodeClockAt(1, t0_) + 5 * kWindow, INT64_MAX, AllNodes(), {}, &worst);
+  EXPECT_GE(checked, 3) << Logs();
+  std::printf("etcd: %d instants after 5 windows, worst |error| %.0f ns\n", checked, worst);
+}
+
+TEST_F(EtcdClusterTest, EtcdBackendElectsANewLeaderWhenTheLeaderDies) {
+  if (!RequirePrivileges()) return;
+  ASSERT_NO_FATAL_FAILURE(SetUpCluster());
+  if (!StartEtcd()) return;
+  const double duration = 30;
+  StartAll(duration, EtcdArgs("mean"));
+  SleepS(9);
+  const std::optional<uint32_t> first = LeaderId();
+  ASSERT_TRUE(first.has_value()) << "no leader after 9 s: " << Logs();
+  const int64_t killed_at = RealtimeNowNs();
+  KillAgent(pids_by_node_[static_cast<int>(*first)]);
+  // SIGKILL: no goodbye; the leader key goes when its lease (3 s) expires.
+  std::optional<uint32_t> second;
+  for (int i = 0; i < 60 && (!second || second == first); ++i) {
+    SleepS(0.25);
+    second = LeaderId();
+  }
+  const double took_s = static_cast<double>(RealtimeNowNs() - killed_at) / 1e9;
+  ASSERT_TRUE(second.has_value() && second != first) << "no new leader: " << Logs();
+  EXPECT_LT(took_s, 4 * 3.0) << "a new leader within a few lease periods";
+  ASSERT_TRUE(WaitAgents(duration + 20)) << Logs();
+
+  const SolvedByInstant after = ReadOffsets({OutputDir(static_cast<int>(*second)) / "offsets.jsonl"});
+  std::set<uint32_t> alive = AllNodes();
+  alive.erase(*first);
+  double worst = 0;
+  const int64_t kill_t = NodeClockAt(static_cast<int>(*second), killed_at);
+  const int checked = CheckInstants(after, 0, kill_t + 3 * kWindow + kSecond, INT64_MAX, alive, {*first}, &worst);
+  EXPECT_GE(checked, 3) << Logs();
+  std::printf("etcd, leader %u killed: node %u led after %.1f s; %d instants checked, worst |error| %.0f ns\n",
+              *first, *second, took_s, checked, worst);
+}
+
+TEST_F(EtcdClusterTest, EtcdOutageLosesNoEdgeWindow) {
+  if (!RequirePrivileges()) return;
+  ASSERT_NO_FATAL_FAILURE(SetUpCluster());
+  if (!StartEtcd()) return;
+  const double duration = 30;
+  StartAll(duration, EtcdArgs("1"));
+  SleepS(8);
+  std::string why;
+  etcd_->Stop();
+  const int64_t down_at = RealtimeNowNs();
+  SleepS(8);  // longer than the lease: every node must rejoin
+  ASSERT_TRUE(etcd_->Restart(&why)) << why;
+  const int64_t up_at = RealtimeNowNs();
+  ASSERT_TRUE(WaitAgents(duration + 20)) << Logs();
+
+  // Every estimated window of every node is in etcd.
+  const std::set<std::string> keys = WindowKeys();
+  int windows = 0, during_outage = 0;
+  for (int n = 1; n <= kNodes; ++n) {
+    for (const auto& r : ReadJsonl(OutputDir(n) / "edges.jsonl")) {
+      if (r["timestamp_source"] != "kernel" || r["estimator"] == "none" || r["beta_ns"].is_null()) continue;
+      const std::string key = std::to_string(r["node"].get<uint32_t>()) + "/" +
+                              std::to_string(r["peer"].get<uint32_t>()) + "/" +
+                              std::to_string(r["window_start_ns"].get<int64_t>()) + "/" +
+                              r["session"].get<std::string>();
+      ++windows;
+      const int64_t end_real = VirtualClock(clocks_[n - 1]).Invert(r["window_end_ns"].get<int64_t>());
+      if (end_real > down_at && end_real < up_at) ++during_outage;
+      EXPECT_EQ(keys.count(key), 1u) << "window lost: " << key;
+    }
+  }
+  EXPECT_GE(during_outage, kNodes * 2) << "the outage should span windows of every node";
+  // The leader solved the outage's instants again once the windows came.
+  std::vector<std::filesystem::path> files;
+  for (int n = 1; n <= kNodes; ++n) {
+    if (std::filesystem::exists(OutputDir(n) / "offsets.jsonl")) files.push_back(OutputDir(n) / "offsets.jsonl");
+  }
+  ASSERT_FALSE(files.empty()) << Logs();
+  const SolvedByInstant solved = ReadOffsets(files);
+  double worst = 0;
+  const int64_t from = NodeClockAt(1, down_at) + kWindow, to = NodeClockAt(1, up_at) - kWindow;
+  const int checked = CheckInstants(solved, 1, from, to, AllNodes(), {}, &worst);
+  EXPECT_GE(checked, 2) << Logs();
+  int recomputed = 0;
+  for (const auto& [t, nodes] : solved) recomputed += nodes.begin()->second.recomputed ? 1 : 0;
+  EXPECT_GE(recomputed, 1);
+  std::printf("etcd outage of %.1f s: %d windows (%d during), all in etcd; %d outage instants re-solved, "
+              "worst |error| %.0f ns\n",
+              static_cast<double>(up_at - down_at) / 1e9, windows, during_outage, checked, worst);
+}
+
+}  // namespace
+}  // namespace chronolink::testing
