@@ -724,6 +724,12 @@ TEST_F(AgentConfigTest, DeployExamplesLoad) {
   EXPECT_EQ(r.config->cluster.cluster_id, cf.cluster_id);
   EXPECT_FALSE(r.config->test_mode);
   EXPECT_EQ(r.config->peers.size(), cf.nodes.size() - 1);
+
+  Result etcd = Load({"--config", (deploy / "example-config-etcd.json").string(), "--key-hex", kKeyHex});
+  ASSERT_TRUE(etcd.config) << etcd.error;
+  EXPECT_EQ(etcd.config->cluster_settings.backend, CoordinationBackend::kEtcd);
+  EXPECT_EQ(etcd.config->cluster_settings.etcd_endpoints.size(), 2u);
+  EXPECT_EQ(etcd.config->cluster.cluster_id, 7u);
 }
 
 TEST_F(AgentConfigTest, EffectiveConfigRoundTrips) {
