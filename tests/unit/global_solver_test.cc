@@ -449,7 +449,7 @@ TEST(ChronolinkSolveTool, WritesOffsetsAndRejectsMalformedLines) {
     for (int w = 0; w < 3; ++w)
       for (uint32_t p : {1u, 2u, 3u}) {
         if (p == n) continue;
-        const EdgeEstimate e = Estimate(t, n, p, kT + w * 2 * kSecond + kSecond, 100.0);
+        const EdgeEstimate e = Estimate(t, n, p, kT + w * 2 * kSecond, 100.0);  // window centres
         nlohmann::json j = {{"schema", "chronolink.edge.v1"}, {"node", e.node}, {"peer", e.peer},
                             {"x0_ns", e.x0_ns}, {"estimator", "max_margin"}, {"beta_ns", e.beta_ns},
                             {"alpha", e.alpha}, {"uncertainty_ns", e.uncertainty_ns},
@@ -480,7 +480,7 @@ TEST(ChronolinkSolveTool, WritesOffsetsAndRejectsMalformedLines) {
     EXPECT_NEAR(j["offset_ns"].get<double>(), truth, 1.0) << line;
     ++lines;
   }
-  EXPECT_EQ(lines, 3 * 3);  // instants at the even seconds kT+1 s, +3 s, +5 s; three nodes each
+  EXPECT_EQ(lines, 3 * 3);  // instants at the window centres kT, +2 s, +4 s (odd seconds); three nodes each
 
   { std::ofstream(dir / "bad.jsonl") << "\n{\"schema\": \n"; }
   const std::string bad = tool.string() + " --edges " + (dir / "bad.jsonl").string() + " 2>" +

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/export/offsets_jsonl_writer.h"
 #include "agent/solve/global_solver.h"
 #include "agent/solve/spanning_tree_solver.h"
 
@@ -77,7 +78,6 @@ void ReadEdges(const std::string& path, const std::string& source, std::vector<E
   }
 }
 
-json NullableNumber(bool present, double v) { return present ? json(v) : json(nullptr); }
 
 }  // namespace
 
@@ -173,36 +173,32 @@ int main(int argc, char** argv) {
     out = &file;
   }
 
-  // Reference instants: multiples of the step across the covered span (the
-  // first estimate's x0 alone when the span holds none).
+  // Reference instants: the centres of windows of the step (k·step +
+  // step/2), as the leader solves them (docs/leader.md), across the covered
+  // span; the first estimate's x0 alone when the span holds none.
   const int64_t lo = edges.front().x0_ns, hi = edges.back().x0_ns;
-  int64_t first = (lo / step) * step;
-  if (first < lo) first += step;
+  const int64_t half = step / 2;
+  int64_t first = ((lo - half) / step) * step + half;
+  while (first < lo) first += step;
   std::vector<int64_t> instants;
   for (int64_t t = first; t <= hi; t += step) instants.push_back(t);
   if (instants.empty()) instants.push_back(lo);
 
-  const json ref_json = opt.reference_node ? json(*opt.reference_node) : json("mean");
+  chronolink::OffsetLineContext context;
+  context.reference_node = opt.reference_node;
+  context.method = method == "spanning-tree" ? "spanning_tree" : "global";
   size_t lines = 0;
   for (int64_t t : instants) {
-    auto begin = std::lower_bound(edges.begin(), edges.end(), t - opt.validity_horizon_ns,
-                                  [](const EdgeEstimate& e, int64_t v) { return e.x0_ns < v; });
-    auto end = std::upper_bound(edges.begin(), edges.end(), t + opt.validity_horizon_ns,
-                                [](int64_t v, const EdgeEstimate& e) { return v < e.x0_ns; });
-    const auto r = solve(std::span<const EdgeEstimate>(&*begin, static_cast<size_t>(end - begin)), t, opt);
+    const auto begin = std::lower_bound(edges.begin(), edges.end(), t - opt.validity_horizon_ns,
+                                        [](const EdgeEstimate& e, int64_t v) { return e.x0_ns < v; });
+    const auto end = std::upper_bound(edges.begin(), edges.end(), t + opt.validity_horizon_ns,
+                                      [](int64_t v, const EdgeEstimate& e) { return v < e.x0_ns; });
+    const auto r = solve(std::span<const EdgeEstimate>(edges.data() + (begin - edges.begin()),
+                                                       static_cast<size_t>(end - begin)),
+                         t, opt);
+    context.reference_instant_ns = t;
     for (const auto& s : r.nodes) {
-      json j = {{"schema", "chronolink.offset.v1"},
-                {"node", s.node},
-                {"reference", ref_json},
-                {"t_ns", t},
-                {"offset_ns", NullableNumber(s.reachable, s.offset_ns)},
-                {"drift", NullableNumber(s.reachable, s.drift)},
-                {"uncertainty_ns", NullableNumber(s.reachable, s.uncertainty_ns)},
-                {"residual_ns", NullableNumber(s.reachable, s.residual_ns)},
-                {"reachable", s.reachable},
-                {"component", s.component},
-                {"edges_used", s.edges_used}};
-      *out << j.dump() << "\n";
+      *out << chronolink::OffsetLineJson(s, context) << "\n";
       ++lines;
     }
   }
