@@ -1,5 +1,6 @@
 #include "agent/estimate/window_estimator.h"
 
+#include <cmath>
 #include <vector>
 
 #include "agent/pair/probe_pair_filter.h"
@@ -45,7 +46,12 @@ LineFit FitMinDelay(std::span<const PtPrTuple> tuples, int64_t x0_ns) {
   fit.alpha = 0.0;
   fit.beta_ns = (static_cast<double>(fwd) + static_cast<double>(rev)) / 2.0;
   fit.margin_ns = 0.0;
-  fit.uncertainty_ns = static_cast<double>(best_rtt) / 2.0;
+  // The offset holds at the tuple, not at x0: between them the two clocks
+  // may drift apart by up to kMaxRelativeDrift, which the flat line cannot
+  // follow. Saying so keeps the solver from trusting it like a fit.
+  const int64_t tuple_mid = best->fwd_tx[0].ns + (best->rev_rx[0].ns - best->fwd_tx[0].ns) / 2;
+  const double distance = std::abs(static_cast<double>(tuple_mid - x0_ns));
+  fit.uncertainty_ns = static_cast<double>(best_rtt) / 2.0 + distance * kMaxRelativeDrift;
   fit.upper_points = 1;
   fit.lower_points = 1;
   return fit;

@@ -29,8 +29,12 @@ struct WindowEstimate {
   int pure_reverse = 0;
 };
 
+// Two clocks within ±100 ppm of true time drift apart by at most this.
+constexpr double kMaxRelativeDrift = 200e-6;
+
 // Minimum-delay fallback: the tuple with the smallest round trip, offset at
-// its midpoint, alpha 0, uncertainty half that round trip.
+// its midpoint, alpha 0, uncertainty half that round trip plus the drift
+// bound over the distance from that tuple to x0.
 LineFit FitMinDelay(std::span<const PtPrTuple> tuples, int64_t x0_ns);
 
 WindowEstimate EstimateWindow(std::span<const PtPrTuple> tuples, int64_t x0_ns,

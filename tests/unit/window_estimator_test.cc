@@ -174,7 +174,9 @@ TEST(FitMinDelay, PicksTheSmallestRoundTrip) {
   ASSERT_TRUE(f.ok);
   EXPECT_EQ(f.x0_ns, 42);
   EXPECT_DOUBLE_EQ(f.beta_ns, 500.0);        // symmetric delays: exact
-  EXPECT_DOUBLE_EQ(f.uncertainty_ns, 150.0);  // RTT / 2
+  // RTT / 2, plus the drift bound from the tuple's midpoint (fwd_tx 50 000,
+  // rev_rx 60 150: 55 075) to x0.
+  EXPECT_DOUBLE_EQ(f.uncertainty_ns, 150.0 + (55'075 - 42) * kMaxRelativeDrift);
   EXPECT_EQ(f.alpha, 0.0);
   // Equal RTTs: the earlier tuple wins, whatever the order given.
   const std::vector<PtPrTuple> tie = {
