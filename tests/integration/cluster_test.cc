@@ -21,6 +21,11 @@
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
 #include "agent/clock/virtual_clock.h"
 #include "agent/coord/etcd_client.h"
 #include "include/chronolink/clock_mapping_page.h"
@@ -156,6 +161,48 @@ class ClusterTest : public TestbedFixture {
         << "clock page of node " << node;
   }
 
+  // Runs fn on a thread inside the named network namespace (network
+  // namespaces are per thread): how the test reaches what listens there.
+  template <typename Fn>
+  static void InNetns(const std::string& ns, Fn fn) {
+    std::thread t([&] {
+      const std::string path = "/var/run/netns/" + ns;
+      const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      ASSERT_GE(fd, 0) << path;
+      ASSERT_EQ(setns(fd, CLONE_NEWNET), 0) << std::strerror(errno);
+      close(fd);
+      fn();
+    });
+    t.join();
+  }
+
+  // GET /metrics of a node's agent (--metrics 127.0.0.1:9319 in its namespace).
+  std::string ScrapeMetrics(int node) {
+    std::string body;
+    const std::string ns = testbed_["nodes"][node - 1]["netns"].get<std::string>();
+    InNetns(ns, [&] {
+      // A plain HTTP/1.0 GET: the answer ends when the server closes.
+      const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      timeval tv{2, 0};
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(9319);
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+        const std::string req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+        if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+          char buf[65536];
+          ssize_t n;
+          while ((n = read(fd, buf, sizeof(buf))) > 0) body.append(buf, static_cast<size_t>(n));
+        }
+      }
+      close(fd);
+    });
+    return body;
+  }
+
   std::set<uint32_t> AllNodes() const {
     std::set<uint32_t> s;
     for (uint32_t n = 1; n <= kNodes; ++n) s.insert(n);
@@ -176,9 +223,16 @@ TEST_F(ClusterTest, StaticBackendSolvesSixNodesWithinFiveMicroseconds) {
   if (!RequirePrivileges()) return;
   ASSERT_NO_FATAL_FAILURE(SetUpCluster());
   const double duration = 24;
-  StartAll(duration, {"--reference", "1"});
+  StartAll(duration, {"--reference", "1", "--metrics", "127.0.0.1:9319"});
   SleepS(17);
   for (int n = 2; n <= kNodes; ++n) ASSERT_NO_FATAL_FAILURE(CheckClockPage(n, 1));
+  // Every agent exports the leader it follows and the newest solution.
+  const std::string metrics = ScrapeMetrics(3);
+  EXPECT_NE(metrics.find("chronolink_cluster_leader{node=\"3\",backend=\"static\"} 0"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("chronolink_cluster_leader_id{node=\"3\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("chronolink_node_reachable{node=\"5\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("chronolink_offset_ns{node=\"5\"} "), std::string::npos) << metrics;
+  EXPECT_NE(ScrapeMetrics(1).find("chronolink_cluster_leader{node=\"1\",backend=\"static\"} 1"), std::string::npos);
   ASSERT_TRUE(WaitAgents(duration + 20)) << Logs();
 
   // Node 1 has the lowest id: it leads. (When it stops a moment before the
@@ -294,15 +348,7 @@ class EtcdClusterTest : public ClusterTest {
   // per thread).
   template <typename Fn>
   void InRouterNetns(Fn fn) {
-    const std::string path = "/var/run/netns/" + testbed_["router"]["netns"].get<std::string>();
-    std::thread t([&] {
-      const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      ASSERT_GE(fd, 0) << path;
-      ASSERT_EQ(setns(fd, CLONE_NEWNET), 0) << std::strerror(errno);
-      close(fd);
-      fn();
-    });
-    t.join();
+    InNetns(testbed_["router"]["netns"].get<std::string>(), fn);
   }
   EtcdClientOptions ClientOptions() const {
     EtcdClientOptions o;
