@@ -331,12 +331,12 @@ bool EtcdCoordinator::FlushWindows() {
     std::lock_guard<std::mutex> lock(mutex_);
     batch = outbox_.Pending(kWindowsPerTick);
   }
+  std::vector<std::pair<std::string, std::string>> kvs;
+  kvs.reserve(batch.size());
+  for (const WindowSummary& w : batch) kvs.emplace_back(Key("windows/" + w.Key()), EncodeWindowSummary(w));
   size_t done = 0;
   std::string error;
-  for (const WindowSummary& w : batch) {
-    if (!client_->Put(Key("windows/" + w.Key()), EncodeWindowSummary(w), window_lease_, &error)) break;
-    ++done;
-  }
+  client_->PutMany(kvs, window_lease_, &done, &error);
   std::lock_guard<std::mutex> lock(mutex_);
   outbox_.MarkDelivered(done);
   if (done < batch.size()) {

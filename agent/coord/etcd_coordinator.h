@@ -21,6 +21,7 @@
 #include "agent/config/agent_config.h"
 #include "agent/coord/coordinator.h"
 #include "agent/coord/etcd_client.h"
+#include "agent/coord/etcd_watcher.h"
 #include "agent/coord/window_outbox.h"
 
 namespace chronolink {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/clock/virtual_clock.h"
@@ -17,6 +18,12 @@
 namespace chronolink::testing {
 
 struct AgentSpec {
+  // Not an aggregate: the optional fields below stay optional without
+  // -Wmissing-field-initializers noise at every call.
+  AgentSpec(int node_index = 0, VirtualClockParams clock = {}, double duration_s = 10,
+            std::vector<std::string> extra_args = {})
+      : node_index(node_index), clock(clock), duration_s(duration_s), extra_args(std::move(extra_args)) {}
+
   int node_index = 0;  // 1-based test-bed node
   VirtualClockParams clock;
   double duration_s = 10;

@@ -3,6 +3,7 @@
 // fake servers. Without etcd the real-server tests skip, except under CI
 // (CI set), where that is a failure.
 #include "agent/coord/etcd_client.h"
+#include "agent/coord/etcd_watcher.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -474,6 +476,54 @@ TEST_F(EtcdClientTest, ExpiredLeaseTakesItsKeys) {
   int64_t ttl = 99;
   ASSERT_TRUE(client.KeepAliveOnce(lease, &ttl, &error)) << error;
   EXPECT_EQ(ttl, 0);
+}
+
+TEST_F(EtcdClientTest, PutManyStoresBacklogsInWholeTransactions) {
+  EtcdClient client(Options());
+  std::string error;
+  int64_t lease = 0;
+  ASSERT_TRUE(client.GrantLease(30, &lease, &error)) << error;
+  // 300 puts: more than one transaction may hold (etcd's limit is 128 ops).
+  std::vector<std::pair<std::string, std::string>> kvs;
+  for (int i = 0; i < 300; ++i) {
+    char key[16];
+    std::snprintf(key, sizeof(key), "%04d", i);
+    kvs.emplace_back(prefix_ + key, "value " + std::to_string(i));
+  }
+  size_t stored = 0;
+  ASSERT_TRUE(client.PutMany(kvs, lease, &stored, &error)) << error;
+  EXPECT_EQ(stored, kvs.size());
+  std::vector<EtcdKeyValue> read;
+  ASSERT_TRUE(client.GetPrefix(prefix_, &read, &error)) << error;
+  ASSERT_EQ(read.size(), kvs.size());
+  for (size_t i = 0; i < kvs.size(); ++i) {
+    EXPECT_EQ(read[i].key, kvs[i].first);
+    EXPECT_EQ(read[i].value, kvs[i].second);
+    EXPECT_EQ(read[i].lease, lease);
+  }
+  ASSERT_TRUE(client.PutMany({}, 0, &stored, &error)) << error;  // nothing to do
+  EXPECT_EQ(stored, 0u);
+
+  // A value etcd refuses (over its 1.5 MiB request limit) after small ones:
+  // the small ones land, and stored says exactly how many.
+  std::vector<std::pair<std::string, std::string>> mixed = {
+      {prefix_ + "m1", "a"}, {prefix_ + "m2", "b"}, {prefix_ + "m3", std::string(2u << 20, 'x')}, {prefix_ + "m4", "d"}};
+  EXPECT_FALSE(client.PutMany(mixed, 0, &stored, &error));
+  EXPECT_EQ(stored, 2u);
+  EXPECT_FALSE(error.empty());
+  std::optional<EtcdKeyValue> kv;
+  ASSERT_TRUE(client.Get(prefix_ + "m2", &kv, &error)) << error;
+  EXPECT_TRUE(kv.has_value());
+  ASSERT_TRUE(client.Get(prefix_ + "m4", &kv, &error)) << error;
+  EXPECT_FALSE(kv.has_value());
+
+  // Revoking the lease takes every batched key; a put on it is then refused.
+  ASSERT_TRUE(client.RevokeLease(lease, &error)) << error;
+  ASSERT_TRUE(client.GetPrefix(prefix_ + "0", &read, &error)) << error;
+  EXPECT_TRUE(read.empty());
+  EXPECT_FALSE(client.PutMany(kvs, lease, &stored, &error));
+  EXPECT_EQ(stored, 0u);
+  EXPECT_EQ(error, "etcd: lease " + std::to_string(lease) + " not found");
 }
 
 TEST_F(EtcdClientTest, PutIfAbsentElectsOneLeader) {

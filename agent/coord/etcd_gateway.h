@@ -1,0 +1,157 @@
+// What EtcdClient and EtcdWatcher share about etcd 3.4's v3 JSON gateway
+// (HTTP/1.1 + JSON, the grpc-gateway that every etcd client URL also
+// serves): the key/value and event records, endpoint options and URLs, and,
+// in namespace etcd_gateway, the encoding of requests and answers.
+//
+// Why the gateway and not gRPC: it needs nothing beyond cpp-httplib and
+// nlohmann-json, which the agent links anyway.
+//
+// What the gateway does that a user must know (etcd 3.4.23, checked by
+// tests/unit/etcd_client_test.cc):
+//   - keys and values travel base64-encoded; int64s (revisions, lease IDs,
+//     TTLs, counts) travel as JSON strings. Both are hidden here: keys and
+//     values are raw bytes, any byte allowed.
+//   - fields holding their default value are left out of responses: no
+//     "kvs" for an empty range, no "TTL" for a lease that no longer exists,
+//     no "type" on PUT events, no "succeeded" on a failed transaction.
+//   - errors come as a non-200 status with {"error","message","code"}; code
+//     is the gRPC code (5 not found, 14 unavailable, ...). Their chunked body
+//     ends with an HTTP trailer (Grpc-Trailer-Content-Type) that cpp-httplib
+//     0.11 reports as a read error; the client accepts such an answer when
+//     its status line and a whole JSON object arrived.
+//   - lease keepalive is a streaming RPC: one request gives one
+//     {"result":...} object and the stream ends.
+//   - a watch is one long POST whose response is a stream of {"result":...}
+//     objects; the first says "created". When the start revision was
+//     compacted, etcd answers created, then canceled with compact_revision,
+//     and leaves the stream open: the client must close it.
+//   - the smallest lease TTL is about 2 s with etcd's default timing; a
+//     shorter TTL is granted as that.
+//   - a transaction holds at most 128 operations (--max-txn-ops).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace httplib {
+class Client;
+enum class Error;
+}  // namespace httplib
+
+namespace chronolink {
+
+struct EtcdKeyValue {
+  std::string key, value;
+  int64_t create_revision = 0, mod_revision = 0, version = 0, lease = 0;
+};
+
+struct EtcdEvent {
+  enum class Type { kPut, kDelete } type = Type::kPut;
+  EtcdKeyValue kv;  // a delete carries the key and its mod_revision only
+};
+
+// Endpoints: a request goes to the current endpoint; when that one does not
+// answer, the next request starts at the next endpoint. Within one request
+// the next endpoints are tried only where that cannot apply it twice: the
+// connection failed (nothing was sent), or the request is a read, a delete
+// or a lease keepalive. An answer from etcd, error or not, is final (a 503,
+// "unavailable", also moves the next request on). So one call takes at most
+// endpoints x (connect_timeout_ms + request_timeout_ms), a refused
+// connection costing next to nothing.
+struct EtcdClientOptions {
+  // "http://host:port" (IPv6 as http://[::1]:2379). Tried in order; the
+  // client sticks to the first that answers until it fails.
+  std::vector<std::string> endpoints;
+  int64_t connect_timeout_ms = 1000;
+  // Bounds the wait for the answer (each read, and the whole answer).
+  int64_t request_timeout_ms = 2000;
+};
+
+// Splits "http://HOST:PORT[/]" into host (brackets of an IPv6 literal
+// removed) and port. Plain http only: https, other schemes, user info, paths,
+// queries and missing or bad ports are errors that say what is wrong.
+bool ParseEtcdEndpoint(const std::string& url, std::string* host, int* port, std::string* error);
+
+// The range_end that makes [prefix, range_end) exactly the keys starting with
+// prefix, as etcd's clientv3 computes it: the last byte below 0xff is
+// incremented and what follows dropped. "\0" (every key from the start key
+// on) when there is no such byte, including for the empty prefix.
+std::string PrefixRangeEnd(std::string_view prefix);
+
+// Splits a byte stream of concatenated JSON objects (the gateway's streaming
+// answers: one object per line, but chunks may split or join them) into
+// whole objects. It checks only the brackets and strings, not the JSON.
+class JsonObjectStream {
+ public:
+  explicit JsonObjectStream(size_t max_object_bytes = 64u << 20) : max_object_bytes_(max_object_bytes) {}
+  // Appends bytes; complete top-level objects are appended to *objects.
+  // False (with *error) when the bytes are not a sequence of objects or one
+  // outgrows the limit; the stream is then unusable (Reset it).
+  bool Feed(std::string_view bytes, std::vector<std::string>* objects, std::string* error);
+  bool InsideObject() const { return depth_ > 0; }
+  void Reset();
+
+ private:
+  size_t max_object_bytes_;
+  std::string current_;
+  int depth_ = 0;
+  bool in_string_ = false, escaped_ = false;
+};
+
+// The encoding, for etcd_client.cc and etcd_watcher.cc only.
+namespace etcd_gateway {
+
+using Clock = std::chrono::steady_clock;
+int64_t ElapsedMs(Clock::time_point since);
+
+constexpr int kGrpcNotFound = 5;
+constexpr int kHttpUnavailable = 503;
+constexpr size_t kMaxTxnOps = 128;  // etcd's default --max-txn-ops
+
+std::string Base64(std::string_view bytes);
+
+// Fields of an answer. The gateway writes int64s as strings (numbers are
+// accepted too) and leaves out fields holding their default: an absent
+// field reads as 0, false, empty. False: present but of the wrong kind.
+bool Int64Field(const nlohmann::json& object, const char* name, int64_t* out);
+bool BoolField(const nlohmann::json& object, const char* name);
+// An object member, or nullptr when absent or not an object.
+const nlohmann::json* ObjectField(const nlohmann::json& object, const char* name);
+// An array member; an absent one is empty (the gateway omits empty lists).
+bool ArrayField(const nlohmann::json& object, const char* name, const nlohmann::json** out);
+
+bool ParseKeyValues(const nlohmann::json& range_response, std::vector<EtcdKeyValue>* out);
+bool ParseEvent(const nlohmann::json& j, EtcdEvent* event);
+// The revision in the answer's header; 0 without a header.
+bool HeaderRevision(const nlohmann::json& response, int64_t* revision);
+// The message of a gateway error object: {"error": "...", "message": "...",
+// "code": N} for unary calls, {"error": {"message": ..., "grpc_code": N}} in
+// streams. Empty when j is no such object.
+std::string GatewayErrorMessage(const nlohmann::json& j, int* grpc_code);
+// A short printable excerpt of what the server sent, for error messages.
+std::string Excerpt(std::string_view text);
+
+// Request bodies for one key, and for every key under a prefix.
+nlohmann::json RangeRequest(std::string_view key);
+nlohmann::json PrefixRequest(std::string_view prefix);
+nlohmann::json PutRequest(std::string_view key, std::string_view value, int64_t lease);
+
+// One connection per request (nothing stale after a server restart), with a
+// Host header that survives IPv6 literals.
+std::unique_ptr<httplib::Client> MakeHttpClient(const std::string& host, int port);
+void SetTimeouts(httplib::Client* client, int64_t connect_ms, int64_t read_ms, int64_t write_ms);
+// What a failed exchange means, in words. httplib reports kinds, not errno.
+std::string DescribeTransportError(httplib::Error error, const std::string& host, int64_t elapsed_ms,
+                                   const EtcdClientOptions& options);
+// TCP keepalives notice a server that vanished without closing the
+// connection (a partition, a power cut) on a quiet watch: about 11 s.
+void EnableKeepalive(int socket);
+
+}  // namespace etcd_gateway
+}  // namespace chronolink
