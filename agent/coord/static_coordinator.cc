@@ -63,23 +63,28 @@ void StaticCoordinator::Stop() {
 }
 
 void StaticCoordinator::Loop() {
-  bool leader_link_up = false;
+  // Where the outbox last went: a leader and whether our link to it was up.
+  std::optional<uint32_t> target;
+  bool target_link_up = false;
   while (!stopping_) {
     hub_->Poll(kPollMs);
     UpdateLeader();
-    // A leader that comes back (or a new connection to it) has lost what it
-    // had: everything held goes to it again.
     std::optional<uint32_t> leader;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       leader = leader_;
     }
-    const bool up = leader && *leader != config_.node_id && hub_->IsUp(*leader);
-    if (up && !leader_link_up) {
+    // A new leader -- another node, or this one -- has not seen what went to
+    // the old one, and a leader whose link comes back may have restarted:
+    // everything held goes to it again (the leader drops duplicates).
+    const bool remote = leader && *leader != config_.node_id;
+    const bool up = remote && hub_->IsUp(*leader);
+    if (leader && (leader != target || (remote && up && !target_link_up))) {
       std::lock_guard<std::mutex> lock(mutex_);
       outbox_.Rewind();
     }
-    leader_link_up = up;
+    target = leader;
+    target_link_up = up;
     FlushOutbox();
     SendOffsets();
   }
