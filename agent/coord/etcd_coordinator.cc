@@ -191,18 +191,45 @@ bool EtcdCoordinator::Reload() {
 
 bool EtcdCoordinator::LoadMembers() {
   std::vector<EtcdKeyValue> kvs;
+  int64_t read_revision = 0;
   std::string error;
-  if (!client_->GetPrefix(Key("members/"), &kvs, &error)) {
+  if (!client_->GetPrefix(Key("members/"), &kvs, &error, &read_revision)) {
     NoteError("reading the members", error);
     return false;
   }
-  std::map<uint32_t, Member> members;
-  members[config_.node_id] = Member{config_.node_id, config_.listen_address, config_.listen_port};
+  std::map<uint32_t, Member> read;
+  std::map<uint32_t, int64_t> read_revisions;
   for (const EtcdKeyValue& kv : kvs) {
     Member m;
-    if (DecodeMember(kv.value, &m)) members[m.id] = m;
+    uint32_t id = 0;
+    if (!ParseId(std::string_view(kv.key).substr(Key("members/").size()), &id) || !DecodeMember(kv.value, &m) ||
+        m.id != id) {
+      continue;
+    }
+    read[id] = m;
+    read_revisions[id] = kv.mod_revision;
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  // The watch runs beside this read: an event it applied after the read's
+  // revision is newer than what the read saw, so it stands.
+  std::map<uint32_t, Member> members;
+  for (const auto& [id, m] : read) {
+    const auto seen = member_revisions_.find(id);
+    if (seen != member_revisions_.end() && seen->second > read_revisions[id]) continue;
+    members[id] = m;
+  }
+  for (const auto& [id, seen] : member_revisions_) {
+    if (seen <= read_revision) continue;
+    const auto held = members_.find(id);
+    if (held != members_.end()) {
+      members[id] = held->second;
+    } else {
+      members.erase(id);  // deleted after the read
+    }
+  }
+  members[config_.node_id] = Member{config_.node_id, config_.listen_address, config_.listen_port};
+  // Whatever the read saw is now in the map; only later events need remembering.
+  std::erase_if(member_revisions_, [&](const auto& entry) { return entry.second <= read_revision; });
   if (members != members_) {
     members_ = std::move(members);
     ++members_version_;
@@ -394,6 +421,11 @@ void EtcdCoordinator::OnMemberEvents(const std::vector<EtcdEvent>& events) {
     const std::string_view id_text = std::string_view(e.kv.key).substr(Key("members/").size());
     uint32_t id = 0;
     if (!ParseId(id_text, &id) || id == config_.node_id) continue;  // we are always a member to ourselves
+    // A reload may already hold something newer (a watch replaying after a
+    // reconnect delivers events the reload has seen).
+    int64_t& seen = member_revisions_[id];
+    if (e.kv.mod_revision != 0 && e.kv.mod_revision < seen) continue;
+    seen = std::max(seen, e.kv.mod_revision);
     if (e.type == EtcdEvent::Type::kDelete) {
       changed |= members_.erase(id) > 0;
       continue;

@@ -92,6 +92,9 @@ class EtcdCoordinator : public Coordinator {
 
   mutable std::mutex mutex_;  // everything below
   std::map<uint32_t, Member> members_;
+  // Per member id, the revision of the newest watch event applied (a put or
+  // a delete) that no reload has read past yet: a reload must not undo it.
+  std::map<uint32_t, int64_t> member_revisions_;
   uint64_t members_version_ = 1;
   std::optional<uint32_t> leader_;
   bool campaign_needed_ = true;
