@@ -37,6 +37,7 @@
 
 #include "agent/config/agent_config.h"
 #include "tests/support/etcd_server.h"
+#include "tests/support/wait_until.h"
 
 extern char** environ;
 
@@ -54,12 +55,7 @@ constexpr char kWrongKeyHex[] = "ffeeddccbbaa99887766554433221100ffeeddccbbaa998
 
 template <typename Predicate>
 bool WaitUntil(Predicate predicate, int64_t timeout_ms = kWaitMs) {
-  const auto deadline = Clock::now() + milliseconds(timeout_ms);
-  while (Clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return predicate();
+  return testing::WaitUntil(predicate, timeout_ms);
 }
 
 // Skips (or, under CI, fails) the calling test when etcd cannot run here.

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "tests/support/etcd_server.h"
+#include "tests/support/wait_until.h"
 
 namespace chronolink {
 namespace {
@@ -31,19 +32,10 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 using testing::EtcdServerProcess;
+using testing::WaitUntil;
 
 int64_t MsSince(Clock::time_point start) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
-}
-
-template <typename Predicate>
-bool WaitUntil(Predicate predicate, int64_t timeout_ms) {
-  const auto deadline = Clock::now() + milliseconds(timeout_ms);
-  while (Clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return predicate();
 }
 
 // A port nothing listens on (connection refused).
