@@ -62,6 +62,7 @@ DEFAULT_AGENT = os.path.join(REPO, "build", "agent", "chronolink-agent")
 AGENT_PORT = 7319
 TBF = {"rate": "200mbit", "burst": "32kbit", "latency": "20ms"}
 PAYLOAD_BYTES = 144          # probe payload
+PILOT_BYTES = 16             # pilot payload, sent ahead of each forward pair
 UDP_IP_OVERHEAD = 28         # UDP (8) + IPv4 (20)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -235,8 +236,10 @@ def probe_bytes_per_edge(counters: dict, windows: list[dict], wall_s: float, edg
     if isinstance(peers, dict) and peers and isinstance(up, (int, float)) and up > 0:
         tot = 0.0
         for pc in peers.values():
+            pilots = pc.get("pilots_sent", 0) + pc.get("pilots_received", 0)  # counted apart
             tot += (pc.get("bytes_sent", 0) + pc.get("bytes_received", 0)
-                    + UDP_IP_OVERHEAD * (pc.get("packets_sent", 0) + pc.get("packets_received", 0)))
+                    + UDP_IP_OVERHEAD * (pc.get("packets_sent", 0) + pc.get("packets_received", 0))
+                    + (PILOT_BYTES + UDP_IP_OVERHEAD) * pilots)
         return tot / up / 2 / len(peers), "agent_stats.json (sent+received)/2, whole run"
     if counters.get("tx_bytes") and wall_s > 0:
         b = counters["tx_bytes"] + counters.get("rx_bytes", counters["tx_bytes"])
@@ -601,6 +604,9 @@ def selftest(verbose: bool = True) -> int:
                                            "packets_received": 4000, "bytes_received": 4000 * 144}}}
     bps, src = probe_bytes_per_edge({}, n1, 60.0, 1, 1000, st)
     check(abs(bps - 400 * 172) < 1e-6 and "agent_stats" in src, f"bytes/s from agent_stats ({bps:.0f})")
+    st["peers"]["2"].update({"pilots_sent": 1000, "pilots_received": 1000})
+    bps, src = probe_bytes_per_edge({}, n1, 60.0, 1, 1000, st)
+    check(abs(bps - (400 * 172 + 100 * 44)) < 1e-6, f"bytes/s with pilots ({bps:.0f})")
     check(agent_log_counters(os.devnull) == {}, "no counters in an empty log")
     with open(os.path.join(tmpd, "agent.log"), "w") as f:
         f.write('[info] exit counters {"tx_bytes": 1000, "rx_bytes": 3000, "pairs_sent": 5}\n')

@@ -78,6 +78,8 @@ json ProbeJson(const ProbeSettings& p) {
       {"tuple_timeout_ms", Number(p.tuple_timeout_ns, Kind::kNsFromMs)},
       {"followup_delay_ms", Number(p.followup_delay_ns, Kind::kNsFromMs)},
       {"max_pending_tuples", p.max_pending_tuples},
+      {"pilot", p.pilot ? "on" : "off"},
+      {"pilot_lead_us", Number(p.pilot_lead_ns, Kind::kNsFromUs)},
   };
   return out;
 }

@@ -35,6 +35,10 @@ struct ProbeSettings {
   int64_t tuple_timeout_ns = 500'000'000;   // incomplete tuples expire after this
   int64_t followup_delay_ns = 20'000'000;   // send a follow-up if no next pair by then
   size_t max_pending_tuples = 4096;         // per edge, bounds memory
+  // A pilot datagram this long before each forward pair wakes the path, so
+  // that the pair's two probes see it alike (docs/protocol.md "Pilot").
+  bool pilot = true;
+  int64_t pilot_lead_ns = 30'000;
 };
 
 // Where packet timestamps come from (docs/bpf-tap.md, docs/clocks.md).

@@ -58,6 +58,11 @@ const Spec kSpecs[] = {
      "Send a follow-up with the last TX stamps if no next pair by then; < tuple timeout (default: 20)"},
     {"probe.max_pending_tuples", "probe-max-pending-tuples", Kind::kCount, "N", kProbing,
      "Cap on incomplete tuples per edge, >= 1 (default: 4096)"},
+    {"probe.pilot", "probe-pilot", Kind::kString, "MODE", kProbing,
+     "Send a 16-byte pilot before each forward pair so that both probes find the path awake: on, off "
+     "(default: on)"},
+    {"probe.pilot_lead_us", "probe-pilot-lead-us", Kind::kNsFromUs, "US", kProbing,
+     "How long before a pair its pilot goes, 0..interval/4 (default: 30)"},
 
     {"estimation.window_s", "window-s", Kind::kNsFromSec, "SEC", kEstimation,
      "Estimation window; >= 0.1 s and >= 10x probe interval (default: 2)"},

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <time.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -353,6 +354,24 @@ bool ValidateOutputs(const Merged& m, AgentConfig* c, std::string* error) {
   return true;
 }
 
+// The pilot goes well inside the gap before its pair, whatever the jitter.
+bool ValidatePilot(const Merged& m, ProbeSettings* p, std::string* error) {
+  const std::string mode = m.Get<std::string>("probe.pilot", "on");
+  if (mode != "on" && mode != "off") {
+    return Fail(error, "pilot mode '" + mode + "' (" + m.From("probe.pilot") + ") must be on or off");
+  }
+  p->pilot = mode == "on";
+  // Unset, the lead shrinks to fit a short interval; set, it must fit.
+  p->pilot_lead_ns = m.Has("probe.pilot_lead_us") ? m.Get<int64_t>("probe.pilot_lead_us", 0)
+                                                   : std::min(p->pilot_lead_ns, p->interval_ns / 4);
+  if (p->pilot_lead_ns < 0 || p->pilot_lead_ns > p->interval_ns / 4) {
+    return Fail(error, "pilot lead " + Us(p->pilot_lead_ns) + " (" + m.From("probe.pilot_lead_us") +
+                           ") must be 0 or more and at most a quarter of the probe interval " + Us(p->interval_ns) +
+                           " (" + m.From("probe.interval_us") + ")");
+  }
+  return true;
+}
+
 bool ValidateProbing(const Merged& m, AgentConfig* c, std::string* error) {
   ProbeSettings& p = c->probe;
   p.spacing_ns = m.Get<int64_t>("probe.spacing_us", p.spacing_ns);
@@ -392,7 +411,7 @@ bool ValidateProbing(const Merged& m, AgentConfig* c, std::string* error) {
   if (p.max_pending_tuples < 1) {
     return Fail(error, "max pending tuples (" + m.From("probe.max_pending_tuples") + ") must be at least 1");
   }
-  return true;
+  return ValidatePilot(m, &p, error);
 }
 
 // Windows and fit parameters, checked against the probing settings.

@@ -128,6 +128,22 @@ PacketKey ProbeEngine::SentKey(PacketKind kind, uint32_t peer, uint64_t seq, uin
 
 // ---- prober side -----------------------------------------------------------
 
+void ProbeEngine::SendPilot(Prober& p) {
+  p.pilot_sent = true;
+  std::array<uint8_t, kPilotWireSize> buf;
+  codec_.EncodePilot(options_.node_id, buf);
+  const SendOutcome out = transport_.Send(p.peer, buf);
+  PeerCounters& pc = peer_counters_[p.peer];
+  if (!out.ok) {
+    ++pc.send_errors;  // the pair's own send reports and backs off
+    return;
+  }
+  ++pc.pilots_sent;
+  // The socket stamps every send: the pilot's TX stamps come back too, and
+  // are known and ignored rather than counted unmatched.
+  sent_ring_[out.op_id % kSentRingSize] = SentPacket{out.op_id, PacketKind::kPilot, p.peer, 0, 0};
+}
+
 void ProbeEngine::SendForward(Prober& p, int index, int64_t now_ns) {
   const uint64_t seq = index == 0 ? p.next_seq : p.next_seq - 1;
   ProbeMessage m = BaseMessage(MessageType::kForward, p.peer);
@@ -316,6 +332,11 @@ void ProbeEngine::SendDueFollowUps(uint32_t peer, Responder& r, int64_t now_ns, 
 
 void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& local_rx,
                              int64_t now_ns) {
+  uint32_t pilot_sender = 0;
+  if (codec_.DecodePilot(bytes, &pilot_sender)) {
+    OnPilot(pilot_sender);
+    return;
+  }
   ProbeMessage m;
   const DecodeResult res = codec_.Decode(bytes, &m);
   counters_.decode.Count(res);
@@ -352,6 +373,13 @@ void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& lo
     case MessageType::kReverse: OnReverse(m, rx, now_ns); break;
     case MessageType::kFollowUp: OnFollowUp(m, now_ns); break;
   }
+}
+
+void ProbeEngine::OnPilot(uint32_t sender) {
+  // Nothing to do but count: the pilot's work was done on the way here.
+  ++counters_.pilots_received;
+  if (options_.members.count(sender) == 0 || sender == options_.node_id) return;
+  ++peer_counters_[sender].pilots_received;
 }
 
 void ProbeEngine::OnTapStamp(const PacketKey& key, const ProbeStamp& stamp) {
@@ -397,6 +425,7 @@ void ProbeEngine::OnTxStamp(uint32_t op_id, const ProbeStamp& kernel) {
     ++counters_.tx_stamps_unmatched;
     return;
   }
+  if (s.kind == PacketKind::kPilot) return;
   Observe(SentKey(s.kind, s.peer, s.seq, s.index), true, kernel);
   if (!Accept(kernel, true)) {
     ++counters_.stamps_refused_by_policy;
@@ -436,9 +465,13 @@ int64_t ProbeEngine::Poll(int64_t now_ns) {
       p.last_answer_ns = now_ns;
     }
     if (p.second_due_ns >= 0 && now_ns >= p.second_due_ns) SendForward(p, 1, now_ns);
+    // A late turn still sends the pilot, just before the pair.
+    const bool pilot_due = options_.probe.pilot && !p.pilot_sent && p.second_due_ns < 0;
+    if (pilot_due && now_ns >= p.next_pair_ns - options_.probe.pilot_lead_ns) SendPilot(p);
     if (p.second_due_ns < 0 && now_ns >= p.next_pair_ns) {
       // Never burst to catch up after a stall.
       p.next_pair_ns = std::max(p.next_pair_ns + NextInterval(), now_ns);
+      p.pilot_sent = false;
       SendForward(p, 0, now_ns);
     }
     if (!p.silent_reported && now_ns - p.last_answer_ns > kSilentAfterNs) {
@@ -446,7 +479,12 @@ int64_t ProbeEngine::Poll(int64_t now_ns) {
                    (now_ns - p.last_answer_ns) / 1'000'000'000);
       p.silent_reported = true;
     }
-    next = std::min(next, p.second_due_ns >= 0 ? p.second_due_ns : p.next_pair_ns);
+    if (p.second_due_ns >= 0) {
+      next = std::min(next, p.second_due_ns);
+    } else {
+      const bool pilot_pending = options_.probe.pilot && !p.pilot_sent;
+      next = std::min(next, p.next_pair_ns - (pilot_pending ? options_.probe.pilot_lead_ns : 0));
+    }
   }
   for (auto& [peer, r] : responders_) {
     if (r.second_due_ns >= 0 && now_ns >= r.second_due_ns) SendReverse(peer, r, 1);

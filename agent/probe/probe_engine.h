@@ -32,6 +32,11 @@ struct PeerCounters {
   uint64_t pairs_sent = 0;
   uint64_t reverse_pairs_sent = 0;
   uint64_t followups_sent = 0;
+  // Pilots (kPilotWireSize bytes each) are not in the packet and byte counts
+  // above, which count probe messages. Received ones are attributed by
+  // their unauthenticated sender id.
+  uint64_t pilots_sent = 0;
+  uint64_t pilots_received = 0;
   uint64_t late_tx_dropped = 0;           // late TX stamps given up (queue full)
   uint64_t stamps_unmatched = 0;          // stamps for tuples no longer (or never) pending
   uint64_t stamps_wrong_domain = 0;       // stamps on the wrong clock, refused
@@ -55,6 +60,7 @@ struct EngineCounters {
   uint64_t stale_sequence = 0;      // older than the pair in progress
   uint64_t tx_stamps = 0;
   uint64_t tx_stamps_unmatched = 0; // id not (or no longer) known
+  uint64_t pilots_received = 0;     // from any sender (pilots are not authenticated)
 };
 
 struct ProbeEngineOptions {
@@ -113,7 +119,7 @@ class ProbeEngine {
   uint64_t epoch() const { return options_.epoch; }
 
  private:
-  enum class PacketKind : uint8_t { kNone, kForward, kReverse, kFollowUp };
+  enum class PacketKind : uint8_t { kNone, kForward, kReverse, kFollowUp, kPilot };
   struct SentPacket {
     uint32_t op_id = 0;
     PacketKind kind = PacketKind::kNone;
@@ -131,6 +137,7 @@ class ProbeEngine {
     int64_t last_answer_ns = 0;
     bool silent_reported = false;
     int64_t backoff_ns = 0;
+    bool pilot_sent = false;      // for the pair due at next_pair_ns
     TupleAssembler assembler;
     explicit Prober(size_t max_pending) : assembler(max_pending) {}
   };
@@ -160,6 +167,8 @@ class ProbeEngine {
 
   void AddProber(uint32_t peer);
   void SendForward(Prober& p, int index, int64_t now_ns);
+  void SendPilot(Prober& p);
+  void OnPilot(uint32_t sender);
   void SendReverse(uint32_t peer, Responder& r, int index);
   void SendFollowUp(uint32_t peer, const Responder& r, const ReversePair& pair, bool final);
   void SendDueFollowUps(uint32_t peer, Responder& r, int64_t now_ns, bool all);

@@ -239,6 +239,7 @@ void AgentRuntime::WriteStats(bool final) {
   j["stale_sequence"] = c.stale_sequence;
   j["tx_stamps"] = c.tx_stamps;
   j["tx_stamps_unmatched"] = c.tx_stamps_unmatched;
+  j["pilots_received"] = c.pilots_received;
   j["socket_receive_errors"] = socket_.receive_errors();
   j["stamps_refused_by_policy"] = c.stamps_refused_by_policy;
   j["tap_stamps_unrouted"] = c.tap_stamps_unrouted;
@@ -261,6 +262,7 @@ void AgentRuntime::WriteStats(bool final) {
         {"packets_received", pc.packets_received}, {"bytes_received", pc.bytes_received},
         {"pairs_sent", pc.pairs_sent},           {"reverse_pairs_sent", pc.reverse_pairs_sent},
         {"followups_sent", pc.followups_sent},   {"send_errors", pc.send_errors},
+        {"pilots_sent", pc.pilots_sent},         {"pilots_received", pc.pilots_received},
         {"late_tx_dropped", pc.late_tx_dropped},
         {"stamps_unmatched", pc.stamps_unmatched},
         {"stamps_wrong_domain", pc.stamps_wrong_domain},
@@ -338,6 +340,8 @@ std::string AgentRuntime::RenderMetrics() const {
               [](const PeerCounters& pc) { return pc.packets_sent; });
   peer_family("chronolink_packets_received_total", "Authentic probe packets received, by peer",
               [](const PeerCounters& pc) { return pc.packets_received; });
+  peer_family("chronolink_pilots_sent_total", "Pilot datagrams sent ahead of forward pairs, by peer",
+              [](const PeerCounters& pc) { return pc.pilots_sent; });
   peer_family("chronolink_send_errors_total", "Failed sends, by peer",
               [](const PeerCounters& pc) { return pc.send_errors; });
   t.Family("chronolink_datagrams_dropped_total", "Datagrams dropped by the decoder or the engine, by reason", "counter");

@@ -298,6 +298,28 @@ void ProbeCodec::Encode(const ProbeMessage& msg, std::span<uint8_t, kProbeWireSi
   ComputeMac(p, key_, p + kOffMac);
 }
 
+void ProbeCodec::EncodePilot(uint32_t sender_node, std::span<uint8_t, kPilotWireSize> out) const {
+  uint8_t* p = out.data();
+  PutU32(p + kOffMagic, kProbeMagic);
+  PutU8(p + kOffVersion, kProbeVersion);
+  PutU8(p + kOffType, kPilotType);
+  PutU16(p + kOffFlags, 0);
+  PutU32(p + kOffClusterId, cluster_id_);
+  PutU32(p + kOffSenderNode, sender_node);
+}
+
+bool ProbeCodec::DecodePilot(std::span<const uint8_t> in, uint32_t* sender_node) const {
+  static_assert(kOffSenderNode + 4 == kPilotWireSize);
+  if (in.size() != kPilotWireSize) return false;
+  const uint8_t* p = in.data();
+  if (GetU32(p + kOffMagic) != kProbeMagic || p[kOffVersion] != kProbeVersion || p[kOffType] != kPilotType ||
+      GetU16(p + kOffFlags) != 0 || GetU32(p + kOffClusterId) != cluster_id_) {
+    return false;
+  }
+  *sender_node = GetU32(p + kOffSenderNode);
+  return true;
+}
+
 DecodeResult ProbeCodec::Decode(std::span<const uint8_t> in, ProbeMessage* out) const {
   if (in.size() != kProbeWireSize) return DecodeResult::kBadLength;
   const uint8_t* p = in.data();

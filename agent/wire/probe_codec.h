@@ -20,6 +20,12 @@ constexpr uint8_t kProbeVersion = 1;
 constexpr size_t kProbeWireSize = 144;
 constexpr size_t kProbeMacSize = 16;
 constexpr size_t kClusterKeySize = 32;
+// The pilot: the first 16 bytes of a probe header with type 4 and no MAC,
+// sent just before each forward pair so that the pair finds the path awake
+// (docs/protocol.md "Pilot"). It carries nothing the receiver trusts or
+// uses; the receiver only counts it.
+constexpr size_t kPilotWireSize = 16;
+constexpr uint8_t kPilotType = 4;
 
 using ClusterKey = std::array<uint8_t, kClusterKeySize>;
 
@@ -64,6 +70,13 @@ class ProbeCodec {
   // Checks in the order of DecodeResult; only kOk writes *out (which may be
   // null to validate only). Decoded cluster_id is the codec's.
   DecodeResult Decode(std::span<const uint8_t> in, ProbeMessage* out) const;
+
+  // The pilot datagram of `sender_node` in this cluster.
+  void EncodePilot(uint32_t sender_node, std::span<uint8_t, kPilotWireSize> out) const;
+  // True, with the (unauthenticated) sender id, for a pilot of this
+  // cluster: 16 bytes, magic, version, type 4, zero flags, this cluster id.
+  // Anything else is for Decode to refuse.
+  bool DecodePilot(std::span<const uint8_t> in, uint32_t* sender_node) const;
 
   uint32_t cluster_id() const { return cluster_id_; }
 

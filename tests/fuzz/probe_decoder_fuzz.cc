@@ -9,7 +9,8 @@
 // Invariants: no crash or sanitizer report; the result is a known reason;
 // whatever decodes kOk satisfies every field rule and re-encodes to exactly
 // the same bytes (the encoding is canonical), which decode again to the same
-// message. The input is also fed to ParseClusterKeyHex.
+// message. A pilot (16 bytes) that decodes re-encodes to its bytes. The
+// input is also fed to ParseClusterKeyHex.
 //
 // Built with -DCHRONOLINK_FUZZ_CORPUS_GEN the same file is a small program
 // that writes the seed corpus (valid packets under the fuzz key) into a
@@ -205,6 +206,16 @@ int main(int argc, char** argv) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const uint8_t> in(data, size);
   DecodeOne(in);
+  // A pilot is 16 bytes and never a probe message; one that decodes
+  // re-encodes to exactly its bytes.
+  uint32_t pilot_sender = 0;
+  if (Codec().DecodePilot(in, &pilot_sender)) {
+    if (size != chronolink::kPilotWireSize) Fail("a pilot of the wrong size decoded");
+    std::array<uint8_t, chronolink::kPilotWireSize> again{};
+    Codec().EncodePilot(pilot_sender, again);
+    if (std::memcmp(again.data(), data, size) != 0) Fail("a pilot does not re-encode to its bytes");
+    if (Codec().Decode(in, nullptr) == DecodeResult::kOk) Fail("a pilot decoded as a probe message");
+  }
 
   std::array<uint8_t, kProbeWireSize> sealed{};
   std::memcpy(sealed.data(), data, size < sealed.size() ? size : sealed.size());

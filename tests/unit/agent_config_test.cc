@@ -330,6 +330,29 @@ TEST_F(AgentConfigTest, FractionalUnits) {
   EXPECT_EQ(r.config->estimation.window_ns, 250'000'000);
   EXPECT_EQ(r.config->estimation.window_grace_ns, 500'000);
   EXPECT_EQ(*r.config->duration_ns, 1'000'000);
+  // The pilot's default lead (30 us) shrinks to a quarter of so short an interval.
+  EXPECT_EQ(r.config->probe.pilot_lead_ns, 25'500 / 4);
+}
+
+TEST_F(AgentConfigTest, PilotIsOnByDefaultAndCanBeTunedOrTurnedOff) {
+  Result r = LoadMinimal({});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(r.config->probe.pilot);
+  EXPECT_EQ(r.config->probe.pilot_lead_ns, 30'000);
+
+  r = LoadMinimal({"--probe-pilot", "off"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_FALSE(r.config->probe.pilot);
+
+  r = LoadMinimal({"--probe-pilot-lead-us", "0"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->probe.pilot_lead_ns, 0);
+
+  ExpectError(LoadMinimal({"--probe-pilot", "maybe"}), {"pilot mode 'maybe'", "--probe-pilot", "on or off"});
+  // Set explicitly, a lead must fit the interval: a quarter of 1 ms at most.
+  ExpectError(LoadMinimal({"--probe-pilot-lead-us", "251"}),
+              {"pilot lead 251 us", "--probe-pilot-lead-us", "quarter of the probe interval 1000 us"});
+  ExpectError(LoadMinimal({"--probe-pilot-lead-us", "-1"}), {"--probe-pilot-lead-us"});
 }
 
 // ---------------------------------------------------------------------------

@@ -299,6 +299,42 @@ TEST_F(ProbeCodecTest, RejectsUnknownTypes) {
   }
 }
 
+// The pilot: the first 16 header bytes of a probe, type 4, no MAC.
+TEST_F(ProbeCodecTest, PilotIsSixteenHeaderBytesOfTypeFour) {
+  std::array<uint8_t, kPilotWireSize> pilot{};
+  codec_.EncodePilot(0x01020304, pilot);
+  const std::array<uint8_t, kPilotWireSize> want = {0x43, 0x48, 0x4C, 0x4B, kProbeVersion, 4,    0,    0,
+                                                    0x0A, 0x0B, 0x0C, 0x0D, 0x01,          0x02, 0x03, 0x04};
+  EXPECT_EQ(pilot, want);
+  uint32_t sender = 0;
+  ASSERT_TRUE(codec_.DecodePilot(pilot, &sender));
+  EXPECT_EQ(sender, 0x01020304u);
+  // Not a probe message: the decoder refuses it for its length.
+  EXPECT_EQ(codec_.Decode(pilot, nullptr), DecodeResult::kBadLength);
+}
+
+TEST_F(ProbeCodecTest, OnlyAPilotOfThisClusterIsOne) {
+  std::array<uint8_t, kPilotWireSize> pilot{};
+  codec_.EncodePilot(7, pilot);
+  uint32_t sender = 0;
+  ProbeCodec other(kCluster + 1, TestKey());
+  EXPECT_FALSE(other.DecodePilot(pilot, &sender));
+  for (size_t byte : {0, 3, 4, 5, 6, 7, 8, 11}) {  // magic, version, type, flags, cluster
+    std::array<uint8_t, kPilotWireSize> bad = pilot;
+    bad[byte] ^= 0x01;
+    EXPECT_FALSE(codec_.DecodePilot(bad, &sender)) << "byte " << byte;
+  }
+  std::vector<uint8_t> longer(pilot.begin(), pilot.end());
+  longer.push_back(0);
+  EXPECT_FALSE(codec_.DecodePilot(longer, &sender));
+  EXPECT_FALSE(codec_.DecodePilot(std::span<const uint8_t>(pilot.data(), 15), &sender));
+  // A whole probe message is never a pilot, even one of type 4.
+  Packet p = EncodeWith(codec_, Distinctive(MessageType::kForward));
+  p[5] = kPilotType;
+  EXPECT_FALSE(codec_.DecodePilot(p, &sender));
+  EXPECT_EQ(DecodeForged(p), DecodeResult::kUnknownType);
+}
+
 TEST_F(ProbeCodecTest, RejectsAnotherClustersPacket) {
   ProbeCodec other(kCluster + 1, TestKey());  // same key, other cluster id
   const Packet p = EncodeWith(other, Distinctive(MessageType::kForward));

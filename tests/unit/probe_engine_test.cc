@@ -119,6 +119,15 @@ TEST_F(ProbeEngineTest, CompletesTuplesWithKernelStampsBothWays) {
   EXPECT_GT(b.tuples.size(), 100u);
   EXPECT_EQ(a.engine->counters().decode.rejected(), 0u);
   EXPECT_EQ(a.engine->counters().tx_stamps_unmatched, 0u);
+  // A pilot went ahead of every pair (on by default), on the same socket:
+  // its TX stamps kept the timestamping ids in step (none unmatched above),
+  // and the peer counted it without refusing it.
+  const uint64_t pilots = a.engine->peer_counters().at(2).pilots_sent;
+  EXPECT_GE(pilots + 1, static_cast<uint64_t>(a.pairs_sent));
+  EXPECT_LE(pilots, static_cast<uint64_t>(a.pairs_sent) + 1);
+  EXPECT_GE(b.engine->peer_counters().at(1).pilots_received + 2, pilots);
+  EXPECT_EQ(b.engine->counters().decode.rejected(), 0u);
+  EXPECT_EQ(b.engine->counters().tx_stamps_unmatched, 0u);
   // Decoded echoes are tagged with the peer's clock, our stamps with ours.
   EXPECT_EQ(a.engine->peer_counters().at(2).stamps_wrong_domain, 0u);
   PtPrTuple k;

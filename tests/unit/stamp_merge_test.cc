@@ -4,6 +4,8 @@
 // at the moments the kernel would produce them); the real-socket path is
 // covered by probe_engine_test and the namespace tests.
 #include <gtest/gtest.h>
+
+#include <optional>
 #include <sodium.h>
 
 #include <deque>
@@ -19,6 +21,7 @@ struct Datagram {
   uint32_t from, to;
   uint32_t op_id;
   std::vector<uint8_t> bytes;
+  int64_t sent_ns = 0;
 };
 
 // Test double of the network: queues datagrams; never loses one.
@@ -31,7 +34,7 @@ class QueueTransport : public ProbeTransport {
     o.ok = true;
     o.op_id = next_op_++;
     o.user_tx_ns = *now_;
-    wire_->push_back({self_, peer, o.op_id, {d.begin(), d.end()}});
+    wire_->push_back({self_, peer, o.op_id, {d.begin(), d.end()}, *now_});
     return o;
   }
 
@@ -55,8 +58,10 @@ struct Harness {
   std::map<uint32_t, std::unique_ptr<QueueTransport>> transports;
   std::map<uint32_t, std::unique_ptr<ProbeEngine>> engines;
   std::vector<FullTuple> tuples;
+  int pilots_delivered = 0;
+  std::vector<Datagram> sent;  // every datagram delivered, in order
 
-  void Add(uint32_t id, std::vector<uint32_t> probe, StampSource forced) {
+  void Add(uint32_t id, std::vector<uint32_t> probe, StampSource forced, ProbeSettings settings = {}) {
     transports[id] = std::make_unique<QueueTransport>(id, &wire, &now);
     ProbeEngineOptions o;
     o.node_id = id;
@@ -65,6 +70,7 @@ struct Harness {
     o.probed_peers = std::move(probe);
     o.members = {1, 2};
     o.forced_source = forced;
+    o.probe = settings;
     engines[id] = std::make_unique<ProbeEngine>(
         o, codec, *transports[id], [this](uint32_t, const FullTuple& t) { tuples.push_back(t); },
         [](uint32_t, int64_t) {});
@@ -73,10 +79,21 @@ struct Harness {
   // Delivers every queued datagram with 5 us of path: the sender gets
   // TX_SOFTWARE +1 us and a tc egress stamp +0.5 us after its send, the
   // receiver an XDP stamp 1 us before RX_SOFTWARE and a tc ingress 0.4 us after.
+  // A pilot gets the socket's stamps only, as on a real socket (the eBPF
+  // tap records probe messages alone).
   void Deliver() {
     while (!wire.empty()) {
       Datagram d = wire.front();
       wire.pop_front();
+      sent.push_back(d);
+      uint32_t pilot_sender = 0;
+      if (codec.DecodePilot(d.bytes, &pilot_sender)) {
+        engines.at(d.from)->OnTxStamp(d.op_id, {now + 200, StampSource::kSocketSched});
+        engines.at(d.from)->OnTxStamp(d.op_id, {now + 1'000, StampSource::kSocketSoftware});
+        engines.at(d.to)->OnDatagram(d.bytes, DualStamp{{now + 5'000, StampSource::kSocketSoftware}, {}}, now + 8'000);
+        ++pilots_delivered;
+        continue;
+      }
       ProbeMessage m;
       ASSERT_EQ(codec.Decode(d.bytes, &m), DecodeResult::kOk);
       const PacketKey key = KeyOf(m);
@@ -96,9 +113,9 @@ struct Harness {
   }
 
   // Node 1 probes node 2, both with the same source policy, for `steps`.
-  void RunPair(StampSource forced, int steps = 1000) {
-    Add(1, {2}, forced);
-    Add(2, {}, forced);
+  void RunPair(StampSource forced, int steps = 1000, ProbeSettings probe = {}) {
+    Add(1, {2}, forced, probe);
+    Add(2, {}, forced, probe);
     Run(steps);
   }
 
@@ -191,6 +208,56 @@ TEST_F(StampMergeTest, CountsCoveragePerSourceAndIgnoresForeignPackets) {
   PacketKey old_session{MessageType::kForward, 1, 2, 99, 1, 0};
   h.engines[1]->OnTapStamp(old_session, {h.now, StampSource::kBpfTc});
   EXPECT_EQ(h.engines[1]->counters().tap_stamps_unrouted, 2u);
+}
+
+// The pilot: one before every forward pair, from the prober only, its lead
+// ahead of the pair's first probe (give or take one 50 us step of this
+// harness: the lead is longer than a step, so they never share a turn); it
+// reaches no tuple and leaves no TX stamp unmatched.
+TEST_F(StampMergeTest, APilotGoesAheadOfEveryForwardPairAndIsOnlyCounted) {
+  Harness h;
+  ProbeSettings probe;
+  probe.pilot_lead_ns = 120'000;
+  h.RunPair(StampSource::kNone, 400, probe);
+  int pairs = 0;
+  std::optional<int64_t> pilot_at;
+  for (const Datagram& d : h.sent) {
+    uint32_t sender = 0;
+    if (h.codec.DecodePilot(d.bytes, &sender)) {
+      EXPECT_EQ(sender, 1u);
+      EXPECT_EQ(d.from, 1u) << "the responder sends no pilot";
+      EXPECT_FALSE(pilot_at.has_value()) << "two pilots for one pair";
+      pilot_at = d.sent_ns;
+      continue;
+    }
+    ProbeMessage m;
+    ASSERT_EQ(h.codec.Decode(d.bytes, &m), DecodeResult::kOk);
+    if (m.type != MessageType::kForward || m.index != 0) continue;
+    ++pairs;
+    ASSERT_TRUE(pilot_at.has_value()) << "forward pair " << m.seq << " without a pilot";
+    EXPECT_GE(d.sent_ns - *pilot_at, probe.pilot_lead_ns - 50'000);
+    EXPECT_LE(d.sent_ns - *pilot_at, probe.pilot_lead_ns + 50'000);
+    pilot_at.reset();
+  }
+  EXPECT_GE(pairs, 10);
+  const PeerCounters p1 = h.engines[1]->peer_counters().at(2);
+  const PeerCounters p2 = h.engines[2]->peer_counters().at(1);
+  EXPECT_EQ(p1.pilots_sent, static_cast<uint64_t>(h.pilots_delivered));
+  EXPECT_EQ(p2.pilots_received, p1.pilots_sent);
+  EXPECT_EQ(h.engines[2]->counters().pilots_received, p1.pilots_sent);
+  EXPECT_EQ(p2.pilots_sent, 0u);
+  // Pilots are not probe messages: not in the packet counts or the coverage,
+  // not refused by the decoder, and their TX stamps are known.
+  EXPECT_EQ(p1.packets_sent, h.engines[1]->counters().packets[1]);
+  EXPECT_EQ(h.engines[2]->counters().decode.rejected(), 0u);
+  EXPECT_EQ(h.engines[1]->counters().tx_stamps_unmatched, 0u);
+  EXPECT_FALSE(h.KernelTuples().empty());
+
+  Harness off;
+  probe.pilot = false;
+  off.RunPair(StampSource::kNone, 400, probe);
+  EXPECT_EQ(off.pilots_delivered, 0);
+  EXPECT_FALSE(off.KernelTuples().empty());
 }
 
 }  // namespace
