@@ -31,6 +31,7 @@
 #include "include/chronolink/clock_mapping_page.h"
 #include "tests/integration/testbed_fixture.h"
 #include "tests/support/etcd_server.h"
+#include "tests/support/require_etcd.h"
 
 namespace chronolink::testing {
 namespace {
@@ -316,15 +317,8 @@ TEST_F(ClusterTest, StaticBackendElectsANewLeaderWhenTheLeaderDies) {
 class EtcdClusterTest : public ClusterTest {
  protected:
   bool StartEtcd() {
-    std::string why;
-    if (!EtcdServerProcess::Available(&why)) {
-      if (std::getenv("CI") != nullptr) {
-        ADD_FAILURE() << "etcd is required under CI: " << why;
-      } else {
-        [&] { GTEST_SKIP() << "etcd not available outside CI: " << why; }();
-      }
-      return false;
-    }
+    RequireEtcd();
+    if (IsSkipped() || HasFatalFailure()) return false;
     EtcdServerOptions o;
     o.host = testbed_["router"]["interfaces"][0]["address"].get<std::string>();
     o.wrapper = {"ip", "netns", "exec", testbed_["router"]["netns"].get<std::string>()};
@@ -333,8 +327,9 @@ class EtcdClusterTest : public ClusterTest {
     o.client_port = 23790;
     o.peer_port = 23791;
     etcd_ = std::make_unique<EtcdServerProcess>(o);
-    if (!etcd_->Start(&why)) {
-      ADD_FAILURE() << "etcd did not start: " << why;
+    std::string error;
+    if (!etcd_->Start(&error)) {
+      ADD_FAILURE() << "etcd did not start: " << error;
       return false;
     }
     return true;

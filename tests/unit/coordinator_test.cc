@@ -37,6 +37,7 @@
 
 #include "agent/config/agent_config.h"
 #include "tests/support/etcd_server.h"
+#include "tests/support/require_etcd.h"
 #include "tests/support/wait_until.h"
 
 extern char** environ;
@@ -48,6 +49,7 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 using testing::EtcdServerProcess;
+using testing::RequireEtcd;
 
 constexpr int64_t kWaitMs = 15000;  // the bound of every wait for something that must happen
 constexpr char kKeyHex[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
@@ -56,15 +58,6 @@ constexpr char kWrongKeyHex[] = "ffeeddccbbaa99887766554433221100ffeeddccbbaa998
 template <typename Predicate>
 bool WaitUntil(Predicate predicate, int64_t timeout_ms = kWaitMs) {
   return testing::WaitUntil(predicate, timeout_ms);
-}
-
-// Skips (or, under CI, fails) the calling test when etcd cannot run here.
-void RequireEtcd() {
-  std::string why;
-  if (EtcdServerProcess::Available(&why)) return;
-  const char* ci = std::getenv("CI");
-  if (ci != nullptr && *ci != '\0') FAIL() << "CI must run the etcd tests: " << why;
-  GTEST_SKIP() << why;
 }
 
 // Free TCP ports on 127.0.0.1: each bound to port 0 and held until all are

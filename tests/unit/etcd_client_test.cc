@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "tests/support/etcd_server.h"
+#include "tests/support/require_etcd.h"
 #include "tests/support/wait_until.h"
 
 namespace chronolink {
@@ -32,6 +33,7 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 using testing::EtcdServerProcess;
+using testing::RequireEtcd;
 using testing::WaitUntil;
 
 int64_t MsSince(Clock::time_point start) {
@@ -149,15 +151,6 @@ class WatchLog {
   std::vector<bool> states_;
   std::vector<std::string> errors_;
 };
-
-// Skips (or, under CI, fails) the calling test when etcd cannot run here.
-void RequireEtcd() {
-  std::string why;
-  if (EtcdServerProcess::Available(&why)) return;
-  const char* ci = std::getenv("CI");
-  if (ci != nullptr && *ci != '\0') FAIL() << "CI must run the etcd tests: " << why;
-  GTEST_SKIP() << why;
-}
 
 // ---- without a server ----------------------------------------------------------
 
