@@ -37,7 +37,9 @@ struct ProbeSettings {
   size_t max_pending_tuples = 4096;         // per edge, bounds memory
   // A pilot datagram this long before each forward pair wakes the path, so
   // that the pair's two probes see it alike (docs/protocol.md "Pilot").
-  bool pilot = true;
+  // --probe-pilot auto turns it on for intervals of 2 ms and more, so it is
+  // off at the default interval.
+  bool pilot = false;
   int64_t pilot_lead_ns = 30'000;
 };
 

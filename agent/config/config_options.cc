@@ -59,8 +59,8 @@ const Spec kSpecs[] = {
     {"probe.max_pending_tuples", "probe-max-pending-tuples", Kind::kCount, "N", kProbing,
      "Cap on incomplete tuples per edge, >= 1 (default: 4096)"},
     {"probe.pilot", "probe-pilot", Kind::kString, "MODE", kProbing,
-     "Send a 16-byte pilot before each forward pair so that both probes find the path awake: on, off "
-     "(default: on)"},
+     "Send a 16-byte pilot before each forward pair so that both probes find the path awake: auto "
+     "(when the interval is 2 ms or more), on, off (default: auto)"},
     {"probe.pilot_lead_us", "probe-pilot-lead-us", Kind::kNsFromUs, "US", kProbing,
      "How long before a pair its pilot goes, 0..interval/4 (default: 30)"},
 

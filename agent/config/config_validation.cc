@@ -354,13 +354,18 @@ bool ValidateOutputs(const Merged& m, AgentConfig* c, std::string* error) {
   return true;
 }
 
+constexpr int64_t kPilotAutoMinIntervalNs = 2'000'000;
+
 // The pilot goes well inside the gap before its pair, whatever the jitter.
 bool ValidatePilot(const Merged& m, ProbeSettings* p, std::string* error) {
-  const std::string mode = m.Get<std::string>("probe.pilot", "on");
-  if (mode != "on" && mode != "off") {
-    return Fail(error, "pilot mode '" + mode + "' (" + m.From("probe.pilot") + ") must be on or off");
+  const std::string mode = m.Get<std::string>("probe.pilot", "auto");
+  if (mode != "auto" && mode != "on" && mode != "off") {
+    return Fail(error, "pilot mode '" + mode + "' (" + m.From("probe.pilot") + ") must be auto, on or off");
   }
-  p->pilot = mode == "on";
+  // auto: where a pair finds the path cold. At one pair per ms it does not
+  // (the pilot bought nothing measurable); from 2 ms on it does, more and
+  // more (docs/PERFORMANCE.md section 9).
+  p->pilot = mode == "on" || (mode == "auto" && p->interval_ns >= kPilotAutoMinIntervalNs);
   // Unset, the lead shrinks to fit a short interval; set, it must fit.
   p->pilot_lead_ns = m.Has("probe.pilot_lead_us") ? m.Get<int64_t>("probe.pilot_lead_us", 0)
                                                    : std::min(p->pilot_lead_ns, p->interval_ns / 4);

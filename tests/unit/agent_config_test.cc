@@ -334,13 +334,23 @@ TEST_F(AgentConfigTest, FractionalUnits) {
   EXPECT_EQ(r.config->probe.pilot_lead_ns, 25'500 / 4);
 }
 
-TEST_F(AgentConfigTest, PilotIsOnByDefaultAndCanBeTunedOrTurnedOff) {
+TEST_F(AgentConfigTest, PilotGoesWithLongIntervalsByDefaultAndCanBeTunedOrForced) {
+  // auto: off at the default one pair per ms, on from 2 ms.
   Result r = LoadMinimal({});
   ASSERT_TRUE(r.config) << r.error;
-  EXPECT_TRUE(r.config->probe.pilot);
+  EXPECT_FALSE(r.config->probe.pilot);
   EXPECT_EQ(r.config->probe.pilot_lead_ns, 30'000);
+  r = LoadMinimal({"--probe-interval-us", "1999"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_FALSE(r.config->probe.pilot);
+  r = LoadMinimal({"--probe-interval-us", "2000"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(r.config->probe.pilot);
 
-  r = LoadMinimal({"--probe-pilot", "off"});
+  r = LoadMinimal({"--probe-pilot", "on"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(r.config->probe.pilot);
+  r = LoadMinimal({"--probe-pilot", "off", "--probe-interval-us", "10000"});
   ASSERT_TRUE(r.config) << r.error;
   EXPECT_FALSE(r.config->probe.pilot);
 
@@ -348,7 +358,7 @@ TEST_F(AgentConfigTest, PilotIsOnByDefaultAndCanBeTunedOrTurnedOff) {
   ASSERT_TRUE(r.config) << r.error;
   EXPECT_EQ(r.config->probe.pilot_lead_ns, 0);
 
-  ExpectError(LoadMinimal({"--probe-pilot", "maybe"}), {"pilot mode 'maybe'", "--probe-pilot", "on or off"});
+  ExpectError(LoadMinimal({"--probe-pilot", "maybe"}), {"pilot mode 'maybe'", "--probe-pilot", "auto, on or off"});
   // Set explicitly, a lead must fit the interval: a quarter of 1 ms at most.
   ExpectError(LoadMinimal({"--probe-pilot-lead-us", "251"}),
               {"pilot lead 251 us", "--probe-pilot-lead-us", "quarter of the probe interval 1000 us"});

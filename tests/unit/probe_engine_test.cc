@@ -82,8 +82,10 @@ class ProbeEngineTest : public ::testing::Test {
 TEST_F(ProbeEngineTest, CompletesTuplesWithKernelStampsBothWays) {
   Node a(1), b(2);
   const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
-  a.Start(ports, {2}, 0xA1, TestKey(1));
-  b.Start(ports, {1}, 0xB2, TestKey(1));
+  ProbeSettings ps;
+  ps.pilot = true;  // pilots share the socket with the probes: they must not disturb them
+  a.Start(ports, {2}, 0xA1, TestKey(1), ps);
+  b.Start(ports, {1}, 0xB2, TestKey(1), ps);
   RunFor({&a, &b}, 400);
   a.engine->FinalizeTuples(a.clock.Now(), a.clock.Now());
   b.engine->FinalizeTuples(b.clock.Now(), b.clock.Now());
@@ -119,7 +121,7 @@ TEST_F(ProbeEngineTest, CompletesTuplesWithKernelStampsBothWays) {
   EXPECT_GT(b.tuples.size(), 100u);
   EXPECT_EQ(a.engine->counters().decode.rejected(), 0u);
   EXPECT_EQ(a.engine->counters().tx_stamps_unmatched, 0u);
-  // A pilot went ahead of every pair (on by default), on the same socket:
+  // A pilot went ahead of every pair, on the same socket:
   // its TX stamps kept the timestamping ids in step (none unmatched above),
   // and the peer counted it without refusing it.
   const uint64_t pilots = a.engine->peer_counters().at(2).pilots_sent;

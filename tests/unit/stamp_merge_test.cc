@@ -5,7 +5,6 @@
 // covered by probe_engine_test and the namespace tests.
 #include <gtest/gtest.h>
 
-#include <optional>
 #include <sodium.h>
 
 #include <deque>
@@ -217,16 +216,17 @@ TEST_F(StampMergeTest, CountsCoveragePerSourceAndIgnoresForeignPackets) {
 TEST_F(StampMergeTest, APilotGoesAheadOfEveryForwardPairAndIsOnlyCounted) {
   Harness h;
   ProbeSettings probe;
+  probe.pilot = true;
   probe.pilot_lead_ns = 120'000;
   h.RunPair(StampSource::kNone, 400, probe);
   int pairs = 0;
-  std::optional<int64_t> pilot_at;
+  int64_t pilot_at = -1;  // of the pilot not yet followed by its pair
   for (const Datagram& d : h.sent) {
     uint32_t sender = 0;
     if (h.codec.DecodePilot(d.bytes, &sender)) {
       EXPECT_EQ(sender, 1u);
       EXPECT_EQ(d.from, 1u) << "the responder sends no pilot";
-      EXPECT_FALSE(pilot_at.has_value()) << "two pilots for one pair";
+      EXPECT_EQ(pilot_at, -1) << "two pilots for one pair";
       pilot_at = d.sent_ns;
       continue;
     }
@@ -234,10 +234,10 @@ TEST_F(StampMergeTest, APilotGoesAheadOfEveryForwardPairAndIsOnlyCounted) {
     ASSERT_EQ(h.codec.Decode(d.bytes, &m), DecodeResult::kOk);
     if (m.type != MessageType::kForward || m.index != 0) continue;
     ++pairs;
-    ASSERT_TRUE(pilot_at.has_value()) << "forward pair " << m.seq << " without a pilot";
-    EXPECT_GE(d.sent_ns - *pilot_at, probe.pilot_lead_ns - 50'000);
-    EXPECT_LE(d.sent_ns - *pilot_at, probe.pilot_lead_ns + 50'000);
-    pilot_at.reset();
+    ASSERT_NE(pilot_at, -1) << "forward pair " << m.seq << " without a pilot";
+    EXPECT_GE(d.sent_ns - pilot_at, probe.pilot_lead_ns - 50'000);
+    EXPECT_LE(d.sent_ns - pilot_at, probe.pilot_lead_ns + 50'000);
+    pilot_at = -1;
   }
   EXPECT_GE(pairs, 10);
   const PeerCounters p1 = h.engines[1]->peer_counters().at(2);
