@@ -485,7 +485,28 @@ def format_costs(results: list[dict]) -> str:
                          f"{'-' if cpu is None else f'{cpu:.2f}'} % of a core per edge, probes "
                          f"{'-' if bps is None or math.isnan(bps) else f'{bps / 1e3:.1f}'} kB/s per edge "
                          f"({ag['probe_bytes_source']})" + (f"  [{ag['died']}]" if ag.get("died") else ""))
+    for r in results:
+        line = format_purity(r.get("windows", []))
+        if line:
+            lines.append(f"{r['scenario']:<14} {line}")
     return "\n".join(lines)
+
+
+def format_purity(windows: list[dict], source: str = "kernel") -> str:
+    """Pure pairs per direction over one source's windows (both agents), and
+    which estimator each window got: a window with too few pure pairs falls
+    back to the min-delay filter."""
+    wins = [w for w in windows if w.get("source") == source]
+    sent = sum(w.get("pairs_sent", 0) for w in wins)
+    if not wins or sent <= 0:
+        return ""
+    fwd = sum(w.get("pure_forward", 0) for w in wins) / sent * 100
+    rev = sum(w.get("pure_reverse", 0) for w in wins) / sent * 100
+    kinds: dict[str, int] = {}
+    for w in wins:
+        kinds[w.get("estimator", "?")] = kinds.get(w.get("estimator", "?"), 0) + 1
+    by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    return f"{source} windows: pure pairs forward {fwd:.1f} %, reverse {rev:.1f} %; {by_kind}"
 
 
 def _jsonable(o: Any) -> Any:
@@ -607,6 +628,13 @@ def selftest(verbose: bool = True) -> int:
     st["peers"]["2"].update({"pilots_sent": 1000, "pilots_received": 1000})
     bps, src = probe_bytes_per_edge({}, n1, 60.0, 1, 1000, st)
     check(abs(bps - (400 * 172 + 100 * 44)) < 1e-6, f"bytes/s with pilots ({bps:.0f})")
+    pur = format_purity([{"source": "kernel", "estimator": "max_margin", "pairs_sent": 200, "pure_forward": 50,
+                          "pure_reverse": 20},
+                         {"source": "kernel", "estimator": "min_delay", "pairs_sent": 200, "pure_forward": 2,
+                          "pure_reverse": 4},
+                         {"source": "userspace", "estimator": "min_delay", "pairs_sent": 200}])
+    check(pur == "kernel windows: pure pairs forward 13.0 %, reverse 6.0 %; 1 max_margin, 1 min_delay", pur)
+    check(format_purity([]) == "", "no purity line without windows")
     check(agent_log_counters(os.devnull) == {}, "no counters in an empty log")
     with open(os.path.join(tmpd, "agent.log"), "w") as f:
         f.write('[info] exit counters {"tx_bytes": 1000, "rx_bytes": 3000, "pairs_sent": 5}\n')
