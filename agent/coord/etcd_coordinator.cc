@@ -8,6 +8,7 @@
 
 #include "agent/clock/clock_reader.h"
 #include "agent/cluster/probe_graph.h"
+#include "agent/coord/member_view.h"
 
 namespace chronolink {
 
@@ -23,22 +24,6 @@ bool ParseId(std::string_view text, uint32_t* id) {
   return ec == std::errc() && ptr == text.data() + text.size();
 }
 
-std::string EncodeMember(const Member& m) {
-  return nlohmann::json{{"id", m.id}, {"address", m.address}, {"port", m.port}}.dump();
-}
-
-bool DecodeMember(const std::string& text, Member* m) {
-  try {
-    const auto j = nlohmann::json::parse(text);
-    m->id = j.at("id").get<uint32_t>();
-    m->address = j.at("address").get<std::string>();
-    m->port = j.at("port").get<uint16_t>();
-    return m->id != 0 && !m->address.empty() && m->port != 0;
-  } catch (const nlohmann::json::exception&) {
-    return false;
-  }
-}
-
 bool Supersedes(const OffsetsSnapshot& candidate, const std::optional<OffsetsSnapshot>& held) {
   return !held || candidate.reference_instant_ns >= held->reference_instant_ns;
 }
@@ -48,11 +33,11 @@ bool Supersedes(const OffsetsSnapshot& candidate, const std::optional<OffsetsSna
 EtcdCoordinator::EtcdCoordinator(const AgentConfig& config)
     : config_(config),
       prefix_(config.cluster_settings.etcd_prefix),
+      members_(Member{config.node_id, config.listen_address, config.listen_port}, prefix_ + "members/"),
       outbox_(config.cluster_settings.retention_ns) {
   client_options_.endpoints = config.cluster_settings.etcd_endpoints;
   client_options_.connect_timeout_ms = 1000;
   client_options_.request_timeout_ms = 2000;
-  members_[config.node_id] = Member{config.node_id, config.listen_address, config.listen_port};
   status_.backend = "etcd";
 }
 
@@ -197,43 +182,8 @@ bool EtcdCoordinator::LoadMembers() {
     NoteError("reading the members", error);
     return false;
   }
-  std::map<uint32_t, Member> read;
-  std::map<uint32_t, int64_t> read_revisions;
-  for (const EtcdKeyValue& kv : kvs) {
-    Member m;
-    uint32_t id = 0;
-    if (!ParseId(std::string_view(kv.key).substr(Key("members/").size()), &id) || !DecodeMember(kv.value, &m) ||
-        m.id != id) {
-      continue;
-    }
-    read[id] = m;
-    read_revisions[id] = kv.mod_revision;
-  }
   std::lock_guard<std::mutex> lock(mutex_);
-  // The watch runs beside this read: an event it applied after the read's
-  // revision is newer than what the read saw, so it stands.
-  std::map<uint32_t, Member> members;
-  for (const auto& [id, m] : read) {
-    const auto seen = member_revisions_.find(id);
-    if (seen != member_revisions_.end() && seen->second > read_revisions[id]) continue;
-    members[id] = m;
-  }
-  for (const auto& [id, seen] : member_revisions_) {
-    if (seen <= read_revision) continue;
-    const auto held = members_.find(id);
-    if (held != members_.end()) {
-      members[id] = held->second;
-    } else {
-      members.erase(id);  // deleted after the read
-    }
-  }
-  members[config_.node_id] = Member{config_.node_id, config_.listen_address, config_.listen_port};
-  // Whatever the read saw is now in the map; only later events need remembering.
-  std::erase_if(member_revisions_, [&](const auto& entry) { return entry.second <= read_revision; });
-  if (members != members_) {
-    members_ = std::move(members);
-    ++members_version_;
-  }
+  if (members_.ApplyRead(kvs, read_revision)) ++members_version_;
   return true;
 }
 
@@ -416,32 +366,7 @@ bool EtcdCoordinator::PublishGraph() {
 
 void EtcdCoordinator::OnMemberEvents(const std::vector<EtcdEvent>& events) {
   std::lock_guard<std::mutex> lock(mutex_);
-  bool changed = false;
-  for (const EtcdEvent& e : events) {
-    const std::string_view id_text = std::string_view(e.kv.key).substr(Key("members/").size());
-    uint32_t id = 0;
-    if (!ParseId(id_text, &id) || id == config_.node_id) continue;  // we are always a member to ourselves
-    // A reload may already hold something newer (a watch replaying after a
-    // reconnect delivers events the reload has seen).
-    int64_t& seen = member_revisions_[id];
-    if (e.kv.mod_revision != 0 && e.kv.mod_revision < seen) continue;
-    seen = std::max(seen, e.kv.mod_revision);
-    if (e.type == EtcdEvent::Type::kDelete) {
-      changed |= members_.erase(id) > 0;
-      continue;
-    }
-    Member m;
-    if (!DecodeMember(e.kv.value, &m) || m.id != id) {
-      ++status_.errors;
-      continue;
-    }
-    auto it = members_.find(id);
-    if (it == members_.end() || !(it->second == m)) {
-      members_[id] = m;
-      changed = true;
-    }
-  }
-  if (changed) ++members_version_;
+  if (members_.ApplyEvents(events, &status_.errors)) ++members_version_;
 }
 
 void EtcdCoordinator::OnLeaderEvents(const std::vector<EtcdEvent>& events) {
@@ -532,7 +457,7 @@ std::vector<Member> EtcdCoordinator::Members(uint64_t* version) const {
   std::lock_guard<std::mutex> lock(mutex_);
   *version = members_version_;
   std::vector<Member> out;
-  for (const auto& [id, m] : members_) out.push_back(m);
+  for (const auto& [id, m] : members_.members()) out.push_back(m);
   return out;
 }
 

@@ -22,6 +22,7 @@
 #include "agent/coord/coordinator.h"
 #include "agent/coord/etcd_client.h"
 #include "agent/coord/etcd_watcher.h"
+#include "agent/coord/member_view.h"
 #include "agent/coord/window_outbox.h"
 
 namespace chronolink {
@@ -91,10 +92,7 @@ class EtcdCoordinator : public Coordinator {
   int64_t backoff_ns_ = 0;
 
   mutable std::mutex mutex_;  // everything below
-  std::map<uint32_t, Member> members_;
-  // Per member id, the revision of the newest watch event applied (a put or
-  // a delete) that no reload has read past yet: a reload must not undo it.
-  std::map<uint32_t, int64_t> member_revisions_;
+  MemberView members_;  // reads and watch events merged by revision
   uint64_t members_version_ = 1;
   std::optional<uint32_t> leader_;
   bool campaign_needed_ = true;

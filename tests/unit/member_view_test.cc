@@ -1,0 +1,133 @@
+// The etcd backend's member list: reads of members/ and watch events merged
+// by revision (agent/coord/member_view.h). Each case is one interleaving that
+// a live cluster produces only by chance: a registration racing a read, a
+// watch replaying from a compaction, etcd restored to an older revision.
+#include "agent/coord/member_view.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace chronolink {
+namespace {
+
+constexpr char kPrefix[] = "/c/members/";
+
+Member M(uint32_t id) { return Member{id, "10.0.0." + std::to_string(id), static_cast<uint16_t>(7000 + id)}; }
+
+EtcdKeyValue Kv(uint32_t id, int64_t mod_revision) {
+  EtcdKeyValue kv;
+  kv.key = kPrefix + std::to_string(id);
+  kv.value = EncodeMember(M(id));
+  kv.mod_revision = mod_revision;
+  return kv;
+}
+EtcdEvent Put(uint32_t id, int64_t revision) { return EtcdEvent{EtcdEvent::Type::kPut, Kv(id, revision)}; }
+EtcdEvent Del(uint32_t id, int64_t revision) {
+  EtcdEvent e{EtcdEvent::Type::kDelete, {}};
+  e.kv.key = kPrefix + std::to_string(id);
+  e.kv.mod_revision = revision;
+  return e;
+}
+
+std::set<uint32_t> Ids(const MemberView& v) {
+  std::set<uint32_t> ids;
+  for (const auto& [id, m] : v.members()) ids.insert(id);
+  return ids;
+}
+
+class MemberViewTest : public ::testing::Test {
+ protected:
+  MemberView view_{M(1), kPrefix};
+  uint64_t malformed_ = 0;
+  bool Events(std::vector<EtcdEvent> events) { return view_.ApplyEvents(events, &malformed_); }
+};
+
+TEST_F(MemberViewTest, ThisNodeIsAlwaysAMember) {
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1}));
+  EXPECT_FALSE(view_.ApplyRead({}, 5));  // an empty read does not remove us
+  EXPECT_FALSE(Events({Del(1, 6)}));
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1}));
+  EXPECT_EQ(view_.members().at(1), M(1));
+}
+
+TEST_F(MemberViewTest, ReadsAndEventsInOrder) {
+  EXPECT_TRUE(view_.ApplyRead({Kv(2, 3), Kv(3, 4)}, 4));
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1, 2, 3}));
+  EXPECT_EQ(view_.members().at(3), M(3));
+  EXPECT_TRUE(Events({Put(4, 5)}));
+  EXPECT_TRUE(Events({Del(2, 6)}));
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1, 3, 4}));
+  EXPECT_FALSE(Events({Put(4, 7)}));  // the same value again: no change
+  EXPECT_FALSE(view_.ApplyRead({Kv(3, 4), Kv(4, 7)}, 7));
+}
+
+// The race a simultaneous start produced: node 3 registers (revision 10)
+// while node 1's read is under way (it reads at revision 9); the watch
+// delivers the put before the read's answer is applied.
+TEST_F(MemberViewTest, ARegistrationDuringAReadIsKept) {
+  EXPECT_TRUE(Events({Put(3, 10)}));
+  view_.ApplyRead({Kv(2, 8)}, 9);
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1, 2, 3}));
+}
+
+TEST_F(MemberViewTest, ADepartureDuringAReadIsKept) {
+  view_.ApplyRead({Kv(2, 8)}, 8);
+  EXPECT_TRUE(Events({Del(2, 12)}));
+  view_.ApplyRead({Kv(2, 8)}, 11);  // read before the delete
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1}));
+}
+
+// A watch that resumes from a compaction replays events the last read has
+// already seen: they must not bring back a member that has since left.
+TEST_F(MemberViewTest, ReplayedOldEventsAreIgnored) {
+  view_.ApplyRead({Kv(2, 3)}, 20);  // member 3 joined at 10 and left at 15
+  EXPECT_FALSE(Events({Put(3, 10)}));
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1, 2}));
+  EXPECT_FALSE(Events({Del(2, 15)}));
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1, 2}));
+  EXPECT_TRUE(Events({Put(3, 21)}));  // newer than the read: applied
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1, 2, 3}));
+}
+
+// A read newer than an event supersedes it; an older read does not.
+TEST_F(MemberViewTest, AReadNewerThanAnEventWins) {
+  Events({Put(3, 10)});
+  view_.ApplyRead({Kv(2, 4)}, 12);  // 3 left again by revision 12
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1, 2}));
+}
+
+// etcd restored from a backup: revisions start lower. The new read is the
+// truth, and events from the new history apply.
+TEST_F(MemberViewTest, EtcdGoingBackInRevisionsStartsOver) {
+  view_.ApplyRead({Kv(2, 90)}, 100);
+  Events({Put(3, 105)});
+  view_.ApplyRead({Kv(4, 6)}, 7);
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1, 4}));
+  EXPECT_TRUE(Events({Put(5, 8)}));
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1, 4, 5}));
+}
+
+TEST_F(MemberViewTest, BadKeysAndValuesAreSkippedAndCounted) {
+  EtcdKeyValue bad_value = Kv(2, 3);
+  bad_value.value = "{\"id\": 2}";
+  EtcdKeyValue wrong_id = Kv(3, 3);
+  wrong_id.value = EncodeMember(M(4));
+  EtcdKeyValue other_key = Kv(5, 3);
+  other_key.key = "/c/leader";
+  EtcdKeyValue not_a_number = Kv(6, 3);
+  not_a_number.key = std::string(kPrefix) + "6x";
+  EXPECT_FALSE(view_.ApplyRead({bad_value, wrong_id, other_key, not_a_number}, 3));
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1}));
+
+  EtcdEvent garbled = Put(7, 4);
+  garbled.kv.value = "not json";
+  EXPECT_FALSE(Events({garbled}));
+  EXPECT_EQ(malformed_, 1u);
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1}));
+}
+
+}  // namespace
+}  // namespace chronolink
