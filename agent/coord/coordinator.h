@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -40,6 +41,10 @@ struct CoordinatorStatus {
   uint64_t windows_dropped = 0;   // beyond the retention while undeliverable
   uint64_t offsets_received = 0;  // snapshots from the leader
   uint64_t errors = 0;            // backend errors (connection, request, decode)
+  // Values or messages refused as unauthenticated, not their writer's,
+  // stale or out of date (docs/security.md), in all and by reason.
+  uint64_t refused = 0;
+  std::map<std::string, uint64_t> refused_by_reason;
 };
 
 class Coordinator {

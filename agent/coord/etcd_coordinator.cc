@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "agent/clock/clock_reader.h"
@@ -19,13 +18,23 @@ constexpr int64_t kMinBackoffNs = 100'000'000;
 constexpr int64_t kMaxBackoffNs = 2'000'000'000;
 constexpr size_t kWindowsPerTick = 256;
 
-bool ParseId(std::string_view text, uint32_t* id) {
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *id);
-  return ec == std::errc() && ptr == text.data() + text.size();
+// A new term replaces what an old leader said; within a term a newer
+// instant does, or a later solve of the same instant.
+bool Supersedes(const OffsetsSnapshot& candidate, int64_t candidate_term, const std::optional<OffsetsSnapshot>& held,
+                int64_t held_term) {
+  if (!held || candidate_term != held_term) return true;
+  if (candidate.reference_instant_ns != held->reference_instant_ns) {
+    return candidate.reference_instant_ns > held->reference_instant_ns;
+  }
+  return candidate.sequence > held->sequence;
 }
 
-bool Supersedes(const OffsetsSnapshot& candidate, const std::optional<OffsetsSnapshot>& held) {
-  return !held || candidate.reference_instant_ns >= held->reference_instant_ns;
+int64_t RealtimeNs() { return ReadClockNs(CLOCK_REALTIME); }
+
+EtcdDateLimits DateLimits(const AgentConfig& config) {
+  EtcdDateLimits limits;
+  limits.max_age_ns = config.cluster_settings.retention_ns;
+  return limits;
 }
 
 }  // namespace
@@ -33,7 +42,13 @@ bool Supersedes(const OffsetsSnapshot& candidate, const std::optional<OffsetsSna
 EtcdCoordinator::EtcdCoordinator(const AgentConfig& config)
     : config_(config),
       prefix_(config.cluster_settings.etcd_prefix),
-      members_(Member{config.node_id, config.listen_address, config.listen_port}, prefix_ + "members/"),
+      codec_(config.key, prefix_, config.node_id, DateLimits(config)),
+      members_(Member{config.node_id, config.listen_address, config.listen_port}, prefix_ + "members/",
+               [this](const EtcdKeyValue& kv, uint32_t id, Member* out) {
+                 const std::optional<EtcdRefusal> refused = codec_.OpenMember(kv, id, out);
+                 if (refused) Refuse(*refused, kv.key);
+                 return !refused;
+               }),
       outbox_(config.cluster_settings.retention_ns) {
   client_options_.endpoints = config.cluster_settings.etcd_endpoints;
   client_options_.connect_timeout_ms = 1000;
@@ -150,7 +165,7 @@ bool EtcdCoordinator::EnsureMemberLease(int64_t now_ns) {
     return false;
   }
   const Member self{config_.node_id, config_.listen_address, config_.listen_port};
-  if (!client_->Put(Key("members/" + std::to_string(config_.node_id)), EncodeMember(self), lease, &error)) {
+  if (!client_->Put(codec_.MemberKey(self.id), codec_.SealMember(self, lease, RealtimeNs()), lease, &error)) {
     NoteError("registering this node", error);
     return false;
   }
@@ -194,9 +209,12 @@ bool EtcdCoordinator::LoadLeader() {
     NoteError("reading the leader", error);
     return false;
   }
-  uint32_t id = 0;
-  if (kv && ParseId(kv->value, &id)) {
-    SetLeader(id);
+  LeaderClaim claim;
+  std::optional<EtcdRefusal> refused;
+  if (kv) refused = codec_.OpenLeader(*kv, &claim);
+  if (refused) Refuse(*refused, kv->key);
+  if (kv && !refused) {
+    SetLeader(claim);
   } else {
     SetLeader(std::nullopt);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -212,7 +230,7 @@ bool EtcdCoordinator::LoadOffsets() {
     NoteError("reading the offsets", error);
     return false;
   }
-  if (kv) OnOffsetEvents({EtcdEvent{EtcdEvent::Type::kPut, *kv}});
+  if (kv) OnOffsetsValue(*kv, false);
   return true;
 }
 
@@ -224,21 +242,29 @@ bool EtcdCoordinator::Campaign() {
   bool created = false;
   EtcdKeyValue current;
   std::string error;
-  if (!client_->PutIfAbsent(Key("leader"), std::to_string(config_.node_id), member_lease_, &created,
-                            &current, &error)) {
+  if (!client_->PutIfAbsent(codec_.LeaderKey(), codec_.SealLeader(member_lease_, RealtimeNs()), member_lease_,
+                            &created, &current, &error)) {
     NoteError("campaigning for leader", error);
     return false;
   }
-  uint32_t id = 0;
-  if (!ParseId(current.value, &id)) {
-    NoteError("campaigning for leader", "the leader key holds '" + current.value + "', not a node id");
-    return false;
+  LeaderClaim claim;
+  if (const std::optional<EtcdRefusal> refused = codec_.OpenLeader(current, &claim)) {
+    // Nobody with the key wrote it: clear it (only if it is still that
+    // value) and stand again on the next turn.
+    Refuse(*refused, current.key);
+    bool deleted = false;
+    if (!client_->DeleteIfValue(codec_.LeaderKey(), current.value, &deleted, &error)) {
+      NoteError("clearing a forged leader key", error);
+      return false;
+    }
+    SetLeader(std::nullopt);
+    return true;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     campaign_needed_ = false;
   }
-  SetLeader(id);
+  SetLeader(claim);
   return true;
 }
 
@@ -310,7 +336,8 @@ bool EtcdCoordinator::FlushWindows() {
   }
   std::vector<std::pair<std::string, std::string>> kvs;
   kvs.reserve(batch.size());
-  for (const WindowSummary& w : batch) kvs.emplace_back(Key("windows/" + w.Key()), EncodeWindowSummary(w));
+  const int64_t now = RealtimeNs();
+  for (const WindowSummary& w : batch) kvs.emplace_back(codec_.WindowKey(w), codec_.SealWindow(w, window_lease_, now));
   size_t done = 0;
   std::string error;
   client_->PutMany(kvs, window_lease_, &done, &error);
@@ -332,8 +359,12 @@ bool EtcdCoordinator::FlushOffsets() {
     s = to_publish_;
   }
   if (!s) return true;
+  // Under this leader's term (its member lease, which also holds the leader
+  // key): readers take it only from the leader of the term, and it goes
+  // with the lease when this node does.
   std::string error;
-  if (!client_->Put(Key("offsets/latest"), EncodeOffsetsSnapshot(*s), 0, &error)) {
+  if (!client_->Put(codec_.OffsetsKey(), codec_.SealOffsets(*s, member_lease_, RealtimeNs()), member_lease_,
+                    &error)) {
     NoteError("publishing offsets", error);
     return false;
   }
@@ -356,7 +387,8 @@ bool EtcdCoordinator::PublishGraph() {
   for (const ProbeEdge& e : g.edges()) edges.push_back({e.first, e.second});
   const nlohmann::json j = {{"leader", config_.node_id}, {"members", ids}, {"k", g.k()}, {"edges", edges}};
   std::string error;
-  if (!client_->Put(Key("graph"), j.dump(), 0, &error)) {
+  if (!client_->Put(codec_.GraphKey(), codec_.SealGraph(j.dump(), member_lease_, RealtimeNs()), member_lease_,
+                    &error)) {
     NoteError("publishing the probe graph", error);
     return false;
   }
@@ -366,17 +398,23 @@ bool EtcdCoordinator::PublishGraph() {
 
 void EtcdCoordinator::OnMemberEvents(const std::vector<EtcdEvent>& events) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (members_.ApplyEvents(events, &status_.errors)) ++members_version_;
+  if (members_.ApplyEvents(events)) ++members_version_;
 }
 
 void EtcdCoordinator::OnLeaderEvents(const std::vector<EtcdEvent>& events) {
   for (const EtcdEvent& e : events) {
-    uint32_t id = 0;
-    if (e.type == EtcdEvent::Type::kPut && ParseId(e.kv.value, &id)) {
-      SetLeader(id);
-      continue;
+    LeaderClaim claim;
+    std::optional<EtcdRefusal> refused;
+    if (e.type == EtcdEvent::Type::kPut) {
+      refused = codec_.OpenLeader(e.kv, &claim);
+      if (!refused) {
+        SetLeader(claim);
+        continue;
+      }
+      Refuse(*refused, e.kv.key);
     }
-    // The leader left (or its lease expired): stand for election.
+    // The leader left (or its lease expired), or the key holds a forgery:
+    // stand for election (the campaign clears a forgery).
     SetLeader(std::nullopt);
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -388,53 +426,80 @@ void EtcdCoordinator::OnLeaderEvents(const std::vector<EtcdEvent>& events) {
 
 void EtcdCoordinator::OnOffsetEvents(const std::vector<EtcdEvent>& events) {
   for (const EtcdEvent& e : events) {
-    if (e.type != EtcdEvent::Type::kPut) continue;
-    OffsetsSnapshot s;
-    std::string error;
-    const bool ok = DecodeOffsetsSnapshot(e.kv.value, &s, &error);
+    if (e.type == EtcdEvent::Type::kPut) OnOffsetsValue(e.kv, false);
+  }
+}
+
+void EtcdCoordinator::OnOffsetsValue(const EtcdKeyValue& kv, bool retry) {
+  std::optional<LeaderClaim> leader;
+  {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!ok) {
-      ++status_.errors;
-      last_error_ = "bad offsets in etcd: " + error;
-      continue;
-    }
-    ++status_.offsets_received;
-    if (Supersedes(s, latest_)) {
-      latest_ = std::move(s);
-      ++latest_version_;
-    }
+    leader = leader_;
+  }
+  OffsetsSnapshot s;
+  SealHeader header;
+  std::optional<EtcdRefusal> refused =
+      leader ? codec_.OpenOffsets(kv, *leader, RealtimeNs(), &s, &header) : EtcdRefusal::kNotLeader;
+  if (refused == EtcdRefusal::kNotLeader && !retry) {
+    // Perhaps the leader's key has not reached us yet: judge it again
+    // under the next term.
+    std::lock_guard<std::mutex> lock(mutex_);
+    parked_offsets_ = kv;
+    return;
+  }
+  if (refused) {
+    Refuse(*refused, kv.key);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++status_.offsets_received;
+  if (Supersedes(s, header.term, latest_, latest_term_)) {
+    latest_ = std::move(s);
+    latest_term_ = header.term;
+    ++latest_version_;
+  } else if (header.term == latest_term_ && s.reference_instant_ns == latest_->reference_instant_ns &&
+             s.sequence < latest_->sequence) {
+    Refuse(EtcdRefusal::kStale, kv.key);  // an older solve of what we hold: a replay
   }
 }
 
 void EtcdCoordinator::OnWindowEvents(const std::vector<EtcdEvent>& events) {
   std::vector<WindowSummary> received;
-  uint64_t bad = 0;
+  const int64_t now = RealtimeNs();
   for (const EtcdEvent& e : events) {
     if (e.type != EtcdEvent::Type::kPut) continue;  // expiry of old summaries
     WindowSummary w;
-    std::string error;
-    if (DecodeWindowSummary(e.kv.value, &w, &error)) {
-      received.push_back(std::move(w));
-    } else {
-      ++bad;
+    if (const std::optional<EtcdRefusal> refused = codec_.OpenWindow(e.kv, now, &w)) {
+      Refuse(*refused, e.kv.key);
+      continue;
     }
+    received.push_back(std::move(w));
   }
   std::lock_guard<std::mutex> lock(mutex_);
   inbox_.insert(inbox_.end(), received.begin(), received.end());
-  status_.errors += bad;
 }
 
-void EtcdCoordinator::SetLeader(std::optional<uint32_t> leader) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (leader == leader_) return;
-  if (leader) {
-    spdlog::info("etcd: {} leads", *leader == config_.node_id ? "this node (id " +
-                 std::to_string(*leader) + ")" : "node " + std::to_string(*leader));
-    ++status_.leader_changes;
-  } else {
-    spdlog::info("etcd: no leader; standing for election");
+void EtcdCoordinator::SetLeader(std::optional<LeaderClaim> leader) {
+  std::optional<EtcdKeyValue> parked;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (leader == leader_) return;
+    if (leader) {
+      spdlog::info("etcd: {} leads", leader->id == config_.node_id
+                                         ? "this node (id " + std::to_string(leader->id) + ")"
+                                         : "node " + std::to_string(leader->id));
+      ++status_.leader_changes;
+    } else {
+      spdlog::info("etcd: no leader; standing for election");
+    }
+    leader_ = leader;
+    if (leader) parked.swap(parked_offsets_);
   }
-  leader_ = leader;
+  if (parked) OnOffsetsValue(*parked, true);
+}
+
+void EtcdCoordinator::Refuse(EtcdRefusal reason, std::string_view key) {
+  refusals_.Note(reason, key, ReadClockNs(CLOCK_MONOTONIC));
 }
 
 void EtcdCoordinator::NoteError(const std::string& what, const std::string& error) {
@@ -471,7 +536,7 @@ void EtcdCoordinator::PublishWindows(std::span<const WindowSummary> windows) {
 
 bool EtcdCoordinator::IsLeader() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return leader_ == config_.node_id;
+  return leader_ && leader_->id == config_.node_id;
 }
 
 std::vector<WindowSummary> EtcdCoordinator::TakeLeaderInbox() {
@@ -484,8 +549,11 @@ std::vector<WindowSummary> EtcdCoordinator::TakeLeaderInbox() {
 void EtcdCoordinator::PublishOffsets(const OffsetsSnapshot& snapshot) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!Supersedes(snapshot, latest_)) return;  // a re-solve of an older instant: offsets.jsonl has it
+    const int64_t term = leader_ ? leader_->term : 0;
+    // A re-solve of an older instant: offsets.jsonl has it.
+    if (!Supersedes(snapshot, term, latest_, latest_term_)) return;
     latest_ = snapshot;
+    latest_term_ = term;
     ++latest_version_;
     to_publish_ = snapshot;
   }
@@ -501,8 +569,13 @@ std::optional<OffsetsSnapshot> EtcdCoordinator::LatestOffsets(uint64_t* version)
 CoordinatorStatus EtcdCoordinator::Status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   CoordinatorStatus s = status_;
-  s.is_leader = leader_ == config_.node_id;
-  s.leader = leader_;
+  s.is_leader = leader_ && leader_->id == config_.node_id;
+  if (leader_) s.leader = leader_->id;
+  s.refused = refusals_.total();
+  const auto counts = refusals_.counts();
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] != 0) s.refused_by_reason[std::string(EtcdRefusalName(static_cast<EtcdRefusal>(i)))] = counts[i];
+  }
   s.windows_published = outbox_.published() + incoming_.size();
   s.windows_delivered = outbox_.delivered();
   s.windows_pending = outbox_.pending() + incoming_.size();

@@ -6,6 +6,9 @@
 //                           whose TTL is the retention
 //   P offsets/latest        the newest solved instant (leader)
 //   P graph                 the probe graph the leader sees (for inspection)
+// Every value is sealed with a MAC under a subkey of the cluster key and
+// bound to its writer's lease (etcd_value_codec.h): what cannot prove its
+// writer, its lease and its freshness is refused, counted and logged.
 // Watches keep the member list, the leader and the offsets current; the
 // leader also watches windows/. When etcd is down or slow nothing waits:
 // summaries queue (for the retention) and go out when it answers again.
@@ -21,6 +24,7 @@
 #include "agent/config/agent_config.h"
 #include "agent/coord/coordinator.h"
 #include "agent/coord/etcd_client.h"
+#include "agent/coord/etcd_value_codec.h"
 #include "agent/coord/etcd_watcher.h"
 #include "agent/coord/member_view.h"
 #include "agent/coord/window_outbox.h"
@@ -60,7 +64,11 @@ class EtcdCoordinator : public Coordinator {
   void OnLeaderEvents(const std::vector<EtcdEvent>& events);
   void OnOffsetEvents(const std::vector<EtcdEvent>& events);
   void OnWindowEvents(const std::vector<EtcdEvent>& events);
-  void SetLeader(std::optional<uint32_t> leader);
+  void SetLeader(std::optional<LeaderClaim> leader);
+  // An offsets value from the watch or a read; `retry`: a parked value
+  // looked at again under a new term.
+  void OnOffsetsValue(const EtcdKeyValue& kv, bool retry);
+  void Refuse(EtcdRefusal reason, std::string_view key);
   void NoteError(const std::string& what, const std::string& error);
   void NoteSuccess();
   // Runs the loop now; with reload, re-reads members, leader and offsets
@@ -70,6 +78,8 @@ class EtcdCoordinator : public Coordinator {
 
   const AgentConfig& config_;
   const std::string prefix_;
+  EtcdValueCodec codec_;
+  EtcdRefusalLog refusals_;
   EtcdClientOptions client_options_;
   std::unique_ptr<EtcdClient> client_;  // the loop thread's
   std::unique_ptr<EtcdWatcher> members_watch_, leader_watch_, offsets_watch_, windows_watch_;
@@ -94,13 +104,17 @@ class EtcdCoordinator : public Coordinator {
   mutable std::mutex mutex_;  // everything below
   MemberView members_;  // reads and watch events merged by revision
   uint64_t members_version_ = 1;
-  std::optional<uint32_t> leader_;
+  std::optional<LeaderClaim> leader_;
+  // Authentic offsets of a term not (yet) known as the leader's: looked at
+  // again when the leader changes (the watches race), else refused then.
+  std::optional<EtcdKeyValue> parked_offsets_;
   bool campaign_needed_ = true;
   std::vector<WindowSummary> incoming_;
   WindowOutbox outbox_;
   std::vector<WindowSummary> inbox_;
   std::optional<OffsetsSnapshot> to_publish_;
   std::optional<OffsetsSnapshot> latest_;
+  int64_t latest_term_ = 0;  // the leader term latest_ came from
   uint64_t latest_version_ = 0;
   CoordinatorStatus status_;
   std::string last_error_;

@@ -23,7 +23,8 @@ bool DecodeMember(const std::string& text, Member* m) {
   }
 }
 
-MemberView::MemberView(Member self, std::string prefix) : self_(std::move(self)), prefix_(std::move(prefix)) {
+MemberView::MemberView(Member self, std::string prefix, MemberDecoder decode)
+    : self_(std::move(self)), prefix_(std::move(prefix)), decode_(std::move(decode)) {
   members_[self_.id] = self_;
 }
 
@@ -42,7 +43,7 @@ bool MemberView::ApplyRead(const std::vector<EtcdKeyValue>& kvs, int64_t read_re
   for (const EtcdKeyValue& kv : kvs) {
     Member m;
     uint32_t id = 0;
-    if (IdOf(kv.key, &id) && DecodeMember(kv.value, &m) && m.id == id) members[id] = m;
+    if (IdOf(kv.key, &id) && id != self_.id && decode_(kv, id, &m)) members[id] = m;
   }
   // Events applied above the read's revision are newer than it: they stand.
   for (const auto& [id, revision] : event_revisions_) {
@@ -62,7 +63,7 @@ bool MemberView::ApplyRead(const std::vector<EtcdKeyValue>& kvs, int64_t read_re
   return true;
 }
 
-bool MemberView::ApplyEvents(const std::vector<EtcdEvent>& events, uint64_t* malformed) {
+bool MemberView::ApplyEvents(const std::vector<EtcdEvent>& events) {
   bool changed = false;
   for (const EtcdEvent& e : events) {
     uint32_t id = 0;
@@ -70,13 +71,11 @@ bool MemberView::ApplyEvents(const std::vector<EtcdEvent>& events, uint64_t* mal
     // The last read has it already (0: a revision the gateway left out).
     if (e.kv.mod_revision != 0 && e.kv.mod_revision <= read_revision_) continue;
     event_revisions_[id] = e.kv.mod_revision;
-    if (e.type == EtcdEvent::Type::kDelete) {
-      changed |= members_.erase(id) > 0;
-      continue;
-    }
     Member m;
-    if (!DecodeMember(e.kv.value, &m) || m.id != id) {
-      ++*malformed;
+    // A refused put leaves no registration under the key: as a read would
+    // see it, the member is gone (until it registers again).
+    if (e.type == EtcdEvent::Type::kDelete || !decode_(e.kv, id, &m)) {
+      changed |= members_.erase(id) > 0;
       continue;
     }
     auto [it, inserted] = members_.try_emplace(id, m);

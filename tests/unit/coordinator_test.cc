@@ -85,8 +85,21 @@ std::vector<uint16_t> FreeTcpPorts(size_t count) {
   return ports;
 }
 
-// Window summaries and snapshots with every field set, distinct per node.
+// The instant the tests' times count from: now, so that the etcd backend,
+// which refuses values dated far from local time, takes them.
+int64_t TestEpochNs() {
+  static const int64_t epoch = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000;
+  }();
+  return epoch;
+}
+
+// Window summaries and snapshots with every field set, distinct per node;
+// times relative to TestEpochNs().
 WindowSummary Window(uint32_t node, uint32_t peer, int64_t window_start_ns, uint64_t session = 77) {
+  window_start_ns += TestEpochNs();
   WindowSummary w;
   w.estimate.node = node;
   w.estimate.peer = peer;
@@ -117,7 +130,7 @@ OffsetsSnapshot Snapshot(uint32_t leader, uint64_t sequence, int64_t instant_ns)
   OffsetsSnapshot s;
   s.leader = leader;
   s.sequence = sequence;
-  s.reference_instant_ns = instant_ns;
+  s.reference_instant_ns = TestEpochNs() + instant_ns;
   s.reference_node = std::nullopt;
   s.recomputed = false;
   for (uint32_t id : {1u, 2u, 3u}) {
@@ -880,7 +893,7 @@ TEST_F(EtcdCoordinatorTest, AnotherNodeLeadsWhenTheLeaderStops) {
   ASSERT_TRUE(WaitUntil([&] {
     uint64_t v = 0;
     const auto got = node(follower).coordinator->LatestOffsets(&v);
-    return got && got->leader == second && got->reference_instant_ns == 20'000'000'000;
+    return got && got->leader == second && got->reference_instant_ns == TestEpochNs() + 20'000'000'000;
   })) << StatusReport();
 }
 

@@ -40,9 +40,15 @@ std::set<uint32_t> Ids(const MemberView& v) {
 
 class MemberViewTest : public ::testing::Test {
  protected:
-  MemberView view_{M(1), kPrefix};
+  // The plain member encoding, refusals counted: the agent's decoder also
+  // checks the seal (etcd_value_codec_test.cc).
   uint64_t malformed_ = 0;
-  bool Events(std::vector<EtcdEvent> events) { return view_.ApplyEvents(events, &malformed_); }
+  MemberView view_{M(1), kPrefix, [this](const EtcdKeyValue& kv, uint32_t id, Member* out) {
+                     const bool ok = DecodeMember(kv.value, out) && out->id == id;
+                     if (!ok) ++malformed_;
+                     return ok;
+                   }};
+  bool Events(std::vector<EtcdEvent> events) { return view_.ApplyEvents(events); }
 };
 
 TEST_F(MemberViewTest, ThisNodeIsAlwaysAMember) {
@@ -121,12 +127,31 @@ TEST_F(MemberViewTest, BadKeysAndValuesAreSkippedAndCounted) {
   not_a_number.key = std::string(kPrefix) + "6x";
   EXPECT_FALSE(view_.ApplyRead({bad_value, wrong_id, other_key, not_a_number}, 3));
   EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1}));
+  EXPECT_EQ(malformed_, 2u);
 
   EtcdEvent garbled = Put(7, 4);
   garbled.kv.value = "not json";
   EXPECT_FALSE(Events({garbled}));
-  EXPECT_EQ(malformed_, 1u);
+  EXPECT_EQ(malformed_, 3u);
   EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1}));
+}
+
+// A refused put over a member's key leaves no registration there: the
+// member is gone from the watch as it would be from a read.
+TEST_F(MemberViewTest, ARefusedPutOverAMemberRemovesIt) {
+  view_.ApplyRead({Kv(2, 3), Kv(3, 3)}, 3);
+  EtcdEvent forged = Put(2, 4);
+  forged.kv.value = "forged";
+  EXPECT_TRUE(Events({forged}));
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1, 3}));
+  // The read at a later revision agrees.
+  EtcdKeyValue still_forged = Kv(2, 4);
+  still_forged.value = "forged";
+  EXPECT_FALSE(view_.ApplyRead({still_forged, Kv(3, 3)}, 5));
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1, 3}));
+  // It registers again.
+  EXPECT_TRUE(Events({Put(2, 6)}));
+  EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1, 2, 3}));
 }
 
 }  // namespace

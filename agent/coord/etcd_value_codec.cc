@@ -1,0 +1,180 @@
+#include "agent/coord/etcd_value_codec.h"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+
+#include "agent/coord/member_view.h"
+
+namespace chronolink {
+
+namespace {
+
+constexpr int64_t kLogEveryNs = 60'000'000'000;
+constexpr size_t kKeyExcerpt = 120;
+
+std::optional<EtcdRefusal> FromSeal(SealResult r) {
+  switch (r) {
+    case SealResult::kOk: return std::nullopt;
+    case SealResult::kUnsealed: return EtcdRefusal::kUnsealed;
+    case SealResult::kBadMac: return EtcdRefusal::kBadMac;
+  }
+  return EtcdRefusal::kUnsealed;
+}
+
+bool ParseNodeId(std::string_view text, uint32_t* id) {
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *id);
+  return ec == std::errc() && ptr == text.data() + text.size() && *id != 0;
+}
+
+}  // namespace
+
+std::string_view EtcdRefusalName(EtcdRefusal r) {
+  switch (r) {
+    case EtcdRefusal::kUnsealed: return "unsealed";
+    case EtcdRefusal::kBadMac: return "bad_mac";
+    case EtcdRefusal::kWrongWriter: return "wrong_writer";
+    case EtcdRefusal::kNotLeaseBound: return "not_lease_bound";
+    case EtcdRefusal::kNotLeader: return "not_leader";
+    case EtcdRefusal::kStale: return "stale";
+    case EtcdRefusal::kOutOfDate: return "out_of_date";
+    case EtcdRefusal::kMalformed: return "malformed";
+    case EtcdRefusal::kCount: break;
+  }
+  return "unknown";
+}
+
+EtcdValueCodec::EtcdValueCodec(const ClusterKey& key, std::string prefix, uint32_t self, EtcdDateLimits limits)
+    : seal_(key), prefix_(std::move(prefix)), self_(self), limits_(limits) {}
+
+std::string EtcdValueCodec::SealNow(const std::string& key, int64_t lease, uint64_t seq, int64_t now_ns,
+                                    std::string_view body) {
+  return seal_.Seal(key, SealHeader{self_, lease, seq, now_ns}, body);
+}
+
+std::string EtcdValueCodec::SealMember(const Member& self, int64_t lease, int64_t now_ns) {
+  return SealNow(MemberKey(self.id), lease, ++seq_, now_ns, EncodeMember(self));
+}
+
+std::string EtcdValueCodec::SealLeader(int64_t lease, int64_t now_ns) {
+  return SealNow(LeaderKey(), lease, ++seq_, now_ns, std::to_string(self_));
+}
+
+std::string EtcdValueCodec::SealOffsets(const OffsetsSnapshot& s, int64_t lease, int64_t now_ns) {
+  // The snapshot's own sequence, so that a reader can order two of one term.
+  return SealNow(OffsetsKey(), lease, s.sequence, now_ns, EncodeOffsetsSnapshot(s));
+}
+
+std::string EtcdValueCodec::SealWindow(const WindowSummary& w, int64_t lease, int64_t now_ns) {
+  return SealNow(WindowKey(w), lease, ++seq_, now_ns, EncodeWindowSummary(w));
+}
+
+std::string EtcdValueCodec::SealGraph(std::string_view body, int64_t lease, int64_t now_ns) {
+  return SealNow(GraphKey(), lease, ++seq_, now_ns, body);
+}
+
+bool EtcdValueCodec::InDate(int64_t t_ns, int64_t now_ns) const {
+  // Compared as differences: no overflow for any int64 pair that matters,
+  // and INT64_MAX / INT64_MIN land far outside.
+  if (t_ns > now_ns && static_cast<uint64_t>(t_ns) - static_cast<uint64_t>(now_ns) >
+                           static_cast<uint64_t>(limits_.max_future_ns)) {
+    return false;
+  }
+  return !(t_ns < now_ns && static_cast<uint64_t>(now_ns) - static_cast<uint64_t>(t_ns) >
+                                static_cast<uint64_t>(limits_.max_age_ns));
+}
+
+std::optional<EtcdRefusal> EtcdValueCodec::OpenBound(const EtcdKeyValue& kv, SealHeader* header,
+                                                     std::string_view* body) const {
+  if (auto refused = FromSeal(seal_.Open(kv.key, kv.value, header, body))) return refused;
+  // The value says which lease it lives under; etcd says which it does.
+  if (header->term == 0 || kv.lease != header->term) return EtcdRefusal::kNotLeaseBound;
+  return std::nullopt;
+}
+
+std::optional<EtcdRefusal> EtcdValueCodec::OpenMember(const EtcdKeyValue& kv, uint32_t id, Member* out) const {
+  SealHeader h;
+  std::string_view body;
+  if (auto refused = OpenBound(kv, &h, &body)) return refused;
+  if (h.writer != id) return EtcdRefusal::kWrongWriter;
+  Member m;
+  if (!DecodeMember(std::string(body), &m)) return EtcdRefusal::kMalformed;
+  if (m.id != id) return EtcdRefusal::kWrongWriter;
+  *out = std::move(m);
+  return std::nullopt;
+}
+
+std::optional<EtcdRefusal> EtcdValueCodec::OpenLeader(const EtcdKeyValue& kv, LeaderClaim* out) const {
+  SealHeader h;
+  std::string_view body;
+  if (auto refused = OpenBound(kv, &h, &body)) return refused;
+  uint32_t id = 0;
+  if (!ParseNodeId(body, &id)) return EtcdRefusal::kMalformed;
+  if (id != h.writer) return EtcdRefusal::kWrongWriter;  // nobody elects another node
+  *out = LeaderClaim{id, h.term};
+  return std::nullopt;
+}
+
+std::optional<EtcdRefusal> EtcdValueCodec::OpenOffsets(const EtcdKeyValue& kv, const LeaderClaim& leader,
+                                                       int64_t now_ns, OffsetsSnapshot* out,
+                                                       SealHeader* header) const {
+  SealHeader h;
+  std::string_view body;
+  if (auto refused = OpenBound(kv, &h, &body)) return refused;
+  if (h.writer != leader.id || h.term != leader.term) return EtcdRefusal::kNotLeader;
+  OffsetsSnapshot s;
+  std::string error;
+  if (!DecodeOffsetsSnapshot(body, &s, &error)) return EtcdRefusal::kMalformed;
+  if (s.leader != h.writer || s.sequence != h.seq) return EtcdRefusal::kWrongWriter;
+  if (!InDate(h.t_ns, now_ns) || !InDate(s.reference_instant_ns, now_ns)) return EtcdRefusal::kOutOfDate;
+  *out = std::move(s);
+  *header = h;
+  return std::nullopt;
+}
+
+std::optional<EtcdRefusal> EtcdValueCodec::OpenWindow(const EtcdKeyValue& kv, int64_t now_ns,
+                                                      WindowSummary* out) const {
+  SealHeader h;
+  std::string_view body;
+  if (auto refused = OpenBound(kv, &h, &body)) return refused;
+  WindowSummary w;
+  std::string error;
+  if (!DecodeWindowSummary(body, &w, &error)) return EtcdRefusal::kMalformed;
+  // A node speaks for its own edges only, under the key of that window.
+  if (w.estimate.node != h.writer || kv.key != WindowKey(w)) return EtcdRefusal::kWrongWriter;
+  if (!InDate(h.t_ns, now_ns) || !InDate(w.estimate.x0_ns, now_ns)) return EtcdRefusal::kOutOfDate;
+  *out = std::move(w);
+  return std::nullopt;
+}
+
+void EtcdRefusalLog::Note(EtcdRefusal reason, std::string_view key, int64_t now_ns) {
+  const size_t i = static_cast<size_t>(reason);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++counts_[i];
+  if (last_logged_ns_[i] != 0 && now_ns - last_logged_ns_[i] < kLogEveryNs) {
+    ++unlogged_[i];
+    return;
+  }
+  const std::string excerpt(key.substr(0, kKeyExcerpt));
+  if (unlogged_[i] > 0) {
+    spdlog::warn("etcd: refused the value at {} ({}; {} more refused for this reason since the last report)",
+                 excerpt, EtcdRefusalName(reason), unlogged_[i]);
+  } else {
+    spdlog::warn("etcd: refused the value at {} ({})", excerpt, EtcdRefusalName(reason));
+  }
+  last_logged_ns_[i] = now_ns;
+  unlogged_[i] = 0;
+}
+
+std::array<uint64_t, static_cast<size_t>(EtcdRefusal::kCount)> EtcdRefusalLog::counts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return counts_;
+}
+
+uint64_t EtcdRefusalLog::total() const {
+  uint64_t sum = 0;
+  for (uint64_t c : counts()) sum += c;
+  return sum;
+}
+
+}  // namespace chronolink

@@ -1,0 +1,230 @@
+// Sealed etcd values (agent/coord/etcd_value_seal.h, etcd_value_codec.h):
+// what a writer without the cluster key, or a replay of an honest value,
+// can put under the prefix, and that each is refused for the right reason.
+#include "agent/coord/etcd_value_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include "agent/coord/member_view.h"
+
+namespace chronolink {
+namespace {
+
+constexpr char kPrefix[] = "/chronolink/7/";
+constexpr int64_t kNow = 1'764'000'000'000'000'000;  // a REALTIME instant (ns)
+constexpr int64_t kLease = 0x7a11;
+constexpr int64_t kSecond = 1'000'000'000;
+
+ClusterKey KeyOf(uint8_t fill) {
+  ClusterKey k{};
+  for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<uint8_t>(fill + i);
+  return k;
+}
+
+EtcdKeyValue Kv(std::string key, std::string value, int64_t lease) {
+  EtcdKeyValue kv;
+  kv.key = std::move(key);
+  kv.value = std::move(value);
+  kv.lease = lease;
+  return kv;
+}
+
+OffsetsSnapshot Snapshot(uint32_t leader, uint64_t sequence, int64_t instant) {
+  OffsetsSnapshot s;
+  s.leader = leader;
+  s.sequence = sequence;
+  s.reference_instant_ns = instant;
+  NodeSolution n;
+  n.node = 2;
+  n.offset_ns = 1234.5;
+  n.reachable = true;
+  s.nodes.push_back(n);
+  return s;
+}
+
+WindowSummary Window(uint32_t node, int64_t x0) {
+  WindowSummary w;
+  w.estimate.node = node;
+  w.estimate.peer = node + 1;
+  w.estimate.x0_ns = x0;
+  w.estimate.beta_ns = 10;
+  w.estimate.uncertainty_ns = 100;
+  w.session = 99;
+  w.window_start_ns = x0 - kSecond;
+  w.estimator = "max_margin";
+  return w;
+}
+
+class EtcdValueCodecTest : public ::testing::Test {
+ protected:
+  EtcdValueCodec Codec(uint32_t self, uint8_t key_fill = 1) {
+    return EtcdValueCodec(KeyOf(key_fill), kPrefix, self, EtcdDateLimits{});
+  }
+};
+
+TEST(EtcdValueSealTest, OpensWhatItSealedAndNothingElse) {
+  const EtcdValueSeal seal(KeyOf(1));
+  const SealHeader h{3, kLease, 17, kNow};
+  const std::string key = std::string(kPrefix) + "members/3";
+  const std::string value = seal.Seal(key, h, "{\"id\":3}");
+  SealHeader got;
+  std::string_view body;
+  ASSERT_EQ(seal.Open(key, value, &got, &body), SealResult::kOk);
+  EXPECT_EQ(got, h);
+  EXPECT_EQ(body, "{\"id\":3}");
+
+  // Every byte counts: the body, each header number, the key it lives under.
+  std::string tampered = value;
+  tampered.back() = '}' == tampered.back() ? ']' : '}';
+  EXPECT_EQ(seal.Open(key, tampered, &got, &body), SealResult::kBadMac);
+  for (const char* field : {"writer=3", "term=31249", "seq=17"}) {
+    std::string v = value;
+    const size_t at = v.find(field);
+    ASSERT_NE(at, std::string::npos) << field << " in " << v;
+    v[at + std::string(field).size() - 1] ^= 1;  // last digit changes
+    EXPECT_EQ(seal.Open(key, v, &got, &body), SealResult::kBadMac) << field;
+  }
+  EXPECT_EQ(seal.Open(std::string(kPrefix) + "members/4", value, &got, &body), SealResult::kBadMac);
+  // Another cluster's key.
+  EXPECT_EQ(EtcdValueSeal(KeyOf(2)).Open(key, value, &got, &body), SealResult::kBadMac);
+}
+
+TEST(EtcdValueSealTest, AnythingNotInTheLayoutIsUnsealed) {
+  const EtcdValueSeal seal(KeyOf(1));
+  const std::string key = "/k";
+  SealHeader got;
+  std::string_view body;
+  const std::string mac(64, '0');
+  for (const std::string& v : {
+           std::string("{\"id\":3,\"address\":\"10.0.0.9\",\"port\":7319}"),  // what 0.x wrote
+           std::string(""),
+           std::string("chronolink-sealed-v1"),
+           "chronolink-sealed-v1 writer=3 term=1 seq=1 t_ns=1 mac=" + mac,  // no newline
+           "chronolink-sealed-v1 writer=-3 term=1 seq=1 t_ns=1 mac=" + mac + "\n{}",
+           "chronolink-sealed-v1 writer=3 term=1 seq=-1 t_ns=1 mac=" + mac + "\n{}",
+           "chronolink-sealed-v1 writer=3 term=1 seq=1 t_ns=1 mac=" + mac.substr(2) + "\n{}",
+           "chronolink-sealed-v1 writer=3 term=1 seq=1 t_ns=1 mac=" + mac + " extra=1\n{}",
+           "chronolink-sealed-v1 term=1 writer=3 seq=1 t_ns=1 mac=" + mac + "\n{}",
+           "chronolink-sealed-v1 writer= 3 term=1 seq=1 t_ns=1 mac=" + mac + "\n{}",
+           "chronolink-sealed-v1 writer=3 term=1 seq=1 t_ns=99999999999999999999 mac=" + mac + "\n{}",
+           std::string(300, 'x') + "\n{}",
+       }) {
+    EXPECT_EQ(seal.Open(key, v, &got, &body), SealResult::kUnsealed) << v;
+  }
+  // Right layout, wrong MAC.
+  EXPECT_EQ(seal.Open(key, "chronolink-sealed-v1 writer=3 term=1 seq=1 t_ns=1 mac=" + mac + "\n{}", &got, &body),
+            SealResult::kBadMac);
+}
+
+TEST_F(EtcdValueCodecTest, MembersAreTheirWritersAndLiveUnderTheirLease) {
+  EtcdValueCodec node3 = Codec(3);
+  const EtcdValueCodec reader = Codec(1);
+  const Member m{3, "10.0.0.3", 7319};
+  const std::string value = node3.SealMember(m, kLease, kNow);
+  Member got;
+  EXPECT_EQ(reader.OpenMember(Kv(reader.MemberKey(3), value, kLease), 3, &got), std::nullopt);
+  EXPECT_EQ(got, m);
+  // Put back after the lease ended (without it, or under another).
+  EXPECT_EQ(reader.OpenMember(Kv(reader.MemberKey(3), value, 0), 3, &got), EtcdRefusal::kNotLeaseBound);
+  EXPECT_EQ(reader.OpenMember(Kv(reader.MemberKey(3), value, kLease + 1), 3, &got),
+            EtcdRefusal::kNotLeaseBound);
+  // Moved to another member's key: the MAC covers the key.
+  EXPECT_EQ(reader.OpenMember(Kv(reader.MemberKey(4), value, kLease), 4, &got), EtcdRefusal::kBadMac);
+  // A node (with the key) registering someone else.
+  const std::string other = node3.SealMember(Member{4, "10.0.0.66", 7319}, kLease, kNow);
+  EXPECT_EQ(reader.OpenMember(Kv(reader.MemberKey(4), other, kLease), 4, &got), EtcdRefusal::kWrongWriter);
+  // A writer without the key: plain JSON pointing probes at a victim.
+  EXPECT_EQ(reader.OpenMember(Kv(reader.MemberKey(9), EncodeMember(Member{9, "192.0.2.1", 7319}), kLease), 9, &got),
+            EtcdRefusal::kUnsealed);
+}
+
+TEST_F(EtcdValueCodecTest, TheLeaderKeyNamesItsWriterOnly) {
+  EtcdValueCodec node2 = Codec(2);
+  const EtcdValueCodec reader = Codec(1);
+  LeaderClaim claim;
+  EXPECT_EQ(reader.OpenLeader(Kv(reader.LeaderKey(), node2.SealLeader(kLease, kNow), kLease), &claim), std::nullopt);
+  EXPECT_EQ(claim, (LeaderClaim{2, kLease}));
+  EXPECT_EQ(reader.OpenLeader(Kv(reader.LeaderKey(), "99", 0), &claim), EtcdRefusal::kUnsealed);
+  EXPECT_EQ(reader.OpenLeader(Kv(reader.LeaderKey(), node2.SealLeader(kLease, kNow), 0), &claim),
+            EtcdRefusal::kNotLeaseBound);
+}
+
+TEST_F(EtcdValueCodecTest, OffsetsComeFromTheLeaderOfTheTermAndAreDatedNow) {
+  EtcdValueCodec leader = Codec(2);
+  const EtcdValueCodec reader = Codec(1);
+  const LeaderClaim term{2, kLease};
+  OffsetsSnapshot got;
+  SealHeader header;
+  auto open = [&](const std::string& value, int64_t lease, const LeaderClaim& claim) {
+    return reader.OpenOffsets(Kv(reader.OffsetsKey(), value, lease), claim, kNow, &got, &header);
+  };
+  const std::string good = leader.SealOffsets(Snapshot(2, 5, kNow - 3 * kSecond), kLease, kNow);
+  EXPECT_EQ(open(good, kLease, term), std::nullopt);
+  EXPECT_EQ(got.sequence, 5u);
+  EXPECT_EQ(header.term, kLease);
+
+  // An earlier leader's snapshot, or one under an earlier term of this one.
+  EXPECT_EQ(open(good, kLease, LeaderClaim{3, kLease}), EtcdRefusal::kNotLeader);
+  EXPECT_EQ(open(good, kLease, LeaderClaim{2, kLease + 1}), EtcdRefusal::kNotLeader);
+  // A writer without the key: plain JSON, or a sealed-looking forgery.
+  EXPECT_EQ(open(EncodeOffsetsSnapshot(Snapshot(2, 6, kNow)), kLease, term), EtcdRefusal::kUnsealed);
+  EXPECT_EQ(open(Codec(2, 9).SealOffsets(Snapshot(2, 6, kNow), kLease, kNow), kLease, term),
+            EtcdRefusal::kBadMac);
+  // Dated far from now, even by the leader itself: INT64_MAX would freeze
+  // every later snapshot; the distant past is a replay.
+  EXPECT_EQ(open(leader.SealOffsets(Snapshot(2, 7, std::numeric_limits<int64_t>::max()), kLease, kNow), kLease, term),
+            EtcdRefusal::kOutOfDate);
+  EXPECT_EQ(open(leader.SealOffsets(Snapshot(2, 7, kNow + 61 * kSecond), kLease, kNow), kLease, term),
+            EtcdRefusal::kOutOfDate);
+  EXPECT_EQ(open(leader.SealOffsets(Snapshot(2, 7, kNow - 121 * kSecond), kLease, kNow), kLease, term),
+            EtcdRefusal::kOutOfDate);
+  EXPECT_EQ(open(leader.SealOffsets(Snapshot(2, 7, kNow), kLease, std::numeric_limits<int64_t>::min()), kLease,
+                 term),
+            EtcdRefusal::kOutOfDate);
+  // A snapshot naming another leader than its writer.
+  EXPECT_EQ(open(leader.SealOffsets(Snapshot(3, 7, kNow), kLease, kNow), kLease, term), EtcdRefusal::kWrongWriter);
+}
+
+TEST_F(EtcdValueCodecTest, WindowsSpeakForTheirWriterUnderTheirOwnKey) {
+  EtcdValueCodec node3 = Codec(3);
+  const EtcdValueCodec leader = Codec(1);
+  WindowSummary got;
+  const WindowSummary w = Window(3, kNow - 5 * kSecond);
+  EXPECT_EQ(leader.OpenWindow(Kv(leader.WindowKey(w), node3.SealWindow(w, kLease, kNow), kLease), kNow, &got),
+            std::nullopt);
+  EXPECT_EQ(got.Key(), w.Key());
+  // Node 3 speaking for node 4's edge.
+  const WindowSummary theirs = Window(4, kNow - 5 * kSecond);
+  EXPECT_EQ(leader.OpenWindow(Kv(leader.WindowKey(theirs), node3.SealWindow(theirs, kLease, kNow), kLease), kNow,
+                              &got),
+            EtcdRefusal::kWrongWriter);
+  // Future-dated (would never expire at the leader), and long past.
+  for (int64_t x0 : {kNow + 3600 * kSecond, kNow - 3600 * kSecond}) {
+    const WindowSummary odd = Window(3, x0);
+    EXPECT_EQ(leader.OpenWindow(Kv(leader.WindowKey(odd), node3.SealWindow(odd, kLease, kNow), kLease), kNow, &got),
+              EtcdRefusal::kOutOfDate)
+        << x0;
+  }
+  // Injected without the key.
+  EXPECT_EQ(leader.OpenWindow(Kv(leader.WindowKey(w), EncodeWindowSummary(w), kLease), kNow, &got),
+            EtcdRefusal::kUnsealed);
+  // Kept beyond its lease.
+  EXPECT_EQ(leader.OpenWindow(Kv(leader.WindowKey(w), node3.SealWindow(w, kLease, kNow), 0), kNow, &got),
+            EtcdRefusal::kNotLeaseBound);
+}
+
+TEST(EtcdRefusalLogTest, CountsEveryRefusalByReason) {
+  EtcdRefusalLog log;
+  for (int i = 0; i < 5; ++i) log.Note(EtcdRefusal::kUnsealed, "/k", 1 + i);
+  log.Note(EtcdRefusal::kOutOfDate, "/k", 10);
+  EXPECT_EQ(log.total(), 6u);
+  EXPECT_EQ(log.counts()[static_cast<size_t>(EtcdRefusal::kUnsealed)], 5u);
+  EXPECT_EQ(log.counts()[static_cast<size_t>(EtcdRefusal::kOutOfDate)], 1u);
+  EXPECT_EQ(EtcdRefusalName(EtcdRefusal::kNotLeaseBound), "not_lease_bound");
+}
+
+}  // namespace
+}  // namespace chronolink
