@@ -39,6 +39,10 @@ void ClusterLeader::Add(std::span<const WindowSummary> windows, int64_t now_ns) 
       ++stats_.windows_expired;
       continue;
     }
+    if (w.estimate.x0_ns > now_ns && w.estimate.x0_ns - now_ns > options_.max_future_ns) {
+      ++stats_.windows_future;
+      continue;
+    }
     const WindowId id{w.estimate.node, w.estimate.peer, w.window_start_ns, w.session};
     if (!seen_.insert(id).second) {
       ++stats_.windows_duplicate;

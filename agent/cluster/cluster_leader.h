@@ -30,6 +30,9 @@ struct ClusterLeaderOptions {
   int64_t ready_after_ns = 2'300'000'000;
   // Summaries whose x0 is older than now − retention are forgotten.
   int64_t retention_ns = 120'000'000'000;
+  // Summaries whose x0 is later than now + this are refused: they would
+  // never expire. The clocks of one cluster never disagree by a minute.
+  int64_t max_future_ns = 60'000'000'000;
   // On taking office, instants back to now − backfill are solved too (those
   // the previous leader may have missed while it died).
   int64_t backfill_ns = 10'000'000'000;
@@ -46,6 +49,7 @@ struct ClusterLeaderStats {
   uint64_t windows_duplicate = 0;  // resends (reconnects, failover) already held
   uint64_t windows_late = 0;       // arrived after an instant they serve was solved
   uint64_t windows_expired = 0;    // older than the retention on arrival
+  uint64_t windows_future = 0;     // dated more than max_future_ns ahead: refused
   uint64_t instants_solved = 0;
   uint64_t instants_recomputed = 0;
   uint64_t instants_skipped = 0;   // fell behind: never solved

@@ -178,6 +178,18 @@ void ClusterService::AppendMetrics(PrometheusText& t) const {
            static_cast<double>(st.windows_delivered));
   t.Sample("chronolink_cluster_windows_total", {{"node", node}, {"state", "dropped"}},
            static_cast<double>(st.windows_dropped));
+  t.Family("chronolink_cluster_refused_total",
+           "Coordination values or messages refused: unauthenticated, not their writer's, stale or out of date",
+           "counter");
+  t.Sample("chronolink_cluster_refused_total", {{"node", node}}, static_cast<double>(st.refused));
+  if (!st.refused_by_reason.empty()) {
+    t.Family("chronolink_cluster_refused_by_reason_total", "Coordination values or messages refused, by reason",
+             "counter");
+  }
+  for (const auto& [reason, count] : st.refused_by_reason) {
+    t.Sample("chronolink_cluster_refused_by_reason_total", {{"node", node}, {"reason", reason}},
+             static_cast<double>(count));
+  }
   t.Family("chronolink_cluster_windows_pending", "Window summaries waiting for delivery", "gauge");
   t.Sample("chronolink_cluster_windows_pending", {{"node", node}}, static_cast<double>(st.windows_pending));
   if (latest_) {
@@ -227,10 +239,14 @@ nlohmann::ordered_json ClusterService::Stats() const {
   j["windows_dropped"] = st.windows_dropped;
   j["offsets_received"] = st.offsets_received;
   j["errors"] = st.errors;
+  j["refused"] = st.refused;
+  j["refused_by_reason"] = st.refused_by_reason;
   std::lock_guard<std::mutex> lock(stats_mutex_);
   j["leader_windows_received"] = leader_stats_.windows_received;
   j["leader_windows_duplicate"] = leader_stats_.windows_duplicate;
   j["leader_windows_late"] = leader_stats_.windows_late;
+  j["leader_windows_expired"] = leader_stats_.windows_expired;
+  j["leader_windows_future"] = leader_stats_.windows_future;
   j["leader_instants_solved"] = leader_stats_.instants_solved;
   j["leader_instants_recomputed"] = leader_stats_.instants_recomputed;
   j["leader_instants_skipped"] = leader_stats_.instants_skipped;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "agent/coord/cluster_messages.h"
@@ -108,6 +109,23 @@ TEST(ClusterLeader, DropsDuplicatesAndExpiredWindows) {
   // Far older than the retention: refused.
   leader.Add(AllWindows(kBase - 1000 * kSecond), kBase + kStep);
   EXPECT_EQ(leader.stats().windows_expired, w.size());
+}
+
+// A window dated far ahead of the leader's clock would never expire and
+// would pull every solve it falls into: refused, counted, never held.
+TEST(ClusterLeader, RefusesWindowsDatedFarInTheFuture) {
+  ClusterLeader leader(1, Options());
+  leader.TakeOffice(kBase);
+  const auto w = AllWindows(kBase);
+  leader.Add(w, kBase + kStep);
+  leader.Add(AllWindows(kBase + 3600 * kSecond), kBase + kStep);
+  leader.Add(std::vector<WindowSummary>{Window(1, 2, std::numeric_limits<int64_t>::max() - kStep)}, kBase + kStep);
+  EXPECT_EQ(leader.stats().windows_future, w.size() + 1);
+  EXPECT_EQ(leader.windows_held(), w.size());
+  // Clocks of one cluster disagree by far less than a minute: a window a
+  // little ahead (a node whose clock runs early) is taken.
+  leader.Add(AllWindows(kBase + 10 * kSecond), kBase + kStep);
+  EXPECT_EQ(leader.windows_held(), 2 * w.size());
 }
 
 TEST(ClusterLeader, LateWindowsMakeARecomputedInstant) {
