@@ -356,7 +356,11 @@ class EtcdClusterTest : public ClusterTest {
       EtcdClient c(ClientOptions());
       std::optional<EtcdKeyValue> kv;
       std::string error;
-      if (c.Get("/test/leader", &kv, &error) && kv) id = static_cast<uint32_t>(std::stoul(kv->value));
+      // The value is sealed (docs/formats.md): the id is the body, after
+      // the header line.
+      if (c.Get("/test/leader", &kv, &error) && kv && kv->value.find('\n') != std::string::npos) {
+        id = static_cast<uint32_t>(std::stoul(kv->value.substr(kv->value.find('\n') + 1)));
+      }
     });
     return id;
   }
