@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,6 +37,7 @@
 #include <vector>
 
 #include "agent/config/agent_config.h"
+#include "agent/coord/etcd_client.h"
 #include "tests/support/etcd_server.h"
 #include "tests/support/require_etcd.h"
 #include "tests/support/wait_until.h"
@@ -177,7 +179,8 @@ std::string Describe(const CoordinatorStatus& s) {
          " leader_changes=" + std::to_string(s.leader_changes) +
          " published=" + std::to_string(s.windows_published) + " delivered=" + std::to_string(s.windows_delivered) +
          " pending=" + std::to_string(s.windows_pending) + " dropped=" + std::to_string(s.windows_dropped) +
-         " offsets_received=" + std::to_string(s.offsets_received) + " errors=" + std::to_string(s.errors);
+         " offsets_received=" + std::to_string(s.offsets_received) + " errors=" + std::to_string(s.errors) +
+         " refused=" + std::to_string(s.refused);
 }
 
 // One agent's coordination: its configuration (which the coordinator keeps
@@ -825,6 +828,8 @@ TEST_F(EtcdCoordinatorTest, WindowsReachTheLeaderAndOffsetsComeBack) {
     uint64_t v = 0;
     ExpectSameSnapshot(*n.coordinator->LatestOffsets(&v), newer);
   }
+  // An honest cluster refuses nothing of its own.
+  for (Node& n : nodes_) EXPECT_EQ(n.Status().refused, 0u) << "node " << n.id << ": " << Describe(n.Status());
 }
 
 TEST_F(EtcdCoordinatorTest, AnotherNodeLeadsWhenTheLeaderStops) {
@@ -967,6 +972,92 @@ TEST_F(EtcdCoordinatorTest, WindowsPublishedWhileEtcdIsDownArriveWhenItIsBack) {
     return leader != 0 && node(leader).InboxHas(all);
   })) << StatusReport();
   node(leader).ExpectInboxHas(all);
+}
+
+// Every attack of issue 14's finding 1, by a writer who can reach etcd but
+// has no cluster key, against three running nodes: offsets for every node
+// (and one dated INT64_MAX to freeze publication), members pointing probes
+// at a victim, a leader that does not exist, window summaries for any node
+// and far in the future. Nothing of it may reach a node; all is counted.
+TEST_F(EtcdCoordinatorTest, AWriterWithoutTheKeyMovesNothing) {
+  ASSERT_NO_FATAL_FAILURE(MakeNodes(shared_->client_url()));
+  ASSERT_NO_FATAL_FAILURE(StartAllAtOnce());
+  const uint32_t first = WaitForLeader();
+  ASSERT_NE(first, 0u) << StatusReport();
+  const OffsetsSnapshot honest = Snapshot(first, 1, 5'000'000'000);
+  node(first).coordinator->PublishOffsets(honest);
+  ASSERT_TRUE(WaitUntil([&] {
+    return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
+      uint64_t v = 0;
+      const auto got = n.coordinator->LatestOffsets(&v);
+      return got && got->sequence == 1;
+    });
+  })) << StatusReport();
+
+  EtcdClientOptions o;
+  o.endpoints = {shared_->client_url()};
+  EtcdClient attacker(o);
+  std::string error;
+  // offsets/latest: a plausible snapshot that moves every node by 1 ms, one
+  // dated INT64_MAX, and a sealed-looking one with a made-up MAC.
+  OffsetsSnapshot moved = Snapshot(first, 1000, 6'000'000'000);
+  for (NodeSolution& n : moved.nodes) n.offset_ns += 1e6;
+  OffsetsSnapshot frozen = Snapshot(first, 1001, 0);
+  frozen.reference_instant_ns = std::numeric_limits<int64_t>::max();
+  const std::string fake_mac(64, 'a');
+  for (const std::string& value :
+       {EncodeOffsetsSnapshot(moved), EncodeOffsetsSnapshot(frozen),
+        "chronolink-sealed-v1 writer=" + std::to_string(first) + " term=1 seq=1002 t_ns=1 mac=" + fake_mac + "\n" +
+            EncodeOffsetsSnapshot(moved)}) {
+    ASSERT_TRUE(attacker.Put(prefix_ + "offsets/latest", value, 0, &error)) << error;
+  }
+  // Members aimed at a victim (a fresh id, and over a real member's key).
+  ASSERT_TRUE(attacker.Put(prefix_ + "members/9", "{\"id\":9,\"address\":\"192.0.2.9\",\"port\":7319}", 0, &error));
+  // Window summaries: for node 2's edge, for a node that is not a member,
+  // and one dated an hour ahead (it would never expire).
+  const WindowSummary forged2 = Window(2, 3, 40'000'000'000, 555);
+  const WindowSummary forged9 = Window(9, 1, 40'000'000'000, 556);
+  WindowSummary future = Window(1, 2, 3'600'000'000'000, 557);
+  for (const WindowSummary& w : {forged2, forged9, future}) {
+    ASSERT_TRUE(attacker.Put(prefix_ + "windows/" + w.Key(), EncodeWindowSummary(w), 0, &error)) << error;
+  }
+  // A leader that does not exist, over the real leader's key.
+  ASSERT_TRUE(attacker.Put(prefix_ + "leader", "99", 0, &error)) << error;
+
+  // The cluster clears the forged leader key and elects one of its own.
+  uint32_t leader = 0;
+  ASSERT_TRUE(WaitUntil([&] {
+    leader = AgreedLeader().value_or(0);
+    return leader >= 1 && leader <= 3;
+  })) << StatusReport();
+  // The leader goes on publishing, and every node takes its newer instant:
+  // nothing froze publication.
+  const OffsetsSnapshot later = Snapshot(leader, 2, 9'000'000'000);
+  node(leader).coordinator->PublishOffsets(later);
+  for (Node& n : nodes_) {
+    std::optional<OffsetsSnapshot> got;
+    ASSERT_TRUE(WaitUntil([&] {
+      uint64_t v = 0;
+      got = n.coordinator->LatestOffsets(&v);
+      return got && got->leader == leader && got->reference_instant_ns == later.reference_instant_ns;
+    })) << "node " << n.id << StatusReport();
+    ExpectSameSnapshot(*got, later);
+    uint64_t version = 0;
+    EXPECT_EQ(n.coordinator->Members(&version), ExpectedMembers({1, 2, 3})) << "node " << n.id;
+  }
+  node(leader).DrainInbox();
+  for (const WindowSummary& w : {forged2, forged9, future}) {
+    EXPECT_EQ(node(leader).inbox.count(w.Key()), 0u) << "leader took forged window " << w.Key();
+  }
+  // Counted where they were read: every node saw the offsets, the member
+  // and the leader key; the leader the windows.
+  for (Node& n : nodes_) {
+    const CoordinatorStatus s = n.Status();
+    EXPECT_GE(s.refused, 3u) << "node " << n.id << ": " << Describe(s);
+    const auto unsealed = s.refused_by_reason.find("unsealed");
+    EXPECT_TRUE(unsealed != s.refused_by_reason.end() && unsealed->second >= 2u) << "node " << n.id << ": " << Describe(s);
+  }
+  EXPECT_GE(node(leader).Status().refused, 6u) << Describe(node(leader).Status());
 }
 
 }  // namespace
