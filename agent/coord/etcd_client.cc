@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace chronolink {
@@ -11,10 +12,13 @@ using nlohmann::json;
 
 namespace {
 
-constexpr size_t kMaxAnswerBytes = 256u << 20;  // far above etcd's own request limits
 // Keys and values of one PutMany transaction: base64 makes it ~1.4 MiB on
 // the wire, under etcd's default --max-request-bytes of 1.5 MiB.
 constexpr size_t kMaxTxnPayloadBytes = 1u << 20;
+
+// A prefix read whose revision is compacted between two pages starts over
+// at the current revision, this many times in all.
+constexpr int kPrefixReadAttempts = 3;
 
 std::string LeaseNotFound(int64_t lease_id) { return "etcd: lease " + std::to_string(lease_id) + " not found"; }
 
@@ -27,9 +31,11 @@ struct EtcdClient::Endpoint {
 };
 
 struct EtcdClient::Reply {
-  json body;
+  std::string text;  // the answer as it came, for excerpts in errors
+  json body;         // parsed, and so no deeper than kMaxJsonDepth
   int http_status = 0;
   int grpc_code = 0;
+  bool too_large = false;  // cut at max_answer_bytes
 };
 
 EtcdClient::EtcdClient(EtcdClientOptions options) : options_(std::move(options)) {
@@ -59,8 +65,10 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
               options_.request_timeout_ms);
   const Clock::time_point start = Clock::now();
   // The read timeout bounds each wait; the deadline bounds a server that
-  // dribbles its answer.
-  std::string answer;
+  // dribbles its answer, the size limit one that sends too much.
+  std::string& answer = reply->text;
+  answer.clear();
+  reply->too_large = false;
   bool too_slow = false, too_large = false;
   httplib::Request request;
   request.method = "POST";
@@ -68,8 +76,8 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
   request.headers = {{"Content-Type", "application/json"}};
   request.body = body;
   request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
-    answer.append(data, size);
-    too_large = answer.size() > kMaxAnswerBytes;
+    too_large = answer.size() + size > options_.max_answer_bytes;
+    if (!too_large) answer.append(data, size);
     too_slow = ElapsedMs(start) > options_.connect_timeout_ms + options_.request_timeout_ms;
     return !too_large && !too_slow;
   };
@@ -82,7 +90,9 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
   httplib::Error http_error = httplib::Error::Success;
   const std::string where = "etcd " + endpoint.url + ": ";
   const bool sent = endpoint.http->send(request, response, http_error);
-  reply->body = json::parse(answer, nullptr, /*allow_exceptions=*/false);
+  std::string parse_error;
+  reply->body = json();
+  const bool parsed = !too_large && !too_slow && ParseJsonAnswer(answer, &reply->body, &parse_error);
   // etcd ends its error answers with an HTTP trailer, which cpp-httplib
   // 0.11 takes for a broken chunked body after delivering the body whole.
   const bool trailer_only = !sent && http_error == httplib::Error::Read && status != 0 && !too_slow &&
@@ -90,7 +100,9 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
   if (!sent && !trailer_only) {
     *may_retry = http_error == httplib::Error::Connection || http_error == httplib::Error::ConnectionTimeout;
     if (too_large) {
-      *error = where + "answer larger than " + std::to_string(kMaxAnswerBytes) + " bytes";
+      reply->too_large = true;
+      *error = where + "answer to " + path + " larger than " + std::to_string(options_.max_answer_bytes) +
+               " bytes: \"" + Excerpt(answer) + "\"";
     } else if (too_slow) {
       *error = where + "no complete answer within " + std::to_string(options_.request_timeout_ms) + " ms";
     } else {
@@ -106,7 +118,11 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
              (message.empty() ? Excerpt(answer) : message);
     return false;
   }
-  if (reply->body.is_discarded() || !reply->body.is_object()) {
+  if (!parsed) {
+    *error = where + "bad answer to " + path + ": " + parse_error;
+    return false;
+  }
+  if (!reply->body.is_object()) {
     *error = where + "answer to " + path + " is not a JSON object: \"" + Excerpt(answer) + "\"";
     return false;
   }
@@ -130,6 +146,10 @@ bool EtcdClient::Call(const std::string& path, const std::string& body, bool ide
       return true;
     }
     errors += (errors.empty() ? "" : "; ") + one_error;
+    if (reply->too_large) {  // every endpoint holds the same data: final
+      *error = one_error;
+      return false;
+    }
     const bool answered = reply->http_status != 0;
     if (answered) {
       // etcd answered: the answer is final. An unavailable member (no
@@ -152,7 +172,7 @@ bool EtcdClient::RawCall(const std::string& path, const std::string& json_body, 
                          std::string* error) {
   Reply reply;
   if (!Call(path, json_body, /*idempotent=*/false, &reply, error)) return false;
-  *json_answer = reply.body.dump();
+  *json_answer = std::move(reply.text);
   return true;
 }
 
@@ -179,7 +199,7 @@ bool EtcdClient::Get(std::string_view key, std::optional<EtcdKeyValue>* out, std
   std::vector<EtcdKeyValue> kvs;
   int64_t header_revision = 0;
   if (!ParseKeyValues(reply.body, &kvs) || !HeaderRevision(reply.body, &header_revision)) {
-    *error = "etcd " + current_endpoint() + ": bad range answer: " + Excerpt(reply.body.dump());
+    *error = "etcd " + current_endpoint() + ": bad range answer: " + Excerpt(reply.text);
     return false;
   }
   out->reset();
@@ -190,14 +210,64 @@ bool EtcdClient::Get(std::string_view key, std::optional<EtcdKeyValue>* out, std
 
 bool EtcdClient::GetPrefix(std::string_view prefix, std::vector<EtcdKeyValue>* out, std::string* error,
                            int64_t* revision) {
-  Reply reply;
-  if (!Call("/v3/kv/range", PrefixRequest(prefix).dump(), /*idempotent=*/true, &reply, error)) return false;
-  int64_t header_revision = 0;
-  if (!ParseKeyValues(reply.body, out) || !HeaderRevision(reply.body, &header_revision)) {
-    *error = "etcd " + current_endpoint() + ": bad range answer: " + Excerpt(reply.body.dump());
-    return false;
+  for (int attempt = 1;; ++attempt) {
+    bool compacted = false;
+    int64_t read_revision = 0;
+    if (ReadPrefixPages(prefix, out, &read_revision, &compacted, error)) {
+      if (revision != nullptr) *revision = read_revision;
+      return true;
+    }
+    out->clear();
+    if (!compacted || attempt == kPrefixReadAttempts) return false;
   }
-  if (revision != nullptr) *revision = header_revision;
+}
+
+bool EtcdClient::ReadPrefixPages(std::string_view prefix, std::vector<EtcdKeyValue>* out, int64_t* read_revision,
+                                 bool* compacted, std::string* error) {
+  out->clear();
+  *read_revision = 0;
+  int64_t limit = std::max<int64_t>(1, options_.range_page_keys);
+  std::string start;  // the first key of the next page; empty: the prefix's first
+  for (;;) {
+    Reply reply;
+    const json request = PrefixPageRequest(prefix, start, limit, *read_revision);
+    if (!Call("/v3/kv/range", request.dump(), /*idempotent=*/true, &reply, error)) {
+      if (reply.too_large && limit > 1) {  // large values: the same page again, in halves
+        limit = (limit + 1) / 2;
+        continue;
+      }
+      *compacted = *read_revision != 0 && reply.grpc_code == kGrpcOutOfRange;
+      return false;
+    }
+    std::vector<EtcdKeyValue> page;
+    int64_t header_revision = 0;
+    if (!ParseKeyValues(reply.body, &page) || !HeaderRevision(reply.body, &header_revision)) {
+      *error = "etcd " + current_endpoint() + ": bad range answer: " + Excerpt(reply.text);
+      return false;
+    }
+    // Later pages read at the first one's revision: one snapshot.
+    if (*read_revision == 0) *read_revision = header_revision;
+    const bool more = BoolField(reply.body, "more");
+    if (!AppendPage(prefix, std::move(page), more, out)) {
+      *error = "etcd " + current_endpoint() + ": range pages out of order or outside " + Excerpt(prefix) +
+               ": " + Excerpt(reply.text);
+      return false;
+    }
+    if (!more) return true;
+    start = out->back().key + '\0';  // the smallest key after the last one
+  }
+}
+
+bool EtcdClient::AppendPage(std::string_view prefix, std::vector<EtcdKeyValue> page, bool more,
+                            std::vector<EtcdKeyValue>* out) {
+  // Every key inside the prefix and after the one before: the result is
+  // one sorted list, and each page moves the read forward (a server that
+  // says "more" forever still has to name new keys).
+  if (more && page.empty()) return false;
+  for (EtcdKeyValue& kv : page) {
+    if (!kv.key.starts_with(prefix) || (!out->empty() && kv.key <= out->back().key)) return false;
+    out->push_back(std::move(kv));
+  }
   return true;
 }
 
@@ -212,7 +282,7 @@ bool EtcdClient::DeletePrefix(std::string_view prefix, int64_t* deleted, std::st
     return false;
   }
   if (!Int64Field(reply.body, "deleted", deleted)) {
-    *error = "etcd " + current_endpoint() + ": bad deleterange answer: " + Excerpt(reply.body.dump());
+    *error = "etcd " + current_endpoint() + ": bad deleterange answer: " + Excerpt(reply.text);
     return false;
   }
   return true;
@@ -229,7 +299,7 @@ bool EtcdClient::GrantLease(int64_t ttl_s, int64_t* lease_id, std::string* error
     return false;
   }
   if (!Int64Field(reply.body, "ID", lease_id) || *lease_id == 0) {
-    *error = "etcd " + current_endpoint() + ": bad lease grant answer: " + Excerpt(reply.body.dump());
+    *error = "etcd " + current_endpoint() + ": bad lease grant answer: " + Excerpt(reply.text);
     return false;
   }
   return true;
@@ -256,11 +326,11 @@ bool EtcdClient::KeepAliveOnce(int64_t lease_id, int64_t* ttl_s, std::string* er
       return true;
     }
     *error = "etcd " + current_endpoint() + ": lease keepalive failed: " +
-             (message.empty() ? Excerpt(reply.body.dump()) : message);
+             (message.empty() ? Excerpt(reply.text) : message);
     return false;
   }
   if (!Int64Field(*result, "TTL", ttl_s)) {
-    *error = "etcd " + current_endpoint() + ": bad keepalive answer: " + Excerpt(reply.body.dump());
+    *error = "etcd " + current_endpoint() + ": bad keepalive answer: " + Excerpt(reply.text);
     return false;
   }
   if (*ttl_s < 0) *ttl_s = 0;
@@ -300,7 +370,7 @@ bool EtcdClient::PutMany(const std::vector<std::pair<std::string, std::string>>&
     }
     if (!BoolField(reply.body, "succeeded")) {
       *error = "etcd " + current_endpoint() + ": a transaction without compares failed: " +
-               Excerpt(reply.body.dump());
+               Excerpt(reply.text);
       return false;
     }
     *stored += count;
@@ -323,7 +393,7 @@ bool EtcdClient::PutIfAbsent(std::string_view key, std::string_view value, int64
     if (reply.grpc_code == kGrpcNotFound && lease != 0) *error = LeaseNotFound(lease);
     return false;
   }
-  const std::string bad = "etcd " + current_endpoint() + ": bad txn answer: " + Excerpt(reply.body.dump());
+  const std::string bad = "etcd " + current_endpoint() + ": bad txn answer: " + Excerpt(reply.text);
   int64_t revision = 0;
   if (!HeaderRevision(reply.body, &revision)) {
     *error = bad;
@@ -363,7 +433,7 @@ bool EtcdClient::DeleteIfValue(std::string_view key, std::string_view expected, 
   if (!ArrayField(reply.body, "responses", &responses) || responses->size() != 1 ||
       (response = ObjectField((*responses)[0], "response_delete_range")) == nullptr ||
       !Int64Field(*response, "deleted", &count)) {
-    *error = "etcd " + current_endpoint() + ": bad txn answer: " + Excerpt(reply.body.dump());
+    *error = "etcd " + current_endpoint() + ": bad txn answer: " + Excerpt(reply.text);
     return false;
   }
   *deleted = count > 0;

@@ -34,7 +34,11 @@ class EtcdClient {
   // at the read (the header's), also when the key is absent.
   bool Get(std::string_view key, std::optional<EtcdKeyValue>* out, std::string* error,
            int64_t* revision = nullptr);
-  // Every key starting with prefix, sorted by key, in one answer.
+  // Every key starting with prefix, sorted by key, as of one revision
+  // (*revision): read in pages of options.range_page_keys keys, each page
+  // at the first one's revision. Should that revision be compacted before
+  // the last page, the read starts over at the current revision (3 times
+  // at most).
   bool GetPrefix(std::string_view prefix, std::vector<EtcdKeyValue>* out, std::string* error,
                  int64_t* revision = nullptr);
   // Deleting an absent key succeeds.
@@ -73,8 +77,8 @@ class EtcdClient {
   const std::string& current_endpoint() const;
 
   // POSTs a raw JSON request (body as the gateway expects it) and returns
-  // the parsed answer's text. For what this class does not wrap (tests use
-  // it for /v3/kv/compaction).
+  // the answer's text, once it parsed as a JSON object. For what this class
+  // does not wrap (tests use it for /v3/kv/compaction).
   bool RawCall(const std::string& path, const std::string& json_body, std::string* json_answer,
                std::string* error);
 
@@ -87,6 +91,12 @@ class EtcdClient {
             std::string* error);
   bool CallOne(Endpoint& endpoint, const std::string& path, const std::string& body, Reply* reply,
                bool* may_retry, std::string* error);
+  // GetPrefix's one attempt. *compacted: it failed because read_revision
+  // was compacted between pages.
+  bool ReadPrefixPages(std::string_view prefix, std::vector<EtcdKeyValue>* out, int64_t* read_revision,
+                       bool* compacted, std::string* error);
+  static bool AppendPage(std::string_view prefix, std::vector<EtcdKeyValue> page, bool more,
+                         std::vector<EtcdKeyValue>* out);
 
   EtcdClientOptions options_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;

@@ -82,6 +82,46 @@ bool ParsePort(std::string_view text, int* port) {
   return true;
 }
 
+// Walks JSON without building anything and stops at the first value nested
+// deeper than the limit: the DOM parser and everything after it then see
+// only shallow JSON.
+class DepthCheck final : public nlohmann::json_sax<json> {
+ public:
+  explicit DepthCheck(int max_depth) : max_depth_(max_depth) {}
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool start_object(std::size_t) override { return Enter(); }
+  bool end_object() override { return Leave(); }
+  bool start_array(std::size_t) override { return Enter(); }
+  bool end_array() override { return Leave(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    error_ = e.what();
+    return false;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  bool Enter() {
+    if (++depth_ <= max_depth_) return true;
+    error_ = "nested deeper than " + std::to_string(max_depth_) + " levels";
+    return false;
+  }
+  bool Leave() {
+    --depth_;
+    return true;
+  }
+
+  const int max_depth_;
+  int depth_ = 0;
+  std::string error_;
+};
+
 std::string HostHeader(const std::string& host, int port) {
   const bool ipv6 = host.find(':') != std::string::npos;
   return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
@@ -192,17 +232,26 @@ std::string GatewayErrorMessage(const json& j, int* grpc_code) {
   for (const char* field : {"message", "error"}) {
     auto it = source->find(field);
     if (it != source->end() && it->is_string() && !it->get_ref<const std::string&>().empty()) {
-      return it->get<std::string>();
+      return Excerpt(it->get_ref<const std::string&>());
     }
   }
   return "";
 }
 
-// A short printable excerpt of what the server sent, for error messages.
+bool ParseJsonAnswer(std::string_view text, json* out, std::string* error) {
+  DepthCheck check(kMaxJsonDepth);
+  if (!json::sax_parse(text.begin(), text.end(), &check)) {
+    *error = "bad JSON (" + Excerpt(check.error()) + ") in \"" + Excerpt(text) + "\"";
+    return false;
+  }
+  *out = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  return true;
+}
+
 std::string Excerpt(std::string_view text) {
   std::string out;
-  for (char c : text.substr(0, 120)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  if (text.size() > 120) out += "...";
+  for (char c : text.substr(0, kExcerptBytes)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  if (text.size() > kExcerptBytes) out += "... (" + std::to_string(text.size()) + " bytes)";
   return out;
 }
 
@@ -210,6 +259,14 @@ json RangeRequest(std::string_view key) { return json{{"key", Base64(key)}}; }
 
 json PrefixRequest(std::string_view prefix) {
   return json{{"key", Base64(PrefixStartKey(prefix))}, {"range_end", Base64(PrefixRangeEnd(prefix))}};
+}
+
+json PrefixPageRequest(std::string_view prefix, std::string_view start_key, int64_t limit, int64_t revision) {
+  json request = PrefixRequest(prefix);
+  if (!start_key.empty()) request["key"] = Base64(start_key);
+  request["limit"] = std::to_string(limit);
+  if (revision > 0) request["revision"] = std::to_string(revision);
+  return request;
 }
 
 void SetTimeouts(httplib::Client* client, int64_t connect_ms, int64_t read_ms, int64_t write_ms) {
@@ -347,7 +404,8 @@ bool JsonObjectStream::Feed(std::string_view bytes, std::vector<std::string>* ob
     }
     current_ += c;
     if (current_.size() > max_object_bytes_) {
-      *error = "JSON object larger than " + std::to_string(max_object_bytes_) + " bytes";
+      *error = "JSON object larger than " + std::to_string(max_object_bytes_) + " bytes: \"" +
+               etcd_gateway::Excerpt(current_) + "\"";
       return false;
     }
     if (in_string_) {
@@ -363,7 +421,11 @@ bool JsonObjectStream::Feed(std::string_view bytes, std::vector<std::string>* ob
     if (c == '"') {
       in_string_ = true;
     } else if (c == '{' || c == '[') {
-      ++depth_;
+      if (++depth_ > max_depth_) {
+        *error = "JSON nested deeper than " + std::to_string(max_depth_) + " levels: \"" +
+                 etcd_gateway::Excerpt(current_) + "\"";
+        return false;
+      }
     } else if ((c == '}' || c == ']') && --depth_ == 0) {
       objects->push_back(std::move(current_));
       current_.clear();

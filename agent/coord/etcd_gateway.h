@@ -28,6 +28,18 @@
 //   - the smallest lease TTL is about 2 s with etcd's default timing; a
 //     shorter TTL is granted as that.
 //   - a transaction holds at most 128 operations (--max-txn-ops).
+//   - a range answer says "more" when its limit cut it; later pages read at
+//     the first page's revision ("revision") return one consistent snapshot,
+//     or fail with code 11 (out of range) once that revision is compacted.
+//   - a watch created with "fragment" splits an answer larger than etcd's
+//     --max-request-bytes into several, each but the last marked
+//     "fragment"; the split may fall between events of one revision.
+//
+// Answers are untrusted input (anyone on the plain-HTTP path, or a fake
+// etcd, can write them): each is read up to max_answer_bytes, parsed only
+// when no deeper than kMaxJsonDepth (a recursive walk of deeper JSON, such
+// as nlohmann's dump(), would overflow the stack), and quoted in errors as a
+// short excerpt of its raw text, never re-serialised.
 #pragma once
 
 #include <chrono>
@@ -71,6 +83,16 @@ struct EtcdClientOptions {
   int64_t connect_timeout_ms = 1000;
   // Bounds the wait for the answer (each read, and the whole answer).
   int64_t request_timeout_ms = 2000;
+  // The largest answer read, and the largest message of a watch stream.
+  // One key-value (and one watch fragment) is at most etcd's
+  // --max-request-bytes, 1.5 MiB by default, about 2 MiB as the gateway's
+  // base64 JSON: 8 MiB leaves room for an operator who raises that limit to
+  // about 5 MiB, and bounds what a hostile answer costs.
+  size_t max_answer_bytes = 8u << 20;
+  // Keys per page of GetPrefix. A window summary is under 1 KiB as the
+  // gateway's JSON, so a page is about 1 MiB; a page over max_answer_bytes
+  // (large values) is read again in halves.
+  int64_t range_page_keys = 1000;
 };
 
 // Splits "http://HOST:PORT[/]" into host (brackets of an IPv6 literal
@@ -84,21 +106,29 @@ bool ParseEtcdEndpoint(const std::string& url, std::string* host, int* port, std
 // on) when there is no such byte, including for the empty prefix.
 std::string PrefixRangeEnd(std::string_view prefix);
 
+// Nesting deeper than this in an answer is refused. etcd's answers nest at
+// most 6 deep (a transaction's range response); 32 leaves room for fields
+// of later versions and is far from any stack limit.
+constexpr int kMaxJsonDepth = 32;
+
 // Splits a byte stream of concatenated JSON objects (the gateway's streaming
 // answers: one object per line, but chunks may split or join them) into
 // whole objects. It checks only the brackets and strings, not the JSON.
 class JsonObjectStream {
  public:
-  explicit JsonObjectStream(size_t max_object_bytes = 64u << 20) : max_object_bytes_(max_object_bytes) {}
+  explicit JsonObjectStream(size_t max_object_bytes = 8u << 20, int max_depth = kMaxJsonDepth)
+      : max_object_bytes_(max_object_bytes), max_depth_(max_depth) {}
   // Appends bytes; complete top-level objects are appended to *objects.
-  // False (with *error) when the bytes are not a sequence of objects or one
-  // outgrows the limit; the stream is then unusable (Reset it).
+  // False (with *error) when the bytes are not a sequence of objects, or one
+  // outgrows the size limit or nests deeper than max_depth; the stream is
+  // then unusable (Reset it).
   bool Feed(std::string_view bytes, std::vector<std::string>* objects, std::string* error);
   bool InsideObject() const { return depth_ > 0; }
   void Reset();
 
  private:
   size_t max_object_bytes_;
+  int max_depth_;
   std::string current_;
   int depth_ = 0;
   bool in_string_ = false, escaped_ = false;
@@ -111,6 +141,7 @@ using Clock = std::chrono::steady_clock;
 int64_t ElapsedMs(Clock::time_point since);
 
 constexpr int kGrpcNotFound = 5;
+constexpr int kGrpcOutOfRange = 11;  // a read at a compacted revision
 constexpr int kHttpUnavailable = 503;
 constexpr size_t kMaxTxnOps = 128;  // etcd's default --max-txn-ops
 
@@ -132,14 +163,26 @@ bool ParseEvent(const nlohmann::json& j, EtcdEvent* event);
 bool HeaderRevision(const nlohmann::json& response, int64_t* revision);
 // The message of a gateway error object: {"error": "...", "message": "...",
 // "code": N} for unary calls, {"error": {"message": ..., "grpc_code": N}} in
-// streams. Empty when j is no such object.
+// streams, as an excerpt. Empty when j is no such object.
 std::string GatewayErrorMessage(const nlohmann::json& j, int* grpc_code);
-// A short printable excerpt of what the server sent, for error messages.
+// Parses one answer: JSON no deeper than kMaxJsonDepth (checked in a first
+// pass that builds nothing). False, with a message that quotes an excerpt of
+// the text, for bad or too deeply nested JSON.
+bool ParseJsonAnswer(std::string_view text, nlohmann::json* out, std::string* error);
+
+// A short printable excerpt (at most kExcerptBytes, then "...") of what the
+// server sent, for error messages: never the whole of an untrusted text.
+constexpr size_t kExcerptBytes = 200;
 std::string Excerpt(std::string_view text);
 
 // Request bodies for one key, and for every key under a prefix.
 nlohmann::json RangeRequest(std::string_view key);
 nlohmann::json PrefixRequest(std::string_view prefix);
+// One page of a prefix read: the keys from start_key (empty: the prefix's
+// first) to the prefix's end, at most limit of them, sorted by key, read at
+// revision (0: the current one).
+nlohmann::json PrefixPageRequest(std::string_view prefix, std::string_view start_key, int64_t limit,
+                                 int64_t revision);
 nlohmann::json PutRequest(std::string_view key, std::string_view value, int64_t lease);
 
 // One connection per request (nothing stale after a server restart), with a

@@ -19,7 +19,12 @@ constexpr int64_t kMaxBackoffMs = 2000;
 }  // namespace
 
 struct EtcdWatcher::StreamState {
+  explicit StreamState(size_t max_message_bytes) : splitter(max_message_bytes) {}
   JsonObjectStream splitter;
+  // Events of the revision a fragment ended in, held until the rest of
+  // that revision arrives (see HandleEvents); their key and value bytes.
+  std::vector<EtcdEvent> held;
+  size_t held_bytes = 0;
   std::vector<std::string> objects;
   int http_status = 0;
   std::string error_body;  // a non-200 answer, kept for its message
@@ -118,6 +123,10 @@ std::string EtcdWatcher::CreateRequestBody() const {
   // Resume after what was delivered; a watch from now on that never got
   // going starts from now again.
   if (position_known_) create["start_revision"] = std::to_string(last_revision_.load() + 1);
+  // Answers above etcd's request limit come split: each message stays under
+  // max_answer_bytes where one that was not split could be any size (a
+  // watch catching up gets up to 1000 revisions in one).
+  create["fragment"] = true;
   return json{{"create_request", create}}.dump();
 }
 
@@ -188,7 +197,7 @@ EtcdWatcher::StreamEnd EtcdWatcher::RunStream(const std::string& url, int64_t* r
     return StreamEnd::kStopped;
   }
 
-  StreamState state;
+  StreamState state(options_.client.max_answer_bytes);
   httplib::Request request;
   request.method = "POST";
   request.path = "/v3/watch";
@@ -212,7 +221,8 @@ EtcdWatcher::StreamEnd EtcdWatcher::RunStream(const std::string& url, int64_t* r
 bool EtcdWatcher::OnStreamBytes(std::string_view bytes, StreamState* state) {
   if (stopping_) return false;
   if (state->http_status != 200 && state->http_status != 0) {
-    if (state->error_body.size() < 4096) state->error_body.append(bytes);
+    constexpr size_t kMaxErrorBody = 4096;  // enough for etcd's error object
+    state->error_body.append(bytes.substr(0, kMaxErrorBody - std::min(kMaxErrorBody, state->error_body.size())));
     return true;
   }
   state->objects.clear();
@@ -250,8 +260,10 @@ EtcdWatcher::StreamEnd EtcdWatcher::ClassifyStreamEnd(const std::string& url, co
   }
   if (state.http_status != 0 && state.http_status != 200) {
     int grpc_code = 0;
-    const std::string message =
-        GatewayErrorMessage(json::parse(state.error_body, nullptr, false), &grpc_code);
+    json body;
+    std::string ignored;
+    if (!ParseJsonAnswer(state.error_body, &body, &ignored)) body = json();
+    const std::string message = GatewayErrorMessage(body, &grpc_code);
     *error = where + "watch: HTTP " + std::to_string(state.http_status) + ": " +
              (message.empty() ? Excerpt(state.error_body) : message);
     return StreamEnd::kFailed;
@@ -272,7 +284,14 @@ EtcdWatcher::StreamEnd EtcdWatcher::ClassifyStreamEnd(const std::string& url, co
 }
 
 bool EtcdWatcher::HandleObject(const std::string& text, StreamState* state) {
-  const json object = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json object;
+  std::string parse_error;
+  if (!ParseJsonAnswer(text, &object, &parse_error)) {
+    ++bad_responses_;
+    state->error = "bad watch response: " + parse_error;
+    spdlog::warn("etcd watch {}: {}", options_.key, state->error);
+    return false;
+  }
   const json* result = object.is_object() ? ObjectField(object, "result") : nullptr;
   if (result == nullptr) {
     int grpc_code = 0;
@@ -338,8 +357,9 @@ bool EtcdWatcher::HandleEvents(const json& result, const std::string& text, Stre
     state->error = "bad events in watch response: " + Excerpt(text);
     return false;
   }
-  std::vector<EtcdEvent> events;
-  events.reserve(items->size());
+  std::vector<EtcdEvent> events = std::move(state->held);
+  state->held.clear();
+  events.reserve(events.size() + items->size());
   const int64_t delivered = last_revision_.load();
   for (const json& item : *items) {
     EtcdEvent event;
@@ -351,6 +371,7 @@ bool EtcdWatcher::HandleEvents(const json& result, const std::string& text, Stre
     // Guards "never repeated" should a server replay what we have.
     if (event.kv.mod_revision > delivered) events.push_back(std::move(event));
   }
+  if (BoolField(result, "fragment") && !HoldLastRevision(&events, state)) return false;
   if (events.empty()) return true;  // e.g. a progress notification
   const int64_t revision = events.back().kv.mod_revision;
   last_revision_ = revision;
@@ -358,6 +379,28 @@ bool EtcdWatcher::HandleEvents(const json& result, const std::string& text, Stre
   events_ += events.size();
   if (on_events_) Guarded("events handler", [&] { on_events_(events, revision); });
   return true;
+}
+
+bool EtcdWatcher::HoldLastRevision(std::vector<EtcdEvent>* events, StreamState* state) {
+  // etcd may split an answer between two events of one revision. A reconnect
+  // resumes after last_revision_, so delivering part of a revision would
+  // lose the rest: its events wait for the next message of the stream (and
+  // come again from etcd should the stream break first).
+  if (events->empty()) return true;
+  const int64_t last = events->back().kv.mod_revision;
+  auto first_of_last = std::find_if(events->begin(), events->end(),
+                                    [&](const EtcdEvent& e) { return e.kv.mod_revision == last; });
+  state->held.assign(std::make_move_iterator(first_of_last), std::make_move_iterator(events->end()));
+  events->erase(first_of_last, events->end());
+  state->held_bytes = 0;
+  for (const EtcdEvent& e : state->held) state->held_bytes += e.kv.key.size() + e.kv.value.size();
+  // One revision is one request to etcd, under its request limit: a larger
+  // one is a server that never ends its "fragments".
+  if (state->held_bytes <= options_.client.max_answer_bytes) return true;
+  ++bad_responses_;
+  state->error = "watch fragments of revision " + std::to_string(last) + " exceed " +
+                 std::to_string(options_.client.max_answer_bytes) + " bytes";
+  return false;
 }
 
 }  // namespace chronolink

@@ -52,6 +52,12 @@ namespace chronolink {
 // connect_timeout_ms plus a little (a connect in progress holds httplib's
 // socket lock).
 //
+// Bounds: a message of the stream larger than client.max_answer_bytes, or
+// nested deeper than kMaxJsonDepth, is refused (counted in bad_responses,
+// the stream reopened); etcd is asked to split larger answers ("fragment"),
+// and a revision split across messages is delivered whole, once its last
+// event has arrived.
+//
 // Callbacks run on the watcher's thread, one at a time. They may call
 // Stop() (it then returns without waiting) but must not destroy the watcher.
 // An exception from a callback is logged and swallowed (the batch counts as
@@ -117,6 +123,7 @@ class EtcdWatcher {
   bool HandleCanceled(const nlohmann::json& result, StreamState* state);
   bool HandleCreated(const nlohmann::json& result, StreamState* state);
   bool HandleEvents(const nlohmann::json& result, const std::string& text, StreamState* state);
+  bool HoldLastRevision(std::vector<EtcdEvent>* events, StreamState* state);
   void ReportState(bool connected, const std::string& error);
   void Guarded(const char* what, const std::function<void()>& callback);
   void SleepUnlessStopped(int64_t ms);
