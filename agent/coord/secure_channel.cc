@@ -76,6 +76,10 @@ bool IsRefusal(ChannelResult r) {
          r == ChannelResult::kUnexpectedPeer;
 }
 
+// A connection that something accepted and then closed or reset: the host
+// and a listener are there.
+bool IsHangUp(int sys_error) { return sys_error == ECONNRESET || sys_error == EPIPE || sys_error == ECONNABORTED; }
+
 }  // namespace
 
 enum class SecureChannelHub::CloseReason : uint8_t {
@@ -87,6 +91,7 @@ enum class SecureChannelHub::CloseReason : uint8_t {
   kIdleTimeout,
   kDisconnect,
   kSuperseded,
+  kShed,
 };
 
 std::string_view SecureChannelHub::ReasonName(CloseReason reason) {
@@ -99,6 +104,7 @@ std::string_view SecureChannelHub::ReasonName(CloseReason reason) {
     case CloseReason::kIdleTimeout: return "idle timeout";
     case CloseReason::kDisconnect: return "disconnect";
     case CloseReason::kSuperseded: return "superseded";
+    case CloseReason::kShed: return "too many unauthenticated connections; closed for a newer one";
   }
   return "unknown";
 }
@@ -164,6 +170,8 @@ SecureChannelHub::SecureChannelHub(ChannelIdentity identity, ChannelOptions opti
       read_buf_(kReadChunk) {
   options_.reconnect_min_ms = std::max<int64_t>(1, options_.reconnect_min_ms);
   options_.reconnect_max_ms = std::max(options_.reconnect_min_ms, options_.reconnect_max_ms);
+  options_.max_pending_handshakes = std::max<size_t>(1, options_.max_pending_handshakes);
+  options_.max_pending_per_address = std::max<size_t>(1, options_.max_pending_per_address);
 }
 
 SecureChannelHub::~SecureChannelHub() {
@@ -312,10 +320,44 @@ SecureChannelHub::Connection& SecureChannelHub::AddConnection(int fd, bool outgo
   return ref;
 }
 
-size_t SecureChannelHub::PendingIncoming() const {
-  size_t n = 0;
-  for (const auto& [id, c] : conns_) n += (!c->closed && !c->outgoing && !c->established);
-  return n;
+void SecureChannelHub::MakeRoomForIncoming(const std::string& ip, int64_t now) {
+  // Unauthenticated incoming connections by remote address: how many, and
+  // the oldest (conns_ is ordered by id, so by age).
+  struct Group {
+    size_t count = 0;
+    Connection* oldest = nullptr;
+  };
+  std::map<std::string_view, Group> groups;
+  size_t pending = 0;
+  for (auto& [id, c] : conns_) {
+    if (c->closed || c->outgoing || c->established) continue;
+    Group& g = groups[c->ip];
+    if (g.oldest == nullptr) g.oldest = c.get();
+    ++g.count;
+    ++pending;
+  }
+  // Full for this address: its own oldest goes. Full in all: the oldest of
+  // the address holding the most. A flood from one address then only ever
+  // pushes out its own connections, one from many addresses has to open
+  // them faster than an honest handshake completes (a round trip), and a
+  // peer's single pending connection is the last to go.
+  Connection* victim = nullptr;
+  auto own = groups.find(ip);
+  if (own != groups.end() && own->second.count >= options_.max_pending_per_address) {
+    victim = own->second.oldest;
+  } else if (pending >= options_.max_pending_handshakes) {
+    const Group* largest = nullptr;
+    for (const auto& [address, g] : groups) {
+      if (largest == nullptr || g.count > largest->count ||
+          (g.count == largest->count && g.oldest->id < largest->oldest->id)) {
+        largest = &g;
+      }
+    }
+    if (largest != nullptr) victim = largest->oldest;
+  }
+  if (victim == nullptr) return;
+  ++stats_.handshakes_shed;
+  Close(*victim, CloseReason::kShed, ChannelResult::kOk, now);
 }
 
 void SecureChannelHub::AcceptAll(int64_t now) {
@@ -335,12 +377,7 @@ void SecureChannelHub::AcceptAll(int64_t now) {
     }
     ++stats_.accepts;
     std::string ip = IpOf(ss);
-    if (PendingIncoming() >= options_.max_pending_handshakes) {
-      ::close(fd);
-      ++stats_.handshakes_failed;
-      LogLimited("accept", "too many unauthenticated connections; refused " + ip, now);
-      continue;
-    }
+    MakeRoomForIncoming(ip, now);
     SetStreamOptions(fd);
     WriteTo(AddConnection(fd, false, std::nullopt, std::move(ip), now));  // our hello, at once
   }
@@ -383,7 +420,9 @@ bool SecureChannelHub::FinishConnect(Connection& c, int64_t now) {
   socklen_t len = sizeof(err);
   if (::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
   if (err != 0) {
-    Close(c, CloseReason::kConnectFailed, ChannelResult::kOk, now, err);
+    // A reset here came after the connect succeeded (accepted, then reset
+    // before we looked): a socket error, not a failed connect.
+    Close(c, IsHangUp(err) ? CloseReason::kSocketError : CloseReason::kConnectFailed, ChannelResult::kOk, now, err);
     return false;
   }
   c.connecting = false;
@@ -556,16 +595,44 @@ void SecureChannelHub::Close(Connection& c, CloseReason reason, ChannelResult de
       link_events_.emplace_back(*c.peer, false);
     }
   }
-  if (c.outgoing) OnOutgoingClosed(c, now);
+  if (c.outgoing) OnOutgoingClosed(c, reason, detail, sys_error, now);
 }
 
-void SecureChannelHub::OnOutgoingClosed(Connection& c, int64_t now) {
+void SecureChannelHub::OnOutgoingClosed(Connection& c, CloseReason reason, ChannelResult detail, int sys_error,
+                                        int64_t now) {
   auto it = targets_.find(*c.peer);
   if (it == targets_.end() || it->second.conn_id != c.id) return;
   Target& t = it->second;
   t.conn_id = 0;
-  if (!c.established) t.last_failed = true;
   ScheduleRetry(t, now);
+  if (c.established) return;
+  // What the attempt says about the peer (ConnectAttemptFailed). Nothing
+  // there, or something that is not our peer: failed. A hung agent (TCP
+  // accepted by the kernel, no answer in time) cannot lead either. But
+  // accepted then closed or reset before the handshake is what a live
+  // listener does when its unauthenticated slots are taken (by an attacker,
+  // say): the peer is alive, and must not lose an election for it.
+  switch (reason) {
+    case CloseReason::kConnectFailed:
+    case CloseReason::kHandshakeTimeout:
+      t.last_failed = true;
+      return;
+    case CloseReason::kProtocol:
+      if (IsRefusal(detail) || detail == ChannelResult::kBadAuth || detail == ChannelResult::kBadMac) {
+        t.last_failed = true;
+      } else {
+        t.last_failed = false;  // the stream ended inside a hello: closed by a live peer
+      }
+      return;
+    case CloseReason::kPeerClosed:
+      t.last_failed = false;
+      return;
+    case CloseReason::kSocketError:
+      t.last_failed = !IsHangUp(sys_error);
+      return;
+    default:
+      return;  // ours (a disconnect): nothing learnt
+  }
 }
 
 void SecureChannelHub::RunTimers(int64_t now) {

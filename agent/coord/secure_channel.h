@@ -31,7 +31,8 @@ struct ChannelOptions {
   size_t max_frame_bytes = 16u << 20;   // payload limit, both directions; same on every node
   size_t max_queued_bytes = 64u << 20;  // per connection, sealed frames not yet written
   int64_t reconnect_min_ms = 100, reconnect_max_ms = 5000;
-  size_t max_pending_handshakes = 64;   // incoming connections not yet authenticated
+  size_t max_pending_handshakes = 64;   // incoming connections not yet authenticated, in all
+  size_t max_pending_per_address = 4;   // ... from one remote address (a peer needs one)
 };
 
 struct ChannelStats {
@@ -41,6 +42,7 @@ struct ChannelStats {
   uint64_t handshakes_ok = 0;
   uint64_t handshakes_failed = 0;  // TCP up, never authenticated (any reason, timeouts included)
   uint64_t handshake_timeouts = 0;
+  uint64_t handshakes_shed = 0;    // unauthenticated incoming ones closed for a newer one (the caps above)
   uint64_t refused = 0;            // hello refused: magic, version, cluster, own id, other node
   uint64_t auth_failures = 0;      // handshake MAC or frame MAC wrong
   uint64_t frame_errors = 0;       // oversize, out of sequence, truncated
@@ -95,10 +97,15 @@ class SecureChannelHub {
   // returns; handlers run from here.
   void Poll(int timeout_ms);
 
-  // True when the latest outgoing attempt to `peer` failed (TCP refused or
-  // unreachable, handshake refused or timed out, or closed before it was
-  // authenticated) and none has been authenticated since; false before the
-  // first attempt ends, while one is up, and for peers never Connect()ed.
+  // True when the latest conclusive outgoing attempt to `peer` says it is
+  // not there: the TCP connect was refused, unreachable or timed out, the
+  // handshake timed out, or the answer was refused (not our cluster, not
+  // that node, failed authentication). An attempt that something accepted
+  // and then closed or reset before the handshake is not conclusive: a
+  // listener whose unauthenticated slots are full does exactly that, so it
+  // shows the peer alive (false) rather than dead. False also before the
+  // first attempt ends, while a connection is up, and for peers never
+  // Connect()ed.
   bool ConnectAttemptFailed(uint32_t peer) const;
 
   const ChannelStats& stats() const { return stats_; }
@@ -133,8 +140,8 @@ class SecureChannelHub {
              int sys_error = 0);
   void CountClose(Connection& c, CloseReason reason, ChannelResult detail, int64_t now,
                   int sys_error);
-  size_t PendingIncoming() const;
-  void OnOutgoingClosed(Connection& c, int64_t now);
+  void MakeRoomForIncoming(const std::string& ip, int64_t now);
+  void OnOutgoingClosed(Connection& c, CloseReason reason, ChannelResult detail, int sys_error, int64_t now);
   Connection* OldestEstablished(uint32_t peer);
   void FlushLinkEvents();
   void Sweep();

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/connection_flood.h"
+
 namespace chronolink {
 namespace {
 
@@ -526,6 +528,149 @@ TEST(SecureChannel, BadAddressesAreReportedNotFatal) {
   b->Connect(1, "example.invalid", 1);  // no DNS: a literal is required
   ASSERT_TRUE(PollUntil({&b}, [&] { return b->ConnectAttemptFailed(1); }));
   EXPECT_FALSE(b->IsUp(1));
+}
+
+// ---- issue 14, finding 4: handshake slots cannot be exhausted ----------------------
+
+// Loopback source addresses for attackers: 127.0.0.0/8 is all local, so each
+// is a distinct remote address to the hub at 127.0.0.1.
+std::vector<std::string> LoopbackSources(int first, int count) {
+  std::vector<std::string> out;
+  for (int i = 0; i < count; ++i) out.push_back("127.0.0." + std::to_string(first + i));
+  return out;
+}
+
+// A listener that the test drives by hand: it accepts and then closes each
+// connection before any handshake (with an RST when `reset`).
+class ClosingListener {
+ public:
+  ClosingListener(uint16_t port, bool reset) : reset_(reset) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 && ::listen(fd_, 16) == 0;
+  }
+  ~ClosingListener() { ::close(fd_); }
+  bool ok() const { return ok_; }
+  size_t closed() const { return closed_; }
+  void Pump() {
+    for (int c; (c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
+      if (reset_) {
+        const linger abort{1, 0};
+        ::setsockopt(c, SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+      }
+      ::close(c);
+      ++closed_;
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false, reset_ = false;
+  size_t closed_ = 0;
+};
+
+// One address opens far more connections than the hub holds unauthenticated
+// (64 in all) and keeps reopening them: it holds at most
+// max_pending_per_address of them, and a peer still gets in.
+TEST(SecureChannel, AFloodFromOneAddressDoesNotKeepAPeerOut) {
+  Node a(1), b(2);
+  const uint16_t port = a.Listen();
+  testing::ConnectionFlood flood("127.0.0.1", port, {"127.0.0.2"}, 100);
+  ASSERT_TRUE(PollUntil({&a}, [&] { return a.stats().accepts >= 100; })) << "the flood did not arrive";
+  b->Connect(1, "127.0.0.1", port);
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return b->IsUp(1) && a->IsUp(2); }, {}, std::chrono::seconds(10)))
+      << "shed " << a.stats().handshakes_shed << ", flood opened " << flood.opened();
+  EXPECT_FALSE(b->ConnectAttemptFailed(1));
+  EXPECT_GT(a.stats().handshakes_shed, 0u);
+  EXPECT_TRUE(b->Send(1, 16, "through"));
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return !a.received.empty(); }));
+  EXPECT_EQ(a.received[0].payload, "through");
+}
+
+// Many addresses, each under the per-address cap, fill the 64 slots in all:
+// a newcomer pushes out the oldest connection of the address holding the
+// most, so a peer's handshake still completes.
+TEST(SecureChannel, AFloodFromManyAddressesDoesNotKeepAPeerOut) {
+  Node a(1), b(2);
+  const uint16_t port = a.Listen();
+  testing::ConnectionFlood flood("127.0.0.1", port, LoopbackSources(10, 40), 3);
+  ASSERT_TRUE(PollUntil({&a}, [&] { return a.stats().accepts >= 120; })) << "the flood did not arrive";
+  b->Connect(1, "127.0.0.1", port);
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return b->IsUp(1) && a->IsUp(2); }, {}, std::chrono::seconds(10)))
+      << "shed " << a.stats().handshakes_shed << ", flood opened " << flood.opened();
+  EXPECT_FALSE(b->ConnectAttemptFailed(1));
+  EXPECT_GT(a.stats().handshakes_shed, 0u);
+}
+
+// The per-address cap itself: a fifth pending connection from one address
+// closes that address's oldest, and no other's.
+TEST(SecureChannel, PendingConnectionsPerAddressAreCapped) {
+  ChannelOptions o;
+  o.handshake_timeout_ms = 60'000;  // nothing times out meanwhile
+  Node a(1, o);
+  const uint16_t port = a.Listen();
+  std::vector<int> mine;
+  for (int i = 0; i < 4; ++i) mine.push_back(RawConnect(port));
+  ASSERT_TRUE(PollUntil({&a}, [&] { return a.stats().accepts == 4; }));
+  testing::ConnectionFlood other("127.0.0.1", port, {"127.0.0.3"}, 6);
+  ASSERT_TRUE(PollUntil({&a}, [&] { return a.stats().accepts >= 10 && a.stats().handshakes_shed >= 2; }));
+  // Every shed connection was the other address's: ours are all open.
+  PollFor({&a}, std::chrono::milliseconds(100));
+  for (int fd : mine) {
+    std::string hello;
+    EXPECT_TRUE(DrainRaw(fd, &hello)) << "a connection from 127.0.0.1 was closed";
+    EXPECT_EQ(hello.size(), kChannelHelloSize);
+    ::close(fd);
+  }
+}
+
+// A listener that accepts and closes (or resets) before the handshake is
+// alive: the dialler does not report the attempt failed, and a refused
+// connect before it did.
+TEST(SecureChannel, AListenerThatClosesBeforeTheHandshakeIsNotAFailedAttempt) {
+  for (const bool reset : {false, true}) {
+    SCOPED_TRACE(reset ? "reset" : "closed");
+    uint16_t port = 0;
+    {
+      Node probe(3);
+      port = probe.Listen();
+    }
+    Node b(2);
+    b->Connect(1, "127.0.0.1", port);
+    ASSERT_TRUE(PollUntil({&b}, [&] { return b->ConnectAttemptFailed(1); }));  // refused: nobody there
+    ClosingListener listener(port, reset);
+    ASSERT_TRUE(listener.ok());
+    ASSERT_TRUE(PollUntil({&b}, [&] { return listener.closed() >= 3; }, [&] { listener.Pump(); },
+                          std::chrono::seconds(10)));
+    PollUntil({&b}, [&] { return b->ConnectionCount(1) == 0; }, [&] { listener.Pump(); });
+    EXPECT_FALSE(b->ConnectAttemptFailed(1));
+    EXPECT_FALSE(b->IsUp(1));
+  }
+}
+
+// But a listener that accepts and then never answers is a hung peer: the
+// handshake timeout counts as a failed attempt (a hung leader cannot lead).
+TEST(SecureChannel, AListenerThatNeverAnswersIsAFailedAttempt) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(sa);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);  // the kernel accepts; nobody answers
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  ChannelOptions o;
+  o.handshake_timeout_ms = 200;
+  Node b(2, o);
+  b->Connect(1, "127.0.0.1", ntohs(sa.sin_port));
+  ASSERT_TRUE(PollUntil({&b}, [&] { return b->ConnectAttemptFailed(1); }));
+  EXPECT_GT(b.stats().handshake_timeouts, 0u);
+  ::close(fd);
 }
 
 }  // namespace
