@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <string>
 
 #include "agent/clock/clock_reader.h"
 
@@ -12,6 +13,8 @@ namespace {
 
 constexpr int kPollMs = 50;
 constexpr size_t kBatch = 256;  // summaries per channel message (~60 kB)
+constexpr int64_t kRefusalLogEveryNs = 60'000'000'000;  // one report a minute: a peer may send many
+constexpr char kWrongWriter[] = "wrong_writer";          // as the etcd backend names it
 
 // A newer instant replaces the one held; a re-solve of the same instant too.
 bool Supersedes(const OffsetsSnapshot& candidate, const std::optional<OffsetsSnapshot>& held) {
@@ -161,6 +164,7 @@ void StaticCoordinator::OnMessage(uint32_t peer, uint16_t type, std::string_view
       return;
     }
     std::lock_guard<std::mutex> lock(mutex_);
+    KeepOwnSummaries(peer, &batch);
     inbox_.insert(inbox_.end(), batch.begin(), batch.end());
     return;
   }
@@ -184,6 +188,35 @@ void StaticCoordinator::OnMessage(uint32_t peer, uint16_t type, std::string_view
   std::lock_guard<std::mutex> lock(mutex_);
   ++status_.errors;
   spdlog::warn("static coordination: unknown message type {} from node {}", type, peer);
+}
+
+void StaticCoordinator::KeepOwnSummaries(uint32_t peer, std::vector<WindowSummary>* batch) {
+  // The handshake proves that the peer holds the cluster key and binds the
+  // id it claims (docs/coordination-channel.md, Trust); a summary is a
+  // prober's own estimate, so the peer may send only those it probed. One
+  // key holder then cannot put words in another node's mouth, nor answer a
+  // window for a node that is down.
+  const auto foreign = std::stable_partition(batch->begin(), batch->end(),
+                                             [&](const WindowSummary& w) { return w.estimate.node == peer; });
+  const size_t refused = static_cast<size_t>(batch->end() - foreign);
+  if (refused == 0) return;
+  const uint32_t named = foreign->estimate.node;
+  batch->erase(foreign, batch->end());
+  status_.refused += refused;
+  status_.refused_by_reason[kWrongWriter] += refused;
+  const int64_t now = ReadClockNs(CLOCK_MONOTONIC);
+  if (last_refusal_log_ns_ != 0 && now - last_refusal_log_ns_ < kRefusalLogEveryNs) {
+    unlogged_refusals_ += refused;
+    return;
+  }
+  spdlog::warn("static coordination: refused {} window summaries from node {} that name another prober "
+               "(node {}){}",
+               refused, peer, named,
+               unlogged_refusals_ == 0 ? std::string()
+                                       : "; " + std::to_string(unlogged_refusals_) +
+                                             " more refused since the last report");
+  last_refusal_log_ns_ = now;
+  unlogged_refusals_ = 0;
 }
 
 std::vector<Member> StaticCoordinator::Members(uint64_t* version) const {

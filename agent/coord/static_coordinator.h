@@ -5,7 +5,15 @@
 // node with a lower id, which is how it knows which of them are alive.
 // Window summaries go to the leader over that connection and are sent again
 // in full to a new leader; the leader sends each solved instant back to
-// every node connected to it.
+// every node connected to it. The leader keeps only the summaries a peer
+// probed itself (estimate.node = the peer's authenticated id); others are
+// refused, counted (Status().refused, reason "wrong_writer") and logged.
+//
+// Liveness for the election is the channel's: a lower node is passed over
+// only when an attempt to reach it failed conclusively
+// (SecureChannelHub::ConnectAttemptFailed), never because its listener
+// closed our connection before the handshake, which is what an attacker
+// who floods its unauthenticated slots would cause.
 #pragma once
 
 #include <atomic>
@@ -42,6 +50,9 @@ class StaticCoordinator : public Coordinator {
  private:
   void Loop();
   void OnMessage(uint32_t peer, uint16_t type, std::string_view payload);
+  // Drops (counts, logs) the summaries of `batch` not probed by `peer`.
+  // Called with mutex_ held.
+  void KeepOwnSummaries(uint32_t peer, std::vector<WindowSummary>* batch);
   std::optional<uint32_t> ElectLeader() const;
   void UpdateLeader();
   void FlushOutbox();
@@ -62,6 +73,8 @@ class StaticCoordinator : public Coordinator {
   uint64_t latest_version_ = 0;
   std::optional<uint32_t> leader_;
   CoordinatorStatus status_;
+  int64_t last_refusal_log_ns_ = 0;  // CLOCK_MONOTONIC
+  uint64_t unlogged_refusals_ = 0;
 };
 
 }  // namespace chronolink

@@ -38,6 +38,7 @@
 
 #include "agent/config/agent_config.h"
 #include "agent/coord/etcd_client.h"
+#include "tests/support/connection_flood.h"
 #include "tests/support/etcd_server.h"
 #include "tests/support/require_etcd.h"
 #include "tests/support/wait_until.h"
@@ -616,6 +617,58 @@ TEST_F(StaticCoordinatorTest, ANodeWithTheWrongKeyIsKeptOut) {
   RecordProperty("wrong_key_node1_status", Describe(s1));
   RecordProperty("wrong_key_node3_status", Describe(node(3).Status()));
   for (Node& n : nodes_) n.Stop();  // cleanly, nothing left hanging
+}
+
+// Issue 14, finding 7: an authenticated peer speaks for itself only. Node 3
+// holds the key, but the summaries it sends in node 2's or node 1's name
+// are refused by the leader, counted and logged; its own go through.
+TEST_F(StaticCoordinatorTest, TheLeaderKeepsOnlyEachSendersOwnSummaries) {
+  ASSERT_NO_FATAL_FAILURE(MakeCluster());
+  ASSERT_NO_FATAL_FAILURE(StartAll());
+  ASSERT_TRUE(WaitUntil([&] { return AllAgreeOn(1); })) << StatusReport();
+  const WindowSummary own = Window(3, 1, 1'000'000'000);
+  const WindowSummary as2 = Window(2, 1, 1'000'000'000);
+  const WindowSummary as1 = Window(1, 3, 1'000'000'000);
+  node(3).Publish({as2, own, as1});
+  ASSERT_TRUE(WaitUntil([&] { return node(1).InboxHas({own}) && node(1).Status().refused >= 2; }))
+      << StatusReport() << InboxKeys(node(1));
+  std::this_thread::sleep_for(milliseconds(200));  // anything else in flight lands
+  node(1).DrainInbox();
+  EXPECT_EQ(node(1).inbox.count(as2.Key()), 0u) << "took node 3's summary for node 2";
+  EXPECT_EQ(node(1).inbox.count(as1.Key()), 0u) << "took node 3's summary for node 1";
+  const CoordinatorStatus s1 = node(1).Status();
+  EXPECT_EQ(s1.refused, 2u) << Describe(s1);
+  EXPECT_EQ(s1.refused_by_reason, (std::map<std::string, uint64_t>{{"wrong_writer", 2}})) << Describe(s1);
+  // Node 2's own summary still counts.
+  const WindowSummary from2 = Window(2, 3, 1'000'000'000);
+  node(2).Publish({from2});
+  ASSERT_TRUE(WaitUntil([&] { return node(1).InboxHas({from2}); })) << StatusReport();
+  EXPECT_EQ(node(1).Status().refused, 2u);
+}
+
+// Issue 14, finding 4: an attacker on another address floods node 1's
+// coordination port with unauthenticated connections before the others
+// start. Node 1 still answers its members: node 2 and 3 elect it (and never
+// themselves), and their windows reach it.
+TEST_F(StaticCoordinatorTest, AFloodedNode1IsStillElected) {
+  ASSERT_NO_FATAL_FAILURE(MakeCluster());
+  ASSERT_NO_FATAL_FAILURE(StartNode(node(1)));
+  testing::ConnectionFlood flood("127.0.0.1", node(1).config->listen_port, {"127.0.0.2"}, 100);
+  ASSERT_TRUE(WaitUntil([&] { return flood.opened() >= 100; })) << "the flood did not start";
+  std::this_thread::sleep_for(milliseconds(200));  // the slots are taken
+  ASSERT_NO_FATAL_FAILURE(StartNode(node(2)));
+  ASSERT_NO_FATAL_FAILURE(StartNode(node(3)));
+  ASSERT_TRUE(WaitUntil([&] { return AllAgreeOn(1); })) << StatusReport() << " flood opened " << flood.opened();
+  const WindowSummary from2 = Window(2, 1, 1'000'000'000), from3 = Window(3, 2, 1'000'000'000);
+  node(2).Publish({from2});
+  node(3).Publish({from3});
+  ASSERT_TRUE(WaitUntil([&] { return node(1).InboxHas({from2, from3}); })) << StatusReport();
+  EXPECT_GT(flood.closed(), 0u);  // the flood was really shed, not idle
+  for (uint32_t id : {2u, 3u}) {
+    const CoordinatorStatus s = node(id).Status();
+    EXPECT_EQ(s.leader_changes, 1u) << "node " << id << " elected another leader first: " << Describe(s);
+    EXPECT_TRUE(s.connected) << Describe(s);
+  }
 }
 
 // ---- etcd backend -------------------------------------------------------------------
