@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # Sets everything up and runs the whole test suite: unit tests, privileged
 # integration tests (network namespaces; need root), and a bounded fuzz run
-# of the probe decoder. Under CI (CI=true) a privileged test that cannot run
-# fails instead of skipping.
+# of the probe decoder. Under CI (CI set, not empty, "0" or "false"; .ci/run
+# sets CI=true) a test that cannot run fails instead of skipping, and any
+# skip left over fails the run: CI must run everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+
+# The same definition as UnderCi() in tests/support/ci_rule.h.
+under_ci() {
+  case "${CI:-}" in
+    "" | 0 | false | FALSE | False) return 1 ;;
+  esac
+}
+
 scripts/install-deps.sh
 scripts/build.sh
 echo "== unit and integration tests"
@@ -25,4 +34,10 @@ failed=${failed:-$total}
 [ "$fuzz_status" -eq 0 ] || failed=$((failed + 1))
 passed=$((total + 1 - failed - skipped))
 echo "summary: $passed passed, $failed failed, $skipped skipped"
-[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$total" -gt 0 ]
+skip_status=0
+if under_ci && [ "$skipped" -gt 0 ]; then
+  echo "CI must run every test, but $skipped skipped:"
+  grep '(Skipped)' "$log" || true
+  skip_status=1
+fi
+[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$skip_status" -eq 0 ] && [ "$total" -gt 0 ]

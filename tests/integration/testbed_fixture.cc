@@ -74,11 +74,7 @@ bool TestbedFixture::RequirePrivileges() {
     }
   }
   if (reason.empty()) return true;
-  if (std::getenv("CI") != nullptr) {
-    ADD_FAILURE() << "privileged test cannot run under CI: " << reason;
-  } else {
-    [&] { GTEST_SKIP() << "privileged test skipped outside CI: " << reason; }();
-  }
+  SkipOrFailOutsideCi("privileged test cannot run: " + reason);
   return false;
 }
 

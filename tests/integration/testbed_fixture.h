@@ -1,7 +1,8 @@
 // Shared fixture of the privileged integration tests: a real test bed of
 // network namespaces (tools/testbed/chronolink-testbed) and real agent
-// processes in it. Outside CI a test skips, with the reason, when it cannot
-// create namespaces; under CI (CI set) that is a failure.
+// processes in it. When it cannot create namespaces a test follows the CI
+// rule (tests/support/ci_rule.h): it skips, with the reason, outside CI and
+// fails under CI.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "agent/clock/virtual_clock.h"
+#include "tests/support/ci_rule.h"
 
 namespace chronolink::testing {
 
