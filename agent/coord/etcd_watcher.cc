@@ -22,9 +22,8 @@ struct EtcdWatcher::StreamState {
   explicit StreamState(size_t max_message_bytes) : splitter(max_message_bytes) {}
   JsonObjectStream splitter;
   // Events of the revision a fragment ended in, held until the rest of
-  // that revision arrives (see HandleEvents); their key and value bytes.
+  // that revision arrives (HoldLastRevision).
   std::vector<EtcdEvent> held;
-  size_t held_bytes = 0;
   std::vector<std::string> objects;
   int http_status = 0;
   std::string error_body;  // a non-200 answer, kept for its message
@@ -392,11 +391,11 @@ bool EtcdWatcher::HoldLastRevision(std::vector<EtcdEvent>* events, StreamState* 
                                     [&](const EtcdEvent& e) { return e.kv.mod_revision == last; });
   state->held.assign(std::make_move_iterator(first_of_last), std::make_move_iterator(events->end()));
   events->erase(first_of_last, events->end());
-  state->held_bytes = 0;
-  for (const EtcdEvent& e : state->held) state->held_bytes += e.kv.key.size() + e.kv.value.size();
+  size_t held_bytes = 0;
+  for (const EtcdEvent& e : state->held) held_bytes += e.kv.key.size() + e.kv.value.size();
   // One revision is one request to etcd, under its request limit: a larger
   // one is a server that never ends its "fragments".
-  if (state->held_bytes <= options_.client.max_answer_bytes) return true;
+  if (held_bytes <= options_.client.max_answer_bytes) return true;
   ++bad_responses_;
   state->error = "watch fragments of revision " + std::to_string(last) + " exceed " +
                  std::to_string(options_.client.max_answer_bytes) + " bytes";

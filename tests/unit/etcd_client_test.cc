@@ -585,6 +585,34 @@ TEST(EtcdWatcherOfflineTest, ARevisionSplitAcrossFragmentsIsDeliveredWhole) {
   EXPECT_TRUE(fragment_asked[0]);
 }
 
+// A server that never ends its fragments of one revision is cut off at the
+// message limit, not buffered without end.
+TEST(EtcdWatcherOfflineTest, EndlessFragmentsOfOneRevisionAreRefused) {
+  FakeGateway fake;
+  fake.server().Post("/v3/watch", [&](const httplib::Request&, httplib::Response& res) {
+    std::string body = WatchCreated(4);
+    for (int i = 0; i < 8; ++i) {
+      body += "{\"result\":{\"events\":[" + EventJson("k" + std::to_string(i), std::string(1024, 'x'), 5) +
+              "],\"fragment\":true}}\n";
+    }
+    ServeWatchStream(res, std::move(body));
+  });
+  WatchLog log;
+  EtcdWatcher::Options options;
+  options.client.endpoints = {fake.url()};
+  options.client.max_answer_bytes = 4096;
+  options.key = "k";
+  options.prefix = true;
+  EtcdWatcher watcher(options, log.Events(), log.Resync(), log.State());
+  watcher.Start();
+  ASSERT_TRUE(WaitUntil([&] { return watcher.stats().bad_responses >= 1; }, 10000));
+  watcher.Stop();
+  EXPECT_TRUE(log.events().empty());  // never a part of revision 5
+  ASSERT_FALSE(log.errors().empty());
+  EXPECT_NE(log.errors()[0].find("watch fragments of revision 5 exceed 4096 bytes"), std::string::npos)
+      << log.errors()[0];
+}
+
 TEST(EtcdWatcherOfflineTest, StopIsPromptWhenNothingAnswers) {
   Blackhole hole;
   EtcdWatcher::Options options;
