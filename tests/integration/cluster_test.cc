@@ -2,7 +2,8 @@
 // injected clock (offsets over ±50 ms, drifts over ±100 ppm, test-only
 // virtual clocks), coordinated through the static backend or a real
 // etcd-server running in the router's namespace. The leader's offsets.jsonl
-// must match the exact truth within 5 us once 5 windows have passed; a
+// must match the exact truth within 5 us once 5 windows have passed, and so
+// must every node's clock page, read several times over two windows; a
 // killed agent must be reported unreachable; a killed leader must be
 // replaced; an etcd outage must lose no edge window.
 #include <fcntl.h>
@@ -40,6 +41,10 @@ constexpr int kNodes = 6;
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kWindow = 2 * kSecond;
 constexpr double kBoundNs = 5000;  // the 5 us
+// A clock page extrapolates the latest solution with its drift, a window or
+// two ahead: it is held to the same fixed bound against the truth (about
+// 0.4 us seen on a loaded 2-core machine), never widened by its claims.
+constexpr double kPageBoundNs = kBoundNs;
 const int64_t kOffsetsNs[kNodes] = {-50'000'000, -23'000'000, 4'000'000, 11'500'000, 37'000'000, 50'000'000};
 const double kDriftsPpm[kNodes] = {80, -100, 25, 100, -45, -70};
 
@@ -145,21 +150,51 @@ class ClusterTest : public TestbedFixture {
     return checked;
   }
 
-  // The clock page of `node` must convert its clock to the reference's
-  // within the bound (checked while the agents run).
-  void CheckClockPage(int node, uint32_t reference) {
+  // One reading of `node`'s clock page, checked against the injected truth:
+  // it converts the node's clock to the reference's within kPageBoundNs, a
+  // fixed bound that what the page claims (its uncertainty) cannot widen.
+  // Returns the page's reference instant (0 when unreadable).
+  int64_t CheckClockPageOnce(int node, uint32_t reference, double* worst) {
     ClockMappingReader reader;
-    ASSERT_TRUE(reader.Open(PagePath(node))) << PagePath(node);
+    EXPECT_TRUE(reader.Open(PagePath(node))) << PagePath(node);
     ClockMapping m;
-    ASSERT_TRUE(reader.Read(&m));
-    ASSERT_TRUE(m.valid) << "node " << node << " has no mapping yet";
+    if (!reader.Read(&m)) {
+      ADD_FAILURE() << "clock page of node " << node << " unreadable";
+      return 0;
+    }
+    EXPECT_TRUE(m.valid) << "node " << node << " has no mapping";
+    if (!m.valid) return 0;
     EXPECT_EQ(m.node_id, static_cast<uint32_t>(node));
     const int64_t real = RealtimeNowNs();
     const int64_t local = NodeClockAt(node, real);
     const int64_t cluster = NodeClockAt(static_cast<int>(reference), real);
-    EXPECT_LT(local, m.valid_until_ns);
-    EXPECT_LT(std::abs(static_cast<double>(m.ToCluster(local) - cluster)), kBoundNs + m.UncertaintyAt(local))
-        << "clock page of node " << node;
+    EXPECT_LT(local, m.valid_until_ns) << "clock page of node " << node << " is stale";
+    const double err = static_cast<double>(m.ToCluster(local) - cluster);
+    *worst = std::max(*worst, std::abs(err));
+    EXPECT_LT(std::abs(err), kPageBoundNs) << "clock page of node " << node << " at local " << local
+                                           << " (it claims +-" << m.UncertaintyAt(local) << " ns)";
+    return m.local_ref_ns;
+  }
+
+  // Reads every node's clock page `readings` times, `spacing_s` apart
+  // (while the agents run), so that the span covers more than two windows:
+  // every reading within the fixed bound, and every page republished (its
+  // reference instant moved) during the span, not one lucky instant.
+  void CheckClockPages(const std::set<uint32_t>& nodes, uint32_t reference, int readings = 4,
+                       double spacing_s = 1.5) {
+    ASSERT_GT((readings - 1) * spacing_s * kSecond, 2.0 * kWindow) << "the span must cover two windows";
+    std::map<uint32_t, std::set<int64_t>> ref_instants;
+    double worst = 0;
+    for (int i = 0; i < readings; ++i) {
+      if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(spacing_s * 1000)));
+      for (uint32_t n : nodes) ref_instants[n].insert(CheckClockPageOnce(static_cast<int>(n), reference, &worst));
+    }
+    for (uint32_t n : nodes) {
+      ref_instants[n].erase(0);
+      EXPECT_GE(ref_instants[n].size(), 2u) << "clock page of node " << n << " was not republished over "
+                                            << (readings - 1) * spacing_s << " s";
+    }
+    std::printf("clock pages: %d readings of %zu nodes, worst |error| %.0f ns\n", readings, nodes.size(), worst);
   }
 
   // Runs fn on a thread inside the named network namespace (network
@@ -225,8 +260,8 @@ TEST_F(ClusterTest, StaticBackendSolvesSixNodesWithinFiveMicroseconds) {
   ASSERT_NO_FATAL_FAILURE(SetUpCluster());
   const double duration = 24;
   StartAll(duration, {"--reference", "1", "--metrics", "127.0.0.1:9319"});
-  SleepS(17);
-  for (int n = 2; n <= kNodes; ++n) ASSERT_NO_FATAL_FAILURE(CheckClockPage(n, 1));
+  SleepS(14);
+  ASSERT_NO_FATAL_FAILURE(CheckClockPages({2, 3, 4, 5, 6}, 1));  // until about 18.5 s of 24
   // Every agent exports the leader it follows and the newest solution.
   const std::string metrics = ScrapeMetrics(3);
   EXPECT_NE(metrics.find("chronolink_cluster_leader{node=\"3\",backend=\"static\"} 0"), std::string::npos) << metrics;
@@ -384,8 +419,8 @@ TEST_F(EtcdClusterTest, EtcdBackendSolvesSixNodesWithinFiveMicroseconds) {
   if (!StartEtcd()) return;
   const double duration = 24;
   StartAll(duration, EtcdArgs("1"));
-  SleepS(17);
-  for (int n = 1; n <= kNodes; ++n) ASSERT_NO_FATAL_FAILURE(CheckClockPage(n, 1));
+  SleepS(14);
+  ASSERT_NO_FATAL_FAILURE(CheckClockPages(AllNodes(), 1));  // until about 18.5 s of 24
   ASSERT_TRUE(WaitAgents(duration + 20)) << Logs();
 
   std::vector<std::filesystem::path> files;
