@@ -261,10 +261,36 @@ TEST(KernelClockMapping, RateChangeBeyondTheAllowanceIsADiscontinuity) {
     KernelClockMapping m(SyntheticOptions(), w.Reader());
     SampleEvery(w, m, 20 * kMs, 15);
     EXPECT_GE(m.monotonic_steps(), 1u);
-    for (int64_t t = kStartMono; t < w.mono; t += kMs) {
+    // The history splits in the one sampling gap that holds the bend: there
+    // (which side is unknown) conversion is refused; everywhere else, from
+    // the first sample to 20 ms past the newest, it must succeed and cover
+    // the truth. 15 samples 20 ms apart, checked every 1 ms: about 280 of
+    // the 300 instants convert, on both sides of the bend.
+    const auto& samples = m.monotonic_track().samples();
+    size_t split = 1;
+    while (split < samples.size() && samples[split].segment == samples[split - 1].segment) ++split;
+    ASSERT_LT(split, samples.size()) << "the bend must split the history";
+    const int64_t gap_from = samples[split - 1].ref_ns;
+    const int64_t gap_to = samples[split].ref_ns;
+    EXPECT_LE(gap_to - gap_from, 21 * kMs);
+    int converted_before = 0, converted_after = 0, instants = 0;
+    for (int64_t t = samples.front().ref_ns; t < w.mono; t += kMs) {
+      ++instants;
       const ConvertedStamp c = m.MonotonicToRealtime(t);
-      if (c.ok) ExpectCovers(c, w.RealAtMono(t), "split");
+      if (t > gap_from && t < gap_to) {
+        EXPECT_FALSE(c.ok) << "inside the split's gap at " << t;
+        continue;
+      }
+      ExpectCovers(c, w.RealAtMono(t), "split");
+      if (!c.ok) continue;
+      if (t < gap_to) {
+        ++converted_before;
+      } else {
+        ++converted_after;
+      }
     }
+    EXPECT_GE(converted_before, 95) << "of " << instants;  // ~100 ms before the bend
+    EXPECT_GE(converted_after, 175) << "of " << instants;  // 120 ms to 300 ms
   }
   {
     World w;
