@@ -529,6 +529,227 @@ class PtpBaseline(_Baseline):
 
 
 # --------------------------------------------------------------------------
+# self-test (no root, no daemons): the parsing, the configs and the pmc poller
+
+# chronyd 4.3's measurements.log: its header, then rows in the layout of the
+# example in chrony.conf(5) ("log measurements"), one per received packet.
+_CHRONY_LOG_SAMPLE = (
+    "=" * 94 + "\n"
+    "   Date (UTC) Time     IP Address   L St 123 567 ABCD  LP RP Score    Offset  Peer del. Peer disp."
+    "  Root del. Root disp. Refid     MTxRx\n"
+    + "=" * 94 + "\n"
+    "2026-11-25 08:00:00 10.77.1.2       N  1 111 111 1111  -7 -7 1.0 -4.966e-06  2.296e-05  1.577e-05"
+    "  1.615e-01  7.446e-03 CB00717B 4I K K\n"
+    "2026-11-25 08:00:01 10.77.1.2       N  1 111 111 1111  -7 -7 1.0  1.250e-06  2.100e-05  1.577e-05"
+    "  1.615e-01  7.446e-03 CB00717B 4B K K\n"
+    "2026-11-25 08:00:01 10.77.1.2       N  1 111 101 1111  -7 -7 1.0  9.000e-03  2.100e-05  1.577e-05"
+    "  1.615e-01  7.446e-03 CB00717B 4I K K\n"
+    "2026-11-25 08:00:02 10.77.9.9       N  1 111 111 1111  -7 -7 1.0  3.000e-06  2.100e-05  1.577e-05"
+    "  1.615e-01  7.446e-03 CB00717B 4I K K\n"
+    "2026-11-25 08:00:03 10.77.1.2       N  1 111 111 1111  -7 -7 1.0  2.000e-07  2.000e-05  1.577e-05"
+    "  1.615e-01  7.446e-03 CB00717B 4I K K\n"
+    "2026-11-25 08:00:04 10.77.1.2       N  1 111 111 1111  -7 -7 1.0 -2.0e-07\n")  # torn last line
+
+# What pmc 3.1.1 prints for one request (captured from a free-running
+# ptp4l), with the fields to fill in.
+_PMC_TIME_STATUS = (
+    "sending: GET TIME_STATUS_NP\n"
+    "\t000000.fffe.000000-0 seq {seq} RESPONSE MANAGEMENT TIME_STATUS_NP \n"
+    "\t\tmaster_offset              {offset}\n"
+    "\t\tingress_time               {ingress}\n"
+    "\t\tcumulativeScaledRateOffset +0.000000000\n"
+    "\t\tscaledLastGmPhaseChange    0\n"
+    "\t\tgmTimeBaseIndicator        0\n"
+    "\t\tlastGmPhaseChange          0x0000'0000000000000000.0000\n"
+    "\t\tgmPresent                  {gm}\n"
+    "\t\tgmIdentity                 000000.fffe.000000\n")
+_PMC_CURRENT_DATA_SET = (
+    "sending: GET CURRENT_DATA_SET\n"
+    "\t000000.fffe.000000-0 seq {seq} RESPONSE MANAGEMENT CURRENT_DATA_SET \n"
+    "\t\tstepsRemoved     1\n"
+    "\t\toffsetFromMaster {offset}\n"
+    "\t\tmeanPathDelay    {delay}\n")
+
+# A stand-in for `pmc -u -b 0`: answers each request line with the next
+# canned response, written in two pieces (the poller must wait for the
+# whole response), then stays silent (the poller must time out, not hang).
+_FAKE_PMC = """
+import json, sys, time
+answers = json.loads(sys.argv[1])
+for line in sys.stdin:
+    if not answers:
+        continue
+    a = answers.pop(0)
+    cut = len(a) - 3  # inside the last field's value
+    sys.stdout.write(a[:cut]); sys.stdout.flush(); time.sleep(0.02)
+    sys.stdout.write(a[cut:]); sys.stdout.flush()
+"""
+
+
+class _SelftestBed:
+    """Just enough of Testbed for the baselines' own code: nodes, popen
+    without a namespace, terminate."""
+
+    def node(self, n: Any) -> Any:
+        import types
+        i = int(n)
+        return types.SimpleNamespace(index=i, address=f"10.77.{i}.2", ifname="veth0")
+
+    def popen(self, node: Any, argv: list[str], **kw: Any) -> subprocess.Popen:
+        return subprocess.Popen(argv, **kw)
+
+    def terminate(self, procs: list[subprocess.Popen], timeout: float = 5.0) -> None:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=timeout)
+
+
+def _poll_with_fake_pmc(tb: Any, workdir: str, query: str, answers: list[str],
+                        until: Any, script: str = _FAKE_PMC) -> "PtpBaseline":
+    """Runs PtpBaseline's real poll loop against `script` (a stand-in for
+    pmc) until `until(p)` holds (at most 10 s), then stops it."""
+    p = PtpBaseline(tb, 1, 2, workdir, poll_hz=200.0, query=query)
+    p._pmc = tb.popen(None, [sys.executable, "-c", script, json.dumps(answers)],
+                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    p.procs.append(p._pmc)
+    p._thread = threading.Thread(target=p._poll_loop, name="selftest-pmc-poll", daemon=True)
+    p._thread.start()
+    deadline = time.monotonic() + 10.0
+    while not until(p) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    p.stop()
+    return p
+
+
+def selftest(verbose: bool = True) -> int:
+    fails = 0
+
+    def check(cond: bool, what: str) -> None:
+        nonlocal fails
+        if not cond:
+            fails += 1
+            print(f"FAIL: {what}")
+        elif verbose:
+            print(f"ok:   {what}")
+
+    # statistics
+    v = list(range(1, 101))
+    check(percentile(v, 50) == 50.5 and abs(percentile(v, 99) - 99.01) < 1e-9, "p50/p99 of 1..100")
+    check(math.isnan(percentile([], 50)) and percentile([4.5], 1) == 4.5, "percentile of 0 and 1 values")
+    s = summarize_abs_us([-3000, 1000, -2000, 6000])
+    check(s == {"samples": 4, "p50_us": 2.5, "p99_us": percentile([1000, 2000, 3000, 6000], 99) / 1e3,
+                "max_us": 6.0, "mean_us": 3.0}, f"summarize_abs_us takes |x| in us: {s}")
+    check(summarize_abs_us([])["samples"] == 0 and math.isnan(summarize_abs_us([])["p99_us"]),
+          "summarize_abs_us of nothing")
+
+    tb = _SelftestBed()
+    tmpd = tempfile.mkdtemp(prefix="clbaselines-selftest-")
+    try:
+        # chronyd: measurements.log rows
+        log = os.path.join(tmpd, "measurements.log")
+        with open(log, "w") as f:
+            f.write(_CHRONY_LOG_SAMPLE)
+        rows = parse_chrony_measurements(log)
+        check(len(rows) == 5, f"5 rows, header and torn line ignored ({len(rows)})")
+        r0 = rows[0]
+        check(abs(r0["offset_ns"] - -4966.0) < 1e-6 and abs(r0["delay_ns"] - 22960.0) < 1e-6,
+              f"offset and delay in ns ({r0['offset_ns']}, {r0['delay_ns']})")
+        check(r0["t_s"] == _dt.datetime(2026, 11, 25, 8, 0, 0, tzinfo=_dt.timezone.utc).timestamp(),
+              "row time is UTC")
+        check([r["interleaved"] for r in rows] == [True, False, True, True, True], "interleaved = mode 4I")
+        check([r["valid"] for r in rows] == [True, True, False, True, True], "valid = tests 123 and 567 pass")
+        check(len(parse_chrony_measurements(log, "10.77.1.2")) == 4, "rows filtered by server")
+        check(parse_chrony_measurements(os.path.join(tmpd, "absent.log")) == [], "no log, no rows")
+
+        c = ChronyBaseline(tb, 1, 2, os.path.join(tmpd, "chrony"))
+        sconf, cconf = c._write_configs()
+        with open(cconf) as f:
+            ctext = f.read()
+        with open(sconf) as f:
+            stext = f.read()
+        check("server 10.77.1.2 minpoll -7 maxpoll -7 xleave noselect\n" in ctext and "port 0\n" in ctext
+              and "log rawmeasurements\n" in ctext and "cmdport 0\n" in ctext,
+              "chrony client: interleaved, noselect, client only, raw measurements, no command port")
+        check(f"allow {_tbmod.SUBNET}\n" in stext and "local stratum 1\n" in stext,
+              "chrony server: serves the test bed unsynchronised")
+        check(os.stat(c.cdir).st_mode & 0o777 == 0o700, "run directories are private (0700)")
+        os.makedirs(os.path.dirname(c.measurements_log), exist_ok=True)
+        shutil.copy(log, c.measurements_log)
+        check([r["offset_ns"] for r in c.samples()] == [rows[0]["offset_ns"], rows[1]["offset_ns"],
+                                                        rows[4]["offset_ns"]],
+              "samples: valid rows of the server only")
+        check(len(c.samples(interleaved_only=True)) == 2, "samples: interleaved only")
+        t1 = int(rows[1]["t_s"] * 1e9)
+        check(len(c.samples(since_ns=t1 + 500_000_000, until_ns=t1 + 1_500_000_000)) == 1,
+              "a row's whole second overlaps the span: 08:00:01 kept, 08:00:03 not")
+        check(c.offsets_ns(valid_only=False)[2] == 9e6, "offsets_ns passes the filters on")
+
+        # ptp4l: configs and management sockets
+        p = PtpBaseline(tb, 1, 2, os.path.join(tmpd, "ptp"))
+        socks = p._socket_paths()
+        check(os.path.dirname(socks["slave"]) == p.workdir, "short run dir: sockets inside it")
+        mconf, pconf = p._write_configs(socks)
+        with open(pconf) as f:
+            ptext = f.read()
+        with open(mconf) as f:
+            mtext = f.read()
+        check("free_running            1\n" in ptext and "free_running            1\n" in mtext,
+              "ptp4l never steers the shared clock (free_running on both)")
+        check("UDPv4                   10.77.1.2\n" in ptext and "slaveOnly               1\n" in ptext
+              and f"uds_address             {socks['slave']}\n" in ptext, "slave: unicast to the master")
+        check("unicast_listen          1\n" in mtext and "masterOnly              1\n" in mtext,
+              "master: unicast listen, master only")
+        check("logSyncInterval         -4\n" in ptext, "16 Sync/s by default")
+        deep = os.path.join(tmpd, "d" * 90, "ptp")
+        p2 = PtpBaseline(tb, 1, 2, deep)
+        socks2 = p2._socket_paths()
+        check(all(len(x) <= _UDS_MAX for x in socks2.values()) and p2._tmp_sockdir,
+              "long run dir: sockets in a private temporary dir, within sun_path")
+        p2.stop()
+        check(not os.path.exists(os.path.dirname(socks2["slave"])), "stop() removes that dir")
+        try:
+            PtpBaseline(tb, 1, 2, tmpd, query="PORT_DATA_SET")
+            check(False, "unknown pmc query refused")
+        except ValueError:
+            check(True, "unknown pmc query refused")
+
+        # ptp4l: the real poll loop against a stand-in pmc
+        ts = [_PMC_TIME_STATUS.format(seq=0, offset=0, ingress=0, gm="false"),      # no master yet
+              _PMC_TIME_STATUS.format(seq=0, offset=999, ingress=500, gm="false"),  # master gone
+              _PMC_TIME_STATUS.format(seq=1, offset=-52, ingress=1000, gm="true"),
+              _PMC_TIME_STATUS.format(seq=2, offset=-52, ingress=1000, gm="true"),  # same Sync again
+              _PMC_TIME_STATUS.format(seq=3, offset=17, ingress=2000, gm="true")]
+        p = _poll_with_fake_pmc(tb, os.path.join(tmpd, "pmc1"), "TIME_STATUS_NP", ts,
+                                lambda q: q.poll_stats["timeouts"] >= 1)
+        got = [(r["t_ns"], r["offset_ns"]) for r in p.samples()]
+        check(got == [(1000, -52), (2000, 17)], f"TIME_STATUS_NP: one sample per Sync, by ingress time {got}")
+        check(p.poll_stats["responses"] == 5 and p.poll_stats["timeouts"] >= 1 and p.poll_error is None,
+              f"every answer counted, silence times out {p.poll_stats}")
+        check(p.offsets_ns(since_ns=1500) == [17], "samples filtered by Sync time")
+        cd = [_PMC_CURRENT_DATA_SET.format(seq=0, offset="0.0", delay="0.0"),     # nothing measured yet
+              _PMC_CURRENT_DATA_SET.format(seq=1, offset="-12.0", delay="801.5"),
+              _PMC_CURRENT_DATA_SET.format(seq=2, offset="-12.0", delay="801.5"),  # unchanged: same Sync
+              _PMC_CURRENT_DATA_SET.format(seq=3, offset="-12.0", delay="802.5")]
+        p = _poll_with_fake_pmc(tb, os.path.join(tmpd, "pmc2"), "CURRENT_DATA_SET", cd,
+                                lambda q: q.poll_stats["timeouts"] >= 1)
+        got = [(r["offset_ns"], r["delay_ns"]) for r in p.samples()]
+        check(got == [(-12.0, 801.5), (-12.0, 802.5)], f"CURRENT_DATA_SET: a new sample per change {got}")
+        p = _poll_with_fake_pmc(tb, os.path.join(tmpd, "pmc3"), "TIME_STATUS_NP", [],
+                                lambda q: q.poll_error is not None, script="import sys; sys.stdin.readline()")
+        check(p.poll_error is not None and not p.samples(), f"a pmc that exits is reported ({p.poll_error})")
+    finally:
+        shutil.rmtree(tmpd, ignore_errors=True)
+    print(f"selftest: {'PASS' if not fails else f'{fails} FAILED'}")
+    return 0 if not fails else 1
+
+
+# --------------------------------------------------------------------------
 # convenience driver
 
 def run_baselines(tb: Testbed, a: Any, b: Any, workdir: str, seconds: float, *,
@@ -578,7 +799,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--which", default="chrony,ptp")
     ap.add_argument("--workdir", default="")
     ap.add_argument("--json", help="write offsets and summaries here")
+    ap.add_argument("--selftest", action="store_true", help="check the parsing and the pmc poller, exit (no root)")
     a = ap.parse_args(argv)
+    if a.selftest:
+        return selftest()
     workdir = a.workdir or tempfile.mkdtemp(prefix="chronolink-baselines-")
     tbf = {"rate": a.tbf_rate} if (a.topology == "routed" and a.tbf_rate) else None
     try:

@@ -4,6 +4,7 @@ what the tap costs.
 
   sudo python3 bench/tap_bench.py sources  [--seconds 30]   # accuracy by source class
   sudo python3 bench/tap_bench.py overhead [--seconds 20]   # added latency and CPU per packet
+  python3 bench/tap_bench.py --selftest [--agent-bin B]     # parsing and arguments, no root
 
 sources: for each kernel source (socket_sched, socket_software, bpf_tc,
 bpf_xdp) the two-agent scenario of accuracy_bench.py runs with that source
@@ -202,9 +203,173 @@ def run_overhead(a) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------
+# self-test (no root): the stamp-log arithmetic, the bpftool parsing, the
+# arguments handed to accuracy_bench and to the agent, and real stamp logs
+# of two agents on loopback
+
+def _under_ci() -> bool:
+    """The CI rule of tests/support/ci_rule.h: CI set, not empty, 0 or false."""
+    return os.environ.get("CI", "") not in ("", "0", "false", "FALSE", "False")
+
+
+def _stamp_line(kind, direction, sender, receiver, seq, index, stamps) -> str:
+    return json.dumps({"type": kind, "direction": direction, "sender": sender, "receiver": receiver,
+                       "session": "9962097182954753368", "seq": seq, "index": index, "stamps_ns": stamps})
+
+
+def _free_udp_ports(n: int) -> list[int]:
+    import socket
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
+    try:
+        for so in socks:
+            so.bind(("127.0.0.1", 0))
+        return [so.getsockname()[1] for so in socks]
+    finally:
+        for so in socks:
+            so.close()
+
+
+def _run_loopback_agents(agent_bin: str, tmpd: str, seconds: float = 2.0) -> tuple[list[str], list[int]]:
+    """Two real agents on 127.0.0.1 (no tap, no coordination) writing stamp
+    logs; returns the logs' paths and the agents' exit statuses."""
+    ports = _free_udp_ports(2)
+    os.makedirs(tmpd, mode=0o700)
+    key = os.path.join(tmpd, "cluster.key")
+    with os.fdopen(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+    cluster = os.path.join(tmpd, "cluster.json")
+    with open(cluster, "w") as f:
+        json.dump({"cluster_id": 9, "nodes": [{"id": i + 1, "address": "127.0.0.1", "port": port}
+                                              for i, port in enumerate(ports)]}, f)
+    logs, procs = [], []
+    for n in (1, 2):
+        d = os.path.join(tmpd, f"n{n}")
+        os.makedirs(d)
+        logs.append(os.path.join(d, "stamps.jsonl"))
+        argv = [agent_bin, "--node-id", str(n), "--cluster-file", cluster, "--key-file", key,
+                "--output-dir", d, "--bpf", "off", "--coordination", "none", "--clock-page", "off",
+                "--stamp-log", logs[-1], "--probe-interval-us", "5000", "--duration-s", str(seconds)]
+        with open(os.path.join(d, "agent.log"), "wb") as out:
+            procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT))
+    status = []
+    for p in procs:
+        try:
+            status.append(p.wait(timeout=seconds + 20))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=10)
+            status.append(-9)
+    return logs, status
+
+
+def selftest(agent_bin: str | None) -> int:
+    import inspect
+    import re
+    import shutil
+    import tempfile
+    fails = 0
+
+    def check(cond: bool, what: str) -> None:
+        nonlocal fails
+        if not cond:
+            fails += 1
+        print(f"{'ok:  ' if cond else 'FAIL:'} {what}")
+
+    tmpd = tempfile.mkdtemp(prefix="cltap-selftest-")
+    try:
+        # stamp logs: keys, and one-way latencies by matching tx to rx records
+        log1, log2 = os.path.join(tmpd, "s1.jsonl"), os.path.join(tmpd, "s2.jsonl")
+        with open(log1, "w") as f:
+            f.write(_stamp_line("forward", "tx", 1, 2, 1, 0, {"userspace": 1000, "socket_sched": 1100}) + "\n")
+            f.write(_stamp_line("forward", "tx", 1, 2, 1, 1, {"userspace": 2000}) + "\n")   # no sched stamp
+            f.write(_stamp_line("forward", "tx", 1, 2, 2, 0, {"userspace": 3000, "socket_sched": 3100}) + "\n")
+            f.write(_stamp_line("reverse", "rx", 2, 1, 1, 0, {"userspace": 9000}) + "\n")  # an rx: not a send
+            # a received packet claiming to come from node 1 itself: never a send
+            f.write(_stamp_line("forward", "rx", 1, 2, 1, 0, {"userspace": 5000}) + "\n")
+        with open(log2, "w") as f:
+            f.write(_stamp_line("forward", "rx", 1, 2, 1, 0, {"userspace": 1900, "socket_software": 1500}) + "\n")
+            f.write(_stamp_line("forward", "rx", 1, 2, 1, 1, {"userspace": 2700, "socket_software": 2500}) + "\n")
+            f.write(_stamp_line("reverse", "rx", 1, 2, 2, 0, {"userspace": 3600}) + "\n")  # other type: no match
+        l1, l2 = read_stamp_log(log1), read_stamp_log(log2)
+        check(len(l1) == 5 and ("forward", 1, 2, "9962097182954753368", 2, 0, "tx") in l1,
+              "read_stamp_log keys (type, sender, receiver, session, seq, index, direction)")
+        check(sorted(one_way_latencies(l1, l2, "userspace", "userspace")) == [700, 900],
+              "userspace latencies of the matched packets only")
+        check(one_way_latencies(l1, l2, "socket_sched", "socket_software") == [400],
+              "kernel latency needs both stamps")
+        check(one_way_latencies(l2, l1, "userspace", "userspace") == [], "rx records are never the send side")
+
+        # bpftool's program list: only our programs, run counts and times summed
+        canned = json.dumps([{"id": 1, "name": "chronolink_tc", "run_cnt": 10, "run_time_ns": 500},
+                             {"id": 2, "name": "chronolink_tc", "run_cnt": 5, "run_time_ns": 300},
+                             {"id": 3, "name": "chronolink_xdp"},
+                             {"id": 4, "name": "other_prog", "run_cnt": 99, "run_time_ns": 99}])
+        real_run = subprocess.run
+        try:
+            subprocess.run = lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=canned, stderr="")
+            st = bpf_prog_stats()
+            subprocess.run = lambda *a, **k: subprocess.CompletedProcess(a, 1, stdout="", stderr="")
+            empty = bpf_prog_stats()
+        finally:
+            subprocess.run = real_run
+        check(st == {"chronolink_tc": [15, 800], "chronolink_xdp": [0, 0]}, f"bpf_prog_stats {st}")
+        check(empty == {}, "bpftool printing nothing: no programs")
+
+        # what is handed to accuracy_bench.run_scenario and to the agent
+        check(sorted(SOURCE_ARGS) == sorted(SOURCES), "every source has its agent arguments")
+        ns = vars(base_namespace(argparse.Namespace(agent_bin="x", seconds=5.0)))
+        used = set(re.findall(r"\ba\.([A-Za-z_]\w*)", inspect.getsource(ab.run_scenario)))
+        check(used and used <= set(ns), f"base_namespace has all run_scenario reads: {sorted(used - set(ns))}")
+        overhead_flags = set(re.findall(r'"(--[a-z-]+)"', inspect.getsource(run_overhead)))
+        if agent_bin and os.access(agent_bin, os.X_OK):
+            cp = subprocess.run([agent_bin, "--help"], capture_output=True, text=True, timeout=20)
+            helptext = cp.stdout + cp.stderr
+            lines = {m.group(1): m.group(0) for m in re.finditer(r"^\s*(--[a-z-]+).*$", helptext, re.M)}
+            bad = []
+            for a in sum(SOURCE_ARGS.values(), []):
+                flag, value = a.split("=", 1)
+                if flag not in lines or value not in lines[flag]:
+                    bad.append(a)
+            check(not bad, f"the agent knows every source argument {bad}")
+            check(overhead_flags and overhead_flags <= set(lines),
+                  f"the agent knows every overhead argument {sorted(overhead_flags - set(lines))}")
+
+            # real stamp logs: two agents on loopback, one kernel clock, no virtual clocks
+            logs, status = _run_loopback_agents(agent_bin, os.path.join(tmpd, "agents"))
+            check(status == [0, 0], f"loopback agents exit 0 ({status})")
+            try:
+                r1, r2 = read_stamp_log(logs[0]), read_stamp_log(logs[1])
+            except (OSError, ValueError, KeyError) as e:
+                r1, r2 = {}, {}
+                check(False, f"stamp logs readable: {e}")
+            sends = [k for k in r1 if k[6] == "tx" and k[1] == 1]
+            user = one_way_latencies(r1, r2, "userspace", "userspace")
+            kern = one_way_latencies(r1, r2, "socket_sched", "socket_software")
+            # 2 s at one pair per 5 ms is ~800 sends per agent; nearly all arrive
+            check(len(sends) >= 200 and len(user) >= 0.9 * len(sends),
+                  f"node 1's sends matched to node 2's receptions ({len(user)} of {len(sends)})")
+            check(len(kern) >= 0.9 * len(sends), f"kernel stamps on both ends ({len(kern)})")
+            user.sort()
+            kern.sort()
+            check(bool(user) and 0 < percentile(user, 50) < 1e6 and 0 < percentile(kern, 50) < 1e6,
+                  "loopback one-way latencies are positive and under 1 ms at the median "
+                  f"(user p50 {percentile(user, 50):.0f} ns, kernel p50 {percentile(kern, 50):.0f} ns)")
+        elif _under_ci():
+            check(False, f"CI must run the agent checks, but no agent at {agent_bin}")
+        else:
+            print(f"skip: no agent at {agent_bin}: agent checks skipped outside CI")
+    finally:
+        shutil.rmtree(tmpd, ignore_errors=True)
+    print(f"selftest: {'PASS' if not fails else f'{fails} FAILED'}")
+    return 0 if not fails else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=["sources", "overhead"])
+    ap.add_argument("mode", nargs="?", choices=["sources", "overhead"])
+    ap.add_argument("--selftest", action="store_true",
+                    help="check the parsing and the arguments, run two agents on loopback; no root")
     ap.add_argument("--agent-bin", default=ab.DEFAULT_AGENT)
     ap.add_argument("--seconds", type=float, default=None, help="measured span (sources: 30, overhead: 20)")
     ap.add_argument("--out", default="")
@@ -215,6 +380,10 @@ def main(argv=None) -> int:
                     help="overhead: cadence of both pairs (default 5000, so four agents and their "
                          "stamp logs do not saturate two cores)")
     a = ap.parse_args(argv)
+    if a.selftest:
+        return selftest(a.agent_bin)
+    if a.mode is None:
+        ap.error("a mode is required: sources or overhead")
     if os.geteuid() != 0:
         print("tap_bench: must run as root", file=sys.stderr)
         return 2
