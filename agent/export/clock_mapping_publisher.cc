@@ -7,20 +7,37 @@
 
 namespace chronolink {
 
+namespace {
+// Far beyond what a solve of real clocks gives (an hour; 1 %), far inside
+// what int64 ns and the ppt drift field hold.
+constexpr double kMaxOffsetNs = 3.6e12;
+constexpr double kMaxDrift = 0.01;
+}  // namespace
+
 ClockMapping MappingFromSolution(const NodeSolution& s, int64_t t_ns, int64_t valid_for_ns,
                                  int64_t growth_ppt) {
   ClockMapping m;
   m.node_id = s.node;
   if (!s.reachable) return m;
+  // A solution no clock can have (an offset or drift beyond any crystal, an
+  // instant at the end of time) gives no mapping rather than an overflow.
+  if (!std::isfinite(s.offset_ns) || std::abs(s.offset_ns) > kMaxOffsetNs || !std::isfinite(s.drift) ||
+      std::abs(s.drift) > kMaxDrift || !std::isfinite(s.uncertainty_ns) || s.uncertainty_ns > kMaxOffsetNs) {
+    return m;
+  }
   const int64_t offset = std::llround(s.offset_ns);  // node − cluster at T
+  if (__builtin_add_overflow(t_ns, offset, &m.local_ref_ns) ||
+      __builtin_add_overflow(m.local_ref_ns, valid_for_ns, &m.valid_until_ns)) {
+    ClockMapping none;
+    none.node_id = s.node;
+    return none;
+  }
   m.valid = true;
-  m.local_ref_ns = t_ns + offset;
   m.offset_ns = -offset;
   // d(cluster − local)/d(local) = −drift / (1 + drift), drift being d(node − cluster)/d(cluster).
   m.drift_ppt = std::llround(-s.drift / (1.0 + s.drift) * 1e12);
   m.uncertainty_ns = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(s.uncertainty_ns)));
   m.uncertainty_growth_ppt = growth_ppt;
-  m.valid_until_ns = m.local_ref_ns + valid_for_ns;
   return m;
 }
 

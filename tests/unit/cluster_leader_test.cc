@@ -307,6 +307,28 @@ TEST(ClockPage, MappingFromSolutionInvertsTheOffset) {
   EXPECT_FALSE(MappingFromSolution(s, t, kStep, 0).valid);
 }
 
+// What no real clock gives (an instant at the end of time, offsets or
+// drifts beyond any crystal, NaN) yields no mapping instead of an int64
+// overflow: a page that says "no mapping" rather than garbage.
+TEST(ClockPage, ImpossibleSolutionsGiveNoMapping) {
+  NodeSolution s;
+  s.node = 2;
+  s.reachable = true;
+  s.offset_ns = 1500;
+  s.uncertainty_ns = 10;
+  EXPECT_TRUE(MappingFromSolution(s, kBase, 10 * kSecond, 100'000).valid);
+  EXPECT_FALSE(MappingFromSolution(s, std::numeric_limits<int64_t>::max(), 10 * kSecond, 100'000).valid);
+  EXPECT_FALSE(MappingFromSolution(s, std::numeric_limits<int64_t>::max() - kSecond, 10 * kSecond, 100'000).valid);
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(), 1e19}) {
+    NodeSolution b = s;
+    b.offset_ns = bad;
+    EXPECT_FALSE(MappingFromSolution(b, kBase, 10 * kSecond, 100'000).valid) << bad;
+    b = s;
+    b.drift = bad;
+    EXPECT_FALSE(MappingFromSolution(b, kBase, 10 * kSecond, 100'000).valid) << bad;
+  }
+}
+
 TEST(OffsetsJsonl, LinesCarryTheLeaderAndRecomputedFlag) {
   NodeSolution s;
   s.node = 3;
