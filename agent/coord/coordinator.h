@@ -45,6 +45,9 @@ struct CoordinatorStatus {
   // stale or out of date (docs/security.md), in all and by reason.
   uint64_t refused = 0;
   std::map<std::string, uint64_t> refused_by_reason;
+  // Static backend: the coordination channel's connection and handshake
+  // counters (docs/coordination-channel.md), by name; empty for etcd.
+  std::map<std::string, uint64_t> channel;
 };
 
 class Coordinator {

@@ -71,6 +71,10 @@ void StaticCoordinator::Loop() {
   bool target_link_up = false;
   while (!stopping_) {
     hub_->Poll(kPollMs);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      channel_stats_ = hub_->stats();  // the hub is this thread's: Status() reads the copy
+    }
     UpdateLeader();
     std::optional<uint32_t> leader;
     {
@@ -259,6 +263,20 @@ std::optional<OffsetsSnapshot> StaticCoordinator::LatestOffsets(uint64_t* versio
 CoordinatorStatus StaticCoordinator::Status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   CoordinatorStatus s = status_;
+  const ChannelStats& c = channel_stats_;
+  s.channel = {{"connects", c.connects},
+               {"connect_failures", c.connect_failures},
+               {"accepts", c.accepts},
+               {"handshakes_ok", c.handshakes_ok},
+               {"handshakes_failed", c.handshakes_failed},
+               {"handshake_timeouts", c.handshake_timeouts},
+               {"handshakes_shed", c.handshakes_shed},
+               {"hellos_refused", c.refused},
+               {"auth_failures", c.auth_failures},
+               {"frame_errors", c.frame_errors},
+               {"idle_timeouts", c.idle_timeouts},
+               {"disconnects", c.disconnects},
+               {"send_queue_full", c.send_queue_full}};
   s.is_leader = leader_ == config_.node_id;
   s.leader = leader_;
   s.windows_published = outbox_.published() + incoming_.size();

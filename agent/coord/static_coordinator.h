@@ -73,6 +73,7 @@ class StaticCoordinator : public Coordinator {
   uint64_t latest_version_ = 0;
   std::optional<uint32_t> leader_;
   CoordinatorStatus status_;
+  ChannelStats channel_stats_;  // copied from the hub by the loop thread
   int64_t last_refusal_log_ns_ = 0;  // CLOCK_MONOTONIC
   uint64_t unlogged_refusals_ = 0;
 };

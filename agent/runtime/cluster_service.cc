@@ -190,6 +190,13 @@ void ClusterService::AppendMetrics(PrometheusText& t) const {
     t.Sample("chronolink_cluster_refused_by_reason_total", {{"node", node}, {"reason", reason}},
              static_cast<double>(count));
   }
+  if (!st.channel.empty()) {
+    t.Family("chronolink_channel_events_total",
+             "Coordination channel connections and handshakes, by event (static backend)", "counter");
+    for (const auto& [event, count] : st.channel) {
+      t.Sample("chronolink_channel_events_total", {{"node", node}, {"event", event}}, static_cast<double>(count));
+    }
+  }
   t.Family("chronolink_cluster_windows_pending", "Window summaries waiting for delivery", "gauge");
   t.Sample("chronolink_cluster_windows_pending", {{"node", node}}, static_cast<double>(st.windows_pending));
   if (latest_) {
@@ -241,6 +248,7 @@ nlohmann::ordered_json ClusterService::Stats() const {
   j["errors"] = st.errors;
   j["refused"] = st.refused;
   j["refused_by_reason"] = st.refused_by_reason;
+  if (!st.channel.empty()) j["channel"] = st.channel;
   std::lock_guard<std::mutex> lock(stats_mutex_);
   j["leader_windows_received"] = leader_stats_.windows_received;
   j["leader_windows_duplicate"] = leader_stats_.windows_duplicate;

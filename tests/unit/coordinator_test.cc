@@ -664,6 +664,11 @@ TEST_F(StaticCoordinatorTest, AFloodedNode1IsStillElected) {
   node(3).Publish({from3});
   ASSERT_TRUE(WaitUntil([&] { return node(1).InboxHas({from2, from3}); })) << StatusReport();
   EXPECT_GT(flood.closed(), 0u);  // the flood was really shed, not idle
+  // ... and node 1 says so in its status (agent_stats.json, metrics).
+  const std::map<std::string, uint64_t> channel = node(1).Status().channel;
+  ASSERT_EQ(channel.count("handshakes_shed"), 1u);
+  EXPECT_GT(channel.at("handshakes_shed"), 0u);
+  EXPECT_GE(channel.at("handshakes_ok"), 2u);
   for (uint32_t id : {2u, 3u}) {
     const CoordinatorStatus s = node(id).Status();
     EXPECT_EQ(s.leader_changes, 1u) << "node " << id << " elected another leader first: " << Describe(s);
