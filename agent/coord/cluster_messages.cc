@@ -1,5 +1,6 @@
 #include "agent/coord/cluster_messages.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -45,19 +46,20 @@ double FiniteField(const json& j, const char* name) {
   return d;
 }
 
-// 64-bit session ids travel as decimal strings: JSON readers elsewhere
-// (JavaScript, jq) lose integers above 2^53.
-uint64_t SessionField(const json& j) {
-  const json& v = Field(j, "session");
-  if (!v.is_string()) throw FieldError{"\"session\" is not a decimal string"};
-  const std::string s = v.get<std::string>();
-  if (s.empty() || s.size() > 20 || s.find_first_not_of("0123456789") != std::string::npos)
-    throw FieldError{"\"session\" is not a decimal string"};
-  try {
-    return std::stoull(s);
-  } catch (...) {
-    throw FieldError{"\"session\" is out of range"};
-  }
+// 64-bit ids travel as decimal strings: JSON readers elsewhere (JavaScript,
+// jq) lose integers above 2^53. Digits only, in range: no sign, space, hex
+// or trailing text (std::stoull took "-1" as 2^64 - 1 and "12abc" as 12).
+uint64_t DecimalField(const json& j, const char* name) {
+  const json& v = Field(j, name);
+  const std::string not_decimal = std::string("\"") + name + "\" is not a decimal string";
+  if (!v.is_string()) throw FieldError{not_decimal};
+  const std::string& s = v.get_ref<const std::string&>();
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) throw FieldError{not_decimal};
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec == std::errc::result_out_of_range) throw FieldError{std::string("\"") + name + "\" is out of range"};
+  if (ec != std::errc() || end != s.data() + s.size()) throw FieldError{not_decimal};
+  return value;
 }
 
 json SummaryToJson(const WindowSummary& w) {
@@ -78,7 +80,7 @@ WindowSummary SummaryFromJson(const json& j) {
   w.estimate.node = IntField<uint32_t>(j, "node");
   w.estimate.peer = IntField<uint32_t>(j, "peer");
   if (w.estimate.node == w.estimate.peer) throw FieldError{"\"node\" and \"peer\" are the same"};
-  w.session = SessionField(j);
+  w.session = DecimalField(j, "session");
   w.window_start_ns = IntField<int64_t>(j, "window_start_ns");
   w.estimate.x0_ns = IntField<int64_t>(j, "x0_ns");
   w.estimate.beta_ns = FiniteField(j, "beta_ns");
@@ -191,13 +193,7 @@ bool DecodeOffsetsSnapshot(std::string_view text, OffsetsSnapshot* out, std::str
     if (!j.is_object()) throw FieldError{"an offsets snapshot is not a JSON object"};
     OffsetsSnapshot s;
     s.leader = IntField<uint32_t>(j, "leader");
-    const json& seq = Field(j, "sequence");
-    if (!seq.is_string()) throw FieldError{"\"sequence\" is not a decimal string"};
-    try {
-      s.sequence = std::stoull(seq.get<std::string>());
-    } catch (...) {
-      throw FieldError{"\"sequence\" is not a decimal string"};
-    }
+    s.sequence = DecimalField(j, "sequence");
     s.reference_instant_ns = IntField<int64_t>(j, "t_ns");
     const json& ref = Field(j, "reference");
     if (ref.is_string()) {

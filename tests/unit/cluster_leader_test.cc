@@ -260,6 +260,41 @@ TEST(ClusterMessages, OffsetsSnapshotRoundTrip) {
                                      &back, &error));
 }
 
+// The snapshot's sequence decides which snapshot is newest: "-1" must not
+// read as 2^64 - 1 (std::stoull did), nor "12abc" as 12.
+TEST(ClusterMessages, OffsetsSnapshotSequenceIsDigitsOnly) {
+  auto with_sequence = [](const std::string& seq) {
+    return R"({"leader":1,"sequence":)" + seq + R"(,"t_ns":0,"reference":"mean","recomputed":false,"nodes":[]})";
+  };
+  OffsetsSnapshot back;
+  std::string error;
+  ASSERT_TRUE(DecodeOffsetsSnapshot(with_sequence(R"("18446744073709551615")"), &back, &error)) << error;
+  EXPECT_EQ(back.sequence, 18446744073709551615ULL);
+  ASSERT_TRUE(DecodeOffsetsSnapshot(with_sequence(R"("0")"), &back, &error)) << error;
+  EXPECT_EQ(back.sequence, 0u);
+  const std::pair<std::string, std::string> bad[] = {
+      {R"("-1")", "is not a decimal string"},  {R"("+1")", "is not a decimal string"},
+      {R"(" 1")", "is not a decimal string"},  {R"("1 ")", "is not a decimal string"},
+      {R"("12abc")", "is not a decimal string"}, {R"("0x10")", "is not a decimal string"},
+      {R"("")", "is not a decimal string"},    {"7", "is not a decimal string"},
+      {R"("18446744073709551616")", "is out of range"},
+  };
+  for (const auto& [seq, why] : bad) {
+    error.clear();
+    back.sequence = 42;
+    EXPECT_FALSE(DecodeOffsetsSnapshot(with_sequence(seq), &back, &error)) << seq;
+    EXPECT_NE(error.find("\"sequence\" " + why), std::string::npos) << seq << " -> " << error;
+    EXPECT_EQ(back.sequence, 42u) << seq;
+  }
+  // Window summaries' sessions go through the same reader.
+  WindowSummary w;
+  error.clear();
+  EXPECT_FALSE(DecodeWindowSummary(
+      R"({"node":1,"peer":2,"session":"-1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m"})",
+      &w, &error));
+  EXPECT_NE(error.find("\"session\" is not a decimal string"), std::string::npos) << error;
+}
+
 TEST(WindowOutbox, KeepsUntilDeliveredRewindsAndExpires) {
   WindowOutbox box(10 * kSecond);
   const auto w = AllWindows(kBase);
