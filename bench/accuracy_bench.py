@@ -525,15 +525,7 @@ def _jsonable(o: Any) -> Any:
 # self-test of the arithmetic (no root, no agent)
 
 def selftest(verbose: bool = True) -> int:
-    fails = 0
-
-    def check(cond: bool, what: str) -> None:
-        nonlocal fails
-        if not cond:
-            fails += 1
-            print(f"FAIL: {what}")
-        elif verbose:
-            print(f"ok:   {what}")
+    check = bl.SelfTestChecks(verbose)
 
     # percentiles (numpy 'linear' reference values)
     v = list(range(1, 101))
@@ -651,8 +643,7 @@ def selftest(verbose: bool = True) -> int:
     if verbose:
         print(txt)
     shutil.rmtree(tmpd, ignore_errors=True)
-    print(f"selftest: {'PASS' if not fails else f'{fails} FAILED'}")
-    return 0 if not fails else 1
+    return check.result()
 
 
 # --------------------------------------------------------------------------

@@ -627,16 +627,29 @@ def _poll_with_fake_pmc(tb: Any, workdir: str, query: str, answers: list[str],
     return p
 
 
-def selftest(verbose: bool = True) -> int:
-    fails = 0
+class SelfTestChecks:
+    """The bench tools' self-tests: each check prints FAIL (always) or ok
+    (when verbose) and counts the failures; result() prints the verdict and
+    gives the exit status."""
 
-    def check(cond: bool, what: str) -> None:
-        nonlocal fails
+    def __init__(self, verbose: bool = True) -> None:
+        self.verbose = verbose
+        self.fails = 0
+
+    def __call__(self, cond: bool, what: str) -> None:
         if not cond:
-            fails += 1
+            self.fails += 1
             print(f"FAIL: {what}")
-        elif verbose:
+        elif self.verbose:
             print(f"ok:   {what}")
+
+    def result(self) -> int:
+        print(f"selftest: {'PASS' if not self.fails else f'{self.fails} FAILED'}")
+        return 0 if not self.fails else 1
+
+
+def selftest(verbose: bool = True) -> int:
+    check = SelfTestChecks(verbose)
 
     # statistics
     v = list(range(1, 101))
@@ -745,8 +758,7 @@ def selftest(verbose: bool = True) -> int:
         check(p.poll_error is not None and not p.samples(), f"a pmc that exits is reported ({p.poll_error})")
     finally:
         shutil.rmtree(tmpd, ignore_errors=True)
-    print(f"selftest: {'PASS' if not fails else f'{fails} FAILED'}")
-    return 0 if not fails else 1
+    return check.result()
 
 
 # --------------------------------------------------------------------------

@@ -39,7 +39,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tools", "testbed"))
 import accuracy_bench as ab  # noqa: E402
 import testbed as tbm  # noqa: E402
-from baselines import percentile  # noqa: E402
+from baselines import SelfTestChecks, percentile  # noqa: E402
 
 SOURCES = ["socket_sched", "socket_software", "bpf_tc", "bpf_xdp"]
 # Each source as one would run it: the socket sources with no hooks at all
@@ -268,13 +268,7 @@ def selftest(agent_bin: str | None) -> int:
     import re
     import shutil
     import tempfile
-    fails = 0
-
-    def check(cond: bool, what: str) -> None:
-        nonlocal fails
-        if not cond:
-            fails += 1
-        print(f"{'ok:  ' if cond else 'FAIL:'} {what}")
+    check = SelfTestChecks(verbose=True)
 
     tmpd = tempfile.mkdtemp(prefix="cltap-selftest-")
     try:
@@ -361,8 +355,7 @@ def selftest(agent_bin: str | None) -> int:
             print(f"skip: no agent at {agent_bin}: agent checks skipped outside CI")
     finally:
         shutil.rmtree(tmpd, ignore_errors=True)
-    print(f"selftest: {'PASS' if not fails else f'{fails} FAILED'}")
-    return 0 if not fails else 1
+    return check.result()
 
 
 def main(argv=None) -> int:
