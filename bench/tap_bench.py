@@ -129,8 +129,10 @@ def run_overhead(a) -> int:
     out = a.out or os.path.join(REPO, "out", "tap-overhead-" + time.strftime("%Y%m%d-%H%M%S"))
     os.makedirs(out, exist_ok=True)
     key = os.path.join(out, "cluster.key")
-    with open(key, "w") as f:
+    # The agent refuses a key file that others could read.
+    with os.fdopen(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         f.write(secrets.token_hex(32) + "\n")
+    os.chmod(key, 0o600)  # an older file keeps its mode through O_TRUNC
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True, timeout=10)
     pairs = {"with tap": (7319, "on", 11), "without tap": (7320, "off", 12)}
     xdp = {"on": a.bpf_xdp, "off": "off"}

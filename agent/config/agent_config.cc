@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -154,16 +155,25 @@ std::optional<AgentConfig> LoadAgentConfig(int argc, const char* const* argv, st
 
   AgentConfig config;
   Layer env;
+  ConfigFileLayer file;
+  // However loading ends, the key's text leaves no copy in the layers: the
+  // key lives in config.key alone.
+  struct WipeOnExit {
+    std::vector<Layer*> layers;
+    ~WipeOnExit() {
+      for (Layer* l : layers) config_internal::WipeKeyHex(l);
+    }
+  } wipe{{&env, &file.layer, &command_line.flags}};  // file.layer: moved from once merged
   if (!config_internal::ReadEnvironment(cwd, &env, &config.warnings, error)) return fail(*error);
 
-  ConfigFileLayer file;
   if (!config_internal::ReadConfigFile(command_line, cwd, &config.config_file_path, &file, error)) {
     return fail(*error);
   }
 
-  const config_internal::Merged merged =
-      config_internal::MergeLayers(std::move(file.layer), env, command_line.flags);
-  if (!config_internal::Validate(merged, file.virtual_block_origin, &config, error)) return fail(*error);
+  config_internal::Merged merged = config_internal::MergeLayers(std::move(file.layer), env, command_line.flags);
+  const bool valid = config_internal::Validate(merged, file.virtual_block_origin, &config, error);
+  merged.WipeKeyHex();
+  if (!valid) return fail(*error);
   *exit_code = 0;
   return config;
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <CLI/CLI.hpp>
+#include <sodium.h>
 #include <nlohmann/json.hpp>
 
 #include "agent/config/agent_config.h"
@@ -42,6 +43,15 @@ struct FlagValues {
   std::vector<CLI::Option*> opts;
   bool test_mode = false;  // the only kBool option
 };
+
+// Index of key_hex in Specs().
+std::ptrdiff_t KeyHexIndex() {
+  const std::span<const Spec> specs = Specs();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (std::string_view(specs[i].key) == "key_hex") return static_cast<std::ptrdiff_t>(i);
+  }
+  return -1;
+}
 
 // Defines --config, --version and one flag per option, in --help order.
 void DefineFlags(CLI::App* app, FlagValues* v) {
@@ -243,6 +253,12 @@ bool ParseConfigFile(const std::string& path, ConfigFileLayer* out, std::string*
 
 }  // namespace
 
+void WipeKeyHex(Layer* layer) {
+  auto it = layer->find("key_hex");
+  if (it == layer->end()) return;
+  if (auto* text = std::get_if<std::string>(&it->second.v)) sodium_memzero(text->data(), text->size());
+}
+
 CommandLineStatus ParseCommandLine(int argc, const char* const* argv, const fs::path& cwd, CommandLine* out,
                                    std::string* text) {
   CLI::App app("chronolink-agent: probes peers with authenticated UDP probe pairs and estimates "
@@ -253,7 +269,13 @@ CommandLineStatus ParseCommandLine(int argc, const char* const* argv, const fs::
   if (CommandLineStatus status = RunParser(&app, argc, argv, text); status != CommandLineStatus::kParsed) {
     return status;
   }
-  if (!FlagsLayer(values, cwd, &out->flags, text)) return CommandLineStatus::kError;
+  const bool typed = FlagsLayer(values, cwd, &out->flags, text);
+  // The text of --key-hex was copied into the layer: wipe it here.
+  if (const std::ptrdiff_t i = KeyHexIndex(); i >= 0) {
+    std::string& text_of_key = values.text[static_cast<size_t>(i)];
+    sodium_memzero(text_of_key.data(), text_of_key.size());
+  }
+  if (!typed) return CommandLineStatus::kError;
   out->config_given = values.config_opt->count() > 0;
   out->config_path = values.config;
   return CommandLineStatus::kParsed;

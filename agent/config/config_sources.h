@@ -22,6 +22,10 @@ struct Value {
 
 using Layer = std::map<std::string, Value>;  // by file key
 
+// Overwrites the key_hex text of a layer with zeros (sodium_memzero), so that
+// no copy of the key outlives loading the configuration.
+void WipeKeyHex(Layer* layer);
+
 // The merged layers, as validation reads them.
 class Merged {
  public:
@@ -39,6 +43,7 @@ class Merged {
     return it == layer_.end() ? "default" : it->second.origin;
   }
   const Layer& layer() const { return layer_; }
+  void WipeKeyHex() { config_internal::WipeKeyHex(&layer_); }
 
  private:
   Layer layer_;

@@ -5,6 +5,7 @@
 #include "agent/config/config_validation.h"
 
 #include <arpa/inet.h>
+#include <sodium.h>
 #include <time.h>
 
 #include <algorithm>
@@ -307,6 +308,24 @@ bool ValidatePeerAddressFamilies(const Merged& m, const AgentConfig& c, std::str
   return true;
 }
 
+// A key on the command line is in every user's `ps`; one in the environment
+// is in /proc/<pid>/environ and in every child's environment. Say so once,
+// at start, where the operator looks.
+void WarnIfKeyIsVisible(const std::string& origin, AgentConfig* c) {
+  std::string where;
+  if (origin.rfind("--", 0) == 0) {
+    where = "on the command line (" + origin +
+            "), where every local user can read it in the process list (ps, /proc/<pid>/cmdline)";
+  } else if (origin.rfind("environment variable", 0) == 0) {
+    where = "in the " + origin +
+            ", where it stays readable in /proc/<pid>/environ and is passed on to child processes";
+  } else {
+    return;  // a config file: as private as the file is
+  }
+  c->warnings.push_back("the cluster key was given " + where +
+                        "; in production use --key-file FILE (mode 0600, see docs/deployment.md)");
+}
+
 // The cluster key is mandatory: the wire format is authenticated.
 bool ValidateKey(const Merged& m, AgentConfig* c, std::string* error) {
   std::string why;
@@ -316,9 +335,11 @@ bool ValidateKey(const Merged& m, AgentConfig* c, std::string* error) {
       return Fail(error, why + " (key file from " + m.From("key_file") + ")");
     }
   } else if (m.Has("key_hex")) {
-    if (!ParseClusterKeyHex(m.Get<std::string>("key_hex", ""), &c->key, &why)) {
-      return Fail(error, "cluster key from " + m.From("key_hex") + ": " + why);
-    }
+    std::string hex = m.Get<std::string>("key_hex", "");
+    const bool parsed = ParseClusterKeyHex(hex, &c->key, &why);
+    sodium_memzero(hex.data(), hex.size());
+    if (!parsed) return Fail(error, "cluster key from " + m.From("key_hex") + ": " + why);
+    WarnIfKeyIsVisible(m.From("key_hex"), c);
   } else {
     return Fail(error, "no cluster key: give --key-file FILE (preferred) or --key-hex HEX (or "
                        "CHRONOLINK_KEY_FILE / CHRONOLINK_KEY_HEX, or \"key_file\" / \"key_hex\" in the "

@@ -3,12 +3,8 @@
 // are the contract documented in docs/protocol.md (section "Byte layout").
 #include "agent/wire/probe_codec.h"
 
-#include <fcntl.h>
 #include <sodium.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -118,129 +114,7 @@ void ComputeMac(const uint8_t* packet, const ClusterKey& key, uint8_t* mac) {
   crypto_generichash(mac, kProbeMacSize, packet, kAuthSize, key.data(), key.size());
 }
 
-bool IsHex(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-uint8_t HexValue(char c) {
-  if (c >= '0' && c <= '9') return static_cast<uint8_t>(c - '0');
-  if (c >= 'a' && c <= 'f') return static_cast<uint8_t>(c - 'a' + 10);
-  return static_cast<uint8_t>(c - 'A' + 10);
-}
-
-bool IsAllZero(const ClusterKey& key) {
-  uint8_t acc = 0;
-  for (uint8_t b : key) acc |= b;
-  return acc == 0;
-}
-
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
 }  // namespace
-
-bool ParseClusterKeyHex(std::string_view hex, ClusterKey* key, std::string* error) {
-  constexpr size_t kHexChars = 2 * kClusterKeySize;
-  if (hex.size() != kHexChars) {
-    *error = "cluster key must be exactly " + std::to_string(kHexChars) +
-             " hex characters (" + std::to_string(kClusterKeySize) + " bytes), got " +
-             std::to_string(hex.size()) + " characters";
-    return false;
-  }
-  for (size_t i = 0; i < hex.size(); ++i) {
-    if (!IsHex(hex[i])) {
-      *error = "cluster key has a non-hex character at position " + std::to_string(i) +
-               " (expected 0-9, a-f or A-F)";
-      return false;
-    }
-  }
-  ClusterKey parsed{};
-  for (size_t i = 0; i < kClusterKeySize; ++i) {
-    parsed[i] = static_cast<uint8_t>((HexValue(hex[2 * i]) << 4) | HexValue(hex[2 * i + 1]));
-  }
-  if (IsAllZero(parsed)) {
-    *error = "cluster key is all zeros; generate a random key (e.g. `openssl rand -hex 32`)";
-    return false;
-  }
-  *key = parsed;
-  return true;
-}
-
-bool LoadClusterKeyFile(const std::string& path, ClusterKey* key, std::string* error) {
-  const std::string where = "cluster key file '" + path + "'";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = "cannot open " + where + ": " + std::strerror(errno);
-    return false;
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    *error = "cannot stat " + where + ": " + std::strerror(errno);
-    ::close(fd);
-    return false;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    *error = where + " is not a regular file";
-    ::close(fd);
-    return false;
-  }
-  // Read at most a little more than the largest valid file; anything longer
-  // is refused without reading it all.
-  constexpr size_t kMaxFile = 4096;
-  std::string data;
-  data.resize(kMaxFile + 1);
-  size_t got = 0;
-  while (got < data.size()) {
-    const ssize_t n = ::read(fd, data.data() + got, data.size() - got);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      *error = "cannot read " + where + ": " + std::strerror(errno);
-      ::close(fd);
-      return false;
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  data.resize(got);
-
-  const std::string expect = " (expected " + std::to_string(2 * kClusterKeySize) +
-                             " hex characters or exactly " +
-                             std::to_string(kClusterKeySize) + " raw bytes)";
-  if (got > kMaxFile) {
-    *error = where + " is too large" + expect;
-    return false;
-  }
-  if (got == kClusterKeySize) {
-    ClusterKey raw{};
-    std::memcpy(raw.data(), data.data(), kClusterKeySize);
-    if (IsAllZero(raw)) {
-      *error = where + " holds an all-zero key; generate a random key";
-      return false;
-    }
-    *key = raw;
-    return true;
-  }
-  size_t b = 0, e = data.size();
-  while (b < e && IsSpace(data[b])) ++b;
-  while (e > b && IsSpace(data[e - 1])) --e;
-  const std::string_view text(data.data() + b, e - b);
-  if (text.empty()) {
-    *error = where + " is empty" + expect;
-    return false;
-  }
-  if (text.size() != 2 * kClusterKeySize) {
-    *error = where + " has the wrong size: " + std::to_string(got) + " bytes, " +
-             std::to_string(text.size()) + " without surrounding whitespace" + expect;
-    return false;
-  }
-  std::string parse_error;
-  if (!ParseClusterKeyHex(text, key, &parse_error)) {
-    *error = where + ": " + parse_error;
-    return false;
-  }
-  return true;
-}
 
 std::string_view DecodeResultName(DecodeResult r) {
   switch (r) {

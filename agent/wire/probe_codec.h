@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "agent/wire/cluster_key.h"
 #include "agent/wire/probe_message.h"
 
 namespace chronolink {
@@ -19,20 +20,12 @@ constexpr uint32_t kProbeMagic = 0x43484C4B;  // "CHLK"
 constexpr uint8_t kProbeVersion = 1;
 constexpr size_t kProbeWireSize = 144;
 constexpr size_t kProbeMacSize = 16;
-constexpr size_t kClusterKeySize = 32;
 // The pilot: the first 16 bytes of a probe header with type 4 and no MAC,
 // sent just before each forward pair so that the pair finds the path awake
 // (docs/protocol.md "Pilot"). It carries nothing the receiver trusts or
 // uses; the receiver only counts it.
 constexpr size_t kPilotWireSize = 16;
 constexpr uint8_t kPilotType = 4;
-
-using ClusterKey = std::array<uint8_t, kClusterKeySize>;
-
-// Key from 64 hex characters; false with a message in *error otherwise.
-bool ParseClusterKeyHex(std::string_view hex, ClusterKey* key, std::string* error);
-// Key file: 64 hex characters (surrounding whitespace ignored) or 32 raw bytes.
-bool LoadClusterKeyFile(const std::string& path, ClusterKey* key, std::string* error);
 
 enum class DecodeResult : uint8_t {
   kOk = 0,

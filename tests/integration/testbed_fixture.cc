@@ -101,6 +101,8 @@ void TestbedFixture::WriteClusterFiles(uint32_t cluster_id) {
   std::ofstream(dir_ / "cluster.json") << cluster.dump(2);
   std::ofstream(dir_ / "key.hex")
       << "5c1e0f7a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6\n";
+  // The agent refuses a key file that others could read.
+  std::filesystem::permissions(dir_ / "key.hex", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 }
 
 std::filesystem::path TestbedFixture::OutputDir(int node_index) const {

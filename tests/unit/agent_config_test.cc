@@ -37,10 +37,9 @@ constexpr char kCluster3[] = R"({
   ]
 })";
 
-fs::path SourceRoot() {
-  // tests/unit/agent_config_test.cc -> repository root.
-  return fs::path(__FILE__).parent_path().parent_path().parent_path();
-}
+// The repository root, absolute: tests change the working directory, and
+// __FILE__ is relative in a ccache build.
+fs::path SourceRoot() { return fs::path(CHRONOLINK_SOURCE_DIR); }
 
 ClusterKey KeyFromHex(const char* hex) {
   ClusterKey key{};
@@ -92,6 +91,14 @@ class AgentConfigTest : public ::testing::Test {
     fs::create_directories(p.parent_path());
     std::ofstream(p) << text;
     return p.string();
+  }
+
+  // A key file as the agent wants it: readable by its owner only.
+  std::string WriteKey(const std::string& name, const std::string& text, fs::perms mode = fs::perms::owner_read |
+                                                                                        fs::perms::owner_write) {
+    const std::string path = Write(name, text);
+    fs::permissions(path, mode);
+    return path;
   }
 
   std::string Cluster() { return Write("cluster.json", kCluster3); }
@@ -161,7 +168,9 @@ TEST_F(AgentConfigTest, DefaultsWithMinimalFlags) {
   EXPECT_TRUE(c.virtual_clock.IsIdentity());
   EXPECT_FALSE(c.virtual_t0_defaulted);
   EXPECT_TRUE(c.config_file_path.empty());
-  EXPECT_TRUE(c.warnings.empty());
+  // The one warning: the key came from --key-hex.
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_CONTAINS(c.warnings[0], "--key-hex");
 }
 
 TEST_F(AgentConfigTest, ListenAndPortDefaultToOwnClusterEntry) {
@@ -179,7 +188,7 @@ TEST_F(AgentConfigTest, ListenAndPortDefaultToOwnClusterEntry) {
 
 TEST_F(AgentConfigTest, FileOnly) {
   Cluster();
-  Write("key.hex", std::string(kKeyHex) + "\n");
+  WriteKey("key.hex", std::string(kKeyHex) + "\n");
   std::string cfg = Write("agent.json", R"({
     "node_id": 3, "cluster_file": "cluster.json", "listen": "10.0.0.3", "port": 7500,
     "key_file": "key.hex", "output_dir": "out", "peers": [1], "log_level": "debug",
@@ -316,7 +325,7 @@ TEST_F(AgentConfigTest, TypoInEnvironmentNameWarns) {
   SetEnv("CHRONOLINK_SOMETHING_ELSE_ENTIRELY", "1");  // another component's; no warning
   Result r = LoadMinimal();
   ASSERT_TRUE(r.config) << r.error;
-  ASSERT_EQ(r.config->warnings.size(), 1u);
+  ASSERT_EQ(r.config->warnings.size(), 2u);  // and the one about --key-hex
   EXPECT_CONTAINS(r.config->warnings[0], "CHRONOLINK_PROBE_INTERVALL_US");
   EXPECT_CONTAINS(r.config->warnings[0], "CHRONOLINK_PROBE_INTERVAL_US");
 }
@@ -496,14 +505,14 @@ TEST_F(AgentConfigTest, NodeIdMustBeInCluster) {
 // Key.
 
 TEST_F(AgentConfigTest, KeyBothNeitherBad) {
-  std::string key_file = Write("key.hex", kKeyHex);
+  std::string key_file = WriteKey("key.hex", kKeyHex);
   ExpectError(LoadMinimal({"--key-file", key_file}), {"--key-file", "--key-hex", "exactly one"});
   ExpectError(Load({"--node-id", "1", "--cluster-file", Cluster()}), {"no cluster key", "--key-file", "authenticated"});
   ExpectError(Load({"--node-id", "1", "--cluster-file", Cluster(), "--key-hex", "abcd"}),
               {"--key-hex", "64 hex"});
   ExpectError(Load({"--node-id", "1", "--cluster-file", Cluster(), "--key-hex", std::string(64, 'g')}),
               {"--key-hex", "non-hex"});
-  std::string bad_file = Write("bad.key", "not a key");
+  std::string bad_file = WriteKey("bad.key", "not a key");
   ExpectError(Load({"--node-id", "1", "--cluster-file", Cluster(), "--key-file", bad_file}),
               {"bad.key", "--key-file"});
   ExpectError(Load({"--node-id", "1", "--cluster-file", Cluster(), "--key-file", (dir_ / "missing.key").string()}),
@@ -519,7 +528,7 @@ TEST_F(AgentConfigTest, KeyBothNeitherBad) {
 
 TEST_F(AgentConfigTest, KeyFromHigherLayerReplacesEitherSpelling) {
   Cluster();
-  Write("key.hex", kKeyHex);
+  WriteKey("key.hex", kKeyHex);
   std::string cfg = Write("a.json", R"({"node_id": 1, "cluster_file": "cluster.json", "key_file": "key.hex"})");
   Result r = Load({"--config", cfg, "--key-hex", kOtherKeyHex});
   ASSERT_TRUE(r.config) << r.error;
@@ -534,6 +543,58 @@ TEST_F(AgentConfigTest, KeyFromHigherLayerReplacesEitherSpelling) {
   r = Load({"--config", cfg, "--key-file", (dir_ / "key.hex").string()});
   ASSERT_TRUE(r.config) << r.error;
   EXPECT_EQ(r.config->key, KeyFromHex(kKeyHex));
+}
+
+// A key file others could read, or owned by another user, is refused with
+// the fix in the message (exit 2, before anything starts).
+TEST_F(AgentConfigTest, KeyFileReadableByOthersIsRefused) {
+  const std::string loose = WriteKey("loose.key", kKeyHex, fs::perms::owner_read | fs::perms::owner_write |
+                                                               fs::perms::group_read | fs::perms::others_read);
+  ExpectError(Load({"--node-id", "1", "--cluster-file", Cluster(), "--key-file", loose}),
+              {"loose.key", "its group (mode 0644)", "chmod 600", "--key-file"});
+  const std::string tight = WriteKey("tight.key", kKeyHex, fs::perms::owner_read);
+  Result r = Load({"--node-id", "1", "--cluster-file", Cluster(), "--key-file", tight});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->key, KeyFromHex(kKeyHex));
+}
+
+// --key-hex and CHRONOLINK_KEY_HEX put the key where others can see it:
+// one warning each that says so and names the production way; a key file
+// (or a key in the config file) gets none.
+TEST_F(AgentConfigTest, KeyInArgvOrEnvironmentWarnsOnce) {
+  auto key_warnings = [](const Result& r) {
+    std::vector<std::string> out;
+    for (const std::string& w : r.config->warnings) {
+      if (w.find("cluster key") != std::string::npos) out.push_back(w);
+    }
+    return out;
+  };
+  Result r = LoadMinimal();
+  ASSERT_TRUE(r.config) << r.error;
+  auto w = key_warnings(r);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_CONTAINS(w[0], "--key-hex");
+  EXPECT_CONTAINS(w[0], "process list");
+  EXPECT_CONTAINS(w[0], "--key-file");
+
+  SetEnv("CHRONOLINK_KEY_HEX", kKeyHex);
+  r = Load({"--node-id", "1", "--cluster-file", Cluster()});
+  ASSERT_TRUE(r.config) << r.error;
+  w = key_warnings(r);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_CONTAINS(w[0], "CHRONOLINK_KEY_HEX");
+  EXPECT_CONTAINS(w[0], "/proc/<pid>/environ");
+  EXPECT_CONTAINS(w[0], "--key-file");
+  unsetenv("CHRONOLINK_KEY_HEX");
+
+  r = Load({"--node-id", "1", "--cluster-file", Cluster(), "--key-file", WriteKey("k.key", kKeyHex)});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(key_warnings(r).empty());
+  const std::string cfg = Write("with-key.json", std::string(R"({"node_id": 1, "cluster_file": "cluster.json", "key_hex": ")") +
+                                                     kKeyHex + R"("})");
+  r = Load({"--config", cfg});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(key_warnings(r).empty());
 }
 
 // ---------------------------------------------------------------------------
@@ -711,7 +772,7 @@ TEST_F(AgentConfigTest, VersionReturnsExitZero) {
 
 TEST_F(AgentConfigTest, RelativePathsInFileResolveAgainstTheFile) {
   Write("conf/cluster.json", kCluster3);
-  Write("conf/keys/key.hex", kKeyHex);
+  WriteKey("conf/keys/key.hex", kKeyHex);
   std::string cfg = Write("conf/agent.json", R"({"node_id": 1, "cluster_file": "cluster.json",
       "key_file": "keys/key.hex", "output_dir": "../out"})");
   fs::create_directories(dir_ / "elsewhere");
@@ -726,7 +787,7 @@ TEST_F(AgentConfigTest, RelativePathsInFileResolveAgainstTheFile) {
 
 TEST_F(AgentConfigTest, RelativePathsOnCommandLineAndEnvResolveAgainstCwd) {
   Write("conf/cluster.json", kCluster3);
-  Write("run/key.hex", kKeyHex);
+  WriteKey("run/key.hex", kKeyHex);
   Write("run/cluster.json", kCluster3);
   std::string cfg = Write("conf/agent.json", R"({"node_id": 1, "cluster_file": "cluster.json"})");
   fs::current_path(dir_ / "run");
@@ -766,7 +827,7 @@ TEST_F(AgentConfigTest, DeployExamplesLoad) {
 }
 
 TEST_F(AgentConfigTest, EffectiveConfigRoundTrips) {
-  std::string key_file = Write("key.hex", kKeyHex);
+  std::string key_file = WriteKey("key.hex", kKeyHex);
   Result r = Load({"--node-id", "1", "--cluster-file", Cluster(), "--key-file", key_file, "--peers", "3",
             "--probe-spacing-us", "12.5", "--window-s", "0.75", "--duration-s", "30", "--test-mode",
             "--virtual-offset-ns", "123", "--virtual-drift-ppm", "-4.5", "--estimate-sources", "userspace"});

@@ -26,6 +26,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr char kKeyHex[] = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
 struct Agent {
   pid_t pid = -1;
   fs::path log;
@@ -90,8 +92,9 @@ class AgentProcessTest : public ::testing::Test {
     std::ofstream(dir_ / "cluster.json")
         << R"({"cluster_id": 7, "nodes": [{"id": 1, "address": "127.0.0.1", "port": )" << ports_[0]
         << R"(}, {"id": 2, "address": "127.0.0.1", "port": )" << ports_[1] << "}]}";
-    std::ofstream(dir_ / "key.hex")
-        << "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0\n";
+    std::ofstream(dir_ / "key.hex") << kKeyHex << "\n";
+    // The agent refuses a key file that others could read.
+    fs::permissions(dir_ / "key.hex", fs::perms::owner_read | fs::perms::owner_write);
   }
   void TearDown() override {
     if (!HasFailure()) fs::remove_all(dir_);
@@ -130,6 +133,34 @@ TEST_F(AgentProcessTest, VirtualClockWithoutTestModeIsRefused) {
   const Agent a = Spawn(args, dir_ / "virt.log");
   EXPECT_EQ(Wait(a, 10), 2);
   EXPECT_NE(Slurp(a.log).find("test-mode"), std::string::npos) << Slurp(a.log);
+}
+
+// A key on the command line is in everyone's `ps`: the agent says so once at
+// start, and names the production way.
+TEST_F(AgentProcessTest, KeyOnTheCommandLineIsWarnedAboutOnce) {
+  auto args = NodeArgs(1);
+  args[4] = "--key-hex";  // instead of --key-file
+  args[5] = kKeyHex;
+  args.insert(args.end(), {"--duration-s", "1"});
+  const Agent a = Spawn(args, dir_ / "hex.log");
+  EXPECT_EQ(Wait(a, 15), 0) << Slurp(a.log);
+  const std::string log = Slurp(a.log);
+  const std::string line = "the cluster key was given on the command line (--key-hex)";
+  const size_t at = log.find(line);
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(log.find(line, at + 1), std::string::npos) << "more than once: " << log;
+  EXPECT_NE(log.find("process list", at), std::string::npos) << log;
+  EXPECT_NE(log.find("--key-file", at), std::string::npos) << log;
+  EXPECT_EQ(log.find(kKeyHex), std::string::npos) << "the key itself must never be logged";
+}
+
+// A key file the group can read is refused before anything starts.
+TEST_F(AgentProcessTest, KeyFileReadableByOthersIsRefused) {
+  fs::permissions(dir_ / "key.hex", fs::perms::group_read, fs::perm_options::add);
+  const Agent a = Spawn(NodeArgs(1), dir_ / "mode.log");
+  EXPECT_EQ(Wait(a, 10), 2);
+  EXPECT_NE(Slurp(a.log).find("chmod 600"), std::string::npos) << Slurp(a.log);
+  EXPECT_FALSE(fs::exists(dir_ / "node1" / "edges.jsonl"));
 }
 
 TEST_F(AgentProcessTest, PortInUseFailsFastWithAMessage) {

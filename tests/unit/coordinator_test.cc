@@ -238,6 +238,8 @@ class CoordinatorTestBase : public ::testing::Test {
     dir_ = pattern;
     key_file_ = Write("cluster.key", std::string(kKeyHex) + "\n");
     wrong_key_file_ = Write("wrong.key", std::string(kWrongKeyHex) + "\n");
+    // The agent refuses key files that others could read.
+    for (const std::string& k : {key_file_, wrong_key_file_}) fs::permissions(k, fs::perms::owner_read | fs::perms::owner_write);
   }
   void TearDown() override {
     // Coordinators first: they hold references to the configurations.

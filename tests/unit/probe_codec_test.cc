@@ -5,17 +5,22 @@
 #include <gtest/gtest.h>
 #include <sodium.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <array>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <new>
 #include <string>
 #include <vector>
+
+#include "tests/support/ci_rule.h"
 
 namespace chronolink {
 namespace {
@@ -626,10 +631,14 @@ class ClusterKeyFileTest : public ::testing::Test {
     std::filesystem::permissions(dir_, std::filesystem::perms::owner_all, ec);
     std::filesystem::remove_all(dir_, ec);
   }
-  std::string Write(const std::string& name, const std::string& bytes) {
+  // A key file as it should be: readable by its owner only (mode 0600).
+  std::string Write(const std::string& name, const std::string& bytes, mode_t mode = 0600) {
     const std::string path = dir_ + "/" + name;
-    std::ofstream f(path, std::ios::binary);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    {
+      std::ofstream f(path, std::ios::binary | std::ios::trunc);
+      f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    EXPECT_EQ(::chmod(path.c_str(), mode), 0) << path;
     return path;
   }
   // Loads and expects failure; returns the message.
@@ -721,6 +730,106 @@ TEST_F(ClusterKeyFileTest, AllZeroKeysAreRefused) {
             std::string::npos);
   EXPECT_NE(LoadError(Write("zero.hex", std::string(64, '0') + "\n")).find("all zero"),
             std::string::npos);
+}
+
+
+// ------------------------------------------------- key file permissions
+
+TEST_F(ClusterKeyFileTest, ReadableOrWritableByGroupOrOthersIsRefusedWithTheFix) {
+  for (mode_t mode : {0640, 0620, 0604, 0602, 0644, 0666}) {
+    const std::string path = Write("loose.key", std::string(kHexKey) + "\n", mode);
+    const std::string err = LoadError(path);
+    EXPECT_NE(err.find("chmod 600 '" + path + "'"), std::string::npos) << std::oct << mode << ": " << err;
+    EXPECT_NE(err.find(mode & 060 ? "its group" : "others"), std::string::npos) << err;
+  }
+  for (mode_t mode : {0600, 0400, 0700}) {
+    ClusterKey k{};
+    std::string err;
+    EXPECT_TRUE(LoadClusterKeyFile(Write("tight.key", kHexKey, mode), &k, &err)) << std::oct << mode << ": " << err;
+    EXPECT_EQ(k, CountingKey());
+  }
+}
+
+TEST_F(ClusterKeyFileTest, FileOfAnotherUserIsRefused) {
+  if (::geteuid() != 0) {
+    CHRONOLINK_SKIP_OR_FAIL_OUTSIDE_CI("giving a file to another user needs root");
+  }
+  const std::string path = Write("theirs.key", kHexKey);
+  ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
+  const std::string err = LoadError(path);
+  EXPECT_NE(err.find("owned by uid 65534"), std::string::npos) << err;
+  EXPECT_NE(err.find("chmod 600"), std::string::npos) << err;
+}
+
+// A root-owned 0400 file with an ACL entry for the agent's user is how
+// systemd's LoadCredential= hands a key to a service user: accepted. An ACL
+// that lets anyone else read is refused like a loose mode.
+TEST_F(ClusterKeyFileTest, AclForTheAgentIsFineAnyOtherIsRefused) {
+  auto acl = [](std::vector<std::array<uint32_t, 3>> entries) {  // {tag, perm, id}
+    std::string x = {2, 0, 0, 0};
+    for (const auto& [tag, perm, id] : entries) {
+      for (int i = 0; i < 2; ++i) x.push_back(static_cast<char>(tag >> (8 * i)));
+      for (int i = 0; i < 2; ++i) x.push_back(static_cast<char>(perm >> (8 * i)));
+      for (int i = 0; i < 4; ++i) x.push_back(static_cast<char>(id >> (8 * i)));
+    }
+    return x;
+  };
+  const uint32_t self = ::geteuid();
+  const uint32_t any = 0xffffffffu;
+  const std::string for_agent = acl({{1, 4, any}, {2, 4, self}, {4, 0, any}, {0x10, 4, any}, {0x20, 0, any}});
+  const std::string for_other = acl({{1, 4, any}, {2, 4, 4242}, {4, 0, any}, {0x10, 4, any}, {0x20, 0, any}});
+  const std::string masked = acl({{1, 4, any}, {2, 4, 4242}, {4, 0, any}, {0x10, 0, any}, {0x20, 0, any}});
+  const std::string group = acl({{1, 4, any}, {4, 4, any}, {0x10, 4, any}, {0x20, 0, any}});
+  // The pure rule first.
+  EXPECT_EQ(KeyFileForeignAccess(0440, for_agent, self), "");
+  EXPECT_EQ(KeyFileForeignAccess(0400, masked, self), "");  // the mask takes 4242's read away
+  EXPECT_EQ(KeyFileForeignAccess(0440, for_other, self), "uid 4242 (ACL)");
+  EXPECT_EQ(KeyFileForeignAccess(0440, group, self), "its group (ACL)");
+  EXPECT_NE(KeyFileForeignAccess(0400, "garbage", self), "");
+  EXPECT_EQ(KeyFileForeignAccess(0400, "", self), "");
+  EXPECT_EQ(KeyFileForeignAccess(0440, "", self), "its group (mode 0440)");
+  // Then on a real file, through the kernel's ACL.
+  const std::string path = Write("acl.key", kHexKey, 0400);
+  if (::setxattr(path.c_str(), "system.posix_acl_access", for_agent.data(), for_agent.size(), 0) != 0) {
+    CHRONOLINK_SKIP_OR_FAIL_OUTSIDE_CI(std::string("no POSIX ACLs on this filesystem: ") + std::strerror(errno));
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0440u) << "the group bits show the ACL mask";
+  ClusterKey k{};
+  std::string err;
+  EXPECT_TRUE(LoadClusterKeyFile(path, &k, &err)) << err;
+  ASSERT_EQ(::setxattr(path.c_str(), "system.posix_acl_access", for_other.data(), for_other.size(), 0), 0);
+  err = LoadError(path);
+  EXPECT_NE(err.find("uid 4242 (ACL)"), std::string::npos) << err;
+  EXPECT_NE(err.find("setfacl -b"), std::string::npos) << err;
+}
+
+// --------------------------------------------------------- key wiping
+
+// The key type wipes its bytes when it goes: the storage of a destroyed key
+// holds zeros (a plain std::array would leave the key there).
+TEST(ClusterKeyTest, DestroyedKeyLeavesZeros) {
+  alignas(ClusterKey) unsigned char storage[sizeof(ClusterKey)];
+  auto* key = new (storage) ClusterKey(CountingKey());
+  (*key)[0] = 0xAB;
+  ASSERT_EQ(storage[0], 0xAB);
+  key->~ClusterKey();
+  for (size_t i = 0; i < sizeof(storage); ++i) EXPECT_EQ(storage[i], 0) << "byte " << i;
+}
+
+// Still used as the std::array it was: aggregate, comparable, indexable.
+TEST(ClusterKeyTest, IsADropInArray) {
+  ClusterKey a{};
+  for (uint8_t b : a) EXPECT_EQ(b, 0);
+  ClusterKey b = CountingKey();
+  a = b;
+  EXPECT_EQ(a, b);
+  a[3] ^= 1;
+  EXPECT_NE(a, b);
+  const std::array<uint8_t, kClusterKeySize>& as_array = b;
+  EXPECT_EQ(as_array.size(), 32u);
+  EXPECT_EQ(sizeof(ClusterKey), kClusterKeySize);
 }
 
 }  // namespace
