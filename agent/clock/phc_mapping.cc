@@ -172,6 +172,19 @@ bool PhcMapping::Add(const PhcOffset& offset) {
 // ---------------------------------------------------------------------------
 // PhcClock
 
+int OpenPtpDeviceReadOnly(const std::string& path, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd >= 0) return fd;
+  const int err = errno;
+  *error = ErrnoText("open " + path, err);
+  if (err == ENOENT) {
+    *error += " (" + ListPtpDevices() + ")";
+  } else if (err == EACCES || err == EPERM) {
+    *error += " (needs read access to the PTP device: run as root or grant its group)";
+  }
+  return -1;
+}
+
 PhcClock::~PhcClock() { Close(); }
 
 void PhcClock::Close() {
@@ -198,20 +211,8 @@ bool PhcClock::Open(const std::string& dev_or_index, std::string* error) {
     return false;
   }
 
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS)) {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // enough to read offsets
-  }
-  if (fd < 0) {
-    const int err = errno;
-    *error = ErrnoText("open " + path, err);
-    if (err == ENOENT) {
-      *error += " (" + ListPtpDevices() + ")";
-    } else if (err == EACCES || err == EPERM) {
-      *error += " (needs read access to the PTP device: run as root or grant its group)";
-    }
-    return false;
-  }
+  const int fd = OpenPtpDeviceReadOnly(path, error);
+  if (fd < 0) return false;
   ptp_clock_caps caps{};
   if (::ioctl(fd, PTP_CLOCK_GETCAPS, &caps) != 0) {
     *error = path + " is not a PTP hardware clock (" +

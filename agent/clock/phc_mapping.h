@@ -99,8 +99,16 @@ class PhcMapping {
   ClockOffsetTrack track_;
 };
 
-// A PTP hardware clock device. No /dev/ptp* (VMs, veth): Open fails with a
-// message that says so.
+// Opens a PTP clock device for reading only: O_RDONLY | O_CLOEXEC |
+// O_NONBLOCK. Everything the agent does with a PHC (PTP_CLOCK_GETCAPS,
+// PTP_SYS_OFFSET*, clock_gettime) works on a read-only descriptor, while a
+// writable one could set or steer the clock (clock_settime/clock_adjtime on
+// FD_TO_CLOCKID) with no capability at all, long after the privilege drop.
+// The descriptor, or -1 with a message in *error.
+int OpenPtpDeviceReadOnly(const std::string& path, std::string* error);
+
+// A PTP hardware clock device, opened read-only (above). No /dev/ptp* (VMs,
+// veth): Open fails with a message that says so.
 class PhcClock {
  public:
   PhcClock() = default;

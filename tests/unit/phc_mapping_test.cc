@@ -1,6 +1,11 @@
 #include "agent/clock/phc_mapping.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include <filesystem>
 #include <vector>
@@ -199,6 +204,32 @@ TEST(PhcClock, MeasureWithoutOpenFails) {
   int64_t ns = 0;
   EXPECT_FALSE(phc.ReadTime(&ns, &error));
   EXPECT_EQ(phc.method(), PhcMethod::kNone);
+}
+
+// The PHC descriptor outlives the privilege drop: a writable one would let
+// the agent (or whoever takes it over) set the NIC clock with no capability.
+// Test double for /dev/ptpN: a regular file the test may write, opened
+// through the agent's PTP open; the descriptor's access mode must be
+// read-only all the same.
+TEST(PhcClock, DeviceIsOpenedReadOnly) {
+  char path[] = "/tmp/phc_mapping_test_fake_ptp.XXXXXX";
+  const int made = mkstemp(path);
+  ASSERT_GE(made, 0);
+  close(made);
+  std::string error;
+  const int fd = OpenPtpDeviceReadOnly(path, &error);
+  ASSERT_GE(fd, 0) << error;
+  const int flags = fcntl(fd, F_GETFL);
+  EXPECT_EQ(flags & O_ACCMODE, O_RDONLY) << "the PHC must not be opened writable";
+  EXPECT_NE(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+  EXPECT_EQ(write(fd, "x", 1), -1);
+  EXPECT_EQ(errno, EBADF);
+  close(fd);
+  // Through PhcClock::Open the double is refused (no PTP_CLOCK_GETCAPS), with no descriptor left.
+  PhcClock phc;
+  EXPECT_FALSE(phc.Open(path, &error));
+  EXPECT_NE(error.find("not a PTP hardware clock"), std::string::npos) << error;
+  unlink(path);
 }
 
 // Runs only where a PHC exists (not on these VMs).
