@@ -1,8 +1,14 @@
 #include "agent/export/clock_mapping_publisher.h"
 
-#include <cerrno>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace chronolink {
@@ -12,7 +18,67 @@ namespace {
 // what int64 ns and the ppt drift field hold.
 constexpr double kMaxOffsetNs = 3.6e12;
 constexpr double kMaxDrift = 0.01;
+std::string Octal(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof(buf), "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+// Why an opened page must not be used, or "". The page's directory is
+// usually /dev/shm, where any local user may create files: a page someone
+// else owns, or can write, or that is linked elsewhere, could be fed a false
+// mapping behind the agent's back.
+std::string PageRefusal(const struct stat& st) {
+  if (!S_ISREG(st.st_mode)) return "is not a regular file";
+  if (st.st_uid != ::geteuid()) {
+    return "is owned by uid " + std::to_string(st.st_uid) + ", not by the agent (uid " +
+           std::to_string(::geteuid()) + "): another user could write a false mapping into it";
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    return "is writable by its group or others (mode " + Octal(st.st_mode) +
+           "): they could write a false mapping into it";
+  }
+  if (st.st_nlink != 1) return "has " + std::to_string(st.st_nlink) + " hard links: it is also another file";
+  return "";
+}
+
 }  // namespace
+
+int OpenOwnPage(const std::string& path, std::string* error) {
+  // O_NOFOLLOW: a symbolic link planted at the path is refused, not followed
+  // (to a file of the agent's user's, which the page would overwrite).
+  // O_NONBLOCK: a FIFO planted there cannot stall the open.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, kClockPageMode);
+  const std::string remove = "; remove it (rm '" + path + "') and restart the agent";
+  if (fd < 0) {
+    const int err = errno;
+    struct stat st {};
+    if (err == ELOOP) {
+      *error = "clock page '" + path + "' is a symbolic link: refusing to follow it" + remove;
+    } else if (err == EACCES && ::lstat(path.c_str(), &st) == 0 && !PageRefusal(st).empty()) {
+      *error = "clock page '" + path + "' " + PageRefusal(st) + remove;
+    } else {
+      *error = "cannot create clock page '" + path + "': " + std::strerror(err);
+    }
+    return -1;
+  }
+  struct stat st {};
+  std::string why = ::fstat(fd, &st) != 0 ? std::string("cannot be examined: ") + std::strerror(errno)
+                                          : PageRefusal(st);
+  // Readers (profilers, collectors) run as other users: readable by all,
+  // whatever the umask; writable by the agent alone.
+  if (why.empty() && (st.st_mode & 07777) != kClockPageMode && ::fchmod(fd, kClockPageMode) != 0) {
+    why = std::string("cannot be made mode 0644: ") + std::strerror(errno);
+  }
+  if (!why.empty()) {
+    *error = "clock page '" + path + "' " + why + remove;
+    ::close(fd);
+    return -1;
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
+}
 
 ClockMapping MappingFromSolution(const NodeSolution& s, int64_t t_ns, int64_t valid_for_ns,
                                  int64_t growth_ppt) {
@@ -45,11 +111,8 @@ ClockMappingPublisher::~ClockMappingPublisher() { Close(); }
 
 bool ClockMappingPublisher::Open(const std::string& path, uint32_t node_id, std::string* error) {
   Close();
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    *error = "cannot create clock page '" + path + "': " + std::strerror(errno);
-    return false;
-  }
+  const int fd = OpenOwnPage(path, error);
+  if (fd < 0) return false;
   if (::ftruncate(fd, sizeof(ClockMappingPage)) != 0) {
     *error = "cannot size clock page '" + path + "': " + std::strerror(errno);
     ::close(fd);

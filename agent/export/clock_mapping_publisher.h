@@ -1,7 +1,11 @@
 // Writes the node's clock mapping into its shared-memory page (layout and
 // reader in include/chronolink/clock_mapping_page.h). One writer per page;
-// readers never block it and never see a torn mapping.
+// readers never block it and never see a torn mapping. The page is the
+// agent's own file, mode 0644: readers are other users, the only writer is
+// the agent (docs/formats.md "Clock page").
 #pragma once
+
+#include <sys/types.h>
 
 #include <string>
 
@@ -17,8 +21,8 @@ class ClockMappingPublisher {
   ClockMappingPublisher(const ClockMappingPublisher&) = delete;
   ClockMappingPublisher& operator=(const ClockMappingPublisher&) = delete;
 
-  // Creates (or reuses) the page at `path`, readable by everyone, and marks
-  // it not valid until the first Publish.
+  // Creates (or reuses) the page at `path` (OpenOwnPage below) and marks it
+  // not valid until the first Publish.
   bool Open(const std::string& path, uint32_t node_id, std::string* error);
   void Publish(const ClockMapping& mapping);
   // Marks the mapping invalid (e.g. at shutdown) and unmaps; the file stays
@@ -28,6 +32,15 @@ class ClockMappingPublisher {
  private:
   ClockMappingPage* page_ = nullptr;
 };
+
+constexpr mode_t kClockPageMode = 0644;
+
+// Opens the page file read-write, creating it mode 0644 when missing. An
+// existing file is reused only when it is the caller's own: a regular file
+// (a symbolic link is not followed), owned by the effective uid, not
+// writable by group or others, with one link. Anything else is refused with
+// how to fix it. The descriptor, or -1 with a message.
+int OpenOwnPage(const std::string& path, std::string* error);
 
 // This node's page contents from its solution at reference instant T (on
 // the cluster clock): the local instant of T becomes the page's reference,

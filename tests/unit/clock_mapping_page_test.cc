@@ -1,13 +1,18 @@
 // The shared-memory clock page: a real /dev/shm file, a writer thread and
 // reader threads that must never see a torn mapping.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
 #include "agent/export/clock_mapping_publisher.h"
+#include "tests/support/ci_rule.h"
 
 namespace chronolink {
 namespace {
@@ -64,8 +69,10 @@ TEST(ClockMappingPage, ReadersNeverSeeATornMapping) {
   std::string error;
   ASSERT_TRUE(pub.Open(path, 1, &error)) << error;
   std::atomic<bool> stop{false};
+  std::atomic<bool> writing{false};
   std::thread writer([&] {
     for (int64_t k = 1; !stop.load(); ++k) {
+      if (k == 2) writing = true;
       ClockMapping m;
       m.node_id = 1;
       m.valid = true;
@@ -85,6 +92,10 @@ TEST(ClockMappingPage, ReadersNeverSeeATornMapping) {
     readers.emplace_back([&] {
       ClockMappingReader reader;
       if (!reader.Open(path)) return;
+      // On a loaded machine the writer may not have run yet: read while it
+      // writes, or the reads race nothing (and find no valid mapping).
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!writing.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
       for (int i = 0; i < 200'000; ++i) {
         ClockMapping m;
         if (!reader.Read(&m) || !m.valid) continue;
@@ -118,6 +129,124 @@ TEST(ClockMappingPage, RefusesAFileThatIsNotAPage) {
   ClockMapping m;
   EXPECT_FALSE(reader.Read(&m));
   EXPECT_FALSE(reader.Open(path + "-missing"));
+  unlink(path.c_str());
+}
+
+// The page lives in /dev/shm, where any local user may create files: what
+// is found at its path is used only when it is the agent's own page.
+
+TEST(ClockMappingPage, ASymlinkAtThePathIsRefusedAndItsTargetUntouched) {
+  const std::string path = TestPath() + "-link";
+  const std::string target = TestPath() + "-victim";
+  {
+    FILE* f = fopen(target.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("precious", f);
+    fclose(f);
+  }
+  ASSERT_EQ(symlink(target.c_str(), path.c_str()), 0);
+  ClockMappingPublisher pub;
+  std::string error;
+  EXPECT_FALSE(pub.Open(path, 3, &error));
+  EXPECT_NE(error.find("symbolic link"), std::string::npos) << error;
+  EXPECT_NE(error.find("rm '" + path + "'"), std::string::npos) << error;
+  struct stat st {};
+  ASSERT_EQ(stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 8) << "the link's target was written through";
+  unlink(path.c_str());
+  unlink(target.c_str());
+}
+
+TEST(ClockMappingPage, APageOfAnotherUserIsRefused) {
+  if (geteuid() != 0) {
+    CHRONOLINK_SKIP_OR_FAIL_OUTSIDE_CI("giving a file to another user needs root");
+  }
+  const std::string path = TestPath() + "-theirs";
+  {
+    ClockMappingPublisher pub;
+    std::string error;
+    ASSERT_TRUE(pub.Open(path, 3, &error)) << error;
+  }
+  ASSERT_EQ(chown(path.c_str(), 65534, 65534), 0);
+  ClockMappingPublisher pub;
+  std::string error;
+  EXPECT_FALSE(pub.Open(path, 3, &error));
+  EXPECT_NE(error.find("owned by uid 65534"), std::string::npos) << error;
+  unlink(path.c_str());
+}
+
+TEST(ClockMappingPage, AGroupOrOtherWritablePageIsRefused) {
+  const std::string path = TestPath() + "-loose";
+  {
+    ClockMappingPublisher pub;
+    std::string error;
+    ASSERT_TRUE(pub.Open(path, 3, &error)) << error;
+  }
+  for (mode_t mode : {0664, 0646}) {
+    ASSERT_EQ(chmod(path.c_str(), mode), 0);
+    ClockMappingPublisher pub;
+    std::string error;
+    EXPECT_FALSE(pub.Open(path, 3, &error)) << std::oct << mode;
+    EXPECT_NE(error.find("writable by its group or others"), std::string::npos) << error;
+  }
+  unlink(path.c_str());
+}
+
+TEST(ClockMappingPage, AHardLinkedPageIsRefused) {
+  const std::string path = TestPath() + "-linked";
+  const std::string other = TestPath() + "-other";
+  {
+    FILE* f = fopen(other.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fclose(f);
+  }
+  ASSERT_EQ(link(other.c_str(), path.c_str()), 0);
+  ClockMappingPublisher pub;
+  std::string error;
+  EXPECT_FALSE(pub.Open(path, 3, &error));
+  EXPECT_NE(error.find("hard links"), std::string::npos) << error;
+  unlink(path.c_str());
+  unlink(other.c_str());
+}
+
+// A page is created 0644 whatever the umask (readers are other users), and
+// the agent's own page from an earlier run is reused: same file, readable.
+TEST(ClockMappingPage, NewPageIsWorldReadableAndOwnPageIsReused) {
+  const std::string path = TestPath() + "-own";
+  const mode_t old_umask = umask(077);
+  struct stat first {};
+  {
+    ClockMappingPublisher pub;
+    std::string error;
+    const bool opened = pub.Open(path, 5, &error);
+    umask(old_umask);
+    ASSERT_TRUE(opened) << error;
+    ASSERT_EQ(stat(path.c_str(), &first), 0);
+    EXPECT_EQ(first.st_mode & 07777, 0644u);
+    EXPECT_EQ(first.st_uid, geteuid());
+  }
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);  // e.g. left by an older agent: readers could not open it
+  ClockMappingPublisher pub;
+  std::string error;
+  ASSERT_TRUE(pub.Open(path, 5, &error)) << error;
+  struct stat again {};
+  ASSERT_EQ(stat(path.c_str(), &again), 0);
+  EXPECT_EQ(again.st_ino, first.st_ino);
+  EXPECT_EQ(again.st_mode & 07777, 0644u);
+  ClockMapping m;
+  m.node_id = 5;
+  m.valid = true;
+  m.local_ref_ns = 1'000;
+  m.offset_ns = 42;
+  m.uncertainty_ns = 9;
+  m.valid_until_ns = 2'000'000'000;
+  pub.Publish(m);
+  ClockMappingReader reader;
+  ASSERT_TRUE(reader.Open(path));
+  ClockMapping back;
+  ASSERT_TRUE(reader.Read(&back));
+  EXPECT_EQ(back.offset_ns, 42);
+  pub.Close();
   unlink(path.c_str());
 }
 
