@@ -4,7 +4,8 @@
  * Recognises chronolink probe packets (UDP, source or destination port ==
  * tap_config.udp_port, payload >= 144 bytes, magic and cluster id matching)
  * at four points of the stack and pushes one struct chronolink_tap_record
- * per packet and hook into the ring buffer `tap_records`:
+ * per packet and hook into the ring buffer `tap_records` (the payload's head
+ * and its MAC, which the agent checks against the authenticated datagram):
  *
  *   TX: tc/tcx egress (chronolink_tc_egress)  -> tp_btf/net_dev_start_xmit
  *       (chronolink_dev_xmit, the packet is handed to the driver)
@@ -53,7 +54,7 @@ const volatile struct chronolink_tap_config tap_config = {
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 1 << 20); /* 1 MiB: ~11900 records of 88 bytes */
+  __uint(max_entries, 1 << 20); /* 1 MiB: 9362 records of 104 bytes + 8 header */
 } tap_records SEC(".maps");
 
 struct {
@@ -152,7 +153,9 @@ static __always_inline int tap_skb(struct __sk_buff *skb, __u32 hook) {
   struct chronolink_tap_record rec = {};
   if (bpf_skb_load_bytes_relative(skb, l4 + CL_UDP_HLEN, rec.head, CHRONOLINK_WIRE_KEY_BYTES,
                                   BPF_HDR_START_NET) ||
-      !head_is_ours(rec.head)) {
+      !head_is_ours(rec.head) ||
+      bpf_skb_load_bytes_relative(skb, l4 + CL_UDP_HLEN + CHRONOLINK_WIRE_MAC_OFF, rec.mac,
+                                  CHRONOLINK_WIRE_MAC_BYTES, BPF_HDR_START_NET)) {
     count(CHRONOLINK_CNT_PARSE_SHORT);
     return CL_TC_NEXT;
   }
@@ -204,7 +207,9 @@ static __always_inline int tap_xdp_parse(struct xdp_md *ctx, struct chronolink_t
   if (ours == 0) return 0;
   if (ours < 0 ||
       bpf_xdp_load_bytes(ctx, l4 + CL_UDP_HLEN, rec->head, CHRONOLINK_WIRE_KEY_BYTES) ||
-      !head_is_ours(rec->head)) {
+      !head_is_ours(rec->head) ||
+      bpf_xdp_load_bytes(ctx, l4 + CL_UDP_HLEN + CHRONOLINK_WIRE_MAC_OFF, rec->mac,
+                         CHRONOLINK_WIRE_MAC_BYTES)) {
     count(CHRONOLINK_CNT_PARSE_SHORT);
     return 0;
   }
@@ -271,9 +276,13 @@ int BPF_PROG(chronolink_dev_xmit, struct sk_buff *skb, struct net_device *dev) {
   if (ours == 0) return 0;
 
   struct chronolink_tap_record rec = {};
-  if (ours < 0 || l4 + CL_UDP_HLEN + CHRONOLINK_WIRE_KEY_BYTES > linear_end ||
+  /* The whole probe, MAC included, must be in the linear part (it is for a
+   * 144-byte UDP payload sent from a socket). */
+  if (ours < 0 || l4 + CL_UDP_HLEN + CHRONOLINK_WIRE_SIZE > linear_end ||
       bpf_probe_read_kernel(rec.head, CHRONOLINK_WIRE_KEY_BYTES, head + l4 + CL_UDP_HLEN) ||
-      !head_is_ours(rec.head)) {
+      !head_is_ours(rec.head) ||
+      bpf_probe_read_kernel(rec.mac, CHRONOLINK_WIRE_MAC_BYTES,
+                            head + l4 + CL_UDP_HLEN + CHRONOLINK_WIRE_MAC_OFF)) {
     count(CHRONOLINK_CNT_PARSE_SHORT);
     return 0;
   }

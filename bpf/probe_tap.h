@@ -32,9 +32,16 @@ enum chronolink_tap_hook {
 #define CHRONOLINK_WIRE_SEQ_OFF 36
 #define CHRONOLINK_WIRE_INDEX_OFF 44
 #define CHRONOLINK_WIRE_KEY_BYTES 45 /* bytes [0, 45) hold everything the key needs */
+#define CHRONOLINK_WIRE_MAC_OFF 128  /* keyed BLAKE2b over bytes [0, 128) */
+#define CHRONOLINK_WIRE_MAC_BYTES 16
 #define CHRONOLINK_WIRE_SIZE 144
 
-/* One stamp of one probe packet at one hook. */
+/* One stamp of one probe packet at one hook. The header bytes alone are
+ * public and predictable (the epoch travels in clear, sequence numbers
+ * count up): anyone can send a datagram with a real packet's head. The MAC
+ * is what binds a record to one authentic packet: the agent uses a record
+ * only for a datagram that passed the MAC check and carries these MAC bytes
+ * (docs/bpf-tap.md "Binding stamps to authentic packets"). */
 struct chronolink_tap_record {
   __u32 hook;          /* enum chronolink_tap_hook */
   __u32 ifindex;       /* device the packet passed */
@@ -44,6 +51,7 @@ struct chronolink_tap_record {
   __u64 hw_rx_ns;      /* NIC RX hardware stamp (device-bound XDP), 0 if none */
   __u8 head[CHRONOLINK_WIRE_KEY_BYTES]; /* first payload bytes: magic .. index */
   __u8 pad[3];
+  __u8 mac[CHRONOLINK_WIRE_MAC_BYTES]; /* payload bytes [128, 144): the packet's MAC, raw */
 };
 
 /* Read-only configuration, set by the loader before load (rodata). */

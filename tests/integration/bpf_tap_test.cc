@@ -438,12 +438,15 @@ void RunProbeFlow(BpfTapTest* t, BpfTap& tap1, BpfTap& tap2, int family, const s
   // Sends, in this order on fd1 (so OPT_ID i = i-th send on fd1): probes
   // 0..n-1; then non-probes to our port: wrong magic, wrong cluster, short.
   std::vector<Key> sent;
+  std::map<Key, std::array<uint8_t, CHRONOLINK_WIRE_MAC_BYTES>> mac_of;  // what binds a record to its packet
   int bad_to_port = 0;
   const int64_t mono0 = Now(CLOCK_MONOTONIC);
   for (int i = 0; i < n_probes; ++i) {
     auto p = MakeProbe(static_cast<uint64_t>(i));
     ASSERT_TRUE(SendTo(fd1, dst, kPort, p.data(), p.size())) << strerror(errno);
     sent.push_back(KeyOfPayload(p.data()));
+    std::copy_n(p.data() + CHRONOLINK_WIRE_MAC_OFF, CHRONOLINK_WIRE_MAC_BYTES,
+                mac_of[sent.back()].begin());
     SpinFor(i % 2 == 0 ? 100'000 : 700'000);  // coded-pair-like pacing
   }
   for (int i = 0; i < 20; ++i) {
@@ -486,6 +489,11 @@ void RunProbeFlow(BpfTapTest* t, BpfTap& tap1, BpfTap& tap2, int family, const s
       seqs_seen.insert(k.seq);
       EXPECT_EQ(Be(r.head, 4), kProbeMagic);
       EXPECT_EQ(Be(r.head + CHRONOLINK_WIRE_CLUSTER_OFF, 4), kCluster);
+      // Every hook copies the packet's MAC along with its head.
+      if (mac_of.count(k) != 0) {
+        EXPECT_EQ(std::memcmp(r.mac, mac_of[k].data(), CHRONOLINK_WIRE_MAC_BYTES), 0)
+            << HookName(r.hook) << " seq " << k.seq;
+      }
       EXPECT_EQ(r.ifindex, static_cast<uint32_t>(recs == &recs1 ? ifidx1 : ifidx2))
           << HookName(r.hook);
       EXPECT_GE(static_cast<int64_t>(r.mono_ns), mono0);
@@ -959,7 +967,7 @@ TEST_F(BpfTapTest, FullRingBufferIsCounted) {
   o.attach_xdp = false;
   ASSERT_NO_FATAL_FAILURE(OpenIn(1, &tap1, o));
   const int fd1 = SocketIn(1, AF_INET, kPort);
-  const int n = 8000;  // 16000 records of 96 bytes (with header) > 1 MiB
+  const int n = 8000;  // 16000 records of 112 bytes (with header) > 1 MiB
   for (int i = 0; i < n; ++i) {
     auto p = MakeProbe(i);
     while (!SendTo(fd1, Addr(2), kPort, p.data(), p.size()) && errno == ENOBUFS) {
