@@ -205,13 +205,32 @@ TEST_F(ProbeEngineTest, CountsAndDropsForgedAndMisaddressedPackets) {
   EXPECT_TRUE(a.tuples.empty());
 }
 
+// A probe sealed under `key`, as a member's engine would send it: authentic.
+std::array<uint8_t, kProbeWireSize> Sealed(const ProbeMessage& m, const ClusterKey& key) {
+  std::array<uint8_t, kProbeWireSize> buf;
+  ProbeCodec(7, key).Encode(m, buf);
+  return buf;
+}
+
+UdpEndpoint Loopback(uint16_t port) {
+  UdpEndpoint ep;
+  std::string error;
+  UdpEndpoint::Parse("127.0.0.1", port, &ep, &error);
+  return ep;
+}
+
+// a restarts: answers to its old session still in flight are refused and
+// counted as stale (by their echo_epoch), not taken for the new session.
 TEST_F(ProbeEngineTest, RestartedProberStartsANewSessionAndOldAnswersAreStale) {
   Node a(1), b(2);
   const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
   a.Start(ports, {2}, 0xA1, TestKey(1));
   b.Start(ports, {}, 0xB2, TestKey(1));
   RunFor({&a, &b}, 50);
-  // a "restarts": new epoch, sequence numbers from 1 again.
+  // a stops; b, left alone for longer than the follow-up delay, sends the
+  // follow-up of its last reverse pair to a's socket.
+  RunFor({&b}, 40);
+  // a "restarts" on the same socket: new epoch, sequence numbers from 1 again.
   a.tuples.clear();
   a.Start(ports, {2}, 0xA2, TestKey(1));
   RunFor({&a, &b}, 200);
@@ -219,6 +238,31 @@ TEST_F(ProbeEngineTest, RestartedProberStartsANewSessionAndOldAnswersAreStale) {
   int complete = 0;
   for (const FullTuple& t : a.tuples) complete += ClassifyTuple(t) == TupleOutcome::kComplete;
   EXPECT_GT(complete, 50);
+  EXPECT_GE(a.engine->counters().stale_session, 1u) << "b's follow-up for the old session";
+
+  // One authentic answer of each kind naming a's old epoch: both refused as
+  // stale. (Taken for the new session they would land on its long
+  // finalised pair 1 and count as unmatched.)
+  RunFor({&a}, 5);  // nothing of b's left in a's socket
+  const uint64_t stale_before = a.engine->counters().stale_session;
+  const uint64_t unmatched_before = a.engine->peer_counters().at(2).stamps_unmatched;
+  ProbeMessage m;
+  m.cluster_id = 7;
+  m.sender_node = 2;
+  m.receiver_node = 1;
+  m.sender_epoch = 0xB2;
+  m.echo_epoch = 0xA1;
+  m.seq = 1;  // long finalised in the new session too: merging it would count as unmatched
+  m.type = MessageType::kReverse;
+  m.flags = kFlagHasEchoRx;
+  b.socket.Send(Loopback(a.socket.bound_port()), Sealed(m, TestKey(1)));
+  m.type = MessageType::kFollowUp;
+  m.flags = kFlagHasPrevTx;
+  m.prev_tx_seq = 1;
+  b.socket.Send(Loopback(a.socket.bound_port()), Sealed(m, TestKey(1)));
+  RunFor({&a}, 20);
+  EXPECT_EQ(a.engine->counters().stale_session - stale_before, 2u);
+  EXPECT_EQ(a.engine->peer_counters().at(2).stamps_unmatched, unmatched_before);
 }
 
 }  // namespace
