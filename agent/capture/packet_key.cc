@@ -1,5 +1,7 @@
 #include "agent/capture/packet_key.h"
 
+#include <algorithm>
+
 namespace chronolink {
 
 namespace {
@@ -12,19 +14,33 @@ uint64_t BigEndian(const uint8_t* p, int bytes) {
 
 }  // namespace
 
-bool ParseTapKey(const chronolink_tap_record& r, PacketKey* key) {
+PacketMac MacOfDatagram(std::span<const uint8_t> datagram) {
+  PacketMac mac{};
+  if (datagram.size() >= kProbeWireSize) {
+    std::copy_n(datagram.begin() + CHRONOLINK_WIRE_MAC_OFF, mac.size(), mac.begin());
+  }
+  return mac;
+}
+
+bool ParseTapRecord(const chronolink_tap_record& r, TapStamp* out) {
+  const StampSource source = TapHookSource(r.hook);
+  if (source == StampSource::kNone) return false;
   const uint8_t* h = r.head;
   if (h[CHRONOLINK_WIRE_VERSION_OFF] != 1) return false;
   const uint8_t type = h[CHRONOLINK_WIRE_TYPE_OFF];
   if (type < 1 || type > 3) return false;
   const uint8_t index = h[CHRONOLINK_WIRE_INDEX_OFF];
   if (index > 1) return false;
-  key->type = static_cast<MessageType>(type);
-  key->sender = static_cast<uint32_t>(BigEndian(h + CHRONOLINK_WIRE_SENDER_OFF, 4));
-  key->receiver = static_cast<uint32_t>(BigEndian(h + CHRONOLINK_WIRE_RECEIVER_OFF, 4));
-  key->sender_epoch = BigEndian(h + CHRONOLINK_WIRE_EPOCH_OFF, 8);
-  key->seq = BigEndian(h + CHRONOLINK_WIRE_SEQ_OFF, 8);
-  key->index = index;
+  out->hook = r.hook;
+  out->ifindex = r.ifindex;
+  out->key.type = static_cast<MessageType>(type);
+  out->key.sender = static_cast<uint32_t>(BigEndian(h + CHRONOLINK_WIRE_SENDER_OFF, 4));
+  out->key.receiver = static_cast<uint32_t>(BigEndian(h + CHRONOLINK_WIRE_RECEIVER_OFF, 4));
+  out->key.sender_epoch = BigEndian(h + CHRONOLINK_WIRE_EPOCH_OFF, 8);
+  out->key.seq = BigEndian(h + CHRONOLINK_WIRE_SEQ_OFF, 8);
+  out->key.index = index;
+  std::copy_n(r.mac, out->mac.size(), out->mac.begin());
+  out->stamp = ProbeStamp{0, source};
   return true;
 }
 
@@ -36,6 +52,10 @@ StampSource TapHookSource(uint32_t hook) {
     case CHRONOLINK_HOOK_DEV_XMIT: return StampSource::kBpfXdp;
     default: return StampSource::kNone;
   }
+}
+
+bool TapHookTransmits(uint32_t hook) {
+  return hook == CHRONOLINK_HOOK_TC_EGRESS || hook == CHRONOLINK_HOOK_DEV_XMIT;
 }
 
 }  // namespace chronolink

@@ -4,6 +4,7 @@ namespace chronolink {
 
 bool FullTuple::Project(SourceClass c, PtPrTuple* out) const {
   out->seq = seq;
+  if (spoiled) return false;
   for (int i = 0; i < 2; ++i) {
     out->fwd_tx[i] = fwd_tx[i].Of(c);
     out->fwd_rx[i] = fwd_rx[i].Of(c);
@@ -14,6 +15,7 @@ bool FullTuple::Project(SourceClass c, PtPrTuple* out) const {
 }
 
 TupleOutcome ClassifyTuple(const FullTuple& t) {
+  if (t.spoiled) return TupleOutcome::kLost;
   for (int i = 0; i < 2; ++i) {
     // A packet that arrived always has a userspace receive stamp.
     if (!t.fwd_rx[i].user.present() || !t.rev_rx[i].user.present()) return TupleOutcome::kLost;
@@ -76,17 +78,24 @@ void TupleAssembler::OnEchoedRx(uint64_t seq, const DualStamp rx[2]) {
   t->fwd_rx[1].Merge(rx[1]);
 }
 
-void TupleAssembler::OnReverseRx(uint64_t seq, int index, const DualStamp& local_rx) {
+bool TupleAssembler::OnReverseRx(uint64_t seq, int index, const DualStamp& local_rx) {
   FullTuple* t = Find(seq);
   if (!local_rx.InDomain(ClockDomain::kNodeRealtime)) {
     ++wrong_domain_;
-    return;
+    return true;
   }
   if (t == nullptr) {
     ++unmatched_;
-    return;
+    return true;
+  }
+  // Every received packet has a userspace stamp: one already there means
+  // this is the second copy, and which one was the peer's is unknowable.
+  if (t->rev_rx[index].user.present()) {
+    Spoil(*t);
+    return false;
   }
   t->rev_rx[index].Merge(local_rx);
+  return true;
 }
 
 void TupleAssembler::OnReverseTx(uint64_t seq, const DualStamp tx[2]) {
@@ -101,6 +110,15 @@ void TupleAssembler::OnReverseTx(uint64_t seq, const DualStamp tx[2]) {
   }
   t->rev_tx[0].Merge(tx[0]);
   t->rev_tx[1].Merge(tx[1]);
+}
+
+void TupleAssembler::Spoil(uint64_t seq) {
+  if (FullTuple* t = Find(seq)) Spoil(*t);
+}
+
+void TupleAssembler::Spoil(FullTuple& t) {
+  if (!t.spoiled) ++spoiled_;
+  t.spoiled = true;
 }
 
 void TupleAssembler::Finalize(const std::function<bool(const FullTuple&)>& done,

@@ -16,7 +16,6 @@ constexpr int64_t kSilentAfterNs = 5'000'000'000;
 constexpr int64_t kMaxBackoffNs = 5'000'000'000;
 constexpr int64_t kFirstBackoffNs = 10'000'000;
 constexpr size_t kMaxLatePairs = 16;
-constexpr size_t kMaxPendingTapRx = 4096;
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 }  // namespace
@@ -89,6 +88,8 @@ bool ProbeEngine::Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind
   }
   ++pc.packets_sent;
   pc.bytes_sent += buf.size();
+  // The eBPF send hooks' records of this packet count only with this MAC.
+  tap_book_.ExpectSent(KeyOf(m), MacOfDatagram(buf));
   SentPacket& s = sent_ring_[out->op_id % kSentRingSize];
   s = SentPacket{out->op_id, kind, peer, m.seq, m.index};
   ++counters_.packets[1];
@@ -180,7 +181,8 @@ void ProbeEngine::SendForward(Prober& p, int index, int64_t now_ns) {
   p.assembler.OnForwardSent(seq, index, out.user_tx_ns);
 }
 
-void ProbeEngine::OnReverse(const ProbeMessage& m, const DualStamp& local_rx, int64_t now_ns) {
+void ProbeEngine::OnReverse(const ProbeMessage& m, const DualStamp& local_rx, bool spoiled,
+                            int64_t now_ns) {
   auto it = probers_.find(m.sender_node);
   if (it == probers_.end()) {
     ++counters_.unknown_sender;  // we do not probe this node
@@ -202,7 +204,8 @@ void ProbeEngine::OnReverse(const ProbeMessage& m, const DualStamp& local_rx, in
   p.silent_reported = false;
   p.last_answer_ns = now_ns;
   if (m.flags & kFlagHasEchoRx) p.assembler.OnEchoedRx(m.seq, m.echo_rx);
-  p.assembler.OnReverseRx(m.seq, m.index, local_rx);
+  if (!p.assembler.OnReverseRx(m.seq, m.index, local_rx)) ++counters_.duplicate_datagrams;
+  if (spoiled) p.assembler.Spoil(m.seq);
   if (m.flags & kFlagHasPrevTx) p.assembler.OnReverseTx(m.prev_tx_seq, m.prev_tx);
 }
 
@@ -221,7 +224,8 @@ void ProbeEngine::OnFollowUp(const ProbeMessage& m, int64_t now_ns) {
 
 // ---- responder side --------------------------------------------------------
 
-void ProbeEngine::OnForward(const ProbeMessage& m, const DualStamp& local_rx, int64_t now_ns) {
+void ProbeEngine::OnForward(const ProbeMessage& m, const DualStamp& local_rx, bool spoiled,
+                            int64_t now_ns) {
   Responder& r = responders_[m.sender_node];
   if (r.prober_epoch != m.sender_epoch) {
     if (r.prober_epoch != 0) {
@@ -237,15 +241,30 @@ void ProbeEngine::OnForward(const ProbeMessage& m, const DualStamp& local_rx, in
   if (m.seq > r.fwd_seq) {
     r.fwd_seq = m.seq;
     r.have[0] = r.have[1] = false;
+    r.spoiled = false;
     r.rx[0] = r.rx[1] = DualStamp{};
   }
-  r.have[m.index] = true;
-  r.rx[m.index] = local_rx;
+  if (r.have[m.index]) {
+    // An authentic copy (a replay, or the network duplicated it): which
+    // of the two the prober sent is unknowable, so neither stamp counts.
+    ++counters_.duplicate_datagrams;
+    spoiled = true;
+  }
+  // A pair is answered once; a copy arriving after that changes nothing we
+  // measured (the first copy arrived first, so after the prober sent it).
+  if (r.Answered()) return;
+  r.spoiled = r.spoiled || spoiled;
+  if (!r.have[m.index]) {
+    r.have[m.index] = true;
+    r.rx[m.index] = local_rx;
+  }
   if (m.index == 1) {
-    if (r.have[0]) {
-      StartReversePair(m.sender_node, r, now_ns);
-    } else {
+    if (!r.have[0]) {
       ++peer_counters_[m.sender_node].forward_pairs_incomplete;
+    } else if (r.spoiled) {
+      ++peer_counters_[m.sender_node].forward_pairs_spoiled;
+    } else {
+      StartReversePair(m.sender_node, r, now_ns);
     }
   }
 }
@@ -286,8 +305,8 @@ void ProbeEngine::SendReverse(uint32_t peer, Responder& r, int index) {
   if (r.previous.valid) {
     m.flags |= kFlagHasPrevTx;
     m.prev_tx_seq = r.previous.seq;
-    m.prev_tx[0] = r.previous.tx[0];
-    m.prev_tx[1] = r.previous.tx[1];
+    m.prev_tx[0] = r.previous.TxToSend(0);
+    m.prev_tx[1] = r.previous.TxToSend(1);
   }
   SendOutcome out;
   if (Transmit(peer, m, PacketKind::kReverse, &out)) {
@@ -308,8 +327,8 @@ void ProbeEngine::SendFollowUp(uint32_t peer, const Responder& r, const ReverseP
   m.echo_epoch = r.prober_epoch;
   m.flags |= kFlagHasPrevTx | (final ? kFlagFinal : 0);
   m.prev_tx_seq = pair.seq;
-  m.prev_tx[0] = pair.tx[0];
-  m.prev_tx[1] = pair.tx[1];
+  m.prev_tx[0] = pair.TxToSend(0);
+  m.prev_tx[1] = pair.TxToSend(1);
   SendOutcome out;
   if (Transmit(peer, m, PacketKind::kFollowUp, &out)) ++peer_counters_[peer].followups_sent;
 }
@@ -354,8 +373,21 @@ void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& lo
   pc.bytes_received += bytes.size();
   ++counters_.packets[0];
 
-  // Every capture point's stamp of this packet, joined by its key.
+  // Every capture point's stamp of this packet: the socket's, and the eBPF
+  // receive hooks' records bound to it by key and MAC.
   const PacketKey key = KeyOf(m);
+  const TapStampBook::Received held = tap_book_.OnAuthenticDatagram(key, MacOfDatagram(bytes));
+  counters_.tap_duplicates += held.duplicate_records;
+  const DualStamp rx = ReceiveStamps(key, local_rx, held);
+  switch (m.type) {
+    case MessageType::kForward: OnForward(m, rx, held.duplicate, now_ns); break;
+    case MessageType::kReverse: OnReverse(m, rx, held.duplicate, now_ns); break;
+    case MessageType::kFollowUp: OnFollowUp(m, now_ns); break;
+  }
+}
+
+DualStamp ProbeEngine::ReceiveStamps(const PacketKey& key, const DualStamp& local_rx,
+                                     const TapStampBook::Received& held) {
   DualStamp rx;
   rx.user = local_rx.user;
   Observe(key, false, local_rx.user);
@@ -364,15 +396,12 @@ void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& lo
     if (Accept(local_rx.kernel, false)) rx.kernel = local_rx.kernel;
     else ++counters_.stamps_refused_by_policy;
   }
-  if (auto it = tap_rx_pending_.find(key); it != tap_rx_pending_.end()) {
-    rx.Merge(DualStamp{it->second, {}});
-    tap_rx_pending_.erase(it);
+  for (const ProbeStamp& s : held.stamps) {
+    Observe(key, false, s);
+    if (Accept(s, false)) rx.Merge(DualStamp{s, {}});
+    else ++counters_.stamps_refused_by_policy;
   }
-  switch (m.type) {
-    case MessageType::kForward: OnForward(m, rx, now_ns); break;
-    case MessageType::kReverse: OnReverse(m, rx, now_ns); break;
-    case MessageType::kFollowUp: OnFollowUp(m, now_ns); break;
-  }
+  return rx;
 }
 
 void ProbeEngine::OnPilot(uint32_t sender) {
@@ -382,39 +411,102 @@ void ProbeEngine::OnPilot(uint32_t sender) {
   ++peer_counters_[sender].pilots_received;
 }
 
-void ProbeEngine::OnTapStamp(const PacketKey& key, const ProbeStamp& stamp) {
-  const bool ours = key.sender == options_.node_id && key.sender_epoch == options_.epoch;
-  if (ours) {
-    Observe(key, true, stamp);
-    if (!Accept(stamp, true)) {
-      ++counters_.stamps_refused_by_policy;
+void ProbeEngine::OnTapStamp(const TapStamp& t) {
+  // The hook decides the direction, never the header: a packet that
+  // reaches a receive hook is not one we sent, whatever id it claims.
+  if (TapHookTransmits(t.hook)) OnTapSent(t);
+  else OnTapReceived(t);
+}
+
+void ProbeEngine::OnTapSent(const TapStamp& t) {
+  const PacketKey& key = t.key;
+  if (key.sender != options_.node_id || key.sender_epoch != options_.epoch) {
+    ++counters_.tap_stamps_unrouted;  // another node's packet on a shared device, or an old session of ours
+    return;
+  }
+  switch (tap_book_.OnRecord(t)) {
+    case TapStampBook::Verdict::kUse: break;
+    case TapStampBook::Verdict::kDuplicate:
+    case TapStampBook::Verdict::kDuplicateAfterRead:
+      ++counters_.tap_duplicates;
+      SpoilSent(key);
       return;
-    }
-    const PacketKind kind = key.type == MessageType::kForward   ? PacketKind::kForward
-                            : key.type == MessageType::kReverse ? PacketKind::kReverse
-                                                                : PacketKind::kFollowUp;
-    RouteTxStamp(kind, key.receiver, key.seq, key.index, stamp);
-    return;
+    case TapStampBook::Verdict::kNoRoom: ++counters_.tap_stamps_unrouted; return;
+    default: ++counters_.tap_tx_not_sent; return;  // our header, not our MAC: a local forgery
   }
-  if (key.receiver != options_.node_id || options_.members.count(key.sender) == 0) {
-    ++counters_.tap_stamps_unrouted;  // another node's packet, or a stale session of ours
-    return;
-  }
-  Observe(key, false, stamp);
-  if (!Accept(stamp, false)) {
+  Observe(key, true, t.stamp);
+  if (!Accept(t.stamp, true)) {
     ++counters_.stamps_refused_by_policy;
     return;
   }
-  auto [it, inserted] = tap_rx_pending_.try_emplace(key, stamp);
-  if (!inserted) {
-    if (SourceRank(stamp.source) > SourceRank(it->second.source)) it->second = stamp;
+  const PacketKind kind = key.type == MessageType::kForward   ? PacketKind::kForward
+                          : key.type == MessageType::kReverse ? PacketKind::kReverse
+                                                              : PacketKind::kFollowUp;
+  RouteTxStamp(kind, key.receiver, key.seq, key.index, t.stamp);
+}
+
+void ProbeEngine::OnTapReceived(const TapStamp& t) {
+  const PacketKey& key = t.key;
+  if (key.sender == options_.node_id) {
+    ++counters_.tap_rx_own_sender;  // a copy of ours sent back, or our own traffic on lo
     return;
   }
-  tap_rx_order_.push_back(key);
-  // Bounded: a stamp whose datagram never comes (dropped, or read first) ages out.
-  while (tap_rx_order_.size() > kMaxPendingTapRx) {
-    if (tap_rx_pending_.erase(tap_rx_order_.front()) > 0) ++counters_.tap_rx_pending_evicted;
-    tap_rx_order_.pop_front();
+  if (key.receiver != options_.node_id || options_.members.count(key.sender) == 0) {
+    ++counters_.tap_stamps_unrouted;  // another node's packet
+    return;
+  }
+  switch (tap_book_.OnRecord(t)) {
+    case TapStampBook::Verdict::kHeld: return;  // until its datagram passes the MAC
+    case TapStampBook::Verdict::kLate:
+      // Bound to an authentic packet (its key and MAC were read), just too
+      // late to stamp it: seen by the observer, used by nothing.
+      ++counters_.tap_rx_late;
+      Observe(key, false, t.stamp);
+      return;
+    case TapStampBook::Verdict::kDuplicate: return;  // counted if an authentic datagram comes
+    case TapStampBook::Verdict::kDuplicateAfterRead:
+      ++counters_.tap_duplicates;
+      SpoilReceived(key);
+      return;
+    default: ++counters_.tap_stamps_unrouted; return;
+  }
+}
+
+void ProbeEngine::SpoilSent(const PacketKey& key) {
+  if (key.type == MessageType::kForward) {
+    if (auto it = probers_.find(key.receiver); it != probers_.end()) {
+      it->second->assembler.Spoil(key.seq);
+    }
+    return;
+  }
+  if (key.type != MessageType::kReverse) return;  // a follow-up's own stamps are never used
+  auto it = responders_.find(key.receiver);
+  if (it == responders_.end()) return;
+  Responder& r = it->second;
+  for (ReversePair* pair : {&r.sending, &r.previous}) {
+    if (pair->valid && pair->seq == key.seq) pair->spoiled = true;
+  }
+  for (ReversePair& pair : r.late) {
+    if (pair.seq == key.seq) pair.spoiled = true;
+  }
+}
+
+void ProbeEngine::SpoilReceived(const PacketKey& key) {
+  if (key.type == MessageType::kForward) {
+    auto it = responders_.find(key.sender);
+    if (it == responders_.end()) return;
+    Responder& r = it->second;
+    // Once answered, the echo is on its way; the stamps it carries are the
+    // first copy's, which arrived after the prober sent it.
+    if (r.prober_epoch == key.sender_epoch && r.fwd_seq == key.seq && !r.Answered()) {
+      r.spoiled = true;
+    }
+    return;
+  }
+  if (key.type != MessageType::kReverse) return;
+  auto it = probers_.find(key.sender);
+  if (it != probers_.end() && it->second->peer_epoch == key.sender_epoch) {
+    it->second->assembler.Spoil(key.seq);
   }
 }
 
@@ -456,6 +548,7 @@ void ProbeEngine::RouteTxStamp(PacketKind kind, uint32_t peer, uint64_t seq, uin
 
 int64_t ProbeEngine::Poll(int64_t now_ns) {
   int64_t next = kNever;
+  tap_book_.Expire(now_ns);
   for (auto& [peer, pp] : probers_) {
     Prober& p = *pp;
     if (p.next_pair_ns < 0) {
@@ -509,11 +602,18 @@ void ProbeEngine::FinalizeTuples(int64_t now_ns, int64_t before_ns) {
   }
 }
 
+EngineCounters ProbeEngine::counters() const {
+  EngineCounters c = counters_;
+  c.tap_rx_unverified = tap_book_.unverified_dropped();
+  return c;
+}
+
 std::map<uint32_t, PeerCounters> ProbeEngine::peer_counters() const {
   std::map<uint32_t, PeerCounters> out = peer_counters_;
   for (const auto& [peer, p] : probers_) {
     out[peer].stamps_unmatched = p->assembler.unmatched();
     out[peer].stamps_wrong_domain = p->assembler.wrong_domain();
+    out[peer].tuples_spoiled = p->assembler.spoiled();
   }
   return out;
 }

@@ -4,6 +4,12 @@
 // and delivers its own TX stamps interleaved in the next pair or in a
 // follow-up. It never touches a socket or a file: datagrams go out through a
 // ProbeTransport, finalised tuples through callbacks.
+//
+// What it trusts: a datagram only after the MAC (the codec), an eBPF stamp
+// only when it is bound to an authentic packet by key and MAC and comes
+// from a hook of the right direction (TapStampBook).
+// A packet seen twice spoils the stamps it gave: the tuple still counts,
+// but never reaches an estimate. Single-threaded (the agent loop).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +26,7 @@
 #include "agent/config/agent_config.h"
 #include "agent/pair/tuple_assembler.h"
 #include "agent/probe/probe_transport.h"
+#include "agent/probe/tap_stamp_book.h"
 #include "agent/wire/probe_codec.h"
 
 namespace chronolink {
@@ -42,6 +49,8 @@ struct PeerCounters {
   uint64_t stamps_wrong_domain = 0;       // stamps on the wrong clock, refused
   uint64_t send_errors = 0;
   uint64_t forward_pairs_incomplete = 0;  // a forward pair arrived without its probe 0
+  uint64_t forward_pairs_spoiled = 0;     // not answered: a probe of it was seen twice
+  uint64_t tuples_spoiled = 0;            // ours, made unusable: a packet of it was seen twice
   uint64_t peer_restarts = 0;
 };
 
@@ -52,8 +61,14 @@ struct EngineCounters {
   uint64_t stamps[2][kNumStampSources] = {};
   uint64_t packets[2] = {};
   uint64_t stamps_refused_by_policy = 0;  // a forced source is configured
-  uint64_t tap_stamps_unrouted = 0;       // eBPF stamps of packets not ours or long gone
-  uint64_t tap_rx_pending_evicted = 0;    // eBPF RX stamps whose datagram never came
+  // eBPF tap records not used, by reason (docs/bpf-tap.md):
+  uint64_t tap_stamps_unrouted = 0;  // neither sent by us nor addressed to us by a member
+  uint64_t tap_rx_own_sender = 0;    // receive hook, claiming to come from us: never a send stamp
+  uint64_t tap_tx_not_sent = 0;      // send hook, our id, but a key and MAC we did not send
+  uint64_t tap_rx_unverified = 0;    // receive hook, no authentic datagram with its key and MAC came
+  uint64_t tap_rx_late = 0;          // receive hook, after its datagram was read
+  uint64_t tap_duplicates = 0;       // the packet was already seen at this hook and device
+  uint64_t duplicate_datagrams = 0;  // authentic datagrams received twice (copies, replays)
   uint64_t not_for_us = 0;          // authentic, but addressed to another node
   uint64_t unknown_sender = 0;      // authentic, from a node not in the cluster
   uint64_t stale_session = 0;       // answers an earlier epoch of ours
@@ -78,7 +93,8 @@ class ProbeEngine {
  public:
   using TupleSink = std::function<void(uint32_t peer, const FullTuple&)>;
   using PairSentSink = std::function<void(uint32_t peer, int64_t node_ns)>;
-  // Sees every stamp of every packet before the source policy (diagnostics).
+  // Sees every stamp bound to a packet of ours or to an authentic received
+  // one, before the source policy (diagnostics).
   using StampObserver =
       std::function<void(const PacketKey& key, bool transmitted, const ProbeStamp& stamp)>;
 
@@ -89,10 +105,11 @@ class ProbeEngine {
   void OnDatagram(std::span<const uint8_t> bytes, const DualStamp& local_rx, int64_t now_ns);
   // A TX stamp from the error queue, already on the node clock.
   void OnTxStamp(uint32_t op_id, const ProbeStamp& kernel);
-  // A stamp from the eBPF tap, already on the node clock. RX stamps normally
-  // arrive before their datagram (the ring is read before the socket) and
-  // wait for it; TX stamps go straight to the packet they belong to.
-  void OnTapStamp(const PacketKey& key, const ProbeStamp& stamp);
+  // A record of the eBPF tap, its stamp already on the node clock. Records
+  // of send hooks go straight to the packet we sent with that key and MAC;
+  // records of receive hooks normally arrive before their datagram (the
+  // ring is read before the socket) and wait for it to pass the MAC.
+  void OnTapStamp(const TapStamp& t);
 
   void SetStampObserver(StampObserver observer) { observer_ = std::move(observer); }
 
@@ -114,7 +131,7 @@ class ProbeEngine {
                      int64_t now_ns);
   const std::vector<uint32_t>& probed_peers() const { return options_.probed_peers; }
 
-  const EngineCounters& counters() const { return counters_; }
+  EngineCounters counters() const;
   std::map<uint32_t, PeerCounters> peer_counters() const;
   uint64_t epoch() const { return options_.epoch; }
 
@@ -149,13 +166,19 @@ class ProbeEngine {
     int64_t sent_ns = 0;
     DualStamp echo_rx[2];
     DualStamp tx[2];
-    bool TxComplete() const { return tx[0].kernel.present() && tx[1].kernel.present(); }
+    bool spoiled = false;  // a probe of it left twice: its TX stamps are sent as absent
+    bool TxComplete() const {
+      return spoiled || (tx[0].kernel.present() && tx[1].kernel.present());
+    }
+    // The TX stamps this pair can vouch for.
+    DualStamp TxToSend(int i) const { return spoiled ? DualStamp{} : tx[i]; }
   };
 
   struct Responder {
     uint64_t prober_epoch = 0;
     uint64_t fwd_seq = 0;
     bool have[2] = {false, false};
+    bool spoiled = false;        // a probe of pair fwd_seq was seen twice: no answer
     DualStamp rx[2];
     ReversePair sending;         // the pair being (or last) sent
     ReversePair previous;        // its predecessor, whose TX stamps ride along
@@ -163,6 +186,7 @@ class ProbeEngine {
     int64_t second_due_ns = -1;  // reverse probe 1 of `sending`
     int64_t followup_due_ns = -1;
     bool sending_delivered = true;
+    bool Answered() const { return sending.valid && sending.seq == fwd_seq; }
   };
 
   void AddProber(uint32_t peer);
@@ -174,12 +198,19 @@ class ProbeEngine {
   void SendDueFollowUps(uint32_t peer, Responder& r, int64_t now_ns, bool all);
   bool Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind, SendOutcome* out);
 
-  void OnForward(const ProbeMessage& m, const DualStamp& local_rx, int64_t now_ns);
-  void OnReverse(const ProbeMessage& m, const DualStamp& local_rx, int64_t now_ns);
+  DualStamp ReceiveStamps(const PacketKey& key, const DualStamp& local_rx,
+                          const TapStampBook::Received& held);
+  void OnForward(const ProbeMessage& m, const DualStamp& local_rx, bool spoiled, int64_t now_ns);
+  void OnReverse(const ProbeMessage& m, const DualStamp& local_rx, bool spoiled, int64_t now_ns);
   void OnFollowUp(const ProbeMessage& m, int64_t now_ns);
   void StartReversePair(uint32_t peer, Responder& r, int64_t now_ns);
 
   int64_t NextInterval();
+  void OnTapSent(const TapStamp& t);
+  void OnTapReceived(const TapStamp& t);
+  // A packet seen twice: spoil what its stamps went into.
+  void SpoilSent(const PacketKey& key);
+  void SpoilReceived(const PacketKey& key);
   bool Accept(const ProbeStamp& s, bool transmitted) const;
   void Observe(const PacketKey& key, bool tx, const ProbeStamp& s);
   void RouteTxStamp(PacketKind kind, uint32_t peer, uint64_t seq, uint8_t index,
@@ -199,8 +230,7 @@ class ProbeEngine {
   std::vector<SentPacket> sent_ring_;  // indexed by op_id % size
   EngineCounters counters_;
   StampObserver observer_;
-  std::map<PacketKey, ProbeStamp> tap_rx_pending_;  // eBPF RX stamps awaiting their datagram
-  std::deque<PacketKey> tap_rx_order_;              // insertion order, for the bound
+  TapStampBook tap_book_;
   std::map<uint32_t, PeerCounters> peer_counters_;
 };
 

@@ -237,13 +237,16 @@ void AgentRuntime::WriteStats(bool final) {
   j["unknown_sender"] = c.unknown_sender;
   j["stale_session"] = c.stale_session;
   j["stale_sequence"] = c.stale_sequence;
+  j["duplicate_datagrams"] = c.duplicate_datagrams;
   j["tx_stamps"] = c.tx_stamps;
   j["tx_stamps_unmatched"] = c.tx_stamps_unmatched;
   j["pilots_received"] = c.pilots_received;
   j["socket_receive_errors"] = socket_.receive_errors();
   j["stamps_refused_by_policy"] = c.stamps_refused_by_policy;
-  j["tap_stamps_unrouted"] = c.tap_stamps_unrouted;
-  j["tap_rx_pending_evicted"] = c.tap_rx_pending_evicted;
+  // eBPF records the engine did not use, by reason (docs/bpf-tap.md).
+  j["tap_records"] = {{"unrouted", c.tap_stamps_unrouted},  {"rx_own_sender", c.tap_rx_own_sender},
+                      {"tx_not_sent", c.tap_tx_not_sent},   {"rx_unverified", c.tap_rx_unverified},
+                      {"rx_late", c.tap_rx_late},           {"duplicates", c.tap_duplicates}};
   // Coverage: per direction, packets and how many got a stamp from each source.
   for (int dir = 0; dir < 2; ++dir) {
     nlohmann::ordered_json cov;
@@ -267,6 +270,8 @@ void AgentRuntime::WriteStats(bool final) {
         {"stamps_unmatched", pc.stamps_unmatched},
         {"stamps_wrong_domain", pc.stamps_wrong_domain},
         {"forward_pairs_incomplete", pc.forward_pairs_incomplete},
+        {"forward_pairs_spoiled", pc.forward_pairs_spoiled},
+        {"tuples_spoiled", pc.tuples_spoiled},
         {"peer_restarts", pc.peer_restarts}};
   }
   j["peers"] = peers;
@@ -353,6 +358,17 @@ std::string AgentRuntime::RenderMetrics() const {
   t.Sample("chronolink_datagrams_dropped_total", {{"node", node}, {"reason", "not_for_us"}}, static_cast<double>(c.not_for_us));
   t.Sample("chronolink_datagrams_dropped_total", {{"node", node}, {"reason", "unknown_sender"}}, static_cast<double>(c.unknown_sender));
   t.Sample("chronolink_datagrams_dropped_total", {{"node", node}, {"reason", "stale_session"}}, static_cast<double>(c.stale_session));
+  t.Sample("chronolink_datagrams_dropped_total", {{"node", node}, {"reason", "duplicate"}}, static_cast<double>(c.duplicate_datagrams));
+  t.Family("chronolink_tap_records_unused_total", "eBPF tap records not used as stamps, by reason", "counter");
+  for (const auto& [reason, n] : {std::pair{"unrouted", c.tap_stamps_unrouted},
+                                  std::pair{"rx_own_sender", c.tap_rx_own_sender},
+                                  std::pair{"tx_not_sent", c.tap_tx_not_sent},
+                                  std::pair{"rx_unverified", c.tap_rx_unverified},
+                                  std::pair{"rx_late", c.tap_rx_late},
+                                  std::pair{"duplicate", c.tap_duplicates}}) {
+    t.Sample("chronolink_tap_records_unused_total", {{"node", node}, {"reason", reason}},
+             static_cast<double>(n));
+  }
   t.Family("chronolink_stamps_total", "Timestamps received, by direction and source", "counter");
   for (int dir = 0; dir < 2; ++dir) {
     for (int src = 1; src < kNumStampSources; ++src) {

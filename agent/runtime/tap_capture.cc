@@ -99,9 +99,8 @@ void TapCapture::Pump(ProbeEngine& engine, const NodeClock& clock) {
   mapping_.Sample(ReadClockNs(CLOCK_MONOTONIC));
   tap_.Consume([&](const chronolink_tap_record& r) {
     ++records_;
-    PacketKey key;
-    const StampSource source = TapHookSource(r.hook);
-    if (!ParseTapKey(r, &key) || source == StampSource::kNone) {
+    TapStamp t;
+    if (!ParseTapRecord(r, &t)) {
       ++unparsable_;
       return;
     }
@@ -115,7 +114,10 @@ void TapCapture::Pump(ProbeEngine& engine, const NodeClock& clock) {
       return;
     }
     max_conversion_error_ns_ = std::max(max_conversion_error_ns_, c.error_ns);
-    engine.OnTapStamp(key, ProbeStamp{clock.Ingest(c.realtime_ns), source});
+    t.stamp.ns = clock.Ingest(c.realtime_ns);
+    // The engine binds it to an authentic packet by key and MAC, and
+    // routes it by the hook's direction.
+    engine.OnTapStamp(t);
   });
 }
 

@@ -1,7 +1,8 @@
 // The agent's use of the eBPF tap: decides whether it runs (--bpf, the
 // build, the privileges), finds the devices, converts each record's
 // CLOCK_MONOTONIC stamp to the node clock with its error bound, and feeds
-// the probe engine by packet key.
+// the probe engine each record with its hook, packet key and MAC (the
+// engine decides what a record may stamp: docs/bpf-tap.md).
 #pragma once
 
 #include <cstdint>

@@ -7,8 +7,11 @@
 
 #include <sodium.h>
 
+#include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "agent/probe/probe_engine.h"
@@ -75,6 +78,13 @@ struct Harness {
         [](uint32_t, int64_t) {});
   }
 
+  // Test hooks around one probe's delivery (forgeries, copies): `arrive` is
+  // when the real packet reaches the receiver's RX_SOFTWARE.
+  using Interposer = std::function<void(Harness& h, const Datagram& d, const ProbeMessage& m,
+                                        int64_t arrive)>;
+  Interposer before_rx;  // after the sender's TX stamps, before the receiver's hooks
+  Interposer after_rx;   // after the receiver read the datagram
+
   // Delivers every queued datagram with 5 us of path: the sender gets
   // TX_SOFTWARE +1 us and a tc egress stamp +0.5 us after its send, the
   // receiver an XDP stamp 1 us before RX_SOFTWARE and a tc ingress 0.4 us after.
@@ -95,20 +105,40 @@ struct Harness {
       }
       ProbeMessage m;
       ASSERT_EQ(codec.Decode(d.bytes, &m), DecodeResult::kOk);
-      const PacketKey key = KeyOf(m);
       ProbeEngine& tx = *engines.at(d.from);
       ProbeEngine& rx = *engines.at(d.to);
-      tx.OnTapStamp(key, {now + 500, StampSource::kBpfTc});
+      Tap(tx, CHRONOLINK_HOOK_TC_EGRESS, d.bytes, now + 500);
       tx.OnTxStamp(d.op_id, {now + 200, StampSource::kSocketSched});
       tx.OnTxStamp(d.op_id, {now + 1'000, StampSource::kSocketSoftware});
       const int64_t arrive = now + 5'000;
-      rx.OnTapStamp(key, {arrive - 1'000, StampSource::kBpfXdp});
-      rx.OnTapStamp(key, {arrive + 400, StampSource::kBpfTc});
-      DualStamp local;
-      local.kernel = {arrive, StampSource::kSocketSoftware};
-      local.user = {arrive + 3'000, StampSource::kUserspace};
-      rx.OnDatagram(d.bytes, local, arrive + 3'000);
+      if (before_rx) before_rx(*this, d, m, arrive);
+      Tap(rx, CHRONOLINK_HOOK_XDP, d.bytes, arrive - 1'000);
+      Tap(rx, CHRONOLINK_HOOK_TC_INGRESS, d.bytes, arrive + 400);
+      rx.OnDatagram(d.bytes, Local(arrive), arrive + 3'000);
+      if (after_rx) after_rx(*this, d, m, arrive);
     }
+  }
+
+  // The socket's stamps of a datagram that reached RX_SOFTWARE at `arrive`.
+  static DualStamp Local(int64_t arrive) {
+    DualStamp local;
+    local.kernel = {arrive, StampSource::kSocketSoftware};
+    local.user = {arrive + 3'000, StampSource::kUserspace};
+    return local;
+  }
+
+  // The eBPF record of `bytes` (head and MAC, as the BPF side copies them)
+  // at `hook`, taken at `ns`, handed to `e` as the tap capture does.
+  static void Tap(ProbeEngine& e, uint32_t hook, std::span<const uint8_t> bytes, int64_t ns) {
+    chronolink_tap_record r{};
+    r.hook = hook;
+    r.ifindex = 2;
+    std::memcpy(r.head, bytes.data(), CHRONOLINK_WIRE_KEY_BYTES);
+    std::memcpy(r.mac, bytes.data() + CHRONOLINK_WIRE_MAC_OFF, CHRONOLINK_WIRE_MAC_BYTES);
+    TapStamp t;
+    ASSERT_TRUE(ParseTapRecord(r, &t));
+    t.stamp.ns = ns;
+    e.OnTapStamp(t);
   }
 
   // Node 1 probes node 2, both with the same source policy, for `steps`.
@@ -160,7 +190,9 @@ TEST_F(StampMergeTest, AutoPicksTheStampClosestToTheWire) {
     }
   }
   EXPECT_GT(kernel.size(), 20u);
-  EXPECT_EQ(h.engines[1]->counters().tap_rx_pending_evicted, 0u);
+  EXPECT_EQ(h.engines[1]->counters().tap_rx_unverified, 0u);
+  EXPECT_EQ(h.engines[1]->counters().tap_rx_late, 0u);
+  EXPECT_EQ(h.engines[1]->counters().tap_duplicates, 0u);
 }
 
 TEST_F(StampMergeTest, ForcedSourceIsTheOnlyOneThatReachesTheTuples) {
@@ -202,10 +234,16 @@ TEST_F(StampMergeTest, CountsCoveragePerSourceAndIgnoresForeignPackets) {
   EXPECT_EQ(c.stamps[1][tx], c.packets[1]);  // every sent packet got a tc egress stamp
   EXPECT_EQ(c.stamps[0][static_cast<int>(StampSource::kBpfXdp)], c.packets[0]);
   // A packet between two other nodes, or an old session of ours, is not routed.
-  PacketKey foreign{MessageType::kForward, 5, 6, 1, 1, 0};
-  h.engines[1]->OnTapStamp(foreign, {h.now, StampSource::kBpfXdp});
-  PacketKey old_session{MessageType::kForward, 1, 2, 99, 1, 0};
-  h.engines[1]->OnTapStamp(old_session, {h.now, StampSource::kBpfTc});
+  TapStamp foreign;
+  foreign.hook = CHRONOLINK_HOOK_XDP;
+  foreign.key = PacketKey{MessageType::kForward, 5, 6, 1, 1, 0};
+  foreign.stamp = {h.now, StampSource::kBpfXdp};
+  h.engines[1]->OnTapStamp(foreign);
+  TapStamp old_session;
+  old_session.hook = CHRONOLINK_HOOK_TC_EGRESS;
+  old_session.key = PacketKey{MessageType::kForward, 1, 2, 99, 1, 0};
+  old_session.stamp = {h.now, StampSource::kBpfTc};
+  h.engines[1]->OnTapStamp(old_session);
   EXPECT_EQ(h.engines[1]->counters().tap_stamps_unrouted, 2u);
 }
 
@@ -258,6 +296,142 @@ TEST_F(StampMergeTest, APilotGoesAheadOfEveryForwardPairAndIsOnlyCounted) {
   off.RunPair(StampSource::kNone, 400, probe);
   EXPECT_EQ(off.pilots_delivered, 0);
   EXPECT_FALSE(off.KernelTuples().empty());
+}
+
+// A datagram with a real packet's header (which travels in clear, with a
+// predictable sequence number) and any other MAC: its eBPF stamps, though
+// keyed like the real packet's and earlier, never join the real packet's.
+// Before they were bound to the MAC the forged XDP stamps, 40 us early,
+// won and the one-way delays read -36 us.
+TEST_F(StampMergeTest, ForgedTapRecordWithARealHeaderIsNeverMerged) {
+  Harness h;
+  int forged = 0;
+  h.before_rx = [&](Harness& hh, const Datagram& d, const ProbeMessage&, int64_t arrive) {
+    std::vector<uint8_t> spoof = d.bytes;
+    for (size_t i = CHRONOLINK_WIRE_MAC_OFF; i < spoof.size(); ++i) spoof[i] ^= 0x5A;
+    Harness::Tap(*hh.engines.at(d.to), CHRONOLINK_HOOK_XDP, spoof, arrive - 40'000);
+    Harness::Tap(*hh.engines.at(d.to), CHRONOLINK_HOOK_TC_INGRESS, spoof, arrive - 39'000);
+    ++forged;
+  };
+  h.RunPair(StampSource::kNone);
+  const auto kernel = h.KernelTuples();
+  ASSERT_GT(kernel.size(), 20u);
+  for (const auto& [t, k] : kernel) {
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(k.fwd_rx[i].source, StampSource::kBpfXdp);
+      EXPECT_EQ(k.fwd_rx[i].ns - k.fwd_tx[i].ns, 3'000) << "seq " << t->seq;
+      EXPECT_EQ(k.rev_rx[i].ns - k.rev_tx[i].ns, 3'000) << "seq " << t->seq;
+    }
+  }
+  // Every forged record is counted once it has waited long enough for a
+  // datagram with its MAC.
+  h.now += 1'000'000'000;
+  for (auto& [id, e] : h.engines) e->Poll(h.now);
+  const uint64_t refused = h.engines[1]->counters().tap_rx_unverified +
+                           h.engines[2]->counters().tap_rx_unverified;
+  EXPECT_EQ(refused, 2u * static_cast<uint64_t>(forged));
+  EXPECT_EQ(h.engines[1]->counters().tap_duplicates + h.engines[2]->counters().tap_duplicates, 0u);
+}
+
+// A copy of one of our own probes sent back to us reaches our RX hooks
+// with our id as sender: it is never taken for a send stamp of ours.
+TEST_F(StampMergeTest, ReceiveHookRecordClaimingOurIdIsNotASendStamp) {
+  Harness h;
+  int copies = 0;
+  h.before_rx = [&](Harness& hh, const Datagram& d, const ProbeMessage& m, int64_t) {
+    if (m.type != MessageType::kForward) return;
+    // XDP outranks every TX source of this harness, and it is 1 us late.
+    Harness::Tap(*hh.engines.at(d.from), CHRONOLINK_HOOK_XDP, d.bytes, hh.now + 2'000);
+    ++copies;
+  };
+  h.RunPair(StampSource::kNone);
+  const auto kernel = h.KernelTuples();
+  ASSERT_GT(kernel.size(), 20u);
+  for (const auto& [t, k] : kernel) {
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(k.fwd_tx[i].source, StampSource::kSocketSoftware) << "seq " << t->seq;
+      EXPECT_EQ(k.fwd_rx[i].ns - k.fwd_tx[i].ns, 3'000) << "seq " << t->seq;
+    }
+  }
+  EXPECT_EQ(h.engines[1]->counters().tap_rx_own_sender, static_cast<uint64_t>(copies));
+}
+
+// A packet seen twice (at one hook, or as two authentic datagrams: a copy
+// passes the MAC too) has no stamps one can trust, whichever came first:
+// the tuple it belongs to never reaches a window usable, in any class, and
+// the duplicate is counted. Each case below on its own sequence numbers.
+TEST_F(StampMergeTest, APacketSeenTwiceSpoilsItsTuple) {
+  Harness h;
+  std::set<uint64_t> spoiled_seqs;
+  // Records that were the second at their hook, per node; forward pairs
+  // node 2 must leave unanswered; authentic datagrams node 2 got twice.
+  uint64_t copies_at_2 = 0, copies_at_1 = 0, pairs_spoiled_at_2 = 0, datagram_copies = 0;
+  h.before_rx = [&](Harness& hh, const Datagram& d, const ProbeMessage& m, int64_t arrive) {
+    ProbeEngine& rx = *hh.engines.at(d.to);
+    ProbeEngine& tx = *hh.engines.at(d.from);
+    if (m.type == MessageType::kForward && m.index == 0 && m.seq % 8 == 1) {
+      // A copy reaches node 2's XDP half a microsecond before the original.
+      Harness::Tap(rx, CHRONOLINK_HOOK_XDP, d.bytes, arrive - 1'500);
+      spoiled_seqs.insert(m.seq);
+      ++copies_at_2;
+      ++pairs_spoiled_at_2;
+    }
+    if (m.type == MessageType::kForward && m.index == 1 && m.seq % 8 == 7) {
+      // Node 1's driver hook sees its own probe leave twice.
+      Harness::Tap(tx, CHRONOLINK_HOOK_DEV_XMIT, d.bytes, hh.now + 800);
+      Harness::Tap(tx, CHRONOLINK_HOOK_DEV_XMIT, d.bytes, hh.now + 30'000);
+      spoiled_seqs.insert(m.seq);
+      ++copies_at_1;
+    }
+    if (m.type == MessageType::kReverse && m.index == 0 && m.seq % 8 == 6) {
+      // Node 2's reverse probe leaves twice (tc egress).
+      Harness::Tap(tx, CHRONOLINK_HOOK_TC_EGRESS, d.bytes, hh.now + 20'000);
+      spoiled_seqs.insert(m.seq);
+      ++copies_at_2;
+    }
+  };
+  h.after_rx = [&](Harness& hh, const Datagram& d, const ProbeMessage& m, int64_t arrive) {
+    ProbeEngine& rx = *hh.engines.at(d.to);
+    if (m.type == MessageType::kForward && m.index == 0 && m.seq % 8 == 3) {
+      // An exact copy 20 us later: its hooks, then its datagram.
+      Harness::Tap(rx, CHRONOLINK_HOOK_XDP, d.bytes, arrive + 19'000);
+      Harness::Tap(rx, CHRONOLINK_HOOK_TC_INGRESS, d.bytes, arrive + 20'400);
+      rx.OnDatagram(d.bytes, Harness::Local(arrive + 20'000), arrive + 23'000);
+      spoiled_seqs.insert(m.seq);
+      copies_at_2 += 2;
+      ++pairs_spoiled_at_2;
+      ++datagram_copies;
+    }
+    if (m.type == MessageType::kReverse && m.index == 1 && m.seq % 8 == 5) {
+      // A copy of a reverse probe reaches node 1's XDP after its datagram was read.
+      Harness::Tap(rx, CHRONOLINK_HOOK_XDP, d.bytes, arrive + 30'000);
+      spoiled_seqs.insert(m.seq);
+      ++copies_at_1;
+    }
+  };
+  h.RunPair(StampSource::kNone, 8000);  // 400 ms: about 400 pairs
+  ASSERT_GT(h.tuples.size(), 300u);
+  int spoiled_seen = 0, clean_usable = 0;
+  for (const FullTuple& t : h.tuples) {
+    PtPrTuple k;
+    if (spoiled_seqs.count(t.seq) != 0) {
+      ++spoiled_seen;
+      EXPECT_NE(ClassifyTuple(t), TupleOutcome::kComplete) << "seq " << t.seq;
+      EXPECT_FALSE(t.Project(SourceClass::kKernel, &k)) << "seq " << t.seq;
+      EXPECT_FALSE(t.Project(SourceClass::kUserspace, &k)) << "seq " << t.seq;
+    } else if (t.seq % 8 == 0 || t.seq % 8 == 2 || t.seq % 8 == 4) {
+      clean_usable += t.Project(SourceClass::kKernel, &k);
+    }
+  }
+  EXPECT_GE(spoiled_seen, 200);
+  EXPECT_GE(clean_usable, 120);
+  const EngineCounters& c1 = h.engines[1]->counters();
+  const EngineCounters& c2 = h.engines[2]->counters();
+  EXPECT_EQ(c2.tap_duplicates, copies_at_2);
+  EXPECT_EQ(c1.tap_duplicates, copies_at_1);
+  EXPECT_EQ(c2.duplicate_datagrams, datagram_copies);
+  EXPECT_GE(h.engines[1]->peer_counters().at(2).tuples_spoiled, copies_at_1);
+  EXPECT_EQ(h.engines[2]->peer_counters().at(1).forward_pairs_spoiled, pairs_spoiled_at_2);
 }
 
 }  // namespace

@@ -122,5 +122,34 @@ TEST(TupleAssembler, RefusesStampsOnTheWrongClock) {
   EXPECT_FALSE(out[0].fwd_tx[0].kernel.present());
 }
 
+// A tuple with a packet seen twice: whole in every stamp, yet it projects
+// onto no class and classifies as lost, so no estimate ever sees it; a
+// second receipt of a reverse probe spoils its tuple by itself.
+TEST(TupleAssembler, ASpoiledTupleNeverProjects) {
+  TupleAssembler a(16);
+  FillComplete(a, 1, 0);
+  FillComplete(a, 2, 1'000'000);
+  FillComplete(a, 3, 2'000'000);
+  a.Spoil(1);
+  a.Spoil(1);  // counted once
+  EXPECT_FALSE(a.OnReverseRx(2, 1, Kernel(1'131'000, 1'136'000))) << "a copy of reverse probe 1";
+  a.Spoil(99);  // gone or never sent: nothing
+  EXPECT_EQ(a.spoiled(), 2u);
+  std::vector<FullTuple> out;
+  a.Finalize([](const FullTuple&) { return true; }, [&](const FullTuple& t) { out.push_back(t); });
+  ASSERT_EQ(out.size(), 3u);
+  PtPrTuple p;
+  for (int i : {0, 1}) {
+    EXPECT_TRUE(out[i].spoiled);
+    EXPECT_EQ(ClassifyTuple(out[i]), TupleOutcome::kLost);
+    EXPECT_FALSE(out[i].Project(SourceClass::kKernel, &p));
+    EXPECT_FALSE(out[i].Project(SourceClass::kUserspace, &p));
+  }
+  // The first copy's stamps were not replaced by the second's.
+  EXPECT_EQ(out[1].rev_rx[1].kernel.ns, 1'130'000);
+  EXPECT_EQ(ClassifyTuple(out[2]), TupleOutcome::kComplete);
+  EXPECT_TRUE(out[2].Project(SourceClass::kKernel, &p));
+}
+
 }  // namespace
 }  // namespace chronolink
