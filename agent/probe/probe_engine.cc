@@ -57,6 +57,7 @@ void ProbeEngine::SetMembership(std::set<uint32_t> members, const std::vector<ui
   }
   // Answering a node that left is pointless, and its datagrams are refused now.
   std::erase_if(responders_, [&](const auto& kv) { return options_.members.count(kv.first) == 0; });
+  sessions_.KeepOnly(options_.members);
   (void)now_ns;
 }
 
@@ -193,13 +194,9 @@ void ProbeEngine::OnReverse(const ProbeMessage& m, const DualStamp& local_rx, bo
     return;
   }
   Prober& p = *it->second;
-  if (p.peer_epoch != m.sender_epoch) {
-    if (p.peer_epoch != 0) {
-      ++peer_counters_[p.peer].peer_restarts;
-      spdlog::info("peer {} restarted (new session {:x})", p.peer, m.sender_epoch);
-    }
-    p.peer_epoch = m.sender_epoch;
-  }
+  // The peer's session was admitted (a retired one never gets here); its
+  // restarts are counted there.
+  p.peer_epoch = m.sender_epoch;
   if (p.silent_reported) spdlog::info("peer {} answers again", p.peer);
   p.silent_reported = false;
   p.last_answer_ns = now_ns;
@@ -228,6 +225,8 @@ void ProbeEngine::OnForward(const ProbeMessage& m, const DualStamp& local_rx, bo
                             int64_t now_ns) {
   Responder& r = responders_[m.sender_node];
   if (r.prober_epoch != m.sender_epoch) {
+    // The session was admitted as the peer's newest: an earlier one never
+    // gets here, so a replay cannot reset the pair in progress.
     if (r.prober_epoch != 0) {
       spdlog::info("prober {} started a new session {:x}", m.sender_node, m.sender_epoch);
     }
@@ -368,6 +367,7 @@ void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& lo
     ++counters_.unknown_sender;
     return;
   }
+  if (!AdmitSession(m)) return;
   PeerCounters& pc = peer_counters_[m.sender_node];
   ++pc.packets_received;
   pc.bytes_received += bytes.size();
@@ -384,6 +384,21 @@ void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& lo
     case MessageType::kReverse: OnReverse(m, rx, held.duplicate, now_ns); break;
     case MessageType::kFollowUp: OnFollowUp(m, now_ns); break;
   }
+}
+
+bool ProbeEngine::AdmitSession(const ProbeMessage& m) {
+  switch (sessions_.Admit(m.sender_node, m.sender_epoch)) {
+    case PeerSessions::Admission::kRetired:
+      ++counters_.retired_session;  // a replay, or a straggler from before a restart
+      return false;
+    case PeerSessions::Admission::kRestart:
+      ++peer_counters_[m.sender_node].peer_restarts;
+      spdlog::info("peer {} restarted (new session {:x})", m.sender_node, m.sender_epoch);
+      return true;
+    case PeerSessions::Admission::kFirst:
+    case PeerSessions::Admission::kCurrent: return true;
+  }
+  return true;
 }
 
 DualStamp ProbeEngine::ReceiveStamps(const PacketKey& key, const DualStamp& local_rx,

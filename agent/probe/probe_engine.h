@@ -5,9 +5,10 @@
 // follow-up. It never touches a socket or a file: datagrams go out through a
 // ProbeTransport, finalised tuples through callbacks.
 //
-// What it trusts: a datagram only after the MAC (the codec), an eBPF stamp
-// only when it is bound to an authentic packet by key and MAC and comes
-// from a hook of the right direction (TapStampBook).
+// What it trusts: a datagram only after the MAC (the codec), a peer's
+// session only while it is the newest (PeerSessions: a retired one is a
+// replay), an eBPF stamp only when it is bound to an authentic packet by
+// key and MAC and comes from a hook of the right direction (TapStampBook).
 // A packet seen twice spoils the stamps it gave: the tuple still counts,
 // but never reaches an estimate. Single-threaded (the agent loop).
 #pragma once
@@ -25,6 +26,7 @@
 #include "agent/capture/packet_key.h"
 #include "agent/config/agent_config.h"
 #include "agent/pair/tuple_assembler.h"
+#include "agent/probe/peer_sessions.h"
 #include "agent/probe/probe_transport.h"
 #include "agent/probe/tap_stamp_book.h"
 #include "agent/wire/probe_codec.h"
@@ -71,6 +73,7 @@ struct EngineCounters {
   uint64_t duplicate_datagrams = 0;  // authentic datagrams received twice (copies, replays)
   uint64_t not_for_us = 0;          // authentic, but addressed to another node
   uint64_t unknown_sender = 0;      // authentic, from a node not in the cluster
+  uint64_t retired_session = 0;     // authentic, from an earlier session of the peer
   uint64_t stale_session = 0;       // answers an earlier epoch of ours
   uint64_t stale_sequence = 0;      // older than the pair in progress
   uint64_t tx_stamps = 0;
@@ -198,6 +201,7 @@ class ProbeEngine {
   void SendDueFollowUps(uint32_t peer, Responder& r, int64_t now_ns, bool all);
   bool Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind, SendOutcome* out);
 
+  bool AdmitSession(const ProbeMessage& m);
   DualStamp ReceiveStamps(const PacketKey& key, const DualStamp& local_rx,
                           const TapStampBook::Received& held);
   void OnForward(const ProbeMessage& m, const DualStamp& local_rx, bool spoiled, int64_t now_ns);
@@ -231,6 +235,7 @@ class ProbeEngine {
   EngineCounters counters_;
   StampObserver observer_;
   TapStampBook tap_book_;
+  PeerSessions sessions_;
   std::map<uint32_t, PeerCounters> peer_counters_;
 };
 

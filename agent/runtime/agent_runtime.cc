@@ -235,6 +235,7 @@ void AgentRuntime::WriteStats(bool final) {
   j["decode"] = decode;
   j["not_for_us"] = c.not_for_us;
   j["unknown_sender"] = c.unknown_sender;
+  j["retired_session"] = c.retired_session;
   j["stale_session"] = c.stale_session;
   j["stale_sequence"] = c.stale_sequence;
   j["duplicate_datagrams"] = c.duplicate_datagrams;
@@ -358,6 +359,7 @@ std::string AgentRuntime::RenderMetrics() const {
   t.Sample("chronolink_datagrams_dropped_total", {{"node", node}, {"reason", "not_for_us"}}, static_cast<double>(c.not_for_us));
   t.Sample("chronolink_datagrams_dropped_total", {{"node", node}, {"reason", "unknown_sender"}}, static_cast<double>(c.unknown_sender));
   t.Sample("chronolink_datagrams_dropped_total", {{"node", node}, {"reason", "stale_session"}}, static_cast<double>(c.stale_session));
+  t.Sample("chronolink_datagrams_dropped_total", {{"node", node}, {"reason", "retired_session"}}, static_cast<double>(c.retired_session));
   t.Sample("chronolink_datagrams_dropped_total", {{"node", node}, {"reason", "duplicate"}}, static_cast<double>(c.duplicate_datagrams));
   t.Family("chronolink_tap_records_unused_total", "eBPF tap records not used as stamps, by reason", "counter");
   for (const auto& [reason, n] : {std::pair{"unrouted", c.tap_stamps_unrouted},

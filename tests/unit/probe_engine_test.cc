@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sodium.h>
 
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -59,10 +60,12 @@ struct Node {
   }
 };
 
-// Drives both engines for `ms` milliseconds of real time.
-void RunFor(std::vector<Node*> nodes, int ms) {
+// Drives the engines for `ms` milliseconds of real time, running `each`
+// (if any) once per turn.
+void RunFor(std::vector<Node*> nodes, int ms, const std::function<void()>& each = {}) {
   const int64_t end = ReadClockNs(CLOCK_MONOTONIC) + int64_t{ms} * 1'000'000;
   while (ReadClockNs(CLOCK_MONOTONIC) < end) {
+    if (each) each();
     std::vector<pollfd> fds;
     for (Node* n : nodes) {
       n->engine->Poll(n->clock.Now());
@@ -263,6 +266,65 @@ TEST_F(ProbeEngineTest, RestartedProberStartsANewSessionAndOldAnswersAreStale) {
   RunFor({&a}, 20);
   EXPECT_EQ(a.engine->counters().stale_session - stale_before, 2u);
   EXPECT_EQ(a.engine->peer_counters().at(2).stamps_unmatched, unmatched_before);
+}
+
+// Finding 6: a captured forward probe of a's previous session, replayed to
+// b about every 50 us, used to reset b's responder each time and so break
+// almost every reverse pair. b remembers the retired session and drops it.
+TEST_F(ProbeEngineTest, ReplayedProbesOfAnEarlierSessionAreDroppedAndCounted) {
+  Node a(1), b(2);
+  const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
+  a.Start(ports, {2}, 0xA1, TestKey(1));
+  b.Start(ports, {}, 0xB2, TestKey(1));
+  RunFor({&a, &b}, 30);
+  ProbeMessage old;  // what an eavesdropper recorded in a's first session
+  old.type = MessageType::kForward;
+  old.cluster_id = 7;
+  old.sender_node = 1;
+  old.receiver_node = 2;
+  old.sender_epoch = 0xA1;
+  old.seq = 5;
+  const auto replay = Sealed(old, TestKey(1));
+  a.tuples.clear();
+  a.Start(ports, {2}, 0xA2, TestKey(1));
+  RunFor({&a, &b}, 20);
+  Node eve(3);
+  const UdpEndpoint to_b = Loopback(b.socket.bound_port());
+  int replayed = 0;
+  RunFor({&a, &b}, 300, [&] {
+    eve.socket.Send(to_b, replay);
+    ++replayed;
+  });
+  a.engine->FinalizeTuples(a.clock.Now(), a.clock.Now());
+  int complete = 0;
+  for (const FullTuple& t : a.tuples) complete += ClassifyTuple(t) == TupleOutcome::kComplete;
+  EXPECT_GT(complete, 150) << "of " << a.tuples.size() << " tuples, " << replayed << " replays";
+  EXPECT_GE(b.engine->counters().retired_session, static_cast<uint64_t>(replayed) * 9 / 10);
+
+  // The prober's side: b restarts, and a reverse probe of b's old session
+  // (answering a's current epoch) is replayed to a: a keeps b's new session.
+  b.Start(ports, {}, 0xB3, TestKey(1));
+  RunFor({&a, &b}, 30);
+  ProbeMessage old_reverse;
+  old_reverse.type = MessageType::kReverse;
+  old_reverse.cluster_id = 7;
+  old_reverse.sender_node = 2;
+  old_reverse.receiver_node = 1;
+  old_reverse.sender_epoch = 0xB2;
+  old_reverse.echo_epoch = 0xA2;
+  old_reverse.seq = 7;
+  old_reverse.flags = kFlagHasEchoRx;
+  const auto replay_reverse = Sealed(old_reverse, TestKey(1));
+  const UdpEndpoint to_a = Loopback(a.socket.bound_port());
+  const uint64_t retired_before = a.engine->counters().retired_session;
+  int replayed_reverse = 0;
+  RunFor({&a, &b}, 100, [&] {
+    eve.socket.Send(to_a, replay_reverse);
+    ++replayed_reverse;
+  });
+  EXPECT_EQ(a.engine->peer_counters().at(2).peer_restarts, 1u) << "b restarted once";
+  EXPECT_GE(a.engine->counters().retired_session - retired_before,
+            static_cast<uint64_t>(replayed_reverse) * 9 / 10);
 }
 
 }  // namespace
