@@ -337,13 +337,17 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
                         "--virtual-offset-ns", str(c.offset_ns),
                         "--virtual-drift-ppm", drift_arg[n.index],
                         "--virtual-t0-ns", str(c.t0_ns)] + a.agent_arg
-                logf = open(os.path.join(adir, "agent.log"), "wb")
+                # beside the output directory, not in it: started as root the agent
+                # hands that directory to its unprivileged user, and only if it holds
+                # nothing but the agent's own files (docs/deployment.md)
+                alog = os.path.join(outdir, f"agent-n{n.index}.log")
+                logf = open(alog, "wb")
                 stack.callback(logf.close)
                 # settings come only from this command line, not from CHRONOLINK_* variables
                 env = {k: v for k, v in os.environ.items() if not k.startswith("CHRONOLINK_")}
                 p = tb.popen(n.index, argv, stdout=logf, stderr=subprocess.STDOUT, env=env)
                 agents[n.index] = {"proc": p, "dir": adir, "argv": argv, "spawn_mono": time.monotonic(),
-                                   "log": os.path.join(adir, "agent.log")}
+                                   "log": alog}
             time.sleep(0.5)
             for i, ag in agents.items():
                 if ag["proc"].poll() is not None:

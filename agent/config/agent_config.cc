@@ -194,6 +194,10 @@ std::string EffectiveConfigJson(const AgentConfig& c) {
                    ":" + std::to_string(c.metrics_port);
   }
   if (c.duration_ns) j["duration_s"] = Number(*c.duration_ns, Kind::kNsFromSec);
+  // Only when asked for: an explicit user is a demand (refused by an
+  // unprivileged start), the default is not.
+  if (c.run_as_user_explicit) j["user"] = c.run_as_user;
+  if (c.run_as_group_explicit) j["group"] = c.run_as_group;
   j["cluster"] = ClusterJson(c);
   j["clock_page"] = c.cluster_settings.clock_page_path.empty() ? std::string("off")
                                                                  : c.cluster_settings.clock_page_path;

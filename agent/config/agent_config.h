@@ -111,6 +111,12 @@ struct AgentConfig {
   std::string metrics_address;
   uint16_t metrics_port = 0;
   std::optional<int64_t> duration_ns;  // run this long, then shut down cleanly
+  // Whom a privileged start becomes once everything privileged is done
+  // (agent/runtime/privileges.h, docs/deployment.md).
+  std::string run_as_user = "nobody";
+  std::string run_as_group;        // empty: the user's primary group
+  bool run_as_user_explicit = false;   // --user given: a start that cannot become it fails
+  bool run_as_group_explicit = false;  // likewise --group
 
   ProbeSettings probe;
   EstimationSettings estimation;

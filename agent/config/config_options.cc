@@ -45,6 +45,13 @@ const Spec kSpecs[] = {
      "trace|debug|info|warn|error (default: info)"},
     {"duration_s", "duration-s", Kind::kNsFromSec, "SEC", kGeneral,
      "Run this many seconds, then shut down cleanly (default: until SIGINT/SIGTERM)"},
+    {"user", "user", Kind::kString, "USER", kGeneral,
+     "Started as root, run as this user (name or uid) once the tap is attached and the sockets bound; "
+     "never root. Started unprivileged, the agent keeps its own uid and refuses a different --user "
+     "(default: nobody)"},
+    {"group", "group", Kind::kString, "GROUP", kGeneral,
+     "Group (name or gid) to run as with --user; supplementary groups are always cleared (default: the "
+     "user's primary group)"},
 
     {"probe.interval_us", "probe-interval-us", Kind::kNsFromUs, "US", kProbing,
      "One probe pair per interval per edge; >= 2x spacing, <= 10 s (default: 1000)"},

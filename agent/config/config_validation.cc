@@ -539,6 +539,21 @@ bool ValidateTimestampSource(const Merged& m, AgentConfig* c, std::string* error
   return true;
 }
 
+// Whom to become after start-up. Resolved (and refused when unknown) by the
+// runtime, which alone knows whether it started privileged.
+bool ValidateRunAs(const Merged& m, AgentConfig* c, std::string* error) {
+  c->run_as_user_explicit = m.Has("user");
+  c->run_as_group_explicit = m.Has("group");
+  c->run_as_user = m.Get<std::string>("user", c->run_as_user);
+  c->run_as_group = m.Get<std::string>("group", "");
+  if (c->run_as_user == "root" || c->run_as_user == "0") {
+    return Fail(error, "user '" + c->run_as_user + "' (" + m.From("user") +
+                           ") is root, but the agent never keeps uid 0 after start-up: name an unprivileged "
+                           "user (default nobody; a dedicated one in production, docs/deployment.md)");
+  }
+  return true;
+}
+
 bool ValidateRunLength(const Merged& m, AgentConfig* c, std::string* error) {
   if (!m.Has("duration_s")) return true;
   int64_t d = m.Get<int64_t>("duration_s", 0);
@@ -570,6 +585,7 @@ bool Validate(const Merged& m, const std::string& virtual_block_origin, AgentCon
          ValidateEstimationSources(m, c, error) &&
          ValidateBpfTap(m, c, error) &&
          ValidateTimestampSource(m, c, error) &&
+         ValidateRunAs(m, c, error) &&
          ValidateRunLength(m, c, error);
 }
 

@@ -22,7 +22,7 @@
 
 #include "agent/cluster/probe_graph.h"
 #include "agent/export/prometheus_text.h"
-#include "agent/runtime/privileges.h"
+#include "agent/runtime/run_as.h"
 #include "agent/runtime/socket_transport.h"
 
 namespace chronolink {
@@ -73,6 +73,11 @@ bool AgentRuntime::Start(std::string* error) {
     return false;
   }
 
+  // Whom to become once the privileged work is done: decided (and an
+  // impossible drop refused) before anything is attached or bound.
+  RunAsPlan run_as;
+  if (!PlanRunAs(config_, &run_as, error)) return false;
+
   // The tap goes on before the socket is bound, so that every probe the
   // socket ever receives has passed the hooks.
   if (!tap_.Start(config_, error)) return false;
@@ -104,24 +109,37 @@ bool AgentRuntime::Start(std::string* error) {
       [this](uint32_t peer, const FullTuple& t) { windows_.at(peer)->OnTupleFinalized(t); },
       [this](uint32_t peer, int64_t ns) { windows_.at(peer)->OnPairSent(ns); });
 
+  // Everything privileged is done (tap attached, socket bound, PHC open):
+  // the clock page is created as we are (so a root start's page stays
+  // root's), the output directory handed to the user we become, then every
+  // privilege goes, for good, or the agent does not run. SO_TIMESTAMPING
+  // needs none; the tap's links and ring buffer are descriptors we keep.
+  if (!cluster_.OpenClockPage(error)) return false;
+  if (!PrepareFilesForRunAs(config_, run_as, error)) return false;
+  if (!CarryOutRunAs(run_as, error)) return false;
+
+  // Every file from here on is created as the unprivileged user.
   EdgeRecordContext context;
   context.session_epoch = epoch_;
   if (config_.capture.forced_source != StampSource::kNone) {
     context.timestamp_policy = std::string(StampSourceName(config_.capture.forced_source));
   }
   if (config_.test_mode) context.test_clock = config_.virtual_clock;
-  if (!writer_.Open(config_.output_dir, context, error)) return false;
+  if (!writer_.Open(config_.output_dir, context, error)) {
+    *error += RunAsFileHint(run_as);
+    return false;
+  }
   if (!config_.capture.stamp_log_path.empty()) {
-    if (!stamp_log_.Open(config_.capture.stamp_log_path, error)) return false;
+    if (!stamp_log_.Open(config_.capture.stamp_log_path, error)) {
+      *error += RunAsFileHint(run_as);
+      return false;
+    }
     engine_->SetStampObserver([this](const PacketKey& key, bool tx, const ProbeStamp& s) {
       stamp_log_.Add(key, tx, s, clock_.Now());
     });
   }
 
-  // Everything privileged is done: keep no capability (SO_TIMESTAMPING needs none).
-  std::string why;
-  if (!DropAllCapabilities(&why)) spdlog::warn("could not drop capabilities: {}", why);
-  // Threads only after the capabilities are gone (they are per thread).
+  // Threads only after the drop (capabilities are per thread).
   if (!cluster_.Start(error)) return false;
   if (!config_.metrics_address.empty()) {
     if (!metrics_.Start(config_.metrics_address, config_.metrics_port, error)) return false;

@@ -38,11 +38,15 @@ ClusterService::ClusterService(const AgentConfig& config, const NodeClock& clock
 
 ClusterService::~ClusterService() { Stop(); }
 
+bool ClusterService::OpenClockPage(std::string* error) {
+  if (page_open_ || config_.cluster_settings.clock_page_path.empty()) return true;
+  if (!page_.Open(config_.cluster_settings.clock_page_path, config_.node_id, error)) return false;
+  page_open_ = true;
+  return true;
+}
+
 bool ClusterService::Start(std::string* error) {
-  if (!config_.cluster_settings.clock_page_path.empty()) {
-    if (!page_.Open(config_.cluster_settings.clock_page_path, config_.node_id, error)) return false;
-    page_open_ = true;
-  }
+  if (!OpenClockPage(error)) return false;
   coordinator_ = MakeCoordinator(config_);
   if (coordinator_ == nullptr) return true;
   if (!coordinator_->Start(error)) return false;

@@ -33,8 +33,12 @@ class ClusterService {
   ClusterService(const AgentConfig& config, const NodeClock& clock);
   ~ClusterService();
 
-  // Opens the clock page and starts the backend and the leader thread.
-  // With coordination "none" only the page is opened.
+  // Opens (creates) the clock page. The agent calls it before dropping its
+  // privileges, so that a root-started agent's page stays root's and no
+  // process of the unprivileged user can write it (docs/formats.md).
+  bool OpenClockPage(std::string* error);
+  // Opens the clock page if OpenClockPage has not, and starts the backend
+  // and the leader thread. With coordination "none" only the page is opened.
   bool Start(std::string* error);
   void Stop();
   bool enabled() const { return coordinator_ != nullptr; }

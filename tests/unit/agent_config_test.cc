@@ -168,6 +168,10 @@ TEST_F(AgentConfigTest, DefaultsWithMinimalFlags) {
   EXPECT_TRUE(c.virtual_clock.IsIdentity());
   EXPECT_FALSE(c.virtual_t0_defaulted);
   EXPECT_TRUE(c.config_file_path.empty());
+  EXPECT_EQ(c.run_as_user, "nobody");
+  EXPECT_EQ(c.run_as_group, "");
+  EXPECT_FALSE(c.run_as_user_explicit);
+  EXPECT_FALSE(c.run_as_group_explicit);
   // The one warning: the key came from --key-hex.
   ASSERT_EQ(c.warnings.size(), 1u);
   EXPECT_CONTAINS(c.warnings[0], "--key-hex");
@@ -595,6 +599,43 @@ TEST_F(AgentConfigTest, KeyInArgvOrEnvironmentWarnsOnce) {
   r = Load({"--config", cfg});
   ASSERT_TRUE(r.config) << r.error;
   EXPECT_TRUE(key_warnings(r).empty());
+}
+
+// ---------------------------------------------------------------------------
+// The user to become.
+
+TEST_F(AgentConfigTest, UserAndGroupFromEverySource) {
+  Result r = LoadMinimal({"--user", "daemon", "--group", "adm"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->run_as_user, "daemon");
+  EXPECT_EQ(r.config->run_as_group, "adm");
+  EXPECT_TRUE(r.config->run_as_user_explicit);
+  EXPECT_TRUE(r.config->run_as_group_explicit);
+  // An explicit user is part of the effective configuration; the default is not.
+  EXPECT_CONTAINS(EffectiveConfigJson(*r.config), R"("user": "daemon")");
+  EXPECT_EQ(EffectiveConfigJson(*LoadMinimal().config).find(R"("user")"), std::string::npos);
+
+  SetEnv("CHRONOLINK_USER", "65534");
+  r = LoadMinimal();
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->run_as_user, "65534");
+  EXPECT_TRUE(r.config->run_as_user_explicit);
+  EXPECT_FALSE(r.config->run_as_group_explicit);
+  unsetenv("CHRONOLINK_USER");
+
+  Cluster();
+  const std::string cfg = Write("u.json", std::string(R"({"node_id": 1, "cluster_file": "cluster.json", "key_hex": ")") +
+                                              kKeyHex + R"(", "user": "chronolink", "group": "chronolink"})");
+  r = Load({"--config", cfg});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->run_as_user, "chronolink");
+  EXPECT_EQ(r.config->run_as_group, "chronolink");
+}
+
+TEST_F(AgentConfigTest, RootIsNotAUserToRunAs) {
+  ExpectError(LoadMinimal({"--user", "root"}), {"--user", "never keeps uid 0"});
+  ExpectError(LoadMinimal({"--user", "0"}), {"--user", "never keeps uid 0"});
+  ExpectError(LoadMinimal({"--user", ""}), {"--user", "must not be empty"});
 }
 
 // ---------------------------------------------------------------------------

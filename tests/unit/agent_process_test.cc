@@ -20,6 +20,7 @@
 #include <httplib.h>
 
 #include "agent/capture/timestamping_socket.h"
+#include "tests/support/ci_rule.h"
 
 namespace chronolink {
 namespace {
@@ -33,7 +34,9 @@ struct Agent {
   fs::path log;
 };
 
-Agent Spawn(const std::vector<std::string>& args, const fs::path& log) {
+// `wrapper` (e.g. setpriv and its options) runs the agent.
+Agent Spawn(const std::vector<std::string>& args, const fs::path& log,
+            const std::vector<std::string>& wrapper = {}) {
   Agent a;
   a.log = log;
   a.pid = fork();
@@ -41,12 +44,13 @@ Agent Spawn(const std::vector<std::string>& args, const fs::path& log) {
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
-    std::vector<std::string> full = {CHRONOLINK_AGENT_BIN};
+    std::vector<std::string> full = wrapper;
+    full.push_back(CHRONOLINK_AGENT_BIN);
     full.insert(full.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& s : full) argv.push_back(s.data());
     argv.push_back(nullptr);
-    execv(argv[0], argv.data());
+    execvp(argv[0], argv.data());
     _exit(127);
   }
   return a;
@@ -161,6 +165,76 @@ TEST_F(AgentProcessTest, KeyFileReadableByOthersIsRefused) {
   EXPECT_EQ(Wait(a, 10), 2);
   EXPECT_NE(Slurp(a.log).find("chmod 600"), std::string::npos) << Slurp(a.log);
   EXPECT_FALSE(fs::exists(dir_ / "node1" / "edges.jsonl"));
+}
+
+// ------------------------------------------------------------ privileges
+
+// A user that does not exist: the agent cannot drop to it, so it does not run.
+TEST_F(AgentProcessTest, AnUnknownUserIsFatal) {
+  auto args = NodeArgs(1);
+  args.insert(args.end(), {"--user", "chronolink-nosuchuser"});
+  const Agent a = Spawn(args, dir_ / "user.log");
+  EXPECT_EQ(Wait(a, 10), 1);
+  EXPECT_NE(Slurp(a.log).find("cannot start: no such user 'chronolink-nosuchuser'"), std::string::npos)
+      << Slurp(a.log);
+  EXPECT_FALSE(fs::exists(dir_ / "node1" / "edges.jsonl"));
+}
+
+class UnprivilegedAgentTest : public AgentProcessTest {
+ protected:
+  void SetUp() override {
+    AgentProcessTest::SetUp();
+    if (HasFatalFailure()) return;
+    // Run as nobody: through setpriv when we are root, as ourselves when we
+    // are not (then already unprivileged).
+    if (geteuid() == 0) {
+      if (!fs::exists("/usr/bin/setpriv")) CHRONOLINK_SKIP_OR_FAIL_OUTSIDE_CI("no /usr/bin/setpriv (util-linux)");
+      wrapper_ = {"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all",
+                  "--bounding-set=-all"};
+    }
+    shared_ = dir_ / "shared";
+    fs::create_directories(shared_);
+    fs::permissions(shared_, fs::perms::all);  // the unprivileged agent writes here
+  }
+  // As NodeArgs, with what an unprivileged agent can reach: the key on the
+  // command line (the key file is root's) and its outputs in a shared directory.
+  std::vector<std::string> UnprivilegedArgs(int id) {
+    auto args = NodeArgs(id);
+    args[4] = "--key-hex";
+    args[5] = kKeyHex;
+    args[7] = (shared_ / ("node" + std::to_string(id))).string();
+    args.insert(args.end(), {"--clock-page", (shared_ / ("page" + std::to_string(id))).string()});
+    return args;
+  }
+  fs::path shared_;
+  std::vector<std::string> wrapper_;
+};
+
+// Nothing to drop: it says so once and works as before.
+TEST_F(UnprivilegedAgentTest, AnUnprivilegedStartSaysSoOnceAndRuns) {
+  auto args = UnprivilegedArgs(1);
+  args.insert(args.end(), {"--duration-s", "1.5"});
+  const Agent a = Spawn(args, dir_ / "plain.log", wrapper_);
+  EXPECT_EQ(Wait(a, 15), 0) << Slurp(a.log);
+  const std::string log = Slurp(a.log);
+  const size_t at = log.find("nothing to drop: started as uid ");
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(log.find("nothing to drop", at + 1), std::string::npos) << log;
+  EXPECT_TRUE(fs::exists(shared_ / "node1" / "edges.jsonl")) << log;
+}
+
+// An unprivileged start cannot become another user: asked to, it refuses
+// to run rather than run as someone else.
+TEST_F(UnprivilegedAgentTest, AnUnprivilegedStartAskedForAnotherUserIsFatal) {
+  auto args = UnprivilegedArgs(1);
+  args.insert(args.end(), {"--user", "daemon"});
+  const Agent a = Spawn(args, dir_ / "other.log", wrapper_);
+  EXPECT_EQ(Wait(a, 10), 1);
+  const std::string log = Slurp(a.log);
+  EXPECT_NE(log.find("cannot start: privilege drop impossible: asked to run as user daemon"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("without the right to switch"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(shared_ / "node1" / "edges.jsonl"));
 }
 
 TEST_F(AgentProcessTest, PortInUseFailsFastWithAMessage) {
