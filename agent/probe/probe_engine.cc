@@ -58,7 +58,24 @@ void ProbeEngine::SetMembership(std::set<uint32_t> members, const std::vector<ui
   // Answering a node that left is pointless, and its datagrams are refused now.
   std::erase_if(responders_, [&](const auto& kv) { return options_.members.count(kv.first) == 0; });
   sessions_.KeepOnly(options_.members);
+  std::erase_if(unconfirmed_, [&](uint32_t peer) { return options_.members.count(peer) == 0; });
   (void)now_ns;
+}
+
+int64_t ProbeEngine::IntervalFor(const Prober& p) {
+  return AddressConfirmed(p.peer) ? NextInterval() : std::max(kUnconfirmedIntervalNs, NextInterval());
+}
+
+void ProbeEngine::RequireAddressConfirmation(uint32_t peer) { unconfirmed_.insert(peer); }
+
+void ProbeEngine::ConfirmAddress(uint32_t peer, int64_t now_ns) {
+  if (unconfirmed_.erase(peer) == 0) return;
+  spdlog::info("peer {}: its address is confirmed by an authentic probe from it; probing at the full rate", peer);
+  // Probe at the configured rate from now on, not a slow interval later.
+  auto it = probers_.find(peer);
+  if (it != probers_.end() && it->second->next_pair_ns > now_ns + options_.probe.interval_ns) {
+    it->second->next_pair_ns = now_ns + options_.probe.interval_ns;
+  }
 }
 
 int64_t ProbeEngine::NextInterval() {
@@ -348,8 +365,8 @@ void ProbeEngine::SendDueFollowUps(uint32_t peer, Responder& r, int64_t now_ns, 
 
 // ---- events ----------------------------------------------------------------
 
-void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& local_rx,
-                             int64_t now_ns) {
+void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& local_rx, int64_t now_ns,
+                             const SourceCheck& from_listed_address) {
   uint32_t pilot_sender = 0;
   if (codec_.DecodePilot(bytes, &pilot_sender)) {
     OnPilot(pilot_sender);
@@ -368,6 +385,15 @@ void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& lo
     return;
   }
   if (!AdmitSession(m)) return;
+  if (!AddressConfirmed(m.sender_node)) {
+    if (from_listed_address(m.sender_node)) {
+      ConfirmAddress(m.sender_node, now_ns);
+    } else if (m.type == MessageType::kForward) {
+      // Our answer would go to an address nobody has proved.
+      ++peer_counters_[m.sender_node].forwards_unanswered_unconfirmed;
+      return;
+    }
+  }
   PeerCounters& pc = peer_counters_[m.sender_node];
   ++pc.packets_received;
   pc.bytes_received += bytes.size();
@@ -574,12 +600,14 @@ int64_t ProbeEngine::Poll(int64_t now_ns) {
     }
     if (p.second_due_ns >= 0 && now_ns >= p.second_due_ns) SendForward(p, 1, now_ns);
     // A late turn still sends the pilot, just before the pair.
-    const bool pilot_due = options_.probe.pilot && !p.pilot_sent && p.second_due_ns < 0;
+    const bool pilot_due =
+        options_.probe.pilot && AddressConfirmed(peer) && !p.pilot_sent && p.second_due_ns < 0;
     if (pilot_due && now_ns >= p.next_pair_ns - options_.probe.pilot_lead_ns) SendPilot(p);
     if (p.second_due_ns < 0 && now_ns >= p.next_pair_ns) {
       // Never burst to catch up after a stall.
-      p.next_pair_ns = std::max(p.next_pair_ns + NextInterval(), now_ns);
+      p.next_pair_ns = std::max(p.next_pair_ns + IntervalFor(p), now_ns);
       p.pilot_sent = false;
+      if (!AddressConfirmed(peer)) ++peer_counters_[peer].pairs_sent_unconfirmed;
       SendForward(p, 0, now_ns);
     }
     if (!p.silent_reported && now_ns - p.last_answer_ns > kSilentAfterNs) {
@@ -590,7 +618,7 @@ int64_t ProbeEngine::Poll(int64_t now_ns) {
     if (p.second_due_ns >= 0) {
       next = std::min(next, p.second_due_ns);
     } else {
-      const bool pilot_pending = options_.probe.pilot && !p.pilot_sent;
+      const bool pilot_pending = options_.probe.pilot && AddressConfirmed(peer) && !p.pilot_sent;
       next = std::min(next, p.next_pair_ns - (pilot_pending ? options_.probe.pilot_lead_ns : 0));
     }
   }
@@ -630,6 +658,7 @@ std::map<uint32_t, PeerCounters> ProbeEngine::peer_counters() const {
     out[peer].stamps_wrong_domain = p->assembler.wrong_domain();
     out[peer].tuples_spoiled = p->assembler.spoiled();
   }
+  for (uint32_t peer : unconfirmed_) out[peer].address_confirmed = false;
   return out;
 }
 

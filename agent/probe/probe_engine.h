@@ -54,6 +54,11 @@ struct PeerCounters {
   uint64_t forward_pairs_spoiled = 0;     // not answered: a probe of it was seen twice
   uint64_t tuples_spoiled = 0;            // ours, made unusable: a packet of it was seen twice
   uint64_t peer_restarts = 0;
+  // While the peer's address was not yet confirmed: pairs sent (slowly),
+  // and its forward pairs not answered (they came from elsewhere).
+  uint64_t pairs_sent_unconfirmed = 0;
+  uint64_t forwards_unanswered_unconfirmed = 0;
+  bool address_confirmed = true;
 };
 
 struct EngineCounters {
@@ -105,7 +110,12 @@ class ProbeEngine {
               TupleSink on_tuple, PairSentSink on_pair_sent);
 
   // A datagram from the socket, with our receive stamps (node clock).
-  void OnDatagram(std::span<const uint8_t> bytes, const DualStamp& local_rx, int64_t now_ns);
+  // Whether a datagram came from the listed address of the member it
+  // authenticates as (the caller knows addresses; the engine does not).
+  using SourceCheck = std::function<bool(uint32_t sender)>;
+  // A datagram from the socket, with our receive stamps (node clock).
+  void OnDatagram(std::span<const uint8_t> bytes, const DualStamp& local_rx, int64_t now_ns,
+                  const SourceCheck& from_listed_address);
   // A TX stamp from the error queue, already on the node clock.
   void OnTxStamp(uint32_t op_id, const ProbeStamp& kernel);
   // A record of the eBPF tap, its stamp already on the node clock. Records
@@ -133,6 +143,15 @@ class ProbeEngine {
   void SetMembership(std::set<uint32_t> members, const std::vector<uint32_t>& probed_peers,
                      int64_t now_ns);
   const std::vector<uint32_t>& probed_peers() const { return options_.probed_peers; }
+
+  // An address learned from a source that cannot vouch for it (etcd): until
+  // an authentic datagram of the peer comes from that very address, pairs
+  // go to it at most once per kUnconfirmedIntervalNs and without a pilot,
+  // and its forward pairs are not answered, so that an address nobody
+  // proved draws one pair a second, not the configured rate.
+  static constexpr int64_t kUnconfirmedIntervalNs = 1'000'000'000;
+  void RequireAddressConfirmation(uint32_t peer);
+  bool AddressConfirmed(uint32_t peer) const { return unconfirmed_.count(peer) == 0; }
 
   EngineCounters counters() const;
   std::map<uint32_t, PeerCounters> peer_counters() const;
@@ -202,6 +221,7 @@ class ProbeEngine {
   bool Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind, SendOutcome* out);
 
   bool AdmitSession(const ProbeMessage& m);
+  void ConfirmAddress(uint32_t peer, int64_t now_ns);
   DualStamp ReceiveStamps(const PacketKey& key, const DualStamp& local_rx,
                           const TapStampBook::Received& held);
   void OnForward(const ProbeMessage& m, const DualStamp& local_rx, bool spoiled, int64_t now_ns);
@@ -210,6 +230,8 @@ class ProbeEngine {
   void StartReversePair(uint32_t peer, Responder& r, int64_t now_ns);
 
   int64_t NextInterval();
+  // NextInterval, or the slow cadence of a peer whose address is unconfirmed.
+  int64_t IntervalFor(const Prober& p);
   void OnTapSent(const TapStamp& t);
   void OnTapReceived(const TapStamp& t);
   // A packet seen twice: spoil what its stamps went into.
@@ -237,6 +259,7 @@ class ProbeEngine {
   TapStampBook tap_book_;
   PeerSessions sessions_;
   std::map<uint32_t, PeerCounters> peer_counters_;
+  std::set<uint32_t> unconfirmed_;  // peers whose address no authentic datagram has confirmed
 };
 
 }  // namespace chronolink

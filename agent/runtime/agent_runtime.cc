@@ -177,7 +177,13 @@ void AgentRuntime::ApplyMembership(const std::vector<Member>& members, int64_t n
       spdlog::warn("member {} has an unusable address: {}", m.id, why);
       continue;
     }
-    transport_->AddPeer(m.id, ep);
+    // etcd vouches for no address: a new one is probed slowly until an
+    // authentic probe comes from it (a cluster file is the operator's word).
+    if (transport_->AddPeer(m.id, ep) && config_.cluster_settings.backend == CoordinationBackend::kEtcd) {
+      engine_->RequireAddressConfirmation(m.id);
+      spdlog::info("member {} at {}: probing at one pair a second until an authentic probe comes from there",
+                   m.id, ep.ToString());
+    }
   }
   std::vector<uint32_t> peers = config_.peers;
   if (!config_.cluster_settings.peers_explicit) {
@@ -291,7 +297,10 @@ void AgentRuntime::WriteStats(bool final) {
         {"forward_pairs_incomplete", pc.forward_pairs_incomplete},
         {"forward_pairs_spoiled", pc.forward_pairs_spoiled},
         {"tuples_spoiled", pc.tuples_spoiled},
-        {"peer_restarts", pc.peer_restarts}};
+        {"peer_restarts", pc.peer_restarts},
+        {"address_confirmed", pc.address_confirmed},
+        {"pairs_sent_unconfirmed", pc.pairs_sent_unconfirmed},
+        {"forwards_unanswered_unconfirmed", pc.forwards_unanswered_unconfirmed}};
   }
   j["peers"] = peers;
   j["cluster"] = cluster_.Stats();
@@ -465,7 +474,7 @@ int AgentRuntime::Run() {
     // Error-queue TX stamps show up as POLLERR, datagrams as POLLIN.
     hardware_.Sample(mono);
     PumpSocket(socket_, clock_, *engine_, (fds[0].revents & POLLIN) != 0,
-               (fds[0].revents & POLLERR) != 0, &hardware_);
+               (fds[0].revents & POLLERR) != 0, &hardware_, transport_.get());
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo si;
       if (::read(signal_fd_, &si, sizeof(si)) == sizeof(si)) {
@@ -484,7 +493,7 @@ int AgentRuntime::Run() {
     const timespec ts{0, 5'000'000};
     ppoll(&fd, 1, &ts, nullptr);
     tap_.Pump(*engine_, clock_);
-    PumpSocket(socket_, clock_, *engine_, true, true, &hardware_);
+    PumpSocket(socket_, clock_, *engine_, true, true, &hardware_, transport_.get());
   }
   CloseWindows(clock_.Now(), true);
   cluster_.Stop();

@@ -2,14 +2,50 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
+
+#include <netinet/in.h>
 
 #include "agent/probe/probe_engine.h"
 #include "agent/runtime/hardware_stamps.h"
 
 namespace chronolink {
 
+namespace {
+
+bool SameEndpoint(const UdpEndpoint& a, const UdpEndpoint& b) {
+  if (a.addr.ss_family != b.addr.ss_family) return false;
+  if (a.addr.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a.addr);
+    const auto& y = reinterpret_cast<const sockaddr_in&>(b.addr);
+    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+  }
+  if (a.addr.ss_family == AF_INET6) {
+    const auto& x = reinterpret_cast<const sockaddr_in6&>(a.addr);
+    const auto& y = reinterpret_cast<const sockaddr_in6&>(b.addr);
+    return x.sin6_port == y.sin6_port && std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(x.sin6_addr)) == 0;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool SocketTransport::AddPeer(uint32_t id, const UdpEndpoint& ep) {
+  auto [it, inserted] = peers_.try_emplace(id, ep);
+  if (inserted) return true;
+  const bool changed = !SameEndpoint(it->second, ep);
+  it->second = ep;
+  return changed;
+}
+
+bool SocketTransport::IsEndpointOf(uint32_t peer, const UdpEndpoint& from) const {
+  auto it = peers_.find(peer);
+  return it != peers_.end() && SameEndpoint(it->second, from);
+}
+
 void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine& engine,
-                bool datagrams_ready, bool tx_stamps_ready, HardwareStamps* hardware) {
+                bool datagrams_ready, bool tx_stamps_ready, HardwareStamps* hardware,
+                const SocketTransport* transport) {
   if (tx_stamps_ready) {
     socket.DrainTxStamps([&](const TxStampEvent& ev) {
       if (ev.source == StampSource::kHardware) {
@@ -34,8 +70,8 @@ void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine&
         rx.kernel = {clock.Ingest(*real), StampSource::kHardware};
       }
     }
-    engine.OnDatagram(std::span<const uint8_t>(buf.data(), std::min(d.length, buf.size())), rx,
-                      clock.Now());
+    engine.OnDatagram(std::span<const uint8_t>(buf.data(), std::min(d.length, buf.size())), rx, clock.Now(),
+                      [&](uint32_t sender) { return transport == nullptr || transport->IsEndpointOf(sender, d.from); });
   }
 }
 

@@ -16,7 +16,10 @@ class SocketTransport : public ProbeTransport {
   SocketTransport(TimestampingSocket& socket, const NodeClock& clock)
       : socket_(socket), clock_(clock) {}
 
-  void AddPeer(uint32_t id, const UdpEndpoint& ep) { peers_[id] = ep; }
+  // True when the peer is new or its endpoint changed.
+  bool AddPeer(uint32_t id, const UdpEndpoint& ep);
+  // Whether a datagram from `from` came from the peer's listed endpoint.
+  bool IsEndpointOf(uint32_t peer, const UdpEndpoint& from) const;
 
   SendOutcome Send(uint32_t peer, std::span<const uint8_t> datagram) override {
     SendOutcome out;
@@ -41,11 +44,13 @@ class SocketTransport : public ProbeTransport {
 
 // Reads what the socket holds (TX stamps, then datagrams) into the engine,
 // with every stamp ingested into the node clock. The flags say which queues
-// poll reported ready, so an idle queue costs no system call.
+// poll reported ready, so an idle queue costs no system call. The
+// transport says whether a datagram came from its sender's listed endpoint
+// (without one, every address counts as listed).
 class ProbeEngine;
 class HardwareStamps;
 void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine& engine,
                 bool datagrams_ready = true, bool tx_stamps_ready = true,
-                HardwareStamps* hardware = nullptr);
+                HardwareStamps* hardware = nullptr, const SocketTransport* transport = nullptr);
 
 }  // namespace chronolink

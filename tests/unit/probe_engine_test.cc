@@ -4,8 +4,11 @@
 #include "agent/probe/probe_engine.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sodium.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <functional>
 #include <map>
@@ -73,7 +76,7 @@ void RunFor(std::vector<Node*> nodes, int ms, const std::function<void()>& each 
     }
     const timespec ts{0, 50'000};
     ppoll(fds.data(), fds.size(), &ts, nullptr);
-    for (Node* n : nodes) PumpSocket(n->socket, n->clock, *n->engine);
+    for (Node* n : nodes) PumpSocket(n->socket, n->clock, *n->engine, true, true, nullptr, n->transport.get());
   }
 }
 
@@ -325,6 +328,61 @@ TEST_F(ProbeEngineTest, ReplayedProbesOfAnEarlierSessionAreDroppedAndCounted) {
   EXPECT_EQ(a.engine->peer_counters().at(2).peer_restarts, 1u) << "b restarted once";
   EXPECT_GE(a.engine->counters().retired_session - retired_before,
             static_cast<uint64_t>(replayed_reverse) * 9 / 10);
+}
+
+// An address etcd names is believed only once an authentic probe comes from
+// it. Node 1 is told that node 2 listens where a victim does, while the
+// real node 2 probes node 1 from its own address: node 1 sends the victim
+// one pair a second (not one a millisecond), answers none of node 2's
+// pairs (the answers would go to the victim) and never confirms.
+TEST_F(ProbeEngineTest, AnUnprovedAddressDrawsOnePairASecondAndNoAnswers) {
+  Node a(1), b(2);
+  const int victim = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  ASSERT_GE(victim, 0);
+  sockaddr_in v{};
+  v.sin_family = AF_INET;
+  v.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(v);
+  ASSERT_EQ(bind(victim, reinterpret_cast<sockaddr*>(&v), sizeof(v)), 0);
+  ASSERT_EQ(getsockname(victim, reinterpret_cast<sockaddr*>(&v), &len), 0);
+  a.Start({{1, a.socket.bound_port()}, {2, ntohs(v.sin_port)}}, {2}, 0xA1, TestKey(1));
+  a.engine->RequireAddressConfirmation(2);
+  b.Start({{1, a.socket.bound_port()}, {2, b.socket.bound_port()}}, {1}, 0xB2, TestKey(1));
+  uint64_t at_victim = 0;
+  RunFor({&a, &b}, 2500, [&] {
+    char buf[512];
+    while (recv(victim, buf, sizeof(buf), 0) > 0) ++at_victim;
+  });
+  close(victim);
+  EXPECT_FALSE(a.engine->AddressConfirmed(2));
+  // Over 2.5 s: three pairs a second apart, no pilots (6 datagrams); at the
+  // configured rate it would be some 5000.
+  EXPECT_GE(at_victim, 2u);
+  EXPECT_LE(at_victim, 8u);
+  const PeerCounters pc = a.engine->peer_counters()[2];
+  EXPECT_EQ(pc.reverse_pairs_sent, 0u);
+  EXPECT_GT(pc.forwards_unanswered_unconfirmed, 100u);
+  EXPECT_FALSE(pc.address_confirmed);
+  EXPECT_GE(pc.pairs_sent_unconfirmed, 2u);
+  EXPECT_GT(b.pairs_sent, 1000);  // node 2 probed all along, from its own address
+}
+
+// The same with node 2 where etcd says: its first answer, from its listed
+// address, confirms it, and node 1 probes at the configured rate.
+TEST_F(ProbeEngineTest, AnAddressIsConfirmedByAnAuthenticProbeFromIt) {
+  Node a(1), b(2);
+  const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
+  a.Start(ports, {2}, 0xA1, TestKey(1));
+  a.engine->RequireAddressConfirmation(2);
+  EXPECT_FALSE(a.engine->AddressConfirmed(2));
+  b.Start(ports, {}, 0xB2, TestKey(1));
+  RunFor({&a, &b}, 1500);
+  EXPECT_TRUE(a.engine->AddressConfirmed(2));
+  const PeerCounters pc = a.engine->peer_counters()[2];
+  EXPECT_TRUE(pc.address_confirmed);
+  EXPECT_GE(pc.pairs_sent_unconfirmed, 1u);
+  EXPECT_LE(pc.pairs_sent_unconfirmed, 2u);
+  EXPECT_GT(a.pairs_sent, 300);  // ~1 pair per ms once confirmed
 }
 
 }  // namespace

@@ -19,6 +19,10 @@
 namespace chronolink {
 namespace {
 
+// Every datagram here comes from its sender's listed address (addresses are
+// probe_engine_test's subject).
+const ProbeEngine::SourceCheck kFromListedAddress = [](uint32_t) { return true; };
+
 struct Datagram {
   uint32_t from, to;
   uint32_t op_id;
@@ -99,7 +103,8 @@ struct Harness {
       if (codec.DecodePilot(d.bytes, &pilot_sender)) {
         engines.at(d.from)->OnTxStamp(d.op_id, {now + 200, StampSource::kSocketSched});
         engines.at(d.from)->OnTxStamp(d.op_id, {now + 1'000, StampSource::kSocketSoftware});
-        engines.at(d.to)->OnDatagram(d.bytes, DualStamp{{now + 5'000, StampSource::kSocketSoftware}, {}}, now + 8'000);
+        engines.at(d.to)->OnDatagram(d.bytes, DualStamp{{now + 5'000, StampSource::kSocketSoftware}, {}}, now + 8'000,
+                                     kFromListedAddress);
         ++pilots_delivered;
         continue;
       }
@@ -114,7 +119,7 @@ struct Harness {
       if (before_rx) before_rx(*this, d, m, arrive);
       Tap(rx, CHRONOLINK_HOOK_XDP, d.bytes, arrive - 1'000);
       Tap(rx, CHRONOLINK_HOOK_TC_INGRESS, d.bytes, arrive + 400);
-      rx.OnDatagram(d.bytes, Local(arrive), arrive + 3'000);
+      rx.OnDatagram(d.bytes, Local(arrive), arrive + 3'000, kFromListedAddress);
       if (after_rx) after_rx(*this, d, m, arrive);
     }
   }
@@ -396,7 +401,7 @@ TEST_F(StampMergeTest, APacketSeenTwiceSpoilsItsTuple) {
       // An exact copy 20 us later: its hooks, then its datagram.
       Harness::Tap(rx, CHRONOLINK_HOOK_XDP, d.bytes, arrive + 19'000);
       Harness::Tap(rx, CHRONOLINK_HOOK_TC_INGRESS, d.bytes, arrive + 20'400);
-      rx.OnDatagram(d.bytes, Harness::Local(arrive + 20'000), arrive + 23'000);
+      rx.OnDatagram(d.bytes, Harness::Local(arrive + 20'000), arrive + 23'000, kFromListedAddress);
       spoiled_seqs.insert(m.seq);
       copies_at_2 += 2;
       ++pairs_spoiled_at_2;
