@@ -13,7 +13,22 @@ namespace chronolink {
 
 namespace {
 
-bool SameEndpoint(const UdpEndpoint& a, const UdpEndpoint& b) {
+// An IPv4 peer seen by a dual-stack (::) socket arrives as ::ffff:a.b.c.d.
+UdpEndpoint Unmapped(const UdpEndpoint& e) {
+  if (e.addr.ss_family != AF_INET6) return e;
+  const auto& six = reinterpret_cast<const sockaddr_in6&>(e.addr);
+  if (!IN6_IS_ADDR_V4MAPPED(&six.sin6_addr)) return e;
+  UdpEndpoint four;
+  auto& v4 = reinterpret_cast<sockaddr_in&>(four.addr);
+  v4.sin_family = AF_INET;
+  v4.sin_port = six.sin6_port;
+  std::memcpy(&v4.sin_addr, &six.sin6_addr.s6_addr[12], 4);
+  four.len = sizeof(sockaddr_in);
+  return four;
+}
+
+bool SameEndpoint(const UdpEndpoint& listed, const UdpEndpoint& seen) {
+  const UdpEndpoint a = Unmapped(listed), b = Unmapped(seen);
   if (a.addr.ss_family != b.addr.ss_family) return false;
   if (a.addr.ss_family == AF_INET) {
     const auto& x = reinterpret_cast<const sockaddr_in&>(a.addr);

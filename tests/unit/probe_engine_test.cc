@@ -385,5 +385,31 @@ TEST_F(ProbeEngineTest, AnAddressIsConfirmedByAnAuthenticProbeFromIt) {
   EXPECT_GT(a.pairs_sent, 300);  // ~1 pair per ms once confirmed
 }
 
+// What counts as "from the listed address": the same IP and port, also as
+// a dual-stack socket reports an IPv4 peer (::ffff:a.b.c.d); nothing else.
+TEST(SocketTransportTest, AListedEndpointMatchesItselfAndItsV4MappedFormOnly) {
+  TimestampingSocket socket;
+  NodeClock clock;
+  SocketTransport transport(socket, clock);
+  auto ep = [](const std::string& ip, uint16_t port) {
+    UdpEndpoint e;
+    std::string error;
+    EXPECT_TRUE(UdpEndpoint::Parse(ip, port, &e, &error)) << error;
+    return e;
+  };
+  EXPECT_TRUE(transport.AddPeer(2, ep("10.0.0.2", 7319)));
+  EXPECT_FALSE(transport.AddPeer(2, ep("10.0.0.2", 7319)));  // unchanged
+  EXPECT_TRUE(transport.IsEndpointOf(2, ep("10.0.0.2", 7319)));
+  EXPECT_TRUE(transport.IsEndpointOf(2, ep("::ffff:10.0.0.2", 7319)));
+  EXPECT_FALSE(transport.IsEndpointOf(2, ep("10.0.0.3", 7319)));
+  EXPECT_FALSE(transport.IsEndpointOf(2, ep("10.0.0.2", 7320)));
+  EXPECT_FALSE(transport.IsEndpointOf(3, ep("10.0.0.2", 7319)));  // not a peer
+  EXPECT_TRUE(transport.AddPeer(3, ep("fd00::3", 7319)));
+  EXPECT_TRUE(transport.IsEndpointOf(3, ep("fd00::3", 7319)));
+  EXPECT_FALSE(transport.IsEndpointOf(3, ep("fd00::4", 7319)));
+  EXPECT_TRUE(transport.AddPeer(2, ep("10.0.0.9", 7319)));  // moved: a change
+  EXPECT_FALSE(transport.IsEndpointOf(2, ep("10.0.0.2", 7319)));
+}
+
 }  // namespace
 }  // namespace chronolink
