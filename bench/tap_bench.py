@@ -152,7 +152,7 @@ def run_overhead(a) -> int:
                             "--stamp-log", os.path.join(d, "stamps.jsonl"),
                             "--probe-interval-us", a.probe_interval_us,
                             "--duration-s", a.seconds + 3]
-                    logf = open(os.path.join(d, "agent.log"), "wb")
+                    logf = open(d + ".log", "wb")  # beside: the output dir holds the agent's files only
                     procs[(label, n.index)] = tb.popen(n.index, argv, stdout=logf, stderr=subprocess.STDOUT)
             time.sleep(1.5)
             before = bpf_prog_stats()
@@ -236,7 +236,9 @@ def _run_loopback_agents(agent_bin: str, tmpd: str, seconds: float = 2.0) -> tup
     """Two real agents on 127.0.0.1 (no tap, no coordination) writing stamp
     logs; returns the logs' paths and the agents' exit statuses."""
     ports = _free_udp_ports(2)
-    os.makedirs(tmpd, mode=0o700)
+    # The agents run as root's --user (nobody) after their drop: they must
+    # reach their output directories, which hold nothing but their own files.
+    os.makedirs(tmpd, mode=0o755)
     key = os.path.join(tmpd, "cluster.key")
     with os.fdopen(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
         f.write(secrets.token_hex(32) + "\n")
@@ -252,7 +254,7 @@ def _run_loopback_agents(agent_bin: str, tmpd: str, seconds: float = 2.0) -> tup
         argv = [agent_bin, "--node-id", str(n), "--cluster-file", cluster, "--key-file", key,
                 "--output-dir", d, "--bpf", "off", "--coordination", "none", "--clock-page", "off",
                 "--stamp-log", logs[-1], "--probe-interval-us", "5000", "--duration-s", str(seconds)]
-        with open(os.path.join(d, "agent.log"), "wb") as out:
+        with open(os.path.join(tmpd, f"agent{n}.log"), "wb") as out:
             procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT))
     status = []
     for p in procs:
@@ -273,6 +275,7 @@ def selftest(agent_bin: str | None) -> int:
     check = SelfTestChecks(verbose=True)
 
     tmpd = tempfile.mkdtemp(prefix="cltap-selftest-")
+    os.chmod(tmpd, 0o755)  # the loopback agents, once dropped to nobody, go through it
     try:
         # stamp logs: keys, and one-way latencies by matching tx to rx records
         log1, log2 = os.path.join(tmpd, "s1.jsonl"), os.path.join(tmpd, "s2.jsonl")
