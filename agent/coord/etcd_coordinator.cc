@@ -140,6 +140,20 @@ void EtcdCoordinator::Loop() {
       next_retry_ns_ = now + backoff_ns_;
     }
   }
+  FlushLastWindows();
+}
+
+void EtcdCoordinator::FlushLastWindows() {
+  // The windows a stopping agent closed last were handed over just before
+  // Stop(): one more put (bounded by the request timeout) while etcd
+  // answers, so a clean shutdown loses none.
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    outbox_.Add(incoming_, ReadClockNs(CLOCK_MONOTONIC));
+    incoming_.clear();
+    if (!status_.connected || outbox_.pending() == 0) return;
+  }
+  if (window_lease_ != 0) FlushWindows();
 }
 
 bool EtcdCoordinator::EnsureMemberLease(int64_t now_ns) {

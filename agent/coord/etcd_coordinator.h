@@ -48,6 +48,7 @@ class EtcdCoordinator : public Coordinator {
 
  private:
   void Loop();
+  void FlushLastWindows();
   // Each step of a loop turn; false: etcd failed, retry after a backoff.
   bool EnsureMemberLease(int64_t now_ns);
   bool Reload();

@@ -1034,6 +1034,27 @@ TEST_F(EtcdCoordinatorTest, WindowsPublishedWhileEtcdIsDownArriveWhenItIsBack) {
   node(leader).ExpectInboxHas(all);
 }
 
+// A stopping agent hands over the windows it closed last right before it
+// stops the backend: they still reach etcd.
+TEST_F(EtcdCoordinatorTest, WindowsPublishedJustBeforeStopReachEtcd) {
+  ASSERT_NO_FATAL_FAILURE(MakeNodes(shared_->client_url()));
+  ASSERT_NO_FATAL_FAILURE(StartAllAtOnce());
+  ASSERT_NE(WaitForLeader(), 0u) << StatusReport();
+  ASSERT_TRUE(WaitUntil([&] { return node(2).Status().connected; })) << StatusReport();
+  const std::vector<WindowSummary> last = {Window(2, 1, 50'000'000'000), Window(2, 3, 50'000'000'000)};
+  node(2).Publish(last);
+  node(2).Stop();
+  EtcdClientOptions o;
+  o.endpoints = {shared_->client_url()};
+  EtcdClient reader(o);
+  std::vector<EtcdKeyValue> kvs;
+  std::string error;
+  ASSERT_TRUE(reader.GetPrefix(prefix_ + "windows/", &kvs, &error)) << error;
+  std::set<std::string> keys;
+  for (const EtcdKeyValue& kv : kvs) keys.insert(kv.key);
+  for (const WindowSummary& w : last) EXPECT_EQ(keys.count(prefix_ + "windows/" + w.Key()), 1u) << w.Key();
+}
+
 // Every attack of issue 14's finding 1, by a writer who can reach etcd but
 // has no cluster key, against three running nodes: offsets for every node
 // (and one dated INT64_MAX to freeze publication), members pointing probes
