@@ -384,7 +384,7 @@ void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& lo
     ++counters_.unknown_sender;
     return;
   }
-  if (!AdmitSession(m)) return;
+  if (!AdmitSession(m, now_ns)) return;
   if (!AddressConfirmed(m.sender_node)) {
     if (from_listed_address(m.sender_node)) {
       ConfirmAddress(m.sender_node, now_ns);
@@ -412,11 +412,16 @@ void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& lo
   }
 }
 
-bool ProbeEngine::AdmitSession(const ProbeMessage& m) {
-  switch (sessions_.Admit(m.sender_node, m.sender_epoch)) {
+bool ProbeEngine::AdmitSession(const ProbeMessage& m, int64_t now_ns) {
+  switch (sessions_.Admit(m.sender_node, m.sender_epoch, now_ns)) {
     case PeerSessions::Admission::kRetired:
       ++counters_.retired_session;  // a replay, or a straggler from before a restart
       return false;
+    case PeerSessions::Admission::kOlder:
+      ++peer_counters_[m.sender_node].peer_restarts;
+      spdlog::warn("peer {} silent for {} s; now speaks in an older session {:x} (its clock went back?)",
+                   m.sender_node, PeerSessions::kSilenceBeforeOlderNs / 1'000'000'000, m.sender_epoch);
+      return true;
     case PeerSessions::Admission::kRestart:
       ++peer_counters_[m.sender_node].peer_restarts;
       spdlog::info("peer {} restarted (new session {:x})", m.sender_node, m.sender_epoch);

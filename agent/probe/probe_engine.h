@@ -220,7 +220,7 @@ class ProbeEngine {
   void SendDueFollowUps(uint32_t peer, Responder& r, int64_t now_ns, bool all);
   bool Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind, SendOutcome* out);
 
-  bool AdmitSession(const ProbeMessage& m);
+  bool AdmitSession(const ProbeMessage& m, int64_t now_ns);
   void ConfirmAddress(uint32_t peer, int64_t now_ns);
   DualStamp ReceiveStamps(const PacketKey& key, const DualStamp& local_rx,
                           const TapStampBook::Received& held);

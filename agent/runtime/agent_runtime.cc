@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/cluster/probe_graph.h"
+#include "agent/probe/peer_sessions.h"
 #include "agent/export/prometheus_text.h"
 #include "agent/runtime/run_as.h"
 #include "agent/runtime/socket_transport.h"
@@ -35,12 +36,6 @@ constexpr int64_t kProgressEveryNs = 10'000'000'000;
 constexpr int64_t kMetricsEveryNs = 1'000'000'000;
 constexpr int64_t kShutdownDrainNs = 100'000'000;  // collect the last follow-ups
 constexpr int64_t kClusterCheckNs = 100'000'000;   // membership and clock-page refresh
-
-uint64_t RandomEpoch() {
-  uint64_t e = 0;
-  while (e == 0) randombytes_buf(&e, sizeof(e));
-  return e;
-}
 
 }  // namespace
 
@@ -60,7 +55,7 @@ bool AgentRuntime::Start(std::string* error) {
   }
   // Precise wake-ups for the 100 us probe spacing (default slack is 50 us).
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  epoch_ = RandomEpoch();
+  epoch_ = NewSessionEpoch();
 
   sigset_t mask;
   sigemptyset(&mask);
