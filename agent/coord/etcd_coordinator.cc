@@ -159,6 +159,17 @@ void EtcdCoordinator::FlushLastWindows() {
 bool EtcdCoordinator::EnsureMemberLease(int64_t now_ns) {
   const int64_t ttl = config_.cluster_settings.lease_ttl_s;
   std::string error;
+  if (member_lease_ != 0 && registration_lost_.exchange(false)) {
+    // Deleted or overwritten by someone else: put it back under our lease.
+    const Member self{config_.node_id, config_.listen_address, config_.listen_port};
+    if (client_->Put(codec_.MemberKey(self.id), codec_.SealMember(self, member_lease_, RealtimeNs()), member_lease_,
+                     &error)) {
+      spdlog::warn("etcd: this node's registration was deleted or overwritten; registered again");
+    } else {
+      registration_lost_ = true;  // again next turn; an expired lease is re-granted below
+      spdlog::debug("etcd: registering this node again: {}", error);
+    }
+  }
   if (member_lease_ != 0) {
     if (now_ns - member_lease_refreshed_ns_ < ttl * 1'000'000'000 / 3) return true;
     int64_t remaining = 0;
@@ -185,6 +196,7 @@ bool EtcdCoordinator::EnsureMemberLease(int64_t now_ns) {
   }
   member_lease_ = lease;
   member_lease_refreshed_ns_ = now_ns;
+  registration_lost_ = false;
   std::lock_guard<std::mutex> lock(mutex_);
   campaign_needed_ = true;  // a leader key on the old lease is gone with it
   spdlog::info("etcd: registered as member {} (lease {:x}, {} s)", config_.node_id, lease, ttl);
@@ -211,9 +223,19 @@ bool EtcdCoordinator::LoadMembers() {
     NoteError("reading the members", error);
     return false;
   }
+  const std::string mine = codec_.MemberKey(config_.node_id);
+  const auto own = std::find_if(kvs.begin(), kvs.end(), [&](const EtcdKeyValue& kv) { return kv.key == mine; });
+  if (member_lease_ != 0 && (own == kvs.end() || !IsOwnRegistration(*own))) registration_lost_ = true;
   std::lock_guard<std::mutex> lock(mutex_);
   if (members_.ApplyRead(kvs, read_revision)) ++members_version_;
   return true;
+}
+
+bool EtcdCoordinator::IsOwnRegistration(const EtcdKeyValue& kv) {
+  Member m;
+  const std::optional<EtcdRefusal> refused = codec_.OpenMember(kv, config_.node_id, &m);
+  if (refused) Refuse(*refused, kv.key);
+  return !refused && m == Member{config_.node_id, config_.listen_address, config_.listen_port};
 }
 
 bool EtcdCoordinator::LoadLeader() {
@@ -411,6 +433,14 @@ bool EtcdCoordinator::PublishGraph() {
 }
 
 void EtcdCoordinator::OnMemberEvents(const std::vector<EtcdEvent>& events) {
+  // Our own key: MemberView keeps us a member whatever it says, but the
+  // others see what etcd holds, so a deleted or forged one is put back.
+  const std::string mine = codec_.MemberKey(config_.node_id);
+  for (const EtcdEvent& e : events) {
+    if (e.kv.key != mine || (e.type == EtcdEvent::Type::kPut && IsOwnRegistration(e.kv))) continue;
+    registration_lost_ = true;
+    Wake(false);
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   if (members_.ApplyEvents(events)) ++members_version_;
 }

@@ -65,6 +65,8 @@ class EtcdCoordinator : public Coordinator {
   void OnLeaderEvents(const std::vector<EtcdEvent>& events);
   void OnOffsetEvents(const std::vector<EtcdEvent>& events);
   void OnWindowEvents(const std::vector<EtcdEvent>& events);
+  // Whether our key holds our own registration (a refusal is counted).
+  bool IsOwnRegistration(const EtcdKeyValue& kv);
   void SetLeader(std::optional<LeaderClaim> leader);
   // An offsets value from the watch or a read; `retry`: a parked value
   // looked at again under a new term.
@@ -91,6 +93,7 @@ class EtcdCoordinator : public Coordinator {
   bool wake_flag_ = false;      // under wake_mutex_
   bool reload_needed_ = true;   // under wake_mutex_
   std::atomic<bool> windows_resync_{false};
+  std::atomic<bool> registration_lost_{false};  // our members/ key was deleted or overwritten
 
   // Loop-thread state.
   int64_t member_lease_ = 0;

@@ -1092,8 +1092,14 @@ TEST_F(EtcdCoordinatorTest, AWriterWithoutTheKeyMovesNothing) {
             EncodeOffsetsSnapshot(moved)}) {
     ASSERT_TRUE(attacker.Put(prefix_ + "offsets/latest", value, 0, &error)) << error;
   }
-  // Members aimed at a victim (a fresh id, and over a real member's key).
+  // Members aimed at a victim (a fresh id, and over a real member's key),
+  // and a real member's registration deleted.
   ASSERT_TRUE(attacker.Put(prefix_ + "members/9", "{\"id\":9,\"address\":\"192.0.2.9\",\"port\":7319}", 0, &error));
+  const uint32_t overwritten = first == 2 ? 3 : 2, deleted = first == 1 ? 3 : 1;
+  ASSERT_TRUE(attacker.Put(prefix_ + "members/" + std::to_string(overwritten),
+                           "{\"id\":" + std::to_string(overwritten) + ",\"address\":\"192.0.2.9\",\"port\":7319}", 0,
+                           &error));
+  ASSERT_TRUE(attacker.Delete(prefix_ + "members/" + std::to_string(deleted), &error)) << error;
   // Window summaries: for node 2's edge, for a node that is not a member,
   // and one dated an hour ahead (it would never expire).
   const WindowSummary forged2 = Window(2, 3, 40'000'000'000, 555);
@@ -1105,11 +1111,17 @@ TEST_F(EtcdCoordinatorTest, AWriterWithoutTheKeyMovesNothing) {
   // A leader that does not exist, over the real leader's key.
   ASSERT_TRUE(attacker.Put(prefix_ + "leader", "99", 0, &error)) << error;
 
-  // The cluster clears the forged leader key and elects one of its own.
+  // The cluster clears the forged leader key and elects one of its own:
+  // the key is sealed again, and every node follows the node it names.
   uint32_t leader = 0;
   ASSERT_TRUE(WaitUntil([&] {
+    std::optional<EtcdKeyValue> kv;
+    std::string get_error;
+    if (!attacker.Get(prefix_ + "leader", &kv, &get_error) || !kv) return false;
+    const std::string& v = kv->value;
+    if (v.rfind("chronolink-sealed-v1 ", 0) != 0 || v.find('\n') == std::string::npos) return false;
     leader = AgreedLeader().value_or(0);
-    return leader >= 1 && leader <= 3;
+    return leader >= 1 && leader <= 3 && v.substr(v.find('\n') + 1) == std::to_string(leader);
   })) << StatusReport();
   // The leader goes on publishing, and every node takes its newer instant:
   // nothing froze publication.
@@ -1123,9 +1135,10 @@ TEST_F(EtcdCoordinatorTest, AWriterWithoutTheKeyMovesNothing) {
       return got && got->leader == leader && got->reference_instant_ns == later.reference_instant_ns;
     })) << "node " << n.id << StatusReport();
     ExpectSameSnapshot(*got, later);
-    uint64_t version = 0;
-    EXPECT_EQ(n.coordinator->Members(&version), ExpectedMembers({1, 2, 3})) << "node " << n.id;
   }
+  // The overwritten and the deleted member registered again; nobody lists
+  // the forged one.
+  ASSERT_TRUE(WaitUntil([&] { return AllSeeMembers({1, 2, 3}); })) << StatusReport();
   node(leader).DrainInbox();
   for (const WindowSummary& w : {forged2, forged9, future}) {
     EXPECT_EQ(node(leader).inbox.count(w.Key()), 0u) << "leader took forged window " << w.Key();
