@@ -209,11 +209,11 @@ bool EtcdClient::Get(std::string_view key, std::optional<EtcdKeyValue>* out, std
 }
 
 bool EtcdClient::GetPrefix(std::string_view prefix, std::vector<EtcdKeyValue>* out, std::string* error,
-                           int64_t* revision) {
+                           int64_t* revision, const KeyValueFilter& keep) {
   for (int attempt = 1;; ++attempt) {
     bool compacted = false;
     int64_t read_revision = 0;
-    if (ReadPrefixPages(prefix, out, &read_revision, &compacted, error)) {
+    if (ReadPrefixPages(prefix, out, &read_revision, &compacted, keep, error)) {
       if (revision != nullptr) *revision = read_revision;
       return true;
     }
@@ -223,9 +223,10 @@ bool EtcdClient::GetPrefix(std::string_view prefix, std::vector<EtcdKeyValue>* o
 }
 
 bool EtcdClient::ReadPrefixPages(std::string_view prefix, std::vector<EtcdKeyValue>* out, int64_t* read_revision,
-                                 bool* compacted, std::string* error) {
+                                 bool* compacted, const KeyValueFilter& keep, std::string* error) {
   out->clear();
   *read_revision = 0;
+  std::string last_key;
   int64_t limit = std::max<int64_t>(1, options_.range_page_keys);
   std::string start;  // the first key of the next page; empty: the prefix's first
   for (;;) {
@@ -248,25 +249,26 @@ bool EtcdClient::ReadPrefixPages(std::string_view prefix, std::vector<EtcdKeyVal
     // Later pages read at the first one's revision: one snapshot.
     if (*read_revision == 0) *read_revision = header_revision;
     const bool more = BoolField(reply.body, "more");
-    if (!AppendPage(prefix, std::move(page), more, out)) {
+    if (!AppendPage(prefix, std::move(page), more, keep, &last_key, out)) {
       *error = "etcd " + current_endpoint() + ": range pages out of order or outside " + Excerpt(prefix) +
                ": " + Excerpt(reply.text);
       return false;
     }
     if (!more) return true;
-    start = out->back().key + '\0';  // the smallest key after the last one
+    start = last_key + '\0';  // the smallest key after the last one
   }
 }
 
 bool EtcdClient::AppendPage(std::string_view prefix, std::vector<EtcdKeyValue> page, bool more,
-                            std::vector<EtcdKeyValue>* out) {
+                            const KeyValueFilter& keep, std::string* last_key, std::vector<EtcdKeyValue>* out) {
   // Every key inside the prefix and after the one before: the result is
   // one sorted list, and each page moves the read forward (a server that
   // says "more" forever still has to name new keys).
   if (more && page.empty()) return false;
   for (EtcdKeyValue& kv : page) {
-    if (!kv.key.starts_with(prefix) || (!out->empty() && kv.key <= out->back().key)) return false;
-    out->push_back(std::move(kv));
+    if (!kv.key.starts_with(prefix) || (!last_key->empty() && kv.key <= *last_key)) return false;
+    *last_key = kv.key;
+    if (!keep || keep(kv)) out->push_back(std::move(kv));
   }
   return true;
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,9 +39,11 @@ class EtcdClient {
   // (*revision): read in pages of options.range_page_keys keys, each page
   // at the first one's revision. Should that revision be compacted before
   // the last page, the read starts over at the current revision (3 times
-  // at most).
+  // at most). With `keep`, only the pairs it accepts are stored, page by
+  // page: memory follows what is kept, not what a writer to etcd put there.
+  using KeyValueFilter = std::function<bool(const EtcdKeyValue&)>;
   bool GetPrefix(std::string_view prefix, std::vector<EtcdKeyValue>* out, std::string* error,
-                 int64_t* revision = nullptr);
+                 int64_t* revision = nullptr, const KeyValueFilter& keep = {});
   // Deleting an absent key succeeds.
   bool Delete(std::string_view key, std::string* error);
   bool DeletePrefix(std::string_view prefix, int64_t* deleted, std::string* error);
@@ -94,9 +97,10 @@ class EtcdClient {
   // GetPrefix's one attempt. *compacted: it failed because read_revision
   // was compacted between pages.
   bool ReadPrefixPages(std::string_view prefix, std::vector<EtcdKeyValue>* out, int64_t* read_revision,
-                       bool* compacted, std::string* error);
+                       bool* compacted, const KeyValueFilter& keep, std::string* error);
+  // *last_key: the last key read (kept or not), empty before the first.
   static bool AppendPage(std::string_view prefix, std::vector<EtcdKeyValue> page, bool more,
-                         std::vector<EtcdKeyValue>* out);
+                         const KeyValueFilter& keep, std::string* last_key, std::vector<EtcdKeyValue>* out);
 
   EtcdClientOptions options_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;

@@ -219,11 +219,21 @@ bool EtcdCoordinator::LoadMembers() {
   std::vector<EtcdKeyValue> kvs;
   int64_t read_revision = 0;
   std::string error;
-  if (!client_->GetPrefix(Key("members/"), &kvs, &error, &read_revision)) {
+  // Our own key, whatever it holds, and authentic registrations only, page
+  // by page (MemberView checks them again, counting nothing twice).
+  const std::string mine = codec_.MemberKey(config_.node_id);
+  auto wanted = [&](const EtcdKeyValue& kv) {
+    if (kv.key == mine) return true;
+    const std::optional<uint32_t> id = codec_.MemberIdOf(kv.key);
+    Member m;
+    const std::optional<EtcdRefusal> refused = id ? codec_.OpenMember(kv, *id, &m) : EtcdRefusal::kMalformed;
+    if (refused) Refuse(*refused, kv.key);
+    return !refused;
+  };
+  if (!client_->GetPrefix(Key("members/"), &kvs, &error, &read_revision, wanted)) {
     NoteError("reading the members", error);
     return false;
   }
-  const std::string mine = codec_.MemberKey(config_.node_id);
   const auto own = std::find_if(kvs.begin(), kvs.end(), [&](const EtcdKeyValue& kv) { return kv.key == mine; });
   if (member_lease_ != 0 && (own == kvs.end() || !IsOwnRegistration(*own))) registration_lost_ = true;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -324,7 +334,16 @@ bool EtcdCoordinator::ManageWindowWatch() {
   std::vector<EtcdKeyValue> kvs;
   int64_t revision = 0;
   std::string error;
-  if (!client_->GetPrefix(Key("windows/"), &kvs, &error, &revision)) {
+  // Only authentic summaries are kept, page by page: a writer to etcd can
+  // fill windows/ with anything, and none of that may fill our memory.
+  const int64_t now = RealtimeNs();
+  auto authentic = [&](const EtcdKeyValue& kv) {
+    WindowSummary w;
+    const std::optional<EtcdRefusal> refused = codec_.OpenWindow(kv, now, &w);
+    if (refused) Refuse(*refused, kv.key);
+    return !refused;
+  };
+  if (!client_->GetPrefix(Key("windows/"), &kvs, &error, &revision, authentic)) {
     NoteError("reading the window summaries", error);
     return false;
   }

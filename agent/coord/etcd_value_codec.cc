@@ -47,6 +47,13 @@ std::string_view EtcdRefusalName(EtcdRefusal r) {
 EtcdValueCodec::EtcdValueCodec(const ClusterKey& key, std::string prefix, uint32_t self, EtcdDateLimits limits)
     : seal_(key), prefix_(std::move(prefix)), self_(self), limits_(limits) {}
 
+std::optional<uint32_t> EtcdValueCodec::MemberIdOf(std::string_view key) const {
+  const std::string members = prefix_ + "members/";
+  uint32_t id = 0;
+  if (!key.starts_with(members) || !ParseNodeId(key.substr(members.size()), &id)) return std::nullopt;
+  return id;
+}
+
 std::string EtcdValueCodec::SealNow(const std::string& key, int64_t lease, uint64_t seq, int64_t now_ns,
                                     std::string_view body) {
   return seal_.Seal(key, SealHeader{self_, lease, seq, now_ns}, body);

@@ -67,6 +67,8 @@ class EtcdValueCodec {
   std::string OffsetsKey() const { return prefix_ + "offsets/latest"; }
   std::string WindowKey(const WindowSummary& w) const { return prefix_ + "windows/" + w.Key(); }
   std::string GraphKey() const { return prefix_ + "graph"; }
+  // The id a members/<id> key names; nullopt for any other key.
+  std::optional<uint32_t> MemberIdOf(std::string_view key) const;
 
   // Values of this node, bound to `lease` (the term they name); now_ns is
   // CLOCK_REALTIME.

@@ -743,6 +743,36 @@ TEST_F(EtcdClientTest, GetPrefixPagesAPrefixLargerThanOneAnswer) {
   }
 }
 
+// With a filter, only what it keeps is stored, page by page, and the pages
+// still move on past the keys it drops (a writer's junk fills no memory).
+TEST_F(EtcdClientTest, GetPrefixKeepsOnlyWhatTheFilterAccepts) {
+  EtcdClientOptions o = Options();
+  o.range_page_keys = 7;
+  EtcdClient client(o);
+  std::string error;
+  std::vector<std::pair<std::string, std::string>> kvs;
+  for (int i = 0; i < 100; ++i) {
+    char key[16];
+    std::snprintf(key, sizeof(key), "%03d", i);
+    kvs.emplace_back(prefix_ + key, i % 10 == 3 ? "keep" : std::string(1000, 'x'));
+  }
+  size_t stored = 0;
+  ASSERT_TRUE(client.PutMany(kvs, 0, &stored, &error)) << error;
+  std::vector<EtcdKeyValue> got;
+  int seen = 0;
+  ASSERT_TRUE(client.GetPrefix(prefix_, &got, &error, nullptr, [&](const EtcdKeyValue& kv) {
+    ++seen;
+    return kv.value == "keep";
+  })) << error;
+  EXPECT_EQ(seen, 100);
+  ASSERT_EQ(got.size(), 10u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    char key[16];
+    std::snprintf(key, sizeof(key), "%03zu", 10 * i + 3);
+    EXPECT_EQ(got[i].key, prefix_ + key);
+  }
+}
+
 // Small pages while another client writes: the pages are one snapshot, the
 // store as it was at the returned revision, whole and sorted.
 TEST_F(EtcdClientTest, GetPrefixPagesAreOneSnapshotUnderConcurrentWrites) {
