@@ -17,6 +17,10 @@ constexpr auto kTick = std::chrono::milliseconds(100);
 constexpr int64_t kMinBackoffNs = 100'000'000;
 constexpr int64_t kMaxBackoffNs = 2'000'000'000;
 constexpr size_t kWindowsPerTick = 256;
+// As long as a clock page trusts a solution (ClusterService): older offsets
+// are of no use to a reader, and refusing them bounds what a replay of an
+// authentic snapshot can do.
+constexpr int64_t kOffsetsValidWindows = 5;
 
 // A new term replaces what an old leader said; within a term a newer
 // instant does, or a later solve of the same instant.
@@ -34,6 +38,7 @@ int64_t RealtimeNs() { return ReadClockNs(CLOCK_REALTIME); }
 EtcdDateLimits DateLimits(const AgentConfig& config) {
   EtcdDateLimits limits;
   limits.max_age_ns = config.cluster_settings.retention_ns;
+  limits.offsets_max_age_ns = kOffsetsValidWindows * config.estimation.window_ns;
   return limits;
 }
 
@@ -43,7 +48,7 @@ EtcdCoordinator::EtcdCoordinator(const AgentConfig& config)
     : config_(config),
       prefix_(config.cluster_settings.etcd_prefix),
       codec_(config.key, prefix_, config.node_id, DateLimits(config)),
-      members_(Member{config.node_id, config.listen_address, config.listen_port}, prefix_ + "members/",
+      members_(Member{config.node_id, config.listen_address, config.listen_port}, codec_.MembersPrefix(),
                [this](const EtcdKeyValue& kv, uint32_t id, Member* out) {
                  const std::optional<EtcdRefusal> refused = codec_.OpenMember(kv, id, out);
                  if (refused) Refuse(*refused, kv.key);
@@ -82,9 +87,9 @@ bool EtcdCoordinator::Start(std::string* error) {
     w->Start();
     return w;
   };
-  members_watch_ = watch(Key("members/"), true, &EtcdCoordinator::OnMemberEvents);
-  leader_watch_ = watch(Key("leader"), false, &EtcdCoordinator::OnLeaderEvents);
-  offsets_watch_ = watch(Key("offsets/latest"), false, &EtcdCoordinator::OnOffsetEvents);
+  members_watch_ = watch(codec_.MembersPrefix(), true, &EtcdCoordinator::OnMemberEvents);
+  leader_watch_ = watch(codec_.LeaderKey(), false, &EtcdCoordinator::OnLeaderEvents);
+  offsets_watch_ = watch(codec_.OffsetsKey(), false, &EtcdCoordinator::OnOffsetEvents);
   thread_ = std::thread([this] { Loop(); });
   spdlog::info("etcd coordination at {} under prefix {}", client_options_.endpoints.front(), prefix_);
   return true;
@@ -230,7 +235,7 @@ bool EtcdCoordinator::LoadMembers() {
     if (refused) Refuse(*refused, kv.key);
     return !refused;
   };
-  if (!client_->GetPrefix(Key("members/"), &kvs, &error, &read_revision, wanted)) {
+  if (!client_->GetPrefix(codec_.MembersPrefix(), &kvs, &error, &read_revision, wanted)) {
     NoteError("reading the members", error);
     return false;
   }
@@ -250,8 +255,9 @@ bool EtcdCoordinator::IsOwnRegistration(const EtcdKeyValue& kv) {
 
 bool EtcdCoordinator::LoadLeader() {
   std::optional<EtcdKeyValue> kv;
+  int64_t read_revision = 0;
   std::string error;
-  if (!client_->Get(Key("leader"), &kv, &error)) {
+  if (!client_->Get(codec_.LeaderKey(), &kv, &error, &read_revision)) {
     NoteError("reading the leader", error);
     return false;
   }
@@ -259,10 +265,8 @@ bool EtcdCoordinator::LoadLeader() {
   std::optional<EtcdRefusal> refused;
   if (kv) refused = codec_.OpenLeader(*kv, &claim);
   if (refused) Refuse(*refused, kv->key);
-  if (kv && !refused) {
-    SetLeader(claim);
-  } else {
-    SetLeader(std::nullopt);
+  const bool found = kv && !refused;
+  if (UpdateLeader(found ? std::optional<LeaderClaim>(claim) : std::nullopt, read_revision, true) && !found) {
     std::lock_guard<std::mutex> lock(mutex_);
     campaign_needed_ = true;
   }
@@ -272,7 +276,7 @@ bool EtcdCoordinator::LoadLeader() {
 bool EtcdCoordinator::LoadOffsets() {
   std::optional<EtcdKeyValue> kv;
   std::string error;
-  if (!client_->Get(Key("offsets/latest"), &kv, &error)) {
+  if (!client_->Get(codec_.OffsetsKey(), &kv, &error)) {
     NoteError("reading the offsets", error);
     return false;
   }
@@ -303,14 +307,14 @@ bool EtcdCoordinator::Campaign() {
       NoteError("clearing a forged leader key", error);
       return false;
     }
-    SetLeader(std::nullopt);
+    UpdateLeader(std::nullopt, current.mod_revision, false);
     return true;
   }
-  {
+  // Stale if a newer event (a delete) was applied meanwhile: stand again.
+  if (UpdateLeader(claim, current.mod_revision, false)) {
     std::lock_guard<std::mutex> lock(mutex_);
     campaign_needed_ = false;
   }
-  SetLeader(claim);
   return true;
 }
 
@@ -343,7 +347,7 @@ bool EtcdCoordinator::ManageWindowWatch() {
     if (refused) Refuse(*refused, kv.key);
     return !refused;
   };
-  if (!client_->GetPrefix(Key("windows/"), &kvs, &error, &revision, authentic)) {
+  if (!client_->GetPrefix(codec_.WindowsPrefix(), &kvs, &error, &revision, authentic)) {
     NoteError("reading the window summaries", error);
     return false;
   }
@@ -352,7 +356,7 @@ bool EtcdCoordinator::ManageWindowWatch() {
   OnWindowEvents(events);
   EtcdWatcher::Options o;
   o.client = client_options_;
-  o.key = Key("windows/");
+  o.key = codec_.WindowsPrefix();
   o.prefix = true;
   o.start_revision = revision + 1;
   windows_watch_ = std::make_unique<EtcdWatcher>(
@@ -471,14 +475,14 @@ void EtcdCoordinator::OnLeaderEvents(const std::vector<EtcdEvent>& events) {
     if (e.type == EtcdEvent::Type::kPut) {
       refused = codec_.OpenLeader(e.kv, &claim);
       if (!refused) {
-        SetLeader(claim);
+        UpdateLeader(claim, e.kv.mod_revision, false);
         continue;
       }
       Refuse(*refused, e.kv.key);
     }
     // The leader left (or its lease expired), or the key holds a forgery:
     // stand for election (the campaign clears a forgery).
-    SetLeader(std::nullopt);
+    if (!UpdateLeader(std::nullopt, e.kv.mod_revision, false)) continue;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       campaign_needed_ = true;
@@ -497,7 +501,7 @@ void EtcdCoordinator::OnOffsetsValue(const EtcdKeyValue& kv, bool retry) {
   std::optional<LeaderClaim> leader;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    leader = leader_;
+    leader = leader_view_.claim();
   }
   OffsetsSnapshot s;
   SealHeader header;
@@ -505,8 +509,15 @@ void EtcdCoordinator::OnOffsetsValue(const EtcdKeyValue& kv, bool retry) {
       leader ? codec_.OpenOffsets(kv, *leader, RealtimeNs(), &s, &header) : EtcdRefusal::kNotLeader;
   if (refused == EtcdRefusal::kNotLeader && !retry) {
     // Perhaps the leader's key has not reached us yet: judge it again
-    // under the next term.
-    std::lock_guard<std::mutex> lock(mutex_);
+    // under the next term -- at once if that came while we judged.
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (leader_view_.claim() != leader) {
+      lock.unlock();
+      OnOffsetsValue(kv, true);
+      return;
+    }
+    // A value parked earlier and never judged again was no leader's either.
+    if (parked_offsets_) Refuse(EtcdRefusal::kNotLeader, parked_offsets_->key);
     parked_offsets_ = kv;
     return;
   }
@@ -521,8 +532,10 @@ void EtcdCoordinator::OnOffsetsValue(const EtcdKeyValue& kv, bool retry) {
     latest_term_ = header.term;
     ++latest_version_;
   } else if (header.term == latest_term_ && s.reference_instant_ns == latest_->reference_instant_ns &&
-             s.sequence < latest_->sequence) {
-    Refuse(EtcdRefusal::kStale, kv.key);  // an older solve of what we hold: a replay
+             s.sequence < latest_->sequence && header.writer != config_.node_id) {
+    // An older solve of what we hold: a replay (our own put coming back
+    // after a newer solve is not one).
+    Refuse(EtcdRefusal::kStale, kv.key);
   }
 }
 
@@ -542,11 +555,15 @@ void EtcdCoordinator::OnWindowEvents(const std::vector<EtcdEvent>& events) {
   inbox_.insert(inbox_.end(), received.begin(), received.end());
 }
 
-void EtcdCoordinator::SetLeader(std::optional<LeaderClaim> leader) {
+bool EtcdCoordinator::UpdateLeader(std::optional<LeaderClaim> leader, int64_t revision, bool from_read) {
   std::optional<EtcdKeyValue> parked;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (leader == leader_) return;
+    const std::optional<LeaderClaim> before = leader_view_.claim();
+    const bool applied =
+        from_read ? leader_view_.ApplyRead(leader, revision) : leader_view_.ApplyChange(leader, revision);
+    if (!applied) return false;
+    if (leader == before) return true;
     if (leader) {
       spdlog::info("etcd: {} leads", leader->id == config_.node_id
                                          ? "this node (id " + std::to_string(leader->id) + ")"
@@ -555,10 +572,10 @@ void EtcdCoordinator::SetLeader(std::optional<LeaderClaim> leader) {
     } else {
       spdlog::info("etcd: no leader; standing for election");
     }
-    leader_ = leader;
     if (leader) parked.swap(parked_offsets_);
   }
   if (parked) OnOffsetsValue(*parked, true);
+  return true;
 }
 
 void EtcdCoordinator::Refuse(EtcdRefusal reason, std::string_view key) {
@@ -599,7 +616,7 @@ void EtcdCoordinator::PublishWindows(std::span<const WindowSummary> windows) {
 
 bool EtcdCoordinator::IsLeader() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return leader_ && leader_->id == config_.node_id;
+  return leader_view_.claim() && leader_view_.claim()->id == config_.node_id;
 }
 
 std::vector<WindowSummary> EtcdCoordinator::TakeLeaderInbox() {
@@ -612,7 +629,7 @@ std::vector<WindowSummary> EtcdCoordinator::TakeLeaderInbox() {
 void EtcdCoordinator::PublishOffsets(const OffsetsSnapshot& snapshot) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const int64_t term = leader_ ? leader_->term : 0;
+    const int64_t term = leader_view_.claim() ? leader_view_.claim()->term : 0;
     // A re-solve of an older instant: offsets.jsonl has it.
     if (!Supersedes(snapshot, term, latest_, latest_term_)) return;
     latest_ = snapshot;
@@ -632,8 +649,9 @@ std::optional<OffsetsSnapshot> EtcdCoordinator::LatestOffsets(uint64_t* version)
 CoordinatorStatus EtcdCoordinator::Status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   CoordinatorStatus s = status_;
-  s.is_leader = leader_ && leader_->id == config_.node_id;
-  if (leader_) s.leader = leader_->id;
+  const std::optional<LeaderClaim>& leader = leader_view_.claim();
+  s.is_leader = leader && leader->id == config_.node_id;
+  if (leader) s.leader = leader->id;
   s.refused = refusals_.total();
   const auto counts = refusals_.counts();
   for (size_t i = 0; i < counts.size(); ++i) {

@@ -26,6 +26,7 @@
 #include "agent/coord/etcd_client.h"
 #include "agent/coord/etcd_value_codec.h"
 #include "agent/coord/etcd_watcher.h"
+#include "agent/coord/leader_view.h"
 #include "agent/coord/member_view.h"
 #include "agent/coord/window_outbox.h"
 
@@ -67,7 +68,10 @@ class EtcdCoordinator : public Coordinator {
   void OnWindowEvents(const std::vector<EtcdEvent>& events);
   // Whether our key holds our own registration (a refusal is counted).
   bool IsOwnRegistration(const EtcdKeyValue& kv);
-  void SetLeader(std::optional<LeaderClaim> leader);
+  // Applies what the leader key says at `revision` (a read of it, or a
+  // change: an event or a campaign's transaction); false when older than
+  // what is held (LeaderView).
+  bool UpdateLeader(std::optional<LeaderClaim> leader, int64_t revision, bool from_read);
   // An offsets value from the watch or a read; `retry`: a parked value
   // looked at again under a new term.
   void OnOffsetsValue(const EtcdKeyValue& kv, bool retry);
@@ -77,7 +81,6 @@ class EtcdCoordinator : public Coordinator {
   // Runs the loop now; with reload, re-reads members, leader and offsets
   // first (a watch reconnected or was compacted: events may be missing).
   void Wake(bool reload);
-  std::string Key(const std::string& suffix) const { return prefix_ + suffix; }
 
   const AgentConfig& config_;
   const std::string prefix_;
@@ -108,7 +111,7 @@ class EtcdCoordinator : public Coordinator {
   mutable std::mutex mutex_;  // everything below
   MemberView members_;  // reads and watch events merged by revision
   uint64_t members_version_ = 1;
-  std::optional<LeaderClaim> leader_;
+  LeaderView leader_view_;  // reads, events and campaigns merged by revision
   // Authentic offsets of a term not (yet) known as the leader's: looked at
   // again when the leader changes (the watches race), else refused then.
   std::optional<EtcdKeyValue> parked_offsets_;

@@ -48,7 +48,7 @@ EtcdValueCodec::EtcdValueCodec(const ClusterKey& key, std::string prefix, uint32
     : seal_(key), prefix_(std::move(prefix)), self_(self), limits_(limits) {}
 
 std::optional<uint32_t> EtcdValueCodec::MemberIdOf(std::string_view key) const {
-  const std::string members = prefix_ + "members/";
+  const std::string members = MembersPrefix();
   uint32_t id = 0;
   if (!key.starts_with(members) || !ParseNodeId(key.substr(members.size()), &id)) return std::nullopt;
   return id;
@@ -80,7 +80,7 @@ std::string EtcdValueCodec::SealGraph(std::string_view body, int64_t lease, int6
   return SealNow(GraphKey(), lease, ++seq_, now_ns, body);
 }
 
-bool EtcdValueCodec::InDate(int64_t t_ns, int64_t now_ns) const {
+bool EtcdValueCodec::InDate(int64_t t_ns, int64_t now_ns, int64_t max_age_ns) const {
   // Compared as differences: no overflow for any int64 pair that matters,
   // and INT64_MAX / INT64_MIN land far outside.
   if (t_ns > now_ns && static_cast<uint64_t>(t_ns) - static_cast<uint64_t>(now_ns) >
@@ -88,7 +88,7 @@ bool EtcdValueCodec::InDate(int64_t t_ns, int64_t now_ns) const {
     return false;
   }
   return !(t_ns < now_ns && static_cast<uint64_t>(now_ns) - static_cast<uint64_t>(t_ns) >
-                                static_cast<uint64_t>(limits_.max_age_ns));
+                                static_cast<uint64_t>(max_age_ns));
 }
 
 std::optional<EtcdRefusal> EtcdValueCodec::OpenBound(const EtcdKeyValue& kv, SealHeader* header,
@@ -133,7 +133,10 @@ std::optional<EtcdRefusal> EtcdValueCodec::OpenOffsets(const EtcdKeyValue& kv, c
   std::string error;
   if (!DecodeOffsetsSnapshot(body, &s, &error)) return EtcdRefusal::kMalformed;
   if (s.leader != h.writer || s.sequence != h.seq) return EtcdRefusal::kWrongWriter;
-  if (!InDate(h.t_ns, now_ns) || !InDate(s.reference_instant_ns, now_ns)) return EtcdRefusal::kOutOfDate;
+  if (!InDate(h.t_ns, now_ns, limits_.offsets_max_age_ns) ||
+      !InDate(s.reference_instant_ns, now_ns, limits_.offsets_max_age_ns)) {
+    return EtcdRefusal::kOutOfDate;
+  }
   *out = std::move(s);
   *header = h;
   return std::nullopt;
@@ -149,7 +152,9 @@ std::optional<EtcdRefusal> EtcdValueCodec::OpenWindow(const EtcdKeyValue& kv, in
   if (!DecodeWindowSummary(body, &w, &error)) return EtcdRefusal::kMalformed;
   // A node speaks for its own edges only, under the key of that window.
   if (w.estimate.node != h.writer || kv.key != WindowKey(w)) return EtcdRefusal::kWrongWriter;
-  if (!InDate(h.t_ns, now_ns) || !InDate(w.estimate.x0_ns, now_ns)) return EtcdRefusal::kOutOfDate;
+  if (!InDate(h.t_ns, now_ns, limits_.max_age_ns) || !InDate(w.estimate.x0_ns, now_ns, limits_.max_age_ns)) {
+    return EtcdRefusal::kOutOfDate;
+  }
   *out = std::move(w);
   return std::nullopt;
 }

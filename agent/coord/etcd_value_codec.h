@@ -54,7 +54,10 @@ struct LeaderClaim {
 
 struct EtcdDateLimits {
   int64_t max_future_ns = 60'000'000'000;  // clocks of one cluster never disagree by a minute
-  int64_t max_age_ns = 120'000'000'000;    // the retention
+  int64_t max_age_ns = 120'000'000'000;    // windows: the retention
+  // Offsets: no older than a clock page would use them (5 windows): an
+  // authentic snapshot replayed later is refused, not extrapolated.
+  int64_t offsets_max_age_ns = 10'000'000'000;
 };
 
 class EtcdValueCodec {
@@ -62,10 +65,12 @@ class EtcdValueCodec {
   // prefix: the backend's key prefix; self: this node's id (the writer).
   EtcdValueCodec(const ClusterKey& key, std::string prefix, uint32_t self, EtcdDateLimits limits);
 
-  std::string MemberKey(uint32_t id) const { return prefix_ + "members/" + std::to_string(id); }
+  std::string MembersPrefix() const { return prefix_ + "members/"; }
+  std::string WindowsPrefix() const { return prefix_ + "windows/"; }
+  std::string MemberKey(uint32_t id) const { return MembersPrefix() + std::to_string(id); }
   std::string LeaderKey() const { return prefix_ + "leader"; }
   std::string OffsetsKey() const { return prefix_ + "offsets/latest"; }
-  std::string WindowKey(const WindowSummary& w) const { return prefix_ + "windows/" + w.Key(); }
+  std::string WindowKey(const WindowSummary& w) const { return WindowsPrefix() + w.Key(); }
   std::string GraphKey() const { return prefix_ + "graph"; }
   // The id a members/<id> key names; nullopt for any other key.
   std::optional<uint32_t> MemberIdOf(std::string_view key) const;
@@ -90,7 +95,7 @@ class EtcdValueCodec {
   std::string SealNow(const std::string& key, int64_t lease, uint64_t seq, int64_t now_ns, std::string_view body);
   // Opens a value that must be bound to the lease it names.
   std::optional<EtcdRefusal> OpenBound(const EtcdKeyValue& kv, SealHeader* header, std::string_view* body) const;
-  bool InDate(int64_t t_ns, int64_t now_ns) const;
+  bool InDate(int64_t t_ns, int64_t now_ns, int64_t max_age_ns) const;
 
   const EtcdValueSeal seal_;
   const std::string prefix_;

@@ -25,9 +25,8 @@ void PutBigEndian(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
 }
 
-// Strict decimal (an optional '-' only where the type is signed): no
-// spaces, no '+', no leading zeros games matter since the MAC covers the
-// numbers, not the text.
+// Strict decimal: digits, and a leading '-' only where the type is
+// signed; no spaces, no '+'. (The MAC covers the numbers, not the text.)
 template <typename Int>
 bool ParseNumber(std::string_view text, Int* out) {
   if (text.empty()) return false;

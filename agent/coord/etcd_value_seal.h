@@ -6,7 +6,7 @@
 // the etcd key, that header and the body, under a subkey of the cluster
 // key. The header is parsed with fixed rules and the MAC checked before any
 // byte of the body is parsed. What a reader then demands of a sealed value
-// (which writer, which lease, how fresh) is etcd_value_checks.h's.
+// (which writer, which lease, how fresh) is etcd_value_codec.h's.
 //
 // Layout, one header line and the body:
 //   chronolink-sealed-v1 writer=<u32> term=<i64> seq=<u64> t_ns=<i64> mac=<64 hex>\n<body>

@@ -88,15 +88,14 @@ std::vector<uint16_t> FreeTcpPorts(size_t count) {
   return ports;
 }
 
-// The instant the tests' times count from: now, so that the etcd backend,
-// which refuses values dated far from local time, takes them.
-int64_t TestEpochNs() {
-  static const int64_t epoch = [] {
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000;
-  }();
-  return epoch;
+// The instant each test's times count from: when it started, so that the
+// etcd backend, which refuses values dated far from local time, takes them.
+int64_t g_test_epoch_ns = 0;
+int64_t TestEpochNs() { return g_test_epoch_ns; }
+void RestartTestEpoch() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  g_test_epoch_ns = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000;
 }
 
 // Window summaries and snapshots with every field set, distinct per node;
@@ -233,6 +232,7 @@ std::string InboxKeys(Node& n) {
 class CoordinatorTestBase : public ::testing::Test {
  protected:
   void SetUp() override {
+    RestartTestEpoch();
     char pattern[] = "/tmp/coordinator_test.XXXXXX";
     ASSERT_NE(mkdtemp(pattern), nullptr);
     dir_ = pattern;
