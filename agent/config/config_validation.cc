@@ -546,6 +546,11 @@ bool ValidateRunAs(const Merged& m, AgentConfig* c, std::string* error) {
   c->run_as_group_explicit = m.Has("group");
   c->run_as_user = m.Get<std::string>("user", c->run_as_user);
   c->run_as_group = m.Get<std::string>("group", "");
+  if (c->run_as_group == "root" || c->run_as_group == "0") {
+    return Fail(error, "group '" + c->run_as_group + "' (" + m.From("group") +
+                           ") is root, but the agent never keeps gid 0 after start-up: name an unprivileged "
+                           "group (default the user's own)");
+  }
   if (c->run_as_user == "root" || c->run_as_user == "0") {
     return Fail(error, "user '" + c->run_as_user + "' (" + m.From("user") +
                            ") is root, but the agent never keeps uid 0 after start-up: name an unprivileged "

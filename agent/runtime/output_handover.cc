@@ -83,7 +83,9 @@ bool HandOverOutputDir(const std::string& dir, const std::vector<std::string>& o
     *error = "cannot create " + where + ": " + ec.message();
     return false;
   }
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  // Never through a link: a user who can write the parent could point the
+  // name at a directory of root's and have it handed over.
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     *error = "cannot open " + where + ": " + std::strerror(errno);
     return false;

@@ -292,6 +292,13 @@ DropPlan PlanPrivilegeDrop(const ProcessCredentials& now, const RunAsTarget* tar
                 "unprivileged user (default nobody; a dedicated one in production, docs/deployment.md)";
     return p;
   }
+  // Group root owns files that matter (in /dev, /etc): keeping it is keeping
+  // a privilege.
+  if (target != nullptr && target->gid == 0 && (switching || group_explicit)) {
+    p.refusal = "the group to become is root (gid 0), but the agent never keeps gid 0 after start-up: name an "
+                "unprivileged --group (default the user's own)";
+    return p;
+  }
   if (switching) {
     if (target == nullptr) {
       p.refusal = "started with privileges but no user to become was resolved";

@@ -634,6 +634,8 @@ TEST_F(AgentConfigTest, UserAndGroupFromEverySource) {
 
 TEST_F(AgentConfigTest, RootIsNotAUserToRunAs) {
   ExpectError(LoadMinimal({"--user", "root"}), {"--user", "never keeps uid 0"});
+  ExpectError(LoadMinimal({"--group", "root"}), {"--group", "never keeps gid 0"});
+  ExpectError(LoadMinimal({"--group", "0"}), {"--group", "never keeps gid 0"});
   ExpectError(LoadMinimal({"--user", "0"}), {"--user", "never keeps uid 0"});
   ExpectError(LoadMinimal({"--user", ""}), {"--user", "must not be empty"});
 }

@@ -57,6 +57,20 @@ TEST_F(OutputHandoverTest, AMissingDirectoryIsCreatedForTheUser) {
   EXPECT_EQ(Stat(root_ / "a").st_uid, 0u) << "parents stay root's";
 }
 
+// A local user who can write the parent plants a link under the output
+// directory's name, pointing at an empty directory of root's: it is not
+// followed, and the target is not handed over.
+TEST_F(OutputHandoverTest, TheDirectoryItselfIsNotFollowedThroughALink) {
+  const fs::path target = root_ / "roots";
+  fs::create_directory(target);
+  const fs::path dir = root_ / "out";
+  fs::create_directory_symlink(target, dir);
+  std::string error;
+  EXPECT_FALSE(HandOver(dir, &error));
+  EXPECT_NE(error.find("output directory"), std::string::npos) << error;
+  EXPECT_EQ(Stat(target).st_uid, 0u) << "the link's target was handed over";
+}
+
 // A run as root left a root-owned directory with the agent's files in it.
 TEST_F(OutputHandoverTest, RootsDirectoryWithOnlyTheAgentsFilesIsGivenWithThem) {
   const fs::path dir = root_ / "out";

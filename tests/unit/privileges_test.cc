@@ -66,6 +66,15 @@ TEST(PrivilegeDropPlan, RootIsNeverATarget) {
   root.user = "root (uid 0)";
   const DropPlan p = PlanPrivilegeDrop(Root(), &root, true, false);
   EXPECT_NE(p.refusal.find("never keeps uid 0"), std::string::npos) << p.refusal;
+  // Nor is group root, named or a user's primary group.
+  RunAsTarget root_group;
+  root_group.uid = 65534;
+  root_group.gid = 0;
+  root_group.user = "nobody (uid 65534)";
+  for (bool named : {true, false}) {
+    const DropPlan g = PlanPrivilegeDrop(Root(), &root_group, false, named);
+    EXPECT_NE(g.refusal.find("never keeps gid 0"), std::string::npos) << g.refusal;
+  }
 }
 
 TEST(PrivilegeDropPlan, UnprivilegedStartKeepsItsIds) {
