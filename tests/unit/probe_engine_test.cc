@@ -361,10 +361,10 @@ TEST_F(ProbeEngineTest, AnUnprovedAddressDrawsOnePairASecondAndNoAnswers) {
   EXPECT_LE(at_victim, 8u);
   const PeerCounters pc = a.engine->peer_counters()[2];
   EXPECT_EQ(pc.reverse_pairs_sent, 0u);
-  EXPECT_GT(pc.forwards_unanswered_unconfirmed, 100u);
+  EXPECT_GT(pc.forwards_unanswered_unconfirmed, 100u);  // ~5000 unloaded
   EXPECT_FALSE(pc.address_confirmed);
   EXPECT_GE(pc.pairs_sent_unconfirmed, 2u);
-  EXPECT_GT(b.pairs_sent, 1000);  // node 2 probed all along, from its own address
+  EXPECT_GT(b.pairs_sent, 200);  // node 2 probed all along (~2500 pairs), from its own address
 }
 
 // The same with node 2 where etcd says: its first answer, from its listed
@@ -382,7 +382,7 @@ TEST_F(ProbeEngineTest, AnAddressIsConfirmedByAnAuthenticProbeFromIt) {
   EXPECT_TRUE(pc.address_confirmed);
   EXPECT_GE(pc.pairs_sent_unconfirmed, 1u);
   EXPECT_LE(pc.pairs_sent_unconfirmed, 2u);
-  EXPECT_GT(a.pairs_sent, 300);  // ~1 pair per ms once confirmed
+  EXPECT_GT(a.pairs_sent, 100);  // ~1 pair per ms once confirmed (~1500); unconfirmed it would be 2
 }
 
 // What counts as "from the listed address": the same IP and port, also as
