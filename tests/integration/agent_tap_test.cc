@@ -24,19 +24,7 @@
 namespace chronolink::testing {
 namespace {
 
-class AgentTapTest : public TestbedFixture {
- protected:
-  // The tap must have been built for these tests to mean anything.
-  bool RequireTap() {
-    if (!RequirePrivileges()) return false;
-#ifndef CHRONOLINK_HAVE_BPF
-    SkipOrFailOutsideCi("built without the eBPF tap (CHRONOLINK_WITH_BPF=OFF)");
-    return false;
-#else
-    return true;
-#endif
-  }
-};
+class AgentTapTest : public TestbedFixture {};
 
 int CountLines(const std::string& text, const std::string& needle) {
   int n = 0;

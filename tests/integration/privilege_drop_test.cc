@@ -29,15 +29,6 @@ constexpr gid_t kNogroup = 65534;
 
 class PrivilegeDropTest : public TestbedFixture {
  protected:
-  bool RequireTap() {
-    if (!RequirePrivileges()) return false;
-#ifndef CHRONOLINK_HAVE_BPF
-    SkipOrFailOutsideCi("built without the eBPF tap (CHRONOLINK_WITH_BPF=OFF)");
-    return false;
-#else
-    return true;
-#endif
-  }
   std::string ClockPage(int node) const { return (dir_ / ("page" + std::to_string(node))).string(); }
 };
 

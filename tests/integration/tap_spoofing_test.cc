@@ -33,16 +33,6 @@ const std::string kForger = std::string(CHRONOLINK_SOURCE_DIR) + "/tools/testbed
 
 class TapSpoofingTest : public TestbedFixture {
  protected:
-  bool RequireTap() {
-    if (!RequirePrivileges()) return false;
-#ifndef CHRONOLINK_HAVE_BPF
-    SkipOrFailOutsideCi("built without the eBPF tap (CHRONOLINK_WITH_BPF=OFF)");
-    return false;
-#else
-    return true;
-#endif
-  }
-
   // Runs the forger in the router namespace; its output goes to forger.log.
   void StartForger(double seconds) {
     const std::string router = testbed_["router"]["netns"];
@@ -51,19 +41,7 @@ class TapSpoofingTest : public TestbedFixture {
     std::vector<std::string> args = {"ip", "netns", "exec", router, "python3", kForger,
                                      "--sniff", sniff, "--target", target, "--target-id", "2",
                                      "--seconds", std::to_string(seconds)};
-    const std::string log = (dir_ / "forger.log").string();
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execvp(argv[0], argv.data());
-      _exit(127);
-    }
-    pids_.push_back(pid);  // waited for (and killed at the timeout) with the agents
+    Spawn(std::move(args), (dir_ / "forger.log").string());
   }
 
   nlohmann::json ForgerSummary() const {

@@ -78,6 +78,16 @@ bool TestbedFixture::RequirePrivileges() {
   return false;
 }
 
+bool TestbedFixture::RequireTap() {
+  if (!RequirePrivileges()) return false;
+#ifndef CHRONOLINK_HAVE_BPF
+  SkipOrFailOutsideCi("built without the eBPF tap (CHRONOLINK_WITH_BPF=OFF)");
+  return false;
+#else
+  return true;
+#endif
+}
+
 void TestbedFixture::Up(int nodes, const std::string& topology,
                         const std::vector<std::string>& extra) {
   std::string cmd = kTestbedCli + " up --name " + name_ + " --nodes " + std::to_string(nodes) +
@@ -133,7 +143,10 @@ pid_t TestbedFixture::StartAgent(const AgentSpec& spec) {
                              "--virtual-t0-ns", std::to_string(spec.clock.t0_ns)});
   }
   args.insert(args.end(), spec.extra_args.begin(), spec.extra_args.end());
-  const std::string log = (dir_ / ("agent" + std::to_string(spec.node_index) + ".log")).string();
+  return Spawn(std::move(args), (dir_ / ("agent" + std::to_string(spec.node_index) + ".log")).string());
+}
+
+pid_t TestbedFixture::Spawn(std::vector<std::string> args, const std::string& log) {
   const pid_t pid = fork();
   if (pid == 0) {
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

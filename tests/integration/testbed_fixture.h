@@ -41,6 +41,9 @@ class TestbedFixture : public ::testing::Test {
 
   // Stops the test (skip or fail, see above) unless namespaces can be made.
   bool RequirePrivileges();
+  // The same, and the eBPF tap must have been built for the test to mean
+  // anything (CHRONOLINK_WITH_BPF).
+  bool RequireTap();
 
   // Brings up the test bed; fails the test on error.
   void Up(int nodes, const std::string& topology, const std::vector<std::string>& extra = {});
@@ -48,6 +51,9 @@ class TestbedFixture : public ::testing::Test {
   void WriteClusterFiles(uint32_t cluster_id = 7);
 
   pid_t StartAgent(const AgentSpec& spec);
+  // Runs a command with stdout and stderr to `log`; it is waited for (and
+  // killed at the timeout) with the agents.
+  pid_t Spawn(std::vector<std::string> args, const std::string& log);
   // SIGKILLs one agent and reaps it.
   void KillAgent(pid_t pid);
   // Waits for every started agent to exit by itself; kills them at the timeout.
