@@ -77,7 +77,9 @@ class ClusterFixture : public TestbedFixture {
   pid_t Start(int node, double duration_s, std::vector<std::string> args) {
     args.insert(args.end(), {"--probe-interval-us", "10000", "--clock-page", PagePath(node),
                              "--log-level", "info"});
-    return StartAgent({node, clocks_[node - 1], duration_s, args});
+    AgentSpec spec{node, clocks_[node - 1], duration_s, args};
+    spec.cluster_file = !addresses_from_etcd_;
+    return StartAgent(spec);
   }
   void StartAll(double duration_s, const std::vector<std::string>& args) {
     for (int n = 1; n <= nodes_; ++n) pids_by_node_[n] = Start(n, duration_s, args);
@@ -252,6 +254,9 @@ class ClusterFixture : public TestbedFixture {
   }
 
   int nodes_ = kMaxNodes;
+  // etcd tests: no cluster file, every address comes from etcd (and is
+  // believed only once an authentic probe comes from it).
+  bool addresses_from_etcd_ = false;
   int64_t t0_ = 0;
   std::vector<VirtualClockParams> clocks_;
   std::map<int, pid_t> pids_by_node_;
@@ -263,6 +268,7 @@ class EtcdClusterFixture : public ClusterFixture {
   bool StartEtcd() {
     RequireEtcd();
     if (IsSkipped() || HasFatalFailure()) return false;
+    addresses_from_etcd_ = true;
     EtcdServerOptions o;
     o.host = testbed_["router"]["interfaces"][0]["address"].get<std::string>();
     o.wrapper = {"ip", "netns", "exec", testbed_["router"]["netns"].get<std::string>()};

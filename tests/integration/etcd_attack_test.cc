@@ -178,6 +178,13 @@ TEST_F(EtcdAttackTest, AWriterWithoutTheKeyMovesNoClock) {
     EXPECT_TRUE(cluster.contains("refused_by_reason") && cluster["refused_by_reason"].value("unsealed", 0u) >= 3u)
         << "node " << n << ": " << cluster.dump();
     EXPECT_NE(AgentLog(n).find("etcd: refused the value at /test/"), std::string::npos) << "node " << n;
+    // Every address came from etcd alone: each was proved by the peer's
+    // first answer, a pair or two into the run; none is the victim's.
+    for (const auto& [peer, pc] : stats["peers"].items()) {
+      EXPECT_TRUE(pc.value("address_confirmed", false)) << "node " << n << " peer " << peer;
+      EXPECT_LE(pc.value("pairs_sent_unconfirmed", 0u), 3u) << "node " << n << " peer " << peer;
+    }
+    EXPECT_EQ(stats["peers"].count("9"), 0u) << "node " << n << " probed the forged member";
   }
   EXPECT_NE(metrics.find("chronolink_cluster_refused_by_reason_total{node=\"2\",reason=\"unsealed\"}"),
             std::string::npos)

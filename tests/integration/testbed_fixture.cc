@@ -102,6 +102,7 @@ void TestbedFixture::Up(int nodes, const std::string& topology,
 }
 
 void TestbedFixture::WriteClusterFiles(uint32_t cluster_id) {
+  cluster_id_ = cluster_id;
   nlohmann::json cluster;
   cluster["cluster_id"] = cluster_id;
   cluster["nodes"] = nlohmann::json::array();
@@ -130,10 +131,15 @@ pid_t TestbedFixture::StartAgent(const AgentSpec& spec) {
   const std::string ns = testbed_["nodes"][spec.node_index - 1]["netns"];
   std::vector<std::string> args = {"ip", "netns", "exec", ns};
   args.insert(args.end(), spec.wrapper.begin(), spec.wrapper.end());
-  args.insert(args.end(), {CHRONOLINK_AGENT_BIN,
-                           "--node-id", std::to_string(spec.node_index),
-                           "--cluster-file", (dir_ / "cluster.json").string(),
-                           "--key-file", (dir_ / "key.hex").string(),
+  args.insert(args.end(), {CHRONOLINK_AGENT_BIN, "--node-id", std::to_string(spec.node_index)});
+  if (spec.cluster_file) {
+    args.insert(args.end(), {"--cluster-file", (dir_ / "cluster.json").string()});
+  } else {
+    args.insert(args.end(), {"--cluster-id", std::to_string(cluster_id_), "--listen",
+                             testbed_["nodes"][spec.node_index - 1]["address"].get<std::string>(), "--port",
+                             "7319"});
+  }
+  args.insert(args.end(), {"--key-file", (dir_ / "key.hex").string(),
                            "--output-dir", OutputDir(spec.node_index).string(),
                            "--duration-s", std::to_string(spec.duration_s)});
   if (spec.test_mode) {

@@ -32,6 +32,9 @@ struct AgentSpec {
   std::vector<std::string> extra_args;
   std::vector<std::string> wrapper;  // runs the agent through this (e.g. capsh), inside the netns
   bool test_mode = true;             // false: no virtual clock options at all
+  // false: no cluster file; the cluster id, this node's address and port
+  // are given as options, as with etcd, where addresses come from etcd only.
+  bool cluster_file = true;
 };
 
 class TestbedFixture : public ::testing::Test {
@@ -65,6 +68,7 @@ class TestbedFixture : public ::testing::Test {
   std::string name_;
   std::filesystem::path dir_;
   nlohmann::json testbed_;
+  uint32_t cluster_id_ = 7;  // of WriteClusterFiles
   std::vector<pid_t> pids_;
 };
 
