@@ -1,0 +1,224 @@
+#include "trace/align/trace_aligner.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#include "trace/align/correction_record.h"
+#include "trace/model/xplane_edit.h"
+
+namespace chronolink::trace {
+namespace {
+
+bool Timed(const xspace::XEvent& e) { return e.data_case() != xspace::XEvent::kNumOccurrences; }
+
+// The host's first and last instants on its own clock: every timed event's
+// start and end, and the session bounds the producer recorded.
+bool HostSpan(const HostTrace& host, TraceInstant* first, TraceInstant* last, std::string* error) {
+  bool any = false;
+  auto take = [&](const TraceInstant& t) {
+    if (!any || t < *first) *first = t;
+    if (!any || t > *last) *last = t;
+    any = true;
+  };
+  for (const auto& plane : host.space->planes()) {
+    for (const auto& line : plane.lines()) {
+      for (const auto& event : line.events()) {
+        if (!Timed(event)) continue;
+        const auto s = EventStart(host.line_base_ns, line, event);
+        const auto e = EventEnd(host.line_base_ns, line, event);
+        if (!s || !e) {
+          *error = "host " + host.host + ": an event of plane '" + plane.name() + "' line '" +
+                   line.name() + "' lies outside int64 nanoseconds";
+          return false;
+        }
+        take(*s);
+        take(*e);
+      }
+    }
+  }
+  // Session bounds as XProf reads them (epoch ns; absent or absurd: ignored).
+  for (const auto bound : {ProfileStartTime(*host.space), ProfileStopTime(*host.space)}) {
+    if (bound && *bound <= static_cast<uint64_t>(INT64_MAX)) take({static_cast<int64_t>(*bound), 0});
+  }
+  if (!any) *error = "host " + host.host + ": the trace has no timed event";
+  return any;
+}
+
+std::string Where(const HostTrace& host, const xspace::XPlane& plane, const xspace::XLine& line) {
+  return "host " + host.host + ", plane '" + plane.name() + "', line '" + line.name() + "'";
+}
+
+class HostRewriter {
+ public:
+  HostRewriter(HostTrace* host, const HostClockMap& map, int64_t origin_ns, HostAlignment* stats)
+      : host_(host), map_(map), origin_ns_(origin_ns), stats_(stats) {}
+
+  bool Run(std::string* error) {
+    for (auto& plane : *host_->space->mutable_planes()) {
+      if (plane.name() == kTaskEnvPlaneName) continue;
+      for (auto& line : *plane.mutable_lines()) {
+        if (!RewriteLine(plane, &line, error)) return false;
+      }
+    }
+    if (stats_->events > 0) uncertainty_sum_ /= static_cast<double>(stats_->events);
+    stats_->uncertainty_mean_ns = uncertainty_sum_;
+    return true;
+  }
+
+ private:
+  bool RewriteLine(const xspace::XPlane& plane, xspace::XLine* line, std::string* error) {
+    const TraceInstant line_start{host_->line_base_ns + line->timestamp_ns(), 0};
+    const auto mapped_start = map_.Map(line_start);
+    int64_t new_ts = 0;
+    if (!mapped_start ||
+        __builtin_sub_overflow(mapped_start->cluster.ns, origin_ns_, &new_ts)) {
+      *error = Where(*host_, plane, *line) + ": the line's start cannot be mapped to cluster time";
+      return false;
+    }
+    const TraceInstant new_base{origin_ns_ + new_ts, 0};
+    for (auto& event : *line->mutable_events()) {
+      if (!Timed(event)) continue;
+      if (!RewriteEvent(*line, new_base, &event)) {
+        *error = Where(*host_, plane, *line) +
+                 ": an event overflows int64 picoseconds when re-based on the common origin";
+        return false;
+      }
+    }
+    if (line->duration_ps() != 0) {
+      const auto end = AddPs(line_start, line->duration_ps());
+      const auto mapped_end = end ? map_.Map(*end) : std::nullopt;
+      const auto d = mapped_end ? DiffPs(mapped_end->cluster, mapped_start->cluster) : std::nullopt;
+      if (!d) {
+        *error = Where(*host_, plane, *line) + ": the line's duration cannot be mapped";
+        return false;
+      }
+      line->set_duration_ps(*d);
+    }
+    line->set_timestamp_ns(new_ts);
+    return true;
+  }
+
+  bool RewriteEvent(const xspace::XLine& line, const TraceInstant& new_base, xspace::XEvent* event) {
+    const auto start = EventStart(host_->line_base_ns, line, *event);
+    const auto end = EventEnd(host_->line_base_ns, line, *event);
+    if (!start || !end) return false;
+    const auto ms = map_.Map(*start);
+    const auto me = map_.Map(*end);
+    if (!ms || !me) return false;
+    const auto offset = DiffPs(ms->cluster, new_base);
+    const auto duration = DiffPs(me->cluster, ms->cluster);
+    if (!offset || !duration) return false;
+    event->set_offset_ps(*offset);
+    event->set_duration_ps(*duration);
+    Count(*ms);
+    return true;
+  }
+
+  void Count(const MappedInstant& m) {
+    if (stats_->events == 0) {
+      stats_->uncertainty_min_ns = stats_->uncertainty_max_ns = m.uncertainty_ns;
+    }
+    ++stats_->events;
+    stats_->uncertainty_min_ns = std::min(stats_->uncertainty_min_ns, m.uncertainty_ns);
+    stats_->uncertainty_max_ns = std::max(stats_->uncertainty_max_ns, m.uncertainty_ns);
+    uncertainty_sum_ += m.uncertainty_ns;
+    stats_->events_gap += m.quality == MapQuality::kGap;
+    if (m.quality == MapQuality::kExtrapolated) {
+      ++stats_->events_extrapolated;
+      stats_->max_beyond_span_ns = std::max(stats_->max_beyond_span_ns, m.beyond_span_ns);
+    }
+  }
+
+  HostTrace* host_;
+  const HostClockMap& map_;
+  int64_t origin_ns_;
+  HostAlignment* stats_;
+  double uncertainty_sum_ = 0;
+};
+
+bool CheckInputs(const std::vector<HostTrace*>& hosts, const std::vector<const HostClockMap*>& maps,
+                 std::string* error) {
+  if (hosts.empty()) {
+    *error = "no traces to align";
+    return false;
+  }
+  if (hosts.size() != maps.size()) {
+    *error = "internal: one clock map per host is needed";
+    return false;
+  }
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const HostTrace& h = *hosts[i];
+    if (maps[i] == nullptr) {
+      *error = "host " + h.host + " has no clock correction";
+      return false;
+    }
+    if (h.clock != TraceClock::kHostRealtime) {
+      *error = "host " + h.host + " is already on cluster time (aligned twice?)";
+      return false;
+    }
+    if (!h.line_base_known) {
+      *error = "host " + h.host + " (" + h.source.string() +
+               "): its timestamps are relative to an unknown start; give the start "
+               "(--origin HOST=NS, or the .chronolink-origin.json sidecar)";
+      return false;
+    }
+  }
+  return true;
+}
+
+// Maps the host's span ends and checks how far they lie outside the solved span.
+bool MapSpan(const HostTrace& host, const HostClockMap& map, const AlignOptions& options,
+             HostAlignment* stats, TraceInstant* mapped_first, std::string* error) {
+  if (!HostSpan(host, &stats->first_host, &stats->last_host, error)) return false;
+  const auto first = map.Map(stats->first_host);
+  const auto last = map.Map(stats->last_host);
+  if (!first || !last) {
+    *error = "host " + host.host + ": no clock correction covers its trace (" + map.Describe() + ")";
+    return false;
+  }
+  const int64_t beyond = std::max(first->beyond_span_ns, last->beyond_span_ns);
+  if (beyond > options.max_extrapolation_ns) {
+    *error = "host " + host.host + ": its trace reaches " + std::to_string(beyond / 1'000'000) +
+             " ms outside the solved offsets (limit " +
+             std::to_string(options.max_extrapolation_ns / 1'000'000) +
+             " ms, --max-extrapolation-s): were the offsets recorded during this profile?";
+    return false;
+  }
+  stats->correction_first_ns = first->correction_ns;
+  stats->correction_last_ns = last->correction_ns;
+  stats->map_description = map.Describe();
+  *mapped_first = first->cluster;
+  return true;
+}
+
+}  // namespace
+
+bool AlignHosts(std::vector<HostTrace*> hosts, const std::vector<const HostClockMap*>& maps,
+                const AlignOptions& options, AlignResult* result, std::string* error) {
+  if (!CheckInputs(hosts, maps, error)) return false;
+  result->hosts.assign(hosts.size(), HostAlignment{});
+  int64_t origin = std::numeric_limits<int64_t>::max();
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    result->hosts[i].host = hosts[i]->host;
+    TraceInstant mapped_first;
+    if (!MapSpan(*hosts[i], *maps[i], options, &result->hosts[i], &mapped_first, error)) return false;
+    origin = std::min(origin, mapped_first.ns);  // dropping ps floors: the origin precedes every event
+  }
+  result->origin_ns = origin;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    HostTrace* host = hosts[i];
+    if (!HostRewriter(host, *maps[i], origin, &result->hosts[i]).Run(error)) return false;
+    const auto mapped_last = maps[i]->Map(result->hosts[i].last_host);
+    host->line_base_ns = origin;
+    host->clock = TraceClock::kClusterTime;
+    if (FindPlane(*host->space, kTaskEnvPlaneName) != nullptr) {  // XSpace inputs: XProf reads it
+      SetProfileStartTime(host->space, static_cast<uint64_t>(origin));
+      SetProfileStopTime(host->space, static_cast<uint64_t>(mapped_last ? mapped_last->cluster.ns : origin));
+    }
+    RecordCorrection(*maps[i], result->hosts[i], *result, options, host);
+  }
+  return true;
+}
+
+}  // namespace chronolink::trace

@@ -1,0 +1,55 @@
+// Rewrites hosts' traces onto cluster time with one common origin: every
+// event's start and end are mapped by its host's correction at their own
+// instants (drift over a long profile matters: 100 ppm over 60 s is 6 ms),
+// lines are re-based on the common origin, and what was applied is recorded
+// in the trace (trace/align/correction_record.h). Single-threaded; the
+// traces are changed in place.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace/align/host_clock_map.h"
+#include "trace/model/host_trace.h"
+
+namespace chronolink::trace {
+
+struct AlignOptions {
+  // Events further than this outside the solved span are refused (the host
+  // fails with a clear message) instead of being extrapolated on.
+  int64_t max_extrapolation_ns = 600'000'000'000;  // 10 min
+  // Also draw the correction as a `_counters_` line on each host's CPU plane.
+  bool counters_line = true;
+  std::string offsets_source;  // for the provenance record: what the maps came from
+};
+
+// What alignment did to one host, for the summary and the provenance record.
+struct HostAlignment {
+  std::string host;
+  std::string map_description;
+  int64_t events = 0;              // events re-timed (starts and ends)
+  int64_t events_gap = 0;          // events whose start fell in a gap
+  int64_t events_extrapolated = 0; // events whose start fell outside the solved span
+  int64_t max_beyond_span_ns = 0;
+  double correction_first_ns = 0;  // cluster - host at the host's first instant
+  double correction_last_ns = 0;   // ... and at its last
+  double uncertainty_min_ns = 0;   // over event starts
+  double uncertainty_max_ns = 0;
+  double uncertainty_mean_ns = 0;
+  TraceInstant first_host{};       // the host's first and last instants, its own clock
+  TraceInstant last_host{};
+};
+
+struct AlignResult {
+  int64_t origin_ns = 0;  // the common origin, cluster time: every host's lines are relative to it
+  std::vector<HostAlignment> hosts;
+};
+
+// hosts[i] is corrected by maps[i]. Every host must be on its own clock with
+// a known line base. On failure *error names the host, plane and line, and
+// the traces may be partly rewritten (callers discard them).
+bool AlignHosts(std::vector<HostTrace*> hosts, const std::vector<const HostClockMap*>& maps,
+                const AlignOptions& options, AlignResult* result, std::string* error);
+
+}  // namespace chronolink::trace
