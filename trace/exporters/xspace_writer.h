@@ -1,0 +1,27 @@
+// Writes a HostTrace's XSpace to `<host>.xplane.pb` atomically: serialized
+// to `<path>.tmp.<pid>` in the same directory, fsync'd, renamed over `path`,
+// and the directory fsync'd. Whatever fails, the temporary file is removed
+// and `path` is either its old self or absent, never half written.
+//
+// Serialization is deterministic (map entries sorted by key), so a file
+// read and written again is byte for byte the same, unknown fields included
+// (protobuf writes them after the known fields of their message). The file
+// ends where the message ends: no trailing bytes.
+//
+// Stateless; writing different paths from several threads is safe.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "trace/model/host_trace.h"
+
+namespace chronolink::trace {
+
+bool WriteXSpaceFile(const HostTrace& trace, const std::filesystem::path& path, std::string* error);
+
+// The same bytes WriteXSpaceFile writes (deterministic), for tests and
+// tools that hash or compare. False when the message is 2 GiB or more.
+bool SerializeXSpace(const xspace::XSpace& space, std::string* bytes, std::string* error);
+
+}  // namespace chronolink::trace

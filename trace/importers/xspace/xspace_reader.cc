@@ -1,0 +1,173 @@
+#include "trace/importers/xspace/xspace_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "trace/importers/xspace/line_base.h"
+#include "trace/importers/xspace/wire_diagnosis.h"
+
+namespace chronolink::trace {
+namespace {
+
+using google::protobuf::io::CodedInputStream;
+using google::protobuf::io::ZeroCopyInputStream;
+
+constexpr std::string_view kXSpaceSuffix = ".xplane.pb";
+constexpr int kReadBlockBytes = 1 << 20;
+
+// A fresh trace whose arena grows in blocks sized for `bytes` of input:
+// large blocks for large files (fewer allocations), small ones for small.
+HostTrace NewTraceForBytes(int64_t bytes) {
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = 4096;
+  options.max_block_size = static_cast<size_t>(std::clamp<int64_t>(bytes / 16, 8192, 4 << 20));
+  HostTrace trace;
+  trace.arena = std::make_unique<google::protobuf::Arena>(options);
+  trace.space = google::protobuf::Arena::CreateMessage<xspace::XSpace>(trace.arena.get());
+  return trace;
+}
+
+// Parses all of `size` bytes from `stream` into `space`; trailing data that
+// protobuf would stop at (an end-group tag) or a short read is a failure.
+bool ParseAll(ZeroCopyInputStream* stream, int64_t size, xspace::XSpace* space) {
+  CodedInputStream coded(stream);
+  coded.SetTotalBytesLimit(static_cast<int>(size));
+  if (!space->ParseFromCodedStream(&coded)) return false;
+  return coded.ConsumedEntireMessage() && coded.CurrentPosition() == size;
+}
+
+std::string HostFromFileName(const std::filesystem::path& path) {
+  std::string name = path.filename().string();
+  if (name.size() > kXSpaceSuffix.size() && name.ends_with(kXSpaceSuffix)) {
+    name.resize(name.size() - kXSpaceSuffix.size());
+  }
+  return name;
+}
+
+// Host name and line base: what the model needs beyond the message.
+bool FinishTrace(std::string_view name, std::string file_host, HostTrace* trace,
+                 std::string* error, XSpaceReadResult* result) {
+  LineBase base;
+  std::string base_error;
+  if (!DetectLineBase(*trace->space, &base, &base_error)) {
+    *error = std::string(name) + ": " + base_error;
+    return false;
+  }
+  trace->line_base_ns = base.base_ns;
+  trace->line_base_known = base.known;
+  const std::string listed = trace->space->hostnames().empty() ? "" : trace->space->hostnames(0);
+  trace->host = file_host.empty() ? listed : file_host;
+  if (result && !file_host.empty() && !listed.empty() && listed != file_host) {
+    result->warnings.push_back(std::string(name) + ": hostnames[0] is '" + listed +
+                               "' but the file name says '" + file_host +
+                               "'; using the file name, as XProf does");
+  }
+  if (result && !base.known) {
+    result->warnings.push_back(std::string(name) +
+                               ": line timestamps are relative and no Task Environment "
+                               "profile_start_time says to what; the trace cannot be aligned "
+                               "until its start is given");
+  }
+  return true;
+}
+
+bool SizeAcceptable(std::string_view name, int64_t size, std::string* error) {
+  if (size == 0) {
+    *error = std::string(name) + ": empty (0 bytes), not an XSpace";
+    return false;
+  }
+  if (size > kMaxXSpaceBytes) {
+    *error = std::string(name) + ": " + std::to_string(size) +
+             " bytes is over protobuf's 2 GiB message limit (" + std::to_string(kMaxXSpaceBytes) +
+             " bytes); no XSpace producer can write such a file";
+    return false;
+  }
+  return true;
+}
+
+class FileCloser {
+ public:
+  explicit FileCloser(int fd) : fd_(fd) {}
+  ~FileCloser() { ::close(fd_); }
+  FileCloser(const FileCloser&) = delete;
+  FileCloser& operator=(const FileCloser&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+bool ReadXSpaceFile(const std::filesystem::path& path, HostTrace* out, std::string* error,
+                    XSpaceReadResult* result) {
+  *out = HostTrace();
+  const std::string name = path.string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = name + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  FileCloser closer(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *error = name + ": not a regular file";
+    return false;
+  }
+  if (!SizeAcceptable(name, st.st_size, error)) return false;
+
+  HostTrace trace = NewTraceForBytes(st.st_size);
+  bool parsed;
+  int read_errno;
+  {
+    google::protobuf::io::FileInputStream stream(fd, kReadBlockBytes);
+    parsed = ParseAll(&stream, st.st_size, trace.space);
+    read_errno = stream.GetErrno();
+  }
+  if (read_errno != 0) {
+    *error = name + ": read failed: " + std::strerror(read_errno);
+    return false;
+  }
+  if (!parsed) {
+    std::string why = "the file changed while it was read";
+    if (::lseek(fd, 0, SEEK_SET) == 0) {
+      google::protobuf::io::FileInputStream again(fd, kReadBlockBytes);
+      why = DiagnoseXSpaceWire(&again, st.st_size);
+    }
+    *error = name + ": not a valid XSpace (" + std::to_string(st.st_size) + " bytes): " + why;
+    return false;
+  }
+  trace.source = path;
+  if (!FinishTrace(name, HostFromFileName(path), &trace, error, result)) return false;
+  *out = std::move(trace);
+  return true;
+}
+
+bool ParseXSpace(std::string_view bytes, HostTrace* out, std::string* error,
+                 XSpaceReadResult* result) {
+  *out = HostTrace();
+  const std::string name = "<XSpace bytes>";
+  const auto size = static_cast<int64_t>(bytes.size());
+  if (!SizeAcceptable(name, size, error)) return false;
+  HostTrace trace = NewTraceForBytes(size);
+  google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(size));
+  if (!ParseAll(&stream, size, trace.space)) {
+    google::protobuf::io::ArrayInputStream again(bytes.data(), static_cast<int>(size));
+    *error = name + ": not a valid XSpace (" + std::to_string(size) +
+             " bytes): " + DiagnoseXSpaceWire(&again, size);
+    return false;
+  }
+  if (!FinishTrace(name, "", &trace, error, result)) return false;
+  *out = std::move(trace);
+  return true;
+}
+
+}  // namespace chronolink::trace

@@ -1,0 +1,41 @@
+// Reads one host's `<host>.xplane.pb` (XSpace, proto/xplane.proto) into a
+// HostTrace: the message is parsed straight into the trace's arena, streamed
+// from the file (no copy of the whole file in memory), unknown fields kept.
+// The reader also decides what the model needs beyond the message: the host
+// name and the line time base (docs/xspace.md, "Time").
+//
+// Bad input never throws or crashes: a false return and one message naming
+// the file and, where the wire data allows, the byte offset and what was
+// expected there. Files of 2 GiB or more are refused (protobuf's int limit).
+//
+// Stateless; safe to call from several threads on different HostTraces.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace/model/host_trace.h"
+
+namespace chronolink::trace {
+
+// What the reader noticed without failing.
+struct XSpaceReadResult {
+  std::vector<std::string> warnings;
+};
+
+// Reads `path`; host = hostnames[0] when present, else the file name without
+// `.xplane.pb` (when both exist and differ the file name wins and a warning
+// says so). On failure `*out` is left an empty trace and `*error` says why.
+bool ReadXSpaceFile(const std::filesystem::path& path, HostTrace* out, std::string* error,
+                    XSpaceReadResult* result = nullptr);
+
+// Parses serialized bytes (the fuzz entry point): host = hostnames[0] or "".
+bool ParseXSpace(std::string_view bytes, HostTrace* out, std::string* error,
+                 XSpaceReadResult* result = nullptr);
+
+// The largest file or buffer the reader accepts (protobuf sizes are int).
+inline constexpr int64_t kMaxXSpaceBytes = 2'147'483'647;
+
+}  // namespace chronolink::trace
