@@ -20,6 +20,7 @@ struct ClusterNode {
   uint32_t id = 0;
   std::string address;  // IPv4 or IPv6 literal
   uint16_t port = 7319;
+  std::string hostname;  // optional; chronolink-trace maps traces to nodes by it
 };
 
 struct ClusterFile {

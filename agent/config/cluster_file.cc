@@ -105,8 +105,8 @@ bool LoadClusterFile(const std::string& path, ClusterFile* out, std::string* err
     std::string item = "nodes[" + std::to_string(i) + "]";
     if (!n.is_object()) return fail(item + " must be an object {\"id\", \"address\", \"port\"}");
     for (const auto& [key, value] : n.items()) {
-      if (key != "id" && key != "address" && key != "port") {
-        return fail(item + ": unknown key '" + key + "' (allowed: id, address, port)");
+      if (key != "id" && key != "address" && key != "port" && key != "hostname") {
+        return fail(item + ": unknown key '" + key + "' (allowed: id, address, port, hostname)");
       }
     }
     ClusterNode node;
@@ -134,6 +134,13 @@ bool LoadClusterFile(const std::string& path, ClusterFile* out, std::string* err
         return fail(item + ": 'port' must be an integer 1..65535, got " + n["port"].dump());
       }
       node.port = static_cast<uint16_t>(port);
+    }
+    if (n.contains("hostname")) {
+      // Only chronolink-trace reads it: which node recorded a trace of this host.
+      if (!n["hostname"].is_string() || n["hostname"].get<std::string>().empty()) {
+        return fail(item + ": 'hostname' must be a non-empty string");
+      }
+      node.hostname = n["hostname"].get<std::string>();
     }
     if (!endpoints.insert({addr, node.port}).second) {
       return fail(item + ": address " + node.address + " port " + std::to_string(node.port) +

@@ -467,6 +467,8 @@ TEST_F(AgentConfigTest, ClusterValidationErrors) {
        {"nodes[1] (id 2)", "already used"}},
       {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1", "host": "a"}]})", {"unknown key 'host'"}},
       {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1"}], "extra": 1})", {"unknown key 'extra'"}},
+      {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1", "hostname": ""}]})", {"'hostname'"}},
+      {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1", "hostname": 7}]})", {"'hostname'"}},
       {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1"}])", {"invalid JSON"}},
   };
   for (const Case& tc : cases) {
@@ -495,6 +497,16 @@ TEST_F(AgentConfigTest, ClusterFileAcceptsSamePortOnDifferentAddresses) {
   EXPECT_EQ(cf.Find(9)->port, 7320);
   EXPECT_EQ(cf.Find(9)->address, "::1");
   EXPECT_EQ(cf.Find(4), nullptr);
+}
+
+TEST_F(AgentConfigTest, ClusterFileNamesTheHostOfANode) {
+  std::string path = Write("cluster.json", R"({"cluster_id": 1, "nodes": [
+      {"id": 1, "address": "10.0.0.1", "hostname": "gpu-a"}, {"id": 2, "address": "10.0.0.2"}]})");
+  ClusterFile cf;
+  std::string error;
+  ASSERT_TRUE(LoadClusterFile(path, &cf, &error)) << error;
+  EXPECT_EQ(cf.Find(1)->hostname, "gpu-a");
+  EXPECT_EQ(cf.Find(2)->hostname, "");
 }
 
 TEST_F(AgentConfigTest, NodeIdMustBeInCluster) {
