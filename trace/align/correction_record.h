@@ -15,6 +15,7 @@ namespace chronolink::trace {
 inline constexpr char kCorrectionPlane[] = "/host:chronolink-clock-correction";
 inline constexpr char kCorrectionLine[] = "correction";
 inline constexpr char kCountersLine[] = "_counters_";
+inline constexpr char kEventBoundStat[] = "chronolink_bound_ns";  // AlignOptions::annotate_events
 
 void RecordCorrection(const HostClockMap& map, const HostAlignment& stats, const AlignResult& result,
                       const AlignOptions& options, HostTrace* host);

@@ -51,12 +51,14 @@ std::string Where(const HostTrace& host, const xspace::XPlane& plane, const xspa
 
 class HostRewriter {
  public:
-  HostRewriter(HostTrace* host, const HostClockMap& map, int64_t origin_ns, HostAlignment* stats)
-      : host_(host), map_(map), origin_ns_(origin_ns), stats_(stats) {}
+  HostRewriter(HostTrace* host, const HostClockMap& map, int64_t origin_ns, bool annotate,
+               HostAlignment* stats)
+      : host_(host), map_(map), origin_ns_(origin_ns), annotate_(annotate), stats_(stats) {}
 
   bool Run(std::string* error) {
     for (auto& plane : *host_->space->mutable_planes()) {
       if (plane.name() == kTaskEnvPlaneName) continue;
+      if (annotate_) bound_stat_id_ = GetOrCreateStatMetadata(&plane, kEventBoundStat)->id();
       for (auto& line : *plane.mutable_lines()) {
         if (!RewriteLine(plane, &line, error)) return false;
       }
@@ -111,6 +113,11 @@ class HostRewriter {
     if (!offset || !duration) return false;
     event->set_offset_ps(*offset);
     event->set_duration_ps(*duration);
+    if (annotate_) {
+      xspace::XStat* stat = event->add_stats();
+      stat->set_metadata_id(bound_stat_id_);
+      stat->set_double_value(std::max(ms->uncertainty_ns, me->uncertainty_ns));
+    }
     Count(*ms);
     return true;
   }
@@ -133,6 +140,8 @@ class HostRewriter {
   HostTrace* host_;
   const HostClockMap& map_;
   int64_t origin_ns_;
+  bool annotate_;
+  int64_t bound_stat_id_ = 0;
   HostAlignment* stats_;
   double uncertainty_sum_ = 0;
 };
@@ -208,7 +217,7 @@ bool AlignHosts(std::vector<HostTrace*> hosts, const std::vector<const HostClock
   result->origin_ns = origin;
   for (size_t i = 0; i < hosts.size(); ++i) {
     HostTrace* host = hosts[i];
-    if (!HostRewriter(host, *maps[i], origin, &result->hosts[i]).Run(error)) return false;
+    if (!HostRewriter(host, *maps[i], origin, options.annotate_events, &result->hosts[i]).Run(error)) return false;
     const auto mapped_last = maps[i]->Map(result->hosts[i].last_host);
     host->line_base_ns = origin;
     host->clock = TraceClock::kClusterTime;

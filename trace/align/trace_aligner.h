@@ -21,6 +21,9 @@ struct AlignOptions {
   int64_t max_extrapolation_ns = 600'000'000'000;  // 10 min
   // Also draw the correction as a `_counters_` line on each host's CPU plane.
   bool counters_line = true;
+  // Give every event a `chronolink_bound_ns` stat: the bound of its own
+  // correction (in Chrome JSON an arg). Off by default: it grows the file.
+  bool annotate_events = false;
   std::string offsets_source;  // for the provenance record: what the maps came from
 };
 

@@ -142,6 +142,23 @@ TEST(TraceAlignerTest, TheCorrectionAndItsSourceAreRecordedInTheTrace) {
   EXPECT_TRUE(counters);
 }
 
+TEST(TraceAlignerTest, AnnotatedEventsCarryTheirOwnBound) {
+  const SkewedClockMap a(5'000'000, 20.0);
+  HostTrace ha = MakeHost("a", a, {kT0 + 1'000'000'000}, 1'000);
+  AlignOptions options;
+  options.annotate_events = true;
+  AlignResult result;
+  std::string error;
+  ASSERT_TRUE(AlignHosts({&ha}, {&a}, options, &result, &error)) << error;
+  const xspace::XPlane* gpu = FindPlane(*ha.space, "/device:GPU:0");
+  const auto id = FindStatMetadataId(*gpu, kEventBoundStat);
+  ASSERT_TRUE(id);
+  const xspace::XEvent& e = gpu->lines(0).events(0);
+  ASSERT_EQ(e.stats_size(), 1);
+  EXPECT_EQ(e.stats(0).metadata_id(), *id);
+  EXPECT_EQ(e.stats(0).double_value(), 50.0);
+}
+
 TEST(TraceAlignerTest, EventOrderOnEveryLineIsKept) {
   std::vector<int64_t> truth;
   for (int i = 0; i < 1000; ++i) truth.push_back(kT0 + i * 7'919);  // dense, 7.9 µs apart
