@@ -1,0 +1,231 @@
+// Reading offsets.jsonl: field checks with file:line messages, the last line
+// per (node, t_ns), several files, one reference, skipping bad lines on request.
+#include "trace/correct/offsets_file.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "tests/unit/trace/offsets_truth.h"
+
+namespace chronolink::trace {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr int64_t kT = 1'795'324'431'000'000'000;
+
+// The docs/formats.md example line.
+const char kExample[] =
+    R"({"schema":"chronolink.offset.v1","node":3,"reference":1,"t_ns":1795324431000000000,)"
+    R"("offset_ns":-23001234.5,"drift":-9.9998e-05,"uncertainty_ns":41.2,"residual_ns":12.3,)"
+    R"("reachable":true,"component":0,"edges_used":10,"leader":1})";
+
+Json Line(uint32_t node, int64_t t_ns, double offset_ns = 1000.5, Json reference = 1) {
+  Json j = Json::parse(kExample);
+  j["node"] = node;
+  j["t_ns"] = t_ns;
+  j["offset_ns"] = offset_ns;
+  j["reference"] = reference;
+  return j;
+}
+
+std::string Text(const std::vector<Json>& lines) {
+  std::string text;
+  for (const Json& j : lines) text += j.dump() + "\n";
+  return text;
+}
+
+// Reads texts as files named a.jsonl, b.jsonl, ...
+bool Read(const std::vector<std::string>& texts, OffsetsInput* out, std::string* error,
+          OffsetsReadOptions options = {}) {
+  OffsetsReader reader(options);
+  char name = 'a';
+  for (const std::string& t : texts) {
+    if (!reader.AddText(t, std::string(1, name++) + ".jsonl", error)) return false;
+  }
+  return reader.Finish(out, error);
+}
+
+std::string ErrorOf(const std::string& text) {
+  OffsetsInput input;
+  std::string error;
+  EXPECT_FALSE(Read({text}, &input, &error)) << text;
+  return error;
+}
+
+TEST(OffsetsFileTest, ReadsTheDocumentedLine) {
+  OffsetsInput input;
+  std::string error;
+  ASSERT_TRUE(Read({std::string(kExample) + "\n"}, &input, &error)) << error;
+  ASSERT_EQ(input.records.size(), 1u);
+  const OffsetRecord& r = input.records[0];
+  EXPECT_EQ(r.node, 3u);
+  EXPECT_EQ(r.t_ns, 1'795'324'431'000'000'000);  // exact: never through a double
+  EXPECT_TRUE(r.reachable);
+  EXPECT_DOUBLE_EQ(r.offset_ns, -23001234.5);
+  EXPECT_DOUBLE_EQ(r.drift, -9.9998e-05);
+  EXPECT_DOUBLE_EQ(r.uncertainty_ns, 41.2);
+  EXPECT_EQ(r.residual_ns, 12.3);
+  EXPECT_EQ(r.edges_used, 10);
+  EXPECT_EQ(r.leader, 1u);
+  EXPECT_FALSE(r.recomputed);
+  EXPECT_EQ(input.reference, (ClockReference{.is_mean = false, .node = 1}));
+  EXPECT_EQ(input.Where(r), "a.jsonl:1");
+}
+
+TEST(OffsetsFileTest, UnreachableLinesCarryNoNumbers) {
+  Json j = Line(4, kT);
+  for (const char* f : {"offset_ns", "drift", "uncertainty_ns", "residual_ns"}) j[f] = nullptr;
+  j["reachable"] = false;
+  j["component"] = -1;
+  OffsetsInput input;
+  std::string error;
+  ASSERT_TRUE(Read({Text({j})}, &input, &error)) << error;
+  EXPECT_FALSE(input.records[0].reachable);
+  EXPECT_EQ(input.records[0].component, -1);
+}
+
+TEST(OffsetsFileTest, ARecomputedLineReplacesTheEarlierOneOfItsInstant) {
+  Json again = Line(3, kT, 2000.25);
+  again["recomputed"] = true;
+  OffsetsInput input;
+  std::string error;
+  ASSERT_TRUE(Read({Text({Line(3, kT), Line(2, kT), Line(3, kT + 2'000'000'000), again})}, &input, &error))
+      << error;
+  ASSERT_EQ(input.records.size(), 3u);
+  EXPECT_EQ(input.lines_read, 4u);
+  EXPECT_EQ(input.lines_replaced, 1u);
+  const OffsetRecord& r = input.records[1];  // sorted: (2, T), (3, T), (3, T + 2 s)
+  EXPECT_EQ(r.node, 3u);
+  EXPECT_EQ(r.t_ns, kT);
+  EXPECT_DOUBLE_EQ(r.offset_ns, 2000.25);
+  EXPECT_TRUE(r.recomputed);
+  EXPECT_EQ(input.Where(r), "a.jsonl:4");
+}
+
+TEST(OffsetsFileTest, LaterFilesWinWhereLeadersOverlapAndOrderInAFileDoesNotMatter) {
+  // Leader 1 solved T..T+6 s; leader 2 took over and solved back from T+4 s.
+  const int64_t s = 2'000'000'000;
+  const std::string first = Text({Line(2, kT), Line(2, kT + s), Line(2, kT + 2 * s), Line(2, kT + 3 * s)});
+  const std::string second = Text({Line(2, kT + 3 * s, 7.0), Line(2, kT + 2 * s, 6.0), Line(2, kT + 4 * s)});
+  OffsetsInput input;
+  std::string error;
+  ASSERT_TRUE(Read({first, second}, &input, &error)) << error;
+  ASSERT_EQ(input.records.size(), 5u);
+  for (size_t i = 0; i + 1 < input.records.size(); ++i)
+    EXPECT_LT(input.records[i].t_ns, input.records[i + 1].t_ns);
+  EXPECT_DOUBLE_EQ(input.records[2].offset_ns, 6.0);
+  EXPECT_DOUBLE_EQ(input.records[3].offset_ns, 7.0);
+  EXPECT_EQ(input.Where(input.records[3]), "b.jsonl:1");
+  EXPECT_EQ(input.files, (std::vector<std::string>{"a.jsonl", "b.jsonl"}));
+  EXPECT_EQ(input.lines_replaced, 2u);
+}
+
+TEST(OffsetsFileTest, AChangeOfReferenceIsRefusedNamingBothPlaces) {
+  OffsetsInput input;
+  std::string error;
+  EXPECT_FALSE(Read({Text({Line(2, kT), Line(3, kT)}), Text({Line(2, kT + 1, 0, 2)})}, &input, &error));
+  EXPECT_NE(error.find("b.jsonl:1: reference changes from node 1 (a.jsonl:1) to node 2"), std::string::npos)
+      << error;
+  EXPECT_FALSE(Read({Text({Line(2, kT), Line(3, kT, 0, "mean")})}, &input, &error));
+  EXPECT_NE(error.find("a.jsonl:2: reference changes from node 1 (a.jsonl:1) to mean"), std::string::npos)
+      << error;
+  // ... even when skipping bad lines: it is not a damaged line.
+  EXPECT_FALSE(Read({Text({Line(2, kT), Line(3, kT, 0, "mean")})}, &input, &error, {.skip_bad_lines = true}));
+}
+
+TEST(OffsetsFileTest, BadLinesAreRefusedWithFileLineAndWhy) {
+  const std::string good = Line(2, kT).dump() + "\n";
+  struct Case {
+    std::function<void(Json&)> edit;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {[](Json& j) { j["schema"] = "chronolink.edge.v1"; }, "schema is not \"chronolink.offset.v1\""},
+      {[](Json& j) { j.erase("schema"); }, "no \"schema\" field"},
+      {[](Json& j) { j["t_ns"] = 1.7953244310000000e18; }, "\"t_ns\" must be an int64 integer"},
+      {[](Json& j) { j["t_ns"] = "1795324431000000000"; }, "\"t_ns\" must be an int64 integer"},
+      {[](Json& j) { j["t_ns"] = 18446744073709551615ULL; }, "\"t_ns\" must be an int64 integer"},
+      {[](Json& j) { j["node"] = "3"; }, "\"node\" must be an int64 integer"},
+      {[](Json& j) { j["node"] = -1; }, "\"node\" is out of range"},
+      {[](Json& j) { j["node"] = 4294967296LL; }, "\"node\" is out of range"},
+      {[](Json& j) { j["reference"] = "median"; }, "\"reference\" must be a node id"},
+      {[](Json& j) { j["reachable"] = 1; }, "\"reachable\" must be true or false"},
+      {[](Json& j) { j["offset_ns"] = "5"; }, "\"offset_ns\" must be a number or null"},
+      {[](Json& j) { j["drift"] = nullptr; }, "a reachable line needs numbers"},
+      {[](Json& j) { j.erase("uncertainty_ns"); }, "\"uncertainty_ns\" is missing"},
+      {[](Json& j) { j["offset_ns"] = 2 * 86'400e9; }, "more than a day"},
+      {[](Json& j) { j["drift"] = 0.01; }, "more than 1000 ppm"},
+      {[](Json& j) { j["uncertainty_ns"] = -1.0; }, "\"uncertainty_ns\" is negative"},
+      {[](Json& j) { j["recomputed"] = "yes"; }, "\"recomputed\" must be true or false"},
+      {[](Json& j) { j["edges_used"] = -2; }, "\"edges_used\" is out of range"},
+  };
+  for (const Case& c : cases) {
+    Json j = Line(2, kT + 1);
+    c.edit(j);
+    const std::string error = ErrorOf(good + good + j.dump() + "\n");
+    EXPECT_EQ(error.rfind("a.jsonl:3: ", 0), 0u) << error;
+    EXPECT_NE(error.find(c.expected), std::string::npos) << error << "\nexpected: " << c.expected;
+  }
+  EXPECT_NE(ErrorOf(good + R"({"schema":"chronolink.offset.v1","offset_ns":1e999})" + "\n").find("a.jsonl:2: not JSON"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(good + "[1,2]\n").find("a.jsonl:2: not a JSON object"), std::string::npos);
+  EXPECT_NE(ErrorOf(good + good.substr(0, 40)).find("a.jsonl:2: not JSON"), std::string::npos);  // torn
+}
+
+TEST(OffsetsFileTest, EmptyInputIsAnError) {
+  EXPECT_NE(ErrorOf("").find("a.jsonl: no offsets line (empty file)"), std::string::npos);
+  EXPECT_NE(ErrorOf("\n  \n").find("a.jsonl: no offsets line"), std::string::npos);
+  OffsetsInput input;
+  std::string error;
+  OffsetsReader reader;
+  EXPECT_FALSE(reader.Finish(&input, &error));
+  EXPECT_NE(error.find("no usable offsets line in (no file)"), std::string::npos) << error;
+}
+
+TEST(OffsetsFileTest, SkippingCountsAndWarnsButKeepsTheGoodLines) {
+  const std::string text = Text({Line(2, kT)}) + "garbage\n" + Text({Line(2, kT + 5)}) +
+                           R"({"schema":"chronolink.offset.v1"})" + "\n";
+  OffsetsInput input;
+  std::string error;
+  ASSERT_TRUE(Read({text, ""}, &input, &error, {.skip_bad_lines = true})) << error;
+  EXPECT_EQ(input.records.size(), 2u);
+  EXPECT_EQ(input.lines_read, 4u);
+  EXPECT_EQ(input.lines_skipped, 2u);
+  ASSERT_EQ(input.warnings.size(), 3u);
+  EXPECT_EQ(input.warnings[0].rfind("a.jsonl:2: not JSON", 0), 0u) << input.warnings[0];
+  EXPECT_EQ(input.warnings[1].rfind("a.jsonl:4: field \"node\" is missing", 0), 0u) << input.warnings[1];
+  EXPECT_EQ(input.warnings[2], "b.jsonl: no offsets line (empty file)");
+  // Nothing good at all is still an error.
+  EXPECT_FALSE(Read({"garbage\n"}, &input, &error, {.skip_bad_lines = true}));
+  EXPECT_NE(error.find("no usable offsets line in a.jsonl"), std::string::npos) << error;
+}
+
+TEST(OffsetsFileTest, ReadsFilesFromDisk) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("offsets_file_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+                    std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string a = (dir / "leader1.jsonl").string();
+  const std::string b = (dir / "leader2.jsonl").string();
+  std::ofstream(a) << Text({Line(2, kT), Line(3, kT)});
+  std::ofstream(b) << Text({Line(2, kT + 2'000'000'000)}) << "{\"torn";
+  OffsetsInput input;
+  std::string error;
+  EXPECT_FALSE(ReadOffsetsFiles({a, b}, {}, &input, &error));
+  EXPECT_EQ(error, b + ":2: not JSON (or a number JSON cannot hold: NaN, infinity)");
+  ASSERT_TRUE(ReadOffsetsFiles({a, b}, {.skip_bad_lines = true}, &input, &error)) << error;
+  EXPECT_EQ(input.records.size(), 3u);
+  EXPECT_EQ(input.files, (std::vector<std::string>{a, b}));
+  EXPECT_FALSE(ReadOffsetsFiles({(dir / "missing.jsonl").string()}, {}, &input, &error));
+  EXPECT_EQ(error, (dir / "missing.jsonl").string() + ": cannot open");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace chronolink::trace

@@ -1,0 +1,312 @@
+#include "trace/correct/offsets_file.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace chronolink::trace {
+
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr size_t kMaxWarnings = 100;
+
+// Field readers: each returns an empty string on success, else what is wrong.
+std::string Describe(const Json& v) {
+  std::string text = v.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
+const Json* Field(const Json& j, const char* name, std::string* why) {
+  const auto it = j.find(name);
+  if (it == j.end()) {
+    *why = std::string("field \"") + name + "\" is missing";
+    return nullptr;
+  }
+  return &*it;
+}
+
+bool ReadInt64(const Json& j, const char* name, int64_t* out, std::string* why) {
+  const Json* v = Field(j, name, why);
+  if (v == nullptr) return false;
+  if (v->is_number_unsigned() && v->get<uint64_t>() <= uint64_t{std::numeric_limits<int64_t>::max()}) {
+    *out = static_cast<int64_t>(v->get<uint64_t>());
+    return true;
+  }
+  if (v->is_number_integer() && !v->is_number_unsigned()) {
+    *out = v->get<int64_t>();
+    return true;
+  }
+  *why = std::string("field \"") + name + "\" must be an int64 integer, got " + Describe(*v);
+  return false;
+}
+
+bool ReadBoundedInt(const Json& j, const char* name, int64_t lo, int64_t hi, int64_t* out,
+                    std::string* why) {
+  if (!ReadInt64(j, name, out, why)) return false;
+  if (*out < lo || *out > hi) {
+    *why = std::string("field \"") + name + "\" is out of range [" + std::to_string(lo) + ", " +
+           std::to_string(hi) + "]: " + std::to_string(*out);
+    return false;
+  }
+  return true;
+}
+
+// A number or null; a reachable line needs a number (checked by the caller).
+bool ReadNullableNumber(const Json& j, const char* name, std::optional<double>* out, std::string* why) {
+  const Json* v = Field(j, name, why);
+  if (v == nullptr) return false;
+  if (v->is_null()) {
+    out->reset();
+    return true;
+  }
+  if (!v->is_number()) {
+    *why = std::string("field \"") + name + "\" must be a number or null, got " + Describe(*v);
+    return false;
+  }
+  const double d = v->get<double>();
+  if (!std::isfinite(d)) {
+    *why = std::string("field \"") + name + "\" is not finite";
+    return false;
+  }
+  *out = d;
+  return true;
+}
+
+bool ReadBool(const Json& j, const char* name, bool* out, std::string* why) {
+  const Json* v = Field(j, name, why);
+  if (v == nullptr) return false;
+  if (!v->is_boolean()) {
+    *why = std::string("field \"") + name + "\" must be true or false, got " + Describe(*v);
+    return false;
+  }
+  *out = v->get<bool>();
+  return true;
+}
+
+bool ReadReference(const Json& j, ClockReference* out, std::string* why) {
+  const Json* v = Field(j, "reference", why);
+  if (v == nullptr) return false;
+  if (v->is_string() && v->get<std::string>() == "mean") {
+    *out = ClockReference{.is_mean = true};
+    return true;
+  }
+  if (v->is_number_unsigned() && v->get<uint64_t>() <= std::numeric_limits<uint32_t>::max()) {
+    *out = ClockReference{.is_mean = false, .node = static_cast<uint32_t>(v->get<uint64_t>())};
+    return true;
+  }
+  *why = "field \"reference\" must be a node id (uint32) or \"mean\", got " + Describe(*v);
+  return false;
+}
+
+// The offset numbers of a reachable line: present, finite and plausible.
+bool CheckSolution(const std::optional<double>& offset, const std::optional<double>& drift,
+                   const std::optional<double>& uncertainty, std::string* why) {
+  if (!offset || !drift || !uncertainty) {
+    *why = "a reachable line needs numbers in \"offset_ns\", \"drift\" and \"uncertainty_ns\"";
+    return false;
+  }
+  if (std::fabs(*offset) > kMaxAbsOffsetNs) {
+    *why = "\"offset_ns\" " + std::to_string(*offset) + " is more than a day: not a clock offset";
+    return false;
+  }
+  if (std::fabs(*drift) > kMaxAbsDrift) {
+    *why = "\"drift\" " + std::to_string(*drift) + " is more than 1000 ppm: not a clock drift";
+    return false;
+  }
+  if (*uncertainty < 0) {
+    *why = "\"uncertainty_ns\" is negative: " + std::to_string(*uncertainty);
+    return false;
+  }
+  return true;
+}
+
+// Parses one line into `r` (everything but where it came from).
+bool ParseRecord(std::string_view line, OffsetRecord* r, ClockReference* reference, std::string* why) {
+  const Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    *why = "not JSON (or a number JSON cannot hold: NaN, infinity)";
+    return false;
+  }
+  if (!j.is_object()) {
+    *why = "not a JSON object";
+    return false;
+  }
+  const auto schema = j.find("schema");
+  if (schema == j.end() || !schema->is_string() || schema->get<std::string>() != kOffsetsSchema) {
+    *why = std::string("schema is not \"") + kOffsetsSchema + "\"" +
+           (schema == j.end() ? " (no \"schema\" field)" : ": " + Describe(*schema));
+    return false;
+  }
+  int64_t node = 0, component = 0, edges_used = 0;
+  std::optional<double> offset, drift, uncertainty;
+  if (!ReadBoundedInt(j, "node", 0, std::numeric_limits<uint32_t>::max(), &node, why) ||
+      !ReadReference(j, reference, why) || !ReadInt64(j, "t_ns", &r->t_ns, why) ||
+      !ReadBool(j, "reachable", &r->reachable, why) ||
+      !ReadNullableNumber(j, "offset_ns", &offset, why) || !ReadNullableNumber(j, "drift", &drift, why) ||
+      !ReadNullableNumber(j, "uncertainty_ns", &uncertainty, why) ||
+      !ReadNullableNumber(j, "residual_ns", &r->residual_ns, why) ||
+      !ReadBoundedInt(j, "component", -1, std::numeric_limits<int32_t>::max(), &component, why) ||
+      !ReadBoundedInt(j, "edges_used", 0, std::numeric_limits<int32_t>::max(), &edges_used, why)) {
+    return false;
+  }
+  r->node = static_cast<uint32_t>(node);
+  r->component = static_cast<int32_t>(component);
+  r->edges_used = static_cast<int32_t>(edges_used);
+  if (j.contains("leader")) {
+    int64_t leader = 0;
+    if (!ReadBoundedInt(j, "leader", 0, std::numeric_limits<uint32_t>::max(), &leader, why)) return false;
+    r->leader = static_cast<uint32_t>(leader);
+  }
+  r->recomputed = false;
+  if (j.contains("recomputed") && !ReadBool(j, "recomputed", &r->recomputed, why)) return false;
+  if (!r->reachable) return true;  // numbers of an unreachable node mean nothing
+  if (!CheckSolution(offset, drift, uncertainty, why)) return false;
+  r->offset_ns = *offset;
+  r->drift = *drift;
+  r->uncertainty_ns = *uncertainty;
+  return true;
+}
+
+bool IsBlank(std::string_view line) {
+  return line.find_first_not_of(" \t\r") == std::string_view::npos;
+}
+
+}  // namespace
+
+std::string ClockReference::ToString() const {
+  return is_mean ? std::string("mean") : "node " + std::to_string(node);
+}
+
+std::string OffsetsInput::Where(const OffsetRecord& record) const {
+  const std::string& file = record.file_index < files.size() ? files[record.file_index] : "?";
+  return file + ":" + std::to_string(record.line_number);
+}
+
+bool OffsetsReader::SetReference(const ClockReference& reference, uint32_t line_number,
+                                 std::string* error) {
+  const std::string here = input_.files.back() + ":" + std::to_string(line_number);
+  if (!reference_where_) {
+    input_.reference = reference;
+    reference_where_ = here;
+    return true;
+  }
+  if (reference == input_.reference) return true;
+  *error = here + ": reference changes from " + input_.reference.ToString() + " (" + *reference_where_ +
+           ") to " + reference.ToString() +
+           ": one correction needs one reference clock; pass only the files solved against one "
+           "reference, or re-solve the edges with chronolink-solve --reference";
+  return false;
+}
+
+bool OffsetsReader::AddLine(std::string_view line, uint32_t line_number, std::string* error) {
+  if (IsBlank(line)) return true;
+  ++input_.lines_read;
+  OffsetRecord r;
+  ClockReference reference;
+  std::string why;
+  if (!ParseRecord(line, &r, &reference, &why)) {
+    const std::string message = input_.files.back() + ":" + std::to_string(line_number) + ": " + why;
+    if (!options_.skip_bad_lines) {
+      *error = message;
+      return false;
+    }
+    ++input_.lines_skipped;
+    if (input_.warnings.size() < kMaxWarnings) input_.warnings.push_back(message);
+    return true;
+  }
+  if (!SetReference(reference, line_number, error)) return false;
+  r.file_index = static_cast<uint32_t>(input_.files.size() - 1);
+  r.line_number = line_number;
+  input_.records.push_back(r);
+  return true;
+}
+
+bool OffsetsReader::EndSource(uint64_t lines_before, std::string* error) {
+  if (input_.lines_read != lines_before) return true;
+  const std::string message = input_.files.back() + ": no offsets line (empty file)";
+  if (!options_.skip_bad_lines) {
+    *error = message;
+    return false;
+  }
+  if (input_.warnings.size() < kMaxWarnings) input_.warnings.push_back(message);
+  return true;
+}
+
+bool OffsetsReader::AddText(std::string_view text, const std::string& name, std::string* error) {
+  input_.files.push_back(name);
+  const uint64_t before = input_.lines_read;
+  uint32_t line_number = 0;
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    if (!AddLine(text.substr(0, end), ++line_number, error)) return false;
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return EndSource(before, error);
+}
+
+// Streams line by line: an offsets file of a long run can be large.
+bool OffsetsReader::AddFile(const std::string& path, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = path + ": cannot open";
+    return false;
+  }
+  input_.files.push_back(path);
+  const uint64_t before = input_.lines_read;
+  uint32_t line_number = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!AddLine(line, ++line_number, error)) return false;
+  }
+  if (in.bad()) {
+    *error = path + ": read error after line " + std::to_string(line_number);
+    return false;
+  }
+  return EndSource(before, error);
+}
+
+bool OffsetsReader::Finish(OffsetsInput* out, std::string* error) {
+  std::vector<OffsetRecord>& records = input_.records;
+  if (records.empty()) {
+    std::string names;
+    for (const std::string& f : input_.files) names += (names.empty() ? "" : ", ") + f;
+    *error = "no usable offsets line in " + (names.empty() ? std::string("(no file)") : names);
+    return false;
+  }
+  // Stable: equal (node, t_ns) stay in reading order, so the last one read is last.
+  std::stable_sort(records.begin(), records.end(), [](const OffsetRecord& a, const OffsetRecord& b) {
+    return a.node != b.node ? a.node < b.node : a.t_ns < b.t_ns;
+  });
+  std::vector<OffsetRecord> kept;
+  kept.reserve(records.size());
+  for (const OffsetRecord& r : records) {
+    if (!kept.empty() && kept.back().node == r.node && kept.back().t_ns == r.t_ns) {
+      kept.back() = r;
+      ++input_.lines_replaced;
+    } else {
+      kept.push_back(r);
+    }
+  }
+  records = std::move(kept);
+  *out = std::move(input_);
+  input_ = OffsetsInput{};
+  reference_where_.reset();
+  return true;
+}
+
+bool ReadOffsetsFiles(const std::vector<std::string>& paths, const OffsetsReadOptions& options,
+                      OffsetsInput* out, std::string* error) {
+  OffsetsReader reader(options);
+  for (const std::string& path : paths) {
+    if (!reader.AddFile(path, error)) return false;
+  }
+  return reader.Finish(out, error);
+}
+
+}  // namespace chronolink::trace
