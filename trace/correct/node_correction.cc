@@ -1,0 +1,166 @@
+#include "trace/correct/node_correction.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace chronolink::trace {
+
+
+const char* ToString(CorrectionQuality quality) {
+  switch (quality) {
+    case CorrectionQuality::kSolved:
+      return "solved";
+    case CorrectionQuality::kGap:
+      return "gap";
+    case CorrectionQuality::kExtrapolated:
+      return "extrapolated";
+    case CorrectionQuality::kUnreachable:
+      return "unreachable";
+  }
+  return "?";
+}
+
+NodeCorrection::Segment NodeCorrection::MakeSegment(size_t k, bool gap) const {
+  const CorrectionKnot& a = knots_[k];
+  const CorrectionKnot& b = knots_[k + 1];
+  Segment s;
+  s.length_ps = *DiffPs(b.node, a.node);  // checked to fit and be positive by ClusterCorrection
+  const int64_t offset_change_ps = b.offset_ps - a.offset_ps;
+  s.slope = static_cast<double>(offset_change_ps) / static_cast<double>(s.length_ps);
+  s.dt_ns = static_cast<double>(b.t_ns - a.t_ns);
+  const double change_ns = static_cast<double>(offset_change_ps) / 1000.0;
+  s.mismatch_left_ns = std::fabs(change_ns - a.drift * s.dt_ns);
+  s.mismatch_right_ns = std::fabs(change_ns - b.drift * s.dt_ns);
+  s.drift_uncertainty =
+      is_reference_ ? 0.0 : std::max(options_.drift_floor, std::fabs(b.drift - a.drift));
+  s.gap = gap;
+  // A frequency that moved from d_k to d_{k+1} changes the phase by a chord
+  // drift between the two; more than that, beyond the noise, is a jump.
+  const double chord = change_ns / s.dt_ns;
+  const double excess_ns =
+      std::max({0.0, chord - std::max(a.drift, b.drift), std::min(a.drift, b.drift) - chord}) * s.dt_ns;
+  const double noise_ns = options_.coverage_factor * (a.sigma_ns + b.sigma_ns) +
+                          options_.drift_floor * s.dt_ns + options_.step_tolerance_ns;
+  s.jump = !is_reference_ && excess_ns > noise_ns;
+  return s;
+}
+
+void NodeCorrection::Finish(const std::vector<bool>& gap_after) {
+  segments_.clear();
+  for (size_t k = 0; k + 1 < knots_.size(); ++k) segments_.push_back(MakeSegment(k, gap_after[k]));
+}
+
+double NodeCorrection::ExtrapolationDriftUncertainty(size_t knot) const {
+  if (is_reference_) return 0.0;
+  if (knots_.size() < 2) return options_.drift_floor;
+  const size_t neighbour = knot == 0 ? 1 : knot - 1;
+  return std::max(options_.drift_floor, std::fabs(knots_[knot].drift - knots_[neighbour].drift));
+}
+
+std::optional<CorrectedInstant> NodeCorrection::ToCluster(const TraceInstant& x) const {
+  if (knots_.empty()) {
+    return CorrectedInstant{.cluster = x,
+                            .uncertainty_ns = std::numeric_limits<double>::infinity(),
+                            .quality = CorrectionQuality::kUnreachable};
+  }
+  const auto after = std::upper_bound(knots_.begin(), knots_.end(), x,
+                                      [](const TraceInstant& t, const CorrectionKnot& k) { return t < k.node; });
+  const size_t i = static_cast<size_t>(after - knots_.begin());
+  if (i == 0) return Extrapolate(0, x);
+  if (i == knots_.size()) return Extrapolate(i - 1, x);
+  return Interpolate(i - 1, x);
+}
+
+std::optional<CorrectedInstant> NodeCorrection::Interpolate(size_t k, const TraceInstant& x) const {
+  const CorrectionKnot& a = knots_[k];
+  const CorrectionKnot& b = knots_[k + 1];
+  const Segment& s = segments_[k];
+  const int64_t d = *DiffPs(x, a.node);  // 0 <= d < length_ps
+  const int64_t offset_ps = a.offset_ps + std::llround(s.slope * static_cast<double>(d));
+  const auto cluster = AddPs(x, -offset_ps);
+  if (!cluster) return std::nullopt;
+  const double f = static_cast<double>(d) / static_cast<double>(s.length_ps);
+  const double sigma = (1 - f) * a.sigma_ns + f * b.sigma_ns;
+  // Two slopes meeting anywhere in the segment stay within min(f·a, (1−f)·b)
+  // of the chord; a jump anywhere, within the larger mismatch.
+  double model = s.jump ? std::max(s.mismatch_left_ns, s.mismatch_right_ns)
+                        : std::min(f * s.mismatch_left_ns, (1 - f) * s.mismatch_right_ns);
+  if (s.gap) model += std::min(f, 1 - f) * s.dt_ns * s.drift_uncertainty;
+  CorrectedInstant out{.cluster = *cluster,
+                       .uncertainty_ns = options_.coverage_factor * sigma + model + Rounding(),
+                       .quality = (s.gap || s.jump) ? CorrectionQuality::kGap : CorrectionQuality::kSolved,
+                       .beyond_span_ns = 0,
+                       .correction_ps = -offset_ps};
+  WidenInHole(x, s.drift_uncertainty, &out);
+  return out;
+}
+
+std::optional<CorrectedInstant> NodeCorrection::Extrapolate(size_t k, const TraceInstant& x) const {
+  const CorrectionKnot& e = knots_[k];
+  const auto d = DiffPs(x, e.node);
+  if (!d) return std::nullopt;
+  // d o / d x for a constant drift d(node − cluster)/d(cluster).
+  const double slope = e.drift / (1 + e.drift);
+  const int64_t offset_ps = e.offset_ps + std::llround(slope * static_cast<double>(*d));
+  const auto cluster = AddPs(x, -offset_ps);
+  if (!cluster) return std::nullopt;
+  const uint64_t distance_ps = *d < 0 ? 0 - static_cast<uint64_t>(*d) : static_cast<uint64_t>(*d);
+  const int64_t distance_ns = static_cast<int64_t>(distance_ps / 1000);
+  const double drift_uncertainty = ExtrapolationDriftUncertainty(k);
+  CorrectedInstant out{
+      .cluster = *cluster,
+      .uncertainty_ns = options_.coverage_factor * e.sigma_ns +
+                        drift_uncertainty * static_cast<double>(distance_ps) / 1000.0 + Rounding(),
+      .quality = distance_ps == 0 ? CorrectionQuality::kSolved : CorrectionQuality::kExtrapolated,
+      .beyond_span_ns = distance_ns,
+      .correction_ps = -offset_ps};
+  WidenInHole(x, drift_uncertainty, &out);
+  return out;
+}
+
+// In a stretch without a usable edge the solver carried older windows'
+// estimates over: the offset may have wandered by drift uncertainty × the
+// distance to the nearest covered instant.
+void NodeCorrection::WidenInHole(const TraceInstant& x, double drift_uncertainty,
+                                 CorrectedInstant* out) const {
+  if (holes_.empty()) return;
+  const auto after = std::upper_bound(holes_.begin(), holes_.end(), x.ns,
+                                      [](int64_t t, const NodeClockInterval& h) { return t < h.start_ns; });
+  if (after == holes_.begin()) return;
+  const NodeClockInterval& hole = *(after - 1);
+  if (x.ns >= hole.end_ns) return;
+  const int64_t distance_ns = std::min(x.ns - hole.start_ns, hole.end_ns - x.ns);
+  out->uncertainty_ns +=
+      std::max(options_.drift_floor, drift_uncertainty) * static_cast<double>(distance_ns);
+  if (out->quality == CorrectionQuality::kSolved) out->quality = CorrectionQuality::kGap;
+}
+
+size_t NodeCorrection::gap_segments() const {
+  return static_cast<size_t>(std::count_if(segments_.begin(), segments_.end(),
+                                           [](const Segment& s) { return s.gap; }));
+}
+
+size_t NodeCorrection::jump_segments() const {
+  return static_cast<size_t>(std::count_if(segments_.begin(), segments_.end(),
+                                           [](const Segment& s) { return s.jump; }));
+}
+
+std::string NodeCorrection::Describe() const {
+  std::string text = "node " + std::to_string(node_) + (is_reference_ ? " (the reference)" : "") + ": ";
+  if (knots_.empty()) {
+    return text + "never reachable (" + std::to_string(unreachable_t_ns_.size()) +
+           " instants): no correction";
+  }
+  const double span_s =
+      static_cast<double>(knots_.back().t_ns - knots_.front().t_ns) / 1e9;
+  char span[64];
+  std::snprintf(span, sizeof span, "%.1f s", span_s);
+  return text + std::to_string(knots_.size()) + " solved instants over " + span + " from t_ns " +
+         std::to_string(knots_.front().t_ns) + ", " + std::to_string(gap_segments()) + " gaps, " +
+         std::to_string(jump_segments()) + " phase jumps, " + std::to_string(unreachable_t_ns_.size()) +
+         " unreachable instants, " + std::to_string(holes_.size()) + " edge holes";
+}
+
+}  // namespace chronolink::trace
