@@ -1,0 +1,42 @@
+// An output file that appears whole or not at all: written to a temporary
+// file in the destination directory (`.<name>.tmp.XXXXXX`), flushed and
+// fsync'd, then renamed over the destination and the directory fsync'd.
+// Destroyed without Commit() (any failure on the way), the temporary file
+// is closed and removed, and the destination is untouched.
+//
+// Streaming: Append() buffers and writes in 1 MiB pieces, so the caller
+// never holds the whole document. Not thread-safe.
+#pragma once
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace chronolink::trace {
+
+class AtomicOutputFile {
+ public:
+  AtomicOutputFile() = default;
+  ~AtomicOutputFile();
+  AtomicOutputFile(const AtomicOutputFile&) = delete;
+  AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
+
+  bool Open(const std::filesystem::path& path, std::string* error);
+  // The buffer callers append to; flushed by MaybeFlush() and Commit().
+  std::string* buffer() { return &buffer_; }
+  // Writes the buffer out once it holds 1 MiB or more.
+  bool MaybeFlush(std::string* error);
+  bool Commit(std::string* error);
+
+ private:
+  bool WriteBuffer(std::string* error);
+  void Discard();
+
+  std::filesystem::path path_;
+  std::filesystem::path temp_;
+  std::FILE* file_ = nullptr;
+  std::string buffer_;
+};
+
+}  // namespace chronolink::trace
