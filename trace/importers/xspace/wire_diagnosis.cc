@@ -73,16 +73,20 @@ std::string DiagnoseXSpaceWire(google::protobuf::io::ZeroCopyInputStream* input,
     const int offset = in.CurrentPosition();
     if (offset >= size) break;
     const uint32_t tag = in.ReadTag();
-    if (tag == 0) return "invalid field tag at byte " + std::to_string(offset);
     const int field = WireFormatLite::GetTagFieldNumber(tag);
     const auto wire_type = WireFormatLite::GetTagWireType(tag);
+    if (tag == 0 && size - offset < 5) {  // a tag is at most 5 bytes
+      return "truncated: the file ends inside a field tag at byte " + std::to_string(offset);
+    }
+    if (tag == 0 || field == 0 || wire_type > WireFormatLite::WIRETYPE_FIXED32) {
+      return "invalid field tag at byte " + std::to_string(offset) + " (not protobuf wire data)";
+    }
     const std::string where = "field " + FieldName(field) + " at byte " + std::to_string(offset);
     if (wire_type == WireFormatLite::WIRETYPE_END_GROUP) {
       return "stray end-group tag for " + where + " (trailing bytes that are not an XSpace?)";
     }
     if (wire_type != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
-      if (field >= 1 && field <= 4) return where + " has wire type " + std::to_string(wire_type) +
-                                           ", expected 2 (length-delimited)";
+      // protobuf keeps a field of an unexpected wire type as unknown: so do we.
       if (!WireFormatLite::SkipField(&in, tag)) return "truncated or invalid " + where;
       continue;
     }
