@@ -1,0 +1,124 @@
+"""Exact truth of traces recorded on a chronolink test bed.
+
+Compares each event of an aligned trace with the true instant of the same
+event in the original trace: the test bed's clocks are virtual clocks
+(truth.VClock), so the true time of a host-clock stamp is exact. Used by the
+end-to-end test (tests/integration/trace_alignment_e2e.py) and the demo.
+Standard library and python3-protobuf only; exact arithmetic (Fraction,
+Decimal), never a float for an epoch instant.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from fractions import Fraction
+
+from truth import VClock
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def load_json(path):
+    with open(path) as f:
+        return json.load(f, parse_float=Decimal, parse_int=Decimal)
+
+
+def events_of(doc):
+    evs = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return [e for e in evs if isinstance(e, dict) and e.get("ph") not in ("M",) and "ts" in e]
+
+
+def chrome_errors(original_path, origin_ns, aligned_path, clock: VClock):
+    """Per event: aligned - true (ns, Fraction) and its reported bound."""
+    orig = events_of(load_json(original_path))
+    aligned_doc = load_json(aligned_path)
+    base = Fraction(int(aligned_doc.get("baseTimeNanoseconds", 0))) if isinstance(aligned_doc, dict) else 0
+    aligned = events_of(aligned_doc)
+    key = lambda e: (str(e.get("pid")), str(e.get("tid")), str(e.get("name")))
+    by_key: dict = {}
+    for e in aligned:
+        by_key.setdefault(key(e), []).append(e)
+    seen: dict = {}
+    out = []
+    for e in orig:
+        k = key(e)
+        idx = seen.get(k, 0)
+        seen[k] = idx + 1
+        peers = by_key.get(k, [])
+        if idx >= len(peers):
+            raise AssertionError(f"event {k} #{idx} missing from {aligned_path}")
+        b = peers[idx]
+        host_ns = Fraction(origin_ns) + Fraction(e["ts"]) * 1000
+        true_ns = clock.true_time(host_ns)
+        got_ns = base + Fraction(b["ts"]) * 1000
+        bound = float(b.get("args", {}).get("chronolink_bound_ns", "nan"))
+        out.append((float(got_ns - true_ns), bound))
+    return out
+
+
+def load_xplane_module(out):
+    """python3-protobuf with proto/xplane.proto: a reader independent of ours."""
+    gen = os.path.join(out, "pb")
+    os.makedirs(gen, exist_ok=True)
+    cp = subprocess.run(["protoc", f"-I{ROOT}", f"--python_out={gen}", os.path.join(ROOT, "proto", "xplane.proto")],
+                        capture_output=True, text=True, timeout=60)
+    if cp.returncode != 0:
+        raise RuntimeError(f"protoc failed: {cp.stderr}")
+    sys.path.insert(0, gen)
+    from proto import xplane_pb2  # noqa: E402
+    return xplane_pb2
+
+
+def xspace_events(pb, path):
+    """{(plane, line, index): (abs ns Fraction, bound or None)} of a host file."""
+    space = pb.XSpace()
+    with open(path, "rb") as f:
+        space.ParseFromString(f.read())
+    base = 0
+    for plane in space.planes:
+        if plane.name == "Task Environment":
+            for st in plane.stats:
+                if plane.stat_metadata[st.metadata_id].name == "profile_start_time":
+                    base = st.uint64_value
+    out = {}
+    for plane in space.planes:
+        if plane.name in ("Task Environment", "/host:chronolink-clock-correction"):
+            continue
+        bound_id = next((k for k, m in plane.stat_metadata.items() if m.name == "chronolink_bound_ns"), None)
+        for line in plane.lines:
+            if line.name == "_counters_":
+                continue
+            for i, e in enumerate(line.events):
+                t = Fraction(base + line.timestamp_ns) + Fraction(e.offset_ps, 1000)
+                bound = next((st.double_value for st in e.stats if st.metadata_id == bound_id), None)
+                out[(plane.name, line.name, i)] = (t, bound)
+    return out
+
+
+
+
+def xspace_errors(pb, original_path, aligned_path, clock: VClock):
+    """Per event of a host's XSpace file: (aligned - true ns, bound or -1), and
+    the keys missing from the aligned file."""
+    orig = xspace_events(pb, original_path)
+    got = xspace_events(pb, aligned_path)
+    out = []
+    for k, (t_host, _) in orig.items():
+        if k in got:
+            t_aligned, bound = got[k]
+            out.append((float(t_aligned - clock.true_time(t_host)), bound if bound is not None else -1.0))
+    return out, sorted(set(orig) - set(got))
+
+
+def figures(errs):
+    """p50/p99/max of |error| and the fraction within the event's bound."""
+    mags = sorted(abs(e) for e, _ in errs)
+    if not mags:
+        return {"events": 0}
+    p = lambda q: mags[min(len(mags) - 1, int(q * len(mags)))]
+    within = sum(1 for e, b in errs if abs(e) <= b) / len(errs)
+    return {"events": len(errs), "p50_ns": p(0.5), "p99_ns": p(0.99), "max_ns": mags[-1],
+            "within_bound": within}

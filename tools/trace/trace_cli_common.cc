@@ -1,0 +1,218 @@
+#include "tools/trace/trace_cli_common.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "agent/config/agent_config.h"
+#include "tools/trace/offsets_clock_map.h"
+#include "trace/align/correction_record.h"
+#include "trace/model/xplane_edit.h"
+
+namespace chronolink::trace::cli {
+namespace fs = std::filesystem;
+
+void InputFlags::Add(CLI::App* app) {
+  app->add_option("inputs", inputs,
+                  "TensorBoard logdir, run directory, <host>.xplane.pb or Chrome/Kineto .json files")
+      ->required();
+  app->add_option("--run", run, "run name inside a logdir (default: the latest)");
+  app->add_option("--origin", origins,
+                  "HOST=NS: epoch ns that ts = 0 stands for in HOST's relative Chrome trace "
+                  "(default: its .chronolink-origin.json sidecar)");
+}
+
+bool InputFlags::Load(TraceInputs* out, std::string* error) const {
+  TraceInputOptions options;
+  options.run = run;
+  for (const auto& o : origins) {
+    std::string host;
+    int64_t ns = 0;
+    if (!ParseOrigin(o, &host, &ns, error)) return false;
+    options.origins_ns[host] = ns;
+  }
+  return LoadTraceInputs(inputs, options, out, error);
+}
+
+void CorrectionFlags::Add(CLI::App* app, bool required) {
+  auto* o = app->add_option("--offsets", offsets,
+                            "offsets.jsonl of the run (the leader's, or chronolink-solve's); "
+                            "several files are merged, the later winning");
+  if (required) o->required();
+  app->add_option("--edges", edges,
+                  "the nodes' edges.jsonl: stretches without a usable edge count as gaps");
+  app->add_option("--cluster-file", cluster_file,
+                  "the agents' cluster file: nodes' \"hostname\" and addresses name hosts");
+  app->add_option("--host", hosts, "NODE=HOST: the trace of HOST (a glob) was recorded on NODE");
+  app->add_option("--host-map", host_map, "JSON file {\"HOST\": NODE, ...}");
+  app->add_flag("--skip-bad-lines", skip_bad_lines,
+                "skip malformed offsets lines (counted) instead of failing");
+  app->add_option("--max-extrapolation-s", max_extrapolation_s,
+                  "refuse traces reaching further than this outside the solved offsets")
+      ->check(CLI::PositiveNumber);
+  app->add_flag("--no-counters", no_counters, "do not add the _counters_ line drawing the correction");
+  app->add_flag("--annotate-events", annotate_events,
+                "give every event a chronolink_bound_ns stat (arg): its correction's bound");
+}
+
+std::vector<const HostClockMap*> HostMaps::Pointers() const {
+  std::vector<const HostClockMap*> out;
+  for (const auto& m : maps) out.push_back(m.get());
+  return out;
+}
+
+namespace {
+
+bool LoadRules(const CorrectionFlags& flags, HostNodeRules* rules, std::string* error) {
+  for (const auto& h : flags.hosts) {
+    HostPattern p;
+    if (!ParseHostPattern(h, &p, error)) return false;
+    rules->explicit_hosts.push_back(p);
+  }
+  if (!flags.host_map.empty() && !LoadHostMapFile(flags.host_map, &rules->explicit_hosts, error)) {
+    return false;
+  }
+  if (flags.cluster_file.empty()) return true;
+  ClusterFile cluster;
+  if (!LoadClusterFile(flags.cluster_file, &cluster, error)) return false;
+  for (const auto& n : cluster.nodes) rules->nodes.push_back({n.id, n.address, n.hostname});
+  return true;
+}
+
+}  // namespace
+
+bool BuildHostMaps(const CorrectionFlags& flags, const std::vector<HostTrace>& hosts, HostMaps* out,
+                   std::string* error) {
+  HostNodeRules rules;
+  if (!LoadRules(flags, &rules, error)) return false;
+  std::vector<std::string> names;
+  for (const auto& h : hosts) names.push_back(h.host);
+  if (!MapHostsToNodes(names, rules, &out->matches, error)) return false;
+  OffsetsMaps offsets;
+  if (!LoadOffsetsMaps(flags.offsets, flags.edges, flags.skip_bad_lines, &offsets, error)) return false;
+  out->source = offsets.Describe();
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    auto map = offsets.ForNode(out->matches[i].node, error);
+    if (!map) {
+      *error = "host " + hosts[i].host + " (node " + std::to_string(out->matches[i].node) + ", " +
+               out->matches[i].rule + "): " + *error;
+      return false;
+    }
+    out->maps.push_back(std::move(map));
+  }
+  return true;
+}
+
+bool MarkAligned(TraceInputs* in, std::string* error) {
+  for (const auto& h : in->hosts) {
+    if (FindPlane(*h.space, kCorrectionPlane) == nullptr) {
+      *error = "host " + h.host + " (" + h.source.string() +
+               ") is not aligned: give --offsets, or inputs written by chronolink-trace align";
+      return false;
+    }
+  }
+  for (auto& h : in->hosts) h.clock = TraceClock::kClusterTime;
+  return true;
+}
+
+std::vector<HostTrace*> MutableHosts(TraceInputs* in) {
+  std::vector<HostTrace*> out;
+  for (auto& h : in->hosts) out.push_back(&h);
+  return out;
+}
+
+std::vector<const HostTrace*> ConstHosts(const TraceInputs& in) {
+  std::vector<const HostTrace*> out;
+  for (const auto& h : in.hosts) out.push_back(&h);
+  return out;
+}
+
+bool AlignInputs(const CorrectionFlags& flags, const HostMaps& maps, TraceInputs* in,
+                 AlignResult* result, std::string* error) {
+  AlignOptions options;
+  options.max_extrapolation_ns = static_cast<int64_t>(flags.max_extrapolation_s * 1e9);
+  options.counters_line = !flags.no_counters;
+  options.annotate_events = flags.annotate_events;
+  options.offsets_source = maps.source;
+  return AlignHosts(MutableHosts(in), maps.Pointers(), options, result, error);
+}
+
+void PrintAlignSummary(const TraceInputs& in, const HostMaps& maps, const AlignResult& result) {
+  std::printf("offsets: %s\n", maps.source.c_str());
+  std::printf("common origin: %lld ns (cluster time)\n", static_cast<long long>(result.origin_ns));
+  std::printf("%-20s %5s %12s %14s %14s %12s %10s %10s\n", "host", "node", "events",
+              "correction@1st", "correction@end", "bound max", "in gaps", "extrapol.");
+  for (size_t i = 0; i < result.hosts.size(); ++i) {
+    const HostAlignment& h = result.hosts[i];
+    std::printf("%-20s %5u %12lld %11.3f ms %11.3f ms %9.0f ns %10lld %10lld\n", h.host.c_str(),
+                maps.matches[i].node, static_cast<long long>(h.events), h.correction_first_ns / 1e6,
+                h.correction_last_ns / 1e6, h.uncertainty_max_ns,
+                static_cast<long long>(h.events_gap), static_cast<long long>(h.events_extrapolated));
+  }
+  for (size_t i = 0; i < result.hosts.size(); ++i) {
+    if (result.hosts[i].events_extrapolated > 0) {
+      std::printf("note: %s: events reach %.3f s outside the solved offsets (extrapolated on the drift)\n",
+                  result.hosts[i].host.c_str(), result.hosts[i].max_beyond_span_ns / 1e9);
+    }
+  }
+  for (const auto& note : in.notes) std::printf("note: %s\n", note.c_str());
+}
+
+nlohmann::json AlignSummaryJson(const HostMaps& maps, const AlignResult& result) {
+  nlohmann::json hosts = nlohmann::json::array();
+  for (size_t i = 0; i < result.hosts.size(); ++i) {
+    const HostAlignment& h = result.hosts[i];
+    hosts.push_back({{"host", h.host}, {"node", maps.matches[i].node}, {"rule", maps.matches[i].rule},
+                     {"correction", h.map_description}, {"events", h.events},
+                     {"events_in_gaps", h.events_gap}, {"events_extrapolated", h.events_extrapolated},
+                     {"max_beyond_span_ns", h.max_beyond_span_ns},
+                     {"correction_first_ns", h.correction_first_ns},
+                     {"correction_last_ns", h.correction_last_ns},
+                     {"uncertainty_min_ns", h.uncertainty_min_ns},
+                     {"uncertainty_mean_ns", h.uncertainty_mean_ns},
+                     {"uncertainty_max_ns", h.uncertainty_max_ns}});
+  }
+  return {{"schema", "chronolink.align_summary.v1"}, {"offsets", maps.source},
+          {"origin_ns", result.origin_ns}, {"hosts", hosts}};
+}
+
+bool StagedDirectory::Open(const fs::path& final_dir, std::string* error) {
+  std::error_code ec;
+  final_ = final_dir;
+  if (fs::exists(final_, ec)) {
+    *error = final_.string() + " already exists: outputs are never written over";
+    return false;
+  }
+  partial_ = final_.string() + ".partial-" + std::to_string(getpid());
+  fs::create_directories(partial_, ec);
+  if (ec) {
+    *error = "cannot create " + partial_.string() + ": " + ec.message();
+    return false;
+  }
+  return true;
+}
+
+bool StagedDirectory::Commit(std::string* error) {
+  std::error_code ec;
+  fs::rename(partial_, final_, ec);
+  if (ec) {
+    *error = "cannot rename " + partial_.string() + " to " + final_.string() + ": " + ec.message();
+    return false;
+  }
+  committed_ = true;
+  return true;
+}
+
+StagedDirectory::~StagedDirectory() {
+  if (committed_ || partial_.empty()) return;
+  std::error_code ec;
+  fs::remove_all(partial_, ec);
+}
+
+int Fail(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "chronolink-trace %s: %s\n", command.c_str(), message.c_str());
+  return 1;
+}
+
+}  // namespace chronolink::trace::cli

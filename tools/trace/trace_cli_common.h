@@ -1,0 +1,91 @@
+// Options and steps the chronolink-trace subcommands share: reading the
+// inputs, building each host's clock map from the offsets and the host ->
+// node rules, and writing outputs so that nothing half-written is left where
+// an output should be. The subcommands (one file each) only wire these up.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trace/align/host_clock_map.h"
+#include "trace/align/host_node_map.h"
+#include "trace/align/trace_aligner.h"
+#include "trace/importers/trace_inputs.h"
+
+namespace chronolink::trace::cli {
+
+// Inputs: what to read.
+struct InputFlags {
+  std::vector<std::string> inputs;
+  std::string run;
+  std::vector<std::string> origins;  // HOST=NS
+
+  void Add(CLI::App* app);
+  bool Load(TraceInputs* out, std::string* error) const;
+};
+
+// Corrections: offsets, optional edges, and host -> node rules.
+struct CorrectionFlags {
+  std::vector<std::string> offsets;
+  std::vector<std::string> edges;
+  std::string cluster_file;
+  std::vector<std::string> hosts;  // NODE=PATTERN
+  std::string host_map;
+  bool skip_bad_lines = false;
+  double max_extrapolation_s = 600;
+  bool no_counters = false;
+  bool annotate_events = false;
+
+  void Add(CLI::App* app, bool required);
+  bool Given() const { return !offsets.empty(); }
+};
+
+// Each host's clock map, in the order of `hosts`, and how it was found.
+struct HostMaps {
+  std::vector<std::unique_ptr<HostClockMap>> maps;
+  std::vector<HostNodeMatch> matches;
+  std::string source;  // "offsets.jsonl (3 files, 1234 instants, reference mean)"
+  std::vector<const HostClockMap*> Pointers() const;
+};
+
+bool BuildHostMaps(const CorrectionFlags& flags, const std::vector<HostTrace>& hosts, HostMaps* out,
+                   std::string* error);
+
+// Aligns `in` in place with `maps` and prints the one-screen summary.
+bool AlignInputs(const CorrectionFlags& flags, const HostMaps& maps, TraceInputs* in,
+                 AlignResult* result, std::string* error);
+void PrintAlignSummary(const TraceInputs& in, const HostMaps& maps, const AlignResult& result);
+// The same as JSON (schema chronolink.align_summary.v1), for --summary-json and the report.
+nlohmann::json AlignSummaryJson(const HostMaps& maps, const AlignResult& result);
+
+// Inputs chronolink-trace align wrote carry their correction record: they
+// are on cluster time. False (with why) unless every host has one.
+bool MarkAligned(TraceInputs* in, std::string* error);
+
+std::vector<HostTrace*> MutableHosts(TraceInputs* in);
+std::vector<const HostTrace*> ConstHosts(const TraceInputs& in);
+
+// Writes every file of a directory output into `<final>.partial-<pid>` and
+// renames it to `final` at the end; on failure or destruction before
+// Commit() the partial directory is removed. `final` must not exist.
+class StagedDirectory {
+ public:
+  bool Open(const std::filesystem::path& final_dir, std::string* error);
+  const std::filesystem::path& path() const { return partial_; }
+  bool Commit(std::string* error);
+  ~StagedDirectory();
+
+ private:
+  std::filesystem::path final_, partial_;
+  bool committed_ = false;
+};
+
+// Prints "chronolink-trace <cmd>: <message>" to stderr; returns exit code 1.
+int Fail(const std::string& command, const std::string& message);
+
+}  // namespace chronolink::trace::cli
