@@ -7,6 +7,34 @@
 
 namespace chronolink::trace {
 
+namespace {
+
+// Round half away from zero without a libm call; monotone, as order needs.
+// |v| stays far below 2^62 (offsets within a day, in ps).
+inline int64_t RoundToInt64(double v) { return static_cast<int64_t>(v < 0 ? v - 0.5 : v + 0.5); }
+
+// x − ps, normalised; nullopt on overflow. AddPs's arithmetic, inlined here
+// because it runs twice per event.
+inline std::optional<TraceInstant> MinusPs(const TraceInstant& x, int64_t ps) {
+  int64_t ns = ps / 1000;
+  int64_t rem = ps % 1000;
+  if (rem < 0) {
+    rem += 1000;
+    --ns;
+  }
+  int64_t out_ps = x.ps - rem;
+  if (out_ps < 0) {
+    out_ps += 1000;
+    ++ns;
+  }
+  TraceInstant out;
+  if (__builtin_sub_overflow(x.ns, ns, &out.ns)) return std::nullopt;
+  out.ps = static_cast<int32_t>(out_ps);
+  return out;
+}
+
+}  // namespace
+
 
 const char* ToString(CorrectionQuality quality) {
   switch (quality) {
@@ -29,6 +57,7 @@ NodeCorrection::Segment NodeCorrection::MakeSegment(size_t k, bool gap) const {
   s.length_ps = *DiffPs(b.node, a.node);  // checked to fit and be positive by ClusterCorrection
   const int64_t offset_change_ps = b.offset_ps - a.offset_ps;
   s.slope = static_cast<double>(offset_change_ps) / static_cast<double>(s.length_ps);
+  s.inverse_length = 1.0 / static_cast<double>(s.length_ps);
   s.dt_ns = static_cast<double>(b.t_ns - a.t_ns);
   const double change_ns = static_cast<double>(offset_change_ps) / 1000.0;
   s.mismatch_left_ns = std::fabs(change_ns - a.drift * s.dt_ns);
@@ -49,6 +78,8 @@ NodeCorrection::Segment NodeCorrection::MakeSegment(size_t k, bool gap) const {
 
 void NodeCorrection::Finish(const std::vector<bool>& gap_after) {
   segments_.clear();
+  knot_ns_.clear();
+  for (const CorrectionKnot& k : knots_) knot_ns_.push_back(k.node.ns);
   for (size_t k = 0; k + 1 < knots_.size(); ++k) segments_.push_back(MakeSegment(k, gap_after[k]));
 }
 
@@ -59,15 +90,30 @@ double NodeCorrection::ExtrapolationDriftUncertainty(size_t knot) const {
   return std::max(options_.drift_floor, std::fabs(knots_[knot].drift - knots_[neighbour].drift));
 }
 
-std::optional<CorrectedInstant> NodeCorrection::ToCluster(const TraceInstant& x) const {
+bool NodeCorrection::KnotsBefore(const TraceInstant& x, size_t i) const {
+  return i <= knots_.size() && (i == 0 || !(x < knots_[i - 1].node)) && (i == knots_.size() || x < knots_[i].node);
+}
+
+size_t NodeCorrection::Locate(const TraceInstant& x, size_t* hint) const {
+  if (hint != nullptr) {
+    if (KnotsBefore(x, *hint)) return *hint;
+    if (KnotsBefore(x, *hint + 1)) return ++*hint;
+  }
+  // The knots at or before x: search the whole ns (a dense array), then
+  // step back over a knot in the same ns but later in ps.
+  size_t i = static_cast<size_t>(std::upper_bound(knot_ns_.begin(), knot_ns_.end(), x.ns) - knot_ns_.begin());
+  while (i > 0 && x < knots_[i - 1].node) --i;
+  if (hint != nullptr) *hint = i;
+  return i;
+}
+
+std::optional<CorrectedInstant> NodeCorrection::ToCluster(const TraceInstant& x, size_t* hint) const {
   if (knots_.empty()) {
     return CorrectedInstant{.cluster = x,
                             .uncertainty_ns = std::numeric_limits<double>::infinity(),
                             .quality = CorrectionQuality::kUnreachable};
   }
-  const auto after = std::upper_bound(knots_.begin(), knots_.end(), x,
-                                      [](const TraceInstant& t, const CorrectionKnot& k) { return t < k.node; });
-  const size_t i = static_cast<size_t>(after - knots_.begin());
+  const size_t i = Locate(x, hint);
   if (i == 0) return Extrapolate(0, x);
   if (i == knots_.size()) return Extrapolate(i - 1, x);
   return Interpolate(i - 1, x);
@@ -77,11 +123,12 @@ std::optional<CorrectedInstant> NodeCorrection::Interpolate(size_t k, const Trac
   const CorrectionKnot& a = knots_[k];
   const CorrectionKnot& b = knots_[k + 1];
   const Segment& s = segments_[k];
-  const int64_t d = *DiffPs(x, a.node);  // 0 <= d < length_ps
-  const int64_t offset_ps = a.offset_ps + std::llround(s.slope * static_cast<double>(d));
-  const auto cluster = AddPs(x, -offset_ps);
+  // 0 <= d < length_ps, which fits int64: no overflow check needed.
+  const int64_t d = (x.ns - a.node.ns) * 1000 + (x.ps - a.node.ps);
+  const int64_t offset_ps = a.offset_ps + RoundToInt64(s.slope * static_cast<double>(d));
+  const auto cluster = MinusPs(x, offset_ps);
   if (!cluster) return std::nullopt;
-  const double f = static_cast<double>(d) / static_cast<double>(s.length_ps);
+  const double f = static_cast<double>(d) * s.inverse_length;
   const double sigma = (1 - f) * a.sigma_ns + f * b.sigma_ns;
   // Two slopes meeting anywhere in the segment stay within min(f·a, (1−f)·b)
   // of the chord; a jump anywhere, within the larger mismatch.
@@ -103,8 +150,8 @@ std::optional<CorrectedInstant> NodeCorrection::Extrapolate(size_t k, const Trac
   if (!d) return std::nullopt;
   // d o / d x for a constant drift d(node − cluster)/d(cluster).
   const double slope = e.drift / (1 + e.drift);
-  const int64_t offset_ps = e.offset_ps + std::llround(slope * static_cast<double>(*d));
-  const auto cluster = AddPs(x, -offset_ps);
+  const int64_t offset_ps = e.offset_ps + RoundToInt64(slope * static_cast<double>(*d));
+  const auto cluster = MinusPs(x, offset_ps);
   if (!cluster) return std::nullopt;
   const uint64_t distance_ps = *d < 0 ? 0 - static_cast<uint64_t>(*d) : static_cast<uint64_t>(*d);
   const int64_t distance_ns = static_cast<int64_t>(distance_ps / 1000);

@@ -68,8 +68,11 @@ struct CorrectionOptions {
 class NodeCorrection {
  public:
   // nullopt only when the arithmetic would overflow int64 (instants ±106
-  // days from the nearest knot, or at the ends of int64).
-  std::optional<CorrectedInstant> ToCluster(const TraceInstant& node_time) const;
+  // days from the nearest knot, or at the ends of int64). `segment_hint`
+  // (optional, the caller's, start it at 0) remembers where the previous
+  // instant fell: instants in order (a trace line's events) then skip the
+  // binary search. Any value is safe; a wrong one only costs the search.
+  std::optional<CorrectedInstant> ToCluster(const TraceInstant& node_time, size_t* segment_hint = nullptr) const;
 
   uint32_t node() const { return node_; }
   bool reachable() const { return !knots_.empty(); }
@@ -91,6 +94,7 @@ class NodeCorrection {
   struct Segment {
     int64_t length_ps = 0;      // node clock
     double slope = 0;           // d o / d x, both in ps
+    double inverse_length = 0;  // 1 / length_ps
     double dt_ns = 0;           // T_{k+1} − T_k
     double mismatch_left_ns = 0;   // |Δo − d_k·ΔT|: what the left drift does not explain
     double mismatch_right_ns = 0;  // |Δo − d_{k+1}·ΔT|
@@ -104,6 +108,10 @@ class NodeCorrection {
   // Computes the segments; `gap_after[k]` marks segment k a gap.
   void Finish(const std::vector<bool>& gap_after);
   Segment MakeSegment(size_t k, bool gap) const;
+  // Whether exactly i knots lie at or before x.
+  bool KnotsBefore(const TraceInstant& x, size_t i) const;
+  // How many knots lie at or before x, via the hint when it is right.
+  size_t Locate(const TraceInstant& x, size_t* hint) const;
   double ExtrapolationDriftUncertainty(size_t knot) const;
   // Knot offsets are rounded to the ps and the interpolated offset again:
   // the map is within 1 ps of the exact line through the reported offsets.
@@ -118,6 +126,7 @@ class NodeCorrection {
   bool is_reference_;
   CorrectionOptions options_;
   std::vector<CorrectionKnot> knots_;
+  std::vector<int64_t> knot_ns_;   // knots_[i].node.ns: what ToCluster searches
   std::vector<Segment> segments_;  // knots_.size() − 1
   std::vector<int64_t> unreachable_t_ns_;
   std::vector<NodeClockInterval> holes_;  // from edges.jsonl, node clock

@@ -254,6 +254,32 @@ TEST(ClockCorrectionTest, OrderIsKeptOverDenseSamplesAcrossKnotsAndBeyondTheSpan
   }
 }
 
+TEST(ClockCorrectionTest, ASegmentHintNeverChangesTheAnswer) {
+  const TruthCluster truth = FiveNodes();
+  const ClusterCorrection c = MustBuild(OffsetsText(truth, {1, 3}, 0, 30));
+  const NodeCorrection& n = *c.Node(3);
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<int64_t> any(-5'000'000'000'000, 70'000'000'000'000);
+  std::vector<TraceInstant> xs;
+  for (int i = 0; i < 20'000; ++i) xs.push_back(*AddPs(n.first_node_time(), any(rng)));
+  std::vector<TraceInstant> sorted = xs;
+  std::sort(sorted.begin(), sorted.end());
+  xs.insert(xs.end(), sorted.begin(), sorted.end());  // random order, then in order
+  for (const CorrectionKnot& k : n.knots()) xs.push_back(k.node);
+  size_t hint = 0;
+  size_t wild = 1'000'000;  // a hint that is never right to begin with
+  for (const TraceInstant& x : xs) {
+    const CorrectedInstant plain = MustMap(n, x);
+    for (size_t* h : {&hint, &wild}) {
+      const auto hinted = n.ToCluster(x, h);
+      ASSERT_TRUE(hinted);
+      ASSERT_EQ(hinted->cluster, plain.cluster);
+      ASSERT_EQ(hinted->uncertainty_ns, plain.uncertainty_ns);
+      ASSERT_EQ(hinted->quality, plain.quality);
+    }
+  }
+}
+
 TEST(ClockCorrectionTest, APhaseJumpBetweenInstantsIsMarkedAndBounded) {
   // Node 3's clock is stepped by +20 µs between instants 10 and 11: the
   // solve reports the new offset from instant 11 on, with the drift unchanged.
