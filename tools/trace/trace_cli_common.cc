@@ -51,6 +51,9 @@ void CorrectionFlags::Add(CLI::App* app, bool required) {
   app->add_option("--max-extrapolation-s", max_extrapolation_s,
                   "refuse traces reaching further than this outside the solved offsets")
       ->check(CLI::PositiveNumber);
+  app->add_option("--max-bound-us", max_bound_us,
+                  "refuse a host whose events' bound would exceed this (gaps in the offsets)")
+      ->check(CLI::PositiveNumber);
   app->add_flag("--no-counters", no_counters, "do not add the _counters_ line drawing the correction");
   app->add_flag("--annotate-events", annotate_events,
                 "give every event a chronolink_bound_ns stat (arg): its correction's bound");
@@ -132,6 +135,7 @@ bool AlignInputs(const CorrectionFlags& flags, const HostMaps& maps, TraceInputs
                  AlignResult* result, std::string* error) {
   AlignOptions options;
   options.max_extrapolation_ns = static_cast<int64_t>(flags.max_extrapolation_s * 1e9);
+  options.max_bound_ns = flags.max_bound_us * 1e3;
   options.counters_line = !flags.no_counters;
   options.annotate_events = flags.annotate_events;
   options.offsets_source = maps.source;

@@ -38,6 +38,7 @@ struct CorrectionFlags {
   std::string host_map;
   bool skip_bad_lines = false;
   double max_extrapolation_s = 600;
+  double max_bound_us = 100;
   bool no_counters = false;
   bool annotate_events = false;
 

@@ -1,6 +1,7 @@
 #include "trace/align/trace_aligner.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <optional>
 
@@ -201,6 +202,19 @@ bool MapSpan(const HostTrace& host, const HostClockMap& map, const AlignOptions&
   return true;
 }
 
+bool CheckBound(const HostAlignment& h, const AlignOptions& options, std::string* error) {
+  if (h.uncertainty_max_ns <= options.max_bound_ns) return true;
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "host %s: events would be placed with a bound of up to %.1f us (limit %.1f us, "
+                "--max-bound-us): %lld events fall in gaps of the offsets and %lld outside them. "
+                "Were the agents running and connected during the profile?",
+                h.host.c_str(), h.uncertainty_max_ns / 1e3, options.max_bound_ns / 1e3,
+                static_cast<long long>(h.events_gap), static_cast<long long>(h.events_extrapolated));
+  *error = text;
+  return false;
+}
+
 }  // namespace
 
 bool AlignHosts(std::vector<HostTrace*> hosts, const std::vector<const HostClockMap*>& maps,
@@ -218,6 +232,7 @@ bool AlignHosts(std::vector<HostTrace*> hosts, const std::vector<const HostClock
   for (size_t i = 0; i < hosts.size(); ++i) {
     HostTrace* host = hosts[i];
     if (!HostRewriter(host, *maps[i], origin, options.annotate_events, &result->hosts[i]).Run(error)) return false;
+    if (!CheckBound(result->hosts[i], options, error)) return false;
     const auto mapped_last = maps[i]->Map(result->hosts[i].last_host);
     host->line_base_ns = origin;
     host->clock = TraceClock::kClusterTime;

@@ -19,6 +19,10 @@ struct AlignOptions {
   // Events further than this outside the solved span are refused (the host
   // fails with a clear message) instead of being extrapolated on.
   int64_t max_extrapolation_ns = 600'000'000'000;  // 10 min
+  // A host whose events' bound exceeds this fails (a trace in a long stretch
+  // where its node was unreachable): a wide bound is stated, never hidden,
+  // and past this it is refused rather than shipped.
+  double max_bound_ns = 100'000;  // 100 µs
   // Also draw the correction as a `_counters_` line on each host's CPU plane.
   bool counters_line = true;
   // Give every event a `chronolink_bound_ns` stat: the bound of its own

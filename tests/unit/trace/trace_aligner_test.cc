@@ -159,6 +159,18 @@ TEST(TraceAlignerTest, AnnotatedEventsCarryTheirOwnBound) {
   EXPECT_EQ(e.stats(0).double_value(), 50.0);
 }
 
+TEST(TraceAlignerTest, ABoundBeyondTheLimitIsRefusedNotShipped) {
+  const SkewedClockMap a(0, 0.0);  // states a 50 ns bound
+  HostTrace ha = MakeHost("gpu3", a, {kT0 + 1'000}, 10);
+  AlignOptions options;
+  options.max_bound_ns = 40;
+  AlignResult result;
+  std::string error;
+  EXPECT_FALSE(AlignHosts({&ha}, {&a}, options, &result, &error));
+  EXPECT_NE(error.find("host gpu3"), std::string::npos) << error;
+  EXPECT_NE(error.find("--max-bound-us"), std::string::npos) << error;
+}
+
 TEST(TraceAlignerTest, EventOrderOnEveryLineIsKept) {
   std::vector<int64_t> truth;
   for (int i = 0; i < 1000; ++i) truth.push_back(kT0 + i * 7'919);  // dense, 7.9 µs apart
