@@ -132,12 +132,15 @@ std::optional<CorrectedInstant> NodeCorrection::Interpolate(size_t k, const Trac
   const double sigma = (1 - f) * a.sigma_ns + f * b.sigma_ns;
   // Two slopes meeting anywhere in the segment stay within min(f·a, (1−f)·b)
   // of the chord; a jump anywhere, within the larger mismatch.
-  double model = s.jump ? std::max(s.mismatch_left_ns, s.mismatch_right_ns)
-                        : std::min(f * s.mismatch_left_ns, (1 - f) * s.mismatch_right_ns);
+  // At the knot itself (d == 0) the offset is the solved one: no model term.
+  const bool at_knot = d == 0;
+  double model = at_knot  ? 0.0
+                 : s.jump ? std::max(s.mismatch_left_ns, s.mismatch_right_ns)
+                          : std::min(f * s.mismatch_left_ns, (1 - f) * s.mismatch_right_ns);
   if (s.gap) model += std::min(f, 1 - f) * s.dt_ns * s.drift_uncertainty;
   CorrectedInstant out{.cluster = *cluster,
                        .uncertainty_ns = options_.coverage_factor * sigma + model + Rounding(),
-                       .quality = (s.gap || s.jump) ? CorrectionQuality::kGap : CorrectionQuality::kSolved,
+                       .quality = (s.gap || s.jump) && !at_knot ? CorrectionQuality::kGap : CorrectionQuality::kSolved,
                        .beyond_span_ns = 0,
                        .correction_ps = -offset_ps};
   WidenInHole(x, s.drift_uncertainty, &out);

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "tests/unit/trace/offsets_truth.h"
@@ -179,6 +180,10 @@ TEST(ClockCorrectionTest, UnreachableInstantsMakeAGapWithAWiderBound) {
   const CorrectedInstant solved = MustMap(n, truth.NodeReadingAt(3, Instant(30) + kPeriodNs / 2));
   EXPECT_EQ(solved.quality, CorrectionQuality::kSolved);
   EXPECT_LT(solved.uncertainty_ns, gap.uncertainty_ns);
+  // The knot where the gap begins is itself solved.
+  const CorrectedInstant edge = MustMap(n, n.knots()[9].node);
+  EXPECT_EQ(edge.quality, CorrectionQuality::kSolved);
+  EXPECT_NEAR(edge.uncertainty_ns, 3 * kSigmaNs + 0.001, 1e-9);
   // Node 2 was solved at every instant: no gap.
   EXPECT_EQ(MustMap(*c.Node(2), truth.NodeReadingAt(2, Instant(14))).quality, CorrectionQuality::kSolved);
 }
@@ -306,6 +311,7 @@ TEST(ClockCorrectionTest, APhaseJumpBetweenInstantsIsMarkedAndBounded) {
     EXPECT_LE(std::fabs(error_after_step), r.uncertainty_ns);
   }
   EXPECT_EQ(MustMap(n, truth.NodeReadingAt(3, Instant(5))).quality, CorrectionQuality::kSolved);
+  EXPECT_EQ(MustMap(n, a.node).quality, CorrectionQuality::kSolved);  // the knot before the jump
 }
 
 TEST(ClockCorrectionTest, NoisyOffsetsStayWithinTheBoundAtItsCoverage) {
@@ -379,6 +385,24 @@ TEST(ClockCorrectionTest, AClockGoingBackBetweenInstantsIsRefusedWithItsLine) {
   EXPECT_FALSE(Build(text, &c, &error));
   EXPECT_NE(error.find("offsets.jsonl:8: node 2's clock goes back"), std::string::npos) << error;
   EXPECT_NE(error.find("offsets.jsonl:6"), std::string::npos) << error;  // the instant before
+}
+
+TEST(ClockCorrectionTest, OverflowIsReportedNotWrapped) {
+  const TruthCluster truth = FiveNodes();
+  const ClusterCorrection c = MustBuild(OffsetsText(truth, {1, 3}, 0, 3));
+  const NodeCorrection& n = *c.Node(3);
+  const int64_t days_200 = 200LL * 86'400'000'000'000LL;
+  EXPECT_FALSE(n.ToCluster({n.first_node_time().ns - days_200, 0}));  // ps distance beyond int64
+  EXPECT_FALSE(n.ToCluster({n.last_node_time().ns + days_200, 0}));
+  EXPECT_TRUE(n.ToCluster({n.last_node_time().ns + days_200 / 2, 0}));  // 100 days: still fits
+  // A solved instant whose node-clock reading does not fit int64.
+  Json line = truth.Line(3, Instant(0));
+  line["t_ns"] = std::numeric_limits<int64_t>::max() - 10;
+  line["offset_ns"] = 50e6;
+  ClusterCorrection bad;
+  std::string error;
+  EXPECT_FALSE(Build(line.dump() + "\n", &bad, &error));
+  EXPECT_NE(error.find("offsets.jsonl:1: t_ns + offset_ns of node 3 overflows int64"), std::string::npos) << error;
 }
 
 TEST(ClockCorrectionTest, ProvenanceNamesTheSource) {
