@@ -66,24 +66,24 @@ void SvgDocument::Circle(double x, double y, double r, std::string_view css_clas
            ClassAttribute(css_class) + "/>\n";
 }
 
-void SvgDocument::OpenText(double x, double y, std::string_view css_class, Anchor anchor) {
+void SvgDocument::OpenText(double x, double y, std::string_view css_class, Anchor anchor, bool preserve_space) {
   body_ += "<text x=\"" + Coord(x) + "\" y=\"" + Coord(y) + "\"" + ClassAttribute(css_class);
   if (anchor != Anchor::kStart) body_ += std::string(" text-anchor=\"") + AnchorName(anchor) + "\"";
+  if (preserve_space) body_ += " xml:space=\"preserve\"";
   body_ += ">";
 }
 
 void SvgDocument::Text(double x, double y, std::string_view text, std::string_view css_class,
                        Anchor anchor) {
-  OpenText(x, y, css_class, anchor);
+  OpenText(x, y, css_class, anchor, /*preserve_space=*/false);
   body_ += XmlText(text) + "</text>\n";
 }
 
 void SvgDocument::Text(double x, double y, std::span<const TextRun> runs, std::string_view css_class,
                        Anchor anchor) {
-  OpenText(x, y, css_class, anchor);
-  // The spaces between runs are part of the text: without this, rsvg (and
-  // XML's default handling) drops those at a run's ends.
-  body_.insert(body_.size() - 1, " xml:space=\"preserve\"");
+  // The spaces between runs are part of the text: without xml:space, rsvg
+  // (following SVG's default) drops those at a run's ends.
+  OpenText(x, y, css_class, anchor, /*preserve_space=*/true);
   for (const TextRun& run : runs) {
     if (run.css_class.empty()) {
       body_ += XmlText(run.text);

@@ -57,7 +57,7 @@ class SvgDocument {
                      std::string_view style_sheet) const;
 
  private:
-  void OpenText(double x, double y, std::string_view css_class, Anchor anchor);
+  void OpenText(double x, double y, std::string_view css_class, Anchor anchor, bool preserve_space);
 
   std::string body_;
   std::string defs_;

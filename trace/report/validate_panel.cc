@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -137,10 +138,10 @@ std::map<std::string, const json*> FamiliesOf(const json& result) {
 
 double DrawFamilyTable(const std::vector<Side>& sides, double top, SvgDocument* doc) {
   std::vector<std::map<std::string, const json*>> per_side;
-  std::map<std::string, bool> names;
+  std::set<std::string> names;
   for (const Side& side : sides) {
     per_side.push_back(FamiliesOf(*side.result));
-    for (const auto& [name, f] : per_side.back()) names[name] = true;
+    for (const auto& [name, f] : per_side.back()) names.insert(name);
   }
   if (names.empty()) return top;
   doc->Rect(kMargin, top, kContentRight - kMargin, 20, "header-band");
@@ -153,7 +154,7 @@ double DrawFamilyTable(const std::vector<Side>& sides, double top, SvgDocument* 
   }
   double y = top + 20;
   size_t shown = 0;
-  for (const auto& [name, unused] : names) {
+  for (const std::string& name : names) {
     if (shown++ == kMaxFamilies) break;
     doc->Text(kMargin + 8, y + 14, Ellipsize(name, 48), "");
     x = 560;
