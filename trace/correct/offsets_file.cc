@@ -226,15 +226,13 @@ bool OffsetsReader::AddLine(std::string_view line, uint32_t line_number, std::st
   return true;
 }
 
-bool OffsetsReader::EndSource(uint64_t lines_before, std::string* error) {
-  if (input_.lines_read != lines_before) return true;
-  const std::string message = input_.files.back() + ": no offsets line (empty file)";
-  if (!options_.skip_bad_lines) {
-    *error = message;
-    return false;
-  }
-  if (input_.warnings.size() < kMaxWarnings) input_.warnings.push_back(message);
-  return true;
+// An empty file is normal: every agent that might lead opens offsets.jsonl,
+// and one that never led leaves it empty. Only no line at all is an error
+// (Finish).
+void OffsetsReader::EndSource(uint64_t lines_before) {
+  if (input_.lines_read != lines_before) return;
+  if (input_.warnings.size() < kMaxWarnings)
+    input_.warnings.push_back(input_.files.back() + ": no offsets line (empty file)");
 }
 
 bool OffsetsReader::AddText(std::string_view text, const std::string& name, std::string* error) {
@@ -247,7 +245,8 @@ bool OffsetsReader::AddText(std::string_view text, const std::string& name, std:
     if (end == std::string_view::npos) break;
     text.remove_prefix(end + 1);
   }
-  return EndSource(before, error);
+  EndSource(before);
+  return true;
 }
 
 // Streams line by line: an offsets file of a long run can be large.
@@ -268,7 +267,8 @@ bool OffsetsReader::AddFile(const std::string& path, std::string* error) {
     *error = path + ": read error after line " + std::to_string(line_number);
     return false;
   }
-  return EndSource(before, error);
+  EndSource(before);
+  return true;
 }
 
 bool OffsetsReader::Finish(OffsetsInput* out, std::string* error) {

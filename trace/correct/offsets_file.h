@@ -75,7 +75,7 @@ struct OffsetsInput {
   uint64_t lines_read = 0;            // non-blank lines, bad ones included
   uint64_t lines_replaced = 0;        // lines a later line of the same (node, t_ns) replaced
   uint64_t lines_skipped = 0;         // bad lines skipped (skip_bad_lines)
-  std::vector<std::string> warnings;  // "file:line: why" for each skipped line (first 100)
+  std::vector<std::string> warnings;  // "file:line: why" per skipped line, "file: ..." per empty file (first 100)
 
   // "file:line" of a record, for messages.
   std::string Where(const OffsetRecord& record) const;
@@ -87,7 +87,8 @@ class OffsetsReader {
   explicit OffsetsReader(OffsetsReadOptions options = {}) : options_(options) {}
 
   // Reads one whole file. False with "*error" = "file:line: what" (or
-  // "file: why" when it cannot be read or holds no line).
+  // "file: why" when it cannot be read). A file without a line (a node
+  // that never led) only adds a warning.
   bool AddFile(const std::string& path, std::string* error);
   // The same for text already in memory; `name` stands for the file in messages.
   bool AddText(std::string_view text, const std::string& name, std::string* error);
@@ -97,8 +98,8 @@ class OffsetsReader {
  private:
   bool AddLine(std::string_view line, uint32_t line_number, std::string* error);
   bool SetReference(const ClockReference& reference, uint32_t line_number, std::string* error);
-  // After a file or text: one that held no line is an error (or a warning).
-  bool EndSource(uint64_t lines_before, std::string* error);
+  // After a file or text: one that held no line is a warning.
+  void EndSource(uint64_t lines_before);
 
   OffsetsReadOptions options_;
   OffsetsInput input_;
