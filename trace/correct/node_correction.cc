@@ -35,7 +35,6 @@ inline std::optional<TraceInstant> MinusPs(const TraceInstant& x, int64_t ps) {
 
 }  // namespace
 
-
 const char* ToString(CorrectionQuality quality) {
   switch (quality) {
     case CorrectionQuality::kSolved:
