@@ -142,15 +142,17 @@ bool ChromeEventWriter::AppendTimes(const ChromeEventPlace& place, const xspace:
   if (ph == "M") return true;  // metadata ts/dur are fields, written verbatim
   const bool timed = event.data_case() != xspace::XEvent::kNumOccurrences;
   if ((keys & chrome::kHasTs) != 0 && timed) {
-    const auto start = EventStart(place.line_base_ns, line, event);
-    NsPs rel;
-    if (!start || __builtin_sub_overflow(start->ns, place.origin_ns, &rel.ns)) {
+    // Relative first, so a relative trace with a far base never overflows.
+    int64_t base_rel = 0;
+    const auto start = __builtin_sub_overflow(place.line_base_ns, place.origin_ns, &base_rel)
+                           ? std::nullopt
+                           : EventStart(base_rel, line, event);
+    if (!start) {
       *error = "an event's time does not fit int64 ns relative to the output's origin";
       return false;
     }
-    rel.ps = start->ps;
     out->append(",\"ts\":");
-    AppendMicros(rel, out);
+    AppendMicros({start->ns, start->ps}, out);
   }
   if ((keys & chrome::kHasDur) != 0) {
     out->append(",\"dur\":");

@@ -177,7 +177,9 @@ class DocumentWriter {
   }
 
   static bool Drawn(const HostTrace& host, const xspace::XPlane& plane) {
-    if (host.source_format == TraceFormat::kChromeJson) return plane.name() != chrome::kTopLevelPlane;
+    if (host.source_format == TraceFormat::kChromeJson) {
+      return &plane != chrome::FindTopLevelPlane(*host.space);
+    }
     return XProfDraws(plane);
   }
 
@@ -387,7 +389,9 @@ class DocumentWriter {
       text += ":{";
       bool first = true;
       for (const auto& s : plane.stats()) {
-        if (plane.name() == chrome::kTopLevelPlane && IsReservedTopLevelStat(plane, s)) continue;
+        if (&plane == chrome::FindTopLevelPlane(*host.space) && IsReservedTopLevelStat(plane, s)) {
+          continue;
+        }
         if (!first) text += ",";
         first = false;
         AppendJsonString(StatName(plane, s), &text);

@@ -275,21 +275,25 @@ TEST_F(ChromeJsonFileTest, WritesTheWholeFileAndReadsBack) {
 }
 
 TEST_F(ChromeJsonFileTest, FailureLeavesNoFileAndKeepsAnOldOne) {
+  // Timestamps that overflow when rebased: a far base against an origin
+  // on the other side of the epoch.
   HostTrace host = XSpaceHost("hostA");
-  host.line_base_ns = INT64_MAX - 10;  // every instant overflows
+  host.line_base_ns = INT64_MAX - 10;
+  ChromeWriteOptions far;
+  far.origin_ns = -kStart;
   std::string error;
-  EXPECT_FALSE(WriteChromeJsonFile({&host}, dir_ / "out.json", {}, &error));
+  EXPECT_FALSE(WriteChromeJsonFile({&host}, dir_ / "out.json", far, &error));
   EXPECT_NE(error.find("does not fit"), std::string::npos) << error;
   EXPECT_TRUE(Entries().empty());
 
   std::ofstream(dir_ / "old.json") << "old";
-  EXPECT_FALSE(WriteChromeJsonFile({&host}, dir_ / "old.json", {}, &error));
+  EXPECT_FALSE(WriteChromeJsonFile({&host}, dir_ / "old.json", far, &error));
   EXPECT_EQ(Entries(), std::vector<std::string>{"old.json"});
   std::stringstream content;
   content << std::ifstream(dir_ / "old.json").rdbuf();
   EXPECT_EQ(content.str(), "old");
 
-  EXPECT_FALSE(WriteChromeJsonFile({&host}, dir_ / "missing" / "out.json", {}, &error));
+  EXPECT_FALSE(WriteChromeJsonFile({&host}, dir_ / "missing" / "out.json", far, &error));
   EXPECT_NE(error.find("missing"), std::string::npos) << error;
   fs::create_directory(dir_ / "a_directory");
   const HostTrace good = XSpaceHost("hostA");

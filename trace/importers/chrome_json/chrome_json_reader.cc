@@ -13,9 +13,22 @@
 namespace chronolink::trace {
 namespace {
 
+// A fresh model whose arena grows in blocks up to 1 MiB instead of the
+// default 8 KiB: a large trace then costs a few thousand allocations, not
+// hundreds of thousands.
+HostTrace LargeArenaTrace() {
+  HostTrace trace;
+  google::protobuf::ArenaOptions arena_options;
+  arena_options.start_block_size = 64 << 10;
+  arena_options.max_block_size = 1 << 20;
+  trace.arena = std::make_unique<google::protobuf::Arena>(arena_options);
+  trace.space = google::protobuf::Arena::CreateMessage<xspace::XSpace>(trace.arena.get());
+  return trace;
+}
+
 bool ReadFrom(ByteCursor* cursor, const ChromeReadOptions& options, HostTrace* out,
               std::string* error) {
-  HostTrace trace;
+  HostTrace trace = LargeArenaTrace();
   trace.host = options.host;
   ChromeTraceBuilder builder(&trace);
   if (!TokenizeChromeJson(cursor, &builder, error)) return false;

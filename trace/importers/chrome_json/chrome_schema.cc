@@ -30,8 +30,16 @@ int64_t DefaultKeys(std::string_view ph, bool has_arg_stats) {
 }
 
 const xspace::XPlane* FindTopLevelPlane(const xspace::XSpace& space) {
+  // By its name and its form stat: a process may be named like it.
   for (const auto& plane : space.planes()) {
-    if (plane.name() == kTopLevelPlane) return &plane;
+    if (plane.name() != kTopLevelPlane) continue;
+    for (const auto& stat : plane.stats()) {
+      const auto md = plane.stat_metadata().find(stat.metadata_id());
+      if (md != plane.stat_metadata().end() && md->second.name() == kForm &&
+          KindOfDescription(md->second.description()) == StatKind::kField) {
+        return &plane;
+      }
+    }
   }
   return nullptr;
 }

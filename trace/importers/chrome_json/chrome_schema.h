@@ -83,6 +83,8 @@ inline constexpr std::string_view kThreadSortIndex = "thread_sort_index";
 // An XProf counters line: its events are written as "C".
 inline constexpr std::string_view kCountersLine = "_counters_";
 
+// The plane named kTopLevelPlane that carries the kForm stat (a process
+// could be named "chrome.top_level" too); null when the model has none.
 const xspace::XPlane* FindTopLevelPlane(const xspace::XSpace& space);
 
 }  // namespace chronolink::trace::chrome
