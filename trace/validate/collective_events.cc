@@ -26,7 +26,9 @@ bool TraceHasDevicePlanes(const HostTrace& trace) {
                      [](const xspace::XPlane& p) { return IsDevicePlaneName(p.name()); });
 }
 
-// Classifies one plane's events; name-only results are cached per metadata id.
+// Classifies one plane's events. Per event it costs a scan of the event's
+// own stats and two hash lookups: results are cached by `hlo_op` text and
+// by metadata id (views into the trace, valid for the scan).
 class PlaneScanner {
  public:
   PlaneScanner(const HostTrace& trace, size_t trace_index, const xspace::XPlane& plane,
@@ -37,14 +39,14 @@ class PlaneScanner {
         stats_(plane),
         device_plane_(IsDevicePlaneName(plane.name())),
         trace_has_devices_(trace_has_devices),
-        has_hlo_op_(stats_.Declares(vs::kHloOp)),
-        has_category_(stats_.Declares(vs::kChromeCategory)) {}
+        hlo_op_id_(stats_.Id(vs::kHloOp)),
+        category_id_(stats_.Id(vs::kChromeCategory)) {}
 
   void Scan(std::vector<CollectiveEvent>* out, ExtractCounts* counts) {
     for (const auto& line : plane_.lines()) {
       for (const auto& event : line.events()) {
         if (event.data_case() == xspace::XEvent::kNumOccurrences) continue;  // aggregate, no instant
-        auto name = Classify(event);
+        CollectiveNamePtr name = Classify(event);
         if (!name) continue;
         const auto start = EventStart(trace_.line_base_ns, line, event);
         const auto end = EventEnd(trace_.line_base_ns, line, event);
@@ -52,49 +54,86 @@ class PlaneScanner {
           ++counts->bad_time;
           continue;
         }
-        out->push_back(Build(event, std::move(*name), *start, *end));
+        out->push_back(Build(event, std::move(name), *start, *end));
       }
     }
   }
 
  private:
-  std::optional<CollectiveName> Classify(const xspace::XEvent& event) {
-    if (has_hlo_op_) {
-      if (const auto op = stats_.String(event, vs::kHloOp)) {
-        if (auto xla = ClassifyXlaOpName(*op)) return xla;
+  struct ByMetadata {
+    CollectiveNamePtr name;                 // from the metadata's name or display name
+    bool param_comms = false;               // record_param_comms: its arg names the collective
+    std::optional<std::string_view> hlo_op;  // an `hlo_op` stat on the metadata itself
+  };
+
+  static CollectiveNamePtr Share(std::optional<CollectiveName> name) {
+    return name ? std::make_shared<const CollectiveName>(std::move(*name)) : nullptr;
+  }
+
+  // `hlo_op` first (on the event, else on its metadata), so a kernel XLA
+  // launched for an op counts as that op; then the metadata's names.
+  CollectiveNamePtr Classify(const xspace::XEvent& event) {
+    const ByMetadata& md = MetadataClass(event.metadata_id());
+    if (hlo_op_id_) {
+      const auto* stat = StatReader::FindIn(event.stats(), *hlo_op_id_);
+      const auto op = stat ? stats_.View(*stat) : md.hlo_op;
+      if (op) {
+        auto cached = by_hlo_op_.find(*op);
+        if (cached == by_hlo_op_.end()) cached = by_hlo_op_.emplace(*op, Share(ClassifyXlaOpName(*op))).first;
+        if (cached->second) return cached->second;
       }
     }
-    const auto metadata = plane_.event_metadata().find(event.metadata_id());
-    if (metadata == plane_.event_metadata().end()) return std::nullopt;
-    if (metadata->second.name() == kParamCommsEventName) {
-      return ClassifyParamComms(stats_.String(event, vs::kCollectiveName).value_or(""));
-    }
-    auto cached = by_metadata_.find(event.metadata_id());
-    if (cached == by_metadata_.end()) {
-      auto name = ClassifyEventName(metadata->second.name());
-      if (!name) name = ClassifyXlaOpName(metadata->second.display_name());
-      cached = by_metadata_.emplace(event.metadata_id(), std::move(name)).first;
+    if (!md.param_comms) return md.name;
+    const std::string collective = stats_.String(event, vs::kCollectiveName).value_or("");
+    auto cached = by_param_comms_.find(collective);
+    if (cached == by_param_comms_.end()) {
+      cached = by_param_comms_.emplace(collective, Share(ClassifyParamComms(collective))).first;
     }
     return cached->second;
   }
 
-  CollectiveEvent Build(const xspace::XEvent& event, CollectiveName name, TraceInstant start,
+  const ByMetadata& MetadataClass(int64_t metadata_id) {
+    const auto cached = by_metadata_.find(metadata_id);
+    if (cached != by_metadata_.end()) return cached->second;
+    ByMetadata c;
+    const auto metadata = plane_.event_metadata().find(metadata_id);
+    if (metadata != plane_.event_metadata().end()) {
+      const auto& md = metadata->second;
+      c.param_comms = md.name() == kParamCommsEventName;
+      if (!c.param_comms) {
+        auto name = ClassifyEventName(md.name());
+        c.name = Share(name ? std::move(name) : ClassifyXlaOpName(md.display_name()));
+      }
+      const auto* hlo_op = hlo_op_id_ ? StatReader::FindIn(md.stats(), *hlo_op_id_) : nullptr;
+      if (hlo_op) c.hlo_op = stats_.View(*hlo_op);
+    }
+    return by_metadata_.emplace(metadata_id, std::move(c)).first->second;
+  }
+
+  bool DeviceCategory(const xspace::XEvent& event) const {
+    if (!category_id_) return false;
+    const auto* stat = stats_.Find(event, *category_id_);
+    const auto category = stat ? stats_.View(*stat) : std::nullopt;
+    return category && IsDeviceCategory(*category);
+  }
+
+  CollectiveEvent Build(const xspace::XEvent& event, CollectiveNamePtr name, TraceInstant start,
                         TraceInstant end) const {
     CollectiveEvent out;
     out.trace = trace_index_;
-    out.on_device = device_plane_ ||
-                    (has_category_ && IsDeviceCategory(stats_.String(event, vs::kChromeCategory).value_or("")));
+    out.on_device = device_plane_ || DeviceCategory(event);
     out.participant = out.on_device ? plane_.name() : std::string();
-    out.covers_rendezvous = SpanCoversRendezvous(name.producer, out.on_device, trace_has_devices_);
-    if (name.producer == Producer::kXla) {
+    out.covers_rendezvous = SpanCoversRendezvous(name->producer, out.on_device, trace_has_devices_);
+    if (name->producer == Producer::kXla) {
       out.group = stats_.String(event, vs::kHloModule).value_or("");
       out.seq = stats_.Int(event, vs::kStepNum);
     } else {
       out.group = stats_.String(event, vs::kProcessGroupName).value_or("");
       out.seq = stats_.Int(event, vs::kSeq);
     }
-    if (name.dependency == Dependency::kSend) out.peer = stats_.Int(event, vs::kDstRank);
-    if (name.dependency == Dependency::kRecv) out.peer = stats_.Int(event, vs::kSrcRank);
+    if (name->dependency == Dependency::kSend) out.peer = stats_.Int(event, vs::kDstRank);
+    if (name->dependency == Dependency::kRecv) out.peer = stats_.Int(event, vs::kSrcRank);
+    out.phase = name->phase;
     out.name = std::move(name);
     out.start = start;
     out.end = end;
@@ -107,63 +146,69 @@ class PlaneScanner {
   StatReader stats_;
   bool device_plane_;
   bool trace_has_devices_;
-  bool has_hlo_op_;
-  bool has_category_;
-  std::unordered_map<int64_t, std::optional<CollectiveName>> by_metadata_;
+  std::optional<int64_t> hlo_op_id_;
+  std::optional<int64_t> category_id_;
+  std::unordered_map<std::string_view, CollectiveNamePtr> by_hlo_op_;
+  std::unordered_map<int64_t, ByMetadata> by_metadata_;
+  std::unordered_map<std::string, CollectiveNamePtr> by_param_comms_;
 };
 
-bool ByParticipantThenStart(const CollectiveEvent& a, const CollectiveEvent& b) {
-  return std::tie(a.participant, a.start, a.end) < std::tie(b.participant, b.start, b.end);
-}
+// Events are large; the join and the sort move indices, and each event is
+// moved once at the end.
+using Indices = std::vector<size_t>;
 
 // Joins one stream of async halves (same participant, group and family,
 // ordered by start): a -done closes the pending -start with its suffix, else
 // the oldest pending one. A start left open keeps its own span.
-void JoinHalves(std::vector<CollectiveEvent> halves, std::vector<CollectiveEvent>* out,
+void JoinHalves(std::vector<CollectiveEvent>& events, const Indices& stream, Indices* keep,
                 ExtractCounts* counts) {
-  std::deque<CollectiveEvent> pending;
-  for (auto& half : halves) {
-    if (half.name.phase == AsyncPhase::kStart) {
-      pending.push_back(std::move(half));
+  std::deque<size_t> pending;
+  for (const size_t i : stream) {
+    if (events[i].phase == AsyncPhase::kStart) {
+      pending.push_back(i);
       continue;
     }
     if (pending.empty()) {
       ++counts->unpaired_dones;
       continue;
     }
-    auto start = std::find_if(pending.begin(), pending.end(), [&](const CollectiveEvent& s) {
-      return s.name.suffix == half.name.suffix;
+    auto start = std::find_if(pending.begin(), pending.end(), [&](size_t s) {
+      return events[s].name->suffix == events[i].name->suffix;
     });
     if (start == pending.end()) start = pending.begin();
-    CollectiveEvent joined = std::move(*start);
+    CollectiveEvent& joined = events[*start];
+    joined.end = std::max(joined.end, events[i].end);
+    joined.phase = AsyncPhase::kWhole;
+    if (!joined.seq) joined.seq = events[i].seq;
+    keep->push_back(*start);
     pending.erase(start);
-    joined.end = std::max(joined.end, half.end);
-    joined.name.phase = AsyncPhase::kWhole;
-    if (!joined.seq) joined.seq = half.seq;
-    out->push_back(std::move(joined));
   }
-  for (auto& start : pending) {
+  for (const size_t s : pending) {
     ++counts->unpaired_starts;
-    start.name.phase = AsyncPhase::kWhole;
-    out->push_back(std::move(start));
+    events[s].phase = AsyncPhase::kWhole;
+    keep->push_back(s);
   }
 }
 
-std::vector<CollectiveEvent> JoinAsyncPairs(std::vector<CollectiveEvent> events, ExtractCounts* counts) {
-  std::vector<CollectiveEvent> out;
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<CollectiveEvent>> streams;
-  for (auto& e : events) {
-    if (e.name.phase == AsyncPhase::kWhole) {
-      out.push_back(std::move(e));
+// The events that remain once halves are joined (the starts, now whole).
+Indices JoinAsyncPairs(std::vector<CollectiveEvent>& events, ExtractCounts* counts) {
+  Indices keep;
+  std::map<std::tuple<std::string_view, std::string_view, std::string_view>, Indices> streams;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const CollectiveEvent& e = events[i];
+    if (e.phase == AsyncPhase::kWhole) {
+      keep.push_back(i);
     } else {
-      streams[{e.participant, e.group, e.name.family}].push_back(std::move(e));
+      streams[{e.participant, e.group, e.name->family}].push_back(i);
     }
   }
-  for (auto& [key, halves] : streams) {
-    std::stable_sort(halves.begin(), halves.end(), ByParticipantThenStart);
-    JoinHalves(std::move(halves), &out, counts);
+  for (auto& [key, stream] : streams) {
+    std::stable_sort(stream.begin(), stream.end(), [&](size_t a, size_t b) {
+      return std::tie(events[a].start, events[a].end) < std::tie(events[b].start, events[b].end);
+    });
+    JoinHalves(events, stream, &keep, counts);
   }
-  return out;
+  return keep;
 }
 
 std::optional<int64_t> RankFromJson(const std::string& text) {
@@ -187,9 +232,16 @@ std::vector<CollectiveEvent> ExtractCollectives(const HostTrace& trace, size_t t
   for (const auto& plane : trace.space->planes()) {
     PlaneScanner(trace, trace_index, plane, has_devices).Scan(&events, counts);
   }
-  events = JoinAsyncPairs(std::move(events), counts);
-  std::stable_sort(events.begin(), events.end(), ByParticipantThenStart);
-  return events;
+  Indices keep = JoinAsyncPairs(events, counts);
+  std::stable_sort(keep.begin(), keep.end(), [&](size_t a, size_t b) {
+    const CollectiveEvent& x = events[a];
+    const CollectiveEvent& y = events[b];
+    return std::tie(x.participant, x.start, x.end) < std::tie(y.participant, y.start, y.end);
+  });
+  std::vector<CollectiveEvent> out;
+  out.reserve(keep.size());
+  for (const size_t i : keep) out.push_back(std::move(events[i]));
+  return out;
 }
 
 std::optional<int64_t> TraceRank(const HostTrace& trace) {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,10 +35,14 @@ inline constexpr std::string_view kDstRank = "Dst Rank";
 inline constexpr std::string_view kChromeCategory = "chrome.cat";
 }  // namespace validate_stats
 
+// Shared by every event of one name: copying an event copies no strings of it.
+using CollectiveNamePtr = std::shared_ptr<const CollectiveName>;
+
 struct CollectiveEvent {
   size_t trace = 0;         // index of its HostTrace among those validated
   std::string participant;  // "" for the host's threads, else the device plane's name
-  CollectiveName name;      // family, op, dependency, producer (phase: kWhole once joined)
+  CollectiveNamePtr name;   // family, op, dependency, producer
+  AsyncPhase phase = AsyncPhase::kWhole;  // kWhole once halves are joined
   std::string group;        // process group name / HLO module; "" when the trace does not say
   std::optional<int64_t> seq;   // Kineto "Seq", XLA "step_num"
   std::optional<int64_t> peer;  // send: "Dst Rank", recv: "Src Rank"

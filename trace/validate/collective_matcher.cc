@@ -15,9 +15,9 @@ bool IsPointToPoint(Dependency d) {
 }
 
 std::string MatchKey(const CollectiveEvent& e) {
-  std::string key = e.name.family;
+  std::string key = e.name->family;
   if (!e.group.empty()) key += " group=" + e.group;
-  if (e.name.op != e.name.family) key += " op=" + e.name.op;
+  if (e.name->op != e.name->family) key += " op=" + e.name->op;
   key += e.on_device ? " [device]" : " [host]";
   return key;
 }
@@ -28,7 +28,7 @@ class Matcher {
 
   void MatchKeyStreams(const std::string& key, const Streams& streams) {
     const CollectiveEvent& first = *streams.begin()->second.front();
-    FamilyMatchCounts& family = result_.families[first.name.family];
+    FamilyMatchCounts& family = result_.families[first.name->family];
     if (streams.size() < 2) {
       Unmatched(family, streams, "a key seen on one participant only: nothing to compare");
       return;
@@ -83,11 +83,11 @@ class Matcher {
   void Emit(const std::string& key, std::optional<int64_t> seq, int64_t ordinal, Stream events,
             FamilyMatchCounts& family) {
     MatchedInstance instance;
-    instance.family = events.front()->name.family;
+    instance.family = events.front()->name->family;
     instance.key = key;
     instance.seq = seq;
     instance.ordinal = ordinal;
-    instance.dependency = events.front()->name.dependency;
+    instance.dependency = events.front()->name->dependency;
     instance.checked = instance.dependency == Dependency::kAllRanks &&
                        std::all_of(events.begin(), events.end(),
                                    [](const CollectiveEvent* e) { return e->covers_rendezvous; });
@@ -121,7 +121,7 @@ struct Channel {
 
 // Why a point-to-point half cannot be put on a channel; nullptr when it can.
 const char* UnpairableBecause(const CollectiveEvent& e, const std::optional<int64_t>& self) {
-  if (e.name.dependency == Dependency::kPointToPoint) return "direction not in the name";
+  if (e.name->dependency == Dependency::kPointToPoint) return "direction not in the name";
   if (!e.peer) return "no peer rank in the trace";
   if (!self) return "the trace's own rank is unknown";
   return nullptr;
@@ -131,7 +131,7 @@ void MatchTransfers(const std::vector<const CollectiveEvent*>& p2p,
                     const std::vector<std::optional<int64_t>>& trace_ranks, MatchResult& result) {
   std::map<std::string, Channel> channels;
   for (const auto* e : p2p) {
-    FamilyMatchCounts& family = result.families[e->name.family];
+    FamilyMatchCounts& family = result.families[e->name->family];
     const std::optional<int64_t> self =
         e->trace < trace_ranks.size() ? trace_ranks[e->trace] : std::optional<int64_t>();
     if (const char* why = UnpairableBecause(*e, self)) {
@@ -139,7 +139,7 @@ void MatchTransfers(const std::vector<const CollectiveEvent*>& p2p,
       family.notes.insert(std::string("point-to-point skipped: ") + why);
       continue;
     }
-    const bool send = e->name.dependency == Dependency::kSend;
+    const bool send = e->name->dependency == Dependency::kSend;
     const int64_t me = self.value_or(0);
     const int64_t peer = e->peer.value_or(0);
     const int64_t src = send ? me : peer;
@@ -153,7 +153,7 @@ void MatchTransfers(const std::vector<const CollectiveEvent*>& p2p,
     if (channel.sends.size() != channel.recvs.size()) {
       for (const auto& stream : {channel.sends, channel.recvs}) {
         for (const auto* e : stream) {
-          auto& family = result.families[e->name.family];
+          auto& family = result.families[e->name->family];
           ++family.unmatched_events;
           family.notes.insert("sends and receives on a channel differ in number");
         }
@@ -164,11 +164,11 @@ void MatchTransfers(const std::vector<const CollectiveEvent*>& p2p,
       MatchedTransfer t;
       t.send = channel.sends[k];
       t.recv = channel.recvs[k];
-      t.key = t.send->name.family + " -> " + t.recv->name.family + " " + key;
+      t.key = t.send->name->family + " -> " + t.recv->name->family + " " + key;
       t.ordinal = static_cast<int64_t>(k);
       t.checked = t.send->covers_rendezvous && t.recv->covers_rendezvous;
       for (const auto* e : {t.send, t.recv}) {
-        auto& family = result.families[e->name.family];
+        auto& family = result.families[e->name->family];
         ++family.matched_instances;
         if (t.checked) {
           ++family.checked_instances;
@@ -189,10 +189,10 @@ MatchResult MatchCollectives(const std::vector<CollectiveEvent>& events,
   std::map<std::string, Streams> by_key;
   std::vector<const CollectiveEvent*> p2p;
   for (const auto& e : events) {
-    auto& family = result.families[e.name.family];
-    family.dependency = e.name.dependency;
+    auto& family = result.families[e.name->family];
+    family.dependency = e.name->dependency;
     ++family.events;
-    if (IsPointToPoint(e.name.dependency)) {
+    if (IsPointToPoint(e.name->dependency)) {
       p2p.push_back(&e);
     } else {
       by_key[MatchKey(e)][{e.trace, e.participant}].push_back(&e);

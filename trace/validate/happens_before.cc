@@ -58,7 +58,7 @@ std::optional<Violation> CheckTransfer(const MatchedTransfer& transfer, int64_t 
   const int64_t by = SaturatingDiffPs(transfer.send->start, transfer.recv->end);
   if (by <= tolerance_ps) return std::nullopt;
   Violation v;
-  v.family = transfer.recv->name.family;
+  v.family = transfer.recv->name->family;
   v.key = transfer.key;
   v.seq = transfer.recv->seq;
   v.ordinal = transfer.ordinal;

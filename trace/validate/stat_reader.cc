@@ -30,20 +30,37 @@ StatReader::StatReader(const xspace::XPlane& plane) : plane_(plane) {
 bool StatReader::Declares(std::string_view name) const { return ids_.find(name) != ids_.end(); }
 
 const xspace::XStat* StatReader::FindIn(const google::protobuf::RepeatedPtrField<xspace::XStat>& stats,
-                                        int64_t id) const {
+                                        int64_t id) {
   for (const auto& stat : stats) {
     if (stat.metadata_id() == id) return &stat;
   }
   return nullptr;
 }
 
-const xspace::XStat* StatReader::Find(const xspace::XEvent& event, std::string_view name) const {
+std::optional<int64_t> StatReader::Id(std::string_view name) const {
   const auto id = ids_.find(name);
-  if (id == ids_.end()) return nullptr;
-  if (const auto* stat = FindIn(event.stats(), id->second)) return stat;
+  if (id == ids_.end()) return std::nullopt;
+  return id->second;
+}
+
+const xspace::XStat* StatReader::Find(const xspace::XEvent& event, int64_t id) const {
+  if (const auto* stat = FindIn(event.stats(), id)) return stat;
   const auto metadata = plane_.event_metadata().find(event.metadata_id());
   if (metadata == plane_.event_metadata().end()) return nullptr;
-  return FindIn(metadata->second.stats(), id->second);
+  return FindIn(metadata->second.stats(), id);
+}
+
+const xspace::XStat* StatReader::FindByName(const xspace::XEvent& event, std::string_view name) const {
+  const auto id = Id(name);
+  return id ? Find(event, *id) : nullptr;
+}
+
+std::optional<std::string_view> StatReader::View(const xspace::XStat& stat) const {
+  if (stat.value_case() == xspace::XStat::kStrValue) return StripQuotes(stat.str_value());
+  if (stat.value_case() != xspace::XStat::kRefValue) return std::nullopt;
+  const auto ref = plane_.stat_metadata().find(static_cast<int64_t>(stat.ref_value()));
+  if (ref == plane_.stat_metadata().end()) return std::nullopt;
+  return std::string_view(ref->second.name());
 }
 
 std::optional<std::string> StatReader::AsString(const xspace::XStat& stat) const {
@@ -89,12 +106,12 @@ std::optional<int64_t> StatReader::AsInt(const xspace::XStat& stat) const {
 }
 
 std::optional<std::string> StatReader::String(const xspace::XEvent& event, std::string_view name) const {
-  const auto* stat = Find(event, name);
+  const auto* stat = FindByName(event, name);
   return stat ? AsString(*stat) : std::nullopt;
 }
 
 std::optional<int64_t> StatReader::Int(const xspace::XEvent& event, std::string_view name) const {
-  const auto* stat = Find(event, name);
+  const auto* stat = FindByName(event, name);
   return stat ? AsInt(*stat) : std::nullopt;
 }
 

@@ -33,14 +33,22 @@ class StatReader {
   // decimal string (quotes tolerated).
   std::optional<int64_t> Int(const xspace::XEvent& event, std::string_view name) const;
 
+  // For per-event loops: the stat's id on this plane (nullopt when the
+  // plane never declares it), the stat of `event` or its metadata with that
+  // id, and a string stat's text without a copy (str_value or ref_value;
+  // valid while the plane is).
+  std::optional<int64_t> Id(std::string_view name) const;
+  const xspace::XStat* Find(const xspace::XEvent& event, int64_t id) const;
+  static const xspace::XStat* FindIn(const google::protobuf::RepeatedPtrField<xspace::XStat>& stats,
+                                     int64_t id);
+  std::optional<std::string_view> View(const xspace::XStat& stat) const;
+
   // The same for the plane's own stats (XPlane.stats).
   std::optional<std::string> PlaneString(std::string_view name) const;
   std::optional<int64_t> PlaneInt(std::string_view name) const;
 
  private:
-  const xspace::XStat* Find(const xspace::XEvent& event, std::string_view name) const;
-  const xspace::XStat* FindIn(const google::protobuf::RepeatedPtrField<xspace::XStat>& stats,
-                              int64_t id) const;
+  const xspace::XStat* FindByName(const xspace::XEvent& event, std::string_view name) const;
   std::optional<std::string> AsString(const xspace::XStat& stat) const;
   std::optional<int64_t> AsInt(const xspace::XStat& stat) const;
 

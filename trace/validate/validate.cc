@@ -129,15 +129,20 @@ ValidationResult ValidateTraces(const std::vector<const HostTrace*>& traces, con
   result.tolerance_ps = TolerancePs(options.tolerance_ns);
   result.warnings = Warnings(traces, result.hosts);
 
-  std::vector<CollectiveEvent> events;
+  std::vector<std::vector<CollectiveEvent>> per_trace(traces.size());
   std::vector<std::optional<int64_t>> ranks(traces.size());
+  size_t total = 0;
   for (size_t i = 0; i < traces.size(); ++i) {
     ExtractCounts counts;
-    auto host_events = ExtractCollectives(*traces[i], i, &counts);
+    per_trace[i] = ExtractCollectives(*traces[i], i, &counts);
+    total += per_trace[i].size();
     AddTo(result.skipped, counts);
-    std::move(host_events.begin(), host_events.end(), std::back_inserter(events));
     ranks[i] = i < options.ranks.size() && options.ranks[i] ? options.ranks[i] : TraceRank(*traces[i]);
   }
+  std::vector<CollectiveEvent> events;
+  events.reserve(total);
+  for (auto& host : per_trace) std::move(host.begin(), host.end(), std::back_inserter(events));
+  per_trace.clear();
   const MatchResult match = MatchCollectives(events, ranks);
   const ParticipantNamer namer = [&](const CollectiveEvent& e) {
     return e.participant.empty() ? result.hosts[e.trace] : result.hosts[e.trace] + " " + e.participant;
