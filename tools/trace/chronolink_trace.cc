@@ -2,12 +2,18 @@
 // (docs/traces.md). One binary, one subcommand per job: align, combine,
 // export-chrome, validate, report.
 #include <CLI/CLI.hpp>
+#include <google/protobuf/stubs/logging.h>
 
 #include <cstdio>
 
 #include "tools/trace/trace_commands.h"
 
+// The readers report bad input in one message of their own; protobuf's own
+// log lines about the same bytes would only repeat it less clearly.
+void QuietProtobufLog(google::protobuf::LogLevel, const char*, int, const std::string&) {}
+
 int main(int argc, char** argv) {
+  google::protobuf::SetLogHandler(&QuietProtobufLog);
   CLI::App app{
       "chronolink-trace: rewrite per-host XSpace and Chrome/Kineto traces onto the cluster time "
       "chronolink's agents measured, and check them (docs/traces.md)"};

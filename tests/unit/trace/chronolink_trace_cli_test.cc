@@ -1,0 +1,241 @@
+// chronolink-trace as a user runs it: real files in, the real binary, its
+// exit code, its one message, and what it leaves on disk.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/support/run_process.h"
+#include "trace/exporters/xspace_writer.h"
+#include "trace/model/xplane_edit.h"
+
+namespace chronolink::trace {
+namespace {
+
+namespace fs = std::filesystem;
+using chronolink::testing::ProcessResult;
+using chronolink::testing::RunProcess;
+
+constexpr int64_t kStart = 1'795'320'000'000'000'000;  // epoch ns
+
+class TraceCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("chronolink-trace-cli-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  ProcessResult Run(std::vector<std::string> args) {
+    args.insert(args.begin(), CHRONOLINK_TRACE_BIN);
+    return RunProcess(args, {}, std::chrono::seconds(60));
+  }
+
+  // A host whose CPU line has `events` events 1 ms apart from kStart + 1 s,
+  // line timestamps relative to the Task Environment start, like JAX.
+  fs::path WriteHost(const std::string& host, int events, int64_t line_ts_ns = 0) {
+    HostTrace h;
+    h.host = host;
+    SetProfileStartTime(h.space, kStart);
+    SetHostnames(h.space, {host});
+    xspace::XPlane* cpu = GetOrCreatePlane(h.space, "/host:CPU");
+    const int64_t md = GetOrCreateEventMetadata(cpu, "all-reduce.1")->id();
+    xspace::XLine* line = GetOrCreateLine(cpu, "python");
+    line->set_timestamp_ns(line_ts_ns);
+    for (int i = 0; i < events; ++i) {
+      xspace::XEvent* e = line->add_events();
+      e->set_metadata_id(md);
+      e->set_offset_ps((1'000'000'000 + i * 1'000'000LL) * 1000);
+      e->set_duration_ps(500'000'000);
+    }
+    const fs::path run = dir_ / "logs" / "plugins" / "profile" / "2026_11_25_10_00_00";
+    fs::create_directories(run);
+    std::string error;
+    EXPECT_TRUE(WriteXSpaceFile(h, run / (host + ".xplane.pb"), &error)) << error;
+    return run / (host + ".xplane.pb");
+  }
+
+  // Offsets for nodes 1 (reference) and 2 (+1 ms, 10 ppm) every 2 s over
+  // [kStart, kStart + 20 s], skipping the instants in `missing` for node 2.
+  fs::path WriteOffsets(const std::vector<int>& missing = {}) {
+    const fs::path path = dir_ / "offsets.jsonl";
+    std::ofstream out(path);
+    for (int k = 0; k <= 10; ++k) {
+      const int64_t t = kStart + k * 2'000'000'000LL;
+      for (int node : {1, 2}) {
+        const bool gone = node == 2 && std::find(missing.begin(), missing.end(), k) != missing.end();
+        nlohmann::json j = {{"schema", "chronolink.offset.v1"}, {"node", node}, {"reference", 1},
+                            {"t_ns", t}, {"reachable", !gone}, {"component", gone ? -1 : 0},
+                            {"edges_used", gone ? 0 : 2}, {"leader", 1}};
+        j["offset_ns"] = gone ? nlohmann::json() : nlohmann::json(node == 1 ? 0.0 : 1e6 + 10e-6 * k * 2e9);
+        j["drift"] = gone ? nlohmann::json() : nlohmann::json(node == 1 ? 0.0 : 1e-5);
+        j["uncertainty_ns"] = gone ? nlohmann::json() : nlohmann::json(node == 1 ? 0.0 : 30.0);
+        j["residual_ns"] = gone ? nlohmann::json() : nlohmann::json(5.0);
+        out << j.dump() << "\n";
+      }
+    }
+    return path;
+  }
+
+  // Nothing, not even a partial directory, where the output would be.
+  void ExpectNoOutput(const fs::path& out) {
+    EXPECT_FALSE(fs::exists(out)) << out;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      EXPECT_EQ(e.path().filename().string().find(".partial-"), std::string::npos) << e.path();
+    }
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(TraceCliTest, EverySubcommandHasHelp) {
+  for (const char* cmd : {"align", "combine", "export-chrome", "validate", "report"}) {
+    const ProcessResult r = Run({cmd, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    EXPECT_NE(r.out.find("--"), std::string::npos) << cmd << ": " << r.out;
+  }
+  const ProcessResult none = Run({});
+  EXPECT_NE(none.exit_code, 0);
+}
+
+TEST_F(TraceCliTest, AlignsARunAndRefusesToWriteOverIt) {
+  WriteHost("a", 5);
+  WriteHost("b", 5);
+  const fs::path offsets = WriteOffsets();
+  const fs::path out = dir_ / "aligned";
+  const std::vector<std::string> args = {"align", (dir_ / "logs").string(), "--offsets", offsets.string(),
+                                         "--host", "1=a", "--host", "2=b", "--out", out.string()};
+  ProcessResult r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(out / "plugins" / "profile" / "2026_11_25_10_00_00" / "b.xplane.pb"));
+  EXPECT_NE(r.out.find("common origin"), std::string::npos) << r.out;
+  // b's correction is about -1 ms (node 2 runs 1 ms ahead).
+  EXPECT_NE(r.out.find("-1.0"), std::string::npos) << r.out;
+  r = Run(args);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+}
+
+TEST_F(TraceCliTest, ATruncatedXSpaceIsOneClearErrorAndNoOutput) {
+  const fs::path host = WriteHost("a", 50);
+  fs::resize_file(host, fs::file_size(host) / 2);
+  const fs::path out = dir_ / "aligned";
+  const ProcessResult r = Run({"align", host.string(), "--offsets", WriteOffsets().string(), "--host", "1=a",
+                               "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("a.xplane.pb"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  ExpectNoOutput(out);
+}
+
+TEST_F(TraceCliTest, JsonThatIsNotATraceIsOneClearError) {
+  const fs::path json = dir_ / "rank0.json";
+  std::ofstream(json) << R"({"model": "resnet", "epochs": 3})";
+  const fs::path out = dir_ / "aligned";
+  const ProcessResult r = Run({"align", json.string(), "--offsets", WriteOffsets().string(), "--host",
+                               "1=rank0", "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("rank0.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("traceEvents"), std::string::npos) << r.err;
+  ExpectNoOutput(out);
+}
+
+TEST_F(TraceCliTest, AHostWithNoNodeIsNamed) {
+  WriteHost("gpu-17", 5);
+  const fs::path out = dir_ / "aligned";
+  const ProcessResult r =
+      Run({"align", (dir_ / "logs").string(), "--offsets", WriteOffsets().string(), "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("'gpu-17'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--host NODE=HOST"), std::string::npos) << r.err;
+  ExpectNoOutput(out);
+}
+
+TEST_F(TraceCliTest, ATraceInALongGapOfTheOffsetsIsRefusedWithWhy) {
+  WriteHost("b", 5);  // events at kStart + 1 s .. + 1.005 s
+  // Node 2 unreachable from instant 0 to 9: the trace sits 17 s from its
+  // nearest solved instant.
+  const fs::path offsets = WriteOffsets({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const fs::path out = dir_ / "aligned";
+  const ProcessResult r = Run({"align", (dir_ / "logs").string(), "--offsets", offsets.string(), "--host",
+                               "2=b", "--max-bound-us", "1", "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("host b"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--max-bound-us"), std::string::npos) << r.err;
+  ExpectNoOutput(out);
+}
+
+TEST_F(TraceCliTest, TimestampsThatOverflowWhenRebasedAreRefused) {
+  WriteHost("a", 1, /*line_ts_ns=*/INT64_MAX - kStart);
+  const fs::path out = dir_ / "aligned";
+  const ProcessResult r = Run({"align", (dir_ / "logs").string(), "--offsets", WriteOffsets().string(),
+                               "--host", "1=a", "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("host a"), std::string::npos) << r.err;
+  ExpectNoOutput(out);
+}
+
+TEST_F(TraceCliTest, ABadOffsetsLineIsNamedByFileAndLine) {
+  WriteHost("a", 5);
+  const fs::path offsets = dir_ / "offsets.jsonl";
+  std::ofstream(offsets) << R"({"schema": "chronolink.offset.v1", "node": "one"})" << "\n";
+  const ProcessResult r = Run({"align", (dir_ / "logs").string(), "--offsets", offsets.string(), "--host",
+                               "1=a", "--out", (dir_ / "aligned").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("offsets.jsonl:1"), std::string::npos) << r.err;
+}
+
+TEST_F(TraceCliTest, ARelativeChromeTraceWithoutItsStartIsRefused) {
+  const fs::path json = dir_ / "rank0.json";
+  std::ofstream(json) << R"([{"name": "gloo:all_reduce", "ph": "X", "ts": 12.5, "dur": 3, "pid": 1, "tid": 1}])";
+  const ProcessResult r = Run({"align", json.string(), "--offsets", WriteOffsets().string(), "--host",
+                               "1=rank0", "--out", (dir_ / "aligned").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--origin"), std::string::npos) << r.err;
+}
+
+TEST_F(TraceCliTest, ValidateStrictFailsOnViolationsAndPassesAfterAlignment) {
+  // Host b's clock runs 1 ms ahead: its collectives seem to start 1 ms
+  // after a's ended (a's last 0.5 ms). Aligned, they overlap.
+  WriteHost("a", 3);
+  WriteHost("b", 3, /*line_ts_ns=*/1'000'020);
+  ProcessResult r = Run({"validate", (dir_ / "logs").string(), "--strict"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  r = Run({"validate", (dir_ / "logs").string(), "--offsets", WriteOffsets().string(), "--host", "1=a",
+           "--host", "2=b", "--strict", "--json", (dir_ / "v.json").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto v = nlohmann::json::parse(std::ifstream(dir_ / "v.json"));
+  EXPECT_GE(v["before"]["violations_total"].get<int>(), 1);
+  EXPECT_EQ(v["after"]["violations_total"].get<int>(), 0);
+}
+
+TEST_F(TraceCliTest, CombineAndExportWriteOneFileEach) {
+  WriteHost("a", 3);
+  WriteHost("b", 3);
+  const fs::path offsets = WriteOffsets();
+  const std::vector<std::string> common = {(dir_ / "logs").string(), "--offsets", offsets.string(),
+                                           "--host", "1=a", "--host", "2=b"};
+  std::vector<std::string> args = {"combine"};
+  args.insert(args.end(), common.begin(), common.end());
+  args.insert(args.end(), {"--out", (dir_ / "all.json").string()});
+  ProcessResult r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(std::ifstream(dir_ / "all.json"));
+  EXPECT_TRUE(doc.contains("traceEvents"));
+  args.back() = (dir_ / "all.xplane.pb").string();
+  r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(fs::file_size(dir_ / "all.xplane.pb"), 0u);
+  r = Run({"export-chrome", (dir_ / "logs").string(), "--out", (dir_ / "raw.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(std::ifstream(dir_ / "raw.json")).contains("traceEvents"));
+}
+
+}  // namespace
+}  // namespace chronolink::trace
