@@ -83,13 +83,33 @@ class PlaneScanner {
         if (cached->second) return cached->second;
       }
     }
-    if (!md.param_comms) return md.name;
+    if (!md.param_comms) {
+      if (md.name && md.name->dependency == Dependency::kPointToPoint) return WithDirection(event, md.name);
+      return md.name;
+    }
     const std::string collective = stats_.String(event, vs::kCollectiveName).value_or("");
     auto cached = by_param_comms_.find(collective);
     if (cached == by_param_comms_.end()) {
       cached = by_param_comms_.emplace(collective, Share(ClassifyParamComms(collective))).first;
     }
     return cached->second;
+  }
+
+  // Kineto copies the launching op's "Collective name" onto its NCCL kernel:
+  // a SendRecv kernel that says "send" or "recv" is that half.
+  CollectiveNamePtr WithDirection(const xspace::XEvent& event, const CollectiveNamePtr& name) {
+    const auto collective = stats_.String(event, vs::kCollectiveName);
+    const auto said = collective ? ClassifyParamComms(*collective) : std::nullopt;
+    if (!said || (said->dependency != Dependency::kSend && said->dependency != Dependency::kRecv)) return name;
+    const bool send = said->dependency == Dependency::kSend;
+    CollectiveNamePtr& half = by_direction_[{name.get(), send}];
+    if (!half) {
+      CollectiveName directed = *name;
+      directed.family += send ? "(send)" : "(recv)";
+      directed.dependency = said->dependency;
+      half = std::make_shared<const CollectiveName>(std::move(directed));
+    }
+    return half;
   }
 
   const ByMetadata& MetadataClass(int64_t metadata_id) {
@@ -151,6 +171,7 @@ class PlaneScanner {
   std::unordered_map<std::string_view, CollectiveNamePtr> by_hlo_op_;
   std::unordered_map<int64_t, ByMetadata> by_metadata_;
   std::unordered_map<std::string, CollectiveNamePtr> by_param_comms_;
+  std::map<std::pair<const CollectiveName*, bool>, CollectiveNamePtr> by_direction_;  // (kernel, is send)
 };
 
 // Events are large; the join and the sort move indices, and each event is

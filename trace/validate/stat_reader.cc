@@ -24,7 +24,12 @@ std::optional<int64_t> ParseInt(std::string_view s) {
 }  // namespace
 
 StatReader::StatReader(const xspace::XPlane& plane) : plane_(plane) {
-  for (const auto& [id, metadata] : plane.stat_metadata()) ids_.emplace(metadata.name(), id);
+  for (const auto& [id, metadata] : plane.stat_metadata()) {
+    // The Chrome importer's interned string values are stat metadata too;
+    // a value that happens to read "Seq" is not the key "Seq".
+    if (metadata.description() == kInternedStringDescription) continue;
+    ids_.emplace(metadata.name(), id);
+  }
 }
 
 bool StatReader::Declares(std::string_view name) const { return ids_.find(name) != ids_.end(); }

@@ -18,6 +18,10 @@
 
 namespace chronolink::trace {
 
+// docs/chrome-trace.md: the description of a stat metadata entry that only
+// holds an interned string value (a ref_value target), never a key.
+inline constexpr std::string_view kInternedStringDescription = "chrome:ref";
+
 class StatReader {
  public:
   explicit StatReader(const xspace::XPlane& plane);

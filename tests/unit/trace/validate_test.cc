@@ -412,6 +412,61 @@ TEST(ValidateTest, ReceiveBeforeItsSendIsAViolation) {
   EXPECT_EQ(xla_send.unmatched_events, 1);
 }
 
+// Kineto copies "Collective name" and the peer onto the NCCL kernel, so a
+// SendRecv kernel is a checkable transfer half on the device. Ranks from
+// `distributedInfo` on the importer's `chrome.top_level` plane. a (rank 0)
+// sends [100, 200] us, b (rank 1) receives [150, 300] us; b's clock
+// -250 us: the receive ends at 50 us, 50 us before the send started.
+TEST(ValidateTest, KinetoSendRecvKernelsAreTransfersOnTheDevice) {
+  std::vector<HostTrace> hosts;
+  for (int h = 0; h < 2; ++h) {
+    hosts.push_back(MakeHost(h ? "b" : "a", 1'000'000'000'000'000'000 - (h ? 250'000 : 0)));
+    PlaneBuilder top = AddPlane(hosts.back(), 100, "chrome.top_level");
+    top.PlaneStr("distributedInfo", h ? R"({"backend": "nccl", "rank": 1, "world_size": 2})"
+                                      : R"({"backend": "nccl", "rank": 0, "world_size": 2})");
+    PlaneBuilder gpu = AddPlane(hosts.back(), 0, "GPU 0");
+    auto* stream = gpu.Line(7, "stream 7");
+    auto* k = gpu.Event(stream, "ncclDevKernel_SendRecv", h ? 150'000 : 100'000, h ? 300'000 : 200'000);
+    gpu.Str(k, "Collective name", h ? "recv" : "send");
+    gpu.Int(k, h ? "Src Rank" : "Dst Rank", h ? 0 : 1);
+    gpu.Str(k, "Process Group Name", "0");
+    gpu.Event(stream, "ncclDevKernel_SendRecv", 400'000, 500'000);  // no args: direction unknown
+  }
+  const auto r = ValidateTraces(Ptrs(hosts), {});
+  ASSERT_EQ(r.violations_total, 1);
+  EXPECT_TRUE(r.violations[0].transfer);
+  EXPECT_EQ(r.violations[0].by_ps, 50 * kUs);
+  EXPECT_EQ(r.violations[0].ended_first, "b GPU 0");
+  EXPECT_EQ(r.violations[0].key,
+            "nccl-kernel:SendRecv(send) -> nccl-kernel:SendRecv(recv) [device] group=0 rank 0 -> rank 1");
+  EXPECT_EQ(Family(r, "nccl-kernel:SendRecv(send)").checked_instances, 1);
+  EXPECT_EQ(Family(r, "nccl-kernel:SendRecv(recv)").dependency, Dependency::kRecv);
+  const auto& unknown = Family(r, "nccl-kernel:SendRecv");
+  EXPECT_EQ(unknown.events, 2);
+  EXPECT_TRUE(HasNote(unknown, "direction not in the name"));
+}
+
+// An interned string value that reads like a key (the Chrome importer keeps
+// interned strings as stat metadata described "chrome:ref") is not that key.
+TEST(ValidateTest, InternedStringsAreNotStatKeys) {
+  std::vector<HostTrace> hosts = GlooHosts({0, 0}, 2);
+  {
+    auto* plane = hosts[0].space->mutable_planes(0);
+    auto& interned = (*plane->mutable_stat_metadata())[999];
+    interned.set_id(999);
+    interned.set_name("Seq");
+    interned.set_description("chrome:ref");
+    auto* e = plane->mutable_lines(1)->mutable_events(0);  // a gloo:all_reduce
+    auto* stat = e->add_stats();
+    stat->set_metadata_id(999);
+    stat->set_int64_value(7);
+  }
+  const auto r = ValidateTraces(Ptrs(hosts), {});
+  // Read as a key, host0's first all_reduce would carry seq 7 and host1's
+  // none: nothing would match.
+  EXPECT_EQ(Family(r, "gloo:all_reduce").matched_instances, 2);
+}
+
 TEST(ValidateTest, RanksFromOptionsOverrideAndFillWhatTheTraceLacks) {
   auto hosts = SendRecvHosts(-500'000);
   // Without any rank for b, its receive cannot be put on a channel.
