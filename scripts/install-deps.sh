@@ -9,7 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libsvm-dev libeigen3-dev
   libbpf-dev bpftool libelf-dev zlib1g-dev libcap-dev libcap2-bin
   iproute2 iperf3 chrony linuxptp procps python3 etcd-server
-  protobuf-compiler libprotobuf-dev python3-protobuf python3-torch chromium
+  protobuf-compiler libprotobuf-dev python3-protobuf python3-torch chromium librsvg2-bin
 )
 
 SUDO=""

@@ -20,6 +20,7 @@ struct AlignFlags {
   CorrectionFlags correction;
   std::string out;
   std::string summary_json;
+  bool timings = false;
 };
 
 bool WriteRun(const TraceInputs& in, const fs::path& logdir, fs::path* run_dir, std::string* error) {
@@ -57,9 +58,11 @@ bool WriteJsonFiles(const TraceInputs& in, const nlohmann::json& summary, const 
 }
 
 int RunAlign(const AlignFlags& f) {
+  PhaseTimer timer(f.timings);
   std::string error;
   TraceInputs in;
   if (!f.in.Load(&in, &error)) return Fail("align", error);
+  timer.End("read");
   if (!in.AllXSpace() && !in.AllChromeJson()) {
     return Fail("align", "the inputs mix XSpace and JSON traces: align each kind on its own "
                          "(combine puts them together afterwards)");
@@ -70,11 +73,13 @@ int RunAlign(const AlignFlags& f) {
       !AlignInputs(f.correction, maps, &in, &result, &error)) {
     return Fail("align", error);
   }
+  timer.End("align");
   fs::path written = f.out;
   const nlohmann::json summary = AlignSummaryJson(maps, result);
   const bool ok = in.AllXSpace() ? WriteRun(in, f.out, &written, &error)
                                  : WriteJsonFiles(in, summary, f.out, &error);
   if (!ok) return Fail("align", error);
+  timer.End("write");
   PrintAlignSummary(in, maps, result);
   std::printf("wrote %s\n", written.c_str());
   if (!f.summary_json.empty()) {
@@ -98,6 +103,8 @@ void AddAlignCommand(CLI::App& app, std::function<void(int)> done) {
                   "new directory for the rewritten files")
       ->required();
   cmd->add_option("--summary-json", flags->summary_json, "also write the summary as JSON here");
+  cmd->add_flag("--timings", flags->timings,
+                "print each phase's wall and CPU seconds and the peak RSS to stderr (benchmarks)");
   cmd->callback([flags, done] { done(RunAlign(*flags)); });
 }
 

@@ -61,6 +61,10 @@ bool LoadOffsetsMaps(const std::vector<std::string>& offsets, const std::vector<
     return false;
   }
   out->correction = std::move(correction);
+  out->warnings = input.warnings;
+  if (input.lines_skipped > input.warnings.size()) {
+    out->warnings.push_back(std::to_string(input.lines_skipped) + " bad offsets lines skipped in all");
+  }
   return true;
 }
 

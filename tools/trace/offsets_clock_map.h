@@ -20,6 +20,7 @@ class OffsetsMaps {
   std::unique_ptr<HostClockMap> ForNode(uint32_t node, std::string* error) const;
 
   std::shared_ptr<const ClusterCorrection> correction;
+  std::vector<std::string> warnings;  // skipped lines, empty files: for the summary
 };
 
 bool LoadOffsetsMaps(const std::vector<std::string>& offsets, const std::vector<std::string>& edges,

@@ -7,6 +7,7 @@
 #include "tools/trace/offsets_clock_map.h"
 #include "tools/trace/trace_cli_common.h"
 #include "tools/trace/trace_commands.h"
+#include "trace/report/png_convert.h"
 #include "trace/report/svg_report.h"
 #include "trace/validate/validate.h"
 #include "trace/validate/validate_report.h"
@@ -20,6 +21,7 @@ struct ReportFlags {
   std::string run;
   CorrectionFlags correction;
   std::string out;
+  std::string png;
   std::string title = "chronolink: clocks and traces of one run";
 };
 
@@ -58,6 +60,10 @@ int RunReport(const ReportFlags& f) {
   }
   if (std::rename(tmp.c_str(), f.out.c_str()) != 0) return Fail("report", "cannot write " + f.out);
   std::printf("wrote %s\n", f.out.c_str());
+  if (!f.png.empty()) {
+    if (!ConvertSvgToPng(f.out, f.png, 1.0, &error)) return Fail("report", error);
+    std::printf("wrote %s\n", f.png.c_str());
+  }
   return 0;
 }
 
@@ -72,6 +78,7 @@ void AddReportCommand(CLI::App& app, std::function<void(int)> done) {
   cmd->add_option("--origin", flags->origins, "HOST=NS for relative Chrome traces (see align)");
   flags->correction.Add(cmd, /*required=*/true);
   cmd->add_option("--out", flags->out, "the SVG file to write")->required();
+  cmd->add_option("--png", flags->png, "also write a PNG (needs rsvg-convert, Debian librsvg2-bin)");
   cmd->add_option("--title", flags->title, "the picture's title");
   cmd->callback([flags, done] { done(RunReport(*flags)); });
 }

@@ -1,5 +1,6 @@
 #include "tools/trace/trace_cli_common.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -95,6 +96,7 @@ bool BuildHostMaps(const CorrectionFlags& flags, const std::vector<HostTrace>& h
   OffsetsMaps offsets;
   if (!LoadOffsetsMaps(flags.offsets, flags.edges, flags.skip_bad_lines, &offsets, error)) return false;
   out->source = offsets.Describe();
+  out->warnings = offsets.warnings;
   for (size_t i = 0; i < hosts.size(); ++i) {
     auto map = offsets.ForNode(out->matches[i].node, error);
     if (!map) {
@@ -161,6 +163,7 @@ void PrintAlignSummary(const TraceInputs& in, const HostMaps& maps, const AlignR
     }
   }
   for (const auto& note : in.notes) std::printf("note: %s\n", note.c_str());
+  for (const auto& w : maps.warnings) std::printf("warning: %s\n", w.c_str());
 }
 
 nlohmann::json AlignSummaryJson(const HostMaps& maps, const AlignResult& result) {
@@ -212,6 +215,36 @@ StagedDirectory::~StagedDirectory() {
   if (committed_ || partial_.empty()) return;
   std::error_code ec;
   fs::remove_all(partial_, ec);
+}
+
+namespace {
+
+// CPU seconds (user + system) this process has used so far, and its peak RSS.
+double ProcessCpuSeconds(long* maxrss_kb) {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  *maxrss_kb = usage.ru_maxrss;
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+}  // namespace
+
+PhaseTimer::PhaseTimer(bool enabled) : enabled_(enabled), wall_start_(std::chrono::steady_clock::now()) {
+  long ignored = 0;
+  if (enabled_) cpu_start_s_ = ProcessCpuSeconds(&ignored);
+}
+
+void PhaseTimer::End(const char* phase) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  long maxrss_kb = 0;
+  const double cpu_s = ProcessCpuSeconds(&maxrss_kb);
+  std::fprintf(stderr, "timing: phase=%s wall_s=%.6f cpu_s=%.6f maxrss_kb=%ld\n", phase,
+               std::chrono::duration<double>(now - wall_start_).count(), cpu_s - cpu_start_s_,
+               maxrss_kb);
+  wall_start_ = now;
+  cpu_start_s_ = cpu_s;
 }
 
 int Fail(const std::string& command, const std::string& message) {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,7 @@ struct HostMaps {
   std::vector<std::unique_ptr<HostClockMap>> maps;
   std::vector<HostNodeMatch> matches;
   std::string source;  // "offsets.jsonl (3 files, 1234 instants, reference mean)"
+  std::vector<std::string> warnings;  // from reading the offsets
   std::vector<const HostClockMap*> Pointers() const;
 };
 
@@ -84,6 +86,22 @@ class StagedDirectory {
  private:
   std::filesystem::path final_, partial_;
   bool committed_ = false;
+};
+
+// `align --timings`: each phase's wall and CPU seconds and the process's
+// peak RSS at its end, one stderr line per phase
+// (`timing: phase=read wall_s=1.234567 cpu_s=1.200000 maxrss_kb=123456`),
+// read by bench/trace_align_bench.py. Disabled, it does nothing.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(bool enabled);
+  // Ends the phase begun at the previous End (or at construction) and prints it.
+  void End(const char* phase);
+
+ private:
+  bool enabled_;
+  std::chrono::steady_clock::time_point wall_start_;
+  double cpu_start_s_ = 0;
 };
 
 // Prints "chronolink-trace <cmd>: <message>" to stderr; returns exit code 1.

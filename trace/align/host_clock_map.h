@@ -1,7 +1,8 @@
 // What alignment needs of a clock correction: one host's clock → cluster
 // time, with a bound, for any instant. trace/correct/ implements it from
 // offsets.jsonl; tests implement it from a known truth. Implementations must
-// be strictly increasing in the instant, so that events keep their order.
+// be non-decreasing in the instant (never swap two instants; instants 1 ps
+// apart may tie after rounding to whole picoseconds), so events keep their order.
 #pragma once
 
 #include <cstdint>

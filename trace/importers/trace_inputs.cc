@@ -155,6 +155,7 @@ bool LoadTraceInputs(const std::vector<std::string>& inputs, const TraceInputOpt
   for (const auto& input : inputs) {
     const fs::path path(input);
     std::error_code ec;
+    if (input.ends_with(kOriginSidecarSuffix)) continue;  // a `*.json` glob names the sidecars too
     if (fs::is_directory(path, ec)) {
       if (!LoadRun(path, options, out, error)) return false;
     } else if (!fs::exists(path, ec)) {
