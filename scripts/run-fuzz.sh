@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Builds the probe decoder fuzzer (libFuzzer + ASan + UBSan, clang) in its own
-# build directory and runs it for a bounded time. Exits non-zero if the build
-# fails or the fuzzer finds a crash, leak, sanitizer report or timeout.
+# Builds the fuzz targets (libFuzzer + ASan + UBSan, clang) in their own
+# build directory and runs each for a bounded time: every decoder that reads
+# untrusted bytes (the probe datagram, XSpace, Chrome/Kineto JSON,
+# offsets.jsonl). Exits non-zero if the build fails or a fuzzer finds a
+# crash, leak, sanitizer report or timeout.
 #
 # Environment:
-#   FUZZ_SECONDS   how long to fuzz (default 30)
+#   FUZZ_SECONDS   how long to fuzz each target (default 30)
+#   FUZZ_TARGETS   which targets (default: all four, see below)
 #   FUZZ_BUILD_DIR build directory (default build-fuzz, relative to the repo)
 #   FUZZ_JOBS      parallel compile jobs (default 2)
 #   CXX / CC       compilers (default clang++ / clang)
 # Extra arguments are passed to the fuzzer (e.g. -seed=1 -max_len=256).
 #
-# New interesting inputs go to $FUZZ_BUILD_DIR/fuzz-corpus, crash inputs to
-# $FUZZ_BUILD_DIR/fuzz-artifacts; the seed corpus in tests/fuzz/corpus is
-# read, never written.
+# New interesting inputs go to $FUZZ_BUILD_DIR/fuzz-corpus/<target>, crash
+# inputs to $FUZZ_BUILD_DIR/fuzz-artifacts/<target>; the seed corpus in
+# tests/fuzz/corpus/<target without _fuzz> is read, never written.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -42,23 +45,31 @@ cmake -S "$repo" -B "$build" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCHRONOLINK_BUILD_FUZZ=ON -DCHRONOLINK_BUILD_TESTS=OFF -DCHRONOLINK_BUILD_BENCH=OFF \
   >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
-cmake --build "$build" --target probe_decoder_fuzz -j "$jobs"
+targets="${FUZZ_TARGETS:-probe_decoder_fuzz xspace_reader_fuzz chrome_json_reader_fuzz offsets_reader_fuzz}"
+# shellcheck disable=SC2086
+cmake --build "$build" --target $targets -j "$jobs"
 
-fuzzer="$build/tests/fuzz/probe_decoder_fuzz"
-work_corpus="$build/fuzz-corpus"
-artifacts="$build/fuzz-artifacts"
-mkdir -p "$work_corpus" "$artifacts"
-
-echo "run-fuzz: fuzzing for ${seconds}s"
 status=0
-"$fuzzer" "$work_corpus" "$repo/tests/fuzz/corpus" \
-  -max_total_time="$seconds" -timeout=10 -max_len=512 \
-  -artifact_prefix="$artifacts/" -print_final_stats=1 "$@" \
-  2>&1 | tee "$build/fuzz.log" || status=$?
-
-if [ "$status" -ne 0 ]; then
-  echo "run-fuzz: FAILED (exit $status); reproducer(s) in $artifacts:" >&2
-  ls -l "$artifacts" >&2 || true
-  exit "$status"
-fi
-echo "run-fuzz: no crash in ${seconds}s ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$build/fuzz.log" || echo 'execs unknown'))"
+for target in $targets; do
+  seeds="$repo/tests/fuzz/corpus/${target%_fuzz}"
+  work_corpus="$build/fuzz-corpus/$target"
+  artifacts="$build/fuzz-artifacts/$target"
+  mkdir -p "$work_corpus" "$artifacts"
+  max_len=512
+  [ "$target" = probe_decoder_fuzz ] || max_len=65536
+  echo "run-fuzz: $target for ${seconds}s"
+  target_status=0
+  "$build/tests/fuzz/$target" "$work_corpus" "$seeds" \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len="$max_len" \
+    -artifact_prefix="$artifacts/" -print_final_stats=1 "$@" \
+    >"$build/fuzz-$target.log" 2>&1 || target_status=$?
+  if [ "$target_status" -ne 0 ]; then
+    tail -n 40 "$build/fuzz-$target.log" >&2
+    echo "run-fuzz: $target FAILED (exit $target_status); reproducer(s) in $artifacts:" >&2
+    ls -l "$artifacts" >&2 || true
+    status=1
+    continue
+  fi
+  echo "run-fuzz: $target: no crash in ${seconds}s ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$build/fuzz-$target.log" || echo 'execs unknown'))"
+done
+exit "$status"

@@ -14,7 +14,7 @@
 //
 // Built with -DCHRONOLINK_FUZZ_CORPUS_GEN the same file is a small program
 // that writes the seed corpus (valid packets under the fuzz key) into a
-// directory: `probe_corpus_gen tests/fuzz/corpus`.
+// directory: `probe_corpus_gen tests/fuzz/corpus/probe_decoder`.
 #include <array>
 #include <cstddef>
 #include <cstdint>
