@@ -8,7 +8,7 @@ PACKAGES=(
   libsodium-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsvm-dev libeigen3-dev
   libbpf-dev bpftool libelf-dev zlib1g-dev libcap-dev libcap2-bin
-  iproute2 iperf3 chrony linuxptp procps python3 etcd-server
+  iproute2 iperf3 chrony linuxptp procps time python3 etcd-server
   protobuf-compiler libprotobuf-dev python3-protobuf python3-torch chromium librsvg2-bin
 )
 
