@@ -170,6 +170,7 @@ def main(argv=None) -> int:
     shim = tw.find_shim(os.path.join(a.build, "tools", tw.SHIM_NAME))
     out = a.keep or tempfile.mkdtemp(prefix="chronolink-e2e-")
     os.makedirs(out, exist_ok=True)
+    os.chmod(out, 0o755)  # the agents write below it as `nobody` after dropping privileges
     failures: list[str] = []
     t0 = time.clock_gettime_ns(time.CLOCK_REALTIME)
     clocks = tw.default_clocks(NODES, t0)

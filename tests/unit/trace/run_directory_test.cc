@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <fstream>
 
@@ -88,14 +89,32 @@ TEST_F(RunDirectoryTest, ClearErrors) {
 }
 
 TEST_F(RunDirectoryTest, UnreadableHostFile) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root reads any file; run as a user to check this";
   const fs::path file = profile_ / "2026_11_25_10_00_00" / "a.xplane.pb";
   Touch(file);
   fs::permissions(file, fs::perms::none);
-  ProfileRun run;
-  std::string error;
-  EXPECT_FALSE(FindRun(root_, "", &run, &error));
-  EXPECT_NE(error.find("unreadable"), std::string::npos) << error;
+  const auto refused = [this] {
+    ProfileRun run;
+    std::string error;
+    return !FindRun(root_, "", &run, &error) && error.find("unreadable") != std::string::npos;
+  };
+  if (::geteuid() != 0) {
+    EXPECT_TRUE(refused());
+    return;
+  }
+  // Root reads any file: the check runs in a child that is `nobody`, who
+  // may search the directories (mkdtemp made the top one 0700).
+  fs::permissions(root_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                             fs::perms::others_read | fs::perms::others_exec);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) ::_exit(2);
+    ::_exit(refused() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: could not become nobody; 1: the file was not refused";
 }
 
 TEST_F(RunDirectoryTest, RunNames) {
