@@ -545,7 +545,7 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
     head = f"{'':42} {'events':>11} {'CPU s':>8} {'wall s':>8} {'events/s/core':>14} {'peak RSS':>10} {'RSS/input':>9}"
     out = [head, "-" * len(head)]
     for r in rows:
-        rss = f"{r['maxrss_kb'] / 1024:.0f} MB" if r["maxrss_kb"] else "-"
+        rss = f"{r['maxrss_kb'] * 1024 / 1e6:.0f} MB" if r["maxrss_kb"] else "-"   # MB = 1e6 bytes, as file sizes
         ratio = (f"{r['maxrss_kb'] * 1024 / r['input_bytes']:.1f}x"
                  if r["maxrss_kb"] and r["input_bytes"] else "-")
         wall = f"{r['wall_s']:.2f}" if r["wall_s"] is not None else "-"
