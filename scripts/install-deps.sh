@@ -10,6 +10,7 @@ PACKAGES=(
   libbpf-dev bpftool libelf-dev zlib1g-dev libcap-dev libcap2-bin
   iproute2 iperf3 chrony linuxptp procps time python3 etcd-server
   protobuf-compiler libprotobuf-dev python3-protobuf python3-torch chromium librsvg2-bin
+  libamdhip64-dev libhsakmt-dev libhsa-runtime-dev
 )
 
 SUDO=""

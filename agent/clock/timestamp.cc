@@ -9,6 +9,8 @@ std::string_view ClockDomainName(ClockDomain d) {
     case ClockDomain::kTai: return "tai";
     case ClockDomain::kBoottime: return "boottime";
     case ClockDomain::kPeerRealtime: return "peer_realtime";
+    case ClockDomain::kMonotonicRaw: return "monotonic_raw";
+    case ClockDomain::kGpuDevice: return "gpu_device";
   }
   return "unknown";
 }

@@ -14,6 +14,8 @@ enum class ClockDomain : uint8_t {
   kTai = 2,           // CLOCK_TAI (BPF bpf_ktime_get_tai_ns)
   kBoottime = 3,      // CLOCK_BOOTTIME (rocprofiler-sdk)
   kPeerRealtime = 4,  // a peer's node clock, as echoed on the wire
+  kMonotonicRaw = 5,  // CLOCK_MONOTONIC_RAW (amdkfd's CPU clock counter)
+  kGpuDevice = 6,     // a GPU's own counter, unwrapped, in ns at its nominal rate
 };
 
 std::string_view ClockDomainName(ClockDomain d);
