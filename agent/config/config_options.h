@@ -1,5 +1,7 @@
 // The agent's option table and the parsing of one option's value. Internal to
-// agent/config: only agent/config/*.cc include this header.
+// agent/config, except that the collector's option table
+// (collector/config/collector_options.cc) parses through the same value
+// parsers, so that a value means the same to both.
 //
 // Every setting is described once in Specs() (file key, flag, environment
 // name, kind, --help text); the config file, the environment and the command

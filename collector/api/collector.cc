@@ -1,0 +1,309 @@
+// The collector's lifecycle: backend choice, the sampler thread, the bounded
+// activity store, the clock page, and export.
+#include "collector/api/collector.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "collector/device/backend_registry.h"
+#include "trace/exporters/xspace_writer.h"
+#include "trace/model/xplane_edit.h"
+
+namespace chronolink::collector {
+namespace {
+
+DeviceClockMapOptions MapOptions(const CollectorOptions& o) {
+  DeviceClockMapOptions m;
+  m.max_bracket_ns = o.max_bracket_ns;
+  m.max_knots = static_cast<size_t>(o.max_knots);
+  return m;
+}
+
+NodeClock MakeClock(const CollectorOptions& o) {
+  return o.test_mode ? NodeClock(o.virtual_clock) : NodeClock();
+}
+
+}  // namespace
+
+Collector::Collector(const CollectorOptions& options) : options_(options), clock_(MakeClock(options)) {}
+
+Collector::~Collector() {
+  Stop();
+  if (backend_) backend_->Close();
+}
+
+std::unique_ptr<Collector> Collector::Create(const CollectorOptions& options, std::string* error) {
+  std::unique_ptr<Collector> c(new Collector(options));
+  if (!c->OpenBackend(error)) return nullptr;
+  if (!options.clock_page.empty()) {
+    c->page_open_ = c->page_reader_.Open(options.clock_page);
+    c->page_state_ = c->page_open_ ? "ok" : "absent";
+    if (!c->page_open_) {
+      spdlog::warn("collector: clock page {} is absent (is the agent running on this node?); exporting "
+                   "host time only, align with offsets.jsonl later",
+                   options.clock_page);
+    }
+  }
+  return c;
+}
+
+bool Collector::OpenBackend(std::string* error) {
+  BackendOptions bo;
+  bo.devices = options_.devices;
+  bo.settings = options_.backend_settings;
+  bo.max_pending_activity = static_cast<size_t>(options_.max_activity_records);
+  bo.host_clock = &clock_;
+  std::vector<std::string> tried;
+  for (const BackendEntry& entry : Backends()) {
+    const bool wanted = options_.backend == "auto" ? entry.name != "simulated" : entry.name == options_.backend;
+    if (!wanted) continue;
+    std::unique_ptr<GpuBackend> b = entry.create();
+    std::vector<GpuDeviceInfo> devices;
+    std::string why;
+    const BackendStatus st = b->Open(bo, &devices, &why);
+    if (st == BackendStatus::kReady) {
+      backend_ = std::move(b);
+      backend_name_ = std::string(entry.name);
+      backend_status_ = st;
+      devices_ = std::move(devices);
+      for (size_t i = 0; i < devices_.size(); ++i) {
+        maps_.push_back(std::make_unique<DeviceClockMap>(MapOptions(options_)));
+      }
+      spdlog::info("collector: backend {} with {} device(s)", backend_name_, devices_.size());
+      return true;
+    }
+    backend_status_ = st;
+    tried.push_back(std::string(entry.name) + ": " + std::string(BackendStatusName(st)) + " (" + why + ")");
+    if (st == BackendStatus::kFailed && options_.backend != "auto") break;
+  }
+  backend_message_.clear();
+  for (const std::string& t : tried) backend_message_ += (backend_message_.empty() ? "" : "; ") + t;
+  if (tried.empty()) backend_message_ = "no backend named '" + options_.backend + "'";
+  if (options_.fail_without_gpu || backend_status_ == BackendStatus::kFailed) {
+    *error = "no GPU to collect from: " + backend_message_;
+    return false;
+  }
+  // Said once, here; the collector then runs without GPU data.
+  spdlog::warn("collector: no GPU data will be collected: {}", backend_message_);
+  return true;
+}
+
+bool Collector::Start(std::string* error) {
+  std::lock_guard<std::mutex> run(run_mu_);
+  if (running_) return true;
+  if (backend_) {
+    if (!backend_->StartActivity(error)) return false;
+    activity_started_ = true;
+  }
+  {
+    std::lock_guard<std::mutex> w(wake_mu_);
+    stop_requested_ = false;
+  }
+  running_ = true;
+  sampler_ = std::thread([this] { SamplerLoop(); });
+  return true;
+}
+
+void Collector::Stop() {
+  std::lock_guard<std::mutex> run(run_mu_);
+  if (!running_) return;
+  {
+    std::lock_guard<std::mutex> w(wake_mu_);
+    stop_requested_ = true;
+  }
+  wake_.notify_all();
+  if (sampler_.joinable()) sampler_.join();
+  running_ = false;
+  if (backend_ && activity_started_) {
+    backend_->StopActivity();
+    activity_started_ = false;
+  }
+  std::lock_guard<std::mutex> lock(sample_mu_);
+  SampleAllDevices();  // a pair after the last activity, so it interpolates
+  DrainActivity();
+}
+
+void Collector::SamplerLoop() {
+  const auto period = std::chrono::nanoseconds(options_.sample_period_ns);
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(sample_mu_);
+      SampleAllDevices();
+      DrainActivity();
+      ReadClockPage();
+    }
+    std::unique_lock<std::mutex> w(wake_mu_);
+    if (wake_.wait_for(w, period, [this] { return stop_requested_; })) return;
+  }
+}
+
+void Collector::SampleAllDevices() {
+  if (!backend_) return;
+  std::vector<SnapshotReading> reads(static_cast<size_t>(options_.reads_per_sample));
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    size_t got = 0;
+    for (size_t k = 0; k < reads.size(); ++k) {
+      std::string why;
+      if (backend_->ReadSnapshot(devices_[i].ordinal, clock_, &reads[got], &why)) {
+        ++got;
+        continue;
+      }
+      ++read_failures_;
+      if (last_read_failure_ != why) spdlog::warn("collector: device {}: {}", devices_[i].ordinal, why);
+      last_read_failure_ = why;
+    }
+    if (got > 0) maps_[i]->AddSample(std::span<const SnapshotReading>(reads.data(), got));
+  }
+}
+
+void Collector::DrainActivity() {
+  if (!backend_) return;
+  std::vector<GpuActivity> fresh;
+  backend_->DrainActivity(&fresh);
+  const size_t room = static_cast<size_t>(options_.max_activity_records) - std::min(
+      activity_.size(), static_cast<size_t>(options_.max_activity_records));
+  const size_t keep = std::min(room, fresh.size());
+  activity_.insert(activity_.end(), std::make_move_iterator(fresh.begin()),
+                   std::make_move_iterator(fresh.begin() + static_cast<std::ptrdiff_t>(keep)));
+  activity_dropped_store_ += fresh.size() - keep;
+}
+
+void Collector::ReadClockPage() {
+  if (options_.clock_page.empty()) return;
+  if (!page_open_) {
+    page_open_ = page_reader_.Open(options_.clock_page);  // the agent may start later
+    if (!page_open_) {
+      page_state_ = "absent";
+      return;
+    }
+  }
+  ClockMapping m;
+  std::string state;
+  if (!page_reader_.Read(&m)) {
+    state = "busy";
+  } else if (!m.valid) {
+    state = "invalid";
+  } else if (clock_.Now() > m.valid_until_ns) {
+    state = "stale";
+  } else {
+    state = "ok";
+    page_mapping_ = m;
+    page_mapping_valid_ = true;
+  }
+  if (state != page_state_) {
+    if (state == "ok") {
+      spdlog::info("collector: clock page {}: mapping to cluster time available", options_.clock_page);
+    } else {
+      spdlog::warn("collector: clock page {}: {} (not recorded; align with offsets.jsonl instead)",
+                   options_.clock_page, state);
+    }
+  }
+  page_state_ = state;
+  if (state != "ok") page_mapping_valid_ = false;  // never record a stale or torn mapping
+}
+
+int Collector::DeviceIndex(uint32_t ordinal) const {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    if (devices_[i].ordinal == ordinal) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool Collector::ExportTo(trace::HostTrace* trace, DeviceExportStats* stats, std::string* error) {
+  std::lock_guard<std::mutex> lock(sample_mu_);
+  SampleAllDevices();  // so activity up to now is bracketed by pairs
+  DrainActivity();
+  ReadClockPage();
+  std::vector<DeviceExport> devices(devices_.size());
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    devices[i].info = devices_[i];
+    devices[i].map = maps_[i].get();
+  }
+  for (const GpuActivity& a : activity_) {
+    const int idx = DeviceIndex(a.device);
+    if (idx >= 0) devices[static_cast<size_t>(idx)].activity.push_back(a);
+  }
+  DeviceExportOptions eo;
+  eo.backend = backend_name_.empty() ? "none" : backend_name_;
+  if (page_mapping_valid_) {
+    eo.have_cluster_mapping = true;
+    eo.cluster_ref_ns = page_mapping_.local_ref_ns;
+    eo.cluster_offset_ns = page_mapping_.offset_ns;
+    eo.cluster_drift_ppt = page_mapping_.drift_ppt;
+    eo.cluster_uncertainty_ns = page_mapping_.uncertainty_ns;
+  }
+  if (trace->host.empty()) trace->host = options_.host;
+  if (trace->space->hostnames_size() == 0) trace::SetHostnames(trace->space, {options_.host});
+  if (!backend_message_.empty()) trace->space->add_warnings("chronolink collector: no GPU data: " + backend_message_);
+  return AppendDevicePlanes(devices, eo, trace, stats, error);
+}
+
+bool Collector::WriteRun(const std::filesystem::path& logdir, const std::string& run, std::filesystem::path* path,
+                         DeviceExportStats* stats, std::string* error) {
+  trace::HostTrace trace;
+  trace.host = options_.host;
+  const int64_t now = clock_.Now();
+  if (!ExportTo(&trace, stats, error)) return false;
+  if (!trace::ProfileStopTime(*trace.space)) trace::SetProfileStopTime(trace.space, static_cast<uint64_t>(now));
+  const std::filesystem::path dir = logdir / "plugins" / "profile" / run;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    *error = "cannot create " + dir.string() + ": " + ec.message();
+    return false;
+  }
+  *path = dir / (options_.host + ".xplane.pb");
+  return trace::WriteXSpaceFile(trace, *path, error);
+}
+
+uint64_t Collector::BeginRegion(uint32_t device, void* stream, const std::string& name, std::string* why) {
+  RegionTimer* t = backend_ ? backend_->region_timer() : nullptr;
+  if (t == nullptr) {
+    *why = backend_ ? "the " + backend_name_ + " backend does not time regions" : "no GPU backend";
+    return 0;
+  }
+  return t->Begin(device, stream, name, why);
+}
+
+bool Collector::EndRegion(uint64_t region, std::string* why) {
+  RegionTimer* t = backend_ ? backend_->region_timer() : nullptr;
+  if (t == nullptr) {
+    *why = "no region timer";
+    return false;
+  }
+  return t->End(region, why);
+}
+
+ConvertedStamp Collector::DeviceToHost(uint32_t device, int64_t device_ns) const {
+  std::lock_guard<std::mutex> lock(sample_mu_);
+  const int idx = DeviceIndex(device);
+  if (idx < 0) return {};
+  return maps_[static_cast<size_t>(idx)]->ToHost(device_ns);
+}
+
+CollectorStatus Collector::Status() const {
+  std::lock_guard<std::mutex> lock(sample_mu_);
+  CollectorStatus s;
+  s.backend = backend_name_;
+  s.backend_status = backend_status_;
+  s.backend_message = backend_message_;
+  s.devices = devices_;
+  for (const auto& m : maps_) s.maps.push_back(m->stats());
+  if (backend_) s.activity = backend_->activity_counters();
+  s.activity_kept = activity_.size();
+  s.activity_dropped_store = activity_dropped_store_;
+  s.snapshot_read_failures = read_failures_;
+  s.last_read_failure = last_read_failure_;
+  s.clock_page_state = page_state_;
+  s.running = running_;
+  return s;
+}
+
+std::vector<GpuActivity> Collector::ActivitySnapshot() const {
+  std::lock_guard<std::mutex> lock(sample_mu_);
+  return activity_;
+}
+
+}  // namespace chronolink::collector
