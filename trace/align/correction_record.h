@@ -16,6 +16,10 @@ inline constexpr char kCorrectionPlane[] = "/host:chronolink-clock-correction";
 inline constexpr char kCorrectionLine[] = "correction";
 inline constexpr char kCountersLine[] = "_counters_";
 inline constexpr char kEventBoundStat[] = "chronolink_bound_ns";  // AlignOptions::annotate_events
+// A producer's own bound on an event's host-clock time (the GPU collector's
+// GPU -> host conversion, collector/export/device_planes.h). Alignment adds
+// it to the correction's bound in kEventBoundStat: the event's whole bound.
+inline constexpr char kSourceBoundStat[] = "chronolink_gpu_bound_ns";
 
 void RecordCorrection(const HostClockMap& map, const HostAlignment& stats, const AlignResult& result,
                       const AlignOptions& options, HostTrace* host);

@@ -60,6 +60,7 @@ class HostRewriter {
     for (auto& plane : *host_->space->mutable_planes()) {
       if (plane.name() == kTaskEnvPlaneName) continue;
       if (annotate_) bound_stat_id_ = GetOrCreateStatMetadata(&plane, kEventBoundStat)->id();
+      source_bound_stat_id_ = FindStatMetadataId(plane, kSourceBoundStat);
       for (auto& line : *plane.mutable_lines()) {
         if (!RewriteLine(plane, &line, error)) return false;
       }
@@ -117,10 +118,25 @@ class HostRewriter {
     if (annotate_) {
       xspace::XStat* stat = event->add_stats();
       stat->set_metadata_id(bound_stat_id_);
-      stat->set_double_value(std::max(ms->uncertainty_ns, me->uncertainty_ns));
+      stat->set_double_value(std::max(ms->uncertainty_ns, me->uncertainty_ns) + SourceBound(*event));
     }
     Count(*ms);
     return true;
+  }
+
+  // The producer's own bound on the event's host time (0 when it gave none).
+  double SourceBound(const xspace::XEvent& event) const {
+    if (!source_bound_stat_id_) return 0;
+    for (const auto& st : event.stats()) {
+      if (st.metadata_id() != *source_bound_stat_id_) continue;
+      switch (st.value_case()) {
+        case xspace::XStat::kInt64Value: return static_cast<double>(st.int64_value());
+        case xspace::XStat::kUint64Value: return static_cast<double>(st.uint64_value());
+        case xspace::XStat::kDoubleValue: return st.double_value();
+        default: return 0;
+      }
+    }
+    return 0;
   }
 
   void Count(const MappedInstant& m) {
@@ -142,6 +158,7 @@ class HostRewriter {
   const HostClockMap& map_;
   int64_t origin_ns_;
   bool annotate_;
+  std::optional<int64_t> source_bound_stat_id_;
   int64_t bound_stat_id_ = 0;
   HostAlignment* stats_;
   double uncertainty_sum_ = 0;

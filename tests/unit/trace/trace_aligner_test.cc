@@ -159,6 +159,29 @@ TEST(TraceAlignerTest, AnnotatedEventsCarryTheirOwnBound) {
   EXPECT_EQ(e.stats(0).double_value(), 50.0);
 }
 
+TEST(TraceAlignerTest, AProducersOwnBoundIsAddedToTheCorrections) {
+  // The GPU collector states each device event's GPU -> host bound; the
+  // event's whole bound on cluster time is that plus the correction's.
+  const SkewedClockMap a(5'000'000, 20.0);
+  HostTrace ha = MakeHost("a", a, {kT0 + 1'000'000'000}, 1'000);
+  xspace::XPlane* gpu = FindMutablePlane(ha.space, "/device:GPU:0");
+  const int64_t source_id = GetOrCreateStatMetadata(gpu, kSourceBoundStat)->id();
+  xspace::XStat* own = gpu->mutable_lines(0)->mutable_events(0)->add_stats();
+  own->set_metadata_id(source_id);
+  own->set_int64_value(300);
+  AlignOptions options;
+  options.annotate_events = true;
+  AlignResult result;
+  std::string error;
+  ASSERT_TRUE(AlignHosts({&ha}, {&a}, options, &result, &error)) << error;
+  const auto id = FindStatMetadataId(*gpu, kEventBoundStat);
+  ASSERT_TRUE(id);
+  const xspace::XEvent& e = gpu->lines(0).events(0);
+  ASSERT_EQ(e.stats_size(), 2);
+  EXPECT_EQ(e.stats(1).metadata_id(), *id);
+  EXPECT_EQ(e.stats(1).double_value(), 350.0);  // 50 (correction) + 300 (GPU -> host)
+}
+
 TEST(TraceAlignerTest, ABoundBeyondTheLimitIsRefusedNotShipped) {
   const SkewedClockMap a(0, 0.0);  // states a 50 ns bound
   HostTrace ha = MakeHost("gpu3", a, {kT0 + 1'000}, 10);
