@@ -1,0 +1,258 @@
+// chronolink-collect run: collect GPU clock snapshots and activity for a
+// duration, until SIGINT/SIGTERM, or while a command runs; then write the
+// node's XSpace (a new run directory, or appended to a host profile). A
+// checkpoint is written every --checkpoint-s, atomically, so a crash or a
+// kill loses at most that much.
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "collector/api/collector.h"
+#include "collector/api/status_json.h"
+#include "collector/cli/collect_commands.h"
+#include "trace/exporters/xspace_writer.h"
+#include "trace/importers/xspace/xspace_reader.h"
+
+namespace chronolink::collector::cli {
+namespace {
+
+struct RunFlags {
+  OptionTexts options;
+  std::string config_file;
+  double duration_s = 0;
+  std::string logdir = ".";
+  std::string run;
+  std::string append_to;
+  std::string out;
+  std::string truth;
+  std::string status_json;
+  double checkpoint_s = 30;
+  std::vector<std::string> command;
+};
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "chronolink-collect run: %s\n", message.c_str());
+  return 1;
+}
+
+std::string DefaultRunName() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y_%m_%d_%H_%M_%S", &tm);
+  return buf;
+}
+
+// The child runs the command with the signal mask it inherited restored.
+pid_t StartCommand(const std::vector<std::string>& command, const sigset_t& old_mask, std::string* error) {
+  std::vector<char*> argv;
+  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork: ") + std::strerror(errno);
+    return -1;
+  }
+  if (pid == 0) {
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "chronolink-collect run: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  return pid;
+}
+
+// Writes the output: a run directory, an explicit file, or the appended profile.
+bool WriteOutput(Collector& c, const RunFlags& f, const std::string& run, std::string* where,
+                 DeviceExportStats* stats, std::string* error) {
+  if (f.append_to.empty() && f.out.empty()) {
+    std::filesystem::path path;
+    if (!c.WriteRun(f.logdir, run, &path, stats, error)) return false;
+    *where = path.string();
+    return true;
+  }
+  trace::HostTrace trace;
+  if (!f.append_to.empty() && !trace::ReadXSpaceFile(f.append_to, &trace, error)) return false;
+  if (!c.ExportTo(&trace, stats, error)) return false;
+  *where = f.out.empty() ? f.append_to : f.out;
+  return trace::WriteXSpaceFile(trace, *where, error);
+}
+
+bool WriteTruth(const Collector& c, const std::string& path, std::string* error) {
+  std::ofstream out(path, std::ios::trunc);
+  for (const GpuActivity& a : c.ActivitySnapshot()) {
+    if (a.sim_true_start_ns == 0) continue;
+    out << nlohmann::json{{"device", a.device},          {"stream", a.stream},
+                          {"correlation_id", a.correlation_id}, {"name", a.name},
+                          {"kind", std::string(ActivityKindName(a.kind))},
+                          {"true_start_ns", a.sim_true_start_ns}, {"true_end_ns", a.sim_true_end_ns}}
+                .dump()
+        << "\n";
+  }
+  out.flush();
+  if (!out) *error = "cannot write " + path;
+  return static_cast<bool>(out);
+}
+
+void PrintSummary(const CollectorStatus& s, const DeviceExportStats& stats, const std::string& where) {
+  std::printf("chronolink-collect: backend %s, %zu device(s)\n", s.backend.empty() ? "none" : s.backend.c_str(),
+              s.devices.size());
+  if (!s.backend_message.empty()) std::printf("  no GPU data: %s\n", s.backend_message.c_str());
+  for (size_t i = 0; i < s.devices.size() && i < s.maps.size(); ++i) {
+    const DeviceClockMapStats& m = s.maps[i];
+    std::printf("  GPU %u %s: %llu samples (%llu kept, %llu too wide), %llu segment(s), last bracket %lld ns\n",
+                s.devices[i].ordinal, s.devices[i].name.c_str(), static_cast<unsigned long long>(m.samples),
+                static_cast<unsigned long long>(m.accepted), static_cast<unsigned long long>(m.rejected_wide),
+                static_cast<unsigned long long>(m.segments), static_cast<long long>(m.last_bracket_ns));
+  }
+  std::printf("  activity: %llu records, %llu dropped, %llu invalid; written %lld events, %lld unconvertible\n",
+              static_cast<unsigned long long>(s.activity.records),
+              static_cast<unsigned long long>(s.activity.dropped + s.activity_dropped_store),
+              static_cast<unsigned long long>(s.activity.invalid), static_cast<long long>(stats.events_written),
+              static_cast<long long>(stats.events_unconvertible));
+  std::printf("  GPU -> host bound: mean %.0f ns, max %lld ns; clock page: %s\n", stats.mean_bound_ns,
+              static_cast<long long>(stats.max_bound_ns), s.clock_page_state.c_str());
+  std::printf("  wrote %s\n", where.c_str());
+}
+
+struct Loop {
+  pid_t child = -1;
+  int child_status = 0;
+  bool child_done = false;
+  int signal = 0;
+};
+
+// Waits for the end: the duration, a signal, or the command. Checkpoints.
+void RunLoop(Collector& c, const RunFlags& f, const std::string& run, const sigset_t& signals, Loop* loop) {
+  timespec start{};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  auto elapsed = [&start] {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<double>(now.tv_sec - start.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec - start.tv_nsec);
+  };
+  double next_checkpoint = f.checkpoint_s, next_progress = 10, signalled_at = -1;
+  bool killed = false;
+  while (true) {
+    const timespec tick{0, 200'000'000};
+    const int sig = sigtimedwait(&signals, nullptr, &tick);
+    if (sig == SIGINT || sig == SIGTERM) {
+      loop->signal = sig;
+      if (loop->child <= 0) return;
+      kill(loop->child, sig);  // forwarded; we then wait for it, bounded below
+      if (signalled_at < 0) signalled_at = elapsed();
+    }
+    if (loop->child > 0 && waitpid(loop->child, &loop->child_status, WNOHANG) == loop->child) {
+      loop->child_done = true;
+      return;
+    }
+    const double t = elapsed();
+    if (loop->child <= 0 && f.duration_s > 0 && t >= f.duration_s) return;
+    if (signalled_at >= 0 && !killed && t - signalled_at > 10) {
+      spdlog::warn("the command did not end 10 s after the signal: killing it");
+      kill(loop->child, SIGKILL);
+      killed = true;
+    }
+    if (f.checkpoint_s > 0 && t >= next_checkpoint) {
+      next_checkpoint += f.checkpoint_s;
+      std::string where, error;
+      DeviceExportStats stats;
+      if (!WriteOutput(c, f, run, &where, &stats, &error)) spdlog::warn("checkpoint failed: {}", error);
+    }
+    if (t >= next_progress) {
+      next_progress += 10;
+      const CollectorStatus s = c.Status();
+      uint64_t samples = 0;
+      for (const auto& m : s.maps) samples += m.accepted;
+      spdlog::info("collecting: {:.0f} s, {} samples kept, {} activity records, clock page {}", t, samples,
+                   s.activity_kept, s.clock_page_state);
+    }
+  }
+}
+
+int RunCollect(const RunFlags& f) {
+  CollectorOptions options;
+  std::vector<std::string> warnings;
+  std::string error;
+  OptionSources sources;
+  sources.config_file = f.config_file;
+  sources.flags = f.options;
+  if (!LoadCollectorOptions(sources, &options, &warnings, &error)) return Fail(error);
+  for (const std::string& w : warnings) spdlog::warn("{}", w);
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  if (f.duration_s <= 0 && f.command.empty()) {
+    spdlog::info("collecting until SIGINT/SIGTERM (give --duration-s or -- COMMAND to bound it)");
+  }
+  if (!f.append_to.empty() && !f.out.empty() && f.append_to == f.out) return Fail("--out and --append-to name the same file");
+  // Signals are taken synchronously by the loop; threads started below inherit the mask.
+  sigset_t signals, old_mask;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, &old_mask);
+  auto collector = Collector::Create(options, &error);
+  if (!collector) return Fail(error);
+  if (!collector->Start(&error)) return Fail(error);
+  const std::string run = f.run.empty() ? DefaultRunName() : f.run;
+  Loop loop;
+  if (!f.command.empty()) {
+    loop.child = StartCommand(f.command, old_mask, &error);
+    if (loop.child < 0) return Fail(error);
+  }
+  RunLoop(*collector, f, run, signals, &loop);
+  collector->Stop();
+  std::string where;
+  DeviceExportStats stats;
+  if (!WriteOutput(*collector, f, run, &where, &stats, &error)) return Fail(error);
+  const CollectorStatus status = collector->Status();
+  PrintSummary(status, stats, where);
+  if (!f.truth.empty() && !WriteTruth(*collector, f.truth, &error)) return Fail(error);
+  if (!f.status_json.empty()) {
+    std::ofstream(f.status_json) << StatusJson(status).dump(1) << "\n";
+  }
+  if (loop.child_done) {
+    if (WIFEXITED(loop.child_status)) return WEXITSTATUS(loop.child_status);
+    return 128 + WTERMSIG(loop.child_status);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, std::function<void(int)> done) {
+  auto f = std::make_shared<RunFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Collect GPU clock snapshots and activity, then write the node's XSpace. Ends after "
+             "--duration-s, on SIGINT/SIGTERM, or when the command after -- exits (its exit code is ours)");
+  AddCollectorFlags(cmd, &f->options, &f->config_file);
+  cmd->add_option("--duration-s", f->duration_s, "collect this long (default: until a signal or the command ends)")
+      ->check(CLI::Range(0.0, 1e7))->group("Output");
+  cmd->add_option("--logdir", f->logdir, "write <logdir>/plugins/profile/<run>/<host>.xplane.pb (default: .)")
+      ->group("Output");
+  cmd->add_option("--run", f->run, "run directory name (default: now, YYYY_MM_DD_HH_MM_SS, UTC)")->group("Output");
+  cmd->add_option("--append-to", f->append_to,
+                  "append the device planes to this host profile (.xplane.pb); rewritten in place unless --out")
+      ->check(CLI::ExistingFile)->group("Output");
+  cmd->add_option("--out", f->out, "write the XSpace to this file instead of a run directory")->group("Output");
+  cmd->add_option("--checkpoint-s", f->checkpoint_s, "rewrite the output this often while collecting; 0: only at the end (default: 30)")
+      ->check(CLI::Range(0.0, 1e6))->group("Output");
+  cmd->add_option("--status-json", f->status_json, "also write the final status as JSON here")->group("Output");
+  cmd->add_option("--truth", f->truth, "simulated backend: write each record's true times (JSONL) here, for tests")
+      ->group("Output");
+  cmd->add_option("command", f->command, "the command to run while collecting (after --)");
+  cmd->callback([f, done] { done(RunCollect(*f)); });
+}
+
+}  // namespace chronolink::collector::cli

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""End to end: simulated GPUs on a skewed test-bed cluster, aligned onto cluster time.
+
+A 4-node routed test bed; every node runs chronolink-agent with a virtual
+clock (offsets over ±50 ms, drifts over ±100 ppm, node 1 the reference) and
+`chronolink-collect run` with the same virtual host clock and a simulated
+backend of two GPUs whose counters run at their own rates, rate errors and
+drifts (different per node and device), with read jitter and occasional slow
+reads. Each collector writes its node's XSpace (device planes, clock plane)
+and the simulation's truth: every record's true start and end. Then, with the
+leader's offsets.jsonl, `chronolink-trace align --annotate-events` rewrites
+the run, and every GPU event's aligned start and end minus its true instant
+must have p99 <= 1 µs and lie within the event's own reported bound
+(`chronolink_bound_ns`: the correction's bound plus the collector's GPU ->
+host bound) for >= 99 % of events. The collectors also read their agent's
+clock page: each must have seen it "ok".
+
+Prints the figures. Needs root (network namespaces). Exit 0 pass, 1 fail, 77
+skip (not root): under CI (env CI set) a skip is a failure.
+
+  sudo tests/integration/collector_e2e.py --build build [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from fractions import Fraction
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tools", "testbed"))
+sys.path.insert(0, HERE)
+
+import testbed as tbm  # noqa: E402
+import trace_truth as tt  # noqa: E402
+import trace_workload as tw  # noqa: E402
+from trace_alignment_e2e import (NODES, check, offsets_rows, run, skip, start_agents,  # noqa: E402
+                                 stop_agents, summarize, wait_for_instants)
+
+RUN = "2026_11_25_12_00_00"
+GPUS = 2
+
+
+def sim_settings(node: int) -> str:
+    """Each node's simulated GPUs: their own seed, so their own rates and drifts."""
+    return (f"devices={GPUS},seed={node * 7919},rate_hz=100000000,rate_error_ppm={20 * node - 50},"
+            "drift_ppm_per_s=0.05,jitter_ns=300,slow_read_prob=0.02,slow_read_ns=80000,"
+            "kernel_interval_us=2000,kernel_us=150,streams=2")
+
+
+def start_collectors(tb, a, out, clocks, seconds):
+    procs = {}
+    for n, c in clocks.items():
+        argv = [a.collect, "run", "--backend", "simulated", "--backend-settings", sim_settings(n),
+                "--test-mode", *c.agent_args(), "--node-id", n, "--host", f"node{n}",
+                "--sample-period-ms", 50, "--logdir", os.path.join(out, "gpu"), "--run", RUN,
+                "--duration-s", seconds, "--checkpoint-s", 0,
+                "--truth", os.path.join(out, f"truth{n}.jsonl"),
+                "--status-json", os.path.join(out, f"collect{n}.json")]
+        log = open(os.path.join(out, f"collect{n}.log"), "w")
+        procs[n] = tb.popen(n, [str(x) for x in argv], stdout=log, stderr=log)
+    return procs
+
+
+def wait_collectors(procs, timeout_s, failures):
+    deadline = time.monotonic() + timeout_s
+    for n, p in procs.items():
+        try:
+            rc = p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = "timeout"
+        check(rc == 0, f"collector on node {n} exited 0 ({rc})", failures)
+
+
+def load_truth(path):
+    truth = {}
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            truth[(int(r["device"]), int(r["correlation_id"]))] = (int(r["true_start_ns"]), int(r["true_end_ns"]))
+    return truth
+
+
+def device_events(pb, path):
+    """[(device, correlation_id, start ns, end ns (Fractions), bound ns or None)] of a file."""
+    space = pb.XSpace()
+    with open(path, "rb") as f:
+        space.ParseFromString(f.read())
+    base = 0
+    for plane in space.planes:
+        if plane.name == "Task Environment":
+            for st in plane.stats:
+                if plane.stat_metadata[st.metadata_id].name == "profile_start_time":
+                    base = st.uint64_value
+    out = []
+    for plane in space.planes:
+        if not plane.name.startswith("/device:GPU:"):
+            continue
+        names = {k: m.name for k, m in plane.stat_metadata.items()}
+        for line in plane.lines:
+            for e in line.events:
+                stats = {names.get(s.metadata_id): s for s in e.stats}
+                if "correlation_id" not in stats:
+                    continue
+                cid = stats["correlation_id"]
+                cid = cid.uint64_value or cid.int64_value
+                start = Fraction(base + line.timestamp_ns) + Fraction(e.offset_ps, 1000)
+                end = start + Fraction(e.duration_ps, 1000)
+                b = stats.get("chronolink_bound_ns")
+                out.append((plane.id, cid, start, end, b.double_value if b is not None else None))
+    return out
+
+
+def compare(pb, out, clocks, failures):
+    errs, before, missing = [], [], 0
+    for n in clocks:
+        truth = load_truth(os.path.join(out, f"truth{n}.jsonl"))
+        orig = device_events(pb, os.path.join(out, "gpu", "plugins", "profile", RUN, f"node{n}.xplane.pb"))
+        got = device_events(pb, os.path.join(out, "aligned", "plugins", "profile", RUN, f"node{n}.xplane.pb"))
+        check(len(orig) >= 100, f"node {n}: the collector wrote GPU events ({len(orig)})", failures)
+        check(len(got) == len(orig), f"node {n}: every GPU event is in the aligned file ({len(got)}/{len(orig)})",
+              failures)
+        for dev, cid, start, end, bound in got:
+            t = truth.get((dev, cid))
+            if t is None:
+                missing += 1
+                continue
+            b = bound if bound is not None else -1.0
+            errs.append((float(start - t[0]), b))
+            errs.append((float(end - t[1]), b))
+        for dev, cid, start, _end, _b in orig:
+            t = truth.get((dev, cid))
+            if t is not None:
+                before.append(abs(float(start - t[0])))
+    check(missing == 0, f"every aligned GPU event has a truth record ({missing} without)", failures)
+    if before:
+        before.sort()
+        print(f"  before alignment: GPU event |host time - true| p50 {before[len(before) // 2] / 1e6:.3f} ms")
+    return summarize("GPU events (simulated, 2 per node)", errs, failures)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--keep", default=None, help="keep outputs in this directory")
+    p.add_argument("--seconds", type=float, default=12)
+    a = p.parse_args(argv)
+    a.agent = os.path.join(a.build, "agent", "chronolink-agent")
+    a.trace = os.path.join(a.build, "tools", "chronolink-trace")
+    a.collect = os.path.join(a.build, "collector", "chronolink-collect")
+    if os.geteuid() != 0:
+        return skip("needs root for network namespaces")
+    for b in (a.agent, a.trace, a.collect):
+        if not os.access(b, os.X_OK):
+            print(f"FAIL: {b} not built")
+            return 1
+    out = a.keep or tempfile.mkdtemp(prefix="chronolink-collector-e2e-")
+    os.makedirs(out, exist_ok=True)
+    os.chmod(out, 0o755)  # the agents write below it as `nobody`
+    failures: list[str] = []
+    clocks = tw.default_clocks(NODES, time.clock_gettime_ns(time.CLOCK_REALTIME))
+    print(f"GPU collector end to end: {NODES} nodes x {GPUS} simulated GPUs, outputs in {out}")
+    for n, c in clocks.items():
+        print(f"  node {n}: host offset {c.offset_ns / 1e6:+.1f} ms, drift {c.drift_ppm:+.0f} ppm; GPUs {sim_settings(n)}")
+
+    with tbm.Testbed(f"clc{os.getpid() % 10000}", nodes=NODES, topology="routed") as tb:
+        agents = start_agents(tb, a, out, clocks)
+        try:
+            wait_for_instants(out, agents, 3, timeout_s=60)
+            collectors = start_collectors(tb, a, out, clocks, a.seconds)
+            wait_collectors(collectors, a.seconds + 60, failures)
+            wait_for_instants(out, agents, len({r["t_ns"] for r in offsets_rows(out)}) + 3, timeout_s=30)
+        finally:
+            stop_agents(agents)
+
+    for n in clocks:
+        st_path = os.path.join(out, f"collect{n}.json")
+        if os.path.exists(st_path):
+            st = json.load(open(st_path))
+            check(st.get("clock_page") == "ok", f"node {n}: the collector read its agent's clock page "
+                  f"({st.get('clock_page')})", failures)
+    offsets = [pth for pth in (os.path.join(out, f"node{i}", "offsets.jsonl") for i in range(1, NODES + 1))
+               if os.path.exists(pth) and os.path.getsize(pth) > 0]
+    hosts = []
+    for n in clocks:
+        hosts += ["--host", f"{n}=node{n}"]
+    cp = run([a.trace, "align", os.path.join(out, "gpu"), "--offsets", *offsets, *hosts, "--annotate-events",
+              "--out", os.path.join(out, "aligned")])
+    print(cp.stdout)
+    check(cp.returncode == 0, f"align ran ({cp.stderr.strip()[:300]})", failures)
+    figures = compare(tt.load_xplane_module(out), out, clocks, failures) if cp.returncode == 0 else {}
+    with open(os.path.join(out, "e2e.json"), "w") as f:
+        json.dump(figures, f, indent=1)
+    print("PASS" if not failures else f"FAIL: {len(failures)} check(s)")
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (tbm.TestbedError, RuntimeError, AssertionError) as e:
+        print(f"FAIL: {e}")
+        sys.exit(1)
