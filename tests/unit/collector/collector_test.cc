@@ -1,0 +1,201 @@
+// The collector's lifecycle on the simulated GPU (a test double for a real
+// device, which cannot exist here): export with and without Stop, the
+// bounded activity store, no device with continue and fail, and the agent's
+// clock page absent, valid, stale, not yet valid and torn.
+#include "collector/api/collector.h"
+
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "agent/clock/clock_reader.h"
+#include "agent/export/clock_mapping_publisher.h"
+#include "trace/model/xplane_edit.h"
+
+namespace chronolink::collector {
+namespace {
+
+CollectorOptions Simulated(int max_records = 1'000'000) {
+  CollectorOptions o;
+  o.backend = "simulated";
+  o.backend_settings = {"devices=2", "seed=3", "kernel_interval_us=500", "kernel_us=50"};
+  o.sample_period_ns = 10'000'000;
+  o.max_activity_records = max_records;
+  o.host = "simhost";
+  return o;
+}
+
+int64_t CountDeviceEvents(const xspace::XSpace& space) {
+  int64_t n = 0;
+  for (const auto& plane : space.planes()) {
+    if (plane.name().rfind("/device:GPU:", 0) != 0) continue;
+    for (const auto& line : plane.lines()) n += line.events_size();
+  }
+  return n;
+}
+
+void RunFor(std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }
+
+TEST(CollectorTest, ExportsWithoutStopAndAfterStop) {
+  std::string error;
+  auto c = Collector::Create(Simulated(), &error);
+  ASSERT_TRUE(c) << error;
+  ASSERT_TRUE(c->Start(&error)) << error;
+  RunFor(std::chrono::milliseconds(300));
+  trace::HostTrace live;
+  DeviceExportStats stats;
+  ASSERT_TRUE(c->ExportTo(&live, &stats, &error)) << error;  // never stopped: still a whole picture
+  EXPECT_GT(stats.events_written, 0);
+  EXPECT_EQ(CountDeviceEvents(*live.space), stats.events_written);
+  EXPECT_TRUE(trace::FindPlane(*live.space, "/device:GPU:0"));
+  EXPECT_TRUE(trace::FindPlane(*live.space, "/device:GPU:1"));
+  EXPECT_TRUE(trace::FindPlane(*live.space, kGpuClockPlane));
+  ASSERT_EQ(live.space->hostnames_size(), 1);
+  EXPECT_EQ(live.space->hostnames(0), "simhost");
+  c->Stop();
+  c->Stop();  // idempotent
+  trace::HostTrace done;
+  DeviceExportStats after;
+  ASSERT_TRUE(c->ExportTo(&done, &after, &error)) << error;
+  EXPECT_GE(after.events_written, stats.events_written);
+  const CollectorStatus s = c->Status();
+  EXPECT_EQ(s.backend, "simulated");
+  ASSERT_EQ(s.maps.size(), 2u);
+  EXPECT_GT(s.maps[0].accepted, 5u);
+  EXPECT_FALSE(s.running);
+}
+
+TEST(CollectorTest, TheActivityStoreIsBounded) {
+  std::string error;
+  auto c = Collector::Create(Simulated(/*max_records=*/20), &error);
+  ASSERT_TRUE(c) << error;
+  ASSERT_TRUE(c->Start(&error)) << error;
+  RunFor(std::chrono::milliseconds(200));
+  c->Stop();
+  const CollectorStatus s = c->Status();
+  EXPECT_EQ(s.activity_kept, 20u);
+  EXPECT_GT(s.activity_dropped_store + s.activity.dropped, 0u);
+}
+
+TEST(CollectorTest, NoDeviceContinuesOrFailsAsAsked) {
+  // ROCm and CUDA libraries may be installed here, but no GPU is.
+  CollectorOptions o;
+  o.backend = "auto";
+  o.host = "nogpu";
+  std::string error;
+  auto c = Collector::Create(o, &error);
+  ASSERT_TRUE(c) << error;
+  const CollectorStatus s = c->Status();
+  EXPECT_TRUE(s.devices.empty());
+  EXPECT_NE(s.backend_message.find("rocm"), std::string::npos) << s.backend_message;
+  EXPECT_NE(s.backend_message.find("cuda"), std::string::npos) << s.backend_message;
+  ASSERT_TRUE(c->Start(&error)) << error;
+  c->Stop();
+  trace::HostTrace t;
+  DeviceExportStats stats;
+  ASSERT_TRUE(c->ExportTo(&t, &stats, &error)) << error;
+  EXPECT_EQ(stats.events_written, 0);
+  ASSERT_GT(t.space->warnings_size(), 0);  // the file says why it has no GPU data
+  o.fail_without_gpu = true;
+  EXPECT_FALSE(Collector::Create(o, &error));
+  EXPECT_NE(error.find("no GPU"), std::string::npos) << error;
+}
+
+class ClockPageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() / ("collector-page-" + std::to_string(getpid()))).string();
+    std::filesystem::remove(path_);
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+
+  std::string StateAfterStart() {
+    CollectorOptions o = Simulated();
+    o.clock_page = path_;
+    std::string error;
+    auto c = Collector::Create(o, &error);
+    EXPECT_TRUE(c) << error;
+    if (!c) return "";
+    trace::HostTrace t;
+    DeviceExportStats stats;
+    EXPECT_TRUE(c->ExportTo(&t, &stats, &error)) << error;  // reads the page
+    cluster_recorded_ = false;
+    if (const auto* plane = trace::FindPlane(*t.space, kGpuClockPlane)) {
+      cluster_recorded_ = trace::FindPlaneStat(*plane, "cluster_offset_ns") != nullptr;
+    }
+    return c->Status().clock_page_state;
+  }
+
+  ClockMapping Mapping(int64_t valid_for_ns) {
+    ClockMapping m;
+    m.node_id = 1;
+    m.valid = true;
+    m.local_ref_ns = ReadClockNs(CLOCK_REALTIME);
+    m.offset_ns = 12'345;
+    m.uncertainty_ns = 100;
+    m.valid_until_ns = m.local_ref_ns + valid_for_ns;
+    return m;
+  }
+
+  std::string path_;
+  bool cluster_recorded_ = false;
+};
+
+TEST_F(ClockPageTest, AbsentPageIsSaidAndNothingRecorded) {
+  EXPECT_EQ(StateAfterStart(), "absent");
+  EXPECT_FALSE(cluster_recorded_);
+}
+
+TEST_F(ClockPageTest, AValidPageIsRecorded) {
+  ClockMappingPublisher pub;
+  std::string error;
+  ASSERT_TRUE(pub.Open(path_, 1, &error)) << error;
+  pub.Publish(Mapping(60'000'000'000));
+  EXPECT_EQ(StateAfterStart(), "ok");
+  EXPECT_TRUE(cluster_recorded_);
+}
+
+TEST_F(ClockPageTest, AStalePageIsNotRecorded) {
+  ClockMappingPublisher pub;
+  std::string error;
+  ASSERT_TRUE(pub.Open(path_, 1, &error)) << error;
+  pub.Publish(Mapping(-1'000'000'000));  // its agent stopped a second ago
+  EXPECT_EQ(StateAfterStart(), "stale");
+  EXPECT_FALSE(cluster_recorded_);
+}
+
+TEST_F(ClockPageTest, APageWithoutASolutionIsNotRecorded) {
+  ClockMappingPublisher pub;
+  std::string error;
+  ASSERT_TRUE(pub.Open(path_, 1, &error)) << error;  // valid only after the first Publish
+  EXPECT_EQ(StateAfterStart(), "invalid");
+  EXPECT_FALSE(cluster_recorded_);
+}
+
+TEST_F(ClockPageTest, APageLeftMidUpdateIsNotRecorded) {
+  ClockMappingPublisher pub;
+  std::string error;
+  ASSERT_TRUE(pub.Open(path_, 1, &error)) << error;
+  pub.Publish(Mapping(60'000'000'000));
+  pub.Close();
+  // A writer that died inside its update leaves seq odd forever.
+  const int fd = ::open(path_.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  void* p = ::mmap(nullptr, sizeof(ClockMappingPage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  auto* page = static_cast<ClockMappingPage*>(p);
+  page->flags.store(kClockPageValid);
+  page->seq.store(page->seq.load() | 1);
+  EXPECT_EQ(StateAfterStart(), "busy");
+  EXPECT_FALSE(cluster_recorded_);
+  ::munmap(p, sizeof(ClockMappingPage));
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace chronolink::collector
