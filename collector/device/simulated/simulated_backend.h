@@ -1,6 +1,13 @@
 // The simulated GPU backend: GpuBackend over N simulated devices
-// (simulated_clock.h), configured by BackendOptions::settings (keys in
-// simulated_settings.h; unknown key or bad value: kFailed with the reason).
+// (simulated_clock.h), configured by BackendOptions::settings "key=value"
+// (unknown key or bad value: kFailed with the reason; ranges and defaults in
+// simulated_settings.cc, SimulatedSettingsHelp()):
+//   devices=2  seed=1  kernel_interval_us=1000  kernel_us=50  streams=2
+//   per device, as key=v for all or key.<ordinal>=v for one:
+//   rate_hz (default 100 MHz, 25 MHz, 1 GHz, 27 MHz by ordinal),
+//   rate_error_ppm, drift_ppm_per_s, wander_period_s (seeded per device),
+//   bits=48, wrap_in_s, jitter_ns=500, latency_ns=300, slow_read_prob=0.01,
+//   slow_read_ns=200000, backwards_at_s (0: never), backwards_by_us=1000.
 // It is what the tests and the demo run where no GPU exists, and the null
 // driver beside the ROCm and CUDA ones (linuxptp's nullf.c): same calls,
 // same threading, known truth.
