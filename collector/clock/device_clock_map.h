@@ -87,9 +87,53 @@ class DeviceClockMap {
   const DeviceClockMapOptions& options() const;
 
  private:
+  // A kept pair plus what the bound needs about the gap before it.
+  struct Knot {
+    int64_t device_ns = 0;  // kGpuDevice
+    int64_t host_ns = 0;    // kNodeRealtime: bracket midpoint
+    int64_t error_ns = 0;   // |host_ns - true host time at device_ns| <= error_ns
+    uint32_t segment = 0;
+    // Sampling periods between the previous knot and this one (>= 1): the
+    // rate may move by max_rate_change_ppb in each.
+    int64_t periods = 1;
+    // Sampling periods since the map's first sample (baselines use the
+    // difference, which thinning does not change).
+    int64_t period_index = 0;
+    // -1: the gap before this knot is as sampled (curvature from the rate
+    // limit). >= 0: knots in the gap were thinned; the most the truth may
+    // lie off the chord of the two knots' errors (docs/collector-clock.md).
+    int64_t interior_ns = -1;
+  };
+  struct Prediction {
+    int64_t host_ns = 0;  // kNodeRealtime
+    int64_t error_ns = 0;
+    bool ok = false;
+  };
+
+  SampleOutcome PickReading(std::span<const SnapshotReading> reads, Knot* out);
+  bool IsStep(const Knot& candidate) const;
+  void Append(Knot knot, bool step);
+  // From the segment's end knot `anchor` towards device_ns outside it
+  // (no max_extrapolation_ns limit: step detection uses it too).
+  Prediction Extrapolate(size_t anchor, int64_t device_ns) const;
+  Prediction Interpolate(const Knot& lo, const Knot& hi, int64_t device_ns) const;
+  int64_t CurvatureNs(const Knot& hi, int64_t span_ns, int64_t x_ns) const;
+  int64_t InteriorMaxNs(const Knot& lo, const Knot& hi) const;
+  int64_t PeriodNs(size_t index) const;
+  size_t SegmentFirst(size_t index) const;
+  size_t SegmentLast(size_t index) const;
+  ConvertedStamp ToDeviceInSegment(size_t first, size_t last, int64_t host_ns) const;
+  void Thin();
+  bool ThinPass();
+  // Drops `mid`; `next` (its kept neighbour after) absorbs what it said.
+  void Absorb(const Knot& prev, const Knot& mid, Knot* next);
+
   DeviceClockMapOptions options_;
   DeviceClockMapStats stats_;
-  std::vector<DeviceClockKnot> knots_;
+  std::vector<Knot> knots_;         // device_ns strictly increasing
+  int64_t periods_since_kept_ = 0;  // AddSample calls since the newest knot
+  int64_t period_counter_ = 0;      // AddSample calls so far
+  uint32_t segment_ = 0;
 };
 
 }  // namespace chronolink::collector
