@@ -28,6 +28,11 @@ struct GpuActivity {
   uint64_t correlation_id = 0;  // ties the device record to its host launch (0: none)
   int64_t start_device_ns = 0;  // kGpuDevice
   int64_t end_device_ns = 0;    // kGpuDevice, >= start
+  // How far start/end may be from the true instants on the device clock
+  // itself, before any GPU -> host conversion (ns); the export adds it to
+  // the map's bound. 0 where the times are the device's own stamps; ROCm
+  // HIP-event regions carry their anchoring bound here (docs/gpu-clocks.md).
+  int64_t device_error_ns = 0;
   std::string name;             // kernel name, or the marker's
   std::string details;          // kernel details ("grid:... block:..."), "" when unknown
   uint64_t bytes = 0;           // copies and memsets
