@@ -10,13 +10,23 @@
 // listed in the space's warnings.
 //
 // Times are host CLOCK_REALTIME of the node (chronolink-trace align moves
-// them to cluster time like any host trace). Line timestamps are relative to
-// the space's `profile_start_time` when it has one, else it is set to the
-// earliest exported instant.
+// them to cluster time like any host trace). Line timestamps follow the
+// space: absolute when it already holds absolute lines, else relative to its
+// `profile_start_time`, which is set (with `profile_stop_time`) to the
+// exported span when the space has neither events nor a start time.
+//
+// A device's times reach REALTIME through its GPU clock map (the backends'
+// records, on ClockDomain::kGpuDevice) or, for records an imported profiler
+// stamped on a host clock (rocprofv3: BOOTTIME), through a HostDomainConversion.
+// A space that already has a `/device:GPU:<n>` plane for an exported ordinal
+// is refused (another profiler's device planes are not merged with ours).
+//
+// Not thread-safe; one call per space at a time.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collector/clock/device_clock_map.h"
@@ -29,9 +39,26 @@ namespace chronolink::collector {
 inline constexpr char kGpuClockPlane[] = "/host:chronolink-gpu-clock";
 inline constexpr char kGpuBoundStat[] = "chronolink_gpu_bound_ns";
 
+// Times on a host clock other than REALTIME -> REALTIME with a bound, for
+// records stamped on that clock (collector/importers/host_clock_domains.h
+// implements it from a recording of the node's clock domains).
+class HostDomainConversion {
+ public:
+  virtual ~HostDomainConversion() = default;
+  virtual std::string_view domain_name() const = 0;  // "boottime", "monotonic", ...
+  virtual ConvertedStamp ToRealtime(int64_t domain_ns) const = 0;
+  // The samples behind the conversion, for the clock plane: device_ns holds
+  // the domain's instant, host_ns the REALTIME one.
+  virtual std::vector<DeviceClockKnot> Samples() const = 0;
+};
+
 struct DeviceExport {
   GpuDeviceInfo info;
-  const DeviceClockMap* map = nullptr;   // required
+  // Exactly one of the two. With `map`, the activity's start/end_device_ns
+  // are kGpuDevice; with `host_domain`, they are on that host clock (the
+  // field names stay; the domain is the conversion's).
+  const DeviceClockMap* map = nullptr;
+  const HostDomainConversion* host_domain = nullptr;
   std::vector<GpuActivity> activity;     // this device's records, any order
 };
 
@@ -45,12 +72,21 @@ struct DeviceExportOptions {
 };
 
 struct DeviceExportStats {
-  int64_t events_written = 0;
-  int64_t events_unconvertible = 0;
-  int64_t max_bound_ns = 0;
+  int64_t events_written = 0;        // device events
+  int64_t events_unconvertible = 0;  // not placed: across a step, outside the span
+  int64_t events_invalid = 0;        // not placed: end before start, wrong device, span too long
+  int64_t launch_events_written = 0; // on /host:CPU
+  int64_t max_bound_ns = 0;          // of the written device events' GPU -> host bounds
   double mean_bound_ns = 0;
 };
 
+// Appends the devices' planes, the launches and the clock plane to `trace`
+// (a host trace on its own REALTIME clock) and fills *stats. False with
+// *error, and the trace unchanged, when the request cannot be honoured: a
+// device with no conversion or a repeated ordinal, a device plane that
+// already exists, a trace already on cluster time or with an unknown line
+// base. Events that cannot be placed are counted and summarised in the
+// space's warnings (one line per device), never an error.
 bool AppendDevicePlanes(const std::vector<DeviceExport>& devices, const DeviceExportOptions& options,
                         trace::HostTrace* trace, DeviceExportStats* stats, std::string* error);
 
