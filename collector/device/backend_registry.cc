@@ -37,19 +37,18 @@ std::unique_ptr<GpuBackend> CreateCuda() { return CreateCudaBackend(); }
 #else
 constexpr bool kCudaCompiledIn = false;
 std::unique_ptr<GpuBackend> CreateCuda() {
-  return CreateNotCompiledBackend(
-      "cuda", "cupti.h and cuda.h (the CUDA toolkit with CUPTI under /usr/local/cuda)");
+  return CreateNotCompiledBackend("cuda",
+                                  "cupti.h and cuda.h (the CUDA toolkit with CUPTI under /usr/local/cuda)");
 }
 #endif
 
 std::unique_ptr<GpuBackend> CreateSimulated() { return CreateSimulatedBackend(); }
 
 constexpr std::array<BackendEntry, 3> kBackends = {{
-    {"rocm", "AMD GPUs through HIP and libhsakmt (dlopen at run time)", kRocmCompiledIn,
-     &CreateRocm},
+    {"rocm", "AMD GPUs through HIP and libhsakmt (dlopen at run time)", kRocmCompiledIn, &CreateRocm},
     {"cuda", "NVIDIA GPUs through CUPTI (dlopen at run time)", kCudaCompiledIn, &CreateCuda},
-    {"simulated", "simulated GPUs with a drifting, wrapping counter (tests, demo; never 'auto')",
-     true, &CreateSimulated},
+    {"simulated", "simulated GPUs with a drifting, wrapping counter (tests, demo; never 'auto')", true,
+     &CreateSimulated},
 }};
 
 }  // namespace

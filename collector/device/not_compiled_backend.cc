@@ -6,13 +6,11 @@ namespace {
 
 class NotCompiledBackend final : public GpuBackend {
  public:
-  NotCompiledBackend(std::string_view name, std::string_view missing)
-      : name_(name), missing_(missing) {}
+  NotCompiledBackend(std::string_view name, std::string_view missing) : name_(name), missing_(missing) {}
 
   std::string_view name() const override { return name_; }
 
-  BackendStatus Open(const BackendOptions&, std::vector<GpuDeviceInfo>* devices,
-                     std::string* why) override {
+  BackendStatus Open(const BackendOptions&, std::vector<GpuDeviceInfo>* devices, std::string* why) override {
     if (devices != nullptr) devices->clear();
     if (why != nullptr) {
       *why = std::string("the ") + std::string(name_) +
@@ -43,8 +41,7 @@ class NotCompiledBackend final : public GpuBackend {
 
 }  // namespace
 
-std::unique_ptr<GpuBackend> CreateNotCompiledBackend(std::string_view name,
-                                                     std::string_view missing) {
+std::unique_ptr<GpuBackend> CreateNotCompiledBackend(std::string_view name, std::string_view missing) {
   return std::make_unique<NotCompiledBackend>(name, missing);
 }
 

@@ -15,7 +15,6 @@ namespace chronolink::collector {
 // `name`: "rocm", "cuda"; `missing`: what to install and rebuild with
 // ("hsakmt.h and hip/hip_runtime_api.h: apt-get install libhsakmt-dev
 // libamdhip64-dev"). Both must outlive the backend (string literals).
-std::unique_ptr<GpuBackend> CreateNotCompiledBackend(std::string_view name,
-                                                     std::string_view missing);
+std::unique_ptr<GpuBackend> CreateNotCompiledBackend(std::string_view name, std::string_view missing);
 
 }  // namespace chronolink::collector

@@ -23,7 +23,7 @@
 namespace chronolink::collector {
 namespace {
 
-constexpr int64_t kSpinBelowNs = 100'000;           // shorter waits spin, longer ones sleep
+constexpr int64_t kSpinBelowNs = 100'000;             // shorter waits spin, longer ones sleep
 constexpr int64_t kStopFlushLimitNs = 1'000'000'000;  // longest wait for work in flight at stop
 constexpr size_t kMaxOpenRegions = 4096;
 constexpr uintptr_t kMaxRegionStream = 1024;
@@ -78,8 +78,7 @@ class SimulatedBackend final : public GpuBackend, private RegionTimer {
   BackendStatus Open(const BackendOptions& options, std::vector<GpuDeviceInfo>* devices,
                      std::string* why) override;
   void Close() override;
-  bool ReadSnapshot(uint32_t ordinal, const NodeClock& host, SnapshotReading* out,
-                    std::string* why) override;
+  bool ReadSnapshot(uint32_t ordinal, const NodeClock& host, SnapshotReading* out, std::string* why) override;
   bool StartActivity(std::string* why) override;
   size_t DrainActivity(std::vector<GpuActivity>* out) override;
   void StopActivity() override;
@@ -129,10 +128,12 @@ bool SimulatedBackend::SelectDevices(const SimulatedSettings& s, const std::vect
   }
   for (uint32_t ordinal : wanted) {
     if (ordinal >= s.devices) {
-      *why = "no simulated device " + std::to_string(ordinal) + " (devices=" + std::to_string(s.devices) + ")";
+      *why =
+          "no simulated device " + std::to_string(ordinal) + " (devices=" + std::to_string(s.devices) + ")";
       return false;
     }
-    if (std::find(ordinals->begin(), ordinals->end(), ordinal) == ordinals->end()) ordinals->push_back(ordinal);
+    if (std::find(ordinals->begin(), ordinals->end(), ordinal) == ordinals->end())
+      ordinals->push_back(ordinal);
   }
   return true;
 }
@@ -230,7 +231,8 @@ bool SimulatedBackend::TakeDeviceTimes(GpuActivity* activity) {
   int64_t now_device_ns = 0;
   const SimulatedClock& clock = device->clock;
   return device->counter.ExtendRead(clock.RawAt(ReadClockNs(CLOCK_REALTIME)), &now_device_ns, &why) &&
-         device->counter.ExtendNear(clock.RawAt(activity->sim_true_start_ns), &activity->start_device_ns, &why) &&
+         device->counter.ExtendNear(clock.RawAt(activity->sim_true_start_ns), &activity->start_device_ns,
+                                    &why) &&
          device->counter.ExtendNear(clock.RawAt(activity->sim_true_end_ns), &activity->end_device_ns, &why) &&
          activity->end_device_ns >= activity->start_device_ns;
 }
@@ -344,8 +346,8 @@ uint64_t SimulatedBackend::Begin(uint32_t ordinal, void* stream, std::string_vie
     return 0;
   }
   const uint64_t id = next_region_++;
-  regions_[id] = {ordinal, static_cast<uint32_t>(stream_number), std::string(name), ReadClockNs(CLOCK_REALTIME),
-                 static_cast<uint32_t>(::gettid())};
+  regions_[id] = {ordinal, static_cast<uint32_t>(stream_number), std::string(name),
+                  ReadClockNs(CLOCK_REALTIME), static_cast<uint32_t>(::gettid())};
   return id;
 }
 

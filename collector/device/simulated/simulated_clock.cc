@@ -46,8 +46,8 @@ int64_t SimulatedClock::TicksOnSegmentAt(int64_t true_ns) const {
   const double error_s = params_.rate_error_ppm * 1e-6 * since_origin_s + WanderSeconds(since_origin_s);
   const double fraction =
       static_cast<double>(remainder) * 1e-9 + static_cast<double>(params_.rate_hz) * error_s;
-  const __int128 ticks = static_cast<__int128>(params_.origin_ticks) + whole +
-                         static_cast<__int128>(std::floor(fraction));
+  const __int128 ticks =
+      static_cast<__int128>(params_.origin_ticks) + whole + static_cast<__int128>(std::floor(fraction));
   return static_cast<int64_t>(ticks);
 }
 

@@ -27,9 +27,9 @@ struct SimulatedClockParams {
   double drift_ppm_per_s = 0.0;    // peak d(frequency error)/dt of the sinusoidal wander
   double wander_period_s = 120.0;  // period of that wander (> 0)
   double wander_phase_rad = 0.0;
-  int bits = 48;                   // the raw counter wraps at 2^bits (8..64)
-  int64_t origin_true_ns = 0;      // real CLOCK_REALTIME at which the counter reads origin_ticks
-  uint64_t origin_ticks = 0;       // < 2^bits
+  int bits = 48;               // the raw counter wraps at 2^bits (8..64)
+  int64_t origin_true_ns = 0;  // real CLOCK_REALTIME at which the counter reads origin_ticks
+  uint64_t origin_ticks = 0;   // < 2^bits
 
   // A counter step backwards by backwards_by_ticks from this real
   // CLOCK_REALTIME instant on; 0: never.
@@ -78,7 +78,7 @@ class SimulatedClock {
   uint64_t wrap_mask() const { return mask_; }
 
  private:
-  int64_t TicksOnSegmentAt(int64_t true_ns) const;  // without the step
+  int64_t TicksOnSegmentAt(int64_t true_ns) const;    // without the step
   double WanderSeconds(double since_origin_s) const;  // integral of the sinusoid
 
   SimulatedClockParams params_;

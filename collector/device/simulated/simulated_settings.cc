@@ -31,17 +31,21 @@ constexpr std::array<KeySpec, 17> kKeys = {{
     {"kernel_interval_us", false, true, 10, 1e6, "one launch per device every this many us (default 1000)"},
     {"kernel_us", false, true, 1, 1e5, "kernel duration in us (default 50; copies take half)"},
     {"streams", false, true, 1, 64, "streams per device, launches go round them (default 2)"},
-    {"rate_hz", true, true, 1e3, 1e10, "nominal counter rate (default by ordinal: 100 MHz, 25 MHz, 1 GHz, 27 MHz)"},
+    {"rate_hz", true, true, 1e3, 1e10,
+     "nominal counter rate (default by ordinal: 100 MHz, 25 MHz, 1 GHz, 27 MHz)"},
     {"rate_error_ppm", true, false, -1000, 1000, "constant rate error (default: seeded in [-30, 30])"},
-    {"drift_ppm_per_s", true, false, 0, 10, "peak wander of the rate error, ppm/s (default: seeded in [0.001, 0.01])"},
+    {"drift_ppm_per_s", true, false, 0, 10,
+     "peak wander of the rate error, ppm/s (default: seeded in [0.001, 0.01])"},
     {"wander_period_s", true, false, 1, 1e6, "period of that wander (default: seeded in [60, 300])"},
     {"bits", true, true, 8, 64, "counter width; must wrap no faster than once a second (default 48)"},
-    {"wrap_in_s", true, false, 0, 1e6, "start the counter so it wraps this long after open (default: seeded start)"},
+    {"wrap_in_s", true, false, 0, 1e6,
+     "start the counter so it wraps this long after open (default: seeded start)"},
     {"jitter_ns", true, true, 0, 1e7, "random extra read time, split around the sample (default 500)"},
     {"latency_ns", true, true, 0, 1e7, "fixed read time, split around the sample (default 300)"},
     {"slow_read_prob", true, false, 0, 1, "probability of a slow read (default 0.01)"},
     {"slow_read_ns", true, true, 0, 1e9, "extra time of a slow read (default 200000)"},
-    {"backwards_at_s", true, false, 0, 1e6, "step the counter backwards this long after open (default 0: never)"},
+    {"backwards_at_s", true, false, 0, 1e6,
+     "step the counter backwards this long after open (default 0: never)"},
     {"backwards_by_us", true, false, 0.001, 1e9, "size of that step (default 1000)"},
 }};
 
@@ -103,8 +107,8 @@ bool ParseOne(std::string_view setting, ParsedSetting* out, std::string* error) 
   if (out->key == nullptr) {
     std::string keys;
     for (const KeySpec& k : kKeys) keys += (keys.empty() ? "" : ", ") + std::string(k.name);
-    *error = quoted + "unknown key '" + std::string(name) + "' (keys: " + keys +
-             "; per device as key.<ordinal>)";
+    *error =
+        quoted + "unknown key '" + std::string(name) + "' (keys: " + keys + "; per device as key.<ordinal>)";
     return false;
   }
   if (out->ordinal >= 0 && !out->key->per_device) {
@@ -113,8 +117,8 @@ bool ParseOne(std::string_view setting, ParsedSetting* out, std::string* error) 
   }
   if (!ParseValue(*out->key, text, &out->value)) {
     std::ostringstream range;
-    range << std::setprecision(12) << quoted << "not " << (out->key->integer ? "an integer" : "a number") << " in ["
-          << out->key->min << ", " << out->key->max << "]";
+    range << std::setprecision(12) << quoted << "not " << (out->key->integer ? "an integer" : "a number")
+          << " in [" << out->key->min << ", " << out->key->max << "]";
     *error = range.str();
     return false;
   }
@@ -128,8 +132,7 @@ double Pick(const GivenMap& own, const GivenMap& all, std::string_view key, doub
   return fallback;
 }
 
-SimulatedDeviceSpec ResolveDevice(uint32_t ordinal, uint64_t seed, const GivenMap& own,
-                                  const GivenMap& all) {
+SimulatedDeviceSpec ResolveDevice(uint32_t ordinal, uint64_t seed, const GivenMap& own, const GivenMap& all) {
   // A fixed sequence of draws per device, so adding a key never shifts the others.
   std::mt19937_64 rng(seed ^ (0x9E3779B97F4A7C15ULL * (ordinal + 1)));
   std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -154,7 +157,8 @@ SimulatedDeviceSpec ResolveDevice(uint32_t ordinal, uint64_t seed, const GivenMa
   spec.wrap_in_s = Pick(own, all, "wrap_in_s", 0.0);
   spec.backwards_at_s = Pick(own, all, "backwards_at_s", 0.0);
   const double backwards_by_us = Pick(own, all, "backwards_by_us", 1000.0);
-  c.backwards_by_ticks = static_cast<uint64_t>(std::llround(backwards_by_us * 1e-6 * static_cast<double>(c.rate_hz)));
+  c.backwards_by_ticks =
+      static_cast<uint64_t>(std::llround(backwards_by_us * 1e-6 * static_cast<double>(c.rate_hz)));
   return spec;
 }
 
@@ -183,7 +187,8 @@ bool CheckDevice(uint32_t ordinal, const SimulatedDeviceSpec& spec, std::string*
 }
 
 void ApplyGlobals(const GivenMap& all, SimulatedSettings* out) {
-  if (auto it = all.find("devices"); it != all.end()) out->devices = static_cast<uint32_t>(it->second.integer);
+  if (auto it = all.find("devices"); it != all.end())
+    out->devices = static_cast<uint32_t>(it->second.integer);
   if (auto it = all.find("seed"); it != all.end()) out->seed = it->second.integer;
   if (auto it = all.find("kernel_interval_us"); it != all.end()) {
     out->workload.kernel_interval_ns = static_cast<int64_t>(it->second.integer) * 1000;
@@ -191,7 +196,8 @@ void ApplyGlobals(const GivenMap& all, SimulatedSettings* out) {
   if (auto it = all.find("kernel_us"); it != all.end()) {
     out->workload.kernel_ns = static_cast<int64_t>(it->second.integer) * 1000;
   }
-  if (auto it = all.find("streams"); it != all.end()) out->workload.streams = static_cast<uint32_t>(it->second.integer);
+  if (auto it = all.find("streams"); it != all.end())
+    out->workload.streams = static_cast<uint32_t>(it->second.integer);
 }
 
 }  // namespace
@@ -244,8 +250,8 @@ std::string SimulatedSettingsHelp() {
   std::ostringstream help;
   help << std::setprecision(12);
   for (const KeySpec& k : kKeys) {
-    help << "  " << k.name << (k.per_device ? "[.<ordinal>]" : "") << "  [" << k.min << ", " << k.max
-         << "]  " << k.help << "\n";
+    help << "  " << k.name << (k.per_device ? "[.<ordinal>]" : "") << "  [" << k.min << ", " << k.max << "]  "
+         << k.help << "\n";
   }
   return help.str();
 }

@@ -24,9 +24,9 @@ namespace chronolink::collector {
 
 // One device's model, before the origin is known.
 struct SimulatedDeviceSpec {
-  SimulatedClockParams clock;    // origin_true_ns and backwards_at_true_ns not yet set
-  double wrap_in_s = 0.0;        // > 0: origin_ticks chosen so the counter wraps this long after Open
-  double backwards_at_s = 0.0;   // > 0: the backwards step this long after Open
+  SimulatedClockParams clock;      // origin_true_ns and backwards_at_true_ns not yet set
+  double wrap_in_s = 0.0;          // > 0: origin_ticks chosen so the counter wraps this long after Open
+  double backwards_at_s = 0.0;     // > 0: the backwards step this long after Open
   uint64_t origin_ticks_draw = 0;  // seeded start value when wrap_in_s is 0
 };
 

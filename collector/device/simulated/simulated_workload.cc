@@ -18,8 +18,8 @@ std::string KernelDetails(uint64_t index) {
 
 }  // namespace
 
-SimulatedWorkload::SimulatedWorkload(const SimulatedWorkloadSpec& spec,
-                                     std::vector<uint32_t> device_ordinals, uint64_t seed)
+SimulatedWorkload::SimulatedWorkload(const SimulatedWorkloadSpec& spec, std::vector<uint32_t> device_ordinals,
+                                     uint64_t seed)
     : spec_(spec),
       devices_(std::move(device_ordinals)),
       launched_(devices_.size(), 0),
@@ -82,9 +82,9 @@ void SimulatedWorkload::Launch(const NodeClock& host, uint32_t thread) {
 
 void SimulatedWorkload::TakeFinished(int64_t now_true_ns, std::vector<GpuActivity>* done) {
   // Still running first, finished after, each in launch order.
-  const auto first_finished = std::stable_partition(
-      in_flight_.begin(), in_flight_.end(),
-      [now_true_ns](const InFlight& f) { return f.op.sim_true_end_ns > now_true_ns; });
+  const auto first_finished =
+      std::stable_partition(in_flight_.begin(), in_flight_.end(),
+                            [now_true_ns](const InFlight& f) { return f.op.sim_true_end_ns > now_true_ns; });
   for (auto it = first_finished; it != in_flight_.end(); ++it) {
     --streams_[it->device_position][it->op.stream].in_flight;
     done->push_back(std::move(it->op));

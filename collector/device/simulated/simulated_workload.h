@@ -23,8 +23,7 @@ class SimulatedWorkload {
  public:
   static constexpr size_t kMaxInFlightPerStream = 8;
 
-  SimulatedWorkload(const SimulatedWorkloadSpec& spec, std::vector<uint32_t> device_ordinals,
-                    uint64_t seed);
+  SimulatedWorkload(const SimulatedWorkloadSpec& spec, std::vector<uint32_t> device_ordinals, uint64_t seed);
 
   // Launches one operation per device now; `thread` is the launching thread's id.
   void Launch(const NodeClock& host, uint32_t thread);
@@ -49,7 +48,7 @@ class SimulatedWorkload {
 
   SimulatedWorkloadSpec spec_;
   std::vector<uint32_t> devices_;
-  std::vector<uint64_t> launched_;            // per device position: operations so far
+  std::vector<uint64_t> launched_;                 // per device position: operations so far
   std::vector<std::vector<StreamState>> streams_;  // [device position][stream]
   std::vector<InFlight> in_flight_;
   uint64_t next_correlation_id_ = 1;

@@ -163,7 +163,8 @@ TEST(SimulatedBackendTest, OpensItsDevicesAndASubset) {
 // Readings follow the host clock at the device's rate, within what the
 // brackets and a few ppm allow.
 TEST(SimulatedBackendTest, SnapshotsBracketTheDeviceReadAndFollowItsRate) {
-  auto o = Open({"devices=1", "rate_error_ppm=40", "drift_ppm_per_s=0", "jitter_ns=2000", "slow_read_prob=0"});
+  auto o =
+      Open({"devices=1", "rate_error_ppm=40", "drift_ppm_per_s=0", "jitter_ns=2000", "slow_read_prob=0"});
   ASSERT_EQ(o->status, BackendStatus::kReady) << o->why;
   const NodeClock host;
   std::vector<SnapshotReading> reads;
@@ -257,7 +258,8 @@ TEST(SimulatedBackendTest, ACounterThatStepsBackIsRefusedWithTheReason) {
 
 TEST(SimulatedBackendTest, ActivityRecordsAreSaneAgainstTheirTruth) {
   // A skewed host clock (the test bed's virtual clock): launch stamps are on it.
-  const NodeClock host(VirtualClockParams{.offset_ns = 5 * kSecond, .drift_ppm = 100, .t0_ns = ReadClockNs(CLOCK_REALTIME)});
+  const NodeClock host(
+      VirtualClockParams{.offset_ns = 5 * kSecond, .drift_ppm = 100, .t0_ns = ReadClockNs(CLOCK_REALTIME)});
   auto o = Open({"devices=2", "seed=5", "kernel_interval_us=1000", "kernel_us=100", "streams=2",
                  "rate_error_ppm.1=-25", "slow_read_prob=0"},
                 &host);
@@ -298,7 +300,8 @@ TEST(SimulatedBackendTest, ActivityRecordsAreSaneAgainstTheirTruth) {
     EXPECT_NE(a.launch_thread, 0u);
     // Device durations are true durations at the device's rate (ppm), to a few ticks.
     const double true_duration = static_cast<double>(a.sim_true_end_ns - a.sim_true_start_ns);
-    EXPECT_NEAR(static_cast<double>(a.end_device_ns - a.start_device_ns), true_duration, 1e-4 * true_duration + 200);
+    EXPECT_NEAR(static_cast<double>(a.end_device_ns - a.start_device_ns), true_duration,
+                1e-4 * true_duration + 200);
     auto& [lo, hi] = device_minus_true.try_emplace(a.device, INT64_MAX, INT64_MIN).first->second;
     lo = std::min(lo, a.start_device_ns - a.sim_true_start_ns);
     hi = std::max(hi, a.start_device_ns - a.sim_true_start_ns);

@@ -73,9 +73,11 @@ TEST(SimulatedClockTest, RunsAtItsRateWithErrorAndWander) {
     EXPECT_NEAR(measured, clock.FrequencyErrorAt(t + span / 2), 2e-6);  // one tick of 1e6
   }
   // The wander's peak slope is drift_ppm_per_s.
-  const double slope = (clock.FrequencyErrorAt(kOrigin + kSecond / 100) - clock.FrequencyErrorAt(kOrigin)) / 0.01;
+  const double slope =
+      (clock.FrequencyErrorAt(kOrigin + kSecond / 100) - clock.FrequencyErrorAt(kOrigin)) / 0.01;
   EXPECT_LE(std::abs(slope), 0.05e-6 * 1.001);
-  EXPECT_NEAR(clock.FrequencyErrorAt(kOrigin), 37.5e-6 + 0.05e-6 / (2 * 3.14159265 / 20) * std::sin(1.0), 1e-10);
+  EXPECT_NEAR(clock.FrequencyErrorAt(kOrigin), 37.5e-6 + 0.05e-6 / (2 * 3.14159265 / 20) * std::sin(1.0),
+              1e-10);
 }
 
 TEST(SimulatedClockTest, WithoutErrorItIsTheNominalRateExactly) {
@@ -163,7 +165,8 @@ TEST(SimulatedClockTest, ReadDelaysStayInsideTheirLimitsAndReplayFromASeed) {
 TEST(SimulatedClockTest, SameParametersSameCounter) {
   const SimulatedClock a(Drifting(25'000'000));
   const SimulatedClock b(Drifting(25'000'000));
-  for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(a.TicksAt(kOrigin + i * 7'777'777), b.TicksAt(kOrigin + i * 7'777'777));
+  for (int64_t i = 0; i < 100; ++i)
+    EXPECT_EQ(a.TicksAt(kOrigin + i * 7'777'777), b.TicksAt(kOrigin + i * 7'777'777));
 }
 
 }  // namespace
