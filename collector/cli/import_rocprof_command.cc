@@ -1,0 +1,197 @@
+// chronolink-collect import-rocprof: rocprof / rocprofv3 kernel traces
+// (CSV or JSON, collector/importers/rocprof_*.h) -> the host's XSpace at
+// <logdir>/plugins/profile/<run>/<host>.xplane.pb, their host-clock stamps
+// (BOOTTIME unless told otherwise) re-timed to REALTIME through a
+// host-clocks recording made on the same boot (`host-clocks -- rocprofv3
+// ...`), every event with that conversion's bound; then `chronolink-trace
+// align` puts it on cluster time like any host file. Exit 0 on success, 1
+// for input it cannot use (a file that is not a trace, a recording from
+// another boot, events outside the recording), 2 for a bad command line.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collector/cli/collect_commands.h"
+#include "collector/importers/host_clocks_loader.h"
+#include "collector/importers/rocprof_import.h"
+#include "trace/exporters/xspace_writer.h"
+#include "trace/importers/xspace/run_directory.h"
+#include "trace/model/xplane_edit.h"
+
+namespace chronolink::collector::cli {
+namespace {
+
+struct ImportFlags {
+  std::vector<std::string> files;
+  std::string host_clocks;
+  std::string clock_domain = "boottime";
+  std::string logdir = ".";
+  std::string run;
+  std::string host;
+  bool allow_other_boot = false;
+  bool force = false;
+  double max_extrapolation_ms = 1000;
+};
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "chronolink-collect import-rocprof: %s\n", message.c_str());
+  return code;
+}
+
+std::string ThisHost() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof(buf) - 1) == 0 ? std::string(buf) : std::string();
+}
+
+// The conversion: a recorded domain's track, or REALTIME's identity.
+struct Conversion {
+  HostClocksFile file;
+  RealtimeIdentity identity;
+  const HostDomainConversion* use = nullptr;
+};
+
+int LoadConversion(const ImportFlags& f, HostClockDomain domain, Conversion* c) {
+  if (domain == HostClockDomain::kRealtime && f.host_clocks.empty()) {
+    c->use = &c->identity;
+    return 0;
+  }
+  if (f.host_clocks.empty()) {
+    return Fail(2, "--host-clocks is required for --clock-domain " + f.clock_domain +
+                       " (record one with `chronolink-collect host-clocks --out FILE -- rocprofv3 ...`)");
+  }
+  HostClocksLoadOptions o;
+  o.track.max_extrapolation_ns = static_cast<int64_t>(f.max_extrapolation_ms * 1e6);
+  std::string error;
+  if (!f.allow_other_boot && !CurrentBootId(&o.expected_boot_id, &error)) return Fail(1, error);
+  if (!LoadHostClocksFile(f.host_clocks, o, &c->file, &error)) {
+    if (error.find("another boot") != std::string::npos) {
+      error += "; if the trace was recorded on that boot too (imported elsewhere or after a reboot), "
+               "give --allow-other-boot";
+    }
+    return Fail(1, error);
+  }
+  if (domain == HostClockDomain::kRealtime) {
+    c->use = &c->identity;
+    return 0;
+  }
+  c->use = c->file.track(domain);
+  if (c->use == nullptr) return Fail(1, f.host_clocks + " has no " + f.clock_domain + " samples");
+  return 0;
+}
+
+std::string JoinNumbers(const std::vector<uint64_t>& v) {
+  std::string out;
+  for (uint64_t n : v) out += (out.empty() ? "" : ", ") + std::to_string(n);
+  return out;
+}
+
+void PrintSummary(const ImportFlags& f, const Conversion& c, const RocprofImportResult& r, const std::string& path) {
+  std::printf("chronolink-collect import-rocprof: %zu file(s), %s -> realtime", r.files.size(), f.clock_domain.c_str());
+  if (const auto* t = dynamic_cast<const HostDomainTrack*>(c.use)) {
+    std::printf(" from %s (host %s, %zu samples over %.1f s, %llu step(s))", f.host_clocks.c_str(),
+                c.file.header.host.c_str(), t->size(), static_cast<double>(t->last_ref_ns() - t->first_ref_ns()) / 1e9,
+                static_cast<unsigned long long>(t->steps()));
+  }
+  std::printf("\n");
+  if (c.file.bad_lines > 0) {
+    std::printf("  host-clocks: %llu bad line(s) skipped (%s)\n", static_cast<unsigned long long>(c.file.bad_lines),
+                c.file.first_bad_reason.c_str());
+  }
+  for (const RocprofFileResult& fr : r.files) {
+    const RocprofReadResult& x = fr.read;
+    std::printf("  %s (%s): %llu %ss, %llu imported", fr.path.filename().c_str(),
+                std::string(RocprofFormatName(x.format)).c_str(), static_cast<unsigned long long>(x.rows),
+                x.unit == "record" ? "record" : "row", static_cast<unsigned long long>(x.accepted));
+    if (x.skipped > 0) std::printf(", %llu host-to-host copies skipped", static_cast<unsigned long long>(x.skipped));
+    if (x.bad_rows > 0) {
+      std::printf(", %llu refused (%s %s; %s)", static_cast<unsigned long long>(x.bad_rows), x.unit.c_str(),
+                  JoinNumbers(x.bad_line_numbers).c_str(), x.first_bad_reason.c_str());
+    }
+    std::printf("\n");
+  }
+  for (const auto& [agent, ordinal] : r.agent_ordinals) {
+    std::printf("  agent %llu -> /device:GPU:%u\n", static_cast<unsigned long long>(agent), ordinal);
+  }
+  const DeviceExportStats& e = r.exported;
+  std::printf("  events: %lld written, %lld not convertible (outside the recording or across a clock step), "
+              "%lld invalid\n",
+              static_cast<long long>(e.events_written), static_cast<long long>(e.events_unconvertible),
+              static_cast<long long>(e.events_invalid));
+  std::printf("  %s -> realtime bound: mean %.0f ns, max %lld ns\n", f.clock_domain.c_str(), e.mean_bound_ns,
+              static_cast<long long>(e.max_bound_ns));
+  std::printf("  wrote %s\n", path.c_str());
+}
+
+int RunImport(const ImportFlags& f) {
+  if (f.files.empty()) return Fail(2, "give the trace files to import (see --help)");
+  HostClockDomain domain{};
+  if (!ParseHostClockDomain(f.clock_domain, &domain)) {
+    return Fail(2, "--clock-domain must be boottime, monotonic, monotonic_raw or realtime, not '" + f.clock_domain + "'");
+  }
+  Conversion conv;
+  if (const int rc = LoadConversion(f, domain, &conv); rc != 0) return rc;
+  std::string host = f.host.empty() ? conv.file.header.host : f.host;
+  if (host.empty()) host = ThisHost();
+  if (host.empty() || host.find('/') != std::string::npos) return Fail(2, "give --host NAME (one path component)");
+  const std::string run = f.run.empty() ? trace::RunNameFor(std::chrono::system_clock::now()) : f.run;
+  if (run.find('/') != std::string::npos || run == "." || run == "..") return Fail(2, "--run must be one path component");
+  const std::filesystem::path dir = trace::RunDirectoryPath(f.logdir, run);
+  const std::filesystem::path path = dir / (host + ".xplane.pb");
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !f.force) return Fail(1, path.string() + " exists (give --force to replace it)");
+
+  trace::HostTrace trace;
+  trace.host = host;
+  trace::SetHostnames(trace.space, {host});
+  std::vector<std::filesystem::path> files(f.files.begin(), f.files.end());
+  RocprofImportResult result;
+  std::string error;
+  if (!ImportRocprof(files, *conv.use, RocprofReadOptions{}, &trace, &result, &error)) return Fail(1, error);
+  if (result.exported.events_written == 0) {
+    return Fail(1, "no event could be placed on REALTIME" +
+                       (result.exported.events_unconvertible > 0
+                            ? std::string(": the trace's times lie outside the host-clocks recording (was it "
+                                          "recorded while the profiler ran, with the right --clock-domain?)")
+                            : std::string(": the files hold no kernel records")));
+  }
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Fail(1, "cannot create " + dir.string() + ": " + ec.message());
+  if (!trace::WriteXSpaceFile(trace, path, &error)) return Fail(1, error);
+  PrintSummary(f, conv, result, path.string());
+  return 0;
+}
+
+}  // namespace
+
+void AddImportRocprofCommand(CLI::App& app, std::function<void(int)> done) {
+  auto f = std::make_shared<ImportFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "import-rocprof",
+      "Import rocprof / rocprofv3 kernel traces (results.csv, kernel_trace.csv, memory_copy_trace.csv, "
+      "results.json) as XSpace device planes, their host-clock stamps re-timed to REALTIME with a bound "
+      "(docs/rocprof-import.md)");
+  // Files are checked by the readers (exit 1 with their own message), not by CLI11.
+  cmd->add_option("files", f->files, "the profiler's trace files (CSV or JSON)");
+  cmd->add_option("--host-clocks", f->host_clocks,
+                  "the host-clocks recording made while the profiler ran (chronolink-collect host-clocks)");
+  cmd->add_option("--clock-domain", f->clock_domain,
+                  "the clock the profiler stamped: boottime (rocprof, rocprofv3), monotonic, monotonic_raw, "
+                  "realtime (default: boottime)");
+  cmd->add_option("--logdir", f->logdir, "write <logdir>/plugins/profile/<run>/<host>.xplane.pb (default: .)");
+  cmd->add_option("--run", f->run, "run directory name (default: now, YYYY_MM_DD_HH_MM_SS, UTC)");
+  cmd->add_option("--host", f->host, "host name of the file (default: the recording's host)");
+  cmd->add_flag("--allow-other-boot", f->allow_other_boot,
+                "accept a host-clocks recording from another boot than this one (importing elsewhere or after a "
+                "reboot: the trace must come from the recording's boot)");
+  cmd->add_flag("--force", f->force, "replace an existing <host>.xplane.pb");
+  cmd->add_option("--max-extrapolation-ms", f->max_extrapolation_ms,
+                  "place events at most this far after the recording's last sample (default: 1000)")
+      ->check(CLI::Range(0.0, 600000.0));
+  cmd->callback([f, done] { done(RunImport(*f)); });
+}
+
+}  // namespace chronolink::collector::cli
