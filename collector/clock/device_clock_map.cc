@@ -14,6 +14,7 @@
 #include "collector/clock/device_clock_map.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 
 #include "agent/clock/phc_mapping.h"
@@ -287,16 +288,19 @@ DeviceClockMap::Prediction DeviceClockMap::Extrapolate(size_t anchor, int64_t de
   const Wide future = (dist + period - 1) / period;
   for (size_t j = 1;; j = std::min(j * 2, reach)) {
     const Knot& b = knots_[forward ? anchor - j : anchor + j];
-    const Wide base = Abs(static_cast<Wide>(n.device_ns) - b.device_ns);
     const Wide periods = Abs(static_cast<Wide>(n.period_index) - b.period_index) + future;
+    const int64_t wander =
+        CeilDiv(SatMul(SatMul(options_.max_rate_change_ppb, periods), dist), kPpbDenominator);
+    // Longer baselines only add rate change: once it alone loses, stop.
+    if (best.ok && AddBounds({n.error_ns, wander}) >= best.error_ns) break;
+    const Wide base = Abs(static_cast<Wide>(n.device_ns) - b.device_ns);
     Prediction p;
     bool inexact = false;
     if (LineAt(n.host_ns, static_cast<Wide>(n.host_ns) - b.host_ns,
                static_cast<Wide>(n.device_ns) - b.device_ns, dx, &p.host_ns, &inexact)) {
       p.error_ns = AddBounds(
           {n.error_ns, CeilDiv(SatMul(static_cast<Wide>(n.error_ns) + b.error_ns, dist), base),
-           CeilDiv(SatMul(SatMul(options_.max_rate_change_ppb, periods), dist), kPpbDenominator),
-           inexact ? 1 : 0});
+           wander, inexact ? 1 : 0});
       p.ok = p.error_ns < kErrorCapNs;
       if (p.ok && (!best.ok || p.error_ns < best.error_ns)) best = p;
     }
@@ -407,12 +411,7 @@ namespace {
 
 // floor(log2(periods)): gaps of one level span about as many periods.
 int Level(int64_t periods) {
-  int level = 0;
-  while (periods > 1) {
-    periods >>= 1;
-    ++level;
-  }
-  return level;
+  return periods <= 1 ? 0 : std::bit_width(static_cast<uint64_t>(periods)) - 1;
 }
 
 }  // namespace
@@ -437,21 +436,22 @@ bool DeviceClockMap::ThinPass() {
   }
   if (shortest == std::numeric_limits<int64_t>::max()) return false;
   const int level = Level(shortest);
-  std::vector<Knot> kept;
-  kept.reserve(knots_.size());
+  // Compacts in place: knots_[0, w) are the kept ones so far.
+  size_t w = 0;
   bool dropped_previous = false;
-  uint64_t dropped = 0;
-  for (size_t i = 0; i < knots_.size(); ++i) {
+  const size_t count = knots_.size();
+  for (size_t i = 0; i < count; ++i) {
     if (!dropped_previous && interior(i) && Level(merged(i)) <= level) {
-      Absorb(kept.back(), knots_[i], &knots_[i + 1]);
+      Absorb(knots_[w - 1], knots_[i], &knots_[i + 1]);
       dropped_previous = true;
-      ++dropped;
       continue;
     }
     dropped_previous = false;
-    kept.push_back(knots_[i]);
+    if (w != i) knots_[w] = knots_[i];
+    ++w;
   }
-  knots_ = std::move(kept);
+  const size_t dropped = count - w;
+  knots_.resize(w);
   stats_.thinned += dropped;
   return dropped > 0;
 }
