@@ -155,19 +155,33 @@ class CudaBackend final : public GpuBackend {
   // Registers MONOTONIC_RAW as CUPTI's clock when asked and possible; says
   // which clock the records will carry.
   std::string ChooseTimestampClock() {
-    use_raw_ = false;
+    snapshot_via_cupti_ = true;
+    const char* interpolated = ", GPU times interpolated by CUPTI";
     if (settings_.timestamp == "raw" && cupti_.ActivityRegisterTimestampCallback != nullptr &&
         cupti_.ActivityRegisterTimestampCallback(&MonotonicRawTimestamp) == CUPTI_SUCCESS) {
-      use_raw_ = true;
-      return "CUPTI timestamps on CLOCK_MONOTONIC_RAW (registered callback), GPU times interpolated by CUPTI";
+      // Snapshots read cuptiGetTimestamp when it follows the registered
+      // clock (then a callback another profiler registers later is followed
+      // too), else the raw clock itself.
+      snapshot_via_cupti_ = CuptiTimestampFollowsRaw();
+      return std::string("CUPTI timestamps on CLOCK_MONOTONIC_RAW (registered callback; snapshots read ") +
+             (snapshot_via_cupti_ ? "cuptiGetTimestamp" : "the raw clock") + ")" + interpolated;
     }
     return std::string("CUPTI timestamps on CUPTI's default clock (CLOCK_REALTIME on Linux)") +
-           (settings_.timestamp == "raw" ? ", the raw-clock callback being unavailable" : "") +
-           ", GPU times interpolated by CUPTI";
+           (settings_.timestamp == "raw" ? ", the raw-clock callback being unavailable" : "") + interpolated;
+  }
+
+  // Whether cuptiGetTimestamp now returns MONOTONIC_RAW: read between two
+  // raw reads (a generous 1 ms of slack for a slow call).
+  bool CuptiTimestampFollowsRaw() const {
+    uint64_t t = 0;
+    const uint64_t before = MonotonicRawTimestamp();
+    const CUptiResult r = cupti_.GetTimestamp(&t);
+    const uint64_t after = MonotonicRawTimestamp();
+    return r == CUPTI_SUCCESS && t + 1'000'000 >= before && t <= after + 1'000'000;
   }
 
   bool ReadCuptiClock(uint64_t* raw, std::string* why) const {
-    if (use_raw_) {
+    if (!snapshot_via_cupti_) {
       *raw = MonotonicRawTimestamp();
       return true;
     }
@@ -265,7 +279,7 @@ class CudaBackend final : public GpuBackend {
   CudaSettings settings_;
   NodeClock default_clock_;
   const NodeClock* host_clock_ = &default_clock_;
-  bool use_raw_ = false;
+  bool snapshot_via_cupti_ = true;   // snapshots read cuptiGetTimestamp, else MONOTONIC_RAW
   std::vector<std::unique_ptr<CudaDevice>> devices_;
   std::unique_ptr<CuptiActivitySession> session_;
 
