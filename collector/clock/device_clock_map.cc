@@ -107,8 +107,10 @@ SampleOutcome DeviceClockMap::PickReading(std::span<const SnapshotReading> reads
   usable.reserve(reads.size());
   bool any_wide = false;
   for (const SnapshotReading& r : reads) {
-    if (r.host_before_ns <= 0 || r.device_ns < 0 || r.width_ns() < 0) continue;
-    if (r.width_ns() > options_.max_bracket_ns) {
+    // In 128 bits: garbage host times must not overflow the subtraction.
+    const Wide width = static_cast<Wide>(r.host_after_ns) - r.host_before_ns;
+    if (r.host_before_ns <= 0 || r.device_ns < 0 || width < 0) continue;
+    if (width > options_.max_bracket_ns) {
       any_wide = true;
       continue;
     }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numbers>
 #include <random>
 #include <string>
@@ -273,7 +274,8 @@ TEST(DeviceClockMapTest, InvalidReadsAreRejected) {
   const SnapshotReading negative_width{kHostEpochNs + 10, 5, kHostEpochNs};
   const SnapshotReading negative_device{kHostEpochNs, -5, kHostEpochNs + 10};
   const SnapshotReading zero_host{0, 5, 10};
-  const SnapshotReading bad[] = {negative_width, negative_device, zero_host};
+  const SnapshotReading overflowing{1, 5, std::numeric_limits<int64_t>::min()};
+  const SnapshotReading bad[] = {negative_width, negative_device, zero_host, overflowing};
   EXPECT_EQ(map.AddSample(bad), SampleOutcome::kRejectedInvalid);
   EXPECT_EQ(map.stats().rejected_invalid, 2u);
   EXPECT_TRUE(map.Knots().empty());
