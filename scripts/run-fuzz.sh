@@ -2,12 +2,13 @@
 # Builds the fuzz targets (libFuzzer + ASan + UBSan, clang) in their own
 # build directory and runs each for a bounded time: every decoder that reads
 # untrusted bytes (the probe datagram, XSpace, Chrome/Kineto JSON,
-# offsets.jsonl). Exits non-zero if the build fails or a fuzzer finds a
-# crash, leak, sanitizer report or timeout.
+# offsets.jsonl, rocprof CSV and JSON, host-clocks recordings). Exits
+# non-zero if the build fails or a fuzzer finds a crash, leak, sanitizer
+# report or timeout.
 #
 # Environment:
 #   FUZZ_SECONDS   how long to fuzz each target (default 30)
-#   FUZZ_TARGETS   which targets (default: all four, see below)
+#   FUZZ_TARGETS   which targets (default: all of them, see below)
 #   FUZZ_BUILD_DIR build directory (default build-fuzz, relative to the repo)
 #   FUZZ_JOBS      parallel compile jobs (default 2)
 #   CXX / CC       compilers (default clang++ / clang)
@@ -45,7 +46,7 @@ cmake -S "$repo" -B "$build" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCHRONOLINK_BUILD_FUZZ=ON -DCHRONOLINK_BUILD_TESTS=OFF -DCHRONOLINK_BUILD_BENCH=OFF \
   >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
-targets="${FUZZ_TARGETS:-probe_decoder_fuzz xspace_reader_fuzz chrome_json_reader_fuzz offsets_reader_fuzz}"
+targets="${FUZZ_TARGETS:-probe_decoder_fuzz xspace_reader_fuzz chrome_json_reader_fuzz offsets_reader_fuzz rocprof_csv_fuzz rocprof_json_fuzz host_clocks_fuzz}"
 # shellcheck disable=SC2086
 cmake --build "$build" --target $targets -j "$jobs"
 

@@ -70,8 +70,8 @@ bool ParseBackendSettings(std::string_view backend, std::span<const std::string>
       known = true;
     }
     if (!known) {
-      *why = "unknown " + std::string(backend) + " setting '" + std::string(key) + "' (known: " +
-             KnownKeys(ints, words) + ")";
+      *why = "unknown " + std::string(backend) + " setting '" + std::string(key) +
+             "' (known: " + KnownKeys(ints, words) + ")";
       return false;
     }
   }

@@ -22,8 +22,8 @@ bool DynamicLibrary::Open(const LibrarySpec& spec, std::string* why) {
   if (override_path != nullptr && override_path[0] != '\0') {
     handle_ = dlopen(override_path, RTLD_NOW | RTLD_LOCAL);
     if (handle_ == nullptr) {
-      *why = what_ + " not loadable from " + spec.env_override + "=" + override_path + " (" +
-             LastDlError() + ")";
+      *why = what_ + " not loadable from " + spec.env_override + "=" + override_path + " (" + LastDlError() +
+             ")";
       return false;
     }
     path_ = override_path;
@@ -42,8 +42,8 @@ bool DynamicLibrary::Open(const LibrarySpec& spec, std::string* why) {
   }
   std::string tried;
   for (const char* name : spec.candidates) tried += (tried.empty() ? "" : ", ") + std::string(name);
-  *why = what_ + " not found (tried " + tried + "; " + first_error + "): " +
-         std::string(spec.install_hint) + ", or set " + spec.env_override;
+  *why = what_ + " not found (tried " + tried + "; " + first_error + "): " + std::string(spec.install_hint) +
+         ", or set " + spec.env_override;
   return false;
 }
 

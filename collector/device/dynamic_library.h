@@ -31,10 +31,10 @@ void** SlotOf(Fn** field) {
 }
 
 struct LibrarySpec {
-  std::string_view what;         // "libhsakmt (ROCm thunk)", for messages
-  const char* env_override;      // "CHRONOLINK_HSAKMT_LIBRARY": when set, only this path is tried
+  std::string_view what;                // "libhsakmt (ROCm thunk)", for messages
+  const char* env_override;             // "CHRONOLINK_HSAKMT_LIBRARY": when set, only this path is tried
   std::vector<const char*> candidates;  // dlopen names or paths, best first
-  std::string_view install_hint; // "apt-get install libhsakmt1"
+  std::string_view install_hint;        // "apt-get install libhsakmt1"
 };
 
 class DynamicLibrary {

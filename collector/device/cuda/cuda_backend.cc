@@ -33,9 +33,7 @@ bool ParseCudaSettings(std::span<const std::string> settings, CudaSettings* s, s
 }
 
 // CUPTI's clock when timestamp=raw: registered before any kind is enabled.
-uint64_t CUPTIAPI MonotonicRawTimestamp() {
-  return static_cast<uint64_t>(ReadClockNs(CLOCK_MONOTONIC_RAW));
-}
+uint64_t CUPTIAPI MonotonicRawTimestamp() { return static_cast<uint64_t>(ReadClockNs(CLOCK_MONOTONIC_RAW)); }
 
 struct CudaDevice {
   explicit CudaDevice(uint32_t o) : ordinal(o), counter(kCuptiClockHz, kCuptiClockBits) {}
@@ -98,8 +96,8 @@ class CudaBackend final : public GpuBackend {
     if (session_ != nullptr) return true;
     auto session = std::make_unique<CuptiActivitySession>(cupti_);
     auto sink = [this](const CuptiRecordFields& f) { OnRecord(f); };
-    if (!session->Start(static_cast<size_t>(settings_.buffers), static_cast<size_t>(settings_.buffer_kib) * 1024,
-                        sink, why)) {
+    if (!session->Start(static_cast<size_t>(settings_.buffers),
+                        static_cast<size_t>(settings_.buffer_kib) * 1024, sink, why)) {
       return false;
     }
     session_ = std::move(session);
@@ -140,9 +138,10 @@ class CudaBackend final : public GpuBackend {
     CUresult r = driver_.Init(0);
     if (r == CUDA_SUCCESS) r = driver_.DeviceGetCount(count);
     if (r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && *count <= 0)) {
-      *why = "CUDA sees no device (" +
-             (r == CUDA_SUCCESS ? std::string("cuDeviceGetCount: 0") : "cuInit: " + CudaResultText(driver_, r)) +
-             ")";
+      *why =
+          "CUDA sees no device (" +
+          (r == CUDA_SUCCESS ? std::string("cuDeviceGetCount: 0") : "cuInit: " + CudaResultText(driver_, r)) +
+          ")";
       return BackendStatus::kNoDevice;
     }
     if (r != CUDA_SUCCESS) {
@@ -279,7 +278,7 @@ class CudaBackend final : public GpuBackend {
   CudaSettings settings_;
   NodeClock default_clock_;
   const NodeClock* host_clock_ = &default_clock_;
-  bool snapshot_via_cupti_ = true;   // snapshots read cuptiGetTimestamp, else MONOTONIC_RAW
+  bool snapshot_via_cupti_ = true;  // snapshots read cuptiGetTimestamp, else MONOTONIC_RAW
   std::vector<std::unique_ptr<CudaDevice>> devices_;
   std::unique_ptr<CuptiActivitySession> session_;
 

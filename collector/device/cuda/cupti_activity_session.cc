@@ -10,8 +10,8 @@ namespace chronolink::collector {
 
 namespace {
 
-constexpr std::array<CUpti_ActivityKind, 3> kKinds = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+constexpr std::array<CUpti_ActivityKind, 3> kKinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                                      CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
 
 // The session CUPTI's callbacks report to (nullptr: none; buffers just go
 // back to the pool). Guarded by ActiveMutex().
@@ -29,8 +29,9 @@ bool CuptiActivitySession::Start(size_t buffers, size_t buffer_bytes, CuptiRecor
   {
     std::lock_guard<std::mutex> lock(ActiveMutex());
     if (g_active != nullptr) {
-      *why = g_active == this ? "CUPTI activity already started"
-                              : "another chronolink CUDA collector already runs CUPTI activity in this process";
+      *why = g_active == this
+                 ? "CUPTI activity already started"
+                 : "another chronolink CUDA collector already runs CUPTI activity in this process";
       return g_active == this;
     }
     g_active = this;
@@ -97,10 +98,11 @@ void CUPTIAPI CuptiActivitySession::BufferCompleted(CUcontext context, uint32_t 
   ProcessCuptiBufferPool().Give(buffer);
 }
 
-void CuptiActivitySession::Consume(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t valid_size) {
+void CuptiActivitySession::Consume(CUcontext context, uint32_t stream_id, uint8_t* buffer,
+                                   size_t valid_size) {
   CUpti_Activity* record = nullptr;
-  while (buffer != nullptr &&
-         api_.ActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS && record != nullptr) {
+  while (buffer != nullptr && api_.ActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS &&
+         record != nullptr) {
     CuptiRecordFields fields;
     RecordOutcome outcome = ParseCuptiRecord(record, &fields);
     if (outcome == RecordOutcome::kKept && sink_) sink_(fields);

@@ -26,17 +26,16 @@ bool CuptiVersionCompatible(uint32_t runtime_version, uint32_t compiled_version)
 
 bool CuptiApi::Load(std::string* why) {
   if (!library.loaded() && !library.Open(CuptiSpec(), why)) return false;
-  bool ok = library.Resolve(
-      {{"cuptiGetVersion", SlotOf(&GetVersion)},
-       {"cuptiGetResultString", SlotOf(&GetResultString)},
-       {"cuptiGetTimestamp", SlotOf(&GetTimestamp)},
-       {"cuptiActivityEnable", SlotOf(&ActivityEnable)},
-       {"cuptiActivityDisable", SlotOf(&ActivityDisable)},
-       {"cuptiActivityRegisterCallbacks", SlotOf(&ActivityRegisterCallbacks)},
-       {"cuptiActivityFlushAll", SlotOf(&ActivityFlushAll)},
-       {"cuptiActivityGetNextRecord", SlotOf(&ActivityGetNextRecord)},
-       {"cuptiActivityGetNumDroppedRecords", SlotOf(&ActivityGetNumDroppedRecords)}},
-      why);
+  bool ok = library.Resolve({{"cuptiGetVersion", SlotOf(&GetVersion)},
+                             {"cuptiGetResultString", SlotOf(&GetResultString)},
+                             {"cuptiGetTimestamp", SlotOf(&GetTimestamp)},
+                             {"cuptiActivityEnable", SlotOf(&ActivityEnable)},
+                             {"cuptiActivityDisable", SlotOf(&ActivityDisable)},
+                             {"cuptiActivityRegisterCallbacks", SlotOf(&ActivityRegisterCallbacks)},
+                             {"cuptiActivityFlushAll", SlotOf(&ActivityFlushAll)},
+                             {"cuptiActivityGetNextRecord", SlotOf(&ActivityGetNextRecord)},
+                             {"cuptiActivityGetNumDroppedRecords", SlotOf(&ActivityGetNumDroppedRecords)}},
+                            why);
   if (!ok) return false;
   *SlotOf(&ActivityRegisterTimestampCallback) = library.Find("cuptiActivityRegisterTimestampCallback");
   if (GetVersion(&version) != CUPTI_SUCCESS || !CuptiVersionCompatible(version, CUPTI_API_VERSION)) {

@@ -29,9 +29,12 @@ RecordOutcome FromKernel(const CUpti_ActivityKernel10& k, CuptiRecordFields* out
 
 std::string_view MemcpyName(ActivityKind k) {
   switch (k) {
-    case ActivityKind::kMemcpyHtoD: return "Memcpy HtoD";
-    case ActivityKind::kMemcpyDtoH: return "Memcpy DtoH";
-    default: return "Memcpy DtoD";
+    case ActivityKind::kMemcpyHtoD:
+      return "Memcpy HtoD";
+    case ActivityKind::kMemcpyDtoH:
+      return "Memcpy DtoH";
+    default:
+      return "Memcpy DtoD";
   }
 }
 
@@ -66,17 +69,21 @@ RecordOutcome FromMemset(const CUpti_ActivityMemset4& m, CuptiRecordFields* out)
 ActivityKind MemcpyActivityKind(uint8_t copy_kind) {
   switch (copy_kind) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return ActivityKind::kMemcpyHtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+      return ActivityKind::kMemcpyHtoD;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return ActivityKind::kMemcpyDtoH;
-    default: return ActivityKind::kMemcpyDtoD;  // DtoD, peer, array copies, HtoH
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+      return ActivityKind::kMemcpyDtoH;
+    default:
+      return ActivityKind::kMemcpyDtoD;  // DtoD, peer, array copies, HtoH
   }
 }
 
 std::string KernelDetails(const CUpti_ActivityKernel10& k) {
-  return "regs:" + std::to_string(k.registersPerThread) + " static_shared:" +
-         std::to_string(k.staticSharedMemory) + " dynamic_shared:" + std::to_string(k.dynamicSharedMemory) +
-         " grid:" + std::to_string(k.gridX) + "," + std::to_string(k.gridY) + "," + std::to_string(k.gridZ) +
+  return "regs:" + std::to_string(k.registersPerThread) +
+         " static_shared:" + std::to_string(k.staticSharedMemory) +
+         " dynamic_shared:" + std::to_string(k.dynamicSharedMemory) + " grid:" + std::to_string(k.gridX) +
+         "," + std::to_string(k.gridY) + "," + std::to_string(k.gridZ) +
          " block:" + std::to_string(k.blockX) + "," + std::to_string(k.blockY) + "," +
          std::to_string(k.blockZ);
 }
@@ -98,7 +105,8 @@ RecordOutcome ParseCuptiRecord(const CUpti_Activity* record, CuptiRecordFields* 
       return FromMemcpy(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(record), out);
     case CUPTI_ACTIVITY_KIND_MEMSET:
       return FromMemset(*reinterpret_cast<const CUpti_ActivityMemset4*>(record), out);
-    default: return RecordOutcome::kIgnored;
+    default:
+      return RecordOutcome::kIgnored;
   }
 }
 

@@ -18,11 +18,11 @@ namespace chronolink::collector {
 
 struct CuptiRecordFields {
   ActivityKind kind = ActivityKind::kKernel;
-  uint32_t device = 0;      // CUDA device ordinal (CUPTI deviceId)
-  uint32_t stream = 0;      // CUPTI streamId
+  uint32_t device = 0;  // CUDA device ordinal (CUPTI deviceId)
+  uint32_t stream = 0;  // CUPTI streamId
   uint64_t correlation_id = 0;
-  uint64_t start_raw = 0;   // CUPTI timestamp, ns
-  uint64_t end_raw = 0;     // CUPTI timestamp, ns
+  uint64_t start_raw = 0;  // CUPTI timestamp, ns
+  uint64_t end_raw = 0;    // CUPTI timestamp, ns
   std::string name;
   std::string details;
   uint64_t bytes = 0;

@@ -58,8 +58,7 @@ bool HipApi::Load(std::string* why) {
 
 std::string HipErrorText(const HipApi& api, hipError_t e) {
   const char* name = api.GetErrorName != nullptr ? api.GetErrorName(e) : nullptr;
-  return std::string(name != nullptr ? name : "hipError") + " (" + std::to_string(static_cast<int>(e)) +
-         ")";
+  return std::string(name != nullptr ? name : "hipError") + " (" + std::to_string(static_cast<int>(e)) + ")";
 }
 
 bool ReadHipDevice(const HipApi& api, int index, HipDeviceFacts* out, std::string* why) {

@@ -53,7 +53,7 @@ std::string HipErrorText(const HipApi& api, hipError_t e);
 struct HipDeviceFacts {
   int index = 0;
   std::string name;
-  std::string pci_bus_id;        // "0000:c1:00.0"
+  std::string pci_bus_id;             // "0000:c1:00.0"
   uint64_t clock_instruction_hz = 0;  // 0: unknown
 };
 

@@ -31,7 +31,7 @@ struct RegionAnchor {
 };
 
 struct EventTimingModel {
-  int64_t rate_tolerance_ppm = 100;   // HIP event clock vs counter at nominal rate
+  int64_t rate_tolerance_ppm = 100;     // HIP event clock vs counter at nominal rate
   int64_t event_clock_error_ns = 1000;  // ROCr's tick -> system-domain conversion
 };
 

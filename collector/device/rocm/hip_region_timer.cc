@@ -46,8 +46,8 @@ bool HipRegionTimer::Start(std::span<const uint32_t> ordinals, std::string* why)
       hipError_t e = guard.ok() ? hip_.StreamCreateWithFlags(&d.anchor_stream, hipStreamNonBlocking)
                                 : hipErrorInvalidDevice;
       if (e != hipSuccess) {
-        *why = "HIP device " + std::to_string(ordinal) + ": cannot create the anchor stream: " +
-               HipErrorText(hip_, e);
+        *why = "HIP device " + std::to_string(ordinal) +
+               ": cannot create the anchor stream: " + HipErrorText(hip_, e);
         FreeAll();
         return false;
       }
@@ -182,7 +182,8 @@ bool HipRegionTimer::TryAnchor(Device* d, hipEvent_t event, RegionAnchor* out, s
     return false;
   }
   if (!WaitComplete(event, options_.anchor_timeout_ns)) {
-    *why = "anchor event not complete within " + std::to_string(options_.anchor_timeout_ns / 1'000'000) + " ms";
+    *why =
+        "anchor event not complete within " + std::to_string(options_.anchor_timeout_ns / 1'000'000) + " ms";
     return false;
   }
   if (!read_device_ns_(d->ordinal, &after, why)) return false;

@@ -77,9 +77,9 @@ class HipRegionTimer : public RegionTimer {
     hipEvent_t begin = nullptr;
     hipEvent_t end = nullptr;
     bool ended = false;
-    int64_t floor_ns = 0;         // kGpuDevice, read before the begin record (INT64_MIN: unknown)
-    int64_t host_begin_ns = 0;    // kNodeRealtime, at Begin
-    int64_t host_end_ns = 0;      // kNodeRealtime, at End
+    int64_t floor_ns = 0;       // kGpuDevice, read before the begin record (INT64_MIN: unknown)
+    int64_t host_begin_ns = 0;  // kNodeRealtime, at Begin
+    int64_t host_end_ns = 0;    // kNodeRealtime, at End
     uint32_t thread = 0;
   };
   struct Device {
@@ -89,7 +89,7 @@ class HipRegionTimer : public RegionTimer {
     std::map<uint64_t, hipEvent_t> anchor_events;  // seq -> event
     std::vector<hipEvent_t> free_events;
     std::map<hipStream_t, uint32_t> stream_labels;
-    int64_t last_anchor_mono_ns = 0;               // CLOCK_MONOTONIC
+    int64_t last_anchor_mono_ns = 0;  // CLOCK_MONOTONIC
   };
   struct Completed {
     uint64_t id = 0;

@@ -44,17 +44,38 @@ bool HsakmtApi::Load(std::string* why) {
 std::string HsakmtStatusText(HSAKMT_STATUS s) {
   const char* name = "error";
   switch (s) {
-    case HSAKMT_STATUS_SUCCESS: name = "SUCCESS"; break;
-    case HSAKMT_STATUS_ERROR: name = "ERROR"; break;
-    case HSAKMT_STATUS_DRIVER_MISMATCH: name = "DRIVER_MISMATCH"; break;
-    case HSAKMT_STATUS_INVALID_PARAMETER: name = "INVALID_PARAMETER"; break;
-    case HSAKMT_STATUS_INVALID_NODE_UNIT: name = "INVALID_NODE_UNIT"; break;
-    case HSAKMT_STATUS_NOT_SUPPORTED: name = "NOT_SUPPORTED"; break;
-    case HSAKMT_STATUS_UNAVAILABLE: name = "UNAVAILABLE"; break;
-    case HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED: name = "KERNEL_IO_CHANNEL_NOT_OPENED"; break;
-    case HSAKMT_STATUS_KERNEL_COMMUNICATION_ERROR: name = "KERNEL_COMMUNICATION_ERROR"; break;
-    case HSAKMT_STATUS_KERNEL_ALREADY_OPENED: name = "KERNEL_ALREADY_OPENED"; break;
-    default: break;
+    case HSAKMT_STATUS_SUCCESS:
+      name = "SUCCESS";
+      break;
+    case HSAKMT_STATUS_ERROR:
+      name = "ERROR";
+      break;
+    case HSAKMT_STATUS_DRIVER_MISMATCH:
+      name = "DRIVER_MISMATCH";
+      break;
+    case HSAKMT_STATUS_INVALID_PARAMETER:
+      name = "INVALID_PARAMETER";
+      break;
+    case HSAKMT_STATUS_INVALID_NODE_UNIT:
+      name = "INVALID_NODE_UNIT";
+      break;
+    case HSAKMT_STATUS_NOT_SUPPORTED:
+      name = "NOT_SUPPORTED";
+      break;
+    case HSAKMT_STATUS_UNAVAILABLE:
+      name = "UNAVAILABLE";
+      break;
+    case HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED:
+      name = "KERNEL_IO_CHANNEL_NOT_OPENED";
+      break;
+    case HSAKMT_STATUS_KERNEL_COMMUNICATION_ERROR:
+      name = "KERNEL_COMMUNICATION_ERROR";
+      break;
+    case HSAKMT_STATUS_KERNEL_ALREADY_OPENED:
+      name = "KERNEL_ALREADY_OPENED";
+      break;
+    default:
+      break;
   }
   return std::string(name) + " (" + std::to_string(static_cast<int>(s)) + ")";
 }

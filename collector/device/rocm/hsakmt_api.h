@@ -37,12 +37,12 @@ std::string HsakmtStatusText(HSAKMT_STATUS s);
 // What the backend needs of a KFD topology node.
 struct KfdNode {
   uint32_t node_id = 0;
-  bool is_gpu = false;        // NumFComputeCores > 0
+  bool is_gpu = false;  // NumFComputeCores > 0
   uint32_t pci_domain = 0;
-  uint32_t location_id = 0;   // (bus << 8) | (device << 3) | function
+  uint32_t location_id = 0;  // (bus << 8) | (device << 3) | function
   uint16_t vendor_id = 0;
   uint16_t device_id = 0;
-  std::string marketing_name; // ASCII of the UTF-16 MarketingName
+  std::string marketing_name;  // ASCII of the UTF-16 MarketingName
 };
 
 // Reads node `node_id`. libhsakmt copies its own struct size, which newer

@@ -177,9 +177,9 @@ class RocmBackend final : public GpuBackend {
     hipError_t e = hip_.Init(0);
     if (e == hipSuccess) e = hip_.GetDeviceCount(count);
     if (e != hipSuccess || *count <= 0) {
-      *why = "HIP sees no device (" + std::string(e != hipSuccess ? "hipInit/hipGetDeviceCount: " +
-                                                                         HipErrorText(hip_, e)
-                                                                   : "hipGetDeviceCount: 0") +
+      *why = "HIP sees no device (" +
+             std::string(e != hipSuccess ? "hipInit/hipGetDeviceCount: " + HipErrorText(hip_, e)
+                                         : "hipGetDeviceCount: 0") +
              ")";
       return BackendStatus::kNoDevice;
     }
@@ -221,7 +221,8 @@ class RocmBackend final : public GpuBackend {
     return BackendStatus::kReady;
   }
 
-  bool OpenDevice(uint32_t ordinal, const std::vector<KfdNode>& nodes, GpuDeviceInfo* info, std::string* why) {
+  bool OpenDevice(uint32_t ordinal, const std::vector<KfdNode>& nodes, GpuDeviceInfo* info,
+                  std::string* why) {
     HipDeviceFacts facts;
     if (!ReadHipDevice(hip_, static_cast<int>(ordinal), &facts, why)) return false;
     PciLocation where;
@@ -235,7 +236,8 @@ class RocmBackend final : public GpuBackend {
     std::string note = "nominal rate from HIP, not checked";
     if (settings_.rate_check_ms > 0) {
       uint64_t measured = 0;
-      if (!MeasureKfdCounterRate(hsakmt_, node->node_id, settings_.rate_check_ms * kNsPerMs, &measured, why)) {
+      if (!MeasureKfdCounterRate(hsakmt_, node->node_id, settings_.rate_check_ms * kNsPerMs, &measured,
+                                 why)) {
         return false;
       }
       hz = ChooseCounterRate(facts.clock_instruction_hz, measured, kRateAgreementPpm, &note);

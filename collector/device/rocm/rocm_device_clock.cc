@@ -22,8 +22,7 @@ int64_t RawNow() { return ReadClockNs(CLOCK_MONOTONIC_RAW); }
 
 uint64_t ChooseCounterRate(uint64_t hip_nominal_hz, uint64_t measured_hz, int64_t max_disagreement_ppm,
                            std::string* note) {
-  const uint64_t measured_rounded =
-      (measured_hz + kRateRoundingHz / 2) / kRateRoundingHz * kRateRoundingHz;
+  const uint64_t measured_rounded = (measured_hz + kRateRoundingHz / 2) / kRateRoundingHz * kRateRoundingHz;
   if (hip_nominal_hz == 0) {
     *note = "rate measured at open (HIP reports none)";
     return measured_rounded;

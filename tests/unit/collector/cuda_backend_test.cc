@@ -58,7 +58,8 @@ TEST(CudaBackend, WithoutTheDriverOpenSaysWhatIsMissing) {
   EXPECT_TRUE(devices.empty());
   EXPECT_EQ(why.find('\n'), std::string::npos) << why;
   // CUPTI is looked for first; with it installed the driver is what is missing.
-  EXPECT_TRUE(why.find("libcuda.so.1") != std::string::npos || why.find("libcupti") != std::string::npos) << why;
+  EXPECT_TRUE(why.find("libcuda.so.1") != std::string::npos || why.find("libcupti") != std::string::npos)
+      << why;
   EXPECT_NE(why.find("not found"), std::string::npos) << why;
 }
 
@@ -89,7 +90,8 @@ TEST(CudaBackend, ADriverLibraryWithoutTheCallsIsNoLibraryNamingTheSymbol) {
   std::vector<GpuDeviceInfo> devices;
   std::string why;
   EXPECT_EQ(OpenCuda(backend.get(), &devices, &why), BackendStatus::kNoLibrary);
-  EXPECT_TRUE(why.find("lacks cuInit") != std::string::npos || why.find("libcupti") != std::string::npos) << why;
+  EXPECT_TRUE(why.find("lacks cuInit") != std::string::npos || why.find("libcupti") != std::string::npos)
+      << why;
 }
 
 TEST(CudaBackend, UnknownOrBadSettingsFailBeforeAnythingLoads) {

@@ -91,7 +91,8 @@ class CudaGpuTest : public ::testing::Test {
 
 TEST_F(CudaGpuTest, TwoHundredSnapshotsGiveATightMap) {
   const uint32_t ordinal = devices_[0].ordinal;
-  std::printf("figure: device %u: %s, clock: %s\n", ordinal, devices_[0].name.c_str(), devices_[0].clock.c_str());
+  std::printf("figure: device %u: %s, clock: %s\n", ordinal, devices_[0].name.c_str(),
+              devices_[0].clock.c_str());
   for (int i = 0; i < 200; ++i) {
     Sample(ordinal);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -105,11 +106,12 @@ TEST_F(CudaGpuTest, TwoHundredSnapshotsGiveATightMap) {
   const ConvertedStamp mid = map_.ToHost(knots[knots.size() / 2].device_ns);
   ASSERT_TRUE(mid.ok);
   EXPECT_LT(mid.error_ns, 50'000);
-  std::printf("figure: snapshots: %llu accepted of %llu, last bracket %lld ns, worst knot bound %lld ns, "
-              "mid-span bound %lld ns\n",
-              static_cast<unsigned long long>(st.accepted), static_cast<unsigned long long>(st.samples),
-              static_cast<long long>(st.last_bracket_ns), static_cast<long long>(worst),
-              static_cast<long long>(mid.error_ns));
+  std::printf(
+      "figure: snapshots: %llu accepted of %llu, last bracket %lld ns, worst knot bound %lld ns, "
+      "mid-span bound %lld ns\n",
+      static_cast<unsigned long long>(st.accepted), static_cast<unsigned long long>(st.samples),
+      static_cast<long long>(st.last_bracket_ns), static_cast<long long>(worst),
+      static_cast<long long>(mid.error_ns));
 }
 
 TEST_F(CudaGpuTest, CopiesAndMemsetArriveConvertedWithinTheirHostBrackets) {
@@ -152,22 +154,25 @@ TEST_F(CudaGpuTest, CopiesAndMemsetArriveConvertedWithinTheirHostBrackets) {
     }
   }
   for (int k = 0; k < 3; ++k) {
-    ASSERT_NE(by_kind[k], nullptr) << "no " << ActivityKindName(kinds[k]) << " record among " << records.size();
+    ASSERT_NE(by_kind[k], nullptr) << "no " << ActivityKindName(kinds[k]) << " record among "
+                                   << records.size();
     const ConvertedStamp s = map_.ToHost(by_kind[k]->start_device_ns);
     const ConvertedStamp e = map_.ToHost(by_kind[k]->end_device_ns);
     ASSERT_TRUE(s.ok && e.ok);
     // The operation ran inside the host reads around its synchronous call.
     EXPECT_GE(s.realtime_ns + s.error_ns + kSlackNs, h[k]);
     EXPECT_LE(e.realtime_ns - e.error_ns - kSlackNs, h[k + 1]);
-    std::printf("figure: %s: starts %+lld ns after the call began, ends %+lld ns before it returned, bound %lld ns\n",
-                std::string(ActivityKindName(kinds[k])).c_str(), static_cast<long long>(s.realtime_ns - h[k]),
-                static_cast<long long>(h[k + 1] - e.realtime_ns), static_cast<long long>(s.error_ns));
+    std::printf(
+        "figure: %s: starts %+lld ns after the call began, ends %+lld ns before it returned, bound %lld ns\n",
+        std::string(ActivityKindName(kinds[k])).c_str(), static_cast<long long>(s.realtime_ns - h[k]),
+        static_cast<long long>(h[k + 1] - e.realtime_ns), static_cast<long long>(s.error_ns));
   }
   EXPECT_LE(by_kind[0]->start_device_ns, by_kind[1]->start_device_ns);
   EXPECT_LE(by_kind[1]->start_device_ns, by_kind[2]->start_device_ns);
   const ActivityCounters c = backend_->activity_counters();
-  std::printf("figure: records %llu, dropped %llu, invalid %llu\n", static_cast<unsigned long long>(c.records),
-              static_cast<unsigned long long>(c.dropped), static_cast<unsigned long long>(c.invalid));
+  std::printf("figure: records %llu, dropped %llu, invalid %llu\n",
+              static_cast<unsigned long long>(c.records), static_cast<unsigned long long>(c.dropped),
+              static_cast<unsigned long long>(c.invalid));
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ BackendStatus OpenRocm(GpuBackend* backend, std::vector<GpuDeviceInfo>* devices,
 }
 
 TEST(RocmBackend, WithoutAnAmdGpuOpenSaysWhatIsMissing) {
-  if (HaveKfd()) GTEST_SKIP() << "/dev/kfd exists: this machine may have an AMD GPU (rocm_gpu_test runs there)";
+  if (HaveKfd())
+    GTEST_SKIP() << "/dev/kfd exists: this machine may have an AMD GPU (rocm_gpu_test runs there)";
   auto backend = CreateRocmBackend();
   EXPECT_EQ(backend->name(), "rocm");
   std::vector<GpuDeviceInfo> devices;

@@ -119,8 +119,8 @@ TEST(CounterRate, HipNominalKeptWhenTheMeasurementAgrees) {
 
 TEST(HipRegionMath, FloatUlpGrowsWithTheElapsedTime) {
   EXPECT_EQ(FloatMsUlpNs(0.0f), 1);
-  EXPECT_LE(FloatMsUlpNs(1.0f), 1);          // 2^-23 ms = 0.12 ns
-  EXPECT_LE(FloatMsUlpNs(1000.0f), 62);      // ~61 ns at 1 s
+  EXPECT_LE(FloatMsUlpNs(1.0f), 1);            // 2^-23 ms = 0.12 ns
+  EXPECT_LE(FloatMsUlpNs(1000.0f), 62);        // ~61 ns at 1 s
   EXPECT_GE(FloatMsUlpNs(100'000.0f), 7'000);  // ~7.8 us at 100 s
   EXPECT_EQ(FloatMsUlpNs(-1000.0f), FloatMsUlpNs(1000.0f));
 }
@@ -155,11 +155,12 @@ TEST(HipRegionMath, ImplausibleRegionsAreNamed) {
   PlacedInstant begin{1'000, 10}, end{2'000, 10};
   EXPECT_EQ(RegionImplausible(begin, end, 995, 2'005), nullptr);
   EXPECT_EQ(RegionImplausible(begin, end, unknown_floor, unknown_ceiling), nullptr);
-  EXPECT_NE(RegionImplausible(begin, end, 1'020, 2'005), nullptr);   // begin before its record
-  EXPECT_NE(RegionImplausible(begin, end, 995, 1'980), nullptr);     // end after seen complete
+  EXPECT_NE(RegionImplausible(begin, end, 1'020, 2'005), nullptr);  // begin before its record
+  EXPECT_NE(RegionImplausible(begin, end, 995, 1'980), nullptr);    // end after seen complete
   EXPECT_NE(RegionImplausible(end, begin, unknown_floor, unknown_ceiling), nullptr);  // end before begin
-  EXPECT_EQ(RegionImplausible(PlacedInstant{1'000, 10}, PlacedInstant{990, 10}, unknown_floor, unknown_ceiling),
-            nullptr);  // within the bounds: kept, end clamped by the timer
+  EXPECT_EQ(
+      RegionImplausible(PlacedInstant{1'000, 10}, PlacedInstant{990, 10}, unknown_floor, unknown_ceiling),
+      nullptr);  // within the bounds: kept, end clamped by the timer
 }
 
 }  // namespace

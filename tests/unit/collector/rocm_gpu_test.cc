@@ -53,10 +53,11 @@ struct HipRuntime {
     StreamCreate = reinterpret_cast<int (*)(void**)>(dlsym(h, "hipStreamCreate"));
     StreamDestroy = reinterpret_cast<int (*)(void*)>(dlsym(h, "hipStreamDestroy"));
     StreamSynchronize = reinterpret_cast<int (*)(void*)>(dlsym(h, "hipStreamSynchronize"));
-    MemcpyAsync = reinterpret_cast<int (*)(void*, const void*, size_t, int, void*)>(dlsym(h, "hipMemcpyAsync"));
+    MemcpyAsync =
+        reinterpret_cast<int (*)(void*, const void*, size_t, int, void*)>(dlsym(h, "hipMemcpyAsync"));
     MemsetAsync = reinterpret_cast<int (*)(void*, int, size_t, void*)>(dlsym(h, "hipMemsetAsync"));
-    if (!SetDevice || !Malloc || !Free || !StreamCreate || !StreamDestroy || !StreamSynchronize || !MemcpyAsync ||
-        !MemsetAsync) {
+    if (!SetDevice || !Malloc || !Free || !StreamCreate || !StreamDestroy || !StreamSynchronize ||
+        !MemcpyAsync || !MemsetAsync) {
       *why = "libamdhip64 lacks a runtime call";
       return false;
     }
@@ -93,7 +94,8 @@ class RocmGpuTest : public ::testing::Test {
 
 TEST_F(RocmGpuTest, TwoHundredSnapshotsGiveATightMap) {
   const uint32_t ordinal = devices_[0].ordinal;
-  std::printf("figure: device %u: %s, clock: %s\n", ordinal, devices_[0].name.c_str(), devices_[0].clock.c_str());
+  std::printf("figure: device %u: %s, clock: %s\n", ordinal, devices_[0].name.c_str(),
+              devices_[0].clock.c_str());
   for (int i = 0; i < 200; ++i) {
     Sample(ordinal);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -107,11 +109,12 @@ TEST_F(RocmGpuTest, TwoHundredSnapshotsGiveATightMap) {
   const ConvertedStamp mid = map_.ToHost(knots[knots.size() / 2].device_ns);
   ASSERT_TRUE(mid.ok);
   EXPECT_LT(mid.error_ns, 100'000);
-  std::printf("figure: snapshots: %llu accepted of %llu, last bracket %lld ns, worst knot bound %lld ns, "
-              "mid-span bound %lld ns\n",
-              static_cast<unsigned long long>(st.accepted), static_cast<unsigned long long>(st.samples),
-              static_cast<long long>(st.last_bracket_ns), static_cast<long long>(worst),
-              static_cast<long long>(mid.error_ns));
+  std::printf(
+      "figure: snapshots: %llu accepted of %llu, last bracket %lld ns, worst knot bound %lld ns, "
+      "mid-span bound %lld ns\n",
+      static_cast<unsigned long long>(st.accepted), static_cast<unsigned long long>(st.samples),
+      static_cast<long long>(st.last_bracket_ns), static_cast<long long>(worst),
+      static_cast<long long>(mid.error_ns));
 }
 
 TEST_F(RocmGpuTest, ARegionAroundACopyAndAMemsetComesBackAnchored) {
@@ -164,10 +167,11 @@ TEST_F(RocmGpuTest, ARegionAroundACopyAndAMemsetComesBackAnchored) {
   ASSERT_TRUE(s.ok && e.ok);
   EXPECT_GE(s.realtime_ns + s.error_ns + a.device_error_ns + kSlackNs, h_begin);
   EXPECT_LE(e.realtime_ns - e.error_ns - a.device_error_ns - kSlackNs, h_done);
-  std::printf("figure: region: starts %+lld ns after Begin, ends %+lld ns before the sync returned, "
-              "anchoring bound %lld ns, map bound %lld ns\n",
-              static_cast<long long>(s.realtime_ns - h_begin), static_cast<long long>(h_done - e.realtime_ns),
-              static_cast<long long>(a.device_error_ns), static_cast<long long>(s.error_ns));
+  std::printf(
+      "figure: region: starts %+lld ns after Begin, ends %+lld ns before the sync returned, "
+      "anchoring bound %lld ns, map bound %lld ns\n",
+      static_cast<long long>(s.realtime_ns - h_begin), static_cast<long long>(h_done - e.realtime_ns),
+      static_cast<long long>(a.device_error_ns), static_cast<long long>(s.error_ns));
   const ActivityCounters c = backend_->activity_counters();
   EXPECT_EQ(c.invalid, 0u);
 }

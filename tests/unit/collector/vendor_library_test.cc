@@ -17,8 +17,8 @@ namespace {
 TEST(DynamicLibrary, LoadsTheFirstCandidateThatExistsAndResolvesSymbols) {
   DynamicLibrary lib;
   std::string why;
-  ASSERT_TRUE(lib.Open({"libm", "CHRONOLINK_TEST_UNSET_LIBRARY", {"/nonexistent/libm.so", "libm.so.6"}, "apt"},
-                       &why))
+  ASSERT_TRUE(
+      lib.Open({"libm", "CHRONOLINK_TEST_UNSET_LIBRARY", {"/nonexistent/libm.so", "libm.so.6"}, "apt"}, &why))
       << why;
   EXPECT_EQ(lib.path(), "libm.so.6");
   double (*cos_fn)(double) = nullptr;
@@ -42,7 +42,9 @@ TEST(DynamicLibrary, AMissingSymbolIsNamedAndClearsTheTable) {
 TEST(DynamicLibrary, NothingFoundNamesEveryCandidateTheHintAndTheOverride) {
   DynamicLibrary lib;
   std::string why;
-  EXPECT_FALSE(lib.Open({"libfoo (tests)", "CHRONOLINK_TEST_FOO", {"libfoo.so.9", "/opt/foo/libfoo.so.9"},
+  EXPECT_FALSE(lib.Open({"libfoo (tests)",
+                         "CHRONOLINK_TEST_FOO",
+                         {"libfoo.so.9", "/opt/foo/libfoo.so.9"},
                          "apt-get install libfoo9"},
                         &why));
   EXPECT_FALSE(lib.loaded());
