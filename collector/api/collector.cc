@@ -14,10 +14,15 @@
 namespace chronolink::collector {
 namespace {
 
-DeviceClockMapOptions MapOptions(const CollectorOptions& o) {
+// The read granularity a bound must include: one tick of the device's
+// counter (a 100 MHz counter is only known to 10 ns) plus the host clock's
+// nanosecond.
+DeviceClockMapOptions MapOptions(const CollectorOptions& o, const GpuDeviceInfo& device) {
   DeviceClockMapOptions m;
   m.max_bracket_ns = o.max_bracket_ns;
   m.max_knots = static_cast<size_t>(o.max_knots);
+  const uint64_t hz = device.counter_hz == 0 ? 1'000'000'000 : device.counter_hz;
+  m.read_granularity_ns = static_cast<int64_t>((1'000'000'000 + hz - 1) / hz) + 1;
   return m;
 }
 
@@ -68,8 +73,8 @@ bool Collector::OpenBackend(std::string* error) {
       backend_name_ = std::string(entry.name);
       backend_status_ = st;
       devices_ = std::move(devices);
-      for (size_t i = 0; i < devices_.size(); ++i) {
-        maps_.push_back(std::make_unique<DeviceClockMap>(MapOptions(options_)));
+      for (const GpuDeviceInfo& d : devices_) {
+        maps_.push_back(std::make_unique<DeviceClockMap>(MapOptions(options_, d)));
       }
       spdlog::info("collector: backend {} with {} device(s)", backend_name_, devices_.size());
       return true;
