@@ -76,13 +76,16 @@ class CudaBackend final : public GpuBackend {
       *why = "cuda: device " + std::to_string(ordinal) + " is not open";
       return false;
     }
-    std::lock_guard<std::mutex> lock(d->mu);
+    // The clock is read outside the device's mutex: CUPTI's thread takes that
+    // mutex inside its buffer callback, and cuptiGetTimestamp must not wait
+    // on it. Only the sampler reads, so reads still reach the counter in order.
     uint64_t raw = 0;
     const int64_t before = host.Now();
     const bool read = ReadCuptiClock(&raw, why);
     const int64_t after = host.Now();
     if (!read) return false;
     int64_t device_ns = 0;
+    std::lock_guard<std::mutex> lock(d->mu);
     if (!d->counter.ExtendRead(raw, &device_ns, why)) return false;
     *out = SnapshotReading{before, device_ns, after};
     return true;
