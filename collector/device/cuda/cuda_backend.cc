@@ -127,12 +127,13 @@ class CudaBackend final : public GpuBackend {
   }
 
   ActivityCounters activity_counters() const override {
+    // The session's counters first: its mutex is taken before pending_mu_
+    // on CUPTI's thread (OnRecord), never after it.
+    CuptiSessionCounters s;
+    if (session_ != nullptr) s = session_->counters();
     std::lock_guard<std::mutex> lock(pending_mu_);
     ActivityCounters c = counters_;
-    if (session_ != nullptr) {
-      const CuptiSessionCounters s = session_->counters();
-      c.dropped += s.dropped_by_cupti + s.incomplete;
-    }
+    c.dropped += s.dropped_by_cupti + s.incomplete;
     return c;
   }
 
