@@ -201,8 +201,8 @@ void AddHostClocksCommand(CLI::App& app, std::function<void(int)> done) {
   cmd->add_option("--reads", f->reads, "bracketed reads per domain per sample; the tightest is kept (default: 7)")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--max-bracket-us", f->max_bracket_us,
-                  "refuse a sample whose tightest bracket is wider (default: 50)")
-      ->check(CLI::Range(0.001, 1e6));
+                  "refuse a sample whose tightest bracket is wider (default: 50, at most 1000)")
+      ->check(CLI::Range(0.001, 1000.0));
   cmd->add_option("command", f->command, "the command to run while recording (after --)");
   cmd->callback([f, done] { done(RunHostClocks(*f)); });
 }

@@ -12,7 +12,13 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr int64_t kMaxSampleErrorNs = 1'000'000'000;  // a bracket wider than 1 s is no measurement
+// Limits a sample must meet. Beyond them no recorder writes, and within
+// them every sum and product the tracks form stays far inside int64
+// (host_domain_track.h): a hostile file cannot make the arithmetic wrap.
+constexpr int64_t kMaxSampleErrorNs = 1'000'000;           // a bracket wider than 2 ms is no measurement
+constexpr int64_t kMaxRefNs = int64_t{1} << 58;            // 9 years of uptime
+constexpr int64_t kMaxAbsOffsetNs = int64_t{1} << 61;      // 73 years either way
+constexpr int64_t kMinSpacingNs = 100'000;                 // the recorder samples every >= 1 ms
 
 bool IsBlank(std::string_view line) {
   return line.find_first_not_of(" \t") == std::string_view::npos;
@@ -84,7 +90,11 @@ bool ParseSample(const Json& j, HostClockSample* s, std::string* why) {
     return false;
   }
   if (s->error_ns > kMaxSampleErrorNs) {
-    *why = "error_ns is over 1 s: not a bracketed measurement";
+    *why = "error_ns is over 1 ms: not a bracketed measurement";
+    return false;
+  }
+  if (s->ref_ns > kMaxRefNs || s->offset_ns > kMaxAbsOffsetNs || s->offset_ns < -kMaxAbsOffsetNs) {
+    *why = "ref_ns or offset_ns out of range (ref beyond 2^58 ns, |offset| beyond 2^61 ns)";
     return false;
   }
   const __int128 realtime = static_cast<__int128>(s->ref_ns) + s->offset_ns;
@@ -154,9 +164,9 @@ class HostClocksParser {
   bool Accept(const HostClockSample& s, uint64_t number) {
     auto& track = out_->tracks[static_cast<size_t>(s.domain)];
     if (!track) track = std::make_unique<HostDomainTrack>(s.domain, options_.track);
-    if (track->size() > 0 && s.ref_ns <= track->last_ref_ns()) {
-      return Bad(number, "ref_ns is not after the previous " + std::string(HostClockDomainName(s.domain)) +
-                             " sample's");
+    if (track->size() > 0 && s.ref_ns - track->last_ref_ns() < kMinSpacingNs) {
+      return Bad(number, "ref_ns is not 100 us or more after the previous " +
+                             std::string(HostClockDomainName(s.domain)) + " sample's");
     }
     track->Add(s);
     ++out_->samples;

@@ -9,15 +9,19 @@ HostDomainTrack::HostDomainTrack(HostClockDomain domain, const ClockOffsetTrackO
     : domain_(domain), options_(options) {
   // A chunk must keep all it is given: its carried samples and kChunk new ones.
   options_.history = kChunk + kOverlap;
+  // The limits the arithmetic bound in the header relies on.
+  options_.max_extrapolation_ns = std::clamp<int64_t>(options_.max_extrapolation_ns, 0, kMaxGapNs);
+  options_.max_slew_ppb = std::clamp<int64_t>(options_.max_slew_ppb, 0, kMaxRatePpb);
+  options_.max_rate_change_ppb = std::clamp<int64_t>(options_.max_rate_change_ppb, 0, kMaxRatePpb);
 }
 
-void HostDomainTrack::StartChunk() {
+void HostDomainTrack::StartChunk(bool carry_samples) {
   ClockOffsetTrack track(options_);
   // Carry the newest samples of the current segment: the pair across the
   // boundary then lies in the new chunk, and its step detection starts
   // with a rate instead of the loose single-sample bound.
   size_t carry = 0;
-  while (carry < kOverlap && carry < samples_.size() &&
+  while (carry_samples && carry < kOverlap && carry < samples_.size() &&
          samples_[samples_.size() - 1 - carry].segment == samples_.back().segment) {
     ++carry;
   }
@@ -28,7 +32,11 @@ void HostDomainTrack::StartChunk() {
 }
 
 bool HostDomainTrack::Add(const HostClockSample& sample) {
-  if (chunks_.empty() || chunk_new_.back() == kChunk) StartChunk();
+  if (!samples_.empty() && sample.ref_ns - samples_.back().ref_ns > kMaxGapNs) {
+    StartChunk(/*carry=*/false);  // nothing interpolates across the gap
+  } else if (chunks_.empty() || chunk_new_.back() == kChunk) {
+    StartChunk(/*carry=*/true);
+  }
   ClockOffsetSample s;
   s.ref_ns = sample.ref_ns;
   s.offset_ns = sample.offset_ns;

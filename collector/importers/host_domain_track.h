@@ -11,8 +11,18 @@
 // the chunk.
 //
 // Samples must come in increasing domain time (the loader refuses others).
-// No extrapolation before the first sample; after the last, as far as
-// ClockOffsetTrackOptions::max_extrapolation_ns allows.
+// A gap of more than kMaxGapNs between two samples (a recorder stopped for
+// a quarter of an hour) starts a fresh chunk with nothing carried: instants
+// in the gap are only extrapolated from before it, as far as
+// ClockOffsetTrackOptions::max_extrapolation_ns allows (capped at
+// kMaxGapNs). No extrapolation before the first sample.
+//
+// Arithmetic: with the loader's limits on a sample (|offset| <= 2^61 ns,
+// ref <= 2^58 ns, error <= 1 ms, samples >= 100 us apart), the gap cap and
+// the rate limits capped at 1000 ppm, a segment's slope grows by at most
+// 20 per sample over at most kChunk + kOverlap samples, so every
+// extrapolated offset and bound stays below 2^52 ns of change: the track's
+// int64 sums cannot overflow whatever the file says.
 //
 // Not thread-safe to fill; const methods may be called concurrently.
 #pragma once
@@ -30,6 +40,8 @@ class HostDomainTrack : public HostDomainConversion {
  public:
   static constexpr size_t kChunk = 64;     // new samples per chunk
   static constexpr size_t kOverlap = 8;    // samples carried from the chunk before
+  static constexpr int64_t kMaxGapNs = int64_t{1} << 40;  // about 18 minutes
+  static constexpr int64_t kMaxRatePpb = 1'000'000;       // cap on the options' rate limits
 
   HostDomainTrack(HostClockDomain domain, const ClockOffsetTrackOptions& options);
 
@@ -48,7 +60,8 @@ class HostDomainTrack : public HostDomainConversion {
   int64_t last_ref_ns() const { return samples_.empty() ? 0 : samples_.back().ref_ns; }
 
  private:
-  void StartChunk();
+  // carry: whether the newest samples of the current segment go along.
+  void StartChunk(bool carry);
 
   HostClockDomain domain_;
   ClockOffsetTrackOptions options_;

@@ -6,8 +6,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "agent/clock/clock_reader.h"
 #include "collector/importers/host_clock_domains.h"
@@ -172,6 +174,17 @@ TEST(HostDomainTrackTest, NothingBeforeTheFirstSampleOrFarAfterTheLast) {
   EXPECT_EQ(track.Samples()[3].host_ns, s[3].ref_ns + s[3].offset_ns);
 }
 
+TEST(HostDomainTrackTest, ALongGapIsNotInterpolatedAcross) {
+  HostDomainTrack track(HostClockDomain::kBoottime, ClockOffsetTrackOptions{});
+  std::vector<HostClockSample> s = Synthetic(20, 100'000'000, 0.0);
+  const int64_t gap = HostDomainTrack::kMaxGapNs + 1'000'000'000;
+  for (size_t i = 10; i < s.size(); ++i) s[i].ref_ns += gap;  // the recorder was stopped
+  for (const HostClockSample& x : s) track.Add(x);
+  EXPECT_TRUE(track.ToRealtime(s[9].ref_ns + 500'000'000).ok);        // extrapolated a little
+  EXPECT_FALSE(track.ToRealtime(s[9].ref_ns + gap / 2).ok);            // deep in the gap
+  EXPECT_TRUE(track.ToRealtime(s[15].ref_ns + 1).ok);
+}
+
 // ---------------------------------------------------------------------------
 // The file
 
@@ -228,6 +241,7 @@ TEST(HostClocksFileTest, ARecordingOnThisMachineConvertsItsOwnBoottime) {
   auto record = [&](int want) {
     int boottime = 0;
     for (int i = 0; i < 2000 && boottime < want; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the loader wants samples >= 100 us apart
       for (const HostClockSample& s : rec.Measure()) {
         ASSERT_TRUE(w.Write(s, &error)) << error;
         boottime += s.domain == HostClockDomain::kBoottime ? 1 : 0;
@@ -338,6 +352,31 @@ TEST(HostClocksFileTest, WhatIsNotARecordingFailsWithOneMessage) {
   for (size_t i = 0; i < binary.size(); ++i) binary[i] = static_cast<char>((i * 97 + 13) & 0xff);
   Parse(binary, &ok, &error);
   EXPECT_FALSE(ok);
+}
+
+// Values no recorder writes, chosen so that unchecked they would overflow
+// the tracks' int64 arithmetic (found by host_clocks_fuzz under UBSan).
+TEST(HostClocksFileTest, ExtremeValuesAreRefusedBeforeAnyArithmetic) {
+  const std::string text = Header() +
+      R"({"domain":"boottime","ref_ns":1000,"offset_ns":4611686018427387904,"error_ns":0,"bracket_ns":1})" "\n"
+      R"({"domain":"boottime","ref_ns":2000,"offset_ns":-4611686018427387904,"error_ns":0,"bracket_ns":1})" "\n"
+      R"({"domain":"boottime","ref_ns":1152921504606846976,"offset_ns":0,"error_ns":0,"bracket_ns":1})" "\n"
+      R"({"domain":"boottime","ref_ns":5000,"offset_ns":0,"error_ns":1000000000,"bracket_ns":1})" "\n" +
+      GoodLines(8, 1'000'000'000);
+  bool ok = false;
+  std::string error;
+  const HostClocksFile f = Parse(text, &ok, &error);
+  ASSERT_TRUE(ok) << error;
+  EXPECT_EQ(f.bad_line_numbers, (std::vector<uint64_t>{2, 3, 4, 5}));
+  EXPECT_EQ(f.samples, 8u);
+  // Closer than 100 us to the previous sample: refused too.
+  HostClockSample close;
+  close.ref_ns = 1'000'000'000 + 7 * 1'000'000 + 50'000;
+  close.offset_ns = 42'000'000'000;
+  close.error_ns = 1;
+  const HostClocksFile g = Parse(Header() + GoodLines(8, 1'000'000'000) + SampleLine(close), &ok, &error);
+  ASSERT_TRUE(ok) << error;
+  EXPECT_EQ(g.bad_line_numbers, (std::vector<uint64_t>{10}));
 }
 
 TEST(HostClocksFileTest, AnOverlongLineIsCutAndCounted) {
