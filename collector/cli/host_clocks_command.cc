@@ -62,7 +62,8 @@ pid_t Spawn(const std::vector<std::string>& command, const sigset_t& old_mask, s
   if (pid == 0) {
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     execvp(argv[0], argv.data());
-    std::fprintf(stderr, "chronolink-collect host-clocks: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    std::fprintf(stderr, "chronolink-collect host-clocks: cannot run %s: %s\n", argv[0],
+                 std::strerror(errno));
     _exit(127);
   }
   return pid;
@@ -97,14 +98,17 @@ class Recording {
   void PrintSummary(double seconds) {
     std::sort(brackets_.begin(), brackets_.end());
     const int64_t median = brackets_.empty() ? -1 : brackets_[brackets_.size() / 2];
-    std::printf("chronolink-collect host-clocks: %llu samples (boottime, monotonic, monotonic_raw) over %.1f s on %s\n",
-                static_cast<unsigned long long>(writer_.samples_written()), seconds, host_.c_str());
-    std::printf("  %llu of %llu measurements refused (every bracket wider than %.0f us); bracket median %lld ns, "
-                "max %lld ns; read granularity %lld ns\n",
-                static_cast<unsigned long long>(recorder_.rejected()),
-                static_cast<unsigned long long>(recorder_.measured()), flags_.max_bracket_us,
-                static_cast<long long>(median), static_cast<long long>(brackets_.empty() ? -1 : brackets_.back()),
-                static_cast<long long>(recorder_.granularity_ns()));
+    std::printf(
+        "chronolink-collect host-clocks: %llu samples (boottime, monotonic, monotonic_raw) over %.1f s on "
+        "%s\n",
+        static_cast<unsigned long long>(writer_.samples_written()), seconds, host_.c_str());
+    std::printf(
+        "  %llu of %llu measurements refused (every bracket wider than %.0f us); bracket median %lld ns, "
+        "max %lld ns; read granularity %lld ns\n",
+        static_cast<unsigned long long>(recorder_.rejected()),
+        static_cast<unsigned long long>(recorder_.measured()), flags_.max_bracket_us,
+        static_cast<long long>(median), static_cast<long long>(brackets_.empty() ? -1 : brackets_.back()),
+        static_cast<long long>(recorder_.granularity_ns()));
     std::printf("  wrote %s\n", flags_.out.c_str());
   }
 
@@ -140,9 +144,12 @@ bool WaitPeriod(const HostClocksFlags& f, const sigset_t& signals, int64_t start
     return true;
   }
   const int64_t now = ReadClockNs(CLOCK_MONOTONIC);
-  if (s->child <= 0 && f.duration_s > 0 && now - start_ns >= static_cast<int64_t>(f.duration_s * 1e9)) return true;
+  if (s->child <= 0 && f.duration_s > 0 && now - start_ns >= static_cast<int64_t>(f.duration_s * 1e9))
+    return true;
   if (s->signalled_at_ns >= 0 && !s->killed && now - s->signalled_at_ns > kKillAfterSignalNs) {
-    std::fprintf(stderr, "chronolink-collect host-clocks: the command did not end 10 s after the signal: killing it\n");
+    std::fprintf(
+        stderr,
+        "chronolink-collect host-clocks: the command did not end 10 s after the signal: killing it\n");
     kill(s->child, SIGKILL);
     s->killed = true;
   }
@@ -195,10 +202,13 @@ void AddHostClocksCommand(CLI::App& app, std::function<void(int)> done) {
       "Record BOOTTIME, MONOTONIC and MONOTONIC_RAW against REALTIME (JSONL) while a command runs, for a "
       "duration, or until SIGINT/SIGTERM; import-rocprof re-times a profiler's stamps with it");
   cmd->add_option("--out", f->out, "the JSONL file to write (required)");
-  cmd->add_option("--period-ms", f->period_ms, "sampling period in ms (default: 100)")->check(CLI::Range(1.0, 60000.0));
-  cmd->add_option("--duration-s", f->duration_s, "record this long (default: until a signal or the command ends)")
+  cmd->add_option("--period-ms", f->period_ms, "sampling period in ms (default: 100)")
+      ->check(CLI::Range(1.0, 60000.0));
+  cmd->add_option("--duration-s", f->duration_s,
+                  "record this long (default: until a signal or the command ends)")
       ->check(CLI::Range(0.0, 1e7));
-  cmd->add_option("--reads", f->reads, "bracketed reads per domain per sample; the tightest is kept (default: 7)")
+  cmd->add_option("--reads", f->reads,
+                  "bracketed reads per domain per sample; the tightest is kept (default: 7)")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--max-bracket-us", f->max_bracket_us,
                   "refuse a sample whose tightest bracket is wider (default: 50, at most 1000)")

@@ -69,8 +69,9 @@ int LoadConversion(const ImportFlags& f, HostClockDomain domain, Conversion* c) 
   if (!f.allow_other_boot && !CurrentBootId(&o.expected_boot_id, &error)) return Fail(1, error);
   if (!LoadHostClocksFile(f.host_clocks, o, &c->file, &error)) {
     if (error.find("another boot") != std::string::npos) {
-      error += "; if the trace was recorded on that boot too (imported elsewhere or after a reboot), "
-               "give --allow-other-boot";
+      error +=
+          "; if the trace was recorded on that boot too (imported elsewhere or after a reboot), "
+          "give --allow-other-boot";
     }
     return Fail(1, error);
   }
@@ -89,24 +90,28 @@ std::string JoinNumbers(const std::vector<uint64_t>& v) {
   return out;
 }
 
-void PrintSummary(const ImportFlags& f, const Conversion& c, const RocprofImportResult& r, const std::string& path) {
-  std::printf("chronolink-collect import-rocprof: %zu file(s), %s -> realtime", r.files.size(), f.clock_domain.c_str());
+void PrintSummary(const ImportFlags& f, const Conversion& c, const RocprofImportResult& r,
+                  const std::string& path) {
+  std::printf("chronolink-collect import-rocprof: %zu file(s), %s -> realtime", r.files.size(),
+              f.clock_domain.c_str());
   if (const auto* t = dynamic_cast<const HostDomainTrack*>(c.use)) {
     std::printf(" from %s (host %s, %zu samples over %.1f s, %llu step(s))", f.host_clocks.c_str(),
-                c.file.header.host.c_str(), t->size(), static_cast<double>(t->last_ref_ns() - t->first_ref_ns()) / 1e9,
+                c.file.header.host.c_str(), t->size(),
+                static_cast<double>(t->last_ref_ns() - t->first_ref_ns()) / 1e9,
                 static_cast<unsigned long long>(t->steps()));
   }
   std::printf("\n");
   if (c.file.bad_lines > 0) {
-    std::printf("  host-clocks: %llu bad line(s) skipped (%s)\n", static_cast<unsigned long long>(c.file.bad_lines),
-                c.file.first_bad_reason.c_str());
+    std::printf("  host-clocks: %llu bad line(s) skipped (%s)\n",
+                static_cast<unsigned long long>(c.file.bad_lines), c.file.first_bad_reason.c_str());
   }
   for (const RocprofFileResult& fr : r.files) {
     const RocprofReadResult& x = fr.read;
     std::printf("  %s (%s): %llu %ss, %llu imported", fr.path.filename().c_str(),
                 std::string(RocprofFormatName(x.format)).c_str(), static_cast<unsigned long long>(x.rows),
                 x.unit == "record" ? "record" : "row", static_cast<unsigned long long>(x.accepted));
-    if (x.skipped > 0) std::printf(", %llu host-to-host copies skipped", static_cast<unsigned long long>(x.skipped));
+    if (x.skipped > 0)
+      std::printf(", %llu host-to-host copies skipped", static_cast<unsigned long long>(x.skipped));
     if (x.bad_rows > 0) {
       std::printf(", %llu refused (%s %s; %s)", static_cast<unsigned long long>(x.bad_rows), x.unit.c_str(),
                   JoinNumbers(x.bad_line_numbers).c_str(), x.first_bad_reason.c_str());
@@ -117,10 +122,11 @@ void PrintSummary(const ImportFlags& f, const Conversion& c, const RocprofImport
     std::printf("  agent %llu -> /device:GPU:%u\n", static_cast<unsigned long long>(agent), ordinal);
   }
   const DeviceExportStats& e = r.exported;
-  std::printf("  events: %lld written, %lld not convertible (outside the recording or across a clock step), "
-              "%lld invalid\n",
-              static_cast<long long>(e.events_written), static_cast<long long>(e.events_unconvertible),
-              static_cast<long long>(e.events_invalid));
+  std::printf(
+      "  events: %lld written, %lld not convertible (outside the recording or across a clock step), "
+      "%lld invalid\n",
+      static_cast<long long>(e.events_written), static_cast<long long>(e.events_unconvertible),
+      static_cast<long long>(e.events_invalid));
   std::printf("  %s -> realtime bound: mean %.0f ns, max %lld ns\n", f.clock_domain.c_str(), e.mean_bound_ns,
               static_cast<long long>(e.max_bound_ns));
   std::printf("  wrote %s\n", path.c_str());
@@ -130,19 +136,23 @@ int RunImport(const ImportFlags& f) {
   if (f.files.empty()) return Fail(2, "give the trace files to import (see --help)");
   HostClockDomain domain{};
   if (!ParseHostClockDomain(f.clock_domain, &domain)) {
-    return Fail(2, "--clock-domain must be boottime, monotonic, monotonic_raw or realtime, not '" + f.clock_domain + "'");
+    return Fail(2, "--clock-domain must be boottime, monotonic, monotonic_raw or realtime, not '" +
+                       f.clock_domain + "'");
   }
   Conversion conv;
   if (const int rc = LoadConversion(f, domain, &conv); rc != 0) return rc;
   std::string host = f.host.empty() ? conv.file.header.host : f.host;
   if (host.empty()) host = ThisHost();
-  if (host.empty() || host.find('/') != std::string::npos) return Fail(2, "give --host NAME (one path component)");
+  if (host.empty() || host.find('/') != std::string::npos)
+    return Fail(2, "give --host NAME (one path component)");
   const std::string run = f.run.empty() ? trace::RunNameFor(std::chrono::system_clock::now()) : f.run;
-  if (run.find('/') != std::string::npos || run == "." || run == "..") return Fail(2, "--run must be one path component");
+  if (run.find('/') != std::string::npos || run == "." || run == "..")
+    return Fail(2, "--run must be one path component");
   const std::filesystem::path dir = trace::RunDirectoryPath(f.logdir, run);
   const std::filesystem::path path = dir / (host + ".xplane.pb");
   std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !f.force) return Fail(1, path.string() + " exists (give --force to replace it)");
+  if (std::filesystem::exists(path, ec) && !f.force)
+    return Fail(1, path.string() + " exists (give --force to replace it)");
 
   trace::HostTrace trace;
   trace.host = host;
@@ -181,12 +191,14 @@ void AddImportRocprofCommand(CLI::App& app, std::function<void(int)> done) {
   cmd->add_option("--clock-domain", f->clock_domain,
                   "the clock the profiler stamped: boottime (rocprof, rocprofv3), monotonic, monotonic_raw, "
                   "realtime (default: boottime)");
-  cmd->add_option("--logdir", f->logdir, "write <logdir>/plugins/profile/<run>/<host>.xplane.pb (default: .)");
+  cmd->add_option("--logdir", f->logdir,
+                  "write <logdir>/plugins/profile/<run>/<host>.xplane.pb (default: .)");
   cmd->add_option("--run", f->run, "run directory name (default: now, YYYY_MM_DD_HH_MM_SS, UTC)");
   cmd->add_option("--host", f->host, "host name of the file (default: the recording's host)");
-  cmd->add_flag("--allow-other-boot", f->allow_other_boot,
-                "accept a host-clocks recording from another boot than this one (importing elsewhere or after a "
-                "reboot: the trace must come from the recording's boot)");
+  cmd->add_flag(
+      "--allow-other-boot", f->allow_other_boot,
+      "accept a host-clocks recording from another boot than this one (importing elsewhere or after a "
+      "reboot: the trace must come from the recording's boot)");
   cmd->add_flag("--force", f->force, "replace an existing <host>.xplane.pb");
   cmd->add_option("--max-extrapolation-ms", f->max_extrapolation_ms,
                   "place events at most this far after the recording's last sample (default: 1000)")

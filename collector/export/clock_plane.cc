@@ -14,8 +14,8 @@ namespace {
 // sorted by their REALTIME instant.
 struct ClockSource {
   std::string line_name;
-  const DeviceExport* device = nullptr;           // the map's device (null for a domain)
-  const HostDomainConversion* domain = nullptr;   // the domain (null for a map)
+  const DeviceExport* device = nullptr;          // the map's device (null for a domain)
+  const HostDomainConversion* domain = nullptr;  // the domain (null for a map)
   std::vector<DeviceClockKnot> knots;
 };
 
@@ -38,8 +38,9 @@ std::vector<ClockSource> CollectSources(const std::vector<DeviceExport>& devices
     } else {
       continue;
     }
-    std::stable_sort(s.knots.begin(), s.knots.end(),
-                     [](const DeviceClockKnot& a, const DeviceClockKnot& b) { return a.host_ns < b.host_ns; });
+    std::stable_sort(s.knots.begin(), s.knots.end(), [](const DeviceClockKnot& a, const DeviceClockKnot& b) {
+      return a.host_ns < b.host_ns;
+    });
     out.push_back(std::move(s));
   }
   return out;

@@ -50,13 +50,15 @@ bool SpaceHasEvents(const xspace::XSpace& space) {
   return false;
 }
 
-bool CheckRequest(const std::vector<DeviceExport>& devices, const trace::HostTrace& trace, std::string* error) {
+bool CheckRequest(const std::vector<DeviceExport>& devices, const trace::HostTrace& trace,
+                  std::string* error) {
   if (trace.clock != trace::TraceClock::kHostRealtime) {
     *error = "the trace is already on cluster time: export device planes before aligning it";
     return false;
   }
   if (!trace.line_base_known && SpaceHasEvents(*trace.space)) {
-    *error = "the trace's line timestamps are relative to an unknown start: device planes cannot be placed in it";
+    *error =
+        "the trace's line timestamps are relative to an unknown start: device planes cannot be placed in it";
     return false;
   }
   std::set<uint32_t> ordinals;
@@ -71,7 +73,8 @@ bool CheckRequest(const std::vector<DeviceExport>& devices, const trace::HostTra
       return false;
     }
     if (trace::FindPlane(*trace.space, plane) != nullptr) {
-      *error = "the trace already has a " + plane + " plane (another profiler's device timeline); "
+      *error = "the trace already has a " + plane +
+               " plane (another profiler's device timeline); "
                "chronolink does not merge its device planes into it";
       return false;
     }
@@ -181,12 +184,18 @@ int64_t ChooseLineBase(const Span& span, trace::HostTrace* trace) {
 // XProf's names: a kernel by its name, copies and sets by their kind.
 std::string EventName(const GpuActivity& a) {
   switch (a.kind) {
-    case ActivityKind::kKernel: return a.name.empty() ? "kernel" : a.name;
-    case ActivityKind::kMemcpyHtoD: return "MemcpyH2D";
-    case ActivityKind::kMemcpyDtoH: return "MemcpyD2H";
-    case ActivityKind::kMemcpyDtoD: return "MemcpyD2D";
-    case ActivityKind::kMemset: return "Memset";
-    case ActivityKind::kMarker: return a.name.empty() ? "marker" : a.name;
+    case ActivityKind::kKernel:
+      return a.name.empty() ? "kernel" : a.name;
+    case ActivityKind::kMemcpyHtoD:
+      return "MemcpyH2D";
+    case ActivityKind::kMemcpyDtoH:
+      return "MemcpyD2H";
+    case ActivityKind::kMemcpyDtoD:
+      return "MemcpyD2D";
+    case ActivityKind::kMemset:
+      return "Memset";
+    case ActivityKind::kMarker:
+      return a.name.empty() ? "marker" : a.name;
   }
   return "activity";
 }
@@ -194,12 +203,18 @@ std::string EventName(const GpuActivity& a) {
 // The kinds in a stream's line name, as XLA writes them.
 const char* StreamKindLabel(ActivityKind k) {
   switch (k) {
-    case ActivityKind::kKernel: return "Compute";
-    case ActivityKind::kMemcpyHtoD: return "MemcpyH2D";
-    case ActivityKind::kMemcpyDtoH: return "MemcpyD2H";
-    case ActivityKind::kMemcpyDtoD: return "MemcpyD2D";
-    case ActivityKind::kMemset: return "Memset";
-    case ActivityKind::kMarker: return "Marker";
+    case ActivityKind::kKernel:
+      return "Compute";
+    case ActivityKind::kMemcpyHtoD:
+      return "MemcpyH2D";
+    case ActivityKind::kMemcpyDtoH:
+      return "MemcpyD2H";
+    case ActivityKind::kMemcpyDtoD:
+      return "MemcpyD2D";
+    case ActivityKind::kMemset:
+      return "Memset";
+    case ActivityKind::kMarker:
+      return "Marker";
   }
   return "Other";
 }
@@ -309,10 +324,12 @@ void WriteLaunches(const std::vector<DeviceExport>& devices, int64_t line_base_n
     std::sort(launches.begin(), launches.end(), [](const GpuActivity* a, const GpuActivity* b) {
       return a->launch_host_start_ns < b->launch_host_start_ns;
     });
-    xspace::XLine* line = trace::GetOrCreateLine(w.plane(), "GPU launches (thread " + std::to_string(thread) + ")");
+    xspace::XLine* line =
+        trace::GetOrCreateLine(w.plane(), "GPU launches (thread " + std::to_string(thread) + ")");
     line->set_display_id(thread);
     for (const GpuActivity* a : launches) {
-      xspace::XEvent* x = w.AddEvent(line, "Launch " + EventName(*a), a->launch_host_start_ns, a->launch_host_end_ns);
+      xspace::XEvent* x =
+          w.AddEvent(line, "Launch " + EventName(*a), a->launch_host_start_ns, a->launch_host_end_ns);
       if (x == nullptr) continue;
       if (a->correlation_id != 0) w.AddUint(x, "correlation_id", a->correlation_id);
       w.AddUint(x, "device_id", a->device);
@@ -332,11 +349,12 @@ void AddWarnings(const std::vector<DevicePlacement>& placed, xspace::XSpace* spa
     if (p.unconvertible > 0) {
       const std::string domain = d.map != nullptr ? "device" : std::string(d.host_domain->domain_name());
       w += "; " + std::to_string(p.unconvertible) +
-           " not convertible to host time (outside the sampled span or across a clock step; first at " + domain +
-           " ns " + std::to_string(*p.first_unconvertible_ns) + ")";
+           " not convertible to host time (outside the sampled span or across a clock step; first at " +
+           domain + " ns " + std::to_string(*p.first_unconvertible_ns) + ")";
     }
     if (p.invalid > 0) {
-      w += "; " + std::to_string(p.invalid) + " invalid (end before start, another device's record, or a span "
+      w += "; " + std::to_string(p.invalid) +
+           " invalid (end before start, another device's record, or a span "
            "too long for the line)";
     }
     space->add_warnings(w);
@@ -361,7 +379,8 @@ bool AppendDevicePlanes(const std::vector<DeviceExport>& devices, const DeviceEx
     stats->events_invalid += p.invalid;
     WriteDevicePlane(p, line_base_ns, trace->space, stats, &bound_sum);
   }
-  if (stats->events_written > 0) stats->mean_bound_ns = bound_sum / static_cast<double>(stats->events_written);
+  if (stats->events_written > 0)
+    stats->mean_bound_ns = bound_sum / static_cast<double>(stats->events_written);
   if (options.host_launch_events) WriteLaunches(devices, line_base_ns, trace->space, stats);
   WriteClockPlane(devices, options, *stats, line_base_ns, trace->space);
   AddWarnings(placed, trace->space);

@@ -59,11 +59,11 @@ struct DeviceExport {
   // field names stay; the domain is the conversion's).
   const DeviceClockMap* map = nullptr;
   const HostDomainConversion* host_domain = nullptr;
-  std::vector<GpuActivity> activity;     // this device's records, any order
+  std::vector<GpuActivity> activity;  // this device's records, any order
 };
 
 struct DeviceExportOptions {
-  std::string backend;           // recorded on the clock plane
+  std::string backend;  // recorded on the clock plane
   bool host_launch_events = true;
   // Host -> cluster mapping read from the agent's clock page at export time,
   // recorded on the clock plane (not applied): offset, drift, uncertainty.
@@ -72,11 +72,11 @@ struct DeviceExportOptions {
 };
 
 struct DeviceExportStats {
-  int64_t events_written = 0;        // device events
-  int64_t events_unconvertible = 0;  // not placed: across a step, outside the span
-  int64_t events_invalid = 0;        // not placed: end before start, wrong device, span too long
-  int64_t launch_events_written = 0; // on /host:CPU
-  int64_t max_bound_ns = 0;          // of the written device events' GPU -> host bounds
+  int64_t events_written = 0;         // device events
+  int64_t events_unconvertible = 0;   // not placed: across a step, outside the span
+  int64_t events_invalid = 0;         // not placed: end before start, wrong device, span too long
+  int64_t launch_events_written = 0;  // on /host:CPU
+  int64_t max_bound_ns = 0;           // of the written device events' GPU -> host bounds
   double mean_bound_ns = 0;
 };
 

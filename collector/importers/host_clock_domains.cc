@@ -9,7 +9,6 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 #include "agent/clock/clock_reader.h"
@@ -18,10 +17,14 @@ namespace chronolink::collector {
 
 std::string_view HostClockDomainName(HostClockDomain d) {
   switch (d) {
-    case HostClockDomain::kBoottime: return "boottime";
-    case HostClockDomain::kMonotonic: return "monotonic";
-    case HostClockDomain::kMonotonicRaw: return "monotonic_raw";
-    case HostClockDomain::kRealtime: return "realtime";
+    case HostClockDomain::kBoottime:
+      return "boottime";
+    case HostClockDomain::kMonotonic:
+      return "monotonic";
+    case HostClockDomain::kMonotonicRaw:
+      return "monotonic_raw";
+    case HostClockDomain::kRealtime:
+      return "realtime";
   }
   return "unknown";
 }
@@ -39,20 +42,28 @@ bool ParseHostClockDomain(std::string_view name, HostClockDomain* out) {
 
 clockid_t HostClockId(HostClockDomain d) {
   switch (d) {
-    case HostClockDomain::kBoottime: return CLOCK_BOOTTIME;
-    case HostClockDomain::kMonotonic: return CLOCK_MONOTONIC;
-    case HostClockDomain::kMonotonicRaw: return CLOCK_MONOTONIC_RAW;
-    case HostClockDomain::kRealtime: return CLOCK_REALTIME;
+    case HostClockDomain::kBoottime:
+      return CLOCK_BOOTTIME;
+    case HostClockDomain::kMonotonic:
+      return CLOCK_MONOTONIC;
+    case HostClockDomain::kMonotonicRaw:
+      return CLOCK_MONOTONIC_RAW;
+    case HostClockDomain::kRealtime:
+      return CLOCK_REALTIME;
   }
   return CLOCK_REALTIME;
 }
 
 ClockDomain ToClockDomain(HostClockDomain d) {
   switch (d) {
-    case HostClockDomain::kBoottime: return ClockDomain::kBoottime;
-    case HostClockDomain::kMonotonic: return ClockDomain::kMonotonic;
-    case HostClockDomain::kMonotonicRaw: return ClockDomain::kMonotonicRaw;
-    case HostClockDomain::kRealtime: return ClockDomain::kNodeRealtime;
+    case HostClockDomain::kBoottime:
+      return ClockDomain::kBoottime;
+    case HostClockDomain::kMonotonic:
+      return ClockDomain::kMonotonic;
+    case HostClockDomain::kMonotonicRaw:
+      return ClockDomain::kMonotonicRaw;
+    case HostClockDomain::kRealtime:
+      return ClockDomain::kNodeRealtime;
   }
   return ClockDomain::kNodeRealtime;
 }
@@ -144,7 +155,8 @@ HostClocksWriter::~HostClocksWriter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool HostClocksWriter::Open(const std::filesystem::path& path, const HostClocksHeader& header, std::string* error) {
+bool HostClocksWriter::Open(const std::filesystem::path& path, const HostClocksHeader& header,
+                            std::string* error) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     *error = "cannot create " + path.string() + ": " + std::strerror(errno);

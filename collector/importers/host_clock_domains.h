@@ -40,10 +40,11 @@ inline constexpr char kHostClocksSchema[] = "chronolink.host_clocks/1";
 // The host clocks a profiler may stamp with. kRealtime is the target: it
 // needs no recording.
 enum class HostClockDomain : uint8_t { kBoottime = 0, kMonotonic = 1, kMonotonicRaw = 2, kRealtime = 3 };
-inline constexpr HostClockDomain kRecordedDomains[] = {HostClockDomain::kBoottime, HostClockDomain::kMonotonic,
-                                                       HostClockDomain::kMonotonicRaw};
+inline constexpr HostClockDomain kRecordedDomains[] = {
+    HostClockDomain::kBoottime, HostClockDomain::kMonotonic, HostClockDomain::kMonotonicRaw};
 
-std::string_view HostClockDomainName(HostClockDomain d);  // "boottime", "monotonic", "monotonic_raw", "realtime"
+std::string_view HostClockDomainName(
+    HostClockDomain d);  // "boottime", "monotonic", "monotonic_raw", "realtime"
 bool ParseHostClockDomain(std::string_view name, HostClockDomain* out);
 clockid_t HostClockId(HostClockDomain d);
 ClockDomain ToClockDomain(HostClockDomain d);
@@ -60,14 +61,14 @@ struct HostClockSample {
 struct HostClocksHeader {
   std::string schema = kHostClocksSchema;
   std::string host;
-  std::string boot_id;               // /proc/sys/kernel/random/boot_id
-  int64_t started_realtime_ns = 0;   // kNodeRealtime: when the recording began
-  int64_t period_ns = 0;             // the sampling period asked for
-  int64_t granularity_ns = 0;        // read granularity added to every error
+  std::string boot_id;              // /proc/sys/kernel/random/boot_id
+  int64_t started_realtime_ns = 0;  // kNodeRealtime: when the recording began
+  int64_t period_ns = 0;            // the sampling period asked for
+  int64_t granularity_ns = 0;       // read granularity added to every error
 };
 
 struct HostClockRecorderOptions {
-  int reads_per_sample = 7;          // brackets per domain per Measure(); the tightest is kept
+  int reads_per_sample = 7;  // brackets per domain per Measure(); the tightest is kept
   // A domain whose tightest bracket is wider than this is not sampled this
   // time (the thread was preempted through every read).
   int64_t max_bracket_ns = 50'000;

@@ -2,7 +2,6 @@
 #include "collector/importers/host_clocks_loader.h"
 
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 #include "collector/importers/line_reader.h"
@@ -15,14 +14,12 @@ using Json = nlohmann::json;
 // Limits a sample must meet. Beyond them no recorder writes, and within
 // them every sum and product the tracks form stays far inside int64
 // (host_domain_track.h): a hostile file cannot make the arithmetic wrap.
-constexpr int64_t kMaxSampleErrorNs = 1'000'000;           // a bracket wider than 2 ms is no measurement
-constexpr int64_t kMaxRefNs = int64_t{1} << 58;            // 9 years of uptime
-constexpr int64_t kMaxAbsOffsetNs = int64_t{1} << 61;      // 73 years either way
-constexpr int64_t kMinSpacingNs = 100'000;                 // the recorder samples every >= 1 ms
+constexpr int64_t kMaxSampleErrorNs = 1'000'000;       // a bracket wider than 2 ms is no measurement
+constexpr int64_t kMaxRefNs = int64_t{1} << 58;        // 9 years of uptime
+constexpr int64_t kMaxAbsOffsetNs = int64_t{1} << 61;  // 73 years either way
+constexpr int64_t kMinSpacingNs = 100'000;             // the recorder samples every >= 1 ms
 
-bool IsBlank(std::string_view line) {
-  return line.find_first_not_of(" \t") == std::string_view::npos;
-}
+bool IsBlank(std::string_view line) { return line.find_first_not_of(" \t") == std::string_view::npos; }
 
 // An integer member; false with *why when absent, not an integer or beyond int64.
 bool GetInt(const Json& j, const char* key, int64_t* out, std::string* why) {
@@ -176,7 +173,8 @@ class HostClocksParser {
   bool Bad(uint64_t number, const std::string& why) {
     ++out_->bad_lines;
     if (out_->bad_line_numbers.size() < kMaxBadLineNumbers) out_->bad_line_numbers.push_back(number);
-    if (out_->first_bad_reason.empty()) out_->first_bad_reason = "line " + std::to_string(number) + ": " + why;
+    if (out_->first_bad_reason.empty())
+      out_->first_bad_reason = "line " + std::to_string(number) + ": " + why;
     return true;
   }
 
@@ -188,8 +186,8 @@ class HostClocksParser {
     const uint64_t bad = out_->bad_lines;
     if (bad >= options_.min_bad_to_fail &&
         static_cast<double>(bad) > options_.max_bad_fraction * static_cast<double>(out_->lines)) {
-      *error = "mostly not host-clock samples: " + std::to_string(bad) + " of " + std::to_string(out_->lines) +
-               " lines bad (" + out_->first_bad_reason + ")";
+      *error = "mostly not host-clock samples: " + std::to_string(bad) + " of " +
+               std::to_string(out_->lines) + " lines bad (" + out_->first_bad_reason + ")";
       return false;
     }
     if (out_->samples == 0) {

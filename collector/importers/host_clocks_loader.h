@@ -39,9 +39,9 @@ struct HostClocksLoadOptions {
 
 struct HostClocksFile {
   HostClocksHeader header;
-  uint64_t lines = 0;          // non-empty lines read, header included
-  uint64_t samples = 0;        // sample lines accepted
-  uint64_t bad_lines = 0;      // skipped
+  uint64_t lines = 0;                      // non-empty lines read, header included
+  uint64_t samples = 0;                    // sample lines accepted
+  uint64_t bad_lines = 0;                  // skipped
   std::vector<uint64_t> bad_line_numbers;  // the first few
   std::string first_bad_reason;            // "line 7: error_ns is negative"
   // One per recorded domain (index: HostClockDomain), null when the file had none.

@@ -38,8 +38,8 @@ namespace chronolink::collector {
 
 class HostDomainTrack : public HostDomainConversion {
  public:
-  static constexpr size_t kChunk = 64;     // new samples per chunk
-  static constexpr size_t kOverlap = 8;    // samples carried from the chunk before
+  static constexpr size_t kChunk = 64;                    // new samples per chunk
+  static constexpr size_t kOverlap = 8;                   // samples carried from the chunk before
   static constexpr int64_t kMaxGapNs = int64_t{1} << 40;  // about 18 minutes
   static constexpr int64_t kMaxRatePpb = 1'000'000;       // cap on the options' rate limits
 
@@ -66,9 +66,9 @@ class HostDomainTrack : public HostDomainConversion {
   HostClockDomain domain_;
   ClockOffsetTrackOptions options_;
   std::vector<ClockOffsetTrack> chunks_;
-  std::vector<int64_t> chunk_first_ref_;   // domain ns of each chunk's first sample
-  std::vector<size_t> chunk_new_;          // samples added to each chunk beyond its carried ones
-  std::vector<ClockOffsetSample> samples_; // every sample, segment = global segment number
+  std::vector<int64_t> chunk_first_ref_;    // domain ns of each chunk's first sample
+  std::vector<size_t> chunk_new_;           // samples added to each chunk beyond its carried ones
+  std::vector<ClockOffsetSample> samples_;  // every sample, segment = global segment number
   uint64_t steps_ = 0;
 };
 

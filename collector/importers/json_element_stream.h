@@ -24,11 +24,11 @@ namespace chronolink::collector {
 struct FlatValue {
   enum class Kind : uint8_t { kNull, kBool, kInt, kUint, kDouble, kString };
   Kind kind = Kind::kNull;
-  int64_t i = 0;    // kInt (negative)
-  uint64_t u = 0;   // kUint (non-negative integers)
-  double d = 0;     // kDouble
-  bool b = false;   // kBool
-  std::string s;    // kString (cut at the stream's string limit)
+  int64_t i = 0;   // kInt (negative)
+  uint64_t u = 0;  // kUint (non-negative integers)
+  double d = 0;    // kDouble
+  bool b = false;  // kBool
+  std::string s;   // kString (cut at the stream's string limit)
 };
 
 struct FlatElement {
@@ -51,7 +51,7 @@ class ElementSink {
 
 struct JsonStreamLimits {
   size_t max_depth = 64;
-  size_t max_members = 1024;        // per element; further members are dropped
+  size_t max_members = 1024;  // per element; further members are dropped
   size_t max_string_bytes = 1 << 16;
 };
 

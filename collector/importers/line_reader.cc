@@ -51,7 +51,8 @@ bool LineReader::Next(std::string* line, bool* truncated) {
     any = true;
     const char* begin = buffer_.data() + pos_;
     const void* nl = std::memchr(begin, '\n', end_ - pos_);
-    const size_t take = nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - begin) : end_ - pos_;
+    const size_t take =
+        nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - begin) : end_ - pos_;
     const size_t room = line->size() < max_line_bytes_ ? max_line_bytes_ - line->size() : 0;
     if (take > room) *truncated = true;
     line->append(begin, take < room ? take : room);

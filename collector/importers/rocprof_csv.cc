@@ -204,8 +204,8 @@ bool ParseGpu(const CsvSchema& s, const std::vector<std::string>& f, RocprofReco
 bool ParseRow(const CsvSchema& s, const std::vector<std::string>& f, RocprofRecord* r, bool* skip,
               std::string* why) {
   if (!ParseTimestampNs(Field(f, s.start), s.start_column, &r->start_ns, why) ||
-      !ParseTimestampNs(Field(f, s.end), s.end_column, &r->end_ns, why) || !CheckSpan(r->start_ns, r->end_ns, why) ||
-      !ParseUnsigned(Field(f, s.queue), "queue", &r->queue, why) ||
+      !ParseTimestampNs(Field(f, s.end), s.end_column, &r->end_ns, why) ||
+      !CheckSpan(r->start_ns, r->end_ns, why) || !ParseUnsigned(Field(f, s.queue), "queue", &r->queue, why) ||
       !ParseUnsigned(Field(f, s.corr), "correlation id", &r->correlation_id, why) ||
       !ParseUnsigned(Field(f, s.thread), "thread id", &r->thread_id, why)) {
     return false;
@@ -258,7 +258,8 @@ bool ReadCsv(LineReader* reader, const RocprofReadOptions& options, std::vector<
       continue;
     }
     if (fields.size() != schema.fields) {
-      result->Refuse(number, std::to_string(fields.size()) + " fields, the header has " + std::to_string(schema.fields));
+      result->Refuse(
+          number, std::to_string(fields.size()) + " fields, the header has " + std::to_string(schema.fields));
       continue;
     }
     RocprofRecord r;
@@ -338,8 +339,8 @@ bool ReadRocprofCsv(const std::filesystem::path& path, const RocprofReadOptions&
   return false;
 }
 
-bool ParseRocprofCsv(std::string_view bytes, const RocprofReadOptions& options, std::vector<RocprofRecord>* out,
-                     RocprofReadResult* result, std::string* error) {
+bool ParseRocprofCsv(std::string_view bytes, const RocprofReadOptions& options,
+                     std::vector<RocprofRecord>* out, RocprofReadResult* result, std::string* error) {
   LineReader reader(bytes, options.max_line_bytes);
   return ReadCsv(&reader, options, out, result, error);
 }

@@ -31,8 +31,8 @@ namespace chronolink::collector {
 bool ReadRocprofCsv(const std::filesystem::path& path, const RocprofReadOptions& options,
                     std::vector<RocprofRecord>* out, RocprofReadResult* result, std::string* error);
 // The same from bytes in memory (tests, fuzzing).
-bool ParseRocprofCsv(std::string_view bytes, const RocprofReadOptions& options, std::vector<RocprofRecord>* out,
-                     RocprofReadResult* result, std::string* error);
+bool ParseRocprofCsv(std::string_view bytes, const RocprofReadOptions& options,
+                     std::vector<RocprofRecord>* out, RocprofReadResult* result, std::string* error);
 
 // One CSV line -> fields, RFC 4180 quoting ("" is a quote inside quotes).
 // False for an unterminated quote or text after a closing quote.

@@ -105,7 +105,8 @@ std::vector<DeviceExport> RocprofDeviceExports(const std::vector<RocprofRecord>&
     d.host_domain = &conversion;
     const std::map<uint64_t, uint32_t> streams = StreamIds(gpu_records);
     d.activity.reserve(gpu_records.size());
-    for (const RocprofRecord* r : gpu_records) d.activity.push_back(ToActivity(*r, ordinal, streams.at(r->queue)));
+    for (const RocprofRecord* r : gpu_records)
+      d.activity.push_back(ToActivity(*r, ordinal, streams.at(r->queue)));
     out.push_back(std::move(d));
   }
   return out;

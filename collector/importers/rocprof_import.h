@@ -32,8 +32,8 @@ struct RocprofImportResult {
   std::vector<RocprofFileResult> files;
   std::map<uint64_t, uint32_t> agent_ordinals;  // rocprofv3 CSV agent id -> GPU ordinal
   std::map<uint32_t, uint64_t> events_per_gpu;  // records handed to the export, per ordinal
-  int64_t first_ns = 0;  // earliest start over the records, the profiler's clock
-  int64_t last_ns = 0;   // latest end, same clock
+  int64_t first_ns = 0;                         // earliest start over the records, the profiler's clock
+  int64_t last_ns = 0;                          // latest end, same clock
   DeviceExportStats exported;
 };
 

@@ -108,7 +108,8 @@ class RocprofJsonSink : public ElementSink {
     // The process object itself, or (bare) the document root.
     const size_t base = path.size() >= 2 && path[0] == kToolKey ? 2 : 0;
     if (base == 0 && processes_.empty()) processes_.emplace_back();
-    const std::vector<std::string> rest(path.begin() + static_cast<long>(std::min(base, path.size())), path.end());
+    const std::vector<std::string> rest(path.begin() + static_cast<long>(std::min(base, path.size())),
+                                        path.end());
     const int section = SectionOf(rest);
     if (section >= 0) seen_layout_ = true;
     return section;
@@ -125,11 +126,15 @@ class RocprofJsonSink : public ElementSink {
   bool OnElement(int section, const FlatElement& e, std::string* error) override {
     Process& p = processes_.back();
     switch (section) {
-      case kAgents: return OnAgent(e, &p);
-      case kKernelSymbols: return OnSymbol(e, &p);
+      case kAgents:
+        return OnAgent(e, &p);
+      case kKernelSymbols:
+        return OnSymbol(e, &p);
       case kKernelDispatch:
-      case kMemoryCopy: return OnRecord(section, e, error);
-      default: return true;
+      case kMemoryCopy:
+        return OnRecord(section, e, error);
+      default:
+        return true;
     }
   }
 
@@ -139,7 +144,8 @@ class RocprofJsonSink : public ElementSink {
  private:
   bool OnAgent(const FlatElement& e, Process* p) {
     Agent a;
-    if (!GetU64(e, "id.handle", &a.handle) || !GetU64(e, "type", &a.type)) return true;  // not an agent we can use
+    if (!GetU64(e, "id.handle", &a.handle) || !GetU64(e, "type", &a.type))
+      return true;  // not an agent we can use
     a.node_id = U64Or0(e, "node_id");
     a.has_logical_type_id = GetU64(e, "logical_node_type_id", &a.logical_type_id);
     p->agents.push_back(a);
@@ -149,7 +155,8 @@ class RocprofJsonSink : public ElementSink {
   bool OnSymbol(const FlatElement& e, Process* p) {
     uint64_t id = 0;
     if (!GetU64(e, "kernel_id", &id)) return true;
-    for (const char* key : {"formatted_kernel_name", "demangled_kernel_name", "truncated_kernel_name", "kernel_name"}) {
+    for (const char* key :
+         {"formatted_kernel_name", "demangled_kernel_name", "truncated_kernel_name", "kernel_name"}) {
       const FlatValue* v = e.Find(key);
       if (v != nullptr && v->kind == FlatValue::Kind::kString && !v->s.empty()) {
         p->kernel_names[id] = v->s;
@@ -184,8 +191,8 @@ class RocprofJsonSink : public ElementSink {
   }
 
   static bool ReadCommon(const FlatElement& e, RocprofRecord* r, std::string* why) {
-    if (!GetTimestamp(e, "start_timestamp", &r->start_ns, why) || !GetTimestamp(e, "end_timestamp", &r->end_ns, why) ||
-        !CheckSpan(r->start_ns, r->end_ns, why)) {
+    if (!GetTimestamp(e, "start_timestamp", &r->start_ns, why) ||
+        !GetTimestamp(e, "end_timestamp", &r->end_ns, why) || !CheckSpan(r->start_ns, r->end_ns, why)) {
       return false;
     }
     r->correlation_id = U64Or0(e, "correlation_id.internal");
@@ -215,10 +222,21 @@ class RocprofJsonSink : public ElementSink {
     GetU64(e, "operation", &op);
     const char* side = nullptr;
     switch (op) {
-      case kCopyHostToHost: *skip = true; return true;
-      case kCopyHostToDevice: r.kind = ActivityKind::kMemcpyHtoD; side = "dst_agent_id.handle"; break;
-      case kCopyDeviceToHost: r.kind = ActivityKind::kMemcpyDtoH; side = "src_agent_id.handle"; break;
-      case kCopyDeviceToDevice: r.kind = ActivityKind::kMemcpyDtoD; side = "src_agent_id.handle"; break;
+      case kCopyHostToHost:
+        *skip = true;
+        return true;
+      case kCopyHostToDevice:
+        r.kind = ActivityKind::kMemcpyHtoD;
+        side = "dst_agent_id.handle";
+        break;
+      case kCopyDeviceToHost:
+        r.kind = ActivityKind::kMemcpyDtoH;
+        side = "src_agent_id.handle";
+        break;
+      case kCopyDeviceToDevice:
+        r.kind = ActivityKind::kMemcpyDtoD;
+        side = "src_agent_id.handle";
+        break;
       default:
         *why = "memory copy operation " + std::to_string(op) + " is not a known direction";
         return false;
@@ -270,7 +288,8 @@ bool RocprofJsonSink::ResolveGpu(const Process& p, PendingRecord* pr, std::strin
 
 bool RocprofJsonSink::Finish(std::vector<RocprofRecord>* out, std::string* error) {
   if (!seen_layout_) {
-    *error = "not rocprofv3 JSON output: no \"rocprofiler-sdk-tool\" process objects, agents or buffer_records";
+    *error =
+        "not rocprofv3 JSON output: no \"rocprofiler-sdk-tool\" process objects, agents or buffer_records";
     return false;
   }
   for (PendingRecord& pr : pending_) {
@@ -318,8 +337,8 @@ bool ReadRocprofJson(const std::filesystem::path& path, const RocprofReadOptions
   return false;
 }
 
-bool ParseRocprofJson(std::string_view bytes, const RocprofReadOptions& options, std::vector<RocprofRecord>* out,
-                      RocprofReadResult* result, std::string* error) {
+bool ParseRocprofJson(std::string_view bytes, const RocprofReadOptions& options,
+                      std::vector<RocprofRecord>* out, RocprofReadResult* result, std::string* error) {
   trace::ByteCursor cursor(bytes);
   return ReadJson(&cursor, options, out, result, error);
 }

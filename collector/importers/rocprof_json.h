@@ -38,7 +38,7 @@ namespace chronolink::collector {
 bool ReadRocprofJson(const std::filesystem::path& path, const RocprofReadOptions& options,
                      std::vector<RocprofRecord>* out, RocprofReadResult* result, std::string* error);
 // The same from bytes in memory (tests, fuzzing).
-bool ParseRocprofJson(std::string_view bytes, const RocprofReadOptions& options, std::vector<RocprofRecord>* out,
-                      RocprofReadResult* result, std::string* error);
+bool ParseRocprofJson(std::string_view bytes, const RocprofReadOptions& options,
+                      std::vector<RocprofRecord>* out, RocprofReadResult* result, std::string* error);
 
 }  // namespace chronolink::collector

@@ -26,11 +26,16 @@ bool ParseDigits(std::string_view text, uint64_t* out) {
 
 std::string_view RocprofFormatName(RocprofFormat f) {
   switch (f) {
-    case RocprofFormat::kV1Csv: return "rocprof results.csv";
-    case RocprofFormat::kV2Csv: return "rocprofv2 kernel trace CSV";
-    case RocprofFormat::kV3KernelCsv: return "rocprofv3 kernel_trace.csv";
-    case RocprofFormat::kV3MemoryCopyCsv: return "rocprofv3 memory_copy_trace.csv";
-    case RocprofFormat::kV3Json: return "rocprofv3 JSON";
+    case RocprofFormat::kV1Csv:
+      return "rocprof results.csv";
+    case RocprofFormat::kV2Csv:
+      return "rocprofv2 kernel trace CSV";
+    case RocprofFormat::kV3KernelCsv:
+      return "rocprofv3 kernel_trace.csv";
+    case RocprofFormat::kV3MemoryCopyCsv:
+      return "rocprofv3 memory_copy_trace.csv";
+    case RocprofFormat::kV3Json:
+      return "rocprofv3 JSON";
   }
   return "rocprof";
 }
@@ -42,11 +47,12 @@ void RocprofReadResult::Refuse(uint64_t line, const std::string& why) {
 }
 
 bool RocprofReadResult::Acceptable(const RocprofReadOptions& o, std::string* error) const {
-  if (bad_rows < o.min_bad_to_fail || static_cast<double>(bad_rows) <= o.max_bad_fraction * static_cast<double>(rows)) {
+  if (bad_rows < o.min_bad_to_fail ||
+      static_cast<double>(bad_rows) <= o.max_bad_fraction * static_cast<double>(rows)) {
     return true;
   }
-  *error = "mostly not " + std::string(RocprofFormatName(format)) + " rows: " + std::to_string(bad_rows) + " of " +
-           std::to_string(rows) + " refused (first at " + first_bad_reason + ")";
+  *error = "mostly not " + std::string(RocprofFormatName(format)) + " rows: " + std::to_string(bad_rows) +
+           " of " + std::to_string(rows) + " refused (first at " + first_bad_reason + ")";
   return false;
 }
 

@@ -33,20 +33,20 @@ struct RocprofRecord {
   bool ordinal_known = false;
   uint32_t ordinal = 0;
   uint64_t agent_id = 0;
-  uint64_t queue = 0;            // the hardware queue it ran on
-  uint64_t correlation_id = 0;   // 0: none
-  uint64_t thread_id = 0;        // the host thread that launched it (0: unknown)
-  int64_t start_ns = 0;          // the profiler's host clock (BOOTTIME), not REALTIME
-  int64_t end_ns = 0;            // same clock, >= start_ns
-  uint64_t bytes = 0;            // copies
-  std::string name;              // kernel name
-  std::string details;           // "grid:… block:… …" when the file has them
+  uint64_t queue = 0;           // the hardware queue it ran on
+  uint64_t correlation_id = 0;  // 0: none
+  uint64_t thread_id = 0;       // the host thread that launched it (0: unknown)
+  int64_t start_ns = 0;         // the profiler's host clock (BOOTTIME), not REALTIME
+  int64_t end_ns = 0;           // same clock, >= start_ns
+  uint64_t bytes = 0;           // copies
+  std::string name;             // kernel name
+  std::string details;          // "grid:… block:… …" when the file has them
 };
 
 struct RocprofReadOptions {
-  size_t max_line_bytes = 1 << 20;     // a CSV row (kernel names can be long)
-  uint64_t max_records = 50'000'000;   // beyond this the read fails: memory stays bounded
-  size_t max_string_bytes = 1 << 16;   // a JSON string (a kernel name)
+  size_t max_line_bytes = 1 << 20;    // a CSV row (kernel names can be long)
+  uint64_t max_records = 50'000'000;  // beyond this the read fails: memory stays bounded
+  size_t max_string_bytes = 1 << 16;  // a JSON string (a kernel name)
   // A file fails when more than this share of its rows is refused (and at
   // least min_bad_to_fail are): it is not what it claims to be.
   double max_bad_fraction = 0.5;
@@ -57,10 +57,10 @@ inline constexpr size_t kMaxListedBadRows = 10;
 
 struct RocprofReadResult {
   RocprofFormat format = RocprofFormat::kV3KernelCsv;
-  uint64_t rows = 0;        // data rows (CSV) or records (JSON) seen
+  uint64_t rows = 0;  // data rows (CSV) or records (JSON) seen
   uint64_t accepted = 0;
-  uint64_t skipped = 0;     // valid rows of a kind not imported (host-to-host copies)
-  uint64_t bad_rows = 0;    // refused
+  uint64_t skipped = 0;                    // valid rows of a kind not imported (host-to-host copies)
+  uint64_t bad_rows = 0;                   // refused
   std::vector<uint64_t> bad_line_numbers;  // the first kMaxListedBadRows (JSON: record numbers)
   std::string first_bad_reason;            // "line 7: EndNs is before BeginNs"
   std::string unit = "line";               // what the numbers count ("record" for JSON)

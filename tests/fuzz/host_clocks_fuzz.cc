@@ -26,8 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const HostDomainTrack* t = file.track(d);
     if (t == nullptr) continue;
     const int64_t lo = t->first_ref_ns(), hi = t->last_ref_ns();
-    for (int64_t delta : {INT64_C(0), INT64_C(1), INT64_C(999'999'999), -(hi - lo) / 2, -(hi - lo) / 3, hi - lo,
-                          INT64_C(-1) - (hi - lo)}) {
+    for (int64_t delta : {INT64_C(0), INT64_C(1), INT64_C(999'999'999), -(hi - lo) / 2, -(hi - lo) / 3,
+                          hi - lo, INT64_C(-1) - (hi - lo)}) {
       int64_t x = 0;
       if (__builtin_add_overflow(hi, delta, &x)) continue;
       const auto c = t->ToRealtime(x);

@@ -2,6 +2,8 @@
 // stats, launches, the clock plane), the line base it chooses or follows,
 // what it counts instead of writing, the requests it refuses (leaving the
 // trace as it was), and that the result reads back and aligns.
+#include "collector/export/device_planes.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,7 +11,6 @@
 #include <optional>
 
 #include "collector/clock/device_clock_map.h"
-#include "collector/export/device_planes.h"
 #include "trace/align/trace_aligner.h"
 #include "trace/exporters/xspace_writer.h"
 #include "trace/importers/xspace/line_base.h"
@@ -77,7 +78,8 @@ std::vector<Ev> Events(const trace::HostTrace& t, std::string_view plane_name) {
   return out;
 }
 
-DeviceExport TestDevice(uint32_t ordinal, const HostDomainConversion* conv, std::vector<GpuActivity> activity) {
+DeviceExport TestDevice(uint32_t ordinal, const HostDomainConversion* conv,
+                        std::vector<GpuActivity> activity) {
   DeviceExport d;
   d.info.ordinal = ordinal;
   d.info.name = "test GPU " + std::to_string(ordinal);
@@ -119,7 +121,8 @@ TEST(DevicePlanesTest, WritesXProfsDevicePlaneLinesAndStats) {
   EXPECT_EQ(ev[0].end_ns, 15'000 + kOffset);
   EXPECT_EQ(ev[0].stats.at("correlation_id")->uint64_value(), 7u);
   EXPECT_EQ(ev[0].stats.at("kernel_details")->str_value(), "grid:64,1,1 block:256,1,1");
-  EXPECT_EQ(ev[0].stats.at("chronolink_gpu_bound_ns")->int64_value(), kBound + 40);  // the record's own error added
+  EXPECT_EQ(ev[0].stats.at("chronolink_gpu_bound_ns")->int64_value(),
+            kBound + 40);  // the record's own error added
   EXPECT_EQ(ev[1].name, "MemcpyH2D");
   EXPECT_EQ(ev[1].stats.at("memcpy_details")->str_value(), "kind:unknown size:4096 dest:3");
   EXPECT_EQ(ev[1].stats.at("chronolink_gpu_bound_ns")->int64_value(), kBound);
@@ -180,9 +183,10 @@ TEST(DevicePlanesTest, TheClockPlaneRecordsTheConversionAndTheClusterMapping) {
   DeviceExportStats stats;
   std::string error;
   // Two devices sharing one recording: one line for it.
-  ASSERT_TRUE(AppendDevicePlanes({TestDevice(0, &conv, {Act(ActivityKind::kKernel, 1, 1, 2'000, 3'000, "k")}),
-                                  TestDevice(1, &conv, {Act(ActivityKind::kKernel, 1, 2, 2'000, 3'000, "k")})},
-                                 o, &t, &stats, &error))
+  ASSERT_TRUE(
+      AppendDevicePlanes({TestDevice(0, &conv, {Act(ActivityKind::kKernel, 1, 1, 2'000, 3'000, "k")}),
+                          TestDevice(1, &conv, {Act(ActivityKind::kKernel, 1, 2, 2'000, 3'000, "k")})},
+                         o, &t, &stats, &error))
       << error;
   const xspace::XPlane* clock = trace::FindPlane(*t.space, kGpuClockPlane);
   ASSERT_NE(clock, nullptr);
@@ -234,7 +238,8 @@ TEST(DevicePlanesTest, RequestsItCannotHonourAreRefusedAndTheTraceIsUnchanged) {
   std::string error;
   EXPECT_FALSE(AppendDevicePlanes({TestDevice(0, &conv, one)}, {}, &t, &stats, &error));
   EXPECT_NE(error.find("already has a /device:GPU:0"), std::string::npos) << error;
-  EXPECT_FALSE(AppendDevicePlanes({TestDevice(1, &conv, one), TestDevice(1, &conv, one)}, {}, &t, &stats, &error));
+  EXPECT_FALSE(
+      AppendDevicePlanes({TestDevice(1, &conv, one), TestDevice(1, &conv, one)}, {}, &t, &stats, &error));
   EXPECT_NE(error.find("listed twice"), std::string::npos) << error;
   DeviceExport none = TestDevice(2, nullptr, one);
   EXPECT_FALSE(AppendDevicePlanes({none}, {}, &t, &stats, &error));
@@ -308,7 +313,8 @@ TEST(DevicePlanesTest, AGpuClockMapsTimesLandWithinTheirBound) {
   for (int i = 0; i < 100; ++i) {
     const int64_t true_start = kHost0 + 10'000'000 + i * 19'000'000 + i * 37;
     true_starts.push_back(true_start);
-    GpuActivity a = Act(ActivityKind::kKernel, 13, 100 + i, device_at(true_start), device_at(true_start + 50'000), "k");
+    GpuActivity a =
+        Act(ActivityKind::kKernel, 13, 100 + i, device_at(true_start), device_at(true_start + 50'000), "k");
     d.activity.push_back(a);
   }
   trace::HostTrace t;
@@ -349,8 +355,9 @@ TEST(DevicePlanesTest, TheSpaceReadsBackAndAlignsWithTheBoundsAdded) {
   trace::SetHostnames(t.space, {"n1"});
   DeviceExportStats stats;
   std::string error;
-  ASSERT_TRUE(AppendDevicePlanes({TestDevice(0, &conv, {Act(ActivityKind::kKernel, 1, 1, 20'000, 30'000, "k")})}, {},
-                                 &t, &stats, &error))
+  ASSERT_TRUE(
+      AppendDevicePlanes({TestDevice(0, &conv, {Act(ActivityKind::kKernel, 1, 1, 20'000, 30'000, "k")})}, {},
+                         &t, &stats, &error))
       << error;
   std::string bytes;
   ASSERT_TRUE(trace::SerializeXSpace(*t.space, &bytes, &error)) << error;

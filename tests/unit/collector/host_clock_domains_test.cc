@@ -2,17 +2,18 @@
 // known truth, and on this machine's), the JSONL file written and read
 // back, the conversion's bound against truth across chunks, steps and the
 // recording's ends, and every kind of bad file.
+#include "collector/importers/host_clock_domains.h"
+
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "agent/clock/clock_reader.h"
-#include "collector/importers/host_clock_domains.h"
 #include "collector/importers/host_clocks_loader.h"
 #include "collector/importers/host_domain_track.h"
 
@@ -22,8 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(HostClockDomainsTest, NamesRoundTrip) {
-  for (HostClockDomain d : {HostClockDomain::kBoottime, HostClockDomain::kMonotonic, HostClockDomain::kMonotonicRaw,
-                            HostClockDomain::kRealtime}) {
+  for (HostClockDomain d : {HostClockDomain::kBoottime, HostClockDomain::kMonotonic,
+                            HostClockDomain::kMonotonicRaw, HostClockDomain::kRealtime}) {
     HostClockDomain back{};
     ASSERT_TRUE(ParseHostClockDomain(HostClockDomainName(d), &back));
     EXPECT_EQ(back, d);
@@ -52,16 +53,22 @@ struct FakeClocks {
       case CLOCK_REALTIME:
         true_ns += slow_ns;
         return true_ns + realtime_offset;
-      case CLOCK_BOOTTIME: return true_ns + boottime_offset;
-      case CLOCK_MONOTONIC: return true_ns + monotonic_offset;
-      default: return true_ns + raw_offset;
+      case CLOCK_BOOTTIME:
+        return true_ns + boottime_offset;
+      case CLOCK_MONOTONIC:
+        return true_ns + monotonic_offset;
+      default:
+        return true_ns + raw_offset;
     }
   }
   int64_t TrueOffset(HostClockDomain d) const {
     switch (d) {
-      case HostClockDomain::kBoottime: return realtime_offset - boottime_offset;
-      case HostClockDomain::kMonotonic: return realtime_offset - monotonic_offset;
-      default: return realtime_offset - raw_offset;
+      case HostClockDomain::kBoottime:
+        return realtime_offset - boottime_offset;
+      case HostClockDomain::kMonotonic:
+        return realtime_offset - monotonic_offset;
+      default:
+        return realtime_offset - raw_offset;
     }
   }
 };
@@ -76,7 +83,8 @@ TEST(HostClockRecorderTest, EachDomainsOffsetIsWithinItsStatedError) {
   for (const HostClockSample& s : samples) {
     EXPECT_EQ(s.bracket_ns, 80);
     EXPECT_EQ(s.error_ns, 41);
-    EXPECT_LE(std::llabs(s.offset_ns - clocks.TrueOffset(s.domain)), s.error_ns) << HostClockDomainName(s.domain);
+    EXPECT_LE(std::llabs(s.offset_ns - clocks.TrueOffset(s.domain)), s.error_ns)
+        << HostClockDomainName(s.domain);
   }
 }
 
@@ -95,7 +103,8 @@ TEST(HostClockRecorderTest, ThisMachinesClocksGiveSaneSamples) {
   HostClockRecorder rec;
   const int64_t boottime_offset = ReadClockNs(CLOCK_REALTIME) - ReadClockNs(CLOCK_BOOTTIME);
   std::vector<HostClockSample> samples;
-  for (int i = 0; i < 20 && samples.size() < 3; ++i) samples = rec.Measure();  // a loaded machine may refuse some
+  for (int i = 0; i < 20 && samples.size() < 3; ++i)
+    samples = rec.Measure();  // a loaded machine may refuse some
   ASSERT_FALSE(samples.empty());
   for (const HostClockSample& s : samples) {
     EXPECT_GE(s.error_ns, 1);
@@ -108,7 +117,8 @@ TEST(HostClockRecorderTest, ThisMachinesClocksGiveSaneSamples) {
 
 // Samples of one domain whose true offset moves by `ppm` (test double of a
 // REALTIME slewed against BOOTTIME), each off by up to its error.
-std::vector<HostClockSample> Synthetic(int n, int64_t period_ns, double ppm, int64_t start_ref = 10'000'000'000) {
+std::vector<HostClockSample> Synthetic(int n, int64_t period_ns, double ppm,
+                                       int64_t start_ref = 10'000'000'000) {
   std::vector<HostClockSample> out;
   for (int k = 0; k < n; ++k) {
     HostClockSample s;
@@ -158,7 +168,8 @@ TEST(HostDomainTrackTest, InstantsAcrossAStepAreNotConvertible) {
   EXPECT_TRUE(track.ToRealtime(s[50].ref_ns + 1).ok);
   const ConvertedStamp after = track.ToRealtime(s[150].ref_ns + 1);
   ASSERT_TRUE(after.ok);
-  EXPECT_LE(std::llabs(after.realtime_ns - (s[150].ref_ns + 1 + TrueOffsetAt(0, 0.0) + 5'000'000)), after.error_ns);
+  EXPECT_LE(std::llabs(after.realtime_ns - (s[150].ref_ns + 1 + TrueOffsetAt(0, 0.0) + 5'000'000)),
+            after.error_ns);
 }
 
 TEST(HostDomainTrackTest, NothingBeforeTheFirstSampleOrFarAfterTheLast) {
@@ -180,8 +191,8 @@ TEST(HostDomainTrackTest, ALongGapIsNotInterpolatedAcross) {
   const int64_t gap = HostDomainTrack::kMaxGapNs + 1'000'000'000;
   for (size_t i = 10; i < s.size(); ++i) s[i].ref_ns += gap;  // the recorder was stopped
   for (const HostClockSample& x : s) track.Add(x);
-  EXPECT_TRUE(track.ToRealtime(s[9].ref_ns + 500'000'000).ok);        // extrapolated a little
-  EXPECT_FALSE(track.ToRealtime(s[9].ref_ns + gap / 2).ok);            // deep in the gap
+  EXPECT_TRUE(track.ToRealtime(s[9].ref_ns + 500'000'000).ok);  // extrapolated a little
+  EXPECT_FALSE(track.ToRealtime(s[9].ref_ns + gap / 2).ok);     // deep in the gap
   EXPECT_TRUE(track.ToRealtime(s[15].ref_ns + 1).ok);
 }
 
@@ -275,9 +286,7 @@ HostClocksFile Parse(const std::string& text, bool* ok, std::string* error, Host
   return f;
 }
 
-std::string Header(const std::string& boot = "b1") {
-  return HeaderLine(TestHeader(boot));
-}
+std::string Header(const std::string& boot = "b1") { return HeaderLine(TestHeader(boot)); }
 
 std::string GoodLines(int n, int64_t start_ref = 1'000'000) {
   std::string out;
@@ -305,20 +314,28 @@ TEST(HostClocksFileTest, AnotherBootsRecordingIsRefused) {
   EXPECT_FALSE(ok);
   EXPECT_NE(error.find("line 5"), std::string::npos) << error;
   // The same boot appended: fine.
-  const HostClocksFile f = Parse(Header("b1") + GoodLines(3) + Header("b1") + GoodLines(3, 900'000'000), &ok, &error);
+  const HostClocksFile f =
+      Parse(Header("b1") + GoodLines(3) + Header("b1") + GoodLines(3, 900'000'000), &ok, &error);
   EXPECT_TRUE(ok) << error;
   EXPECT_EQ(f.samples, 6u);
 }
 
 TEST(HostClocksFileTest, BadLinesAreCountedWithTheirNumbers) {
   std::string text = Header() + GoodLines(10);
-  text += "not json\n";                                                                       // line 12
-  text += R"({"domain":"tai","ref_ns":1,"offset_ns":1,"error_ns":1,"bracket_ns":1})" "\n";      // 13: unknown domain
-  text += R"({"domain":"boottime","ref_ns":"5","offset_ns":1,"error_ns":1,"bracket_ns":1})" "\n";  // 14: a string
-  text += R"({"domain":"boottime","ref_ns":99999999999,"offset_ns":1,"error_ns":-1,"bracket_ns":1})" "\n";  // 15
-  text += R"({"domain":"boottime","ref_ns":5,"offset_ns":1,"error_ns":1,"bracket_ns":1})" "\n";  // 16: not after
-  text += R"({"domain":"boottime","ref_ns":99999999999,"offset_ns":9223372036854775807,"error_ns":1,"bracket_ns":1})" "\n";  // 17: overflow
-  text += R"({"domain":"boottime","ref_ns":18446744073709551615,"offset_ns":1,"error_ns":1,"bracket_ns":1})" "\n";  // 18
+  text += "not json\n";  // line 12
+  text += R"({"domain":"tai","ref_ns":1,"offset_ns":1,"error_ns":1,"bracket_ns":1})"
+          "\n";  // 13: unknown domain
+  text += R"({"domain":"boottime","ref_ns":"5","offset_ns":1,"error_ns":1,"bracket_ns":1})"
+          "\n";  // 14: a string
+  text += R"({"domain":"boottime","ref_ns":99999999999,"offset_ns":1,"error_ns":-1,"bracket_ns":1})"
+          "\n";  // 15
+  text += R"({"domain":"boottime","ref_ns":5,"offset_ns":1,"error_ns":1,"bracket_ns":1})"
+          "\n";  // 16: not after
+  text +=
+      R"({"domain":"boottime","ref_ns":99999999999,"offset_ns":9223372036854775807,"error_ns":1,"bracket_ns":1})"
+      "\n";  // 17: overflow
+  text += R"({"domain":"boottime","ref_ns":18446744073709551615,"offset_ns":1,"error_ns":1,"bracket_ns":1})"
+          "\n";       // 18
   text += "\n   \n";  // blank lines are not counted
   bool ok = false;
   std::string error;
@@ -338,7 +355,10 @@ TEST(HostClocksFileTest, WhatIsNotARecordingFailsWithOneMessage) {
   Parse(GoodLines(3), &ok, &error);  // no header
   EXPECT_FALSE(ok);
   EXPECT_NE(error.find("not a chronolink host-clocks file"), std::string::npos) << error;
-  Parse(R"({"schema":"chronolink.host_clocks/1","host":"x"})" "\n" + GoodLines(2), &ok, &error);  // no boot id
+  Parse(R"({"schema":"chronolink.host_clocks/1","host":"x"})"
+        "\n" +
+            GoodLines(2),
+        &ok, &error);  // no boot id
   EXPECT_FALSE(ok);
   Parse(Header(), &ok, &error);  // a header and nothing else
   EXPECT_FALSE(ok);
@@ -357,11 +377,16 @@ TEST(HostClocksFileTest, WhatIsNotARecordingFailsWithOneMessage) {
 // Values no recorder writes, chosen so that unchecked they would overflow
 // the tracks' int64 arithmetic (found by host_clocks_fuzz under UBSan).
 TEST(HostClocksFileTest, ExtremeValuesAreRefusedBeforeAnyArithmetic) {
-  const std::string text = Header() +
-      R"({"domain":"boottime","ref_ns":1000,"offset_ns":4611686018427387904,"error_ns":0,"bracket_ns":1})" "\n"
-      R"({"domain":"boottime","ref_ns":2000,"offset_ns":-4611686018427387904,"error_ns":0,"bracket_ns":1})" "\n"
-      R"({"domain":"boottime","ref_ns":1152921504606846976,"offset_ns":0,"error_ns":0,"bracket_ns":1})" "\n"
-      R"({"domain":"boottime","ref_ns":5000,"offset_ns":0,"error_ns":1000000000,"bracket_ns":1})" "\n" +
+  const std::string text =
+      Header() +
+      R"({"domain":"boottime","ref_ns":1000,"offset_ns":4611686018427387904,"error_ns":0,"bracket_ns":1})"
+      "\n"
+      R"({"domain":"boottime","ref_ns":2000,"offset_ns":-4611686018427387904,"error_ns":0,"bracket_ns":1})"
+      "\n"
+      R"({"domain":"boottime","ref_ns":1152921504606846976,"offset_ns":0,"error_ns":0,"bracket_ns":1})"
+      "\n"
+      R"({"domain":"boottime","ref_ns":5000,"offset_ns":0,"error_ns":1000000000,"bracket_ns":1})"
+      "\n" +
       GoodLines(8, 1'000'000'000);
   bool ok = false;
   std::string error;

@@ -3,6 +3,8 @@
 // skew) land within 1 us of their true REALTIME instants, inside their
 // bounds, and stay there through a written file, the XSpace reader and
 // alignment; corrupt files give clear errors or counted refusals.
+#include "collector/importers/rocprof_import.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,14 +12,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "collector/importers/host_clocks_loader.h"
 #include "collector/importers/rocprof_csv.h"
-#include "collector/importers/rocprof_import.h"
 #include "collector/importers/rocprof_json.h"
 #include "trace/align/trace_aligner.h"
 #include "trace/exporters/xspace_writer.h"
@@ -39,7 +39,7 @@ struct ReadEvent {
   uint64_t correlation_id = 0;
   int64_t start_ns = 0;  // the trace's clock
   int64_t end_ns = 0;
-  int64_t gpu_bound_ns = -1;   // chronolink_gpu_bound_ns
+  int64_t gpu_bound_ns = -1;     // chronolink_gpu_bound_ns
   double aligned_bound_ns = -1;  // chronolink_bound_ns, after alignment with annotation
 };
 
@@ -110,8 +110,8 @@ trace::HostTrace Import(const std::vector<fs::path>& files, const HostClocksFile
   trace::HostTrace t;
   t.host = "gpunode1";
   std::string error;
-  EXPECT_TRUE(ImportRocprof(files, *clocks.track(HostClockDomain::kBoottime), RocprofReadOptions{}, &t, result,
-                            &error))
+  EXPECT_TRUE(ImportRocprof(files, *clocks.track(HostClockDomain::kBoottime), RocprofReadOptions{}, &t,
+                            result, &error))
       << error;
   return t;
 }
@@ -168,7 +168,8 @@ TEST(RocprofImportTest, FormatsAreRecognisedAndGpusNumbered) {
   ASSERT_NE(clock, nullptr);
   EXPECT_EQ(trace::GetPlaneStatStr(*clock, "backend").value_or(""), "rocprof import");
   bool domain_line = false;
-  for (const auto& line : clock->lines()) domain_line |= line.name() == "boottime -> realtime" && line.events_size() > 30;
+  for (const auto& line : clock->lines())
+    domain_line |= line.name() == "boottime -> realtime" && line.events_size() > 30;
   EXPECT_TRUE(domain_line);
 }
 
@@ -296,14 +297,15 @@ TEST(RocprofCsvTest, AHeaderMissingARequiredColumnSaysWhich) {
 TEST(RocprofCsvTest, BadRowsAreRefusedWithTheirLineNumbers) {
   const std::string header = "BeginNs,EndNs,KernelName,gpu-id,queue-id\n";
   std::string text = header;
-  for (int i = 0; i < 20; ++i) text += std::to_string(1000 + i) + "," + std::to_string(2000 + i) + ",k" + std::to_string(i) + ",0,1\n";
-  text += "abc,2000,knum,0,1\n";                         // line 22: non-numeric
-  text += "3000,2000,kback,0,1\n";                       // line 23: end before start
-  text += "99999999999999999999999,1,khuge,0,1\n";       // line 24: beyond int64 (and uint64)
+  for (int i = 0; i < 20; ++i)
+    text += std::to_string(1000 + i) + "," + std::to_string(2000 + i) + ",k" + std::to_string(i) + ",0,1\n";
+  text += "abc,2000,knum,0,1\n";                              // line 22: non-numeric
+  text += "3000,2000,kback,0,1\n";                            // line 23: end before start
+  text += "99999999999999999999999,1,khuge,0,1\n";            // line 24: beyond int64 (and uint64)
   text += "9223372036854775808,9223372036854775809,k,0,1\n";  // line 25: just beyond int64
-  text += "-5,10,kneg,0,1\n";                            // line 26: negative
-  text += "1e9,2e9,kexp,0,1\n";                          // line 27: not whole digits
-  text += "10,20,k,0\n";                                 // line 28: a field short
+  text += "-5,10,kneg,0,1\n";                                 // line 26: negative
+  text += "1e9,2e9,kexp,0,1\n";                               // line 27: not whole digits
+  text += "10,20,k,0\n";                                      // line 28: a field short
   const CsvRead r = Csv(text);
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.result.accepted, 20u);
@@ -332,7 +334,8 @@ TEST(RocprofCsvTest, EmptyAndBinaryInputsFailCleanly) {
 TEST(RocprofCsvTest, OverlongRowsAndTooManyRecordsAreBounded) {
   RocprofReadOptions o;
   o.max_line_bytes = 64;
-  std::string text = "BeginNs,EndNs,KernelName,gpu-id\n10,20," + std::string(500, 'k') + ",0\n10,20,short,0\n";
+  std::string text =
+      "BeginNs,EndNs,KernelName,gpu-id\n10,20," + std::string(500, 'k') + ",0\n10,20,short,0\n";
   CsvRead r = Csv(text, o);
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.result.bad_rows, 1u);
@@ -348,7 +351,8 @@ TEST(RocprofCsvTest, OverlongRowsAndTooManyRecordsAreBounded) {
 
 TEST(RocprofCsvTest, MemoryCopiesNameTheirGpuSide) {
   const std::string text =
-      "\"Kind\",\"Direction\",\"Source_Agent_Id\",\"Destination_Agent_Id\",\"Correlation_Id\",\"Start_Timestamp\","
+      "\"Kind\",\"Direction\",\"Source_Agent_Id\",\"Destination_Agent_Id\",\"Correlation_Id\",\"Start_"
+      "Timestamp\","
       "\"End_Timestamp\"\n"
       "\"MEMORY_COPY\",\"MEMORY_COPY_HOST_TO_DEVICE\",0,1,0,14955949675563,14955950239443\n"
       "\"MEMORY_COPY\",\"MEMORY_COPY_DEVICE_TO_HOST\",1,0,0,14955952733485,14955953315285\n"
@@ -380,15 +384,16 @@ TEST(RocprofJsonTest, JsonThatIsNotRocprofIsSaidToBeSo) {
 }
 
 TEST(RocprofJsonTest, DeepNestingIsRefusedNotRecursedInto) {
-  const std::string text = "{\"rocprofiler-sdk-tool\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const std::string text =
+      "{\"rocprofiler-sdk-tool\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
   const CsvRead r = Json(text);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("nested deeper"), std::string::npos) << r.error;
 }
 
 std::string OneDispatch(const std::string& start, const std::string& end, int agent_handle) {
-  return R"({"correlation_id": {"internal": 5}, "start_timestamp": )" + start + R"(, "end_timestamp": )" + end +
-         R"(, "dispatch_info": {"agent_id": {"handle": )" + std::to_string(agent_handle) +
+  return R"({"correlation_id": {"internal": 5}, "start_timestamp": )" + start + R"(, "end_timestamp": )" +
+         end + R"(, "dispatch_info": {"agent_id": {"handle": )" + std::to_string(agent_handle) +
          R"(}, "queue_id": {"handle": 1}, "kernel_id": 9}})";
 }
 
@@ -398,17 +403,18 @@ std::string Doc(const std::vector<std::string>& dispatches) {
   return R"({"rocprofiler-sdk-tool": [{"agents": [{"id": {"handle": 1}, "type": 1, "node_id": 0},)"
          R"( {"id": {"handle": 2}, "type": 2, "node_id": 1}],)"
          R"( "kernel_symbols": [{"kernel_id": 9, "kernel_name": "k9"}],)"
-         R"( "buffer_records": {"kernel_dispatch": [)" + d + "]}}]}";
+         R"( "buffer_records": {"kernel_dispatch": [)" +
+         d + "]}}]}";
 }
 
 TEST(RocprofJsonTest, BadRecordsAreRefusedWithTheirNumbers) {
   std::vector<std::string> d;
   for (int i = 0; i < 10; ++i) d.push_back(OneDispatch(std::to_string(100 + i), std::to_string(200 + i), 2));
-  d.push_back(OneDispatch("300", "200", 2));               // record 11: ends before it starts
-  d.push_back(OneDispatch("\"300\"", "400", 2));           // record 12: a string timestamp
-  d.push_back(OneDispatch("1e30", "2e30", 2));             // record 13: not an integer
+  d.push_back(OneDispatch("300", "200", 2));      // record 11: ends before it starts
+  d.push_back(OneDispatch("\"300\"", "400", 2));  // record 12: a string timestamp
+  d.push_back(OneDispatch("1e30", "2e30", 2));    // record 13: not an integer
   d.push_back(OneDispatch("18446744073709551615", "18446744073709551615", 2));  // record 14: beyond int64
-  d.push_back(OneDispatch("100", "200", 1));               // record 15: a CPU agent
+  d.push_back(OneDispatch("100", "200", 1));                                    // record 15: a CPU agent
   const CsvRead r = Json(Doc(d));
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.result.accepted, 10u);
@@ -437,9 +443,9 @@ TEST(RocprofImportTest, EventsOutsideTheRecordingAreCountedAndSummarisedNotGuess
   {
     std::ofstream out(csv);
     out << "BeginNs,EndNs,KernelName,gpu-id\n";
-    out << "123457000000000,123457000100000,inside,0\n";   // within the recording
-    out << "123400000000000,123400000100000,before,0\n";   // a minute before it
-    out << "123999000000000,123999000100000,after,0\n";    // long after it
+    out << "123457000000000,123457000100000,inside,0\n";  // within the recording
+    out << "123400000000000,123400000100000,before,0\n";  // a minute before it
+    out << "123999000000000,123999000100000,after,0\n";   // long after it
   }
   RocprofImportResult result;
   const trace::HostTrace t = Import({csv}, clocks, &result);
@@ -447,7 +453,8 @@ TEST(RocprofImportTest, EventsOutsideTheRecordingAreCountedAndSummarisedNotGuess
   EXPECT_EQ(result.exported.events_unconvertible, 2);
   ASSERT_EQ(t.space->warnings_size(), 1);
   EXPECT_NE(t.space->warnings(0).find("2 not convertible"), std::string::npos) << t.space->warnings(0);
-  EXPECT_NE(t.space->warnings(0).find("boottime ns 123400000000000"), std::string::npos) << t.space->warnings(0);
+  EXPECT_NE(t.space->warnings(0).find("boottime ns 123400000000000"), std::string::npos)
+      << t.space->warnings(0);
 }
 
 TEST(RocprofImportTest, AMissingOrUnreadableFileIsOneMessage) {
