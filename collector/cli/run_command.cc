@@ -74,17 +74,22 @@ pid_t StartCommand(const std::vector<std::string>& command, const sigset_t& old_
   return pid;
 }
 
-// Writes the output: a run directory, an explicit file, or the appended profile.
-bool WriteOutput(Collector& c, const RunFlags& f, const std::string& run, std::string* where,
-                 DeviceExportStats* stats, std::string* error) {
-  if (f.append_to.empty() && f.out.empty()) {
+// Writes the output: a run directory, an explicit file, or the host profile
+// with our planes appended. `base` is that profile as it was before we
+// wrote anything (read once: checkpoints rewrite the file in place).
+bool WriteOutput(Collector& c, const RunFlags& f, const std::string& run, const trace::HostTrace* base,
+                 std::string* where, DeviceExportStats* stats, std::string* error) {
+  if (base == nullptr) {
     std::filesystem::path path;
     if (!c.WriteRun(f.logdir, run, &path, stats, error)) return false;
     *where = path.string();
     return true;
   }
   trace::HostTrace trace;
-  if (!f.append_to.empty() && !trace::ReadXSpaceFile(f.append_to, &trace, error)) return false;
+  trace.space->CopyFrom(*base->space);
+  trace.host = base->host;
+  trace.line_base_ns = base->line_base_ns;
+  trace.line_base_known = base->line_base_known;
   if (!c.ExportTo(&trace, stats, error)) return false;
   *where = f.out.empty() ? f.append_to : f.out;
   return trace::WriteXSpaceFile(trace, *where, error);
@@ -135,7 +140,8 @@ struct Loop {
 };
 
 // Waits for the end: the duration, a signal, or the command. Checkpoints.
-void RunLoop(Collector& c, const RunFlags& f, const std::string& run, const sigset_t& signals, Loop* loop) {
+void RunLoop(Collector& c, const RunFlags& f, const std::string& run, const trace::HostTrace* base,
+             const sigset_t& signals, Loop* loop) {
   timespec start{};
   clock_gettime(CLOCK_MONOTONIC, &start);
   auto elapsed = [&start] {
@@ -169,7 +175,7 @@ void RunLoop(Collector& c, const RunFlags& f, const std::string& run, const sigs
       next_checkpoint += f.checkpoint_s;
       std::string where, error;
       DeviceExportStats stats;
-      if (!WriteOutput(c, f, run, &where, &stats, &error)) spdlog::warn("checkpoint failed: {}", error);
+      if (!WriteOutput(c, f, run, base, &where, &stats, &error)) spdlog::warn("checkpoint failed: {}", error);
     }
     if (t >= next_progress) {
       next_progress += 10;
@@ -195,7 +201,11 @@ int RunCollect(const RunFlags& f) {
   if (f.duration_s <= 0 && f.command.empty()) {
     spdlog::info("collecting until SIGINT/SIGTERM (give --duration-s or -- COMMAND to bound it)");
   }
-  if (!f.append_to.empty() && !f.out.empty() && f.append_to == f.out) return Fail("--out and --append-to name the same file");
+  std::unique_ptr<trace::HostTrace> base;
+  if (!f.append_to.empty() || !f.out.empty()) {
+    base = std::make_unique<trace::HostTrace>();
+    if (!f.append_to.empty() && !trace::ReadXSpaceFile(f.append_to, base.get(), &error)) return Fail(error);
+  }
   // Signals are taken synchronously by the loop; threads started below inherit the mask.
   sigset_t signals, old_mask;
   sigemptyset(&signals);
@@ -211,11 +221,11 @@ int RunCollect(const RunFlags& f) {
     loop.child = StartCommand(f.command, old_mask, &error);
     if (loop.child < 0) return Fail(error);
   }
-  RunLoop(*collector, f, run, signals, &loop);
+  RunLoop(*collector, f, run, base.get(), signals, &loop);
   collector->Stop();
   std::string where;
   DeviceExportStats stats;
-  if (!WriteOutput(*collector, f, run, &where, &stats, &error)) return Fail(error);
+  if (!WriteOutput(*collector, f, run, base.get(), &where, &stats, &error)) return Fail(error);
   const CollectorStatus status = collector->Status();
   PrintSummary(status, stats, where);
   if (!f.truth.empty() && !WriteTruth(*collector, f.truth, &error)) return Fail(error);

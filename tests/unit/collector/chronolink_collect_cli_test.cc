@@ -1,0 +1,133 @@
+// chronolink-collect as a user runs it: the real binary on the simulated GPU
+// (a test double for a device) and on this machine's missing GPUs, its exit
+// codes, its one-line messages, and what it leaves on disk.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/run_process.h"
+#include "trace/exporters/xspace_writer.h"
+#include "trace/importers/xspace/xspace_reader.h"
+#include "trace/model/xplane_edit.h"
+
+namespace chronolink::collector {
+namespace {
+
+namespace fs = std::filesystem;
+using chronolink::testing::ProcessResult;
+using chronolink::testing::RunProcess;
+
+class CollectCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("chronolink-collect-cli-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  ProcessResult Run(std::vector<std::string> args) {
+    args.insert(args.begin(), CHRONOLINK_COLLECT_BIN);
+    return RunProcess(args, {}, std::chrono::seconds(60));
+  }
+  std::vector<std::string> Simulated(std::vector<std::string> more) {
+    std::vector<std::string> a = {"run", "--backend", "simulated", "--backend-settings", "devices=1",
+                                  "--sample-period-ms", "20", "--host", "simhost"};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  }
+  static int DevicePlanes(const fs::path& file) {
+    trace::HostTrace t;
+    std::string error;
+    EXPECT_TRUE(trace::ReadXSpaceFile(file, &t, &error)) << error;
+    int n = 0;
+    for (const auto& p : t.space->planes()) n += p.name().rfind("/device:GPU:", 0) == 0;
+    return n;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CollectCliTest, EverySubcommandHasHelp) {
+  for (const char* sub : {"devices", "run", "import-rocprof", "host-clocks"}) {
+    const ProcessResult r = Run({sub, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.err;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub;
+  }
+  const ProcessResult r = Run({"run", "--sample-period-ms", "0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--sample-period-ms"), std::string::npos) << r.err;
+}
+
+TEST_F(CollectCliTest, RunWritesARunDirectoryAndSaysWhatItDid) {
+  const ProcessResult r = Run(Simulated({"--duration-s", "1", "--logdir", dir_.string(), "--run", "r1",
+                                         "--status-json", (dir_ / "status.json").string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("backend simulated, 1 device"), std::string::npos) << r.out;
+  const fs::path file = dir_ / "plugins/profile/r1/simhost.xplane.pb";
+  ASSERT_TRUE(fs::exists(file));
+  EXPECT_EQ(DevicePlanes(file), 1);
+  EXPECT_TRUE(fs::exists(dir_ / "status.json"));
+}
+
+TEST_F(CollectCliTest, NoDeviceFailsOrContinuesAsAsked) {
+  // No NVIDIA driver and no AMD GPU on these machines.
+  ProcessResult r = Run({"run", "--backend", "cuda", "--no-device", "fail", "--duration-s", "0.1",
+                         "--logdir", dir_.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no GPU to collect from"), std::string::npos) << r.err;
+  r = Run({"run", "--backend", "rocm", "--duration-s", "0.1", "--logdir", dir_.string(), "--run", "r"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no GPU data"), std::string::npos) << r.out;
+  r = Run({"devices"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;  // no real GPU: scripts can tell
+  EXPECT_NE(r.out.find("simulated"), std::string::npos) << r.out;
+}
+
+TEST_F(CollectCliTest, AroundACommandItsExitCodeIsOurs) {
+  ProcessResult r = Run(Simulated({"--logdir", dir_.string(), "--run", "c", "--", "sh", "-c", "sleep 0.3; exit 7"}));
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_TRUE(fs::exists(dir_ / "plugins/profile/c/simhost.xplane.pb"));
+  r = Run(Simulated({"--logdir", dir_.string(), "--run", "d", "--", "/nonexistent/program"}));
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_NE(r.err.find("cannot run"), std::string::npos) << r.err;
+}
+
+TEST_F(CollectCliTest, AppendingCheckpointsKeepTheProfilersPlanesAndAddOursOnce) {
+  trace::HostTrace host;
+  host.host = "simhost";
+  trace::GetOrCreatePlane(host.space, "/host:CPU");
+  const fs::path file = dir_ / "simhost.xplane.pb";
+  std::string error;
+  ASSERT_TRUE(trace::WriteXSpaceFile(host, file, &error)) << error;
+  // Checkpoints every 0.3 s rewrite the file in place; each must start from
+  // the profiler's own planes, not from the previous checkpoint.
+  const ProcessResult r = Run(Simulated({"--duration-s", "1.2", "--checkpoint-s", "0.3", "--append-to",
+                                         file.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(DevicePlanes(file), 1);
+  trace::HostTrace back;
+  ASSERT_TRUE(trace::ReadXSpaceFile(file, &back, &error)) << error;
+  EXPECT_TRUE(trace::FindPlane(*back.space, "/host:CPU"));
+  EXPECT_EQ(r.err.find("checkpoint failed"), std::string::npos) << r.err;
+}
+
+TEST_F(CollectCliTest, BadInputFilesAreClearErrors) {
+  const fs::path junk = dir_ / "junk.xplane.pb";
+  std::ofstream(junk) << "this is not protobuf \xff\xff\xff";
+  ProcessResult r = Run(Simulated({"--duration-s", "0.1", "--append-to", junk.string()}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_FALSE(r.err.empty());
+  const fs::path config = dir_ / "c.json";
+  std::ofstream(config) << R"({"reads_per_sample": "many"})";
+  r = Run({"run", "--config", config.string(), "--duration-s", "0.1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("reads_per_sample"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace chronolink::collector
