@@ -29,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from fractions import Fraction
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -78,67 +77,19 @@ def wait_collectors(procs, timeout_s, failures):
         check(rc == 0, f"collector on node {n} exited 0 ({rc})", failures)
 
 
-def load_truth(path):
-    truth = {}
-    with open(path) as f:
-        for line in f:
-            r = json.loads(line)
-            truth[(int(r["device"]), int(r["correlation_id"]))] = (int(r["true_start_ns"]), int(r["true_end_ns"]))
-    return truth
-
-
-def device_events(pb, path):
-    """[(device, correlation_id, start ns, end ns (Fractions), bound ns or None)] of a file."""
-    space = pb.XSpace()
-    with open(path, "rb") as f:
-        space.ParseFromString(f.read())
-    base = 0
-    for plane in space.planes:
-        if plane.name == "Task Environment":
-            for st in plane.stats:
-                if plane.stat_metadata[st.metadata_id].name == "profile_start_time":
-                    base = st.uint64_value
-    out = []
-    for plane in space.planes:
-        if not plane.name.startswith("/device:GPU:"):
-            continue
-        names = {k: m.name for k, m in plane.stat_metadata.items()}
-        for line in plane.lines:
-            for e in line.events:
-                stats = {names.get(s.metadata_id): s for s in e.stats}
-                if "correlation_id" not in stats:
-                    continue
-                cid = stats["correlation_id"]
-                cid = cid.uint64_value or cid.int64_value
-                start = Fraction(base + line.timestamp_ns) + Fraction(e.offset_ps, 1000)
-                end = start + Fraction(e.duration_ps, 1000)
-                b = stats.get("chronolink_bound_ns")
-                out.append((plane.id, cid, start, end, b.double_value if b is not None else None))
-    return out
-
-
 def compare(pb, out, clocks, failures):
-    errs, before, missing = [], [], 0
+    errs, before, unknown = [], [], 0
     for n in clocks:
-        truth = load_truth(os.path.join(out, f"truth{n}.jsonl"))
-        orig = device_events(pb, os.path.join(out, "gpu", "plugins", "profile", RUN, f"node{n}.xplane.pb"))
-        got = device_events(pb, os.path.join(out, "aligned", "plugins", "profile", RUN, f"node{n}.xplane.pb"))
-        check(len(orig) >= 100, f"node {n}: the collector wrote GPU events ({len(orig)})", failures)
-        check(len(got) == len(orig), f"node {n}: every GPU event is in the aligned file ({len(got)}/{len(orig)})",
-              failures)
-        for dev, cid, start, end, bound in got:
-            t = truth.get((dev, cid))
-            if t is None:
-                missing += 1
-                continue
-            b = bound if bound is not None else -1.0
-            errs.append((float(start - t[0]), b))
-            errs.append((float(end - t[1]), b))
-        for dev, cid, start, _end, _b in orig:
-            t = truth.get((dev, cid))
-            if t is not None:
-                before.append(abs(float(start - t[0])))
-    check(missing == 0, f"every aligned GPU event has a truth record ({missing} without)", failures)
+        g = tt.gpu_errors(pb, os.path.join(out, f"truth{n}.jsonl"),
+                          os.path.join(out, "gpu", "plugins", "profile", RUN, f"node{n}.xplane.pb"),
+                          os.path.join(out, "aligned", "plugins", "profile", RUN, f"node{n}.xplane.pb"))
+        check(g["recorded"] >= 100, f"node {n}: the collector wrote GPU events ({g['recorded']})", failures)
+        check(g["aligned"] == g["recorded"],
+              f"node {n}: every GPU event is in the aligned file ({g['aligned']}/{g['recorded']})", failures)
+        errs += g["errors"]
+        before += g["before"]
+        unknown += g["unknown"]
+    check(unknown == 0, f"every aligned GPU event has a truth record ({unknown} without)", failures)
     if before:
         before.sort()
         print(f"  before alignment: GPU event |host time - true| p50 {before[len(before) // 2] / 1e6:.3f} ms")

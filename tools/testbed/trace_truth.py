@@ -113,6 +113,71 @@ def xspace_errors(pb, original_path, aligned_path, clock: VClock):
     return out, sorted(set(orig) - set(got))
 
 
+def gpu_truth(path):
+    """{(device, correlation_id): (true start ns, true end ns)} of a
+    `chronolink-collect run --truth` file (the simulated GPU's records)."""
+    truth = {}
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            truth[(int(r["device"]), int(r["correlation_id"]))] = (int(r["true_start_ns"]), int(r["true_end_ns"]))
+    return truth
+
+
+def gpu_events(pb, path):
+    """[(device, correlation_id, start ns, end ns (Fractions), bound or None)]
+    of the /device:GPU planes of an XSpace file."""
+    space = pb.XSpace()
+    with open(path, "rb") as f:
+        space.ParseFromString(f.read())
+    base = 0
+    for plane in space.planes:
+        if plane.name == "Task Environment":
+            for st in plane.stats:
+                if plane.stat_metadata[st.metadata_id].name == "profile_start_time":
+                    base = st.uint64_value
+    out = []
+    for plane in space.planes:
+        if not plane.name.startswith("/device:GPU:"):
+            continue
+        names = {k: m.name for k, m in plane.stat_metadata.items()}
+        for line in plane.lines:
+            for e in line.events:
+                stats = {names.get(s.metadata_id): s for s in e.stats}
+                if "correlation_id" not in stats:
+                    continue
+                cid = stats["correlation_id"].uint64_value or stats["correlation_id"].int64_value
+                start = Fraction(base + line.timestamp_ns) + Fraction(e.offset_ps, 1000)
+                b = stats.get("chronolink_bound_ns")
+                out.append((plane.id, cid, start, start + Fraction(e.duration_ps, 1000),
+                            b.double_value if b is not None else None))
+    return out
+
+
+def gpu_errors(pb, truth_path, recorded_path, aligned_path):
+    """A collector's GPU events against the simulation's truth: per aligned
+    start and end (aligned - true ns, bound or -1); the recorded file's
+    |host time - true| of each start; and how many aligned events had no
+    truth record and how many recorded events the aligned file lacks."""
+    truth = gpu_truth(truth_path)
+    recorded = gpu_events(pb, recorded_path)
+    aligned = gpu_events(pb, aligned_path)
+    errs, before, unknown = [], [], 0
+    for dev, cid, start, end, bound in aligned:
+        t = truth.get((dev, cid))
+        if t is None:
+            unknown += 1
+            continue
+        b = bound if bound is not None else -1.0
+        errs += [(float(start - t[0]), b), (float(end - t[1]), b)]
+    for dev, cid, start, _end, _b in recorded:
+        t = truth.get((dev, cid))
+        if t is not None:
+            before.append(abs(float(start - t[0])))
+    return {"errors": errs, "before": before, "unknown": unknown,
+            "recorded": len(recorded), "aligned": len(aligned)}
+
+
 def figures(errs):
     """p50/p99/max of |error| and the fraction within the event's bound."""
     mags = sorted(abs(e) for e, _ in errs)
