@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "agent/clock/clock_reader.h"
+#include "collector/cli/child_command.h"
 #include "collector/cli/collect_commands.h"
 #include "collector/importers/host_clock_domains.h"
 
@@ -48,25 +49,6 @@ std::string HostName() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
   return buf;
-}
-
-pid_t Spawn(const std::vector<std::string>& command, const sigset_t& old_mask, std::string* error) {
-  std::vector<char*> argv;
-  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    *error = std::string("fork: ") + std::strerror(errno);
-    return -1;
-  }
-  if (pid == 0) {
-    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "chronolink-collect host-clocks: cannot run %s: %s\n", argv[0],
-                 std::strerror(errno));
-    _exit(127);
-  }
-  return pid;
 }
 
 // The recording: a recorder, its file, and what it saw.
@@ -172,7 +154,7 @@ int RunHostClocks(const HostClocksFlags& f) {
   if (!rec.Open(&error) || !rec.Sample(&error)) return Fail(1, error);
   LoopState state;
   if (!f.command.empty()) {
-    state.child = Spawn(f.command, old_mask, &error);
+    state.child = StartChildCommand(f.command, old_mask, "chronolink-collect host-clocks", &error);
     if (state.child < 0) return Fail(1, error);
   } else if (f.duration_s <= 0) {
     std::fprintf(stderr, "chronolink-collect host-clocks: recording until SIGINT/SIGTERM\n");

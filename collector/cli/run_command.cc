@@ -20,6 +20,7 @@
 
 #include "collector/api/collector.h"
 #include "collector/api/status_json.h"
+#include "collector/cli/child_command.h"
 #include "collector/cli/collect_commands.h"
 #include "trace/exporters/xspace_writer.h"
 #include "trace/importers/xspace/xspace_reader.h"
@@ -53,25 +54,6 @@ std::string DefaultRunName() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y_%m_%d_%H_%M_%S", &tm);
   return buf;
-}
-
-// The child runs the command with the signal mask it inherited restored.
-pid_t StartCommand(const std::vector<std::string>& command, const sigset_t& old_mask, std::string* error) {
-  std::vector<char*> argv;
-  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    *error = std::string("fork: ") + std::strerror(errno);
-    return -1;
-  }
-  if (pid == 0) {
-    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "chronolink-collect run: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
-  }
-  return pid;
 }
 
 // Writes the output: a run directory, an explicit file, or the host profile
@@ -218,7 +200,7 @@ int RunCollect(const RunFlags& f) {
   const std::string run = f.run.empty() ? DefaultRunName() : f.run;
   Loop loop;
   if (!f.command.empty()) {
-    loop.child = StartCommand(f.command, old_mask, &error);
+    loop.child = StartChildCommand(f.command, old_mask, "chronolink-collect run", &error);
     if (loop.child < 0) return Fail(error);
   }
   RunLoop(*collector, f, run, base.get(), signals, &loop);
