@@ -11,30 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/scoped_env.h"
+
 namespace chronolink::collector {
 namespace {
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
+using chronolink::testing::ScopedEnv;
 
 bool HaveDriver() {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
