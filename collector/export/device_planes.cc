@@ -182,24 +182,6 @@ int64_t ChooseLineBase(const Span& span, trace::HostTrace* trace) {
 // Writing
 
 // XProf's names: a kernel by its name, copies and sets by their kind.
-std::string EventName(const GpuActivity& a) {
-  switch (a.kind) {
-    case ActivityKind::kKernel:
-      return a.name.empty() ? "kernel" : a.name;
-    case ActivityKind::kMemcpyHtoD:
-      return "MemcpyH2D";
-    case ActivityKind::kMemcpyDtoH:
-      return "MemcpyD2H";
-    case ActivityKind::kMemcpyDtoD:
-      return "MemcpyD2D";
-    case ActivityKind::kMemset:
-      return "Memset";
-    case ActivityKind::kMarker:
-      return a.name.empty() ? "marker" : a.name;
-  }
-  return "activity";
-}
-
 // The kinds in a stream's line name, as XLA writes them.
 const char* StreamKindLabel(ActivityKind k) {
   switch (k) {
@@ -217,6 +199,13 @@ const char* StreamKindLabel(ActivityKind k) {
       return "Marker";
   }
   return "Other";
+}
+
+// Kernels and markers by their own name; copies and memsets by their kind.
+std::string EventName(const GpuActivity& a) {
+  if (a.kind == ActivityKind::kKernel) return a.name.empty() ? "kernel" : a.name;
+  if (a.kind == ActivityKind::kMarker) return a.name.empty() ? "marker" : a.name;
+  return StreamKindLabel(a.kind);
 }
 
 std::string StreamLineName(uint32_t stream, const std::vector<const PlacedEvent*>& events) {

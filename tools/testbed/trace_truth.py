@@ -72,17 +72,22 @@ def load_xplane_module(out):
     return xplane_pb2
 
 
+def profile_start(space):
+    """The Task Environment's profile_start_time (0: lines are absolute)."""
+    for plane in space.planes:
+        if plane.name == "Task Environment":
+            for st in plane.stats:
+                if plane.stat_metadata[st.metadata_id].name == "profile_start_time":
+                    return st.uint64_value
+    return 0
+
+
 def xspace_events(pb, path):
     """{(plane, line, index): (abs ns Fraction, bound or None)} of a host file."""
     space = pb.XSpace()
     with open(path, "rb") as f:
         space.ParseFromString(f.read())
-    base = 0
-    for plane in space.planes:
-        if plane.name == "Task Environment":
-            for st in plane.stats:
-                if plane.stat_metadata[st.metadata_id].name == "profile_start_time":
-                    base = st.uint64_value
+    base = profile_start(space)
     out = {}
     for plane in space.planes:
         if plane.name in ("Task Environment", "/host:chronolink-clock-correction"):
@@ -130,12 +135,7 @@ def gpu_events(pb, path):
     space = pb.XSpace()
     with open(path, "rb") as f:
         space.ParseFromString(f.read())
-    base = 0
-    for plane in space.planes:
-        if plane.name == "Task Environment":
-            for st in plane.stats:
-                if plane.stat_metadata[st.metadata_id].name == "profile_start_time":
-                    base = st.uint64_value
+    base = profile_start(space)
     out = []
     for plane in space.planes:
         if not plane.name.startswith("/device:GPU:"):
