@@ -238,6 +238,9 @@ bool Collector::ExportTo(trace::HostTrace* trace, DeviceExportStats* stats, std:
     eo.cluster_offset_ns = page_mapping_.offset_ns;
     eo.cluster_drift_ppt = page_mapping_.drift_ppt;
     eo.cluster_uncertainty_ns = page_mapping_.uncertainty_ns;
+    eo.cluster_uncertainty_growth_ppt = page_mapping_.uncertainty_growth_ppt;
+    eo.cluster_valid_until_ns = page_mapping_.valid_until_ns;
+    eo.cluster_node_id = page_mapping_.node_id;
   }
   if (trace->host.empty()) trace->host = options_.host;
   if (trace->space->hostnames_size() == 0) trace::SetHostnames(trace->space, {options_.host});

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "collector/export/plane_writer.h"
+#include "trace/correct/recorded_mapping.h"
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::collector {
@@ -98,10 +99,13 @@ void SetPlaneStats(xspace::XPlane* plane, const DeviceExportOptions& o, const De
   trace::SetPlaneStatInt64(plane, "events_invalid", stats.events_invalid);
   trace::SetPlaneStatInt64(plane, "max_gpu_bound_ns", stats.max_bound_ns);
   if (!o.have_cluster_mapping) return;
-  trace::SetPlaneStatInt64(plane, "cluster_ref_ns", o.cluster_ref_ns);
-  trace::SetPlaneStatInt64(plane, "cluster_offset_ns", o.cluster_offset_ns);
-  trace::SetPlaneStatInt64(plane, "cluster_drift_ppt", o.cluster_drift_ppt);
-  trace::SetPlaneStatInt64(plane, "cluster_uncertainty_ns", o.cluster_uncertainty_ns);
+  trace::SetPlaneStatInt64(plane, trace::kRecordedRefStat, o.cluster_ref_ns);
+  trace::SetPlaneStatInt64(plane, trace::kRecordedOffsetStat, o.cluster_offset_ns);
+  trace::SetPlaneStatInt64(plane, trace::kRecordedDriftStat, o.cluster_drift_ppt);
+  trace::SetPlaneStatInt64(plane, trace::kRecordedUncertaintyStat, o.cluster_uncertainty_ns);
+  trace::SetPlaneStatInt64(plane, trace::kRecordedGrowthStat, o.cluster_uncertainty_growth_ppt);
+  trace::SetPlaneStatInt64(plane, trace::kRecordedValidUntilStat, o.cluster_valid_until_ns);
+  trace::SetPlaneStatInt64(plane, trace::kRecordedNodeStat, o.cluster_node_id);
 }
 
 }  // namespace

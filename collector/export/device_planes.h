@@ -32,11 +32,13 @@
 #include "collector/clock/device_clock_map.h"
 #include "collector/device/gpu_activity.h"
 #include "collector/device/gpu_backend.h"
+#include "trace/correct/recorded_mapping.h"
 #include "trace/model/host_trace.h"
 
 namespace chronolink::collector {
 
-inline constexpr char kGpuClockPlane[] = "/host:chronolink-gpu-clock";
+// The plane chronolink-trace reads a recorded clock page mapping from.
+inline constexpr const char* kGpuClockPlane = trace::kRecordedMappingPlane;
 inline constexpr char kGpuBoundStat[] = "chronolink_gpu_bound_ns";
 
 // Times on a host clock other than REALTIME -> REALTIME with a bound, for
@@ -68,7 +70,11 @@ struct DeviceExportOptions {
   // Host -> cluster mapping read from the agent's clock page at export time,
   // recorded on the clock plane (not applied): offset, drift, uncertainty.
   bool have_cluster_mapping = false;
+  // chronolink-trace align --recorded-mapping applies it when no offsets
+  // file is at hand (trace/correct/recorded_mapping.h).
   int64_t cluster_ref_ns = 0, cluster_offset_ns = 0, cluster_drift_ppt = 0, cluster_uncertainty_ns = 0;
+  int64_t cluster_uncertainty_growth_ppt = 0, cluster_valid_until_ns = 0;
+  uint32_t cluster_node_id = 0;
 };
 
 struct DeviceExportStats {

@@ -97,7 +97,8 @@ void AddAlignCommand(CLI::App& app, std::function<void(int)> done) {
   CLI::App* cmd = app.add_subcommand(
       "align", "Rewrite every host's trace onto cluster time with one common origin");
   flags->in.Add(cmd);
-  flags->correction.Add(cmd, /*required=*/true);
+  flags->correction.Add(cmd, /*required=*/false);  // --offsets, or --recorded-mapping
+  flags->correction.AddRecordedMapping(cmd);
   cmd->add_option("--out", flags->out,
                   "XSpace inputs: a logdir to write <out>/plugins/profile/<run>/ into; JSON inputs: a "
                   "new directory for the rewritten files")

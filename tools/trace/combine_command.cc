@@ -59,6 +59,7 @@ void AddCombineCommand(CLI::App& app, std::function<void(int)> done) {
       "combine", "Put all hosts of a run into one XSpace or one Chrome JSON, aligned");
   flags->in.Add(cmd);
   flags->correction.Add(cmd, /*required=*/false);
+  flags->correction.AddRecordedMapping(cmd);
   cmd->add_option("--out", flags->out, "output file: NAME.xplane.pb or NAME.json")->required();
   cmd->add_option("--name", flags->name, "host name of the combined XSpace (hostnames lists all)");
   cmd->footer(

@@ -9,6 +9,7 @@
 #include "agent/config/agent_config.h"
 #include "tools/trace/offsets_clock_map.h"
 #include "trace/align/correction_record.h"
+#include "trace/correct/recorded_mapping.h"
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::trace::cli {
@@ -60,6 +61,12 @@ void CorrectionFlags::Add(CLI::App* app, bool required) {
                 "give every event a chronolink_bound_ns stat (arg): its correction's bound");
 }
 
+void CorrectionFlags::AddRecordedMapping(CLI::App* app) {
+  app->add_flag("--recorded-mapping", recorded_mapping,
+                "without offsets files: correct each host by the clock page mapping its GPU collector "
+                "recorded (chronolink-collect; one linear mapping per host, docs/collector.md)");
+}
+
 std::vector<const HostClockMap*> HostMaps::Pointers() const {
   std::vector<const HostClockMap*> out;
   for (const auto& m : maps) out.push_back(m.get());
@@ -86,8 +93,36 @@ bool LoadRules(const CorrectionFlags& flags, HostNodeRules* rules, std::string* 
 
 }  // namespace
 
+// Each host's own recorded clock page mapping (trace/correct/recorded_mapping.h).
+bool BuildRecordedMaps(const std::vector<HostTrace>& hosts, HostMaps* out, std::string* error) {
+  out->source = "clock page mappings recorded by the GPU collector";
+  for (const auto& h : hosts) {
+    std::string why;
+    const auto m = ReadRecordedMapping(*h.space, &why);
+    if (!m) {
+      *error = "host " + h.host + " (" + h.source.string() + "): " + why + "; give --offsets instead";
+      return false;
+    }
+    out->matches.push_back({m->node_id, "recorded mapping"});
+    out->maps.push_back(std::make_unique<RecordedMappingClockMap>(*m, h.host));
+  }
+  return true;
+}
+
 bool BuildHostMaps(const CorrectionFlags& flags, const std::vector<HostTrace>& hosts, HostMaps* out,
                    std::string* error) {
+  if (flags.recorded_mapping) {
+    if (!flags.offsets.empty()) {
+      *error = "--recorded-mapping and --offsets: choose one (offsets files are the better source)";
+      return false;
+    }
+    return BuildRecordedMaps(hosts, out, error);
+  }
+  if (flags.offsets.empty()) {
+    *error = "give the run's offsets.jsonl (--offsets FILES), or --recorded-mapping for files a GPU "
+             "collector wrote while its agent ran";
+    return false;
+  }
   HostNodeRules rules;
   if (!LoadRules(flags, &rules, error)) return false;
   std::vector<std::string> names;

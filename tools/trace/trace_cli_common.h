@@ -42,9 +42,12 @@ struct CorrectionFlags {
   double max_bound_us = 100;
   bool no_counters = false;
   bool annotate_events = false;
+  bool recorded_mapping = false;  // each host's own clock page record instead of offsets
 
   void Add(CLI::App* app, bool required);
-  bool Given() const { return !offsets.empty(); }
+  // --recorded-mapping, for the commands that can correct without offsets.
+  void AddRecordedMapping(CLI::App* app);
+  bool Given() const { return !offsets.empty() || recorded_mapping; }
 };
 
 // Each host's clock map, in the order of `hosts`, and how it was found.

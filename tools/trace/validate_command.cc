@@ -77,6 +77,7 @@ void AddValidateCommand(CLI::App& app, std::function<void(int)> done) {
       "validate", "Check happens-before on matched collectives and transfers across hosts");
   flags->in.Add(cmd);
   flags->correction.Add(cmd, /*required=*/false);
+  flags->correction.AddRecordedMapping(cmd);
   cmd->add_option("--tolerance-ns", flags->tolerance_ns,
                   "a violation must exceed this (e.g. the alignment's bound)")
       ->check(CLI::NonNegativeNumber);

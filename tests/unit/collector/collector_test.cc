@@ -15,6 +15,7 @@
 
 #include "agent/clock/clock_reader.h"
 #include "agent/export/clock_mapping_publisher.h"
+#include "trace/correct/recorded_mapping.h"
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::collector {
@@ -124,10 +125,10 @@ class ClockPageTest : public ::testing::Test {
     trace::HostTrace t;
     DeviceExportStats stats;
     EXPECT_TRUE(c->ExportTo(&t, &stats, &error)) << error;  // reads the page
-    cluster_recorded_ = false;
-    if (const auto* plane = trace::FindPlane(*t.space, kGpuClockPlane)) {
-      cluster_recorded_ = trace::FindPlaneStat(*plane, "cluster_offset_ns") != nullptr;
-    }
+    EXPECT_TRUE(trace::FindPlane(*t.space, kGpuClockPlane));
+    const auto m = trace::ReadRecordedMapping(*t.space, nullptr);
+    cluster_recorded_ = m.has_value();
+    if (m) recorded_ = *m;
     return c->Status().clock_page_state;
   }
 
@@ -144,6 +145,7 @@ class ClockPageTest : public ::testing::Test {
 
   std::string path_;
   bool cluster_recorded_ = false;
+  trace::RecordedMapping recorded_;
 };
 
 TEST_F(ClockPageTest, AbsentPageIsSaidAndNothingRecorded) {
@@ -157,7 +159,10 @@ TEST_F(ClockPageTest, AValidPageIsRecorded) {
   ASSERT_TRUE(pub.Open(path_, 1, &error)) << error;
   pub.Publish(Mapping(60'000'000'000));
   EXPECT_EQ(StateAfterStart(), "ok");
-  EXPECT_TRUE(cluster_recorded_);
+  ASSERT_TRUE(cluster_recorded_);  // as chronolink-trace align --recorded-mapping reads it
+  EXPECT_EQ(recorded_.offset_ns, 12'345);
+  EXPECT_EQ(recorded_.uncertainty_ns, 100);
+  EXPECT_EQ(recorded_.node_id, 1u);
 }
 
 TEST_F(ClockPageTest, AStalePageIsNotRecorded) {
