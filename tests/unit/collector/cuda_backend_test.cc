@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/support/scoped_env.h"
+#include "tests/unit/collector/backend_contract.h"
 
 namespace chronolink::collector {
 namespace {
@@ -95,22 +96,7 @@ TEST(CudaBackend, EveryCallIsSafeAfterAFailedOpen) {
   std::string why;
   ASSERT_NE(OpenCuda(backend.get(), &devices, &why), BackendStatus::kReady);
 
-  NodeClock host;
-  SnapshotReading reading;
-  why.clear();
-  EXPECT_FALSE(backend->ReadSnapshot(0, host, &reading, &why));
-  EXPECT_FALSE(why.empty());
-  why.clear();
-  EXPECT_FALSE(backend->StartActivity(&why));
-  EXPECT_FALSE(why.empty());
-  std::vector<GpuActivity> out;
-  EXPECT_EQ(backend->DrainActivity(&out), 0u);
-  backend->StopActivity();
-  const ActivityCounters c = backend->activity_counters();
-  EXPECT_EQ(c.records + c.dropped + c.invalid, 0u);
-  EXPECT_EQ(backend->region_timer(), nullptr);  // CUDA offers no region timer
-  backend->Close();
-  backend->Close();
+  ExpectInertAfterFailedOpen(backend.get());
   EXPECT_EQ(OpenCuda(backend.get(), &devices, &why), BackendStatus::kNoLibrary);
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/support/scoped_env.h"
+#include "tests/unit/collector/backend_contract.h"
 
 namespace chronolink::collector {
 namespace {
@@ -97,23 +98,7 @@ TEST(RocmBackend, EveryCallIsSafeAfterAFailedOpen) {
   std::string why;
   ASSERT_NE(OpenRocm(backend.get(), &devices, &why), BackendStatus::kReady);
 
-  NodeClock host;
-  SnapshotReading reading;
-  why.clear();
-  EXPECT_FALSE(backend->ReadSnapshot(0, host, &reading, &why));
-  EXPECT_FALSE(why.empty());
-  why.clear();
-  EXPECT_FALSE(backend->StartActivity(&why));
-  EXPECT_FALSE(why.empty());
-  std::vector<GpuActivity> out;
-  EXPECT_EQ(backend->DrainActivity(&out), 0u);
-  EXPECT_TRUE(out.empty());
-  backend->StopActivity();
-  const ActivityCounters c = backend->activity_counters();
-  EXPECT_EQ(c.records + c.dropped + c.invalid, 0u);
-  EXPECT_EQ(backend->region_timer(), nullptr);
-  backend->Close();
-  backend->Close();
+  ExpectInertAfterFailedOpen(backend.get());
   // And it can be opened again (still failing, still one clear line).
   EXPECT_EQ(OpenRocm(backend.get(), &devices, &why), BackendStatus::kNoLibrary);
 }
