@@ -206,7 +206,12 @@ void Collector::ReadClockPage() {
     }
   }
   page_state_ = state;
-  if (state != "ok") page_mapping_valid_ = false;  // never record a stale or torn mapping
+  if (state != "ok") {
+    page_mapping_valid_ = false;  // never record a stale or torn mapping
+    // A restarted agent may have made a new page file: map it afresh next time.
+    page_reader_.Close();
+    page_open_ = false;
+  }
 }
 
 int Collector::DeviceIndex(uint32_t ordinal) const {

@@ -182,6 +182,31 @@ TEST_F(ClockPageTest, APageWithoutASolutionIsNotRecorded) {
   EXPECT_FALSE(cluster_recorded_);
 }
 
+TEST_F(ClockPageTest, ARestartedAgentsNewPageIsFound) {
+  CollectorOptions o = Simulated();
+  o.clock_page = path_;
+  std::string error;
+  auto c = Collector::Create(o, &error);
+  ASSERT_TRUE(c) << error;
+  trace::HostTrace t;
+  DeviceExportStats stats;
+  {
+    ClockMappingPublisher old_agent;
+    ASSERT_TRUE(old_agent.Open(path_, 1, &error)) << error;
+    old_agent.Publish(Mapping(-1'000'000'000));  // it stopped
+    ASSERT_TRUE(c->ExportTo(&t, &stats, &error)) << error;
+    EXPECT_EQ(c->Status().clock_page_state, "stale");
+  }
+  std::filesystem::remove(path_);  // the new agent makes a new file
+  ClockMappingPublisher new_agent;
+  ASSERT_TRUE(new_agent.Open(path_, 1, &error)) << error;
+  new_agent.Publish(Mapping(60'000'000'000));
+  trace::HostTrace t2;
+  ASSERT_TRUE(c->ExportTo(&t2, &stats, &error)) << error;
+  EXPECT_EQ(c->Status().clock_page_state, "ok");
+  EXPECT_TRUE(trace::ReadRecordedMapping(*t2.space, nullptr));
+}
+
 TEST_F(ClockPageTest, APageLeftMidUpdateIsNotRecorded) {
   ClockMappingPublisher pub;
   std::string error;
