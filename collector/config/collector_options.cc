@@ -38,7 +38,7 @@ const Spec kSpecs[] = {
     {"devices", "devices", Kind::kString, "ORDINALS", kGpu,
      "Comma-separated device ordinals to use, e.g. 0,1 (default: all)"},
     {"backend_settings", "backend-settings", Kind::kString, "K=V,...", kGpu,
-     "Backend-specific settings, e.g. for the simulated GPU rate_hz=1e8,drift_ppm_per_s=0.01"},
+     "Backend-specific settings, e.g. for the simulated GPU devices=2,rate_hz=100000000,drift_ppm_per_s=0.01 (docs/collector.md)"},
     {"sample_period_ms", "sample-period-ms", Kind::kNsFromMs, "MS", kSampling,
      "One clock snapshot sample per device every MS, 1..60000 (default: 100)"},
     {"reads_per_sample", "reads-per-sample", Kind::kCount, "N", kSampling,
