@@ -38,8 +38,7 @@ int RunDevices(const DevicesFlags& f) {
       std::printf("%-10s %-16s %s\n", std::string(e.name).c_str(), std::string(BackendStatusName(st)).c_str(),
                   st == BackendStatus::kReady ? "" : why.c_str());
       for (const GpuDeviceInfo& d : devices) {
-        std::printf("  GPU %u: %s (%s, %llu Hz, %d bits)\n", d.ordinal, d.name.c_str(), d.clock.c_str(),
-                    static_cast<unsigned long long>(d.counter_hz), d.counter_bits);
+        std::printf("  GPU %u: %s (%s)\n", d.ordinal, d.name.c_str(), d.clock.c_str());  // rate, width: --json
       }
     }
     b->Close();
