@@ -67,6 +67,8 @@ bool AtomicOutputFile::MaybeFlush(std::string* error) {
   return buffer_.size() < kFlushBytes || WriteBuffer(error);
 }
 
+int AtomicOutputFile::descriptor() const { return file_ == nullptr ? -1 : ::fileno(file_); }
+
 bool AtomicOutputFile::Commit(std::string* error) {
   if (file_ == nullptr) {
     *error = "internal: output file not open";

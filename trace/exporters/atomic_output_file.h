@@ -4,8 +4,9 @@
 // Destroyed without Commit() (any failure on the way), the temporary file
 // is closed and removed, and the destination is untouched.
 //
-// Streaming: Append() buffers and writes in 1 MiB pieces, so the caller
-// never holds the whole document. Not thread-safe.
+// Streaming: text goes into buffer() and out in 1 MiB pieces, so the caller
+// never holds the whole document; a writer with its own buffering (protobuf's
+// FileOutputStream) writes to descriptor() instead. Not thread-safe.
 #pragma once
 
 #include <cstdio>
@@ -27,6 +28,9 @@ class AtomicOutputFile {
   std::string* buffer() { return &buffer_; }
   // Writes the buffer out once it holds 1 MiB or more.
   bool MaybeFlush(std::string* error);
+  // The temporary file's descriptor, for writers that stream through it
+  // themselves; do not mix with buffer(). -1 when not open.
+  int descriptor() const;
   bool Commit(std::string* error);
 
  private:

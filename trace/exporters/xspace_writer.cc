@@ -1,14 +1,13 @@
 #include "trace/exporters/xspace_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <cerrno>
 #include <cstring>
+
+#include "trace/exporters/atomic_output_file.h"
 
 namespace chronolink::trace {
 namespace {
@@ -42,18 +41,7 @@ bool WriteToFd(const xspace::XSpace& space, int fd, std::string* error) {
              (stream.GetErrno() ? std::strerror(stream.GetErrno()) : "serialization error");
     return false;
   }
-  if (::fsync(fd) != 0) {
-    *error = std::string("fsync failed: ") + std::strerror(errno);
-    return false;
-  }
   return true;
-}
-
-void SyncDirectory(const std::filesystem::path& dir) {
-  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;  // the rename happened; durability of the entry is best effort
-  ::fsync(fd);
-  ::close(fd);
 }
 
 }  // namespace
@@ -77,28 +65,11 @@ bool WriteXSpaceFile(const HostTrace& trace, const std::filesystem::path& path, 
     *error = path.string() + ": " + why;
     return false;
   }
-  std::filesystem::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    *error = tmp.string() + ": cannot create: " + std::strerror(errno);
+  AtomicOutputFile out;  // whole or not at all: temporary file, fsync, rename
+  if (!out.Open(path, &why) || !WriteToFd(*trace.space, out.descriptor(), &why) || !out.Commit(&why)) {
+    *error = path.string() + ": " + why;
     return false;
   }
-  bool ok = WriteToFd(*trace.space, fd, &why);
-  if (::close(fd) != 0 && ok) {
-    why = std::string("close failed: ") + std::strerror(errno);
-    ok = false;
-  }
-  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    why = std::string("rename to ") + path.string() + " failed: " + std::strerror(errno);
-    ok = false;
-  }
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    *error = tmp.string() + ": " + why;
-    return false;
-  }
-  SyncDirectory(path.parent_path());
   return true;
 }
 

@@ -1,7 +1,8 @@
-// Writes a HostTrace's XSpace to `<host>.xplane.pb` atomically: serialized
-// to `<path>.tmp.<pid>` in the same directory, fsync'd, renamed over `path`,
-// and the directory fsync'd. Whatever fails, the temporary file is removed
-// and `path` is either its old self or absent, never half written.
+// Writes a HostTrace's XSpace to `<host>.xplane.pb` atomically, through
+// AtomicOutputFile (atomic_output_file.h): serialized to a temporary file in
+// the same directory, fsync'd, renamed over `path`, and the directory
+// fsync'd. Whatever fails, the temporary file is removed and `path` is
+// either its old self or absent, never half written.
 //
 // Serialization is deterministic (map entries sorted by key), so a file
 // read and written again is byte for byte the same, unknown fields included
