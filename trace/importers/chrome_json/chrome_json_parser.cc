@@ -4,6 +4,8 @@
 #include <array>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "trace/importers/chrome_json/json_text.h"
 #include "trace/importers/chrome_json/micros_text.h"
 #include "trace/importers/xspace/line_base.h"
@@ -30,6 +32,20 @@ std::optional<int64_t> IntId(const JsonScalar& v) {
     return static_cast<int64_t>(v.u);
   }
   return std::nullopt;
+}
+
+// The identity of a pid/tid that is not an int64, as JSON text. Numbers and
+// nested values are normalised the way the writer prints them (and the way
+// any viewer's JSON parser reads them: "1e3" and "1000.0" are one thread),
+// so two spellings of one value name one process or thread, and a trace
+// read, written and read again keeps its processes and threads.
+std::string IdentityText(const JsonScalar& v) {
+  if (v.kind == Kind::kDouble) return nlohmann::json(v.d).dump();
+  if (v.kind == Kind::kJson) {
+    const auto j = nlohmann::json::parse(v.text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_discarded()) return j.dump();
+  }
+  return v.ToJsonText();
 }
 
 bool ToNsPs(const JsonScalar& v, std::string_view key, NsPs* out, std::string* error) {
@@ -107,7 +123,7 @@ ChromeTraceBuilder::PlaneState* ChromeTraceBuilder::PlaneFor(const JsonScalar& p
   if (id) {
     if (auto it = int_planes_.find(*id); it != int_planes_.end()) return it->second;
   } else {
-    raw = pid.ToJsonText();
+    raw = IdentityText(pid);
     if (auto it = other_planes_.find(raw); it != other_planes_.end()) return it->second;
   }
   auto state = std::make_unique<PlaneState>();
@@ -130,7 +146,7 @@ ChromeTraceBuilder::LineState* ChromeTraceBuilder::LineFor(PlaneState* plane, co
   if (id) {
     if (auto it = plane->int_lines.find(*id); it != plane->int_lines.end()) return it->second;
   } else {
-    raw = tid.present() ? tid.ToJsonText() : std::string();
+    raw = tid.present() ? IdentityText(tid) : std::string();
     if (auto it = plane->other_lines.find(raw); it != plane->other_lines.end()) return it->second;
   }
   auto state = std::make_unique<LineState>();
