@@ -141,17 +141,7 @@ const FlatValue* FlatElement::Find(std::string_view key) const {
 bool StreamJsonElements(trace::ByteCursor* cursor, const JsonStreamLimits& limits, ElementSink* sink,
                         std::string* error) {
   ElementSaxHandler handler(cursor, limits, sink);
-  const bool ok = nlohmann::json::sax_parse(trace::ByteIterator(cursor), trace::ByteIterator(), &handler,
-                                            nlohmann::json::input_format_t::json, /*strict=*/true);
-  if (!cursor->ReadError().empty()) {
-    *error = "byte " + std::to_string(cursor->Offset()) + ": " + cursor->ReadError();
-    return false;
-  }
-  if (!ok) {
-    *error = handler.error().empty() ? "the JSON parser stopped without a reason" : handler.error();
-    return false;
-  }
-  return true;
+  return trace::SaxParseCursor(cursor, &handler, error);
 }
 
 }  // namespace chronolink::collector

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace chronolink::trace {
 
 class ByteCursor {
@@ -78,5 +80,23 @@ class ByteIterator {
 
   ByteCursor* cursor_ = nullptr;
 };
+
+// Runs a nlohmann SAX `handler` (with an `error()` saying why it stopped)
+// over the cursor's bytes, strictly. A read error of the file comes first,
+// with its byte offset; then the handler's reason.
+template <typename Handler>
+bool SaxParseCursor(ByteCursor* cursor, Handler* handler, std::string* error) {
+  const bool ok = nlohmann::json::sax_parse(ByteIterator(cursor), ByteIterator(), handler,
+                                            nlohmann::json::input_format_t::json, /*strict=*/true);
+  if (!cursor->ReadError().empty()) {
+    *error = "byte " + std::to_string(cursor->Offset()) + ": " + cursor->ReadError();
+    return false;
+  }
+  if (!ok) {
+    *error = handler->error().empty() ? "the JSON parser stopped without a reason" : handler->error();
+    return false;
+  }
+  return true;
+}
 
 }  // namespace chronolink::trace

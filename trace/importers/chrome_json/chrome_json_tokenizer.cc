@@ -306,17 +306,7 @@ JsonMember* PendingEvent::Add(std::vector<JsonMember>* v, size_t* n) {
 
 bool TokenizeChromeJson(ByteCursor* cursor, ChromeEventSink* sink, std::string* error) {
   ChromeSaxHandler handler(cursor, sink);
-  const bool ok = nlohmann::json::sax_parse(ByteIterator(cursor), ByteIterator(), &handler,
-                                            nlohmann::json::input_format_t::json, /*strict=*/true);
-  if (!cursor->ReadError().empty()) {
-    *error = "byte " + std::to_string(cursor->Offset()) + ": " + cursor->ReadError();
-    return false;
-  }
-  if (!ok) {
-    *error = handler.error().empty() ? "the JSON parser stopped without a reason" : handler.error();
-    return false;
-  }
-  return true;
+  return SaxParseCursor(cursor, &handler, error);
 }
 
 }  // namespace chronolink::trace
