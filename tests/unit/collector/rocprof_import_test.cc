@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -127,6 +130,7 @@ TEST_P(SampleFileTest, EveryEventLandsWithinOneMicrosecondOfTruthAndInsideItsBou
   ASSERT_EQ(events.size(), truth.size());
   EXPECT_EQ(result.exported.events_unconvertible, 0);
   EXPECT_EQ(result.files.at(0).read.bad_rows, 0u);
+  int64_t max_err = 0, max_bound = 0;
   for (const ReadEvent& e : events) {
     const TruthEvent* tr = FindTruth(truth, e);
     ASSERT_NE(tr, nullptr) << e.name;
@@ -137,7 +141,12 @@ TEST_P(SampleFileTest, EveryEventLandsWithinOneMicrosecondOfTruthAndInsideItsBou
     EXPECT_LE(start_err, e.gpu_bound_ns) << e.name << ": the bound must cover the error";
     EXPECT_LE(end_err, e.gpu_bound_ns) << e.name;
     EXPECT_GT(e.gpu_bound_ns, 0);
+    max_err = std::max({max_err, start_err, end_err});
+    max_bound = std::max(max_bound, e.gpu_bound_ns);
   }
+  // The figure docs/PERFORMANCE.md §12 quotes.
+  std::printf("figure: %s: %zu events, max |imported - true| %lld ns, max bound %lld ns\n", GetParam(),
+              events.size(), static_cast<long long>(max_err), static_cast<long long>(max_bound));
 }
 
 INSTANTIATE_TEST_SUITE_P(RocprofSamples, SampleFileTest,
