@@ -8,7 +8,9 @@ namespace {
 LibrarySpec DriverSpec() {
   return {"libcuda.so.1 (the NVIDIA driver)",
           "CHRONOLINK_CUDA_DRIVER_LIBRARY",
-          {"libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1"},
+          // The last is where container runtimes (the NVIDIA device plugin) mount the driver.
+          {"libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1",
+           "/usr/local/nvidia/lib64/libcuda.so.1"},
           "install the NVIDIA driver (the toolkit's stubs are not a driver)"};
 }
 
