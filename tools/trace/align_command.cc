@@ -1,6 +1,15 @@
 // chronolink-trace align: every host's trace rewritten onto cluster time with
 // one common origin, written as a new TensorBoard run directory (XSpace
 // inputs) or as new JSON files (Chrome/Kineto inputs).
+//
+// XSpace runs aligned with offsets files stream: every host's span is read
+// first from its wire bytes (the common origin needs all of them), then each
+// host is read, aligned, written and freed in turn, so memory is one host's
+// model, not the run's. JSON inputs and --recorded-mapping (which reads the
+// mapping from each parsed trace) hold every host at once.
+#include <malloc.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,10 +19,16 @@
 #include "trace/exporters/chrome_json_writer.h"
 #include "trace/exporters/xspace_writer.h"
 #include "trace/importers/xspace/run_directory.h"
+#include "trace/importers/xspace/xspace_reader.h"
+#include "trace/importers/xspace/xspace_span_scan.h"
 
 namespace chronolink::trace::cli {
 namespace {
 namespace fs = std::filesystem;
+
+// Freed arena memory kept between hosts: a 1 GB file's model is ~6 GB.
+constexpr size_t kReusedBlockBytes = size_t{8} << 30;
+constexpr size_t kKeptHeapBytes = size_t{1} << 30;
 
 struct AlignFlags {
   InputFlags in;
@@ -21,15 +36,20 @@ struct AlignFlags {
   std::string out;
   std::string summary_json;
   bool timings = false;
+  bool hold_all = false;
 };
 
-bool WriteRun(const TraceInputs& in, const fs::path& logdir, fs::path* run_dir, std::string* error) {
-  const std::string run = in.run_name.empty() ? RunNameFor(std::chrono::system_clock::now()) : in.run_name;
+// The output run directory, staged: the input's run name, or one for now.
+bool OpenRun(const std::string& run_name, const fs::path& logdir, StagedDirectory* staged, fs::path* run_dir,
+             std::string* error) {
+  const std::string run = run_name.empty() ? RunNameFor(std::chrono::system_clock::now()) : run_name;
   *run_dir = RunDirectoryPath(logdir, run);
-  std::error_code ec;
-  fs::create_directories(run_dir->parent_path(), ec);
+  return staged->Open(*run_dir, error);
+}
+
+bool WriteRun(const TraceInputs& in, const fs::path& logdir, fs::path* run_dir, std::string* error) {
   StagedDirectory staged;
-  if (!staged.Open(*run_dir, error)) return false;
+  if (!OpenRun(in.run_name, logdir, &staged, run_dir, error)) return false;
   for (const auto& host : in.hosts) {
     if (!WriteXSpaceFile(host, staged.path() / (host.host + ".xplane.pb"), error)) return false;
   }
@@ -57,9 +77,91 @@ bool WriteJsonFiles(const TraceInputs& in, const nlohmann::json& summary, const 
   return staged.Commit(error);
 }
 
-int RunAlign(const AlignFlags& f) {
+// One host's span for the plan: from its wire bytes, or, where the scan
+// declines, from the parsed file (which also reports a bad file as the reader
+// does).
+bool PlanSpan(const TraceInputFile& file, ScanBuffer* buffer, HostSpanInstants* span, std::string* error) {
+  std::string why;
+  if (const auto scanned = ScanXSpaceFileSpan(file.path, buffer, &why)) {
+    *span = scanned->span;
+    return true;
+  }
+  HostTrace host;
+  return ReadXSpaceFile(file.path, &host, error) && CheckAlignable(host, error) && HostSpan(host, span, error);
+}
+
+// Finishes an align run: the summary on stdout, optionally as JSON too.
+int Report(const AlignFlags& f, const std::vector<std::string>& notes, const HostMaps& maps,
+           const AlignResult& result, const nlohmann::json& summary, const fs::path& written) {
+  PrintAlignSummary(notes, maps, result);
+  std::printf("wrote %s\n", written.c_str());
+  if (!f.summary_json.empty()) {
+    std::ofstream file(f.summary_json);
+    file << summary.dump(1) << "\n";
+    if (!file) return Fail("align", "cannot write " + f.summary_json);
+  }
+  return 0;
+}
+
+// XSpace run with offsets: plan from the spans, then one host at a time.
+int RunStreamingAlign(const AlignFlags& f, const TraceInputOptions& options, const TraceInputList& list) {
   PhaseTimer timer(f.timings);
   std::string error;
+  std::vector<std::string> names;
+  for (const auto& file : list.files) names.push_back(file.host);
+  HostMaps maps;
+  if (!BuildOffsetsHostMaps(f.correction, names, &maps, &error)) return Fail("align", error);
+  std::vector<HostSpanInstants> spans(list.files.size());
+  ScanBuffer buffer;
+  for (size_t i = 0; i < list.files.size(); ++i) {
+    if (!PlanSpan(list.files[i], &buffer, &spans[i], &error)) return Fail("align", error);
+  }
+  buffer = ScanBuffer();
+  const AlignOptions align_options = MakeAlignOptions(f.correction, maps);
+  AlignResult result;
+  if (!PlanAlignment(names, spans, maps.Pointers(), align_options, &result, &error)) return Fail("align", error);
+  timer.End("plan");
+
+  StagedDirectory staged;
+  fs::path run_dir;
+  if (!OpenRun(list.run_name, f.out, &staged, &run_dir, &error)) return Fail("align", error);
+  std::vector<std::string> notes = list.notes;
+  // Each host's memory serves the next: arena blocks through the reader's
+  // pool, the strings' heap buffers by keeping freed heap instead of handing
+  // it back to the kernel (which would zero it again on the next touch).
+  SetXSpaceBlockReuse(kReusedBlockBytes);
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, static_cast<int>(kKeptHeapBytes));
+  const bool progress = ::isatty(STDERR_FILENO) && list.files.size() > 1;
+  for (size_t i = 0; i < list.files.size(); ++i) {
+    TraceInputs one;
+    if (!LoadTraceInput(list.files[i], options, &one, &error)) return Fail("align", error);
+    notes.insert(notes.end(), one.notes.begin(), one.notes.end());
+    timer.End("read");
+    HostTrace& host = one.hosts.front();
+    if (!AlignPlannedHost(i, &host, *maps.maps[i], align_options, &result, &error)) return Fail("align", error);
+    timer.End("align");
+    if (!WriteXSpaceFile(host, staged.path() / (host.host + ".xplane.pb"), &error)) return Fail("align", error);
+    timer.End("write");
+    if (progress) {
+      std::fprintf(stderr, "align: %s done (%zu/%zu hosts, %lld events)\n", host.host.c_str(), i + 1,
+                   list.files.size(), static_cast<long long>(result.hosts[i].events));
+    }
+  }
+  if (!staged.Commit(&error)) return Fail("align", error);
+  timer.Print();
+  return Report(f, notes, maps, result, AlignSummaryJson(maps, result), run_dir);
+}
+
+int RunAlign(const AlignFlags& f) {
+  std::string error;
+  TraceInputOptions options;
+  TraceInputList list;
+  if (!f.in.Options(&options, &error) || !ListTraceInputs(f.in.inputs, options, &list, &error)) {
+    return Fail("align", error);
+  }
+  if (list.AllXSpace() && !f.correction.recorded_mapping && !f.hold_all) return RunStreamingAlign(f, options, list);
+  PhaseTimer timer(f.timings);
   TraceInputs in;
   if (!f.in.Load(&in, &error)) return Fail("align", error);
   timer.End("read");
@@ -80,14 +182,8 @@ int RunAlign(const AlignFlags& f) {
                                  : WriteJsonFiles(in, summary, f.out, &error);
   if (!ok) return Fail("align", error);
   timer.End("write");
-  PrintAlignSummary(in, maps, result);
-  std::printf("wrote %s\n", written.c_str());
-  if (!f.summary_json.empty()) {
-    std::ofstream file(f.summary_json);
-    file << summary.dump(1) << "\n";
-    if (!file) return Fail("align", "cannot write " + f.summary_json);
-  }
-  return 0;
+  timer.Print();
+  return Report(f, in.notes, maps, result, summary, written);
 }
 
 }  // namespace
@@ -104,6 +200,9 @@ void AddAlignCommand(CLI::App& app, std::function<void(int)> done) {
                   "new directory for the rewritten files")
       ->required();
   cmd->add_option("--summary-json", flags->summary_json, "also write the summary as JSON here");
+  cmd->add_flag("--hold-all", flags->hold_all,
+                "XSpace: read every host before aligning any (as JSON inputs are) instead of one host at a "
+                "time; same output, the whole run's memory");
   cmd->add_flag("--timings", flags->timings,
                 "print each phase's wall and CPU seconds and the peak RSS to stderr (benchmarks)");
   cmd->callback([flags, done] { done(RunAlign(*flags)); });

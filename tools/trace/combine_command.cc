@@ -29,7 +29,7 @@ int RunCombine(const CombineFlags& f) {
         !AlignInputs(f.correction, maps, &in, &result, &error)) {
       return Fail("combine", error);
     }
-    PrintAlignSummary(in, maps, result);
+    PrintAlignSummary(in.notes, maps, result);
   } else if (!MarkAligned(&in, &error)) {
     return Fail("combine", error);
   }

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -25,16 +26,20 @@ void InputFlags::Add(CLI::App* app) {
                   "(default: its .chronolink-origin.json sidecar)");
 }
 
-bool InputFlags::Load(TraceInputs* out, std::string* error) const {
-  TraceInputOptions options;
-  options.run = run;
+bool InputFlags::Options(TraceInputOptions* options, std::string* error) const {
+  options->run = run;
   for (const auto& o : origins) {
     std::string host;
     int64_t ns = 0;
     if (!ParseOrigin(o, &host, &ns, error)) return false;
-    options.origins_ns[host] = ns;
+    options->origins_ns[host] = ns;
   }
-  return LoadTraceInputs(inputs, options, out, error);
+  return true;
+}
+
+bool InputFlags::Load(TraceInputs* out, std::string* error) const {
+  TraceInputOptions options;
+  return Options(&options, error) && LoadTraceInputs(inputs, options, out, error);
 }
 
 void CorrectionFlags::Add(CLI::App* app, bool required) {
@@ -109,6 +114,32 @@ bool BuildRecordedMaps(const std::vector<HostTrace>& hosts, HostMaps* out, std::
   return true;
 }
 
+bool BuildOffsetsHostMaps(const CorrectionFlags& flags, const std::vector<std::string>& names, HostMaps* out,
+                          std::string* error) {
+  if (flags.offsets.empty()) {
+    *error = "give the run's offsets.jsonl (--offsets FILES), or --recorded-mapping for files a GPU "
+             "collector wrote while its agent ran";
+    return false;
+  }
+  HostNodeRules rules;
+  if (!LoadRules(flags, &rules, error)) return false;
+  if (!MapHostsToNodes(names, rules, &out->matches, error)) return false;
+  OffsetsMaps offsets;
+  if (!LoadOffsetsMaps(flags.offsets, flags.edges, flags.skip_bad_lines, &offsets, error)) return false;
+  out->source = offsets.Describe();
+  out->warnings = offsets.warnings;
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto map = offsets.ForNode(out->matches[i].node, error);
+    if (!map) {
+      *error = "host " + names[i] + " (node " + std::to_string(out->matches[i].node) + ", " +
+               out->matches[i].rule + "): " + *error;
+      return false;
+    }
+    out->maps.push_back(std::move(map));
+  }
+  return true;
+}
+
 bool BuildHostMaps(const CorrectionFlags& flags, const std::vector<HostTrace>& hosts, HostMaps* out,
                    std::string* error) {
   if (flags.recorded_mapping) {
@@ -118,30 +149,9 @@ bool BuildHostMaps(const CorrectionFlags& flags, const std::vector<HostTrace>& h
     }
     return BuildRecordedMaps(hosts, out, error);
   }
-  if (flags.offsets.empty()) {
-    *error = "give the run's offsets.jsonl (--offsets FILES), or --recorded-mapping for files a GPU "
-             "collector wrote while its agent ran";
-    return false;
-  }
-  HostNodeRules rules;
-  if (!LoadRules(flags, &rules, error)) return false;
   std::vector<std::string> names;
   for (const auto& h : hosts) names.push_back(h.host);
-  if (!MapHostsToNodes(names, rules, &out->matches, error)) return false;
-  OffsetsMaps offsets;
-  if (!LoadOffsetsMaps(flags.offsets, flags.edges, flags.skip_bad_lines, &offsets, error)) return false;
-  out->source = offsets.Describe();
-  out->warnings = offsets.warnings;
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    auto map = offsets.ForNode(out->matches[i].node, error);
-    if (!map) {
-      *error = "host " + hosts[i].host + " (node " + std::to_string(out->matches[i].node) + ", " +
-               out->matches[i].rule + "): " + *error;
-      return false;
-    }
-    out->maps.push_back(std::move(map));
-  }
-  return true;
+  return BuildOffsetsHostMaps(flags, names, out, error);
 }
 
 bool MarkAligned(TraceInputs* in, std::string* error) {
@@ -168,18 +178,22 @@ std::vector<const HostTrace*> ConstHosts(const TraceInputs& in) {
   return out;
 }
 
-bool AlignInputs(const CorrectionFlags& flags, const HostMaps& maps, TraceInputs* in,
-                 AlignResult* result, std::string* error) {
+AlignOptions MakeAlignOptions(const CorrectionFlags& flags, const HostMaps& maps) {
   AlignOptions options;
   options.max_extrapolation_ns = static_cast<int64_t>(flags.max_extrapolation_s * 1e9);
   options.max_bound_ns = flags.max_bound_us * 1e3;
   options.counters_line = !flags.no_counters;
   options.annotate_events = flags.annotate_events;
   options.offsets_source = maps.source;
-  return AlignHosts(MutableHosts(in), maps.Pointers(), options, result, error);
+  return options;
 }
 
-void PrintAlignSummary(const TraceInputs& in, const HostMaps& maps, const AlignResult& result) {
+bool AlignInputs(const CorrectionFlags& flags, const HostMaps& maps, TraceInputs* in,
+                 AlignResult* result, std::string* error) {
+  return AlignHosts(MutableHosts(in), maps.Pointers(), MakeAlignOptions(flags, maps), result, error);
+}
+
+void PrintAlignSummary(const std::vector<std::string>& notes, const HostMaps& maps, const AlignResult& result) {
   std::printf("offsets: %s\n", maps.source.c_str());
   std::printf("common origin: %lld ns (cluster time)\n", static_cast<long long>(result.origin_ns));
   std::printf("%-20s %5s %12s %14s %14s %12s %10s %10s\n", "host", "node", "events",
@@ -197,7 +211,7 @@ void PrintAlignSummary(const TraceInputs& in, const HostMaps& maps, const AlignR
                   result.hosts[i].host.c_str(), result.hosts[i].max_beyond_span_ns / 1e9);
     }
   }
-  for (const auto& note : in.notes) std::printf("note: %s\n", note.c_str());
+  for (const auto& note : notes) std::printf("note: %s\n", note.c_str());
   for (const auto& w : maps.warnings) std::printf("warning: %s\n", w.c_str());
 }
 
@@ -227,6 +241,10 @@ bool StagedDirectory::Open(const fs::path& final_dir, std::string* error) {
     return false;
   }
   partial_ = final_.string() + ".partial-" + std::to_string(getpid());
+  for (fs::path p = final_.parent_path(); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    first_created_parent_ = p;
+    if (p == p.parent_path()) break;
+  }
   fs::create_directories(partial_, ec);
   if (ec) {
     *error = "cannot create " + partial_.string() + ": " + ec.message();
@@ -250,6 +268,11 @@ StagedDirectory::~StagedDirectory() {
   if (committed_ || partial_.empty()) return;
   std::error_code ec;
   fs::remove_all(partial_, ec);
+  if (first_created_parent_.empty()) return;
+  // The parents Open created, deepest first, each only while empty.
+  for (fs::path p = partial_.parent_path(); fs::remove(p, ec); p = p.parent_path()) {
+    if (p == first_created_parent_) break;
+  }
 }
 
 namespace {
@@ -275,11 +298,20 @@ void PhaseTimer::End(const char* phase) {
   const auto now = std::chrono::steady_clock::now();
   long maxrss_kb = 0;
   const double cpu_s = ProcessCpuSeconds(&maxrss_kb);
-  std::fprintf(stderr, "timing: phase=%s wall_s=%.6f cpu_s=%.6f maxrss_kb=%ld\n", phase,
-               std::chrono::duration<double>(now - wall_start_).count(), cpu_s - cpu_start_s_,
-               maxrss_kb);
+  auto it = std::find_if(phases_.begin(), phases_.end(), [&](const Phase& p) { return p.name == phase; });
+  if (it == phases_.end()) it = phases_.insert(phases_.end(), Phase{phase});
+  it->wall_s += std::chrono::duration<double>(now - wall_start_).count();
+  it->cpu_s += cpu_s - cpu_start_s_;
+  it->maxrss_kb = maxrss_kb;
   wall_start_ = now;
   cpu_start_s_ = cpu_s;
+}
+
+void PhaseTimer::Print() const {
+  for (const Phase& p : phases_) {
+    std::fprintf(stderr, "timing: phase=%s wall_s=%.6f cpu_s=%.6f maxrss_kb=%ld\n", p.name.c_str(), p.wall_s,
+                 p.cpu_s, p.maxrss_kb);
+  }
 }
 
 int Fail(const std::string& command, const std::string& message) {

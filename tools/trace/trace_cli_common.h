@@ -27,6 +27,7 @@ struct InputFlags {
   std::vector<std::string> origins;  // HOST=NS
 
   void Add(CLI::App* app);
+  bool Options(TraceInputOptions* options, std::string* error) const;
   bool Load(TraceInputs* out, std::string* error) const;
 };
 
@@ -61,11 +62,16 @@ struct HostMaps {
 
 bool BuildHostMaps(const CorrectionFlags& flags, const std::vector<HostTrace>& hosts, HostMaps* out,
                    std::string* error);
+// From offsets files and the host -> node rules alone (not --recorded-mapping,
+// which reads each host's trace): for hosts named before they are read.
+bool BuildOffsetsHostMaps(const CorrectionFlags& flags, const std::vector<std::string>& hosts, HostMaps* out,
+                          std::string* error);
 
 // Aligns `in` in place with `maps` and prints the one-screen summary.
+AlignOptions MakeAlignOptions(const CorrectionFlags& flags, const HostMaps& maps);
 bool AlignInputs(const CorrectionFlags& flags, const HostMaps& maps, TraceInputs* in,
                  AlignResult* result, std::string* error);
-void PrintAlignSummary(const TraceInputs& in, const HostMaps& maps, const AlignResult& result);
+void PrintAlignSummary(const std::vector<std::string>& notes, const HostMaps& maps, const AlignResult& result);
 // The same as JSON (schema chronolink.align_summary.v1), for --summary-json and the report.
 nlohmann::json AlignSummaryJson(const HostMaps& maps, const AlignResult& result);
 
@@ -78,7 +84,8 @@ std::vector<const HostTrace*> ConstHosts(const TraceInputs& in);
 
 // Writes every file of a directory output into `<final>.partial-<pid>` and
 // renames it to `final` at the end; on failure or destruction before
-// Commit() the partial directory is removed. `final` must not exist.
+// Commit() the partial directory is removed, and so are the missing parent
+// directories Open created. `final` must not exist.
 class StagedDirectory {
  public:
   bool Open(const std::filesystem::path& final_dir, std::string* error);
@@ -88,23 +95,33 @@ class StagedDirectory {
 
  private:
   std::filesystem::path final_, partial_;
+  std::filesystem::path first_created_parent_;  // empty: every parent existed
   bool committed_ = false;
 };
 
 // `align --timings`: each phase's wall and CPU seconds and the process's
 // peak RSS at its end, one stderr line per phase
 // (`timing: phase=read wall_s=1.234567 cpu_s=1.200000 maxrss_kb=123456`),
-// read by bench/trace_align_bench.py. Disabled, it does nothing.
+// read by bench/trace_align_bench.py. A phase ended several times (read,
+// align, write of each host in turn) is summed and printed once, in the
+// order phases first ended, by Print(). Disabled, it does nothing.
 class PhaseTimer {
  public:
   explicit PhaseTimer(bool enabled);
-  // Ends the phase begun at the previous End (or at construction) and prints it.
+  // Ends the phase begun at the previous End (or at construction).
   void End(const char* phase);
+  void Print() const;
 
  private:
+  struct Phase {
+    std::string name;
+    double wall_s = 0, cpu_s = 0;
+    long maxrss_kb = 0;
+  };
   bool enabled_;
   std::chrono::steady_clock::time_point wall_start_;
   double cpu_start_s_ = 0;
+  std::vector<Phase> phases_;
 };
 
 // Prints "chronolink-trace <cmd>: <message>" to stderr; returns exit code 1.

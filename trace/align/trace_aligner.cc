@@ -6,45 +6,13 @@
 #include <optional>
 
 #include "trace/align/correction_record.h"
+#include "trace/model/host_span.h"
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::trace {
 namespace {
 
 bool Timed(const xspace::XEvent& e) { return e.data_case() != xspace::XEvent::kNumOccurrences; }
-
-// The host's first and last instants on its own clock: every timed event's
-// start and end, and the session bounds the producer recorded.
-bool HostSpan(const HostTrace& host, TraceInstant* first, TraceInstant* last, std::string* error) {
-  bool any = false;
-  auto take = [&](const TraceInstant& t) {
-    if (!any || t < *first) *first = t;
-    if (!any || t > *last) *last = t;
-    any = true;
-  };
-  for (const auto& plane : host.space->planes()) {
-    for (const auto& line : plane.lines()) {
-      for (const auto& event : line.events()) {
-        if (!Timed(event)) continue;
-        const auto s = EventStart(host.line_base_ns, line, event);
-        const auto e = EventEnd(host.line_base_ns, line, event);
-        if (!s || !e) {
-          *error = "host " + host.host + ": an event of plane '" + plane.name() + "' line '" +
-                   line.name() + "' lies outside int64 nanoseconds";
-          return false;
-        }
-        take(*s);
-        take(*e);
-      }
-    }
-  }
-  // Session bounds as XProf reads them (epoch ns; absent or absurd: ignored).
-  for (const auto bound : {ProfileStartTime(*host.space), ProfileStopTime(*host.space)}) {
-    if (bound && *bound <= static_cast<uint64_t>(INT64_MAX)) take({static_cast<int64_t>(*bound), 0});
-  }
-  if (!any) *error = "host " + host.host + ": the trace has no timed event";
-  return any;
-}
 
 std::string Where(const HostTrace& host, const xspace::XPlane& plane, const xspace::XLine& line) {
   return "host " + host.host + ", plane '" + plane.name() + "', line '" + line.name() + "'";
@@ -164,49 +132,30 @@ class HostRewriter {
   double uncertainty_sum_ = 0;
 };
 
-bool CheckInputs(const std::vector<HostTrace*>& hosts, const std::vector<const HostClockMap*>& maps,
-                 std::string* error) {
-  if (hosts.empty()) {
-    *error = "no traces to align";
+bool CheckHost(const HostTrace& h, const HostClockMap* map, std::string* error) {
+  if (map == nullptr) {
+    *error = "host " + h.host + " has no clock correction";
     return false;
   }
-  if (hosts.size() != maps.size()) {
-    *error = "internal: one clock map per host is needed";
-    return false;
-  }
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    const HostTrace& h = *hosts[i];
-    if (maps[i] == nullptr) {
-      *error = "host " + h.host + " has no clock correction";
-      return false;
-    }
-    if (h.clock != TraceClock::kHostRealtime) {
-      *error = "host " + h.host + " is already on cluster time (aligned twice?)";
-      return false;
-    }
-    if (!h.line_base_known) {
-      *error = "host " + h.host + " (" + h.source.string() +
-               "): its timestamps are relative to an unknown start; give the start "
-               "(--origin HOST=NS, or the .chronolink-origin.json sidecar)";
-      return false;
-    }
-  }
-  return true;
+  return CheckAlignable(h, error);
 }
 
 // Maps the host's span ends and checks how far they lie outside the solved span.
-bool MapSpan(const HostTrace& host, const HostClockMap& map, const AlignOptions& options,
-             HostAlignment* stats, TraceInstant* mapped_first, std::string* error) {
-  if (!HostSpan(host, &stats->first_host, &stats->last_host, error)) return false;
-  const auto first = map.Map(stats->first_host);
-  const auto last = map.Map(stats->last_host);
+bool MapSpan(const std::string& host, const HostSpanInstants& span, const HostClockMap& map,
+             const AlignOptions& options, HostAlignment* stats, TraceInstant* mapped_first,
+             std::string* error) {
+  stats->host = host;
+  stats->first_host = span.first;
+  stats->last_host = span.last;
+  const auto first = map.Map(span.first);
+  const auto last = map.Map(span.last);
   if (!first || !last) {
-    *error = "host " + host.host + ": no clock correction covers its trace (" + map.Describe() + ")";
+    *error = "host " + host + ": no clock correction covers its trace (" + map.Describe() + ")";
     return false;
   }
   const int64_t beyond = std::max(first->beyond_span_ns, last->beyond_span_ns);
   if (beyond > options.max_extrapolation_ns) {
-    *error = "host " + host.host + ": its trace reaches " + std::to_string(beyond / 1'000'000) +
+    *error = "host " + host + ": its trace reaches " + std::to_string(beyond / 1'000'000) +
              " ms outside the solved offsets (limit " +
              std::to_string(options.max_extrapolation_ns / 1'000'000) +
              " ms, --max-extrapolation-s): were the offsets recorded during this profile?";
@@ -232,32 +181,97 @@ bool CheckBound(const HostAlignment& h, const AlignOptions& options, std::string
   return false;
 }
 
+// Rewrites one host on the planned origin and records what was applied.
+bool AlignOnPlan(HostTrace* host, const HostClockMap& map, const AlignOptions& options, HostAlignment* stats,
+                 const AlignResult& result, std::string* error) {
+  const int64_t origin = result.origin_ns;
+  if (!HostRewriter(host, map, origin, options.annotate_events, stats).Run(error)) return false;
+  if (!CheckBound(*stats, options, error)) return false;
+  const auto mapped_last = map.Map(stats->last_host);
+  host->line_base_ns = origin;
+  host->clock = TraceClock::kClusterTime;
+  if (FindPlane(*host->space, kTaskEnvPlaneName) != nullptr) {  // XSpace inputs: XProf reads it
+    SetProfileStartTime(host->space, static_cast<uint64_t>(origin));
+    SetProfileStopTime(host->space, static_cast<uint64_t>(mapped_last ? mapped_last->cluster.ns : origin));
+  }
+  RecordCorrection(map, *stats, result, options, host);
+  return true;
+}
+
 }  // namespace
 
-bool AlignHosts(std::vector<HostTrace*> hosts, const std::vector<const HostClockMap*>& maps,
-                const AlignOptions& options, AlignResult* result, std::string* error) {
-  if (!CheckInputs(hosts, maps, error)) return false;
+bool CheckAlignable(const HostTrace& h, std::string* error) {
+  if (h.clock != TraceClock::kHostRealtime) {
+    *error = "host " + h.host + " is already on cluster time (aligned twice?)";
+    return false;
+  }
+  if (!h.line_base_known) {
+    *error = "host " + h.host + " (" + h.source.string() +
+             "): its timestamps are relative to an unknown start; give the start "
+             "(--origin HOST=NS, or the .chronolink-origin.json sidecar)";
+    return false;
+  }
+  return true;
+}
+
+bool PlanAlignment(const std::vector<std::string>& hosts, const std::vector<HostSpanInstants>& spans,
+                   const std::vector<const HostClockMap*>& maps, const AlignOptions& options,
+                   AlignResult* result, std::string* error) {
+  if (hosts.empty()) {
+    *error = "no traces to align";
+    return false;
+  }
+  if (hosts.size() != maps.size() || hosts.size() != spans.size()) {
+    *error = "internal: one clock map and one span per host are needed";
+    return false;
+  }
   result->hosts.assign(hosts.size(), HostAlignment{});
   int64_t origin = std::numeric_limits<int64_t>::max();
   for (size_t i = 0; i < hosts.size(); ++i) {
-    result->hosts[i].host = hosts[i]->host;
+    if (maps[i] == nullptr) {
+      *error = "host " + hosts[i] + " has no clock correction";
+      return false;
+    }
     TraceInstant mapped_first;
-    if (!MapSpan(*hosts[i], *maps[i], options, &result->hosts[i], &mapped_first, error)) return false;
+    if (!MapSpan(hosts[i], spans[i], *maps[i], options, &result->hosts[i], &mapped_first, error)) return false;
     origin = std::min(origin, mapped_first.ns);  // dropping ps floors: the origin precedes every event
   }
   result->origin_ns = origin;
+  return true;
+}
+
+bool AlignPlannedHost(size_t index, HostTrace* host, const HostClockMap& map, const AlignOptions& options,
+                      AlignResult* result, std::string* error) {
+  if (index >= result->hosts.size() || !CheckHost(*host, &map, error)) {
+    if (error->empty()) *error = "internal: host " + host->host + " is not in the plan";
+    return false;
+  }
+  HostAlignment& stats = result->hosts[index];
+  HostSpanInstants span;
+  if (!HostSpan(*host, &span, error)) return false;
+  if (span.first != stats.first_host || span.last != stats.last_host) {
+    *error = "host " + host->host + ": its span read from the parsed file differs from the span planned " +
+             "before (a bug in the span scan, or the file changed in between: please report it)";
+    return false;
+  }
+  return AlignOnPlan(host, map, options, &stats, *result, error);
+}
+
+bool AlignHosts(std::vector<HostTrace*> hosts, const std::vector<const HostClockMap*>& maps,
+                const AlignOptions& options, AlignResult* result, std::string* error) {
+  if (hosts.size() != maps.size()) {
+    *error = "internal: one clock map per host is needed";
+    return false;
+  }
+  std::vector<std::string> names;
+  std::vector<HostSpanInstants> spans(hosts.size());
   for (size_t i = 0; i < hosts.size(); ++i) {
-    HostTrace* host = hosts[i];
-    if (!HostRewriter(host, *maps[i], origin, options.annotate_events, &result->hosts[i]).Run(error)) return false;
-    if (!CheckBound(result->hosts[i], options, error)) return false;
-    const auto mapped_last = maps[i]->Map(result->hosts[i].last_host);
-    host->line_base_ns = origin;
-    host->clock = TraceClock::kClusterTime;
-    if (FindPlane(*host->space, kTaskEnvPlaneName) != nullptr) {  // XSpace inputs: XProf reads it
-      SetProfileStartTime(host->space, static_cast<uint64_t>(origin));
-      SetProfileStopTime(host->space, static_cast<uint64_t>(mapped_last ? mapped_last->cluster.ns : origin));
-    }
-    RecordCorrection(*maps[i], result->hosts[i], *result, options, host);
+    if (!CheckHost(*hosts[i], maps[i], error) || !HostSpan(*hosts[i], &spans[i], error)) return false;
+    names.push_back(hosts[i]->host);
+  }
+  if (!PlanAlignment(names, spans, maps, options, result, error)) return false;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (!AlignOnPlan(hosts[i], *maps[i], options, &result->hosts[i], *result, error)) return false;
   }
   return true;
 }

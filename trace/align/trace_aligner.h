@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "trace/align/host_clock_map.h"
+#include "trace/model/host_span.h"
 #include "trace/model/host_trace.h"
 
 namespace chronolink::trace {
@@ -58,5 +59,23 @@ struct AlignResult {
 // the traces may be partly rewritten (callers discard them).
 bool AlignHosts(std::vector<HostTrace*> hosts, const std::vector<const HostClockMap*>& maps,
                 const AlignOptions& options, AlignResult* result, std::string* error);
+
+// The same one host at a time, for runs too large to hold at once: first
+// the plan, from every host's span alone (HostSpan, or the wire-level scan
+// of its file, trace/importers/xspace/xspace_span_scan.h): the common
+// origin and each host's correction at its ends, checked against
+// max_extrapolation_ns. Then each host, read when its turn comes, is
+// aligned on that plan and can be written and freed before the next is read.
+// AlignPlannedHost refuses a host whose span is not the one planned (the
+// origin could then follow one of its events).
+// Whether a host trace can be aligned at all: on its own clock, with a known
+// line base. False with the reason (and what to give) in *error.
+bool CheckAlignable(const HostTrace& host, std::string* error);
+
+bool PlanAlignment(const std::vector<std::string>& hosts, const std::vector<HostSpanInstants>& spans,
+                   const std::vector<const HostClockMap*>& maps, const AlignOptions& options,
+                   AlignResult* result, std::string* error);
+bool AlignPlannedHost(size_t index, HostTrace* host, const HostClockMap& map, const AlignOptions& options,
+                      AlignResult* result, std::string* error);
 
 }  // namespace chronolink::trace

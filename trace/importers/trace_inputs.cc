@@ -89,7 +89,7 @@ bool LoadXSpace(const fs::path& path, TraceInputs* out, std::string* error) {
   return true;
 }
 
-bool LoadRun(const fs::path& dir, const TraceInputOptions& options, TraceInputs* out,
+bool ListRun(const fs::path& dir, const TraceInputOptions& options, TraceInputList* out,
              std::string* error) {
   ProfileRun run;
   if (!FindRun(dir, options.run, &run, error)) return false;
@@ -99,8 +99,20 @@ bool LoadRun(const fs::path& dir, const TraceInputOptions& options, TraceInputs*
   }
   out->run_name = run.name;
   out->notes.push_back("run " + run.dir.string() + ": " + std::to_string(run.hosts.size()) + " host(s)");
-  for (const auto& h : run.hosts) {
-    if (!LoadXSpace(h.path, out, error)) return false;
+  for (const auto& h : run.hosts) out->files.push_back({h.path, TraceFormat::kXSpace, h.host});
+  return true;
+}
+
+// The names outputs are written under must differ; a host's trace takes
+// its file's name (the readers' rule), so the list can tell before reading.
+bool CheckDistinctFiles(const TraceInputList& list, std::string* error) {
+  std::set<std::string> seen;
+  for (const auto& f : list.files) {
+    if (!seen.insert(f.host).second) {
+      *error = "two inputs are both host '" + f.host + "' (" + f.path.string() +
+               "): outputs are named by host, rename one";
+      return false;
+    }
   }
   return true;
 }
@@ -146,8 +158,15 @@ bool ParseOrigin(const std::string& text, std::string* host, int64_t* ns, std::s
   return true;
 }
 
-bool LoadTraceInputs(const std::vector<std::string>& inputs, const TraceInputOptions& options,
-                     TraceInputs* out, std::string* error) {
+bool TraceInputList::AllXSpace() const {
+  for (const auto& f : files) {
+    if (f.format != TraceFormat::kXSpace) return false;
+  }
+  return !files.empty();
+}
+
+bool ListTraceInputs(const std::vector<std::string>& inputs, const TraceInputOptions& options,
+                     TraceInputList* out, std::string* error) {
   if (inputs.empty()) {
     *error = "no input: name a TensorBoard logdir, a run directory, .xplane.pb or .json files";
     return false;
@@ -157,15 +176,33 @@ bool LoadTraceInputs(const std::vector<std::string>& inputs, const TraceInputOpt
     std::error_code ec;
     if (input.ends_with(kOriginSidecarSuffix)) continue;  // a `*.json` glob names the sidecars too
     if (fs::is_directory(path, ec)) {
-      if (!LoadRun(path, options, out, error)) return false;
+      if (!ListRun(path, options, out, error)) return false;
     } else if (!fs::exists(path, ec)) {
       *error = input + ": no such file or directory";
       return false;
     } else if (LooksLikeJson(path)) {
-      if (!LoadJson(path, options, out, error)) return false;
-    } else if (!LoadXSpace(path, out, error)) {
-      return false;
+      out->files.push_back({path, TraceFormat::kChromeJson, HostOfJson(path)});
+    } else {
+      out->files.push_back({path, TraceFormat::kXSpace, HostFromXSpaceFileName(path)});
     }
+  }
+  return CheckDistinctFiles(*out, error);
+}
+
+bool LoadTraceInput(const TraceInputFile& file, const TraceInputOptions& options, TraceInputs* out,
+                    std::string* error) {
+  return file.format == TraceFormat::kChromeJson ? LoadJson(file.path, options, out, error)
+                                                 : LoadXSpace(file.path, out, error);
+}
+
+bool LoadTraceInputs(const std::vector<std::string>& inputs, const TraceInputOptions& options,
+                     TraceInputs* out, std::string* error) {
+  TraceInputList list;
+  if (!ListTraceInputs(inputs, options, &list, error)) return false;
+  out->run_name = list.run_name;
+  out->notes = list.notes;
+  for (const auto& file : list.files) {
+    if (!LoadTraceInput(file, options, out, error)) return false;
   }
   return CheckDistinctHosts(*out, error);
 }

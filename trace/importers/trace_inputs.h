@@ -37,10 +37,33 @@ struct TraceInputs {
   bool AllChromeJson() const;
 };
 
+// One file the inputs name, resolved but not read.
+struct TraceInputFile {
+  std::filesystem::path path;
+  TraceFormat format = TraceFormat::kXSpace;  // told by the first byte
+  std::string host;                           // the host its trace will be named (file name rule)
+};
+
+struct TraceInputList {
+  std::vector<TraceInputFile> files;
+  std::string run_name;
+  std::vector<std::string> notes;
+  bool AllXSpace() const;
+};
+
 // "HOST=NS" (NS decimal epoch nanoseconds) for --origin.
 bool ParseOrigin(const std::string& text, std::string* host, int64_t* ns, std::string* error);
 
 bool LoadTraceInputs(const std::vector<std::string>& inputs, const TraceInputOptions& options,
                      TraceInputs* out, std::string* error);
+
+// The two halves of LoadTraceInputs, for callers that read one host at a
+// time: resolve what the inputs name (runs, files, formats, host names;
+// two files of one host refused), then read one of them into `out`
+// (appending its trace and notes).
+bool ListTraceInputs(const std::vector<std::string>& inputs, const TraceInputOptions& options,
+                     TraceInputList* out, std::string* error);
+bool LoadTraceInput(const TraceInputFile& file, const TraceInputOptions& options, TraceInputs* out,
+                    std::string* error);
 
 }  // namespace chronolink::trace

@@ -18,12 +18,15 @@ int64_t FreshMetadataId(const Map& map) {
   }
 }
 
+// The smallest id with that name: a map's iteration order differs between
+// two parses of the same bytes, and a file may name two entries alike.
 template <typename Map>
 std::optional<int64_t> FindMetadataId(const Map& map, std::string_view name) {
+  std::optional<int64_t> found;
   for (const auto& [key, value] : map) {
-    if (value.name() == name) return key;
+    if (value.name() == name && (!found || key < *found)) found = key;
   }
-  return std::nullopt;
+  return found;
 }
 
 template <typename Map>

@@ -122,6 +122,34 @@ TEST_F(TraceCliTest, AlignsARunAndRefusesToWriteOverIt) {
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
 }
 
+// align streams an XSpace run one host at a time (the origin from a span
+// scan of every file first); --hold-all reads every host before aligning
+// any. Both must write the same bytes, the second host's span reaching
+// before the first's included (the origin comes from it).
+TEST_F(TraceCliTest, AligningOneHostAtATimeWritesWhatHoldingAllWrites) {
+  WriteHost("a", 40);
+  WriteHost("b", 40, /*line_ts_ns=*/-3'000'000);  // b starts 3 ms before a
+  const fs::path offsets = WriteOffsets();
+  auto align = [&](const std::string& out, bool hold_all) {
+    std::vector<std::string> args = {"align", (dir_ / "logs").string(), "--offsets", offsets.string(), "--host",
+                                     "1=a", "--host", "2=b", "--annotate-events", "--out", (dir_ / out).string()};
+    if (hold_all) args.push_back("--hold-all");
+    const ProcessResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  const std::string streamed = align("streamed", false);
+  const std::string held = align("held", true);
+  EXPECT_EQ(streamed.substr(0, streamed.find("wrote")), held.substr(0, held.find("wrote")));
+  for (const char* host : {"a", "b"}) {
+    const fs::path rel = fs::path("plugins") / "profile" / "2026_11_25_10_00_00" / (std::string(host) + ".xplane.pb");
+    std::ifstream x(dir_ / "streamed" / rel, std::ios::binary), y(dir_ / "held" / rel, std::ios::binary);
+    const std::string sx((std::istreambuf_iterator<char>(x)), {}), sy((std::istreambuf_iterator<char>(y)), {});
+    EXPECT_FALSE(sx.empty()) << host;
+    EXPECT_EQ(sx, sy) << host;
+  }
+}
+
 TEST_F(TraceCliTest, ATruncatedXSpaceIsOneClearErrorAndNoOutput) {
   const fs::path host = WriteHost("a", 50);
   fs::resize_file(host, fs::file_size(host) / 2);

@@ -20,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,5 +41,13 @@ struct LineBase {
 // Returns false with `*error` when the lines contradict each other or the
 // start time does not fit int64.
 bool DetectLineBase(const xspace::XSpace& space, LineBase* out, std::string* error);
+
+// The same rule over what it reads: the start time as stored, and the
+// timestamp_ns of every non-empty line in file order (the wire-level span
+// scan feeds it without a model). On a contradiction `*first_absolute` and
+// `*first_relative` index the first line of each kind.
+enum class LineBaseVerdict { kOk, kMixed, kStartTooLarge };
+LineBaseVerdict DecideLineBase(std::optional<uint64_t> start, std::span<const int64_t> nonempty_line_ts,
+                               LineBase* out, size_t* first_absolute, size_t* first_relative);
 
 }  // namespace chronolink::trace

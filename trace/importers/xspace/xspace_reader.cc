@@ -13,6 +13,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "trace/importers/xspace/line_base.h"
 #include "trace/importers/xspace/wire_diagnosis.h"
@@ -28,18 +31,74 @@ constexpr int kReadBlockBytes = 1 << 20;
 
 constexpr size_t kHugePage = 2 << 20;
 
+// Large arena blocks freed by one trace, kept for the next read when reuse
+// is enabled (SetXSpaceBlockReuse): a reused block costs nothing, a fresh
+// one costs the kernel zeroing its pages, which was most of a read's time.
+class LargeBlockPool {
+ public:
+  void SetLimit(size_t bytes) {
+    std::vector<void*> drop;
+    {
+      std::lock_guard lock(mu_);
+      limit_ = bytes;
+      while (held_ > limit_ && !free_.empty()) {
+        held_ -= free_.back().first;
+        drop.push_back(free_.back().second);
+        free_.pop_back();
+      }
+    }
+    for (void* p : drop) std::free(p);
+  }
+  void* Take(size_t size) {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < free_.size(); ++i) {
+      if (free_[i].first != size) continue;
+      void* p = free_[i].second;
+      free_[i] = free_.back();
+      free_.pop_back();
+      held_ -= size;
+      return p;
+    }
+    return nullptr;
+  }
+  bool Put(void* p, size_t size) {
+    std::lock_guard lock(mu_);
+    if (held_ + size > limit_) return false;
+    free_.emplace_back(size, p);
+    held_ += size;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<size_t, void*>> free_;
+  size_t held_ = 0;
+  size_t limit_ = 0;
+};
+
+LargeBlockPool& BlockPool() {
+  static auto* pool = new LargeBlockPool();  // never destroyed: arenas may outlive static destruction
+  return *pool;
+}
+
+size_t RoundToHugePage(size_t size) { return (size + kHugePage - 1) / kHugePage * kHugePage; }
+
 // Arena blocks of 2 MiB and more are 2 MiB aligned and marked for
 // transparent huge pages: a parsed trace takes ~6x its file size, and
 // faulting that in 4 KiB pages is a large part of the read (docs/xspace.md).
 void* AllocateBlock(size_t size) {
   if (size < kHugePage) return std::malloc(size);
-  const size_t rounded = (size + kHugePage - 1) / kHugePage * kHugePage;
+  const size_t rounded = RoundToHugePage(size);
+  if (void* reused = BlockPool().Take(rounded)) return reused;
   void* p = std::aligned_alloc(kHugePage, rounded);
   if (p) ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint; without THP it is ignored
   return p;
 }
 
-void FreeBlock(void* p, size_t) { std::free(p); }
+void FreeBlock(void* p, size_t size) {
+  if (size >= kHugePage && BlockPool().Put(p, RoundToHugePage(size))) return;
+  std::free(p);
+}
 
 // A fresh trace whose arena grows in blocks sized for `bytes` of input:
 // large blocks for large files (fewer allocations), small ones for small.
@@ -62,14 +121,6 @@ bool ParseAll(ZeroCopyInputStream* stream, int64_t size, xspace::XSpace* space) 
   coded.SetTotalBytesLimit(static_cast<int>(size));
   if (!space->ParseFromCodedStream(&coded)) return false;
   return coded.ConsumedEntireMessage() && coded.CurrentPosition() == size;
-}
-
-std::string HostFromFileName(const std::filesystem::path& path) {
-  std::string name = path.filename().string();
-  if (name.size() > kXSpaceSuffix.size() && name.ends_with(kXSpaceSuffix)) {
-    name.resize(name.size() - kXSpaceSuffix.size());
-  }
-  return name;
 }
 
 // Host name and line base: what the model needs beyond the message.
@@ -126,6 +177,16 @@ class FileCloser {
 
 }  // namespace
 
+void SetXSpaceBlockReuse(size_t max_bytes) { BlockPool().SetLimit(max_bytes); }
+
+std::string HostFromXSpaceFileName(const std::filesystem::path& path) {
+  std::string name = path.filename().string();
+  if (name.size() > kXSpaceSuffix.size() && name.ends_with(kXSpaceSuffix)) {
+    name.resize(name.size() - kXSpaceSuffix.size());
+  }
+  return name;
+}
+
 bool ReadXSpaceFile(const std::filesystem::path& path, HostTrace* out, std::string* error,
                     XSpaceReadResult* result) {
   *out = HostTrace();
@@ -165,7 +226,7 @@ bool ReadXSpaceFile(const std::filesystem::path& path, HostTrace* out, std::stri
     return false;
   }
   trace.source = path;
-  if (!FinishTrace(name, HostFromFileName(path), &trace, error, result)) return false;
+  if (!FinishTrace(name, HostFromXSpaceFileName(path), &trace, error, result)) return false;
   *out = std::move(trace);
   return true;
 }

@@ -11,6 +11,7 @@
 // Stateless; safe to call from several threads on different HostTraces.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -31,9 +32,18 @@ struct XSpaceReadResult {
 bool ReadXSpaceFile(const std::filesystem::path& path, HostTrace* out, std::string* error,
                     XSpaceReadResult* result = nullptr);
 
+// The host a file's trace is named: its file name without `.xplane.pb`.
+std::string HostFromXSpaceFileName(const std::filesystem::path& path);
+
 // Parses serialized bytes (the fuzz entry point): host = hostnames[0] or "".
 bool ParseXSpace(std::string_view bytes, HostTrace* out, std::string* error,
                  XSpaceReadResult* result = nullptr);
+
+// Keeps up to `max_bytes` of the large arena blocks freed by traces this
+// reader built, for the next read to reuse (0, the default: none kept). For
+// a program that reads one large trace after another and frees each
+// (chronolink-trace align); the memory stays with the process.
+void SetXSpaceBlockReuse(size_t max_bytes);
 
 // The largest file or buffer the reader accepts (protobuf sizes are int).
 inline constexpr int64_t kMaxXSpaceBytes = 2'147'483'647;

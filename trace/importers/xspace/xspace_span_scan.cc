@@ -1,0 +1,266 @@
+#include "trace/importers/xspace/xspace_span_scan.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "proto/xplane.pb.h"
+#include "trace/model/xplane_edit.h"
+
+namespace chronolink::trace {
+namespace {
+
+enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
+
+// XSpace field numbers (REFERENCE §2, proto/xplane.proto).
+constexpr uint32_t kSpacePlanes = 1;
+constexpr uint32_t kPlaneName = 2, kPlaneLines = 3;
+constexpr uint32_t kLineTimestampNs = 3, kLineEvents = 4;
+constexpr uint32_t kEventOffsetPs = 2, kEventDurationPs = 3, kEventNumOccurrences = 5;
+
+// A forward reader over one message's bytes. Fails (returns false) on what
+// protobuf would reject and on groups, which the scan leaves to the parser.
+class WireReader {
+ public:
+  explicit WireReader(std::string_view bytes)
+      : p_(reinterpret_cast<const uint8_t*>(bytes.data())), end_(p_ + bytes.size()) {}
+
+  bool done() const { return p_ == end_; }
+
+  bool Varint(uint64_t* out) {
+    uint64_t v = 0;
+    for (int i = 0; i < 10; ++i) {
+      if (p_ == end_) return false;
+      const uint8_t b = *p_++;
+      v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);  // bits past 64 are dropped, as protobuf does
+      if ((b & 0x80) == 0) {
+        *out = v;
+        return true;
+      }
+    }
+    return false;  // an eleventh byte: malformed
+  }
+
+  bool Tag(uint32_t* field, uint32_t* wire_type) {
+    uint64_t tag = 0;
+    if (!Varint(&tag) || tag > std::numeric_limits<uint32_t>::max() || (tag >> 3) == 0) return false;
+    *field = static_cast<uint32_t>(tag >> 3);
+    *wire_type = static_cast<uint32_t>(tag & 7);
+    return true;
+  }
+
+  bool Bytes(std::string_view* out) {
+    uint64_t len = 0;
+    if (!Varint(&len) || len > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()) ||
+        len > static_cast<uint64_t>(end_ - p_)) {
+      return false;
+    }
+    *out = std::string_view(reinterpret_cast<const char*>(p_), len);
+    p_ += len;
+    return true;
+  }
+
+  bool Skip(uint32_t wire_type) {
+    uint64_t ignored = 0;
+    std::string_view ignored_bytes;
+    switch (wire_type) {
+      case kVarint: return Varint(&ignored);
+      case kFixed64: return Advance(8);
+      case kFixed32: return Advance(4);
+      case kLengthDelimited: return Bytes(&ignored_bytes);
+      default: return false;  // groups (3, 4) and invalid types
+    }
+  }
+
+ private:
+  bool Advance(size_t n) {
+    if (static_cast<size_t>(end_ - p_) < n) return false;
+    p_ += n;
+    return true;
+  }
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+// One line as the span needs it: its timestamp, whether it has events, and
+// the extremes of its timed events' starts and ends relative to it (ps).
+struct LineSummary {
+  int64_t timestamp_ns = 0;
+  bool nonempty = false;
+  bool timed = false;
+  __int128 min_ps = 0;
+  __int128 max_ps = 0;
+};
+
+bool ScanEvent(std::string_view bytes, LineSummary* line) {
+  WireReader in(bytes);
+  bool timed = true;  // data_case NOT_SET counts as timed (offset 0)
+  int64_t offset = 0, duration = 0;
+  while (!in.done()) {
+    uint32_t field = 0, wt = 0;
+    if (!in.Tag(&field, &wt)) return false;
+    uint64_t v = 0;
+    if (wt == kVarint && (field == kEventOffsetPs || field == kEventDurationPs || field == kEventNumOccurrences)) {
+      if (!in.Varint(&v)) return false;
+      if (field == kEventOffsetPs) offset = static_cast<int64_t>(v), timed = true;
+      if (field == kEventDurationPs) duration = static_cast<int64_t>(v);
+      if (field == kEventNumOccurrences) timed = false;  // the oneof's last member wins
+    } else if (!in.Skip(wt)) {
+      return false;
+    }
+  }
+  if (!timed) return true;
+  const __int128 start = offset, end = static_cast<__int128>(offset) + duration;
+  const __int128 lo = start < end ? start : end, hi = start < end ? end : start;
+  if (!line->timed || lo < line->min_ps) line->min_ps = lo;
+  if (!line->timed || hi > line->max_ps) line->max_ps = hi;
+  line->timed = true;
+  return true;
+}
+
+bool ScanLine(std::string_view bytes, std::vector<LineSummary>* lines) {
+  WireReader in(bytes);
+  LineSummary line;
+  while (!in.done()) {
+    uint32_t field = 0, wt = 0;
+    if (!in.Tag(&field, &wt)) return false;
+    if (field == kLineTimestampNs && wt == kVarint) {
+      uint64_t v = 0;
+      if (!in.Varint(&v)) return false;
+      line.timestamp_ns = static_cast<int64_t>(v);
+    } else if (field == kLineEvents && wt == kLengthDelimited) {
+      std::string_view event;
+      if (!in.Bytes(&event) || !ScanEvent(event, &line)) return false;
+      line.nonempty = true;
+    } else if (!in.Skip(wt)) {
+      return false;
+    }
+  }
+  lines->push_back(line);
+  return true;
+}
+
+// Scans a plane's lines; *name is its (last) name field.
+bool ScanPlane(std::string_view bytes, std::string_view* name, std::vector<LineSummary>* lines) {
+  WireReader in(bytes);
+  *name = {};
+  while (!in.done()) {
+    uint32_t field = 0, wt = 0;
+    if (!in.Tag(&field, &wt)) return false;
+    if (field == kPlaneName && wt == kLengthDelimited) {
+      if (!in.Bytes(name)) return false;
+    } else if (field == kPlaneLines && wt == kLengthDelimited) {
+      std::string_view line;
+      if (!in.Bytes(&line) || !ScanLine(line, lines)) return false;
+    } else if (!in.Skip(wt)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// base + line timestamp (ns) + ps, or nullopt outside int64 ns.
+std::optional<TraceInstant> InstantAt(int64_t base_ns, int64_t timestamp_ns, __int128 ps) {
+  int64_t line_ns = 0;
+  if (__builtin_add_overflow(base_ns, timestamp_ns, &line_ns)) return std::nullopt;
+  const __int128 total = static_cast<__int128>(line_ns) * 1000 + ps;
+  __int128 ns = total / 1000, rem = total % 1000;
+  if (rem < 0) rem += 1000, ns -= 1;
+  if (ns < std::numeric_limits<int64_t>::min() || ns > std::numeric_limits<int64_t>::max()) return std::nullopt;
+  return TraceInstant{static_cast<int64_t>(ns), static_cast<int32_t>(rem)};
+}
+
+std::optional<XSpaceSpan> Fail(std::string* why, const char* reason) {
+  *why = reason;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<XSpaceSpan> ScanXSpaceSpan(std::string_view bytes, std::string* why) {
+  std::vector<LineSummary> lines;
+  xspace::XSpace task_env;  // the first `Task Environment` plane, parsed
+  WireReader in(bytes);
+  while (!in.done()) {
+    uint32_t field = 0, wt = 0;
+    if (!in.Tag(&field, &wt)) return Fail(why, "malformed wire data or a group");
+    if (field != kSpacePlanes || wt != kLengthDelimited) {
+      if (!in.Skip(wt)) return Fail(why, "malformed wire data or a group");
+      continue;
+    }
+    std::string_view plane, name;
+    if (!in.Bytes(&plane) || !ScanPlane(plane, &name, &lines)) {
+      return Fail(why, "malformed wire data or a group in a plane");
+    }
+    if (name == kTaskEnvPlaneName && task_env.planes().empty() &&
+        !task_env.add_planes()->ParseFromArray(plane.data(), static_cast<int>(plane.size()))) {
+      return Fail(why, "the Task Environment plane does not parse");
+    }
+  }
+  std::vector<int64_t> nonempty;
+  for (const auto& l : lines) {
+    if (l.nonempty) nonempty.push_back(l.timestamp_ns);
+  }
+  XSpaceSpan out;
+  size_t abs_i = 0, rel_i = 0;
+  if (DecideLineBase(ProfileStartTime(task_env), nonempty, &out.base, &abs_i, &rel_i) != LineBaseVerdict::kOk) {
+    return Fail(why, "no single line base");
+  }
+  if (!out.base.known) return Fail(why, "relative line times with no start");
+  bool any = false;
+  for (const auto& l : lines) {
+    if (!l.timed) continue;
+    const auto first = InstantAt(out.base.base_ns, l.timestamp_ns, l.min_ps);
+    const auto last = InstantAt(out.base.base_ns, l.timestamp_ns, l.max_ps);
+    if (!first || !last) return Fail(why, "an instant outside int64 ns");
+    TakeInstant(*first, &out.span, &any);
+    TakeInstant(*last, &out.span, &any);
+  }
+  for (const auto bound : {ProfileStartTime(task_env), ProfileStopTime(task_env)}) {
+    if (bound && *bound <= static_cast<uint64_t>(INT64_MAX)) {
+      TakeInstant({static_cast<int64_t>(*bound), 0}, &out.span, &any);
+    }
+  }
+  if (!any) return Fail(why, "no timed event");
+  return out;
+}
+
+char* ScanBuffer::Reserve(size_t bytes) {
+  if (bytes > capacity_) {
+    data_ = std::make_unique_for_overwrite<char[]>(bytes);
+    capacity_ = bytes;
+  }
+  return data_.get();
+}
+
+std::optional<XSpaceSpan> ScanXSpaceFileSpan(const std::filesystem::path& path, ScanBuffer* buffer,
+                                             std::string* why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Fail(why, "cannot open");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+      st.st_size > std::numeric_limits<int32_t>::max()) {
+    ::close(fd);
+    return Fail(why, "not a regular file of a size the reader accepts");
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  char* data = buffer->Reserve(size);
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::read(fd, data + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (got != size) return Fail(why, "the file changed while it was read");
+  return ScanXSpaceSpan(std::string_view(data, size), why);
+}
+
+}  // namespace chronolink::trace

@@ -1,0 +1,58 @@
+// The span of one host's XSpace file read straight from its wire bytes,
+// without building the model: the line time base and the first and last
+// instants, exactly as DetectLineBase and HostSpan would find them on the
+// parsed message. `chronolink-trace align` streams one host at a time and
+// needs every host's first instant (the common origin) before it rewrites
+// the first one; this pass costs a fraction of a parse and no memory.
+//
+// Only the lines' timestamps and the events' offsets, durations and oneof
+// case are decoded; everything else is skipped by wire type, except the
+// first `Task Environment` plane, which is small and is parsed with
+// protobuf so that its stats read exactly as the model reads them.
+//
+// The scan never guesses: anything it does not decide exactly as the
+// parser would (groups, malformed or truncated bytes, an instant outside
+// int64, mixed line bases, no timed event) returns nullopt with the reason,
+// and the caller parses the file instead, which reports such files as they
+// deserve. tests/fuzz/xspace_reader_fuzz.cc checks that every span the scan
+// returns equals the parsed model's.
+//
+// Stateless; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "trace/importers/xspace/line_base.h"
+#include "trace/model/host_span.h"
+
+namespace chronolink::trace {
+
+struct XSpaceSpan {
+  LineBase base;
+  HostSpanInstants span;  // on the host's clock, line base applied
+};
+
+std::optional<XSpaceSpan> ScanXSpaceSpan(std::string_view bytes, std::string* why);
+
+// Bytes read from one file, kept to be reused by the next (a file is read
+// whole into it; mapping the file instead would turn a file truncated
+// during the scan into SIGBUS).
+class ScanBuffer {
+ public:
+  char* Reserve(size_t bytes);
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t capacity_ = 0;
+};
+
+// The same over a file.
+std::optional<XSpaceSpan> ScanXSpaceFileSpan(const std::filesystem::path& path, ScanBuffer* buffer,
+                                             std::string* why);
+
+}  // namespace chronolink::trace

@@ -1,0 +1,37 @@
+#include "trace/model/host_span.h"
+
+#include <cstdint>
+
+#include "trace/model/xplane_edit.h"
+
+namespace chronolink::trace {
+
+bool HostSpan(const HostTrace& host, HostSpanInstants* span, std::string* error) {
+  bool any = false;
+  for (const auto& plane : host.space->planes()) {
+    for (const auto& line : plane.lines()) {
+      for (const auto& event : line.events()) {
+        if (event.data_case() == xspace::XEvent::kNumOccurrences) continue;
+        const auto s = EventStart(host.line_base_ns, line, event);
+        const auto e = s ? AddPs(*s, event.duration_ps()) : std::nullopt;
+        if (!s || !e) {
+          *error = "host " + host.host + ": an event of plane '" + plane.name() + "' line '" +
+                   line.name() + "' lies outside int64 nanoseconds";
+          return false;
+        }
+        TakeInstant(*s, span, &any);
+        TakeInstant(*e, span, &any);
+      }
+    }
+  }
+  // Session bounds as XProf reads them (epoch ns; absent or absurd: ignored).
+  for (const auto bound : {ProfileStartTime(*host.space), ProfileStopTime(*host.space)}) {
+    if (bound && *bound <= static_cast<uint64_t>(INT64_MAX)) {
+      TakeInstant({static_cast<int64_t>(*bound), 0}, span, &any);
+    }
+  }
+  if (!any) *error = "host " + host.host + ": the trace has no timed event";
+  return any;
+}
+
+}  // namespace chronolink::trace
