@@ -117,18 +117,6 @@ bool CheckDistinctFiles(const TraceInputList& list, std::string* error) {
   return true;
 }
 
-bool CheckDistinctHosts(const TraceInputs& in, std::string* error) {
-  std::set<std::string> seen;
-  for (const auto& h : in.hosts) {
-    if (!seen.insert(h.host).second) {
-      *error = "two inputs are both host '" + h.host + "' (" + h.source.string() +
-               "): outputs are named by host, rename one";
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 bool TraceInputs::AllXSpace() const {
@@ -204,7 +192,7 @@ bool LoadTraceInputs(const std::vector<std::string>& inputs, const TraceInputOpt
   for (const auto& file : list.files) {
     if (!LoadTraceInput(file, options, out, error)) return false;
   }
-  return CheckDistinctHosts(*out, error);
+  return true;
 }
 
 }  // namespace chronolink::trace

@@ -77,6 +77,10 @@ TEST_F(RunDirectoryTest, ClearErrors) {
   EXPECT_NE(error.find("not a directory"), std::string::npos) << error;
 
   fs::create_directories(profile_ / "scratch");
+  // The only run, whatever its name, is the one.
+  EXPECT_FALSE(FindRun(root_, "", &run, &error));
+  EXPECT_NE(error.find("scratch: no <host>.xplane.pb files"), std::string::npos) << error;
+  fs::create_directories(profile_ / "other");
   EXPECT_FALSE(FindRun(root_, "", &run, &error));
   EXPECT_NE(error.find("no run named YYYY_MM_DD_HH_MM_SS"), std::string::npos) << error;
   EXPECT_NE(error.find("scratch"), std::string::npos) << error;

@@ -91,6 +91,10 @@ bool PickRun(const fs::path& profile_dir, std::string_view run_name, fs::path* r
   }
   std::vector<std::string> timed;
   std::copy_if(runs.begin(), runs.end(), std::back_inserter(timed), IsTimestampRunName);
+  if (timed.empty() && runs.size() == 1) {  // one run, named as its producer liked: no doubt which
+    *run_dir = profile_dir / runs.front();
+    return true;
+  }
   if (timed.empty()) {
     *error = profile_dir.string() + ": no run named YYYY_MM_DD_HH_MM_SS (directories: " +
              JoinNames(runs) + "); name the run to use";

@@ -28,7 +28,8 @@ struct ProfileRun {
 };
 
 // `run_name` empty: the latest run whose name has the YYYY_MM_DD_HH_MM_SS
-// form (names of that form sort by time). Otherwise that run, any name.
+// form (names of that form sort by time), or the only run whatever its
+// name. Otherwise that run, any name.
 bool FindRun(const std::filesystem::path& input, std::string_view run_name, ProfileRun* out,
              std::string* error);
 
