@@ -74,7 +74,7 @@ void AddReportCommand(CLI::App& app, std::function<void(int)> done) {
   CLI::App* cmd = app.add_subcommand(
       "report", "Draw a run's clocks, the corrections applied and the checks in one SVG picture");
   cmd->add_option("inputs", flags->inputs, "the run's traces (optional: without them only the clocks)");
-  cmd->add_option("--run", flags->run, "run name inside a logdir (default: the latest)");
+  cmd->add_option("--run", flags->run, "run name inside a logdir (default: the latest YYYY_MM_DD_HH_MM_SS run, or the only run)");
   cmd->add_option("--origin", flags->origins, "HOST=NS for relative Chrome traces (see align)");
   flags->correction.Add(cmd, /*required=*/true);
   cmd->add_option("--out", flags->out, "the SVG file to write")->required();

@@ -20,7 +20,8 @@ void InputFlags::Add(CLI::App* app) {
   app->add_option("inputs", inputs,
                   "TensorBoard logdir, run directory, <host>.xplane.pb or Chrome/Kineto .json files")
       ->required();
-  app->add_option("--run", run, "run name inside a logdir (default: the latest)");
+  app->add_option("--run", run,
+                  "run name inside a logdir (default: the latest YYYY_MM_DD_HH_MM_SS run, or the only run)");
   app->add_option("--origin", origins,
                   "HOST=NS: epoch ns that ts = 0 stands for in HOST's relative Chrome trace "
                   "(default: its .chronolink-origin.json sidecar)");
