@@ -141,6 +141,17 @@ uint64_t chronolink_collector_region_begin(chronolink_collector* c, uint32_t dev
   return id;
 }
 
+int chronolink_collector_hsa_dispatch(chronolink_collector* c, uint32_t device, uint64_t agent_handle,
+                                      uint64_t signal_handle, uint32_t queue, const char* name, char* err,
+                                      size_t err_len) {
+  if (c == nullptr || name == nullptr) return Fail(err, err_len, "null argument");
+  return Guarded(err, err_len, [&] {
+    std::string why;
+    const chronolink::collector::HsaDispatch d{device, agent_handle, signal_handle, queue, name};
+    return c->impl->TimeHsaDispatch(d, &why) ? 1 : Fail(err, err_len, why);
+  });
+}
+
 int chronolink_collector_region_end(chronolink_collector* c, uint64_t region, char* err, size_t err_len) {
   if (c == nullptr) return Fail(err, err_len, "null collector");
   return Guarded(err, err_len, [&] {

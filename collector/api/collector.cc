@@ -271,6 +271,14 @@ bool Collector::WriteRun(const std::filesystem::path& logdir, const std::string&
   return trace::WriteXSpaceFile(trace, *path, error);
 }
 
+bool Collector::TimeHsaDispatch(const HsaDispatch& dispatch, std::string* why) {
+  if (!backend_) {
+    *why = "no GPU backend";
+    return false;
+  }
+  return backend_->TimeHsaDispatch(dispatch, why);
+}
+
 uint64_t Collector::BeginRegion(uint32_t device, void* stream, const std::string& name, std::string* why) {
   RegionTimer* t = backend_ ? backend_->region_timer() : nullptr;
   if (t == nullptr) {

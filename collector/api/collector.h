@@ -74,6 +74,11 @@ class Collector {
   bool WriteRun(const std::filesystem::path& logdir, const std::string& run, std::filesystem::path* path,
                 DeviceExportStats* stats, std::string* error);
 
+  // Times a kernel the application dispatched through HSA itself, after its
+  // completion signal completed (rocm; GpuBackend::TimeHsaDispatch). The
+  // record is exported with the other activity. False with *why.
+  bool TimeHsaDispatch(const HsaDispatch& dispatch, std::string* why);
+
   // Region timing on a device queue (backends that offer it; see
   // GpuBackend::region_timer). 0 with *why when unsupported.
   uint64_t BeginRegion(uint32_t device, void* stream, const std::string& name, std::string* why);

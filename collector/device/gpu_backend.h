@@ -73,6 +73,18 @@ class RegionTimer {
   virtual bool End(uint64_t region, std::string* why) = 0;
 };
 
+// A kernel dispatch the application submitted through HSA itself, on a
+// queue with profiling enabled (hsa_amd_profiling_set_profiler_enabled),
+// reported once its completion signal has completed. Handles are the
+// `.handle` of hsa_agent_t and hsa_signal_t.
+struct HsaDispatch {
+  uint32_t device = 0;  // ordinal, as in GpuDeviceInfo
+  uint64_t agent_handle = 0;
+  uint64_t signal_handle = 0;
+  uint32_t queue = 0;   // the line it is drawn on (Stream #<queue>)
+  std::string name;     // the kernel's name
+};
+
 class GpuBackend {
  public:
   virtual ~GpuBackend() = default;
@@ -105,6 +117,14 @@ class GpuBackend {
   // Region timing, where the backend offers it (nullptr otherwise). Owned
   // by the backend; valid between Open and Close.
   virtual RegionTimer* region_timer() { return nullptr; }
+
+  // Times one HSA dispatch from its completion signal (ROCm); the record
+  // comes back from DrainActivity. False with *why, here: not offered.
+  virtual bool TimeHsaDispatch(const HsaDispatch& dispatch, std::string* why) {
+    (void)dispatch;
+    *why = "the " + std::string(name()) + " backend does not time HSA dispatches (rocm does)";
+    return false;
+  }
 };
 
 }  // namespace chronolink::collector

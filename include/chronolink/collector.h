@@ -55,6 +55,14 @@ uint64_t chronolink_collector_region_begin(chronolink_collector* c, uint32_t dev
                                            const char* name, char* err, size_t err_len);
 int chronolink_collector_region_end(chronolink_collector* c, uint64_t region, char* err, size_t err_len);
 
+/* Times a kernel the application dispatched through HSA itself (rocm
+ * backend): its queue has profiling enabled and its completion signal has
+ * completed. agent_handle / signal_handle: the .handle of hsa_agent_t and
+ * hsa_signal_t; queue: the stream line it is drawn on. 1 on success. */
+int chronolink_collector_hsa_dispatch(chronolink_collector* c, uint32_t device, uint64_t agent_handle,
+                                      uint64_t signal_handle, uint32_t queue, const char* name, char* err,
+                                      size_t err_len);
+
 /* The collector's state as a JSON object (backend, devices, map statistics,
  * activity counters, clock page state); free with chronolink_collector_free. */
 char* chronolink_collector_status_json(chronolink_collector* c);

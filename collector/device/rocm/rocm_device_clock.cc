@@ -72,6 +72,7 @@ bool RocmDeviceClock::ReadSnapshot(const NodeClock& host, SnapshotReading* out, 
   int64_t device_ns = 0;
   if (!counter_.ExtendRead(r.gpu_counter, &device_ns, why)) return false;
   if (bracket.tightened) tightened_.fetch_add(1, std::memory_order_relaxed);
+  KeepBootPair(c, device_ns, r.raw_after_ns - r.raw_before_ns);
   *out = SnapshotReading{bracket.host_before_ns, device_ns, bracket.host_after_ns};
   return true;
 }
@@ -79,8 +80,25 @@ bool RocmDeviceClock::ReadSnapshot(const NodeClock& host, SnapshotReading* out, 
 bool RocmDeviceClock::ReadDeviceNs(int64_t* device_ns, std::string* why) {
   std::lock_guard<std::mutex> lock(mu_);
   HsaClockCounters c{};
+  const int64_t raw_before = RawNow();
   if (!CheckRead(api_.GetClockCounters(node_id_, &c), c, why)) return false;
-  return counter_.ExtendRead(c.GPUClockCounter, device_ns, why);
+  const int64_t raw_after = RawNow();
+  if (!counter_.ExtendRead(c.GPUClockCounter, device_ns, why)) return false;
+  KeepBootPair(c, *device_ns, raw_after - raw_before);
+  return true;
+}
+
+void RocmDeviceClock::KeepBootPair(const HsaClockCounters& c, int64_t device_ns, int64_t error_ns) {
+  if (c.SystemClockFrequencyHz == 0 || error_ns < 0) return;
+  const unsigned __int128 boot =
+      static_cast<unsigned __int128>(c.SystemClockCounter) * 1'000'000'000u / c.SystemClockFrequencyHz;
+  if (boot > static_cast<unsigned __int128>(INT64_MAX)) return;
+  boot_map_.Add({static_cast<int64_t>(boot), device_ns, error_ns});  // a pair out of order is skipped
+}
+
+bool RocmDeviceClock::BootToDevice(int64_t boot_ns, int64_t* device_ns, int64_t* error_ns, std::string* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return boot_map_.ToDevice(boot_ns, device_ns, error_ns, why);
 }
 
 bool MeasureKfdCounterRate(const HsakmtApi& api, uint32_t node_id, int64_t gap_ns, uint64_t* hz,

@@ -15,6 +15,7 @@
 #include "agent/clock/clock_reader.h"
 #include "collector/clock/device_counter.h"
 #include "collector/clock/snapshot_reading.h"
+#include "collector/device/rocm/boot_device_map.h"
 #include "collector/device/rocm/hsakmt_api.h"
 
 namespace chronolink::collector {
@@ -44,6 +45,10 @@ class RocmDeviceClock {
   // The counter now (kGpuDevice ns), without a host bracket.
   bool ReadDeviceNs(int64_t* device_ns, std::string* why);
 
+  // A CLOCK_BOOTTIME instant (HSA's system clock) on this counter, from the
+  // GPU counter / BOOTTIME pairs of the reads above (boot_device_map.h).
+  bool BootToDevice(int64_t boot_ns, int64_t* device_ns, int64_t* error_ns, std::string* why);
+
   uint32_t node_id() const { return node_id_; }
   uint64_t counter_hz() const { return counter_hz_; }
   // Reads whose upper bound the in-kernel MONOTONIC_RAW value tightened.
@@ -57,7 +62,12 @@ class RocmDeviceClock {
   uint32_t node_id_;
   uint64_t counter_hz_;
   std::mutex mu_;
+  // Keeps the ioctl's (GPU counter, BOOTTIME) pair; `error_ns` is the
+  // ioctl's MONOTONIC_RAW bracket. Called with mu_ held.
+  void KeepBootPair(const HsaClockCounters& c, int64_t device_ns, int64_t error_ns);
+
   DeviceCounter counter_;  // guarded by mu_
+  BootDeviceMap boot_map_;  // guarded by mu_
   std::atomic<uint64_t> tightened_{0};
 };
 

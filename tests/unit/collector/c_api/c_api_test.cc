@@ -92,6 +92,10 @@ TEST(CApiTest, ErrorsAreReturnedNotThrown) {
   EXPECT_EQ(chronolink_collector_export_xspace(c, nullptr, 0, nullptr, &out_len, err, sizeof err), 0);
   EXPECT_EQ(chronolink_collector_region_begin(c, 7, nullptr, "no such device", err, sizeof err), 0u);
   EXPECT_EQ(chronolink_collector_write_run(c, nullptr, "r", err, sizeof err), 0);
+  char long_err[160] = "";
+  EXPECT_EQ(chronolink_collector_hsa_dispatch(c, 0, 1, 2, 0, "k", long_err, sizeof long_err), 0);
+  EXPECT_NE(std::string(long_err).find("does not time HSA dispatches"), std::string::npos) << long_err;
+  EXPECT_EQ(chronolink_collector_hsa_dispatch(c, 0, 1, 2, 0, nullptr, err, sizeof err), 0);
   chronolink_collector_destroy(c);
 }
 
