@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -271,7 +272,18 @@ TEST_F(AgentProcessTest, SigtermShutsDownCleanlyWithWindowsWritten) {
 TEST_F(AgentProcessTest, SigkillLeavesOnlyWholeLines) {
   const Agent a = Spawn(NodeArgs(1), dir_ / "a.log");
   const Agent b = Spawn(NodeArgs(2), dir_ / "b.log");
-  std::this_thread::sleep_for(std::chrono::milliseconds(2300));
+  // Kill once two windows (0.5 s each) are on disk, mid-way through the
+  // third: waiting for them, not a fixed time, keeps a loaded machine from
+  // killing the agent before its first window closed.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  auto lines_on_disk = [&] {
+    const std::string t = Slurp(dir_ / "node1" / "edges.jsonl");
+    return std::count(t.begin(), t.end(), '\n');
+  };
+  while (lines_on_disk() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
   kill(a.pid, SIGKILL);
   kill(b.pid, SIGTERM);
   EXPECT_EQ(Wait(a, 10), -SIGKILL);
@@ -286,7 +298,7 @@ TEST_F(AgentProcessTest, SigkillLeavesOnlyWholeLines) {
     EXPECT_FALSE(nlohmann::json::parse(line, nullptr, false).is_discarded()) << line;
     ++lines;
   }
-  EXPECT_GE(lines, 2);  // 0.5 s windows, killed after 2.3 s
+  EXPECT_GE(lines, 2);  // killed after the second window was written
 }
 
 TEST_F(AgentProcessTest, ServesPrometheusMetrics) {
