@@ -72,47 +72,51 @@ class ComponentSystem {
                   const std::vector<const Meas*>& meas, const std::vector<int>& local_of,
                   const SolverOptions& opt)
       : n_(static_cast<int>(comp_nodes.size())), anchor_(anchor_local), meas_(meas),
-        local_of_(local_of), opt_(opt) {}
+        local_of_(local_of), opt_(opt) {
+    BuildPattern();
+  }
 
   int Var(int local) const { return local < anchor_ ? local : (local == anchor_ ? -1 : local - 1); }
   int n() const { return n_; }
 
-  // Solves for x (size n, x[anchor] = 0) given values and weights per measurement.
-  bool SolveFor(const std::vector<double>& y, const std::vector<double>& w, std::vector<double>& x) {
-    x.assign(n_, 0.0);
+  // Solves for x (size n, x[anchor] = 0) given values and weights per
+  // measurement. With `warm` (a solution of a nearby system: the previous
+  // re-weighting pass) conjugate gradient starts from it, so a pass that
+  // moves little costs few iterations.
+  bool SolveFor(const std::vector<double>& y, const std::vector<double>& w, std::vector<double>& x,
+                const std::vector<double>* warm = nullptr) {
     const int m = n_ - 1;
-    if (m <= 0) return true;
-    std::vector<Eigen::Triplet<double>> trip;
-    trip.reserve(meas_.size() * 4);
-    Eigen::VectorXd rhs = Eigen::VectorXd::Zero(m);
-    for (size_t e = 0; e < meas_.size(); ++e) {
-      const int va = Var(local_of_[meas_[e]->a]), vb = Var(local_of_[meas_[e]->b]);
-      const double we = w[e];
-      if (va >= 0) { trip.emplace_back(va, va, we); rhs[va] -= we * y[e]; }
-      if (vb >= 0) { trip.emplace_back(vb, vb, we); rhs[vb] += we * y[e]; }
-      if (va >= 0 && vb >= 0) { trip.emplace_back(va, vb, -we); trip.emplace_back(vb, va, -we); }
+    if (m <= 0) {
+      x.assign(n_, 0.0);
+      return true;
     }
-    Eigen::SparseMatrix<double> L(m, m);
-    L.setFromTriplets(trip.begin(), trip.end());
+    Eigen::VectorXd rhs = Eigen::VectorXd::Zero(m);
+    FillValues(y, w, &rhs);
     Eigen::VectorXd sol;
     bool ok = true;
     if (m <= opt_.direct_solver_max_nodes) {
-      Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt(L);
-      ok = ldlt.info() == Eigen::Success;
-      if (ok) sol = ldlt.solve(rhs);
+      if (!ldlt_analyzed_) {
+        ldlt_.analyzePattern(L_);
+        ldlt_analyzed_ = true;
+      }
+      ldlt_.factorize(L_);
+      ok = ldlt_.info() == Eigen::Success;
+      if (ok) sol = ldlt_.solve(rhs);
     } else {
-      // Initial guess: the measurements propagated along a BFS tree from the
-      // anchor, so CG only corrects the loop disagreement.
-      Eigen::VectorXd guess = TreeGuess(y, w);
+      // Start from the warm solution, else from the measurements propagated
+      // along a BFS tree from the anchor, so CG only corrects the loop
+      // disagreement.
+      const Eigen::VectorXd guess = warm != nullptr ? Reduced(*warm) : TreeGuess(y, w);
       Eigen::ConjugateGradient<Eigen::SparseMatrix<double>, Eigen::Lower | Eigen::Upper,
                                Eigen::DiagonalPreconditioner<double>> cg;
       cg.setTolerance(opt_.cg_tolerance);
       cg.setMaxIterations(std::max(1000, 4 * m));
-      cg.compute(L);
+      cg.compute(L_);
       sol = cg.solveWithGuess(rhs, guess);
       ok = cg.info() == Eigen::Success || cg.error() < 1e-9;
     }
     if (!ok) return false;
+    x.assign(n_, 0.0);
     for (int i = 0; i < n_; ++i) {
       const int v = Var(i);
       x[i] = v >= 0 ? sol[v] : 0.0;
@@ -168,6 +172,52 @@ class ComponentSystem {
   }
 
  private:
+  // The reduced Laplacian's sparsity, built once per component; each
+  // measurement's four entries are remembered as offsets into its values, so
+  // a re-weighting pass rewrites values without building the matrix again.
+  void BuildPattern() {
+    const int m = n_ - 1;
+    if (m <= 0) return;
+    std::vector<Eigen::Triplet<double>> trip;
+    trip.reserve(meas_.size() * 4);
+    for (const Meas* e : meas_) {
+      const int va = Var(local_of_[e->a]), vb = Var(local_of_[e->b]);
+      if (va >= 0) trip.emplace_back(va, va, 1.0);
+      if (vb >= 0) trip.emplace_back(vb, vb, 1.0);
+      if (va >= 0 && vb >= 0) { trip.emplace_back(va, vb, 1.0); trip.emplace_back(vb, va, 1.0); }
+    }
+    L_.resize(m, m);
+    L_.setFromTriplets(trip.begin(), trip.end());
+    L_.makeCompressed();
+    slots_.resize(meas_.size());
+    auto offset = [&](int r, int c) { return static_cast<int>(&L_.coeffRef(r, c) - L_.valuePtr()); };
+    for (size_t k = 0; k < meas_.size(); ++k) {
+      const int va = Var(local_of_[meas_[k]->a]), vb = Var(local_of_[meas_[k]->b]);
+      slots_[k] = {va >= 0 ? offset(va, va) : -1, vb >= 0 ? offset(vb, vb) : -1,
+                   va >= 0 && vb >= 0 ? offset(va, vb) : -1, va >= 0 && vb >= 0 ? offset(vb, va) : -1};
+    }
+  }
+
+  // The weighted Laplacian's values and the right-hand side for (y, w).
+  void FillValues(const std::vector<double>& y, const std::vector<double>& w, Eigen::VectorXd* rhs) {
+    double* v = L_.valuePtr();
+    std::fill(v, v + L_.nonZeros(), 0.0);
+    for (size_t e = 0; e < meas_.size(); ++e) {
+      const Slots& s = slots_[e];
+      const double we = w[e];
+      if (s.aa >= 0) { v[s.aa] += we; (*rhs)[Var(local_of_[meas_[e]->a])] -= we * y[e]; }
+      if (s.bb >= 0) { v[s.bb] += we; (*rhs)[Var(local_of_[meas_[e]->b])] += we * y[e]; }
+      if (s.ab >= 0) { v[s.ab] -= we; v[s.ba] -= we; }
+    }
+  }
+
+  Eigen::VectorXd Reduced(const std::vector<double>& x) const {
+    Eigen::VectorXd g(n_ - 1);
+    for (int i = 0; i < n_; ++i)
+      if (Var(i) >= 0) g[Var(i)] = x[i];
+    return g;
+  }
+
   Eigen::VectorXd TreeGuess(const std::vector<double>& y, const std::vector<double>& w) const {
     std::vector<std::vector<std::pair<int, double>>> adj(n_);  // (neighbour, x[nb] − x[self])
     for (size_t e = 0; e < meas_.size(); ++e) {
@@ -187,17 +237,22 @@ class ComponentSystem {
       for (auto [j, d] : adj[i])
         if (!seen[j]) { seen[j] = 1; x[j] = x[i] + d; q.push(j); }
     }
-    Eigen::VectorXd g(n_ - 1);
-    for (int i = 0; i < n_; ++i)
-      if (Var(i) >= 0) g[Var(i)] = x[i];
-    return g;
+    return Reduced(x);
   }
+
+  struct Slots {
+    int aa, bb, ab, ba;  // value offsets of (a,a), (b,b), (a,b), (b,a); -1 for the anchor's
+  };
 
   int n_;
   int anchor_;
   const std::vector<const Meas*>& meas_;
   const std::vector<int>& local_of_;
   const SolverOptions& opt_;
+  Eigen::SparseMatrix<double> L_;
+  std::vector<Slots> slots_;
+  Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt_;
+  bool ldlt_analyzed_ = false;
 };
 
 double Median(std::vector<double> v) {
@@ -210,16 +265,29 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 namespace {
-SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt);
+// The first pass only finds each prober's offset to carry its estimates'
+// x0 to the reference clock: an offset wrong by 1 µs moves an estimate by
+// alpha × 1 µs (0.1 ns at 100 ppm). It skips the drifts and the
+// uncertainty and stops conjugate gradient at a looser tolerance.
+enum class SolvePass { kProberOffsets, kFinal };
+// A drift that moves less than this between re-weighting passes has
+// converged (1e-5 ppm: 10 fs per second).
+constexpr double kDriftTolerance = 1e-11;
+constexpr double kProberPassTolerance = 1e-9;
+constexpr int kProberPassRobustIterations = 3;  // enough to set gross outliers aside
+
+SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt,
+                      const SolveResult* warm, SolvePass pass);
 }  // namespace
 
-SolveResult Solve(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
+SolveResult Solve(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt,
+                  const SolveResult* previous) {
   // T is an instant of the reference clock; an estimate's x0 is on its
   // prober's clock. Evaluating at T directly would be off by alpha times the
   // prober's offset (45 ppm x 3.7 ms = 166 ns). So solve once, then move each
   // estimate onto the reference clock with its prober's solved offset and
   // solve again.
-  const SolveResult first = SolveOnce(edges, T, opt);
+  const SolveResult first = SolveOnce(edges, T, opt, previous, SolvePass::kProberOffsets);
   std::vector<EdgeEstimate> shifted(edges.begin(), edges.end());
   for (EdgeEstimate& e : shifted) {
     const NodeSolution* n = first.Find(e.node);
@@ -227,12 +295,76 @@ SolveResult Solve(std::span<const EdgeEstimate> edges, int64_t T, const SolverOp
       e.x0_ns -= std::llround(n->offset_ns);
     }
   }
-  return SolveOnce(shifted, T, opt);
+  return SolveOnce(shifted, T, opt, &first, SolvePass::kFinal);
 }
 
 namespace {
 
-SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
+// Per directed edge, the valid estimate closest to T (ties: the smaller
+// uncertainty, then the first given), in (node, peer) order. A sort of the
+// candidates, not a map: at 60 000 estimates the map's allocations were a
+// tenth of a solve.
+std::vector<const EdgeEstimate*> ChooseEstimates(std::span<const EdgeEstimate> edges, int64_t T,
+                                                 const SolverOptions& opt) {
+  struct Candidate {
+    uint32_t node, peer;
+    int64_t dt;
+    const EdgeEstimate* e;
+  };
+  std::vector<Candidate> c;
+  c.reserve(edges.size());
+  for (const auto& e : edges) {
+    if (e.node == e.peer) continue;
+    if (!std::isfinite(e.beta_ns) || !std::isfinite(e.alpha) || !std::isfinite(e.uncertainty_ns) ||
+        e.uncertainty_ns < 0)
+      continue;
+    // |T − x0| in int64 (saturating against absurd inputs) before any double.
+    const int64_t dt = (T >= e.x0_ns) ? (T - e.x0_ns) : (e.x0_ns - T);
+    if (dt < 0 || dt > opt.validity_horizon_ns) continue;
+    c.push_back({e.node, e.peer, dt, &e});
+  }
+  std::stable_sort(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.node != b.node) return a.node < b.node;
+    if (a.peer != b.peer) return a.peer < b.peer;
+    if (a.dt != b.dt) return a.dt < b.dt;
+    return a.e->uncertainty_ns < b.e->uncertainty_ns;
+  });
+  std::vector<const EdgeEstimate*> out;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (i == 0 || c[i].node != c[i - 1].node || c[i].peer != c[i - 1].peer) out.push_back(c[i].e);
+  }
+  return out;
+}
+
+// A nearby solution's offsets (carried to T on its drifts) and drifts for
+// the component's nodes, relative to the anchor as the system solves them;
+// false when it lacks a node.
+bool WarmStart(const SolveResult& warm, int64_t T, const std::vector<int>& comp_nodes,
+               const std::vector<uint32_t>& ids, int anchor, std::vector<double>* x, std::vector<double>* xd) {
+  x->resize(comp_nodes.size());
+  xd->resize(comp_nodes.size());
+  const double dt = static_cast<double>(T - warm.reference_instant_ns);
+  for (size_t i = 0; i < comp_nodes.size(); ++i) {
+    const NodeSolution* s = warm.Find(ids[comp_nodes[i]]);
+    if (s == nullptr || !s->reachable || !std::isfinite(s->offset_ns) || !std::isfinite(s->drift)) return false;
+    (*x)[i] = s->offset_ns + s->drift * dt;
+    (*xd)[i] = s->drift;
+  }
+  const double x_anchor = (*x)[anchor], xd_anchor = (*xd)[anchor];
+  for (size_t i = 0; i < comp_nodes.size(); ++i) {
+    (*x)[i] -= x_anchor;
+    (*xd)[i] -= xd_anchor;
+  }
+  return true;
+}
+
+SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& options,
+                      const SolveResult* warm, SolvePass pass) {
+  SolverOptions opt = options;
+  if (pass == SolvePass::kProberOffsets) {
+    opt.cg_tolerance = std::max(opt.cg_tolerance, kProberPassTolerance);
+    opt.robust_iterations = std::min(opt.robust_iterations, kProberPassRobustIterations);
+  }
   SolveResult result;
   result.reference_instant_ns = T;
   result.reference_node = opt.reference_node;
@@ -249,24 +381,10 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
     return static_cast<int>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin());
   };
 
-  // Per directed edge, the valid estimate closest to T.
-  std::map<std::pair<uint32_t, uint32_t>, const EdgeEstimate*> chosen;
-  for (const auto& e : edges) {
-    if (e.node == e.peer) continue;
-    if (!std::isfinite(e.beta_ns) || !std::isfinite(e.alpha) || !std::isfinite(e.uncertainty_ns) ||
-        e.uncertainty_ns < 0)
-      continue;
-    // |T − x0| in int64 (saturating against absurd inputs) before any double.
-    const int64_t dt = (T >= e.x0_ns) ? (T - e.x0_ns) : (e.x0_ns - T);
-    if (dt < 0 || dt > opt.validity_horizon_ns) continue;
-    auto& slot = chosen[{e.node, e.peer}];
-    if (!slot) { slot = &e; continue; }
-    const int64_t dprev = std::llabs(T - slot->x0_ns);
-    if (dt < dprev || (dt == dprev && e.uncertainty_ns < slot->uncertainty_ns)) slot = &e;
-  }
   std::vector<Meas> meas;
+  const std::vector<const EdgeEstimate*> chosen = ChooseEstimates(edges, T, opt);
   meas.reserve(chosen.size());
-  for (const auto& [key, e] : chosen) {
+  for (const EdgeEstimate* e : chosen) {
     const int64_t dt = T - e->x0_ns;  // bounded by the horizon
     Meas m;
     m.a = index_of(e->node);
@@ -332,9 +450,13 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
       w[e] = w0[e];
     }
 
+    std::vector<double> warm_x, warm_xd;
+    const bool warmed = warm != nullptr && WarmStart(*warm, T, comp_nodes, ids, anchor, &warm_x, &warm_xd);
+
     // Offsets: iteratively re-weighted least squares.
-    bool ok = sys.SolveFor(y, w, x);
+    bool ok = sys.SolveFor(y, w, x, warmed ? &warm_x : nullptr);
     int iter = 0;
+    double last_scale = 0;
     bool converged = opt.loss == RobustLoss::kNone;
     while (ok && opt.loss != RobustLoss::kNone && iter < opt.robust_iterations) {
       ++iter;
@@ -359,11 +481,15 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
         w[e] = w0[e] * rob[e];
       }
       std::vector<double> xn;
-      ok = sys.SolveFor(y, w, xn);
+      ok = sys.SolveFor(y, w, xn, &x);
       double moved = 0;
       for (int i = 0; i < n && ok; ++i) moved = std::max(moved, std::fabs(xn[i] - x[i]));
       if (ok) x = std::move(xn);
-      if (moved <= opt.robust_tolerance_ns && scale == 1.0) { converged = true; break; }
+      // A fixed point: the weights are a function of x and the scale, so
+      // when neither changes the next pass would repeat this one.
+      const bool scale_settled = scale == 1.0 || std::fabs(scale - last_scale) <= 1e-3 * scale;
+      last_scale = scale;
+      if (moved <= opt.robust_tolerance_ns && scale_settled) { converged = true; break; }
     }
     result.robust_iterations = iter;
     result.converged = ok && converged;
@@ -372,8 +498,10 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
     // for its offset is not trusted for its drift), re-weighted again
     // against a robust scale of the drift residuals (1.4826·MAD).
     std::vector<double> wd = w;
-    ok = sys.SolveFor(yd, wd, xd) && ok;
-    for (int it = 0; ok && opt.loss != RobustLoss::kNone && it < 5; ++it) {
+    const bool final_pass = pass == SolvePass::kFinal;
+    if (final_pass) ok = sys.SolveFor(yd, wd, xd, warmed ? &warm_xd : nullptr) && ok;
+    double last_drift_scale = 0;
+    for (int it = 0; final_pass && ok && opt.loss != RobustLoss::kNone && it < 5; ++it) {
       std::vector<double> rd(cmeas.size());
       for (size_t e = 0; e < cmeas.size(); ++e)
         rd[e] = yd[e] - (xd[local_of[cmeas[e]->b]] - xd[local_of[cmeas[e]->a]]);
@@ -382,13 +510,22 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
       const double scale = std::max(1.4826 * Median(absr), 1e-12);
       for (size_t e = 0; e < cmeas.size(); ++e)
         wd[e] = w[e] * std::max(RobustFactor(opt.loss, opt.robust_threshold, rd[e] / scale), 1e-12);
-      ok = sys.SolveFor(yd, wd, xd);
+      const std::vector<double> xd_prev = xd;
+      ok = sys.SolveFor(yd, wd, xd, &xd_prev);
+      // The same fixed point as the offsets': nothing moved, scale unchanged.
+      double moved = 0;
+      for (int i = 0; i < n && ok; ++i) moved = std::max(moved, std::fabs(xd[i] - xd_prev[i]));
+      const bool settled = std::fabs(scale - last_drift_scale) <= 1e-3 * scale;
+      last_drift_scale = scale;
+      if (moved <= kDriftTolerance && settled) break;
     }
     result.converged = result.converged && ok;
 
     // Uncertainty, with the final weights.
     const bool mean_ref = !opt.reference_node.has_value();
-    if (n <= opt.exact_uncertainty_max_nodes) {
+    if (!final_pass) {
+      // Not needed to carry x0: left 0.
+    } else if (n <= opt.exact_uncertainty_max_nodes) {
       const Eigen::MatrixXd C = sys.Covariance(w);
       if (mean_ref) {
         const Eigen::VectorXd row = C.rowwise().sum();

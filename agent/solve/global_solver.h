@@ -75,7 +75,7 @@ struct SolverOptions {
   int exact_uncertainty_max_nodes = 500;
   // Linear solver: sparse LDLᵀ up to this many nodes per component,
   // conjugate gradient (diagonal preconditioner) above.
-  int direct_solver_max_nodes = 2000;
+  int direct_solver_max_nodes = 100;
   double cg_tolerance = 1e-13;
 };
 
@@ -125,7 +125,11 @@ struct SolveResult {
 // outside the largest component with the mean reference, are reported
 // reachable=false with no offset. A named reference that has no edges at T
 // is itself reachable (offset 0) and every other node unreachable.
+//
+// `previous`, optional: a solution of a nearby instant (the last window's).
+// The iterative solver starts from it, which makes a solve cheaper; the
+// result does not depend on it beyond the solver's tolerance.
 SolveResult Solve(std::span<const EdgeEstimate> edges, int64_t reference_instant_ns,
-                  const SolverOptions& options = {});
+                  const SolverOptions& options = {}, const SolveResult* previous = nullptr);
 
 }  // namespace chronolink

@@ -81,6 +81,15 @@ void ReadEdges(const std::string& path, const std::string& source, std::vector<E
 
 }  // namespace
 
+using SolveFn = chronolink::SolveResult (*)(std::span<const chronolink::EdgeEstimate>, int64_t,
+                                            const chronolink::SolverOptions&);
+
+// The global solve, each instant on its own (no earlier solution to start from).
+static chronolink::SolveResult SolveGlobal(std::span<const chronolink::EdgeEstimate> edges, int64_t t,
+                                           const chronolink::SolverOptions& options) {
+  return chronolink::Solve(edges, t, options);
+}
+
 int main(int argc, char** argv) {
   CLI::App app{
       "chronolink-solve: recompute offsets.jsonl (per node, per reference instant) from the\n"
@@ -118,7 +127,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"global", "spanning-tree"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  const auto solve = method == "spanning-tree" ? &chronolink::SolveSpanningTree : &chronolink::Solve;
+  const SolveFn solve = method == "spanning-tree" ? &chronolink::SolveSpanningTree : &SolveGlobal;
 
   chronolink::SolverOptions opt;
   if (reference != "mean") {
