@@ -82,7 +82,10 @@ OffsetsSnapshot ClusterLeader::SolveInstant(int64_t t_ns, bool recomputed) {
     edges.push_back(it->second.second);
   }
   const auto started = std::chrono::steady_clock::now();
-  SolveResult r = Solve(edges, t_ns, options_.solver);
+  // The last solution starts the solver near this one (a cheaper solve, the
+  // same result to its tolerance).
+  SolveResult r = Solve(edges, t_ns, options_.solver, last_solution_ ? &*last_solution_ : nullptr);
+  last_solution_ = r;
   stats_.last_solve_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   OffsetsSnapshot s;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <tuple>
@@ -93,6 +94,7 @@ class ClusterLeader {
   std::set<WindowId> seen_;
   std::multimap<int64_t, std::pair<WindowId, EdgeEstimate>> by_x0_;
   std::map<uint32_t, int64_t> known_;       // node -> newest x0 that mentions it
+  std::optional<SolveResult> last_solution_;  // the warm start of the next solve
   std::set<int64_t> solved_;                // instants solved, within the retention
   std::map<int64_t, int64_t> late_;         // instant -> when its last late window came
   ClusterLeaderStats stats_;
