@@ -435,6 +435,43 @@ TEST(GlobalSolver, TenThousandNodesDegreeSix) {
 }
 
 
+// A previous solution only starts the iterative solver: a good one (the
+// solve of an instant before), a wrong one (every offset off by 1 ms) and
+// none give the same offsets and drifts, on a graph large enough for
+// conjugate gradient, with the named and the mean reference.
+TEST(GlobalSolver, APreviousSolutionChangesOnlyWhereTheSolverStarts) {
+  const auto nodes = Range(1, 400);
+  const Truth t = MakeTruth(nodes, 23);
+  std::mt19937 rng(9);
+  std::normal_distribution<double> noise(0, 50.0);
+  std::vector<EdgeEstimate> edges;
+  for (uint32_t a : nodes) {
+    for (uint32_t step : {1u, 7u, 31u}) {
+      const uint32_t b = 1 + (a - 1 + step) % 400;
+      edges.push_back(Estimate(t, a, b, kT - kSecond, 50.0, noise(rng)));
+      edges.push_back(Estimate(t, b, a, kT + kSecond, 50.0, noise(rng)));
+    }
+  }
+  for (const std::optional<uint32_t> reference : {std::optional<uint32_t>(1), std::optional<uint32_t>()}) {
+    SolverOptions opt;
+    opt.reference_node = reference;
+    ASSERT_LT(opt.direct_solver_max_nodes, 400);  // the conjugate-gradient path
+    const SolveResult cold = Solve(edges, kT, opt);
+    const SolveResult before = Solve(edges, kT - kSecond, opt);
+    SolveResult wrong = cold;
+    for (NodeSolution& n : wrong.nodes) n.offset_ns += 1e6;
+    for (const SolveResult* previous : {&before, static_cast<const SolveResult*>(&wrong)}) {
+      const SolveResult warm = Solve(edges, kT, opt, previous);
+      ASSERT_EQ(warm.nodes.size(), cold.nodes.size());
+      for (size_t i = 0; i < cold.nodes.size(); ++i) {
+        EXPECT_NEAR(warm.nodes[i].offset_ns, cold.nodes[i].offset_ns, 1e-3) << cold.nodes[i].node;
+        EXPECT_NEAR(warm.nodes[i].drift, cold.nodes[i].drift, 1e-12) << cold.nodes[i].node;
+        EXPECT_NEAR(warm.nodes[i].uncertainty_ns, cold.nodes[i].uncertainty_ns, 1e-6);
+      }
+    }
+  }
+}
+
 // The offline command (built before this test): offsets.jsonl from two
 // nodes' edges.jsonl, and file:line on a malformed line.
 TEST(ChronolinkSolveTool, WritesOffsetsAndRejectsMalformedLines) {
