@@ -103,35 +103,45 @@ int Report(const AlignFlags& f, const std::vector<std::string>& notes, const Hos
   return 0;
 }
 
-// XSpace run with offsets: plan from the spans, then one host at a time.
-int RunStreamingAlign(const AlignFlags& f, const TraceInputOptions& options, const TraceInputList& list) {
-  PhaseTimer timer(f.timings);
-  std::string error;
+// The streamed run's plan: each host's clock map, and the common origin
+// from every file's span.
+bool PlanStreamedRun(const AlignFlags& f, const TraceInputList& list, HostMaps* maps, AlignResult* result,
+                     std::string* error) {
   std::vector<std::string> names;
   for (const auto& file : list.files) names.push_back(file.host);
-  HostMaps maps;
-  if (!BuildOffsetsHostMaps(f.correction, names, &maps, &error)) return Fail("align", error);
+  if (!BuildOffsetsHostMaps(f.correction, names, maps, error)) return false;
   std::vector<HostSpanInstants> spans(list.files.size());
   ScanBuffer buffer;
   for (size_t i = 0; i < list.files.size(); ++i) {
-    if (!PlanSpan(list.files[i], &buffer, &spans[i], &error)) return Fail("align", error);
+    if (!PlanSpan(list.files[i], &buffer, &spans[i], error)) return false;
   }
-  buffer = ScanBuffer();
-  const AlignOptions align_options = MakeAlignOptions(f.correction, maps);
-  AlignResult result;
-  if (!PlanAlignment(names, spans, maps.Pointers(), align_options, &result, &error)) return Fail("align", error);
-  timer.End("plan");
+  return PlanAlignment(names, spans, maps->Pointers(), MakeAlignOptions(f.correction, *maps), result, error);
+}
 
-  StagedDirectory staged;
-  fs::path run_dir;
-  if (!OpenRun(list.run_name, f.out, &staged, &run_dir, &error)) return Fail("align", error);
-  std::vector<std::string> notes = list.notes;
-  // Each host's memory serves the next: arena blocks through the reader's
-  // pool, the strings' heap buffers by keeping freed heap instead of handing
-  // it back to the kernel (which would zero it again on the next touch).
+// Each host's memory serves the next: arena blocks through the reader's
+// pool, the strings' heap buffers by keeping freed heap instead of handing
+// it back to the kernel (which would zero it again on the next touch).
+void ReuseMemoryBetweenHosts() {
   SetXSpaceBlockReuse(kReusedBlockBytes);
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
   ::mallopt(M_TRIM_THRESHOLD, static_cast<int>(kKeptHeapBytes));
+}
+
+// XSpace run with offsets: plan from the spans, then read, align, write and
+// free one host at a time.
+int RunStreamingAlign(const AlignFlags& f, const TraceInputOptions& options, const TraceInputList& list) {
+  PhaseTimer timer(f.timings);
+  std::string error;
+  HostMaps maps;
+  AlignResult result;
+  if (!PlanStreamedRun(f, list, &maps, &result, &error)) return Fail("align", error);
+  timer.End("plan");
+  StagedDirectory staged;
+  fs::path run_dir;
+  if (!OpenRun(list.run_name, f.out, &staged, &run_dir, &error)) return Fail("align", error);
+  ReuseMemoryBetweenHosts();
+  const AlignOptions align_options = MakeAlignOptions(f.correction, maps);
+  std::vector<std::string> notes = list.notes;
   const bool progress = ::isatty(STDERR_FILENO) && list.files.size() > 1;
   for (size_t i = 0; i < list.files.size(); ++i) {
     TraceInputs one;

@@ -155,11 +155,7 @@ class RocmBackend final : public GpuBackend {
       return false;
     }
     GpuActivity a;
-    if (!TimeDispatchOnDevice(d, clock, &a, why)) {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++counters_.invalid;
-      return false;
-    }
+    if (!TimeDispatchOnDevice(d, clock, &a, why)) return false;  // the caller is told why
     std::lock_guard<std::mutex> lock(mu_);
     if (flushed_.size() >= max_pending_) {
       ++counters_.dropped;
