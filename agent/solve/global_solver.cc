@@ -270,9 +270,6 @@ namespace {
 // alpha × 1 µs (0.1 ns at 100 ppm). It skips the drifts and the
 // uncertainty and stops conjugate gradient at a looser tolerance.
 enum class SolvePass { kProberOffsets, kFinal };
-// A drift that moves less than this between re-weighting passes has
-// converged (1e-5 ppm: 10 fs per second).
-constexpr double kDriftTolerance = 1e-11;
 constexpr double kProberPassTolerance = 1e-9;
 constexpr int kProberPassRobustIterations = 3;  // enough to set gross outliers aside
 
@@ -456,7 +453,6 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
     // Offsets: iteratively re-weighted least squares.
     bool ok = sys.SolveFor(y, w, x, warmed ? &warm_x : nullptr);
     int iter = 0;
-    double last_scale = 0;
     bool converged = opt.loss == RobustLoss::kNone;
     while (ok && opt.loss != RobustLoss::kNone && iter < opt.robust_iterations) {
       ++iter;
@@ -485,11 +481,7 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
       double moved = 0;
       for (int i = 0; i < n && ok; ++i) moved = std::max(moved, std::fabs(xn[i] - x[i]));
       if (ok) x = std::move(xn);
-      // A fixed point: the weights are a function of x and the scale, so
-      // when neither changes the next pass would repeat this one.
-      const bool scale_settled = scale == 1.0 || std::fabs(scale - last_scale) <= 1e-3 * scale;
-      last_scale = scale;
-      if (moved <= opt.robust_tolerance_ns && scale_settled) { converged = true; break; }
+      if (moved <= opt.robust_tolerance_ns && scale == 1.0) { converged = true; break; }
     }
     result.robust_iterations = iter;
     result.converged = ok && converged;
@@ -500,7 +492,6 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
     std::vector<double> wd = w;
     const bool final_pass = pass == SolvePass::kFinal;
     if (final_pass) ok = sys.SolveFor(yd, wd, xd, warmed ? &warm_xd : nullptr) && ok;
-    double last_drift_scale = 0;
     for (int it = 0; final_pass && ok && opt.loss != RobustLoss::kNone && it < 5; ++it) {
       std::vector<double> rd(cmeas.size());
       for (size_t e = 0; e < cmeas.size(); ++e)
@@ -512,12 +503,6 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
         wd[e] = w[e] * std::max(RobustFactor(opt.loss, opt.robust_threshold, rd[e] / scale), 1e-12);
       const std::vector<double> xd_prev = xd;
       ok = sys.SolveFor(yd, wd, xd, &xd_prev);
-      // The same fixed point as the offsets': nothing moved, scale unchanged.
-      double moved = 0;
-      for (int i = 0; i < n && ok; ++i) moved = std::max(moved, std::fabs(xd[i] - xd_prev[i]));
-      const bool settled = std::fabs(scale - last_drift_scale) <= 1e-3 * scale;
-      last_drift_scale = scale;
-      if (moved <= kDriftTolerance && settled) break;
     }
     result.converged = result.converged && ok;
 
