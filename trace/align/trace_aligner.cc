@@ -132,14 +132,6 @@ class HostRewriter {
   double uncertainty_sum_ = 0;
 };
 
-bool CheckHost(const HostTrace& h, const HostClockMap* map, std::string* error) {
-  if (map == nullptr) {
-    *error = "host " + h.host + " has no clock correction";
-    return false;
-  }
-  return CheckAlignable(h, error);
-}
-
 // Maps the host's span ends and checks how far they lie outside the solved span.
 bool MapSpan(const std::string& host, const HostSpanInstants& span, const HostClockMap& map,
              const AlignOptions& options, HostAlignment* stats, TraceInstant* mapped_first,
@@ -242,10 +234,11 @@ bool PlanAlignment(const std::vector<std::string>& hosts, const std::vector<Host
 
 bool AlignPlannedHost(size_t index, HostTrace* host, const HostClockMap& map, const AlignOptions& options,
                       AlignResult* result, std::string* error) {
-  if (index >= result->hosts.size() || !CheckHost(*host, &map, error)) {
-    if (error->empty()) *error = "internal: host " + host->host + " is not in the plan";
+  if (index >= result->hosts.size()) {
+    *error = "internal: host " + host->host + " is not in the plan";
     return false;
   }
+  if (!CheckAlignable(*host, error)) return false;
   HostAlignment& stats = result->hosts[index];
   HostSpanInstants span;
   if (!HostSpan(*host, &span, error)) return false;
@@ -266,7 +259,7 @@ bool AlignHosts(std::vector<HostTrace*> hosts, const std::vector<const HostClock
   std::vector<std::string> names;
   std::vector<HostSpanInstants> spans(hosts.size());
   for (size_t i = 0; i < hosts.size(); ++i) {
-    if (!CheckHost(*hosts[i], maps[i], error) || !HostSpan(*hosts[i], &spans[i], error)) return false;
+    if (!CheckAlignable(*hosts[i], error) || !HostSpan(*hosts[i], &spans[i], error)) return false;
     names.push_back(hosts[i]->host);
   }
   if (!PlanAlignment(names, spans, maps, options, result, error)) return false;

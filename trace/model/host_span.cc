@@ -24,14 +24,17 @@ bool HostSpan(const HostTrace& host, HostSpanInstants* span, std::string* error)
       }
     }
   }
-  // Session bounds as XProf reads them (epoch ns; absent or absurd: ignored).
-  for (const auto bound : {ProfileStartTime(*host.space), ProfileStopTime(*host.space)}) {
-    if (bound && *bound <= static_cast<uint64_t>(INT64_MAX)) {
-      TakeInstant({static_cast<int64_t>(*bound), 0}, span, &any);
-    }
-  }
+  TakeSessionBounds(*host.space, span, &any);
   if (!any) *error = "host " + host.host + ": the trace has no timed event";
   return any;
+}
+
+void TakeSessionBounds(const xspace::XSpace& space, HostSpanInstants* span, bool* any) {
+  for (const auto bound : {ProfileStartTime(space), ProfileStopTime(space)}) {
+    if (bound && *bound <= static_cast<uint64_t>(INT64_MAX)) {
+      TakeInstant({static_cast<int64_t>(*bound), 0}, span, any);
+    }
+  }
 }
 
 }  // namespace chronolink::trace

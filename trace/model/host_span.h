@@ -31,4 +31,9 @@ inline void TakeInstant(const TraceInstant& t, HostSpanInstants* span, bool* any
   *any = true;
 }
 
+// Widens `span` by the session bounds the producer recorded (the first
+// `Task Environment` plane's profile_start_time / profile_stop_time, epoch
+// ns; absent or beyond int64: ignored), as XProf reads them.
+void TakeSessionBounds(const xspace::XSpace& space, HostSpanInstants* span, bool* any);
+
 }  // namespace chronolink::trace

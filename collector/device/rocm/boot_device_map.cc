@@ -23,6 +23,13 @@ int64_t RateTerm(int64_t distance_ns, int64_t ppm) {
 
 }  // namespace
 
+std::optional<int64_t> TicksToNs(uint64_t ticks, uint64_t hz) {
+  if (hz == 0) return std::nullopt;
+  const unsigned __int128 ns = static_cast<unsigned __int128>(ticks) * 1'000'000'000u / hz;
+  if (ns > static_cast<unsigned __int128>(INT64_MAX)) return std::nullopt;
+  return static_cast<int64_t>(ns);
+}
+
 bool BootDeviceMap::Add(const BootDevicePair& pair) {
   if (!pairs_.empty() && (pair.boot_ns <= pairs_.back().boot_ns || pair.device_ns <= pairs_.back().device_ns)) {
     return false;

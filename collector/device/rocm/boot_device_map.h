@@ -22,9 +22,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 
 namespace chronolink::collector {
+
+// `ticks` of a clock counting at `hz`, in ns (exact to the ns below);
+// nullopt for 0 Hz or beyond int64. Both the kfd system counter and HSA's
+// system clock state their rate this way.
+std::optional<int64_t> TicksToNs(uint64_t ticks, uint64_t hz);
 
 struct BootDevicePair {
   int64_t boot_ns = 0;    // CLOCK_BOOTTIME (the ioctl's system_clock_counter)

@@ -3,6 +3,8 @@
 
 #include <time.h>
 
+#include "collector/device/rocm/boot_device_map.h"
+
 namespace chronolink::collector {
 namespace {
 
@@ -43,13 +45,13 @@ int64_t ReadBootTimeNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-bool HsaDispatchClock::TicksToNs(uint64_t ticks, int64_t* ns, std::string* why) const {
-  const unsigned __int128 scaled = static_cast<unsigned __int128>(ticks) * 1'000'000'000u / frequency_hz_;
-  if (scaled > static_cast<unsigned __int128>(INT64_MAX)) {
+bool HsaDispatchClock::SystemNs(uint64_t ticks, int64_t* ns, std::string* why) const {
+  const auto scaled = TicksToNs(ticks, frequency_hz_);
+  if (!scaled) {
     *why = "HSA system time " + std::to_string(ticks) + " ticks does not fit int64 ns";
     return false;
   }
-  *ns = static_cast<int64_t>(scaled);
+  *ns = *scaled;
   return true;
 }
 
@@ -72,7 +74,7 @@ bool HsaDispatchClock::Check(std::string* why) {
     std::string scale_why;
     if (s != HSA_STATUS_SUCCESS) {
       check_failure_ = "hsa_system_get_info(TIMESTAMP): " + HsaStatusText(api_, s);
-    } else if (!TicksToNs(ticks, &now, &scale_why)) {
+    } else if (!SystemNs(ticks, &now, &scale_why)) {
       check_failure_ = scale_why;
     } else if (now < before - kClockCheckSlackNs || now > after + kClockCheckSlackNs) {
       check_failure_ = "the HSA system clock is not CLOCK_BOOTTIME here (it read " + std::to_string(now) +
@@ -99,7 +101,7 @@ bool HsaDispatchClock::DispatchTime(uint64_t agent_handle, uint64_t signal_handl
            std::to_string(t.start);
     return false;
   }
-  return TicksToNs(t.start, start_boot_ns, why) && TicksToNs(t.end, end_boot_ns, why);
+  return SystemNs(t.start, start_boot_ns, why) && SystemNs(t.end, end_boot_ns, why);
 }
 
 }  // namespace chronolink::collector

@@ -54,7 +54,7 @@ class HsaDispatchClock {
  private:
   // The frequency and the BOOTTIME check, once.
   bool Check(std::string* why);
-  bool TicksToNs(uint64_t ticks, int64_t* ns, std::string* why) const;
+  bool SystemNs(uint64_t ticks, int64_t* ns, std::string* why) const;  // at frequency_hz_
 
   const HsaApi& api_;
   BootClockReader boot_;

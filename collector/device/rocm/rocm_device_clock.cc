@@ -89,11 +89,9 @@ bool RocmDeviceClock::ReadDeviceNs(int64_t* device_ns, std::string* why) {
 }
 
 void RocmDeviceClock::KeepBootPair(const HsaClockCounters& c, int64_t device_ns, int64_t error_ns) {
-  if (c.SystemClockFrequencyHz == 0 || error_ns < 0) return;
-  const unsigned __int128 boot =
-      static_cast<unsigned __int128>(c.SystemClockCounter) * 1'000'000'000u / c.SystemClockFrequencyHz;
-  if (boot > static_cast<unsigned __int128>(INT64_MAX)) return;
-  boot_map_.Add({static_cast<int64_t>(boot), device_ns, error_ns});  // a pair out of order is skipped
+  const auto boot = TicksToNs(c.SystemClockCounter, c.SystemClockFrequencyHz);
+  if (!boot || error_ns < 0) return;
+  boot_map_.Add({*boot, device_ns, error_ns});  // a pair out of order is skipped
 }
 
 bool RocmDeviceClock::BootToDevice(int64_t boot_ns, int64_t* device_ns, int64_t* error_ns, std::string* why) {

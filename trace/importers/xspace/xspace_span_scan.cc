@@ -222,11 +222,7 @@ std::optional<XSpaceSpan> ScanXSpaceSpan(std::string_view bytes, std::string* wh
     TakeInstant(*first, &out.span, &any);
     TakeInstant(*last, &out.span, &any);
   }
-  for (const auto bound : {ProfileStartTime(task_env), ProfileStopTime(task_env)}) {
-    if (bound && *bound <= static_cast<uint64_t>(INT64_MAX)) {
-      TakeInstant({static_cast<int64_t>(*bound), 0}, &out.span, &any);
-    }
-  }
+  TakeSessionBounds(task_env, &out.span, &any);
   if (!any) return Fail(why, "no timed event");
   return out;
 }
