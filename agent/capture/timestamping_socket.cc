@@ -6,6 +6,8 @@
 #include <linux/net_tstamp.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -15,12 +17,14 @@ namespace chronolink {
 
 namespace {
 
-constexpr int kTimestampingFlags =
-    SOF_TIMESTAMPING_TX_SCHED | SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE |
-    SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+// Socket-wide: receive stamps and how stamps are reported. TX stamps are
+// asked for per datagram (TxFlags).
+constexpr int kTimestampingFlags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE |
+                                   SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
 
-constexpr int kHardwareTimestampingFlags =
-    SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
+constexpr int kHardwareTimestampingFlags = SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
+
+constexpr size_t kBatch = 8;  // datagrams or error-queue messages per recvmmsg
 
 std::string ErrnoText(const char* what, int err) {
   return std::string(what) + ": " + std::strerror(err);
@@ -106,6 +110,8 @@ bool TimestampingSocket::Open(const std::string& ip, uint16_t port, std::string*
     Close();
     return false;
   }
+  hardware_ = hardware;
+  software_tx_seen_ = false;
   int flags = kTimestampingFlags | (hardware ? kHardwareTimestampingFlags : 0);
   if (::setsockopt(fd_, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) != 0) {
     *error = ErrnoText("setsockopt(SO_TIMESTAMPING)", errno);
@@ -122,18 +128,97 @@ bool TimestampingSocket::Open(const std::string& ip, uint16_t port, std::string*
   return true;
 }
 
-SendResult TimestampingSocket::Send(const UdpEndpoint& to, std::span<const uint8_t> payload) {
+SendResult TimestampingSocket::Send(const UdpEndpoint& to, std::span<const uint8_t> payload,
+                                    bool tx_stamps) {
+  uint32_t tx_flags = hardware_ ? SOF_TIMESTAMPING_TX_HARDWARE : 0;
+  if (tx_stamps) {
+    tx_flags |= SOF_TIMESTAMPING_TX_SOFTWARE;
+    if (always_sched_ || !software_tx_seen_) tx_flags |= SOF_TIMESTAMPING_TX_SCHED;
+  }
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint32_t))] = {};
+  iovec iov{const_cast<uint8_t*>(payload.data()), payload.size()};
+  msghdr msg{};
+  msg.msg_name = const_cast<sockaddr_storage*>(&to.addr);
+  msg.msg_namelen = to.len;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (tx_flags != 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SO_TIMESTAMPING;
+    c->cmsg_len = CMSG_LEN(sizeof(uint32_t));
+    std::memcpy(CMSG_DATA(c), &tx_flags, sizeof(tx_flags));
+  }
   SendResult r;
   r.user_tx_real_ns = ReadClockNs(CLOCK_REALTIME);
-  const ssize_t n = ::sendto(fd_, payload.data(), payload.size(), 0,
-                             reinterpret_cast<const sockaddr*>(&to.addr), to.len);
-  if (n < 0) {
+  if (::sendmsg(fd_, &msg, 0) < 0) {
     r.error = errno;
     return r;
   }
   r.ok = true;
-  r.op_id = next_op_id_++;
+  r.stamped = tx_flags != 0;
+  if (r.stamped) r.op_id = next_op_id_++;
   return r;
+}
+
+namespace {
+
+// One batch of receive buffers for recvmmsg.
+template <size_t kBytes, size_t kControl>
+struct ReceiveBatch {
+  std::array<std::array<uint8_t, kBytes>, kBatch> data;
+  alignas(cmsghdr) std::array<std::array<char, kControl>, kBatch> control;
+  std::array<sockaddr_storage, kBatch> from;
+  std::array<iovec, kBatch> iov;
+  std::array<mmsghdr, kBatch> msgs;
+
+  void Reset(bool with_address) {
+    for (size_t i = 0; i < kBatch; ++i) {
+      iov[i] = iovec{data[i].data(), data[i].size()};
+      msghdr& m = msgs[i].msg_hdr;
+      m = msghdr{};
+      m.msg_name = with_address ? &from[i] : nullptr;
+      m.msg_namelen = with_address ? sizeof(from[i]) : 0;
+      m.msg_iov = &iov[i];
+      m.msg_iovlen = 1;
+      m.msg_control = control[i].data();
+      m.msg_controllen = control[i].size();
+      msgs[i].msg_len = 0;
+    }
+  }
+};
+
+}  // namespace
+
+int TimestampingSocket::ReceiveAll(
+    const std::function<void(std::span<const uint8_t>, const ReceivedDatagram&)>& sink) {
+  ReceiveBatch<kMaxDatagramBytes, 256> batch;
+  int delivered = 0;
+  for (;;) {
+    batch.Reset(true);
+    ++receive_calls_;
+    const int n = ::recvmmsg(fd_, batch.msgs.data(), kBatch, MSG_DONTWAIT, nullptr);
+    if (n <= 0) {
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ++receive_errors_;
+      return delivered;
+    }
+    const int64_t user_rx = ReadClockNs(CLOCK_REALTIME);  // one read after the batch
+    for (int i = 0; i < n; ++i) {
+      msghdr& m = batch.msgs[i].msg_hdr;
+      ReceivedDatagram d;
+      d.user_rx_real_ns = user_rx;
+      d.from.addr = batch.from[i];
+      d.from.len = m.msg_namelen;
+      d.length = std::min<size_t>(batch.msgs[i].msg_len, kMaxDatagramBytes);
+      if (m.msg_flags & MSG_TRUNC) ++truncated_;
+      StampsFromCmsgs(&m, &d.kernel_rx_real_ns, &d.hw_rx_phc_ns);
+      sink(std::span<const uint8_t>(batch.data[i].data(), d.length), d);
+      ++delivered;
+    }
+    if (static_cast<size_t>(n) < kBatch) return delivered;  // the queue is empty: no call to learn it
+  }
 }
 
 bool TimestampingSocket::Receive(std::span<uint8_t> buffer, ReceivedDatagram* out) {
@@ -146,6 +231,7 @@ bool TimestampingSocket::Receive(std::span<uint8_t> buffer, ReceivedDatagram* ou
   msg.msg_iovlen = 1;
   msg.msg_control = control;
   msg.msg_controllen = sizeof(control);
+  ++receive_calls_;
   const ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT);
   if (n < 0) {
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ++receive_errors_;
@@ -160,49 +246,50 @@ bool TimestampingSocket::Receive(std::span<uint8_t> buffer, ReceivedDatagram* ou
 }
 
 int TimestampingSocket::DrainTxStamps(const std::function<void(const TxStampEvent&)>& sink) {
+  ReceiveBatch<64, 512> batch;
   int delivered = 0;
   for (;;) {
-    alignas(cmsghdr) char control[512];
-    char data[64];
-    iovec iov{data, sizeof(data)};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    if (::recvmsg(fd_, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) break;
+    batch.Reset(false);
+    ++error_queue_calls_;
+    const int n = ::recvmmsg(fd_, batch.msgs.data(), kBatch, MSG_ERRQUEUE | MSG_DONTWAIT, nullptr);
+    if (n <= 0) return delivered;
+    for (int i = 0; i < n; ++i) delivered += DeliverTxStamp(&batch.msgs[i].msg_hdr, sink);
+    if (static_cast<size_t>(n) < kBatch) return delivered;
+  }
+}
 
-    int64_t stamp = 0;
-    int64_t hw_stamp = 0;
-    const bool has_stamp = StampsFromCmsgs(&msg, &stamp, &hw_stamp);
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      const bool is_err = (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
-                          (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR);
-      if (!is_err) continue;
-      sock_extended_err ee;
-      std::memcpy(&ee, CMSG_DATA(c), sizeof(ee));
-      if (ee.ee_errno != ENOMSG || ee.ee_origin != SO_EE_ORIGIN_TIMESTAMPING || !has_stamp)
-        continue;
-      TxStampEvent ev;
-      ev.op_id = ee.ee_data;
-      ev.real_ns = stamp;
-      if (ee.ee_info == SCM_TSTAMP_SND && hw_stamp != 0) {
-        // The NIC's stamp comes in an error-queue message of its own, ts[2] only.
-        ev.source = StampSource::kHardware;
-        ev.real_ns = 0;
-        ev.phc_ns = hw_stamp;
-      } else if (stamp == 0) {
-        continue;
-      } else if (ee.ee_info == SCM_TSTAMP_SCHED) {
-        ev.source = StampSource::kSocketSched;
-      } else if (ee.ee_info == SCM_TSTAMP_SND) {
-        ev.source = StampSource::kSocketSoftware;
-      } else {
-        continue;
-      }
-      sink(ev);
-      ++delivered;
+int TimestampingSocket::DeliverTxStamp(msghdr* msg, const std::function<void(const TxStampEvent&)>& sink) {
+  int64_t stamp = 0;
+  int64_t hw_stamp = 0;
+  const bool has_stamp = StampsFromCmsgs(msg, &stamp, &hw_stamp);
+  int delivered = 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(msg); c != nullptr; c = CMSG_NXTHDR(msg, c)) {
+    const bool is_err = (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+                        (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR);
+    if (!is_err) continue;
+    sock_extended_err ee;
+    std::memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+    if (ee.ee_errno != ENOMSG || ee.ee_origin != SO_EE_ORIGIN_TIMESTAMPING || !has_stamp) continue;
+    TxStampEvent ev;
+    ev.op_id = ee.ee_data;
+    ev.real_ns = stamp;
+    if (ee.ee_info == SCM_TSTAMP_SND && hw_stamp != 0) {
+      // The NIC's stamp comes in an error-queue message of its own, ts[2] only.
+      ev.source = StampSource::kHardware;
+      ev.real_ns = 0;
+      ev.phc_ns = hw_stamp;
+    } else if (stamp == 0) {
+      continue;
+    } else if (ee.ee_info == SCM_TSTAMP_SCHED) {
+      ev.source = StampSource::kSocketSched;
+    } else if (ee.ee_info == SCM_TSTAMP_SND) {
+      ev.source = StampSource::kSocketSoftware;
+      software_tx_seen_ = true;
+    } else {
+      continue;
     }
+    sink(ev);
+    ++delivered;
   }
   return delivered;
 }

@@ -3,6 +3,14 @@
 // qdisc, TX_SOFTWARE when the driver takes it), TX stamps read back from the
 // error queue without blocking and matched to packets by OPT_ID. All stamps
 // here are raw CLOCK_REALTIME; the caller ingests them into the node clock.
+//
+// TX stamps cost a system call each to read back, so they are asked for per
+// datagram (an SO_TIMESTAMPING control message) and only where the caller
+// needs them; TX_SCHED only until the driver has shown it gives TX_SOFTWARE,
+// which ranks above it. The kernel numbers only stamped datagrams (OPT_ID),
+// so an unstamped send has no op_id. Receives and error-queue reads are
+// batched (recvmmsg): one call per burst, none to find the queue empty when
+// a batch comes back short.
 #pragma once
 
 #include <netinet/in.h>
@@ -28,7 +36,8 @@ struct UdpEndpoint {
 struct SendResult {
   bool ok = false;
   int error = 0;          // errno when !ok
-  uint32_t op_id = 0;     // SO_TIMESTAMPING OPT_ID of this datagram
+  bool stamped = false;   // TX stamps were asked for: they come back with op_id
+  uint32_t op_id = 0;     // SO_TIMESTAMPING OPT_ID of this datagram (stamped only)
   int64_t user_tx_real_ns = 0;  // CLOCK_REALTIME read just before sendmsg
 };
 
@@ -64,25 +73,48 @@ class TimestampingSocket {
   int fd() const { return fd_; }
   uint16_t bound_port() const { return bound_port_; }
 
-  SendResult Send(const UdpEndpoint& to, std::span<const uint8_t> payload);
+  // tx_stamps: ask for the kernel's software TX stamps of this datagram (the
+  // NIC's are asked for whenever hardware stamping is on: nothing ranks above
+  // them).
+  SendResult Send(const UdpEndpoint& to, std::span<const uint8_t> payload, bool tx_stamps = true);
+
+  // Keep asking for TX_SCHED even once TX_SOFTWARE is known to come (a
+  // forced socket_sched source needs it).
+  void SetAlwaysSched(bool always) { always_sched_ = always; }
 
   // Non-blocking; false when nothing is queued (or on an error, counted).
   bool Receive(std::span<uint8_t> buffer, ReceivedDatagram* out);
+
+  // Every queued datagram, without blocking, in batches; each goes to the
+  // sink with its bytes (at most kMaxDatagramBytes). Returns how many.
+  static constexpr size_t kMaxDatagramBytes = 512;
+  int ReceiveAll(const std::function<void(std::span<const uint8_t>, const ReceivedDatagram&)>& sink);
 
   // Reads every queued TX stamp from the error queue without blocking.
   // Returns how many events were delivered.
   int DrainTxStamps(const std::function<void(const TxStampEvent&)>& sink);
 
+  // System calls made to read, for the cost figures (PERFORMANCE §3).
+  uint64_t receive_calls() const { return receive_calls_; }
+  uint64_t error_queue_calls() const { return error_queue_calls_; }
+
   uint64_t receive_errors() const { return receive_errors_; }
   uint64_t truncated() const { return truncated_; }
 
  private:
+  int DeliverTxStamp(msghdr* msg, const std::function<void(const TxStampEvent&)>& sink);
+
   int fd_ = -1;
   int family_ = AF_INET;
   uint16_t bound_port_ = 0;
-  uint32_t next_op_id_ = 0;  // the kernel numbers datagrams from 0 per socket
+  bool hardware_ = false;
+  bool always_sched_ = false;
+  bool software_tx_seen_ = false;  // TX_SOFTWARE came once: TX_SCHED is no longer asked for
+  uint32_t next_op_id_ = 0;  // the kernel numbers stamped datagrams from 0 per socket
   uint64_t receive_errors_ = 0;
   uint64_t truncated_ = 0;
+  uint64_t receive_calls_ = 0;
+  uint64_t error_queue_calls_ = 0;
 };
 
 }  // namespace chronolink

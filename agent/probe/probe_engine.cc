@@ -94,11 +94,23 @@ ProbeMessage ProbeEngine::BaseMessage(MessageType type, uint32_t to) const {
   return m;
 }
 
+TxStampNeed& ProbeEngine::TxNeedOf(uint32_t peer) {
+  auto it = tx_need_.find(peer);
+  if (it != tx_need_.end()) return it->second;
+  const bool socket_forced = options_.forced_source == StampSource::kSocketSched ||
+                             options_.forced_source == StampSource::kSocketSoftware;
+  return tx_need_.emplace(peer, TxStampNeed(socket_forced)).first->second;
+}
+
 bool ProbeEngine::Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind,
                            SendOutcome* out) {
   std::array<uint8_t, kProbeWireSize> buf;
   codec_.Encode(m, buf);
-  *out = transport_.Send(peer, buf);
+  // Only probes' TX times are used (follow-ups only carry stamps), and only
+  // while no better source stamps them.
+  const bool probe = kind == PacketKind::kForward || kind == PacketKind::kReverse;
+  TxStampNeed& need = TxNeedOf(peer);
+  *out = transport_.Send(peer, buf, probe && need.Wanted());
   PeerCounters& pc = peer_counters_[peer];
   if (!out->ok) {
     ++pc.send_errors;
@@ -108,8 +120,8 @@ bool ProbeEngine::Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind
   pc.bytes_sent += buf.size();
   // The eBPF send hooks' records of this packet count only with this MAC.
   tap_book_.ExpectSent(KeyOf(m), MacOfDatagram(buf));
-  SentPacket& s = sent_ring_[out->op_id % kSentRingSize];
-  s = SentPacket{out->op_id, kind, peer, m.seq, m.index};
+  if (probe) need.OnProbeSent();
+  if (out->stamped) sent_ring_[out->op_id % kSentRingSize] = SentPacket{out->op_id, kind, peer, m.seq, m.index};
   ++counters_.packets[1];
   Observe(KeyOf(m), true, ProbeStamp{out->user_tx_ns, StampSource::kUserspace});
   return true;
@@ -151,16 +163,16 @@ void ProbeEngine::SendPilot(Prober& p) {
   p.pilot_sent = true;
   std::array<uint8_t, kPilotWireSize> buf;
   codec_.EncodePilot(options_.node_id, buf);
-  const SendOutcome out = transport_.Send(p.peer, buf);
+  const SendOutcome out = transport_.Send(p.peer, buf, false);
   PeerCounters& pc = peer_counters_[p.peer];
   if (!out.ok) {
     ++pc.send_errors;  // the pair's own send reports and backs off
     return;
   }
   ++pc.pilots_sent;
-  // The socket stamps every send: the pilot's TX stamps come back too, and
-  // are known and ignored rather than counted unmatched.
-  sent_ring_[out.op_id % kSentRingSize] = SentPacket{out.op_id, PacketKind::kPilot, p.peer, 0, 0};
+  // With NIC stamping on, the pilot is stamped too: its stamps are known and
+  // ignored rather than counted unmatched.
+  if (out.stamped) sent_ring_[out.op_id % kSentRingSize] = SentPacket{out.op_id, PacketKind::kPilot, p.peer, 0, 0};
 }
 
 void ProbeEngine::SendForward(Prober& p, int index, int64_t now_ns) {
@@ -488,6 +500,7 @@ void ProbeEngine::OnTapSent(const TapStamp& t) {
   const PacketKind kind = key.type == MessageType::kForward   ? PacketKind::kForward
                           : key.type == MessageType::kReverse ? PacketKind::kReverse
                                                               : PacketKind::kFollowUp;
+  if (kind != PacketKind::kFollowUp) TxNeedOf(key.receiver).OnOtherStamp(t.stamp.source);
   RouteTxStamp(kind, key.receiver, key.seq, key.index, t.stamp);
 }
 
@@ -664,6 +677,7 @@ std::map<uint32_t, PeerCounters> ProbeEngine::peer_counters() const {
     out[peer].tuples_spoiled = p->assembler.spoiled();
   }
   for (uint32_t peer : unconfirmed_) out[peer].address_confirmed = false;
+  for (const auto& [peer, need] : tx_need_) out[peer].probes_without_socket_tx = need.sent_without();
   return out;
 }
 

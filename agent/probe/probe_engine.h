@@ -29,6 +29,7 @@
 #include "agent/probe/peer_sessions.h"
 #include "agent/probe/probe_transport.h"
 #include "agent/probe/tap_stamp_book.h"
+#include "agent/probe/tx_stamp_need.h"
 #include "agent/wire/probe_codec.h"
 
 namespace chronolink {
@@ -47,6 +48,9 @@ struct PeerCounters {
   uint64_t pilots_sent = 0;
   uint64_t pilots_received = 0;
   uint64_t late_tx_dropped = 0;           // late TX stamps given up (queue full)
+  // Probes sent without asking the socket for TX stamps: the tap stamped
+  // their predecessors better (tx_stamp_need.h).
+  uint64_t probes_without_socket_tx = 0;
   uint64_t stamps_unmatched = 0;          // stamps for tuples no longer (or never) pending
   uint64_t stamps_wrong_domain = 0;       // stamps on the wrong clock, refused
   uint64_t send_errors = 0;
@@ -219,6 +223,7 @@ class ProbeEngine {
   void SendFollowUp(uint32_t peer, const Responder& r, const ReversePair& pair, bool final);
   void SendDueFollowUps(uint32_t peer, Responder& r, int64_t now_ns, bool all);
   bool Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind, SendOutcome* out);
+  TxStampNeed& TxNeedOf(uint32_t peer);
 
   bool AdmitSession(const ProbeMessage& m, int64_t now_ns);
   void ConfirmAddress(uint32_t peer, int64_t now_ns);
@@ -253,7 +258,8 @@ class ProbeEngine {
 
   std::map<uint32_t, std::unique_ptr<Prober>> probers_;
   std::map<uint32_t, Responder> responders_;
-  std::vector<SentPacket> sent_ring_;  // indexed by op_id % size
+  std::vector<SentPacket> sent_ring_;  // stamped sends, indexed by op_id % size
+  std::map<uint32_t, TxStampNeed> tx_need_;  // by peer
   EngineCounters counters_;
   StampObserver observer_;
   TapStampBook tap_book_;

@@ -12,6 +12,7 @@ namespace chronolink {
 struct SendOutcome {
   bool ok = false;
   int error = 0;             // errno when !ok
+  bool stamped = false;      // TX stamps will come back, with op_id
   uint32_t op_id = 0;        // matches the TX stamps that come back later
   int64_t user_tx_ns = 0;    // node clock, read just before the send
 };
@@ -19,7 +20,10 @@ struct SendOutcome {
 class ProbeTransport {
  public:
   virtual ~ProbeTransport() = default;
-  virtual SendOutcome Send(uint32_t peer, std::span<const uint8_t> datagram) = 0;
+  // tx_stamps: whether the engine needs the socket's own TX stamps of this
+  // datagram (it does not when another source, the eBPF tap, supplies
+  // better ones, nor for pilots and follow-ups, whose TX times nobody uses).
+  virtual SendOutcome Send(uint32_t peer, std::span<const uint8_t> datagram, bool tx_stamps) = 0;
 };
 
 }  // namespace chronolink

@@ -80,6 +80,7 @@ bool AgentRuntime::Start(std::string* error) {
   if (!socket_.Open(config_.listen_address, config_.listen_port, error, hardware_.active())) {
     return false;
   }
+  socket_.SetAlwaysSched(config_.capture.forced_source == StampSource::kSocketSched);
 
   codec_ = std::make_unique<ProbeCodec>(config_.cluster.cluster_id, config_.key);
   transport_ = std::make_unique<SocketTransport>(socket_, clock_);
@@ -262,6 +263,8 @@ void AgentRuntime::WriteStats(bool final) {
   j["tx_stamps_unmatched"] = c.tx_stamps_unmatched;
   j["pilots_received"] = c.pilots_received;
   j["socket_receive_errors"] = socket_.receive_errors();
+  j["socket_receive_calls"] = socket_.receive_calls();
+  j["socket_error_queue_calls"] = socket_.error_queue_calls();
   j["stamps_refused_by_policy"] = c.stamps_refused_by_policy;
   // eBPF records the engine did not use, by reason (docs/bpf-tap.md).
   j["tap_records"] = {{"unrouted", c.tap_stamps_unrouted},  {"rx_own_sender", c.tap_rx_own_sender},
@@ -287,6 +290,7 @@ void AgentRuntime::WriteStats(bool final) {
         {"followups_sent", pc.followups_sent},   {"send_errors", pc.send_errors},
         {"pilots_sent", pc.pilots_sent},         {"pilots_received", pc.pilots_received},
         {"late_tx_dropped", pc.late_tx_dropped},
+        {"probes_without_socket_tx", pc.probes_without_socket_tx},
         {"stamps_unmatched", pc.stamps_unmatched},
         {"stamps_wrong_domain", pc.stamps_wrong_domain},
         {"forward_pairs_incomplete", pc.forward_pairs_incomplete},

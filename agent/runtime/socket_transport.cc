@@ -72,9 +72,7 @@ void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine&
     });
   }
   if (!datagrams_ready) return;
-  std::array<uint8_t, 512> buf;
-  ReceivedDatagram d;
-  while (socket.Receive(buf, &d)) {
+  socket.ReceiveAll([&](std::span<const uint8_t> bytes, const ReceivedDatagram& d) {
     DualStamp rx;
     rx.user = {clock.Ingest(d.user_rx_real_ns), StampSource::kUserspace};
     if (d.kernel_rx_real_ns != 0) {
@@ -85,9 +83,9 @@ void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine&
         rx.kernel = {clock.Ingest(*real), StampSource::kHardware};
       }
     }
-    engine.OnDatagram(std::span<const uint8_t>(buf.data(), std::min(d.length, buf.size())), rx, clock.Now(),
+    engine.OnDatagram(bytes, rx, clock.Now(),
                       [&](uint32_t sender) { return transport == nullptr || transport->IsEndpointOf(sender, d.from); });
-  }
+  });
 }
 
 }  // namespace chronolink

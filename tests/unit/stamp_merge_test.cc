@@ -26,6 +26,7 @@ const ProbeEngine::SourceCheck kFromListedAddress = [](uint32_t) { return true; 
 struct Datagram {
   uint32_t from, to;
   uint32_t op_id;
+  bool stamped;  // the socket was asked for TX stamps
   std::vector<uint8_t> bytes;
   int64_t sent_ns = 0;
 };
@@ -35,12 +36,13 @@ class QueueTransport : public ProbeTransport {
  public:
   QueueTransport(uint32_t self, std::deque<Datagram>* wire, int64_t* now)
       : self_(self), wire_(wire), now_(now) {}
-  SendOutcome Send(uint32_t peer, std::span<const uint8_t> d) override {
+  SendOutcome Send(uint32_t peer, std::span<const uint8_t> d, bool tx_stamps) override {
     SendOutcome o;
     o.ok = true;
-    o.op_id = next_op_++;
+    o.stamped = tx_stamps;
+    if (tx_stamps) o.op_id = next_op_++;
     o.user_tx_ns = *now_;
-    wire_->push_back({self_, peer, o.op_id, {d.begin(), d.end()}, *now_});
+    wire_->push_back({self_, peer, o.op_id, tx_stamps, {d.begin(), d.end()}, *now_});
     return o;
   }
 
@@ -66,6 +68,7 @@ struct Harness {
   std::vector<FullTuple> tuples;
   int pilots_delivered = 0;
   std::vector<Datagram> sent;  // every datagram delivered, in order
+  bool driver_tx_hook = false;  // the tap also stamps sends at the driver (net_dev_start_xmit)
 
   void Add(uint32_t id, std::vector<uint32_t> probe, StampSource forced, ProbeSettings settings = {}) {
     transports[id] = std::make_unique<QueueTransport>(id, &wire, &now);
@@ -101,8 +104,7 @@ struct Harness {
       sent.push_back(d);
       uint32_t pilot_sender = 0;
       if (codec.DecodePilot(d.bytes, &pilot_sender)) {
-        engines.at(d.from)->OnTxStamp(d.op_id, {now + 200, StampSource::kSocketSched});
-        engines.at(d.from)->OnTxStamp(d.op_id, {now + 1'000, StampSource::kSocketSoftware});
+        EXPECT_FALSE(d.stamped) << "a pilot's TX stamps are never used";
         engines.at(d.to)->OnDatagram(d.bytes, DualStamp{{now + 5'000, StampSource::kSocketSoftware}, {}}, now + 8'000,
                                      kFromListedAddress);
         ++pilots_delivered;
@@ -113,8 +115,11 @@ struct Harness {
       ProbeEngine& tx = *engines.at(d.from);
       ProbeEngine& rx = *engines.at(d.to);
       Tap(tx, CHRONOLINK_HOOK_TC_EGRESS, d.bytes, now + 500);
-      tx.OnTxStamp(d.op_id, {now + 200, StampSource::kSocketSched});
-      tx.OnTxStamp(d.op_id, {now + 1'000, StampSource::kSocketSoftware});
+      if (driver_tx_hook) Tap(tx, CHRONOLINK_HOOK_DEV_XMIT, d.bytes, now + 900);
+      if (d.stamped) {
+        tx.OnTxStamp(d.op_id, {now + 200, StampSource::kSocketSched});
+        tx.OnTxStamp(d.op_id, {now + 1'000, StampSource::kSocketSoftware});
+      }
       const int64_t arrive = now + 5'000;
       if (before_rx) before_rx(*this, d, m, arrive);
       Tap(rx, CHRONOLINK_HOOK_XDP, d.bytes, arrive - 1'000);
@@ -250,6 +255,55 @@ TEST_F(StampMergeTest, CountsCoveragePerSourceAndIgnoresForeignPackets) {
   old_session.stamp = {h.now, StampSource::kBpfTc};
   h.engines[1]->OnTapStamp(old_session);
   EXPECT_EQ(h.engines[1]->counters().tap_stamps_unrouted, 2u);
+}
+
+// Socket TX stamps cost a system call each: once the tap has stamped a
+// block of sends at the driver (ranked above TX_SOFTWARE) they are no longer
+// asked for, the tuples stay whole with the driver's stamps, and when the
+// tap stops they come back within a block.
+TEST_F(StampMergeTest, SocketTxStampsAreAskedForOnlyWhileNoBetterSourceStampsTheProbes) {
+  Harness h;
+  h.driver_tx_hook = true;
+  h.RunPair(StampSource::kNone, 2000);
+  auto probes_stamped = [](const std::vector<Datagram>& sent, size_t from, bool* last_stamped) {
+    int n = 0;
+    for (size_t i = from; i < sent.size(); ++i) {
+      ProbeMessage m;
+      if (ProbeCodec(7, Key()).Decode(sent[i].bytes, &m) != DecodeResult::kOk) continue;
+      if (m.type == MessageType::kFollowUp) {
+        EXPECT_FALSE(sent[i].stamped) << "a follow-up's TX time is never used";
+        continue;
+      }
+      n += sent[i].stamped;
+      *last_stamped = sent[i].stamped;
+    }
+    return n;
+  };
+  bool last = true;
+  const int stamped = probes_stamped(h.sent, 0, &last);
+  EXPECT_GT(stamped, 0);
+  EXPECT_FALSE(last) << "still asking the socket for stamps the tap supplies";
+  const PeerCounters p1 = h.engines[1]->peer_counters().at(2);
+  EXPECT_GT(p1.probes_without_socket_tx, p1.packets_sent / 2);
+  // Every kernel tuple whole, on the driver's stamps.
+  const auto kernel = h.KernelTuples();
+  ASSERT_GE(kernel.size(), 90u);
+  for (const auto& [t, k] : kernel) {
+    EXPECT_EQ(k.fwd_tx[0].source, StampSource::kBpfXdp);
+    EXPECT_EQ(k.rev_tx[1].source, StampSource::kBpfXdp);
+  }
+  // The tap stops stamping at the driver: the socket is asked again.
+  h.driver_tx_hook = false;
+  const size_t before = h.sent.size();
+  h.Run(2000);
+  EXPECT_GT(probes_stamped(h.sent, before, &last), 0);
+  EXPECT_TRUE(last);
+
+  // Without the driver hook (tc egress ranks below TX_SOFTWARE) every probe is stamped.
+  Harness tc_only;
+  tc_only.RunPair(StampSource::kNone, 500);
+  EXPECT_EQ(tc_only.engines[1]->peer_counters().at(2).probes_without_socket_tx, 0u);
+  EXPECT_EQ(tc_only.engines[2]->peer_counters().at(1).probes_without_socket_tx, 0u);
 }
 
 // The pilot: one before every forward pair, from the prober only, its lead

@@ -17,6 +17,7 @@ TEST(TimestampingSocket, StampsEveryDatagramInBothDirections) {
   TimestampingSocket s;
   std::string error;
   ASSERT_TRUE(s.Open("127.0.0.1", 0, &error)) << error;
+  s.SetAlwaysSched(true);
   UdpEndpoint self;
   ASSERT_TRUE(UdpEndpoint::Parse("127.0.0.1", s.bound_port(), &self, &error));
 
@@ -74,6 +75,87 @@ TEST(TimestampingSocket, StampsEveryDatagramInBothDirections) {
     EXPECT_LE(sent[i].user_tx_real_ns, st[StampSource::kSocketSched]);
     EXPECT_LE(st[StampSource::kSocketSched], st[StampSource::kSocketSoftware]);
   }
+}
+
+// Collects TX stamps and datagrams until `done` holds or 2 s pass.
+template <typename Done>
+void Collect(TimestampingSocket& s, std::map<uint32_t, std::map<StampSource, int64_t>>* tx, int* received,
+             Done done) {
+  const int64_t deadline = ReadClockNs(CLOCK_MONOTONIC) + 2'000'000'000;
+  while (!done() && ReadClockNs(CLOCK_MONOTONIC) < deadline) {
+    pollfd fd{s.fd(), POLLIN, 0};
+    poll(&fd, 1, 10);
+    s.DrainTxStamps([&](const TxStampEvent& ev) { (*tx)[ev.op_id][ev.source] = ev.real_ns; });
+    *received += s.ReceiveAll([](std::span<const uint8_t>, const ReceivedDatagram&) {});
+  }
+}
+
+// TX stamps are asked for per datagram: an unstamped send takes no OPT_ID
+// (the kernel numbers stamped datagrams only) and leaves nothing on the
+// error queue; TX_SCHED is asked for only until TX_SOFTWARE has come once.
+TEST(TimestampingSocket, TxStampsOnlyForDatagramsThatAskForThem) {
+  TimestampingSocket s;
+  std::string error;
+  ASSERT_TRUE(s.Open("127.0.0.1", 0, &error)) << error;
+  UdpEndpoint self;
+  ASSERT_TRUE(UdpEndpoint::Parse("127.0.0.1", s.bound_port(), &self, &error));
+  const std::array<uint8_t, 16> payload{};
+
+  const SendResult a = s.Send(self, payload, true);
+  const SendResult quiet = s.Send(self, payload, false);
+  const SendResult b = s.Send(self, payload, true);
+  ASSERT_TRUE(a.ok && quiet.ok && b.ok);
+  EXPECT_TRUE(a.stamped);
+  EXPECT_FALSE(quiet.stamped);
+  EXPECT_EQ(a.op_id, 0u);
+  EXPECT_EQ(b.op_id, 1u) << "an unstamped send must not consume an id";
+
+  std::map<uint32_t, std::map<StampSource, int64_t>> tx;
+  int received = 0;
+  Collect(s, &tx, &received, [&] { return received == 3 && tx[1].count(StampSource::kSocketSoftware) != 0; });
+  EXPECT_EQ(received, 3);
+  EXPECT_EQ(tx.size(), 2u) << "stamps for a datagram that asked for none";
+  EXPECT_TRUE(tx[0].count(StampSource::kSocketSched)) << "TX_SCHED until TX_SOFTWARE is known to come";
+  EXPECT_TRUE(tx[1].count(StampSource::kSocketSoftware));
+  EXPECT_GT(s.error_queue_calls(), 0u);
+
+  // TX_SOFTWARE came: from now on TX_SCHED is not asked for.
+  const SendResult c = s.Send(self, payload, true);
+  ASSERT_TRUE(c.ok && c.stamped);
+  EXPECT_EQ(c.op_id, 2u);
+  Collect(s, &tx, &received, [&] { return received == 4 && tx[2].count(StampSource::kSocketSoftware) != 0; });
+  EXPECT_TRUE(tx[2].count(StampSource::kSocketSoftware));
+  EXPECT_FALSE(tx[2].count(StampSource::kSocketSched));
+}
+
+// A burst larger than one recvmmsg batch arrives whole, in order, with stamps.
+TEST(TimestampingSocket, ReceiveAllReadsABurstInBatches) {
+  TimestampingSocket s;
+  std::string error;
+  ASSERT_TRUE(s.Open("127.0.0.1", 0, &error)) << error;
+  UdpEndpoint self;
+  ASSERT_TRUE(UdpEndpoint::Parse("127.0.0.1", s.bound_port(), &self, &error));
+  constexpr int kBurst = 21;
+  for (int i = 0; i < kBurst; ++i) {
+    std::array<uint8_t, 8> payload{};
+    payload[0] = static_cast<uint8_t>(i);
+    ASSERT_TRUE(s.Send(self, payload, false).ok);
+  }
+  std::vector<int> order;
+  const uint64_t calls_before = s.receive_calls();
+  const int64_t deadline = ReadClockNs(CLOCK_MONOTONIC) + 2'000'000'000;
+  while (order.size() < kBurst && ReadClockNs(CLOCK_MONOTONIC) < deadline) {
+    pollfd fd{s.fd(), POLLIN, 0};
+    poll(&fd, 1, 10);
+    s.ReceiveAll([&](std::span<const uint8_t> bytes, const ReceivedDatagram& d) {
+      EXPECT_EQ(bytes.size(), 8u);
+      EXPECT_EQ(d.from.ToString(), self.ToString());
+      order.push_back(bytes[0]);
+    });
+  }
+  ASSERT_EQ(order.size(), static_cast<size_t>(kBurst));
+  for (int i = 0; i < kBurst; ++i) EXPECT_EQ(order[i], i);
+  EXPECT_LT(s.receive_calls() - calls_before, static_cast<uint64_t>(kBurst)) << "not batched";
 }
 
 TEST(TimestampingSocket, PortInUseAndBadAddressAreClearErrors) {
