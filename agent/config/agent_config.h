@@ -31,10 +31,20 @@ struct ClusterFile {
 
 struct ProbeSettings {
   int64_t spacing_ns = 100'000;        // gap between the two probes of a pair
-  int64_t interval_ns = 1'000'000;     // one pair per interval per edge
+  // One pair per interval per edge: the slowest cadence when adaptive.
+  int64_t interval_ns = 20'000'000;
+  // Adaptive cadence (agent/estimate/probe_cadence.h): faster, down to
+  // fastest_interval_ns (0: interval / 8), while an edge's windows need it.
+  bool adaptive = true;
+  int64_t fastest_interval_ns = 0;
+  int target_pure_points = 16;
+  double target_uncertainty_ns = 0;  // 0: none
   double jitter_fraction = 0.2;        // +/- uniform jitter on the interval
   int64_t tuple_timeout_ns = 500'000'000;   // incomplete tuples expire after this
-  int64_t followup_delay_ns = 20'000'000;   // send a follow-up if no next pair by then
+  // Send a follow-up if no next pair by then. Unset in the configuration it
+  // is 2.5 intervals, so that the next pair, not a datagram of its own,
+  // normally carries the TX stamps.
+  int64_t followup_delay_ns = 50'000'000;
   size_t max_pending_tuples = 4096;         // per edge, bounds memory
   // A pilot datagram this long before each forward pair wakes the path, so
   // that the pair's two probes see it alike (docs/protocol.md "Pilot").

@@ -54,7 +54,18 @@ const Spec kSpecs[] = {
      "user's primary group)"},
 
     {"probe.interval_us", "probe-interval-us", Kind::kNsFromUs, "US", kProbing,
-     "One probe pair per interval per edge; >= 2x spacing, <= 10 s (default: 1000)"},
+     "One probe pair per interval per edge (the slowest, with adaptive cadence); >= 2x spacing, <= 10 s "
+     "(default: 20000)"},
+    {"probe.adaptive", "probe-adaptive", Kind::kString, "MODE", kProbing,
+     "Adaptive cadence: probe faster, down to --probe-min-interval-us, while an edge's windows fall "
+     "back or lack pure pairs, and slow down again when they meet the target: on, off (default: on)"},
+    {"probe.min_interval_us", "probe-min-interval-us", Kind::kNsFromUs, "US", kProbing,
+     "Fastest adaptive interval; >= 2x spacing, <= the interval (default: interval / 8)"},
+    {"probe.target_pure_points", "probe-target-pure-points", Kind::kCount, "N", kProbing,
+     "Adaptive target: pure pairs per side in a window, >= --min-points (default: 16)"},
+    {"probe.target_uncertainty_ns", "probe-target-uncertainty-ns", Kind::kDouble, "NS", kProbing,
+     "Adaptive target: a window's uncertainty; a max-margin window is never tighter than about half "
+     "the path's minimum round trip (default: none)"},
     {"probe.spacing_us", "probe-spacing-us", Kind::kNsFromUs, "US", kProbing,
      "Gap between the two probes of a pair, >= 1 (default: 100)"},
     {"probe.jitter", "probe-jitter", Kind::kDouble, "FRAC", kProbing,
@@ -62,7 +73,8 @@ const Spec kSpecs[] = {
     {"probe.tuple_timeout_ms", "probe-tuple-timeout-ms", Kind::kNsFromMs, "MS", kProbing,
      "Drop incomplete Pt/Pr tuples after this long (default: 500)"},
     {"probe.followup_delay_ms", "probe-followup-delay-ms", Kind::kNsFromMs, "MS", kProbing,
-     "Send a follow-up with the last TX stamps if no next pair by then; < tuple timeout (default: 20)"},
+     "Send a follow-up with the last TX stamps if no next pair by then; < tuple timeout (default: 2.5 "
+     "probe intervals)"},
     {"probe.max_pending_tuples", "probe-max-pending-tuples", Kind::kCount, "N", kProbing,
      "Cap on incomplete tuples per edge, >= 1 (default: 4096)"},
     {"probe.pilot", "probe-pilot", Kind::kString, "MODE", kProbing,

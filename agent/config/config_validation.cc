@@ -398,6 +398,29 @@ bool ValidatePilot(const Merged& m, ProbeSettings* p, std::string* error) {
   return true;
 }
 
+// Adaptive cadence: its range and targets (agent/estimate/probe_cadence.h).
+bool ValidateCadence(const Merged& m, ProbeSettings* p, std::string* error) {
+  const std::string mode = m.Get<std::string>("probe.adaptive", "on");
+  if (mode != "on" && mode != "off") {
+    return Fail(error, "adaptive cadence '" + mode + "' (" + m.From("probe.adaptive") + ") must be on or off");
+  }
+  p->adaptive = mode == "on";
+  p->fastest_interval_ns = m.Get<int64_t>("probe.min_interval_us", 0);
+  if (!m.Has("probe.min_interval_us")) p->fastest_interval_ns = std::max(p->interval_ns / 8, 2 * p->spacing_ns);
+  if (p->fastest_interval_ns < 2 * p->spacing_ns || p->fastest_interval_ns > p->interval_ns) {
+    return Fail(error, "fastest probe interval " + Us(p->fastest_interval_ns) + " (" + m.From("probe.min_interval_us") +
+                           ") must be at least twice the probe spacing " + Us(p->spacing_ns) +
+                           " and at most the probe interval " + Us(p->interval_ns) + " (" +
+                           m.From("probe.interval_us") + ")");
+  }
+  p->target_pure_points = static_cast<int>(m.Get<int64_t>("probe.target_pure_points", p->target_pure_points));
+  p->target_uncertainty_ns = m.Get<double>("probe.target_uncertainty_ns", p->target_uncertainty_ns);
+  if (!(p->target_uncertainty_ns >= 0) || !std::isfinite(p->target_uncertainty_ns)) {
+    return Fail(error, "target uncertainty (" + m.From("probe.target_uncertainty_ns") + ") must be 0 (none) or more");
+  }
+  return true;
+}
+
 bool ValidateProbing(const Merged& m, AgentConfig* c, std::string* error) {
   ProbeSettings& p = c->probe;
   p.spacing_ns = m.Get<int64_t>("probe.spacing_us", p.spacing_ns);
@@ -405,6 +428,9 @@ bool ValidateProbing(const Merged& m, AgentConfig* c, std::string* error) {
   p.jitter_fraction = m.Get<double>("probe.jitter", p.jitter_fraction);
   p.tuple_timeout_ns = m.Get<int64_t>("probe.tuple_timeout_ms", p.tuple_timeout_ns);
   p.followup_delay_ns = m.Get<int64_t>("probe.followup_delay_ms", p.followup_delay_ns);
+  if (!m.Has("probe.followup_delay_ms")) {
+    p.followup_delay_ns = std::min(p.interval_ns * 5 / 2, p.tuple_timeout_ns / 2);
+  }
   p.max_pending_tuples =
       static_cast<size_t>(m.Get<int64_t>("probe.max_pending_tuples", static_cast<int64_t>(p.max_pending_tuples)));
   if (p.spacing_ns < 1000) {
@@ -437,7 +463,7 @@ bool ValidateProbing(const Merged& m, AgentConfig* c, std::string* error) {
   if (p.max_pending_tuples < 1) {
     return Fail(error, "max pending tuples (" + m.From("probe.max_pending_tuples") + ") must be at least 1");
   }
-  return ValidatePilot(m, &p, error);
+  return ValidatePilot(m, &p, error) && ValidateCadence(m, &p, error);
 }
 
 // Windows and fit parameters, checked against the probing settings.
@@ -466,6 +492,11 @@ bool ValidateEstimationWindows(const Merged& m, AgentConfig* c, std::string* err
     return Fail(error, "purity tolerance " + std::to_string(e.purity_tolerance_ns) + " ns (" +
                            m.From("estimation.purity_tolerance_ns") + ") must be in 1 ns..the probe spacing " +
                            Us(p.spacing_ns) + " (" + m.From("probe.spacing_us") + ")");
+  }
+  if (c->probe.target_pure_points < e.min_points_per_side) {
+    return Fail(error, "adaptive target of " + std::to_string(c->probe.target_pure_points) + " pure points (" +
+                           m.From("probe.target_pure_points") + ") must be at least the minimum points " +
+                           std::to_string(e.min_points_per_side) + " (" + m.From("estimation.min_points") + ")");
   }
   if (e.min_points_per_side < 2) {
     return Fail(error, "min points " + std::to_string(e.min_points_per_side) + " (" +

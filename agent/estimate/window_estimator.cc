@@ -15,6 +15,8 @@ std::string_view EstimatorKindName(EstimatorKind k) {
       return "max_margin";
     case EstimatorKind::kMinDelay:
       return "min_delay";
+    case EstimatorKind::kMaxMarginAll:
+      return "max_margin_all";
   }
   return "none";
 }
@@ -57,6 +59,33 @@ LineFit FitMinDelay(std::span<const PtPrTuple> tuples, int64_t x0_ns) {
   return fit;
 }
 
+void ExtractEveryBound(const PtPrTuple& t, std::vector<OffsetBound>* upper, std::vector<OffsetBound>* lower) {
+  for (int i = 0; i < 2; ++i) {
+    if (t.fwd_tx[i].present() && t.fwd_rx[i].present()) {
+      upper->push_back({t.fwd_tx[i].ns, t.fwd_rx[i].ns - t.fwd_tx[i].ns});
+    }
+    if (t.rev_tx[i].present() && t.rev_rx[i].present()) {
+      lower->push_back({t.rev_rx[i].ns, t.rev_tx[i].ns - t.rev_rx[i].ns});
+    }
+  }
+}
+
+namespace {
+
+// The max-margin fit on every probe, for windows with too few pure pairs.
+bool FitEveryBound(std::span<const PtPrTuple> tuples, int64_t x0_ns, const WindowEstimatorOptions& options,
+                   int min_side, LineFit* fit) {
+  std::vector<OffsetBound> upper, lower;
+  upper.reserve(2 * tuples.size());
+  lower.reserve(2 * tuples.size());
+  for (const PtPrTuple& t : tuples) ExtractEveryBound(t, &upper, &lower);
+  if (static_cast<int>(upper.size()) < min_side || static_cast<int>(lower.size()) < min_side) return false;
+  *fit = FitMaxMarginLine(upper, lower, x0_ns, options.max_margin);
+  return fit->ok;
+}
+
+}  // namespace
+
 WindowEstimate EstimateWindow(std::span<const PtPrTuple> tuples, int64_t x0_ns,
                               const WindowEstimatorOptions& options) {
   WindowEstimate est;
@@ -80,6 +109,14 @@ WindowEstimate EstimateWindow(std::span<const PtPrTuple> tuples, int64_t x0_ns,
     est.fit = FitMaxMarginLine(upper, lower, x0_ns, options.max_margin);
     if (est.fit.ok) {
       est.estimator = EstimatorKind::kMaxMargin;
+      return est;
+    }
+  }
+  if (options.every_bound_fallback) {
+    LineFit every;
+    if (FitEveryBound(tuples, x0_ns, options, min_side, &every)) {
+      est.estimator = EstimatorKind::kMaxMarginAll;
+      est.fit = every;
       return est;
     }
   }

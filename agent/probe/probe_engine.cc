@@ -31,6 +31,7 @@ ProbeEngine::ProbeEngine(ProbeEngineOptions options, const ProbeCodec& codec,
 void ProbeEngine::AddProber(uint32_t peer) {
   auto p = std::make_unique<Prober>(options_.probe.max_pending_tuples);
   p->peer = peer;
+  p->interval_ns = options_.probe.interval_ns;
   p->next_pair_ns = -1;  // phase chosen on the first Poll
   probers_[peer] = std::move(p);
 }
@@ -63,7 +64,20 @@ void ProbeEngine::SetMembership(std::set<uint32_t> members, const std::vector<ui
 }
 
 int64_t ProbeEngine::IntervalFor(const Prober& p) {
-  return AddressConfirmed(p.peer) ? NextInterval() : std::max(kUnconfirmedIntervalNs, NextInterval());
+  return AddressConfirmed(p.peer) ? NextInterval(p) : std::max(kUnconfirmedIntervalNs, NextInterval(p));
+}
+
+void ProbeEngine::SetInterval(uint32_t peer, int64_t interval_ns, int64_t now_ns) {
+  auto it = probers_.find(peer);
+  if (it == probers_.end() || interval_ns <= 0) return;
+  Prober& p = *it->second;
+  p.interval_ns = interval_ns;
+  if (p.next_pair_ns > now_ns + interval_ns) p.next_pair_ns = now_ns + interval_ns;
+}
+
+int64_t ProbeEngine::IntervalOf(uint32_t peer) const {
+  auto it = probers_.find(peer);
+  return it == probers_.end() ? 0 : it->second->interval_ns;
 }
 
 void ProbeEngine::RequireAddressConfirmation(uint32_t peer) { unconfirmed_.insert(peer); }
@@ -73,15 +87,15 @@ void ProbeEngine::ConfirmAddress(uint32_t peer, int64_t now_ns) {
   spdlog::info("peer {}: its address is confirmed by an authentic probe from it; probing at the full rate", peer);
   // Probe at the configured rate from now on, not a slow interval later.
   auto it = probers_.find(peer);
-  if (it != probers_.end() && it->second->next_pair_ns > now_ns + options_.probe.interval_ns) {
-    it->second->next_pair_ns = now_ns + options_.probe.interval_ns;
+  if (it != probers_.end() && it->second->next_pair_ns > now_ns + it->second->interval_ns) {
+    it->second->next_pair_ns = now_ns + it->second->interval_ns;
   }
 }
 
-int64_t ProbeEngine::NextInterval() {
+int64_t ProbeEngine::NextInterval(const Prober& p) {
   const double j = options_.probe.jitter_fraction;
   std::uniform_real_distribution<double> u(-j, j);
-  return static_cast<int64_t>(static_cast<double>(options_.probe.interval_ns) * (1.0 + u(rng_)));
+  return static_cast<int64_t>(static_cast<double>(p.interval_ns) * (1.0 + u(rng_)));
 }
 
 ProbeMessage ProbeEngine::BaseMessage(MessageType type, uint32_t to) const {

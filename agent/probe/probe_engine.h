@@ -130,6 +130,11 @@ class ProbeEngine {
 
   void SetStampObserver(StampObserver observer) { observer_ = std::move(observer); }
 
+  // This edge's cadence from now on (adaptive cadence); the next pair comes
+  // no later than one new interval from now.
+  void SetInterval(uint32_t peer, int64_t interval_ns, int64_t now_ns);
+  int64_t IntervalOf(uint32_t peer) const;
+
   // Runs everything due by now; returns the next instant (node clock) it
   // needs to run again.
   int64_t Poll(int64_t now_ns);
@@ -181,6 +186,7 @@ class ProbeEngine {
     bool silent_reported = false;
     int64_t backoff_ns = 0;
     bool pilot_sent = false;      // for the pair due at next_pair_ns
+    int64_t interval_ns = 0;      // this edge's cadence (SetInterval)
     TupleAssembler assembler;
     explicit Prober(size_t max_pending) : assembler(max_pending) {}
   };
@@ -234,7 +240,7 @@ class ProbeEngine {
   void OnFollowUp(const ProbeMessage& m, int64_t now_ns);
   void StartReversePair(uint32_t peer, Responder& r, int64_t now_ns);
 
-  int64_t NextInterval();
+  int64_t NextInterval(const Prober& p);
   // NextInterval, or the slow cadence of a peer whose address is unconfirmed.
   int64_t IntervalFor(const Prober& p);
   void OnTapSent(const TapStamp& t);

@@ -30,8 +30,10 @@ namespace chronolink {
 
 namespace {
 
-constexpr int64_t kMaxSleepNs = 20'000'000;       // bounds every wait of the loop
-constexpr int64_t kWindowCheckNs = 20'000'000;
+// Every wake-up costs a system call or two: the loop wakes for the probes
+// and otherwise no more than ten times a second.
+constexpr int64_t kMaxSleepNs = 100'000'000;       // bounds every wait of the loop
+constexpr int64_t kWindowCheckNs = 100'000'000;
 constexpr int64_t kProgressEveryNs = 10'000'000'000;
 constexpr int64_t kMetricsEveryNs = 1'000'000'000;
 constexpr int64_t kShutdownDrainNs = 100'000'000;  // collect the last follow-ups
@@ -213,12 +215,34 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
     ++windows_written_;
     if (r.estimate.estimator != EstimatorKind::kNone) ++windows_estimated_;
     last_records_[{r.peer, r.source_class}] = r;
+    AdaptCadence(r, now_ns);
     spdlog::debug("window {} peer {} {}: {} beta {:.1f} ns alpha {:.3f} ppm +/- {:.1f} ns",
                   r.window_start_ns, r.peer, SourceClassName(r.source_class),
                   EstimatorKindName(r.estimate.estimator), r.estimate.fit.beta_ns,
                   r.estimate.fit.alpha * 1e6, r.estimate.fit.uncertainty_ns);
   }
   cluster_.OnWindowsClosed(records, epoch_);
+}
+
+// The windows of the first configured source class (the one the cluster
+// uses) pace their edge; only edges we probe have a cadence of ours.
+void AgentRuntime::AdaptCadence(const EdgeWindowRecord& r, int64_t now_ns) {
+  const ProbeSettings& p = config_.probe;
+  if (!p.adaptive || r.source_class != config_.estimation.source_classes.front()) return;
+  if (engine_->IntervalOf(r.peer) == 0) return;
+  auto it = cadence_.find(r.peer);
+  if (it == cadence_.end()) {
+    ProbeCadenceOptions o;
+    o.slowest_interval_ns = p.interval_ns;
+    o.fastest_interval_ns = p.fastest_interval_ns;
+    o.target_pure_points = p.target_pure_points;
+    o.target_uncertainty_ns = p.target_uncertainty_ns;
+    it = cadence_.emplace(r.peer, ProbeCadence(o)).first;
+  }
+  std::string why;
+  if (!it->second.OnWindow(r.estimate, r.clock_step, &why)) return;
+  engine_->SetInterval(r.peer, it->second.interval_ns(), now_ns);
+  spdlog::info("peer {}: probing every {:.2f} ms: {}", r.peer, it->second.interval_ns() / 1e6, why);
 }
 
 void AgentRuntime::LogProgress(int64_t now_ns) {
@@ -290,6 +314,7 @@ void AgentRuntime::WriteStats(bool final) {
         {"followups_sent", pc.followups_sent},   {"send_errors", pc.send_errors},
         {"pilots_sent", pc.pilots_sent},         {"pilots_received", pc.pilots_received},
         {"late_tx_dropped", pc.late_tx_dropped},
+        {"probe_interval_us", engine_->IntervalOf(peer) / 1000},
         {"probes_without_socket_tx", pc.probes_without_socket_tx},
         {"stamps_unmatched", pc.stamps_unmatched},
         {"stamps_wrong_domain", pc.stamps_wrong_domain},
@@ -368,6 +393,15 @@ std::string AgentRuntime::RenderMetrics() const {
       t.Sample(name, {{"node", node}, {"peer", std::to_string(peer)}}, static_cast<double>(field(pc)));
     }
   };
+  t.Family("chronolink_probe_interval_seconds", "Current probe interval of each probed edge (adaptive cadence)",
+           "gauge");
+  for (const auto& [peer, pc] : peers) {
+    const int64_t interval = engine_->IntervalOf(peer);
+    if (interval > 0) {
+      t.Sample("chronolink_probe_interval_seconds", {{"node", node}, {"peer", std::to_string(peer)}},
+               static_cast<double>(interval) / 1e9);
+    }
+  }
   peer_family("chronolink_packets_sent_total", "Probe packets sent, by peer",
               [](const PeerCounters& pc) { return pc.packets_sent; });
   peer_family("chronolink_packets_received_total", "Authentic probe packets received, by peer",

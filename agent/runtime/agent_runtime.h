@@ -13,6 +13,7 @@
 #include "agent/clock/clock_step_detector.h"
 #include "agent/config/agent_config.h"
 #include "agent/estimate/edge_windows.h"
+#include "agent/estimate/probe_cadence.h"
 #include "agent/export/edges_jsonl_writer.h"
 #include "agent/export/metrics_http_server.h"
 #include "agent/export/packet_stamp_log.h"
@@ -36,6 +37,7 @@ class AgentRuntime {
 
  private:
   void CloseWindows(int64_t now_ns, bool shutting_down);
+  void AdaptCadence(const EdgeWindowRecord& r, int64_t now_ns);
   void EnsureWindows(uint32_t peer);
   void ApplyMembership(const std::vector<Member>& members, int64_t now_ns);
   void WriteStats(bool final);
@@ -51,6 +53,7 @@ class AgentRuntime {
   std::unique_ptr<SocketTransport> transport_;
   std::unique_ptr<ProbeEngine> engine_;
   std::map<uint32_t, std::unique_ptr<EdgeWindows>> windows_;
+  std::map<uint32_t, ProbeCadence> cadence_;  // by probed peer, adaptive cadence only
   EdgesJsonlWriter writer_;
   PacketStampLog stamp_log_;
   TapCapture tap_;

@@ -154,10 +154,14 @@ TEST_F(AgentConfigTest, DefaultsWithMinimalFlags) {
   EXPECT_EQ(c.log_level, "info");
   EXPECT_FALSE(c.duration_ns.has_value());
   EXPECT_EQ(c.probe.spacing_ns, 100'000);
-  EXPECT_EQ(c.probe.interval_ns, 1'000'000);
+  EXPECT_EQ(c.probe.interval_ns, 20'000'000);
+  EXPECT_TRUE(c.probe.adaptive);
+  EXPECT_EQ(c.probe.fastest_interval_ns, 2'500'000);
+  EXPECT_EQ(c.probe.target_pure_points, 16);
+  EXPECT_EQ(c.probe.target_uncertainty_ns, 0);
   EXPECT_DOUBLE_EQ(c.probe.jitter_fraction, 0.2);
   EXPECT_EQ(c.probe.tuple_timeout_ns, 500'000'000);
-  EXPECT_EQ(c.probe.followup_delay_ns, 20'000'000);
+  EXPECT_EQ(c.probe.followup_delay_ns, 50'000'000);
   EXPECT_EQ(c.probe.max_pending_tuples, 4096u);
   EXPECT_EQ(c.estimation.window_ns, 2'000'000'000);
   EXPECT_EQ(c.estimation.window_grace_ns, 300'000'000);
@@ -348,11 +352,14 @@ TEST_F(AgentConfigTest, FractionalUnits) {
 }
 
 TEST_F(AgentConfigTest, PilotGoesWithLongIntervalsByDefaultAndCanBeTunedOrForced) {
-  // auto: off at the default one pair per ms, on from 2 ms.
+  // auto: on at the default 20 ms, off at one pair per ms, on from 2 ms.
   Result r = LoadMinimal({});
   ASSERT_TRUE(r.config) << r.error;
-  EXPECT_FALSE(r.config->probe.pilot);
+  EXPECT_TRUE(r.config->probe.pilot);
   EXPECT_EQ(r.config->probe.pilot_lead_ns, 30'000);
+  r = LoadMinimal({"--probe-interval-us", "1000"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_FALSE(r.config->probe.pilot);
   r = LoadMinimal({"--probe-interval-us", "1999"});
   ASSERT_TRUE(r.config) << r.error;
   EXPECT_FALSE(r.config->probe.pilot);
@@ -373,7 +380,7 @@ TEST_F(AgentConfigTest, PilotGoesWithLongIntervalsByDefaultAndCanBeTunedOrForced
 
   ExpectError(LoadMinimal({"--probe-pilot", "maybe"}), {"pilot mode 'maybe'", "--probe-pilot", "auto, on or off"});
   // Set explicitly, a lead must fit the interval: a quarter of 1 ms at most.
-  ExpectError(LoadMinimal({"--probe-pilot-lead-us", "251"}),
+  ExpectError(LoadMinimal({"--probe-pilot-lead-us", "251", "--probe-interval-us", "1000"}),
               {"pilot lead 251 us", "--probe-pilot-lead-us", "quarter of the probe interval 1000 us"});
   ExpectError(LoadMinimal({"--probe-pilot-lead-us", "-1"}), {"--probe-pilot-lead-us"});
 }
@@ -770,11 +777,41 @@ TEST_F(AgentConfigTest, VirtualT0DefaultsToStartRealtime) {
 TEST_F(AgentConfigTest, IntervalVersusSpacing) {
   ExpectError(LoadMinimal({"--probe-interval-us", "150"}),
               {"probe interval 150 us", "--probe-interval-us", "twice the probe spacing 100 us", "default"});
-  ExpectError(LoadMinimal({"--probe-spacing-us", "600"}), {"twice", "--probe-spacing-us"});
+  ExpectError(LoadMinimal({"--probe-spacing-us", "600", "--probe-interval-us", "1000"}),
+              {"twice", "--probe-spacing-us"});
   Result r = LoadMinimal({"--probe-interval-us", "200"});
   ASSERT_TRUE(r.config) << r.error;
   ExpectError(LoadMinimal({"--probe-spacing-us", "0.5", "--purity-tolerance-ns", "100"}), {"at least 1 us"});
   ExpectError(LoadMinimal({"--probe-interval-us", "10000001", "--window-s", "200"}), {"at most 10 s"});
+}
+
+// Adaptive cadence: its range follows the interval unless given, and its
+// bounds and targets are checked; the follow-up delay follows the interval.
+TEST_F(AgentConfigTest, AdaptiveCadenceRangeAndTargets) {
+  Result r = LoadMinimal({"--probe-interval-us", "4000"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->probe.fastest_interval_ns, 500'000);
+  EXPECT_EQ(r.config->probe.followup_delay_ns, 10'000'000);
+  r = LoadMinimal({"--probe-interval-us", "1000"});  // interval / 8 would be under twice the spacing
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->probe.fastest_interval_ns, 200'000);
+  r = LoadMinimal({"--probe-adaptive", "off", "--probe-followup-delay-ms", "30"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_FALSE(r.config->probe.adaptive);
+  EXPECT_EQ(r.config->probe.followup_delay_ns, 30'000'000);
+  r = LoadMinimal({"--probe-min-interval-us", "5000", "--probe-target-pure-points", "40",
+                   "--probe-target-uncertainty-ns", "900"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->probe.fastest_interval_ns, 5'000'000);
+  EXPECT_EQ(r.config->probe.target_pure_points, 40);
+  EXPECT_EQ(r.config->probe.target_uncertainty_ns, 900);
+  ExpectError(LoadMinimal({"--probe-adaptive", "maybe"}), {"adaptive cadence 'maybe'", "--probe-adaptive", "on or off"});
+  ExpectError(LoadMinimal({"--probe-min-interval-us", "150"}),
+              {"fastest probe interval 150 us", "--probe-min-interval-us", "twice the probe spacing"});
+  ExpectError(LoadMinimal({"--probe-min-interval-us", "30000"}), {"at most the probe interval 20000 us"});
+  ExpectError(LoadMinimal({"--probe-target-pure-points", "4"}),
+              {"4 pure points", "--probe-target-pure-points", "minimum points 8"});
+  ExpectError(LoadMinimal({"--probe-target-uncertainty-ns", "-1"}), {"target uncertainty", "--probe-target-uncertainty-ns"});
 }
 
 TEST_F(AgentConfigTest, OtherRanges) {

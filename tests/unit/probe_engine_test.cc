@@ -16,6 +16,7 @@
 
 #include "agent/clock/clock_reader.h"
 #include "agent/runtime/socket_transport.h"
+#include "tests/support/fast_probing.h"
 
 namespace chronolink {
 namespace {
@@ -41,7 +42,7 @@ struct Node {
     EXPECT_TRUE(socket.Open("127.0.0.1", 0, &error)) << error;
   }
   void Start(const std::map<uint32_t, uint16_t>& ports, std::vector<uint32_t> probe,
-             uint64_t epoch, const ClusterKey& key, ProbeSettings ps = {}) {
+             uint64_t epoch, const ClusterKey& key, ProbeSettings ps = FastProbing()) {
     codec = std::make_unique<ProbeCodec>(7, key);
     transport = std::make_unique<SocketTransport>(socket, clock);
     ProbeEngineOptions o;
@@ -88,7 +89,7 @@ class ProbeEngineTest : public ::testing::Test {
 TEST_F(ProbeEngineTest, CompletesTuplesWithKernelStampsBothWays) {
   Node a(1), b(2);
   const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
-  ProbeSettings ps;
+  ProbeSettings ps = FastProbing();
   ps.pilot = true;  // pilots share the socket with the probes: they must not disturb them
   a.Start(ports, {2}, 0xA1, TestKey(1), ps);
   b.Start(ports, {1}, 0xB2, TestKey(1), ps);
@@ -149,7 +150,7 @@ TEST_F(ProbeEngineTest, CompletesTuplesWithKernelStampsBothWays) {
 TEST_F(ProbeEngineTest, ShutdownFollowUpDeliversTheLastTxStamps) {
   Node a(1), b(2);
   const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
-  ProbeSettings ps;
+  ProbeSettings ps = FastProbing();
   ps.followup_delay_ns = 10'000'000'000;  // only the shutdown follow-up may deliver them
   a.Start(ports, {2}, 0xA1, TestKey(1), ps);
   b.Start(ports, {}, 0xB2, TestKey(1), ps);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agent/probe/probe_engine.h"
+#include "tests/support/fast_probing.h"
 
 namespace chronolink {
 namespace {
@@ -70,7 +71,7 @@ struct Harness {
   std::vector<Datagram> sent;  // every datagram delivered, in order
   bool driver_tx_hook = false;  // the tap also stamps sends at the driver (net_dev_start_xmit)
 
-  void Add(uint32_t id, std::vector<uint32_t> probe, StampSource forced, ProbeSettings settings = {}) {
+  void Add(uint32_t id, std::vector<uint32_t> probe, StampSource forced, ProbeSettings settings = FastProbing()) {
     transports[id] = std::make_unique<QueueTransport>(id, &wire, &now);
     ProbeEngineOptions o;
     o.node_id = id;
@@ -152,7 +153,7 @@ struct Harness {
   }
 
   // Node 1 probes node 2, both with the same source policy, for `steps`.
-  void RunPair(StampSource forced, int steps = 1000, ProbeSettings probe = {}) {
+  void RunPair(StampSource forced, int steps = 1000, ProbeSettings probe = FastProbing()) {
     Add(1, {2}, forced, probe);
     Add(2, {}, forced, probe);
     Run(steps);
@@ -312,7 +313,7 @@ TEST_F(StampMergeTest, SocketTxStampsAreAskedForOnlyWhileNoBetterSourceStampsThe
 // reaches no tuple and leaves no TX stamp unmatched.
 TEST_F(StampMergeTest, APilotGoesAheadOfEveryForwardPairAndIsOnlyCounted) {
   Harness h;
-  ProbeSettings probe;
+  ProbeSettings probe = FastProbing();
   probe.pilot = true;
   probe.pilot_lead_ns = 120'000;
   h.RunPair(StampSource::kNone, 400, probe);

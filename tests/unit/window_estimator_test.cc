@@ -34,7 +34,7 @@ struct Sim {
 // queued (the second packet delayed by 1..20 us more than the first), a few
 // tuples lose a stamp, and `corrupt` forward pairs carry a receive stamp
 // 40 us early (a pure pair with an impossible bound).
-Sim Simulate(const Path& path, int n, uint64_t seed, int corrupt = 0) {
+Sim Simulate(const Path& path, int n, uint64_t seed, int corrupt = 0, double queued_fraction = 0.2) {
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> excess(1.0 / 3000.0);
   std::uniform_real_distribution<double> u01(0, 1);
@@ -48,7 +48,7 @@ Sim Simulate(const Path& path, int n, uint64_t seed, int corrupt = 0) {
     auto delay = [&] { return base + static_cast<int64_t>(excess(rng)); };
     // Forward pair.
     const int64_t f0 = delay();
-    const bool fwd_queued = u01(rng) < 0.2;
+    const bool fwd_queued = u01(rng) < queued_fraction;
     const int64_t f1 = fwd_queued ? f0 + queue(rng) : f0 + jitter(rng);
     t.fwd_tx[0] = S(t0);
     t.fwd_tx[1] = S(t0 + spacing);
@@ -62,7 +62,7 @@ Sim Simulate(const Path& path, int n, uint64_t seed, int corrupt = 0) {
     // Reverse pair, sent on the responder's reception of the forward pair.
     const int64_t r = t0 + spacing + f1 + turnaround;
     const int64_t r0 = delay();
-    const bool rev_queued = u01(rng) < 0.2;
+    const bool rev_queued = u01(rng) < queued_fraction;
     const int64_t r1 = rev_queued ? r0 + queue(rng) : r0 + jitter(rng);
     t.rev_tx[0] = S(path.Peer(r));
     t.rev_tx[1] = S(path.Peer(r + spacing));
@@ -123,7 +123,7 @@ TEST(WindowEstimator, TooManyCorruptStampsFallBackToMinDelay) {
 TEST(WindowEstimator, SparseWindowIsLabelledMinDelay) {
   const Path path;
   Sim sim = Simulate(path, 400, 6);
-  sim.tuples.resize(5);  // fewer than 8 pure bounds per side
+  sim.tuples.resize(3);  // fewer than 8 bounds per side, pure or not
   const WindowEstimate e = EstimateWindow(sim.tuples, path.x0, WindowEstimatorOptions{});
   ASSERT_EQ(e.estimator, EstimatorKind::kMinDelay);
   EXPECT_EQ(EstimatorKindName(e.estimator), "min_delay");
@@ -135,6 +135,30 @@ TEST(WindowEstimator, SparseWindowIsLabelledMinDelay) {
   const double theta_there = static_cast<double>(path.Theta(t0.fwd_tx[0].ns));
   EXPECT_LE(std::abs(e.fit.beta_ns - theta_there), e.fit.uncertainty_ns + 1);
   EXPECT_GT(e.fit.uncertainty_ns, 8000.0);  // at least the base one-way delay
+}
+
+// Cross traffic queues one probe of almost every pair: too few pure pairs,
+// but every probe's bound still holds, and the separator rests on those that
+// met the least queueing.
+TEST(WindowEstimator, HeavyQueueingIsFittedOnEveryProbe) {
+  const Path path;
+  for (uint64_t seed : {7u, 8u, 9u}) {
+    const Sim sim = Simulate(path, 400, seed, 0, /*queued_fraction=*/0.99);
+    const WindowEstimate e = EstimateWindow(sim.tuples, path.x0, WindowEstimatorOptions{});
+    ASSERT_LT(e.pure_forward, 8) << seed;
+    ASSERT_EQ(e.estimator, EstimatorKind::kMaxMarginAll) << seed;
+    EXPECT_EQ(EstimatorKindName(e.estimator), "max_margin_all");
+    ASSERT_TRUE(e.fit.ok);
+    const double err = e.fit.beta_ns - static_cast<double>(path.theta0);
+    EXPECT_LE(std::abs(err), e.fit.uncertainty_ns + 1) << seed;
+    EXPECT_LT(std::abs(err), 300.0) << seed;
+    EXPECT_NEAR(e.fit.alpha, kDrift, 1e-6) << seed;
+  }
+  // Switched off, the same window falls back to min-delay.
+  WindowEstimatorOptions off;
+  off.every_bound_fallback = false;
+  const Sim sim = Simulate(path, 400, 7, 0, 0.99);
+  EXPECT_EQ(EstimateWindow(sim.tuples, path.x0, off).estimator, EstimatorKind::kMinDelay);
 }
 
 TEST(WindowEstimator, EmptyWindowIsNone) {

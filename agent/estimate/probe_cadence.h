@@ -1,0 +1,45 @@
+// How fast one edge needs probing, judged from its closed windows: probe
+// only as fast as the estimate needs (docs/user-guide.md "Probe cadence").
+// The configured interval is the slowest; a window that had to fall back to
+// the minimum-delay filter (or had nothing) halves the interval, a
+// max-margin window resting on fewer pure points per side than the target
+// (or wider than the target uncertainty, when one is set) shortens it by a
+// fifth, and every window that meets both lengthens it by a quarter, back
+// towards the configured one, never below the fastest. A window fitted on
+// every probe (max_margin_all: cross traffic queued most pairs) keeps the
+// interval: more probes would not make pure pairs where the path has none,
+// and that fit needs no more. Pure: no clocks, no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "agent/estimate/window_estimator.h"
+
+namespace chronolink {
+
+struct ProbeCadenceOptions {
+  int64_t slowest_interval_ns = 20'000'000;
+  int64_t fastest_interval_ns = 2'500'000;
+  int target_pure_points = 16;        // per side, in a max-margin window
+  double target_uncertainty_ns = 0;   // 0: none
+};
+
+class ProbeCadence {
+ public:
+  explicit ProbeCadence(const ProbeCadenceOptions& options)
+      : options_(options), interval_ns_(options.slowest_interval_ns) {}
+
+  int64_t interval_ns() const { return interval_ns_; }
+  // Feeds one closed window (windows spoiled by a clock step are skipped);
+  // returns true when the interval changed, with the reason in *why.
+  bool OnWindow(const WindowEstimate& estimate, bool clock_step, std::string* why);
+
+ private:
+  bool SetInterval(double ns, std::string* why, const std::string& reason);
+
+  ProbeCadenceOptions options_;
+  int64_t interval_ns_;
+};
+
+}  // namespace chronolink

@@ -1,0 +1,79 @@
+// Adaptive cadence: how an edge's closed windows move its probe interval.
+#include "agent/estimate/probe_cadence.h"
+
+#include <gtest/gtest.h>
+
+namespace chronolink {
+namespace {
+
+WindowEstimate Window(EstimatorKind kind, int pure_forward, int pure_reverse, double uncertainty_ns = 2000) {
+  WindowEstimate e;
+  e.estimator = kind;
+  e.fit.ok = kind != EstimatorKind::kNone;
+  e.fit.uncertainty_ns = uncertainty_ns;
+  e.pure_forward = pure_forward;
+  e.pure_reverse = pure_reverse;
+  return e;
+}
+
+ProbeCadenceOptions Options() {
+  ProbeCadenceOptions o;
+  o.slowest_interval_ns = 20'000'000;
+  o.fastest_interval_ns = 2'500'000;
+  o.target_pure_points = 16;
+  return o;
+}
+
+TEST(ProbeCadence, StartsAtTheConfiguredIntervalAndStaysWhileWindowsMeetTheTarget) {
+  ProbeCadence c(Options());
+  std::string why;
+  EXPECT_EQ(c.interval_ns(), 20'000'000);
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(c.OnWindow(Window(EstimatorKind::kMaxMargin, 50, 30), false, &why));
+  EXPECT_EQ(c.interval_ns(), 20'000'000);
+}
+
+TEST(ProbeCadence, AFallbackHalvesTheIntervalDownToTheFastestAndGoodWindowsBringItBack) {
+  ProbeCadence c(Options());
+  std::string why;
+  ASSERT_TRUE(c.OnWindow(Window(EstimatorKind::kMinDelay, 2, 1), false, &why));
+  EXPECT_EQ(c.interval_ns(), 10'000'000);
+  EXPECT_NE(why.find("min_delay"), std::string::npos) << why;
+  ASSERT_TRUE(c.OnWindow(Window(EstimatorKind::kNone, 0, 0), false, &why));
+  EXPECT_EQ(c.interval_ns(), 5'000'000);
+  c.OnWindow(Window(EstimatorKind::kMinDelay, 0, 0), false, &why);
+  c.OnWindow(Window(EstimatorKind::kMinDelay, 0, 0), false, &why);
+  EXPECT_EQ(c.interval_ns(), 2'500'000) << "never faster than the fastest";
+  int windows = 0;
+  while (c.interval_ns() < 20'000'000 && windows < 100) {
+    c.OnWindow(Window(EstimatorKind::kMaxMargin, 40, 40), false, &why);
+    ++windows;
+  }
+  EXPECT_EQ(c.interval_ns(), 20'000'000) << "never slower than the configured interval";
+  EXPECT_EQ(windows, 10);  // x1.25 a window: 2.5 ms back to 20 ms in ten
+}
+
+TEST(ProbeCadence, ThinPurePairsOrAWideFitShortenTheInterval) {
+  ProbeCadenceOptions o = Options();
+  o.target_uncertainty_ns = 500;
+  ProbeCadence c(o);
+  std::string why;
+  ASSERT_TRUE(c.OnWindow(Window(EstimatorKind::kMaxMargin, 40, 12, 100), false, &why));
+  EXPECT_EQ(c.interval_ns(), 16'000'000);
+  EXPECT_NE(why.find("12 pure pairs"), std::string::npos) << why;
+  ASSERT_TRUE(c.OnWindow(Window(EstimatorKind::kMaxMargin, 40, 40, 900), false, &why));
+  EXPECT_EQ(c.interval_ns(), 12'800'000);
+  EXPECT_NE(why.find("uncertainty 900 ns"), std::string::npos) << why;
+}
+
+TEST(ProbeCadence, EveryProbeFitsAndClockStepsLeaveTheIntervalAlone) {
+  ProbeCadence c(Options());
+  std::string why;
+  c.OnWindow(Window(EstimatorKind::kMinDelay, 0, 0), false, &why);
+  const int64_t before = c.interval_ns();
+  EXPECT_FALSE(c.OnWindow(Window(EstimatorKind::kMaxMarginAll, 3, 1), false, &why));
+  EXPECT_FALSE(c.OnWindow(Window(EstimatorKind::kMinDelay, 0, 0), true, &why));
+  EXPECT_EQ(c.interval_ns(), before);
+}
+
+}  // namespace
+}  // namespace chronolink
