@@ -236,7 +236,10 @@ def probe_bytes_per_edge(counters: dict, windows: list[dict], wall_s: float, edg
     if isinstance(peers, dict) and peers and isinstance(up, (int, float)) and up > 0:
         tot = 0.0
         for pc in peers.values():
-            pilots = pc.get("pilots_sent", 0) + pc.get("pilots_received", 0)  # counted apart
+            # Pilots are counted apart, and only by their sender (the receiver's
+            # socket filter drops them unread): the two agents probe each other
+            # alike, so what one receives is what the other sends.
+            pilots = 2 * pc.get("pilots_sent", 0)
             tot += (pc.get("bytes_sent", 0) + pc.get("bytes_received", 0)
                     + UDP_IP_OVERHEAD * (pc.get("packets_sent", 0) + pc.get("packets_received", 0))
                     + (PILOT_BYTES + UDP_IP_OVERHEAD) * pilots)
@@ -621,7 +624,7 @@ def selftest(verbose: bool = True) -> int:
                                            "packets_received": 4000, "bytes_received": 4000 * 144}}}
     bps, src = probe_bytes_per_edge({}, n1, 60.0, 1, 1000, st)
     check(abs(bps - 400 * 172) < 1e-6 and "agent_stats" in src, f"bytes/s from agent_stats ({bps:.0f})")
-    st["peers"]["2"].update({"pilots_sent": 1000, "pilots_received": 1000})
+    st["peers"]["2"].update({"pilots_sent": 1000, "pilots_received": 0})
     bps, src = probe_bytes_per_edge({}, n1, 60.0, 1, 1000, st)
     check(abs(bps - (400 * 172 + 100 * 44)) < 1e-6, f"bytes/s with pilots ({bps:.0f})")
     pur = format_purity([{"source": "kernel", "estimator": "max_margin", "pairs_sent": 200, "pure_forward": 50,

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/errqueue.h>
+#include <linux/filter.h>
 #include <linux/net_tstamp.h>
 #include <unistd.h>
 
@@ -161,6 +162,24 @@ SendResult TimestampingSocket::Send(const UdpEndpoint& to, std::span<const uint8
   r.stamped = tx_flags != 0;
   if (r.stamped) r.op_id = next_op_id_++;
   return r;
+}
+
+bool TimestampingSocket::DropDatagramsOfLength(size_t payload_bytes, std::string* error) {
+  // A classic socket filter on a UDP socket sees the datagram from its UDP
+  // header on: its length is 8 + payload.
+  const auto wire_len = static_cast<uint32_t>(payload_bytes + 8);
+  sock_filter code[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, wire_len, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, 0),           // drop
+      BPF_STMT(BPF_RET | BPF_K, 0xffffffff),  // keep whole
+  };
+  sock_fprog prog{static_cast<unsigned short>(std::size(code)), code};
+  if (::setsockopt(fd_, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0) {
+    *error = ErrnoText("setsockopt(SO_ATTACH_FILTER)", errno);
+    return false;
+  }
+  return true;
 }
 
 namespace {

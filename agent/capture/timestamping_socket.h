@@ -78,6 +78,11 @@ class TimestampingSocket {
   // them).
   SendResult Send(const UdpEndpoint& to, std::span<const uint8_t> payload, bool tx_stamps = true);
 
+  // Has the kernel drop every datagram whose UDP payload is exactly this
+  // long, before it is queued: the pilot datagrams, which only warm the path
+  // and would otherwise wake the agent to be read and thrown away.
+  bool DropDatagramsOfLength(size_t payload_bytes, std::string* error);
+
   // Keep asking for TX_SCHED even once TX_SOFTWARE is known to come (a
   // forced socket_sched source needs it).
   void SetAlwaysSched(bool always) { always_sched_ = always; }

@@ -22,7 +22,7 @@ bool ProbeCadence::OnWindow(const WindowEstimate& e, bool clock_step, std::strin
     case EstimatorKind::kMinDelay:
       return SetInterval(now / 2, why, "the window fell back to " + std::string(EstimatorKindName(e.estimator)));
     case EstimatorKind::kMaxMarginAll:
-      return false;
+      return SetInterval(now * 0.8, why, "fitted on every probe: too few pure pairs");
     case EstimatorKind::kMaxMargin:
       break;
   }

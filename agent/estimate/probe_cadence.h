@@ -6,9 +6,11 @@
 // (or wider than the target uncertainty, when one is set) shortens it by a
 // fifth, and every window that meets both lengthens it by a quarter, back
 // towards the configured one, never below the fastest. A window fitted on
-// every probe (max_margin_all: cross traffic queued most pairs) keeps the
-// interval: more probes would not make pure pairs where the path has none,
-// and that fit needs no more. Pure: no clocks, no I/O.
+// every probe (max_margin_all: cross traffic queued most pairs) shortens it
+// by a fifth too: that fit rests on the probes that found the path idle,
+// and more probes find more such moments (at 90 % load on the test bed, p99
+// 0.13 µs when it did against 0.43 µs when it kept 20 ms; PERFORMANCE §3).
+// Pure: no clocks, no I/O.
 #pragma once
 
 #include <cstdint>

@@ -20,7 +20,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
-#include <map>
+#include <cstring>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -96,7 +97,18 @@ class TapStampBook {
     Pool pool = Pool::kHeld;
     std::list<Id>::iterator pos;
   };
-  using Entries = std::map<Id, Entry>;
+  // Hashed, not ordered: every probe passes the book several times, and on
+  // the ordered map the key comparisons were the agent's largest user-space
+  // cost (PERFORMANCE §3). The MAC is a keyed hash already: its first
+  // bytes, mixed with the sequence number, spread the entries.
+  struct IdHash {
+    size_t operator()(const Id& id) const {
+      uint64_t mac_head = 0;
+      std::memcpy(&mac_head, id.second.data(), sizeof(mac_head));
+      return static_cast<size_t>(mac_head ^ (id.first.seq * 0x9E3779B97F4A7C15ULL) ^ id.first.index);
+    }
+  };
+  using Entries = std::unordered_map<Id, Entry, IdHash>;
 
   Entries::iterator Insert(const Id& id, Pool pool);
   void MoveTo(Entries::iterator it, Pool pool);

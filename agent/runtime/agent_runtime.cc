@@ -83,6 +83,8 @@ bool AgentRuntime::Start(std::string* error) {
     return false;
   }
   socket_.SetAlwaysSched(config_.capture.forced_source == StampSource::kSocketSched);
+  // Peers' pilots only warm the path here: dropped before they wake us.
+  if (!socket_.DropDatagramsOfLength(kPilotWireSize, error)) return false;
 
   codec_ = std::make_unique<ProbeCodec>(config_.cluster.cluster_id, config_.key);
   transport_ = std::make_unique<SocketTransport>(socket_, clock_);
@@ -242,7 +244,7 @@ void AgentRuntime::AdaptCadence(const EdgeWindowRecord& r, int64_t now_ns) {
   std::string why;
   if (!it->second.OnWindow(r.estimate, r.clock_step, &why)) return;
   engine_->SetInterval(r.peer, it->second.interval_ns(), now_ns);
-  spdlog::info("peer {}: probing every {:.2f} ms: {}", r.peer, it->second.interval_ns() / 1e6, why);
+  spdlog::debug("peer {}: probing every {:.2f} ms: {}", r.peer, it->second.interval_ns() / 1e6, why);
 }
 
 void AgentRuntime::LogProgress(int64_t now_ns) {

@@ -65,14 +65,14 @@ TEST(ProbeCadence, ThinPurePairsOrAWideFitShortenTheInterval) {
   EXPECT_NE(why.find("uncertainty 900 ns"), std::string::npos) << why;
 }
 
-TEST(ProbeCadence, EveryProbeFitsAndClockStepsLeaveTheIntervalAlone) {
+TEST(ProbeCadence, EveryProbeFitsShortenTheIntervalAndClockStepsLeaveItAlone) {
   ProbeCadence c(Options());
   std::string why;
-  c.OnWindow(Window(EstimatorKind::kMinDelay, 0, 0), false, &why);
-  const int64_t before = c.interval_ns();
-  EXPECT_FALSE(c.OnWindow(Window(EstimatorKind::kMaxMarginAll, 3, 1), false, &why));
+  ASSERT_TRUE(c.OnWindow(Window(EstimatorKind::kMaxMarginAll, 3, 1), false, &why));
+  EXPECT_EQ(c.interval_ns(), 16'000'000);
+  EXPECT_NE(why.find("every probe"), std::string::npos) << why;
   EXPECT_FALSE(c.OnWindow(Window(EstimatorKind::kMinDelay, 0, 0), true, &why));
-  EXPECT_EQ(c.interval_ns(), before);
+  EXPECT_EQ(c.interval_ns(), 16'000'000);
 }
 
 }  // namespace

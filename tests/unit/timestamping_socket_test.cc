@@ -158,6 +158,31 @@ TEST(TimestampingSocket, ReceiveAllReadsABurstInBatches) {
   EXPECT_LT(s.receive_calls() - calls_before, static_cast<uint64_t>(kBurst)) << "not batched";
 }
 
+// The pilot filter: datagrams of exactly the given payload length never
+// reach the queue; every other length does.
+TEST(TimestampingSocket, DropsDatagramsOfOneLengthBeforeTheyAreQueued) {
+  TimestampingSocket s;
+  std::string error;
+  ASSERT_TRUE(s.Open("127.0.0.1", 0, &error)) << error;
+  ASSERT_TRUE(s.DropDatagramsOfLength(16, &error)) << error;
+  UdpEndpoint self;
+  ASSERT_TRUE(UdpEndpoint::Parse("127.0.0.1", s.bound_port(), &self, &error));
+  for (size_t len : {16u, 15u, 17u, 16u, 144u}) {
+    std::vector<uint8_t> payload(len, static_cast<uint8_t>(len));
+    ASSERT_TRUE(s.Send(self, payload, false).ok);
+  }
+  std::vector<size_t> lengths;
+  const int64_t deadline = ReadClockNs(CLOCK_MONOTONIC) + 2'000'000'000;
+  while (lengths.size() < 3 && ReadClockNs(CLOCK_MONOTONIC) < deadline) {
+    pollfd fd{s.fd(), POLLIN, 0};
+    poll(&fd, 1, 10);
+    s.ReceiveAll([&](std::span<const uint8_t> bytes, const ReceivedDatagram&) { lengths.push_back(bytes.size()); });
+  }
+  // Loopback delivers in order and synchronously: nothing more is coming.
+  s.ReceiveAll([&](std::span<const uint8_t> bytes, const ReceivedDatagram&) { lengths.push_back(bytes.size()); });
+  EXPECT_EQ(lengths, (std::vector<size_t>{15, 17, 144}));
+}
+
 TEST(TimestampingSocket, PortInUseAndBadAddressAreClearErrors) {
   TimestampingSocket a, b;
   std::string error;
