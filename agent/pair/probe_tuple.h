@@ -30,9 +30,10 @@ struct DualStamp {
   bool InDomain(ClockDomain d) const {
     return (!kernel.present() || kernel.domain == d) && (!user.present() || user.domain == d);
   }
-  // Keeps the better kernel source and the first userspace stamp.
-  void Merge(const DualStamp& other) {
-    if (SourceRank(other.kernel.source) > SourceRank(kernel.source)) kernel = other.kernel;
+  // Keeps the better kernel source (for a packet that went that way) and
+  // the first userspace stamp.
+  void Merge(const DualStamp& other, StampDirection d) {
+    if (SourceRank(other.kernel.source, d) > SourceRank(kernel.source, d)) kernel = other.kernel;
     if (!user.present() && other.user.present()) user = other.user;
   }
   const ProbeStamp& Of(SourceClass c) const { return c == SourceClass::kUserspace ? user : kernel; }

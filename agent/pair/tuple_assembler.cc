@@ -61,7 +61,7 @@ void TupleAssembler::OnForwardTxStamp(uint64_t seq, int index, const ProbeStamp&
     ++unmatched_;
     return;
   }
-  t->fwd_tx[index].Merge(DualStamp{kernel, {}});
+  t->fwd_tx[index].Merge(DualStamp{kernel, {}}, StampDirection::kTransmit);
 }
 
 void TupleAssembler::OnEchoedRx(uint64_t seq, const DualStamp rx[2]) {
@@ -74,8 +74,8 @@ void TupleAssembler::OnEchoedRx(uint64_t seq, const DualStamp rx[2]) {
     ++unmatched_;
     return;
   }
-  t->fwd_rx[0].Merge(rx[0]);
-  t->fwd_rx[1].Merge(rx[1]);
+  t->fwd_rx[0].Merge(rx[0], StampDirection::kReceive);
+  t->fwd_rx[1].Merge(rx[1], StampDirection::kReceive);
 }
 
 bool TupleAssembler::OnReverseRx(uint64_t seq, int index, const DualStamp& local_rx) {
@@ -94,7 +94,7 @@ bool TupleAssembler::OnReverseRx(uint64_t seq, int index, const DualStamp& local
     Spoil(*t);
     return false;
   }
-  t->rev_rx[index].Merge(local_rx);
+  t->rev_rx[index].Merge(local_rx, StampDirection::kReceive);
   return true;
 }
 
@@ -108,8 +108,8 @@ void TupleAssembler::OnReverseTx(uint64_t seq, const DualStamp tx[2]) {
     ++unmatched_;
     return;
   }
-  t->rev_tx[0].Merge(tx[0]);
-  t->rev_tx[1].Merge(tx[1]);
+  t->rev_tx[0].Merge(tx[0], StampDirection::kTransmit);
+  t->rev_tx[1].Merge(tx[1], StampDirection::kTransmit);
 }
 
 void TupleAssembler::Spoil(uint64_t seq) {

@@ -111,9 +111,9 @@ ProbeMessage ProbeEngine::BaseMessage(MessageType type, uint32_t to) const {
 TxStampNeed& ProbeEngine::TxNeedOf(uint32_t peer) {
   auto it = tx_need_.find(peer);
   if (it != tx_need_.end()) return it->second;
-  const bool socket_forced = options_.forced_source == StampSource::kSocketSched ||
-                             options_.forced_source == StampSource::kSocketSoftware;
-  return tx_need_.emplace(peer, TxStampNeed(socket_forced)).first->second;
+  const bool always = options_.every_socket_stamp || options_.forced_source == StampSource::kSocketSched ||
+                      options_.forced_source == StampSource::kSocketSoftware;
+  return tx_need_.emplace(peer, TxStampNeed(always)).first->second;
 }
 
 bool ProbeEngine::Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind,
@@ -470,7 +470,7 @@ DualStamp ProbeEngine::ReceiveStamps(const PacketKey& key, const DualStamp& loca
   }
   for (const ProbeStamp& s : held.stamps) {
     Observe(key, false, s);
-    if (Accept(s, false)) rx.Merge(DualStamp{s, {}});
+    if (Accept(s, false)) rx.Merge(DualStamp{s, {}}, StampDirection::kReceive);
     else ++counters_.stamps_refused_by_policy;
   }
   return rx;
@@ -591,6 +591,9 @@ void ProbeEngine::OnTxStamp(uint32_t op_id, const ProbeStamp& kernel) {
     return;
   }
   if (s.kind == PacketKind::kPilot) return;
+  if (s.kind != PacketKind::kFollowUp && kernel.source != StampSource::kHardware) {
+    TxNeedOf(s.peer).OnSocketStamp(kernel.source);
+  }
   Observe(SentKey(s.kind, s.peer, s.seq, s.index), true, kernel);
   if (!Accept(kernel, true)) {
     ++counters_.stamps_refused_by_policy;
@@ -611,10 +614,10 @@ void ProbeEngine::RouteTxStamp(PacketKind kind, uint32_t peer, uint64_t seq, uin
     if (it == responders_.end()) return;
     Responder& r = it->second;
     for (ReversePair* pair : {&r.sending, &r.previous}) {
-      if (pair->valid && pair->seq == seq) pair->tx[index].Merge(DualStamp{kernel, {}});
+      if (pair->valid && pair->seq == seq) pair->tx[index].Merge(DualStamp{kernel, {}}, StampDirection::kTransmit);
     }
     for (ReversePair& pair : r.late) {
-      if (pair.seq == seq) pair.tx[index].Merge(DualStamp{kernel, {}});
+      if (pair.seq == seq) pair.tx[index].Merge(DualStamp{kernel, {}}, StampDirection::kTransmit);
     }
   }
 }

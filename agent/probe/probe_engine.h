@@ -99,6 +99,9 @@ struct ProbeEngineOptions {
   ProbeSettings probe;
   // kNone: every kernel source, best by SourceRank; else only this one.
   StampSource forced_source = StampSource::kNone;
+  // Ask the socket for TX stamps of every probe even where another source
+  // ranks above them (the stamp log shows every source).
+  bool every_socket_stamp = false;
 };
 
 class ProbeEngine {

@@ -82,7 +82,8 @@ bool AgentRuntime::Start(std::string* error) {
   if (!socket_.Open(config_.listen_address, config_.listen_port, error, hardware_.active())) {
     return false;
   }
-  socket_.SetAlwaysSched(config_.capture.forced_source == StampSource::kSocketSched);
+  const bool stamp_log = !config_.capture.stamp_log_path.empty();  // shows every source
+  socket_.SetAlwaysSched(config_.capture.forced_source == StampSource::kSocketSched || stamp_log);
   // Peers' pilots only warm the path here: dropped before they wake us.
   if (!socket_.DropDatagramsOfLength(kPilotWireSize, error)) return false;
 
@@ -95,6 +96,7 @@ bool AgentRuntime::Start(std::string* error) {
   eo.probed_peers = config_.peers;
   eo.probe = config_.probe;
   eo.forced_source = config_.capture.forced_source;
+  eo.every_socket_stamp = stamp_log;
   for (const ClusterNode& n : config_.cluster.nodes) {
     eo.members.insert(n.id);
     if (n.id == config_.node_id) continue;

@@ -65,8 +65,8 @@ TEST_F(AgentTapTest, EveryProbeIsStampedByEveryHookInCausalOrder) {
   ASSERT_NO_FATAL_FAILURE(Up(2, "routed"));
   WriteClusterFiles();
   for (int i : {1, 2}) {
-    AgentSpec spec{i, {}, 5.0, {"--bpf", "on", "--bpf-xdp", "on", "--stamp-log",
-                                (OutputDir(i) / "stamps.jsonl").string()}};
+    AgentSpec spec{i, {}, 5.0, {"--bpf", "on", "--bpf-xdp", "on", "--probe-interval-us", "2000",
+                                "--stamp-log", (OutputDir(i) / "stamps.jsonl").string()}};
     spec.test_mode = false;  // identity clocks: stamps of both nodes are comparable
     std::filesystem::create_directories(OutputDir(i));
     StartAgent(spec);

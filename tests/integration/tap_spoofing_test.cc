@@ -115,8 +115,11 @@ TEST_F(TapSpoofingTest, ForgedAndReplayedProbesMoveNoEstimateAndAreCounted) {
   const double duration = 15.0;  // >= 6 full windows of 2 s
   // XDP on the veth: its stamps outrank the socket's, so a forged XDP stamp
   // merged into a real packet would reach the estimate.
+  // One pair per ms, fixed: the figures below (forgeries sent, pure pairs
+  // per window) are for that cadence.
   const std::vector<std::string> args = {"--bpf", "on", "--bpf-xdp", "on",
-                                         "--estimate-sources", "kernel,userspace"};
+                                         "--estimate-sources", "kernel,userspace",
+                                         "--probe-interval-us", "1000", "--probe-adaptive", "off"};
   StartAgent({1, a, duration, args});
   StartAgent({2, b, duration, args});
   std::this_thread::sleep_for(std::chrono::milliseconds(500));

@@ -70,6 +70,8 @@ struct Harness {
   int pilots_delivered = 0;
   std::vector<Datagram> sent;  // every datagram delivered, in order
   bool driver_tx_hook = false;  // the tap also stamps sends at the driver (net_dev_start_xmit)
+  bool socket_tx_software = true;  // false: a driver that gives no TX_SOFTWARE, only TX_SCHED
+  bool tap_tx = true;              // false: the tap's send hooks record nothing
 
   void Add(uint32_t id, std::vector<uint32_t> probe, StampSource forced, ProbeSettings settings = FastProbing()) {
     transports[id] = std::make_unique<QueueTransport>(id, &wire, &now);
@@ -115,11 +117,11 @@ struct Harness {
       ASSERT_EQ(codec.Decode(d.bytes, &m), DecodeResult::kOk);
       ProbeEngine& tx = *engines.at(d.from);
       ProbeEngine& rx = *engines.at(d.to);
-      Tap(tx, CHRONOLINK_HOOK_TC_EGRESS, d.bytes, now + 500);
-      if (driver_tx_hook) Tap(tx, CHRONOLINK_HOOK_DEV_XMIT, d.bytes, now + 900);
+      if (tap_tx) Tap(tx, CHRONOLINK_HOOK_TC_EGRESS, d.bytes, now + 500);
+      if (tap_tx && driver_tx_hook) Tap(tx, CHRONOLINK_HOOK_DEV_XMIT, d.bytes, now + 900);
       if (d.stamped) {
         tx.OnTxStamp(d.op_id, {now + 200, StampSource::kSocketSched});
-        tx.OnTxStamp(d.op_id, {now + 1'000, StampSource::kSocketSoftware});
+        if (socket_tx_software) tx.OnTxStamp(d.op_id, {now + 1'000, StampSource::kSocketSoftware});
       }
       const int64_t arrive = now + 5'000;
       if (before_rx) before_rx(*this, d, m, arrive);
@@ -258,14 +260,14 @@ TEST_F(StampMergeTest, CountsCoveragePerSourceAndIgnoresForeignPackets) {
   EXPECT_EQ(h.engines[1]->counters().tap_stamps_unrouted, 2u);
 }
 
-// Socket TX stamps cost a system call each: once the tap has stamped a
-// block of sends at the driver (ranked above TX_SOFTWARE) they are no longer
-// asked for, the tuples stay whole with the driver's stamps, and when the
-// tap stops they come back within a block.
+// Socket TX stamps cost a system call each. Where the driver gives
+// TX_SOFTWARE it is the best TX stamp short of the NIC's (read on REALTIME,
+// at the driver's transmit), so it is always asked for, and wins over the
+// tap's driver tracepoint. Where the driver gives only TX_SCHED, the tap's
+// stamps rank above it: after a block the socket is no longer asked, the
+// tuples stay whole on the tap's stamps, and when the tap stops the socket
+// is asked again within a block.
 TEST_F(StampMergeTest, SocketTxStampsAreAskedForOnlyWhileNoBetterSourceStampsTheProbes) {
-  Harness h;
-  h.driver_tx_hook = true;
-  h.RunPair(StampSource::kNone, 2000);
   auto probes_stamped = [](const std::vector<Datagram>& sent, size_t from, bool* last_stamped) {
     int n = 0;
     for (size_t i = from; i < sent.size(); ++i) {
@@ -280,31 +282,46 @@ TEST_F(StampMergeTest, SocketTxStampsAreAskedForOnlyWhileNoBetterSourceStampsThe
     }
     return n;
   };
-  bool last = true;
+  bool last = false;
+
+  Harness with_software;
+  with_software.driver_tx_hook = true;
+  with_software.RunPair(StampSource::kNone, 2000);
+  EXPECT_GT(probes_stamped(with_software.sent, 0, &last), 0);
+  EXPECT_TRUE(last);
+  EXPECT_EQ(with_software.engines[1]->peer_counters().at(2).probes_without_socket_tx, 0u);
+  for (const auto& [t, k] : with_software.KernelTuples()) {
+    EXPECT_EQ(k.fwd_tx[0].source, StampSource::kSocketSoftware);
+    EXPECT_EQ(k.rev_tx[1].source, StampSource::kSocketSoftware);
+  }
+
+  Harness h;
+  h.driver_tx_hook = true;
+  h.socket_tx_software = false;
+  h.RunPair(StampSource::kNone, 2000);
   const int stamped = probes_stamped(h.sent, 0, &last);
   EXPECT_GT(stamped, 0);
-  EXPECT_FALSE(last) << "still asking the socket for stamps the tap supplies";
+  EXPECT_FALSE(last) << "still asking the socket for stamps the tap supplies better";
   const PeerCounters p1 = h.engines[1]->peer_counters().at(2);
-  EXPECT_GT(p1.probes_without_socket_tx, p1.packets_sent / 2);
-  // Every kernel tuple whole, on the driver's stamps.
+  EXPECT_GT(p1.probes_without_socket_tx, p1.packets_sent / 3);
   const auto kernel = h.KernelTuples();
   ASSERT_GE(kernel.size(), 90u);
   for (const auto& [t, k] : kernel) {
     EXPECT_EQ(k.fwd_tx[0].source, StampSource::kBpfXdp);
     EXPECT_EQ(k.rev_tx[1].source, StampSource::kBpfXdp);
   }
-  // The tap stops stamping at the driver: the socket is asked again.
+  // The tap stops stamping at the driver (tc egress still ranks above
+  // TX_SCHED): still not asked. The tap stops altogether: asked again.
   h.driver_tx_hook = false;
-  const size_t before = h.sent.size();
+  size_t before = h.sent.size();
+  h.Run(1000);
+  probes_stamped(h.sent, before, &last);
+  EXPECT_FALSE(last);
+  h.tap_tx = false;
+  before = h.sent.size();
   h.Run(2000);
   EXPECT_GT(probes_stamped(h.sent, before, &last), 0);
   EXPECT_TRUE(last);
-
-  // Without the driver hook (tc egress ranks below TX_SOFTWARE) every probe is stamped.
-  Harness tc_only;
-  tc_only.RunPair(StampSource::kNone, 500);
-  EXPECT_EQ(tc_only.engines[1]->peer_counters().at(2).probes_without_socket_tx, 0u);
-  EXPECT_EQ(tc_only.engines[2]->peer_counters().at(1).probes_without_socket_tx, 0u);
 }
 
 // The pilot: one before every forward pair, from the prober only, its lead
