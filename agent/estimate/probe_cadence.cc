@@ -22,12 +22,14 @@ bool ProbeCadence::OnWindow(const WindowEstimate& e, bool clock_step, std::strin
     case EstimatorKind::kMinDelay:
       return SetInterval(now / 2, why, "the window fell back to " + std::string(EstimatorKindName(e.estimator)));
     case EstimatorKind::kMaxMarginAll:
-      return SetInterval(now * 0.8, why, "fitted on every probe: too few pure pairs");
+      return false;
     case EstimatorKind::kMaxMargin:
       break;
   }
   const int pure = std::min(e.pure_forward, e.pure_reverse);
+  const bool loaded = pure < kLoadedPurity * std::max(1, e.tuples);
   if (pure < options_.target_pure_points) {
+    if (loaded) return false;
     return SetInterval(now * 0.8, why,
                        std::to_string(pure) + " pure pairs on its thinner side (target " +
                            std::to_string(options_.target_pure_points) + ")");

@@ -5,12 +5,13 @@
 // max-margin window resting on fewer pure points per side than the target
 // (or wider than the target uncertainty, when one is set) shortens it by a
 // fifth, and every window that meets both lengthens it by a quarter, back
-// towards the configured one, never below the fastest. A window fitted on
-// every probe (max_margin_all: cross traffic queued most pairs) shortens it
-// by a fifth too: that fit rests on the probes that found the path idle,
-// and more probes find more such moments (at 90 % load on the test bed, p99
-// 0.13 µs when it did against 0.43 µs when it kept 20 ms; PERFORMANCE §3).
-// Pure: no clocks, no I/O.
+// towards the configured one, never below the fastest.
+// Except on a loaded path: where under a tenth of the pairs stay pure (or
+// the window was fitted on every probe, max_margin_all), cross traffic
+// queues the probes, and probing faster costs in proportion while buying
+// little: at 90 % load on the test bed it pinned the edge at the fastest
+// interval for 5.8 % of a core instead of 1.3 % (PERFORMANCE §3). The
+// interval is then held. Pure: no clocks, no I/O.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,10 @@ struct ProbeCadenceOptions {
 
 class ProbeCadence {
  public:
+  // Below this share of pure pairs (thinner side, of the complete tuples)
+  // a path counts as loaded.
+  static constexpr double kLoadedPurity = 0.10;
+
   explicit ProbeCadence(const ProbeCadenceOptions& options)
       : options_(options), interval_ns_(options.slowest_interval_ns) {}
 
