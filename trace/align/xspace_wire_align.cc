@@ -233,6 +233,7 @@ class WireAligner {
     *hostname0 = std::string(hostname0_);
     if (!DecideBase() || !PrepareSmallPlanes()) return false;
     out_->Clear();
+    out_->Reserve(static_cast<size_t>(end_ - begin_) + static_cast<size_t>(end_ - begin_) / 8 + 65536);
     if (!EmitSpace()) return false;
     if (stats_->events > 0) uncertainty_sum_ /= static_cast<double>(stats_->events);
     stats_->uncertainty_mean_ns = uncertainty_sum_;

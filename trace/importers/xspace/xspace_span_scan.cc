@@ -34,6 +34,10 @@ class WireReader {
   bool done() const { return p_ == end_; }
 
   bool Varint(uint64_t* out) {
+    if (p_ != end_ && *p_ < 0x80) {  // one byte: most tags, lengths and small values
+      *out = *p_++;
+      return true;
+    }
     uint64_t v = 0;
     for (int i = 0; i < 10; ++i) {
       if (p_ == end_) return false;
