@@ -659,33 +659,42 @@ class WireAligner {
     e->size = static_cast<int>(PutVarint(e->bytes + 1, static_cast<uint64_t>(value)) - e->bytes);
   }
 
-  // One event field ([field, end), its content from `begin`).
-  bool EmitEvent(Ptr field, Ptr begin, Ptr end) {
-    uint64_t offset = 0, duration = 0, ignored = 0;
-    Ptr offset_at = nullptr, offset_end = nullptr, duration_at = nullptr, duration_end = nullptr;
-    Ptr after2 = nullptr, after3 = nullptr;  // the first field numbered above 2, above 3
+  // Where an event's time fields are, and what they hold.
+  struct EventFields {
+    uint64_t offset = 0;
+    uint64_t duration = 0;
+    Ptr offset_at = nullptr;  // the field's bytes, when present
+    Ptr offset_end = nullptr;
+    Ptr duration_at = nullptr;
+    Ptr duration_end = nullptr;
+    Ptr after2 = nullptr;  // the first field numbered above 2 (where an offset goes in)
+    Ptr after3 = nullptr;  // ... above 3 (a duration)
     bool occurrences = false;
+  };
+
+  bool DecodeEvent(Ptr begin, Ptr end, EventFields* f) {
+    uint64_t ignored = 0;
     for (Ptr p = begin; p < end;) {
       const Ptr at = p;
       uint32_t tag = 0;
       if (!ReadTag(p, end, &tag)) return Fail(kMalformedEvent);
-      if (after3 == nullptr && (tag >> 3) > 2) {
-        if (after2 == nullptr) after2 = at;
-        if ((tag >> 3) > 3) after3 = at;
+      if (f->after3 == nullptr && (tag >> 3) > 2) {
+        if (f->after2 == nullptr) f->after2 = at;
+        if ((tag >> 3) > 3) f->after3 = at;
       }
       switch (tag) {
         case kEventMetadata:
           if (!ReadVarint(p, end, &ignored)) return Fail(kMalformedEvent);
           break;
         case kEventOffset:
-          if (offset_at != nullptr || occurrences) return Fail(kMergedEvent);
-          if (!ReadVarint(p, end, &offset)) return Fail(kMalformedEvent);
-          offset_at = at, offset_end = p;
+          if (f->offset_at != nullptr || f->occurrences) return Fail(kMergedEvent);
+          if (!ReadVarint(p, end, &f->offset)) return Fail(kMalformedEvent);
+          f->offset_at = at, f->offset_end = p;
           break;
         case kEventDuration:
-          if (duration_at != nullptr) return Fail(kMergedEvent);
-          if (!ReadVarint(p, end, &duration)) return Fail(kMalformedEvent);
-          duration_at = at, duration_end = p;
+          if (f->duration_at != nullptr) return Fail(kMergedEvent);
+          if (!ReadVarint(p, end, &f->duration)) return Fail(kMalformedEvent);
+          f->duration_at = at, f->duration_end = p;
           break;
         case kEventStat: {
           size_t n = 0;
@@ -695,20 +704,30 @@ class WireAligner {
           break;
         }
         case kEventOccurrences:
-          if (occurrences || offset_at != nullptr) return Fail(kMergedEvent);
+          if (f->occurrences || f->offset_at != nullptr) return Fail(kMergedEvent);
           if (!ReadVarint(p, end, &ignored)) return Fail(kMalformedEvent);
-          occurrences = true;
+          f->occurrences = true;
           break;
         default:
           if (!SkipField(p, end, tag & 7)) return Fail(kMalformedEvent);
       }
     }
-    if (occurrences) {  // not timed: unchanged
+    if (f->after2 == nullptr) f->after2 = end;
+    if (f->after3 == nullptr) f->after3 = end;
+    return true;
+  }
+
+  // One event field ([field, end), its content from `begin`): a timed
+  // event's start and end mapped as the model maps them.
+  bool EmitEvent(Ptr field, Ptr begin, Ptr end) {
+    EventFields f;
+    if (!DecodeEvent(begin, end, &f)) return false;
+    if (f.occurrences) {  // not timed: unchanged
       Append(field, end);
       return true;
     }
-    const auto start = AddPs(line_start_, static_cast<int64_t>(offset));
-    const auto stop = start ? AddPs(*start, static_cast<int64_t>(duration)) : std::nullopt;
+    const auto start = AddPs(line_start_, static_cast<int64_t>(f.offset));
+    const auto stop = start ? AddPs(*start, static_cast<int64_t>(f.duration)) : std::nullopt;
     if (!stop) return Fail("an event lies outside int64 ns");
     TakeInstant(*start, &span_, &any_);
     TakeInstant(*stop, &span_, &any_);
@@ -719,14 +738,19 @@ class WireAligner {
     const auto new_duration = DiffPs(*me, ms->cluster);
     if (!new_offset || !new_duration) return Fail("an event overflows int64 ps on the common origin");
     CountMappedEvent(*ms, stats_, &uncertainty_sum_);
+    WriteEvent(begin, end, f, *new_offset, *new_duration);
+    return true;
+  }
 
+  // The event's bytes with its offset (always: a oneof member is written
+  // even when 0) and duration (unless 0, as proto3 writes it) replaced, or
+  // put where protobuf's field order has them when they were absent.
+  void WriteEvent(Ptr begin, Ptr end, const EventFields& f, int64_t new_offset, int64_t new_duration) {
     Edit edits[2];
-    if (after2 == nullptr) after2 = end;
-    if (after3 == nullptr) after3 = end;
-    MakeEdit(offset_at ? offset_at : after2, offset_at ? offset_end : after2, kEventOffset, *new_offset, true,
-             &edits[0]);
-    MakeEdit(duration_at ? duration_at : after3, duration_at ? duration_end : after3, kEventDuration,
-             *new_duration, *new_duration != 0, &edits[1]);
+    MakeEdit(f.offset_at ? f.offset_at : f.after2, f.offset_at ? f.offset_end : f.after2, kEventOffset, new_offset,
+             true, &edits[0]);
+    MakeEdit(f.duration_at ? f.duration_at : f.after3, f.duration_at ? f.duration_end : f.after3, kEventDuration,
+             new_duration, new_duration != 0, &edits[1]);
     if (edits[1].begin < edits[0].begin) std::swap(edits[0], edits[1]);
     const size_t length = static_cast<size_t>(end - begin) - static_cast<size_t>(edits[0].end - edits[0].begin) -
                           static_cast<size_t>(edits[1].end - edits[1].begin) +
@@ -742,7 +766,6 @@ class WireAligner {
     w += edits[1].size;
     w = PutBytes(w, edits[1].end, end);
     out_->Resize(static_cast<size_t>(w - out_->data()));
-    return true;
   }
 
   // The span the plan was made on must be this file's (AlignPlannedHost's check).
