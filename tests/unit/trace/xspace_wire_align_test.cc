@@ -257,18 +257,23 @@ std::string LenField(int field, const std::string& body) {
 
 // A host of one Task Environment plane and one CPU plane whose one line
 // holds a plain event, `event` (raw bytes) and another plain event.
-std::string HandMadeHost(const std::string& event, int64_t line_ts_ns = 2'000'000'000) {
+// `metadata_name` names the event metadata; without `task_env` the line
+// times are relative to nothing.
+std::string HandMadeHost(const std::string& event, int64_t line_ts_ns = 2'000'000'000, bool task_env = true,
+                         const std::string& metadata_name = "op") {
   xspace::XSpace env;
   SetProfileStartTime(&env, static_cast<uint64_t>(kStart + 3 * kPeriod));
   xspace::XPlane cpu;
   cpu.set_id(7);
   cpu.set_name("/host:CPU");
-  const int64_t md = GetOrCreateEventMetadata(&cpu, "op")->id();
+  const int64_t md = GetOrCreateEventMetadata(&cpu, metadata_name)->id();
   GetOrCreateStatMetadata(&cpu, "note");
   const std::string plain = VarintField(1, md) + VarintField(2, 1'000'000) + VarintField(3, 5'000);
   const std::string line = VarintField(1, 3) + LenField(2, "python") + VarintField(3, static_cast<uint64_t>(line_ts_ns)) +
                            LenField(4, plain) + LenField(4, event) + LenField(4, plain);
-  return LenField(1, env.planes(0).SerializeAsString()) + LenField(1, cpu.SerializeAsString() + LenField(3, line)) +
+  std::string cpu_bytes;
+  EXPECT_TRUE(cpu.SerializePartialToString(&cpu_bytes));
+  return (task_env ? LenField(1, env.planes(0).SerializeAsString()) : "") + LenField(1, cpu_bytes + LenField(3, line)) +
          LenField(4, "h");
 }
 
@@ -352,6 +357,23 @@ TEST_F(XSpaceWireAlignDeclineTest, InvalidUtf8InAStatString) {
   std::string error;
   ASSERT_FALSE(ParseXSpace(bytes, &host, &error));  // the model refuses it too
   ExpectDeclines(bytes, *c_.map, {}, hand_plan_, "UTF-8");
+}
+
+TEST_F(XSpaceWireAlignDeclineTest, APlanesMetadataThatDoesNotParse) {
+  const std::string bytes = HandMadeHost(good_event_, 2'000'000'000, true, "\xc3\x28");  // invalid UTF-8
+  HostTrace host;
+  std::string error;
+  ASSERT_FALSE(ParseXSpace(bytes, &host, &error));
+  ExpectDeclines(bytes, *c_.map, {}, hand_plan_, "metadata");
+}
+
+TEST_F(XSpaceWireAlignDeclineTest, RelativeLineTimesWithNoStart) {
+  const std::string bytes = HandMadeHost(good_event_, 2'000'000'000, /*task_env=*/false);
+  HostTrace host;
+  std::string error;
+  ASSERT_TRUE(ParseXSpace(bytes, &host, &error)) << error;
+  ASSERT_FALSE(host.line_base_known);  // the model cannot align it either
+  ExpectDeclines(bytes, *c_.map, {}, hand_plan_, "no start");
 }
 
 TEST_F(XSpaceWireAlignDeclineTest, NonCanonicalTimeFields) {
