@@ -454,6 +454,7 @@ class Timed:
     maxrss_kb: int
     phases: dict[str, dict[str, float]]
     stdout: str
+    stderr: str = ""
 
     @property
     def cpu_s(self) -> float:
@@ -506,7 +507,7 @@ def run_timed(cmd: Sequence[str], label: str) -> Timed:
                            f"{proc.stderr[-3000:]}{proc.stdout[-2000:]}")
     t = parse_time_v(report)
     return Timed(t["wall_s"], t["user_s"], t["sys_s"], int(t["maxrss_kb"]),
-                 parse_timings(proc.stderr), proc.stdout)
+                 parse_timings(proc.stderr), proc.stdout, proc.stderr)
 
 
 # ------------------------------------------------------------ the table ---
@@ -643,6 +644,22 @@ class Bench:
                 raise RuntimeError(f"{name}: streamed and --hold-all outputs differ")
         if not self.args.keep:
             shutil.rmtree(held_out, ignore_errors=True)
+        # The same streamed run through the protobuf model for every host
+        # (--no-wire-rewrite): what the wire-level rewrite saves.
+        model_out = os.path.join(w, "aligned-model")
+        t_m = self.align([logdir], offsets, host_args, model_out, "align XSpace --no-wire-rewrite",
+                         ["--no-wire-rewrite"])
+        self.rows += timed_rows("align XSpace, --no-wire-rewrite (the model path)", events, t_m, xspace_bytes)
+        self.record["align_xspace_model_path"] = dataclasses.asdict(t_m) | {"cpu_s": t_m.cpu_s}
+        model_run = re.search(r"^wrote (\S+)$", t_m.stdout, re.M).group(1)
+        for f in files:
+            name = os.path.basename(f)
+            if not filecmp.cmp(os.path.join(cxx_run, name), os.path.join(model_run, name), shallow=False):
+                raise RuntimeError(f"{name}: wire-level and --no-wire-rewrite outputs differ")
+        if "through the model" in t_x.stderr:
+            raise RuntimeError("a host of the bench run declined the wire-level rewrite: " + t_x.stderr)
+        if not self.args.keep:
+            shutil.rmtree(model_out, ignore_errors=True)
 
         ok = True
         if not self.args.skip_naive:

@@ -5,7 +5,10 @@
 // XSpace runs aligned with offsets files stream: every host's span is read
 // first from its wire bytes (the common origin needs all of them), then each
 // host is read, aligned, written and freed in turn, so memory is one host's
-// model, not the run's. JSON inputs and --recorded-mapping (which reads the
+// model, not the run's. Each host is first tried without a model at all:
+// the wire-level rewrite (trace/align/xspace_wire_align.h) copies its file
+// through with only the times re-encoded; where it declines, the host goes
+// through the model as before (--no-wire-rewrite: always). JSON inputs and --recorded-mapping (which reads the
 // mapping from each parsed trace) hold every host at once.
 #include <malloc.h>
 #include <unistd.h>
@@ -17,6 +20,7 @@
 #include "tools/trace/trace_cli_common.h"
 #include "tools/trace/trace_commands.h"
 #include "trace/exporters/chrome_json_writer.h"
+#include "trace/align/xspace_wire_align.h"
 #include "trace/exporters/xspace_writer.h"
 #include "trace/importers/xspace/run_directory.h"
 #include "trace/importers/xspace/xspace_reader.h"
@@ -37,6 +41,7 @@ struct AlignFlags {
   std::string summary_json;
   bool timings = false;
   bool hold_all = false;
+  bool no_wire_rewrite = false;
 };
 
 // The output run directory, staged: the input's run name, or one for now.
@@ -127,6 +132,54 @@ void ReuseMemoryBetweenHosts() {
   ::mallopt(M_TRIM_THRESHOLD, static_cast<int>(kKeptHeapBytes));
 }
 
+// The wire-level rewrite of one host, when it does not decline: the file
+// read into a reused buffer, rewritten into another, written with one write.
+struct WireRewrite {
+  bool enabled = true;
+  bool log = false;  // which path each host took, on stderr (--timings)
+  ScanBuffer input;
+  WireOutput output;
+
+  // True when the host is aligned and written. False with *error empty:
+  // declined (the model's turn); with *error set: the output could not be written.
+  bool Try(const TraceInputFile& file, size_t index, const HostClockMap& map, const AlignOptions& options,
+           AlignResult* result, const fs::path& dir, std::vector<std::string>* notes, PhaseTimer* timer,
+           std::string* error) {
+    error->clear();
+    if (!enabled) return false;
+    std::string why;
+    const auto bytes = ReadXSpaceFileBytes(file.path, &input, &why);
+    timer->End("read");
+    const bool aligned = bytes && WireAlignHost(*bytes, file.path.string(), HostFromXSpaceFileName(file.path),
+                                                index, map, options, result, &output, notes, &why);
+    timer->End("align");
+    if (log) {
+      std::fprintf(stderr, "align: host %s: %s%s\n", file.host.c_str(),
+                   aligned ? "wire-level rewrite" : "through the model: ", aligned ? "" : why.c_str());
+    }
+    if (!aligned) return false;
+    const bool written = WriteXSpaceBytesFile(output.bytes(), dir / (file.host + ".xplane.pb"), error);
+    timer->End("write");
+    return written;
+  }
+};
+
+// One host read into the model, aligned on the plan, written and freed.
+bool AlignThroughModel(const TraceInputFile& file, size_t index, const TraceInputOptions& options,
+                       const HostClockMap& map, const AlignOptions& align_options, AlignResult* result,
+                       const fs::path& dir, std::vector<std::string>* notes, PhaseTimer* timer, std::string* error) {
+  TraceInputs one;
+  if (!LoadTraceInput(file, options, &one, error)) return false;
+  notes->insert(notes->end(), one.notes.begin(), one.notes.end());
+  timer->End("read");
+  HostTrace& host = one.hosts.front();
+  if (!AlignPlannedHost(index, &host, map, align_options, result, error)) return false;
+  timer->End("align");
+  if (!WriteXSpaceFile(host, dir / (host.host + ".xplane.pb"), error)) return false;
+  timer->End("write");
+  return true;
+}
+
 // XSpace run with offsets: plan from the spans, then read, align, write and
 // free one host at a time.
 int RunStreamingAlign(const AlignFlags& f, const TraceInputOptions& options, const TraceInputList& list) {
@@ -143,18 +196,19 @@ int RunStreamingAlign(const AlignFlags& f, const TraceInputOptions& options, con
   const AlignOptions align_options = MakeAlignOptions(f.correction, maps);
   std::vector<std::string> notes = list.notes;
   const bool progress = ::isatty(STDERR_FILENO) && list.files.size() > 1;
+  WireRewrite wire;
+  wire.enabled = !f.no_wire_rewrite;
+  wire.log = f.timings;
   for (size_t i = 0; i < list.files.size(); ++i) {
-    TraceInputs one;
-    if (!LoadTraceInput(list.files[i], options, &one, &error)) return Fail("align", error);
-    notes.insert(notes.end(), one.notes.begin(), one.notes.end());
-    timer.End("read");
-    HostTrace& host = one.hosts.front();
-    if (!AlignPlannedHost(i, &host, *maps.maps[i], align_options, &result, &error)) return Fail("align", error);
-    timer.End("align");
-    if (!WriteXSpaceFile(host, staged.path() / (host.host + ".xplane.pb"), &error)) return Fail("align", error);
-    timer.End("write");
+    const bool done = wire.Try(list.files[i], i, *maps.maps[i], align_options, &result, staged.path(), &notes,
+                               &timer, &error);
+    if (!error.empty()) return Fail("align", error);
+    if (!done && !AlignThroughModel(list.files[i], i, options, *maps.maps[i], align_options, &result,
+                                    staged.path(), &notes, &timer, &error)) {
+      return Fail("align", error);
+    }
     if (progress) {
-      std::fprintf(stderr, "align: %s done (%zu/%zu hosts, %lld events)\n", host.host.c_str(), i + 1,
+      std::fprintf(stderr, "align: %s done (%zu/%zu hosts, %lld events)\n", list.files[i].host.c_str(), i + 1,
                    list.files.size(), static_cast<long long>(result.hosts[i].events));
     }
   }
@@ -213,8 +267,12 @@ void AddAlignCommand(CLI::App& app, std::function<void(int)> done) {
   cmd->add_flag("--hold-all", flags->hold_all,
                 "XSpace: read every host before aligning any (as JSON inputs are) instead of one host at a "
                 "time; same output, the whole run's memory");
+  cmd->add_flag("--no-wire-rewrite", flags->no_wire_rewrite,
+                "XSpace: align every host through the protobuf model instead of rewriting its wire bytes "
+                "(same output, slower; for comparison)");
   cmd->add_flag("--timings", flags->timings,
-                "print each phase's wall and CPU seconds and the peak RSS to stderr (benchmarks)");
+                "print each phase's wall and CPU seconds and the peak RSS to stderr, and which path each "
+                "host took (benchmarks)");
   cmd->callback([flags, done] { done(RunAlign(*flags)); });
 }
 

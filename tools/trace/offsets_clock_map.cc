@@ -1,35 +1,8 @@
 #include "tools/trace/offsets_clock_map.h"
 
+#include "trace/correct/node_clock_map.h"
+
 namespace chronolink::trace::cli {
-namespace {
-
-class NodeClockMap : public HostClockMap {
- public:
-  NodeClockMap(std::shared_ptr<const ClusterCorrection> owner, const NodeCorrection* node)
-      : owner_(std::move(owner)), node_(node) {}
-
-  std::optional<MappedInstant> Map(const TraceInstant& host_time) const override {
-    const auto c = node_->ToCluster(host_time);
-    if (!c || c->quality == CorrectionQuality::kUnreachable) return std::nullopt;
-    MappedInstant m;
-    m.cluster = c->cluster;
-    m.uncertainty_ns = c->uncertainty_ns;
-    m.quality = c->quality == CorrectionQuality::kGap            ? MapQuality::kGap
-                : c->quality == CorrectionQuality::kExtrapolated ? MapQuality::kExtrapolated
-                                                                 : MapQuality::kSolved;
-    m.beyond_span_ns = c->beyond_span_ns;
-    m.correction_ns = static_cast<double>(c->correction_ps) / 1000.0;
-    return m;
-  }
-
-  std::string Describe() const override { return node_->Describe(); }
-
- private:
-  std::shared_ptr<const ClusterCorrection> owner_;  // keeps node_ alive
-  const NodeCorrection* node_;
-};
-
-}  // namespace
 
 std::string OffsetsMaps::Describe() const { return correction->Describe(); }
 
@@ -41,7 +14,7 @@ std::unique_ptr<HostClockMap> OffsetsMaps::ForNode(uint32_t node, std::string* e
              " (" + correction->Describe() + ")";
     return nullptr;
   }
-  return std::make_unique<NodeClockMap>(correction, n);
+  return MakeNodeClockMap(correction, n);
 }
 
 bool LoadOffsetsMaps(const std::vector<std::string>& offsets, const std::vector<std::string>& edges,

@@ -79,15 +79,24 @@ void AddSampleLine(const HostClockMap& map, const HostAlignment& s, int64_t orig
 
 }  // namespace
 
+xspace::XPlane* FindCountersPlane(xspace::XSpace* space) { return FindPlaneWithPrefix(space, kCountersPlanePrefix); }
+
+void RecordCorrectionPlane(const HostClockMap& map, const HostAlignment& stats, const AlignResult& result,
+                           const AlignOptions& options, xspace::XPlane* record) {
+  AddSummaryStats(stats, result, options, record);
+  AddSampleLine(map, stats, result.origin_ns, /*counters=*/false, record);
+}
+
+void AddCountersLine(const HostClockMap& map, const HostAlignment& stats, const AlignResult& result,
+                     xspace::XPlane* cpu) {
+  AddSampleLine(map, stats, result.origin_ns, /*counters=*/true, cpu);
+}
+
 void RecordCorrection(const HostClockMap& map, const HostAlignment& stats, const AlignResult& result,
                       const AlignOptions& options, HostTrace* host) {
-  xspace::XPlane* plane = GetOrCreatePlane(host->space, kCorrectionPlane);
-  AddSummaryStats(stats, result, options, plane);
-  AddSampleLine(map, stats, result.origin_ns, /*counters=*/false, plane);
+  RecordCorrectionPlane(map, stats, result, options, GetOrCreatePlane(host->space, kCorrectionPlane));
   if (!options.counters_line) return;
-  if (xspace::XPlane* cpu = FindPlaneWithPrefix(host->space, "/host:CPU")) {
-    AddSampleLine(map, stats, result.origin_ns, /*counters=*/true, cpu);
-  }
+  if (xspace::XPlane* cpu = FindCountersPlane(host->space)) AddCountersLine(map, stats, result, cpu);
 }
 
 }  // namespace chronolink::trace

@@ -23,5 +23,18 @@ inline constexpr char kSourceBoundStat[] = "chronolink_gpu_bound_ns";
 
 void RecordCorrection(const HostClockMap& map, const HostAlignment& stats, const AlignResult& result,
                       const AlignOptions& options, HostTrace* host);
+// The same on the planes alone, for callers that hold no model of the
+// whole trace (the wire-level rewrite, trace/align/xspace_wire_align.h):
+// the record plane's stats and correction line, and the `_counters_` line
+// with its metadata on the host's counters plane (FindCountersPlane), which
+// reads only the host's span from `stats` and is drawn only when
+// options.counters_line. RecordCorrection is the two on one trace.
+void RecordCorrectionPlane(const HostClockMap& map, const HostAlignment& stats, const AlignResult& result,
+                           const AlignOptions& options, xspace::XPlane* record);
+void AddCountersLine(const HostClockMap& map, const HostAlignment& stats, const AlignResult& result,
+                     xspace::XPlane* cpu);
+// The plane the `_counters_` line goes on: the first named /host:CPU...
+xspace::XPlane* FindCountersPlane(xspace::XSpace* space);
+inline constexpr char kCountersPlanePrefix[] = "/host:CPU";
 
 }  // namespace chronolink::trace

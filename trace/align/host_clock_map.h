@@ -27,14 +27,63 @@ struct MappedInstant {
   double correction_ns = 0;    // cluster - host at this instant
 };
 
+// A stretch of a map over which one formula holds: [from, to) on the host's
+// clock (from > to never; from == to: an empty piece, which covers nothing).
+// `index` is the implementation's (which formula). Events of a trace line
+// come mostly in order, so a caller mapping them asks for the piece once
+// and maps every instant it covers through it (MapCursor below).
+struct MapPiece {
+  TraceInstant from;
+  TraceInstant to;
+  size_t index = 0;
+  // When `linear_known`: the cluster instant of every x the piece covers is
+  // linear.Map(x), exactly Map(x)->cluster (the implementation computes it so).
+  bool linear_known = false;
+  LinearClockPiece linear;
+  bool Covers(const TraceInstant& x) const { return !(x < from) && x < to; }
+};
+
 class HostClockMap {
  public:
   virtual ~HostClockMap() = default;
   // nullopt: no correction exists for this instant (nothing solved at all,
   // or the arithmetic would overflow).
   virtual std::optional<MappedInstant> Map(const TraceInstant& host_time) const = 0;
+  // The piece around `host_time`: for every x it covers, MapInPiece(piece,
+  // x) is exactly Map(x). Implementations define Map through these two, so
+  // the two can never disagree. The default is an empty piece (no reuse).
+  virtual MapPiece PieceAt(const TraceInstant& host_time) const {
+    MapPiece empty;
+    empty.from = empty.to = host_time;
+    return empty;
+  }
+  virtual std::optional<MappedInstant> MapInPiece(const MapPiece& piece, const TraceInstant& host_time) const {
+    return Map(host_time);
+  }
   // One line for the output's provenance: the node, the offsets source, the span.
   virtual std::string Describe() const = 0;
+};
+
+// Maps instants through the piece of the last one while they stay in it:
+// exactly Map's values, without its search. One per thread.
+class MapCursor {
+ public:
+  explicit MapCursor(const HostClockMap& map) : map_(map) {}
+  std::optional<MappedInstant> Map(const TraceInstant& x) {
+    if (!piece_.Covers(x)) piece_ = map_.PieceAt(x);
+    return map_.MapInPiece(piece_, x);
+  }
+  // Map(x)->cluster alone: for instants whose bound nobody reads.
+  std::optional<TraceInstant> Cluster(const TraceInstant& x) {
+    if (!piece_.Covers(x)) piece_ = map_.PieceAt(x);
+    if (piece_.linear_known) return piece_.linear.Map(x);
+    const auto m = map_.MapInPiece(piece_, x);
+    return m ? std::optional<TraceInstant>(m->cluster) : std::nullopt;
+  }
+
+ private:
+  const HostClockMap& map_;
+  MapPiece piece_;  // empty until the first instant
 };
 
 }  // namespace chronolink::trace

@@ -107,20 +107,7 @@ class HostRewriter {
     return 0;
   }
 
-  void Count(const MappedInstant& m) {
-    if (stats_->events == 0) {
-      stats_->uncertainty_min_ns = stats_->uncertainty_max_ns = m.uncertainty_ns;
-    }
-    ++stats_->events;
-    stats_->uncertainty_min_ns = std::min(stats_->uncertainty_min_ns, m.uncertainty_ns);
-    stats_->uncertainty_max_ns = std::max(stats_->uncertainty_max_ns, m.uncertainty_ns);
-    uncertainty_sum_ += m.uncertainty_ns;
-    stats_->events_gap += m.quality == MapQuality::kGap;
-    if (m.quality == MapQuality::kExtrapolated) {
-      ++stats_->events_extrapolated;
-      stats_->max_beyond_span_ns = std::max(stats_->max_beyond_span_ns, m.beyond_span_ns);
-    }
-  }
+  void Count(const MappedInstant& m) { CountMappedEvent(m, stats_, &uncertainty_sum_); }
 
   HostTrace* host_;
   const HostClockMap& map_;
@@ -173,19 +160,48 @@ bool CheckBound(const HostAlignment& h, const AlignOptions& options, std::string
   return false;
 }
 
+}  // namespace
+
+void SetSessionOnPlan(const HostClockMap& map, const HostAlignment& stats, const AlignResult& result,
+                      xspace::XSpace* task_env) {
+  if (task_env == nullptr) return;
+  const int64_t origin = result.origin_ns;
+  const auto mapped_last = map.Map(stats.last_host);
+  SetProfileStartTime(task_env, static_cast<uint64_t>(origin));
+  SetProfileStopTime(task_env, static_cast<uint64_t>(mapped_last ? mapped_last->cluster.ns : origin));
+}
+
+void CountMappedEvent(const MappedInstant& m, HostAlignment* stats, double* uncertainty_sum) {
+  if (stats->events == 0) {
+    stats->uncertainty_min_ns = stats->uncertainty_max_ns = m.uncertainty_ns;
+  }
+  ++stats->events;
+  stats->uncertainty_min_ns = std::min(stats->uncertainty_min_ns, m.uncertainty_ns);
+  stats->uncertainty_max_ns = std::max(stats->uncertainty_max_ns, m.uncertainty_ns);
+  *uncertainty_sum += m.uncertainty_ns;
+  stats->events_gap += m.quality == MapQuality::kGap;
+  if (m.quality == MapQuality::kExtrapolated) {
+    ++stats->events_extrapolated;
+    stats->max_beyond_span_ns = std::max(stats->max_beyond_span_ns, m.beyond_span_ns);
+  }
+}
+
+bool CheckPlannedBound(const HostAlignment& stats, const AlignOptions& options, std::string* error) {
+  return CheckBound(stats, options, error);
+}
+
+namespace {
+
 // Rewrites one host on the planned origin and records what was applied.
 bool AlignOnPlan(HostTrace* host, const HostClockMap& map, const AlignOptions& options, HostAlignment* stats,
                  const AlignResult& result, std::string* error) {
   const int64_t origin = result.origin_ns;
   if (!HostRewriter(host, map, origin, options.annotate_events, stats).Run(error)) return false;
   if (!CheckBound(*stats, options, error)) return false;
-  const auto mapped_last = map.Map(stats->last_host);
   host->line_base_ns = origin;
   host->clock = TraceClock::kClusterTime;
-  if (FindPlane(*host->space, kTaskEnvPlaneName) != nullptr) {  // XSpace inputs: XProf reads it
-    SetProfileStartTime(host->space, static_cast<uint64_t>(origin));
-    SetProfileStopTime(host->space, static_cast<uint64_t>(mapped_last ? mapped_last->cluster.ns : origin));
-  }
+  // XSpace inputs: XProf reads the Task Environment.
+  SetSessionOnPlan(map, *stats, result, FindPlane(*host->space, kTaskEnvPlaneName) ? host->space : nullptr);
   RecordCorrection(map, *stats, result, options, host);
   return true;
 }

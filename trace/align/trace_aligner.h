@@ -78,4 +78,17 @@ bool PlanAlignment(const std::vector<std::string>& hosts, const std::vector<Host
 bool AlignPlannedHost(size_t index, HostTrace* host, const HostClockMap& map, const AlignOptions& options,
                       AlignResult* result, std::string* error);
 
+// AlignPlannedHost's steps after the events, for a caller that re-times the
+// events itself (the wire-level rewrite, trace/align/xspace_wire_align.h):
+// whether the host's bound is within options (false with the message the
+// model path gives), and the Task Environment's profile_start/stop_time set
+// on the plan in `task_env` (a space whose first Task Environment plane is
+// the host's; nullptr when the host has none: then nothing is set).
+// Counts one re-timed event, mapped at its start, into `stats` (events,
+// gaps, extrapolation, bound min/max) and `*uncertainty_sum` (for the mean).
+void CountMappedEvent(const MappedInstant& start, HostAlignment* stats, double* uncertainty_sum);
+bool CheckPlannedBound(const HostAlignment& stats, const AlignOptions& options, std::string* error);
+void SetSessionOnPlan(const HostClockMap& map, const HostAlignment& stats, const AlignResult& result,
+                      xspace::XSpace* task_env);
+
 }  // namespace chronolink::trace

@@ -7,34 +7,6 @@
 
 namespace chronolink::trace {
 
-namespace {
-
-// Round half away from zero without a libm call; monotone, as order needs.
-// |v| stays far below 2^62 (offsets within a day, in ps).
-inline int64_t RoundToInt64(double v) { return static_cast<int64_t>(v < 0 ? v - 0.5 : v + 0.5); }
-
-// x − ps, normalised; nullopt on overflow. AddPs's arithmetic, inlined here
-// because it runs twice per event.
-inline std::optional<TraceInstant> MinusPs(const TraceInstant& x, int64_t ps) {
-  int64_t ns = ps / 1000;
-  int64_t rem = ps % 1000;
-  if (rem < 0) {
-    rem += 1000;
-    --ns;
-  }
-  int64_t out_ps = x.ps - rem;
-  if (out_ps < 0) {
-    out_ps += 1000;
-    ++ns;
-  }
-  TraceInstant out;
-  if (__builtin_sub_overflow(x.ns, ns, &out.ns)) return std::nullopt;
-  out.ps = static_cast<int32_t>(out_ps);
-  return out;
-}
-
-}  // namespace
-
 const char* ToString(CorrectionQuality quality) {
   switch (quality) {
     case CorrectionQuality::kSolved:
@@ -106,26 +78,46 @@ size_t NodeCorrection::Locate(const TraceInstant& x, size_t* hint) const {
   return i;
 }
 
+NodeCorrection::Piece NodeCorrection::PieceAt(const TraceInstant& x) const {
+  constexpr TraceInstant kFirst{std::numeric_limits<int64_t>::min(), 0};
+  constexpr TraceInstant kLast{std::numeric_limits<int64_t>::max(), 999};  // exclusive: the last ps never covered
+  const size_t i = knots_.empty() ? 0 : Locate(x, nullptr);
+  return Piece{.from = i == 0 ? kFirst : knots_[i - 1].node,
+               .to = i == knots_.size() ? kLast : knots_[i].node,
+               .knots_before = i};
+}
+
 std::optional<CorrectedInstant> NodeCorrection::ToCluster(const TraceInstant& x, size_t* hint) const {
+  return ToClusterIn(knots_.empty() ? 0 : Locate(x, hint), x);
+}
+
+std::optional<CorrectedInstant> NodeCorrection::ToClusterIn(size_t i, const TraceInstant& x) const {
   if (knots_.empty()) {
     return CorrectedInstant{.cluster = x,
                             .uncertainty_ns = std::numeric_limits<double>::infinity(),
                             .quality = CorrectionQuality::kUnreachable};
   }
-  const size_t i = Locate(x, hint);
-  if (i == 0) return Extrapolate(0, x);
-  if (i == knots_.size()) return Extrapolate(i - 1, x);
-  return Interpolate(i - 1, x);
+  if (i == 0) return Extrapolate(0, LinearAt(i), x);
+  if (i == knots_.size()) return Extrapolate(i - 1, LinearAt(i), x);
+  return Interpolate(i - 1, LinearAt(i), x);
 }
 
-std::optional<CorrectedInstant> NodeCorrection::Interpolate(size_t k, const TraceInstant& x) const {
+LinearClockPiece NodeCorrection::LinearAt(size_t i) const {
+  if (i == 0 || i == knots_.size()) {
+    // d o / d x for a constant drift d(node − cluster)/d(cluster).
+    const CorrectionKnot& e = knots_[i == 0 ? 0 : i - 1];
+    return {.anchor = e.node, .offset_ps = e.offset_ps, .slope = e.drift / (1 + e.drift)};
+  }
+  return {.anchor = knots_[i - 1].node, .offset_ps = knots_[i - 1].offset_ps, .slope = segments_[i - 1].slope};
+}
+
+std::optional<CorrectedInstant> NodeCorrection::Interpolate(size_t k, const LinearClockPiece& line,
+                                                            const TraceInstant& x) const {
   const CorrectionKnot& a = knots_[k];
   const CorrectionKnot& b = knots_[k + 1];
   const Segment& s = segments_[k];
-  // 0 <= d < length_ps, which fits int64: no overflow check needed.
-  const int64_t d = (x.ns - a.node.ns) * 1000 + (x.ps - a.node.ps);
-  const int64_t offset_ps = a.offset_ps + RoundToInt64(s.slope * static_cast<double>(d));
-  const auto cluster = MinusPs(x, offset_ps);
+  int64_t offset_ps = 0, d = 0;  // 0 <= d < length_ps
+  const auto cluster = line.Map(x, &offset_ps, &d);
   if (!cluster) return std::nullopt;
   const double f = static_cast<double>(d) * s.inverse_length;
   const double sigma = (1 - f) * a.sigma_ns + f * b.sigma_ns;
@@ -146,16 +138,13 @@ std::optional<CorrectedInstant> NodeCorrection::Interpolate(size_t k, const Trac
   return out;
 }
 
-std::optional<CorrectedInstant> NodeCorrection::Extrapolate(size_t k, const TraceInstant& x) const {
+std::optional<CorrectedInstant> NodeCorrection::Extrapolate(size_t k, const LinearClockPiece& line,
+                                                            const TraceInstant& x) const {
   const CorrectionKnot& e = knots_[k];
-  const auto d = DiffPs(x, e.node);
-  if (!d) return std::nullopt;
-  // d o / d x for a constant drift d(node − cluster)/d(cluster).
-  const double slope = e.drift / (1 + e.drift);
-  const int64_t offset_ps = e.offset_ps + RoundToInt64(slope * static_cast<double>(*d));
-  const auto cluster = MinusPs(x, offset_ps);
+  int64_t offset_ps = 0, d = 0;
+  const auto cluster = line.Map(x, &offset_ps, &d);
   if (!cluster) return std::nullopt;
-  const uint64_t distance_ps = *d < 0 ? 0 - static_cast<uint64_t>(*d) : static_cast<uint64_t>(*d);
+  const uint64_t distance_ps = d < 0 ? 0 - static_cast<uint64_t>(d) : static_cast<uint64_t>(d);
   const int64_t distance_ns = static_cast<int64_t>(distance_ps / 1000);
   const double drift_uncertainty = ExtrapolationDriftUncertainty(k);
   CorrectedInstant out{

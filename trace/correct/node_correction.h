@@ -74,6 +74,22 @@ class NodeCorrection {
   // binary search. Any value is safe; a wrong one only costs the search.
   std::optional<CorrectedInstant> ToCluster(const TraceInstant& node_time, size_t* segment_hint = nullptr) const;
 
+  // The stretch between two knots (or before the first, after the last)
+  // that holds `node_time`: [from, to) on the node's clock, and how many
+  // knots lie at or before it. ToCluster(x) is ToClusterIn(PieceAt(x), x):
+  // a caller may keep a piece and map every instant it covers through it.
+  struct Piece {
+    TraceInstant from;
+    TraceInstant to;
+    size_t knots_before = 0;
+  };
+  Piece PieceAt(const TraceInstant& node_time) const;
+  // `knots_before` must be the piece's that covers `node_time`.
+  std::optional<CorrectedInstant> ToClusterIn(size_t knots_before, const TraceInstant& node_time) const;
+  // The cluster instant on that piece is LinearAt(knots_before).Map(x):
+  // ToClusterIn computes it so. Needs reachable().
+  LinearClockPiece LinearAt(size_t knots_before) const;
+
   uint32_t node() const { return node_; }
   bool reachable() const { return !knots_.empty(); }
   bool is_reference() const { return is_reference_; }
@@ -118,8 +134,8 @@ class NodeCorrection {
   // The reference's map is the identity: nothing is rounded.
   double Rounding() const { return is_reference_ ? 0.0 : 0.001; }
 
-  std::optional<CorrectedInstant> Interpolate(size_t k, const TraceInstant& x) const;
-  std::optional<CorrectedInstant> Extrapolate(size_t k, const TraceInstant& x) const;
+  std::optional<CorrectedInstant> Interpolate(size_t k, const LinearClockPiece& line, const TraceInstant& x) const;
+  std::optional<CorrectedInstant> Extrapolate(size_t k, const LinearClockPiece& line, const TraceInstant& x) const;
   void WidenInHole(const TraceInstant& x, double drift_uncertainty, CorrectedInstant* out) const;
 
   uint32_t node_;

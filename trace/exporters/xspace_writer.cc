@@ -4,6 +4,8 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -45,6 +47,29 @@ bool WriteToFd(const xspace::XSpace& space, int fd, std::string* error) {
 }
 
 }  // namespace
+
+bool WriteXSpaceBytesFile(std::string_view bytes, const std::filesystem::path& path, std::string* error) {
+  AtomicOutputFile out;
+  std::string why;
+  if (!out.Open(path, &why)) {
+    *error = path.string() + ": " + why;
+    return false;
+  }
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(out.descriptor(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = path.string() + ": write failed: " + std::strerror(n < 0 ? errno : EIO);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (!out.Commit(&why)) {
+    *error = path.string() + ": " + why;
+    return false;
+  }
+  return true;
+}
 
 bool SerializeXSpace(const xspace::XSpace& space, std::string* bytes, std::string* error) {
   size_t size;

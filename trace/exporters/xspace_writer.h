@@ -14,12 +14,17 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "trace/model/host_trace.h"
 
 namespace chronolink::trace {
 
 bool WriteXSpaceFile(const HostTrace& trace, const std::filesystem::path& path, std::string* error);
+
+// Already serialised XSpace bytes (the wire-level align's output), written
+// the same way: whole or not at all, with one write() where the kernel takes it.
+bool WriteXSpaceBytesFile(std::string_view bytes, const std::filesystem::path& path, std::string* error);
 
 // The same bytes WriteXSpaceFile writes (deterministic), for tests and
 // tools that hash or compare. False when the message is 2 GiB or more.

@@ -150,6 +150,39 @@ TEST_F(TraceCliTest, AligningOneHostAtATimeWritesWhatHoldingAllWrites) {
   }
 }
 
+// Each host is rewritten from its wire bytes unless that declines
+// (--annotate-events, a bad file), and --timings says which path each host
+// took; --no-wire-rewrite aligns through the model. Same files either way.
+TEST_F(TraceCliTest, TheWireRewriteWritesWhatTheModelWrites) {
+  WriteHost("a", 40);
+  WriteHost("b", 40, /*line_ts_ns=*/-3'000'000);
+  const fs::path offsets = WriteOffsets();
+  auto align = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"align", (dir_ / "logs").string(), "--offsets", offsets.string(), "--host",
+                                     "1=a", "--host", "2=b", "--timings", "--out", (dir_ / out).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const ProcessResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r;
+  };
+  const ProcessResult wire = align("wire", {});
+  const ProcessResult model = align("model", {"--no-wire-rewrite"});
+  const ProcessResult annotated = align("annotated", {"--annotate-events"});
+  EXPECT_NE(wire.err.find("align: host a: wire-level rewrite"), std::string::npos) << wire.err;
+  EXPECT_NE(wire.err.find("align: host b: wire-level rewrite"), std::string::npos) << wire.err;
+  EXPECT_EQ(model.err.find("wire-level"), std::string::npos) << model.err;
+  EXPECT_NE(annotated.err.find("align: host a: through the model: --annotate-events"), std::string::npos)
+      << annotated.err;
+  EXPECT_EQ(wire.out.substr(0, wire.out.find("wrote")), model.out.substr(0, model.out.find("wrote")));
+  for (const char* host : {"a", "b"}) {
+    const fs::path rel = fs::path("plugins") / "profile" / "2026_11_25_10_00_00" / (std::string(host) + ".xplane.pb");
+    std::ifstream x(dir_ / "wire" / rel, std::ios::binary), y(dir_ / "model" / rel, std::ios::binary);
+    const std::string sx((std::istreambuf_iterator<char>(x)), {}), sy((std::istreambuf_iterator<char>(y)), {});
+    EXPECT_FALSE(sx.empty()) << host;
+    EXPECT_EQ(sx, sy) << host;
+  }
+}
+
 TEST_F(TraceCliTest, ATruncatedXSpaceIsOneClearErrorAndNoOutput) {
   const fs::path host = WriteHost("a", 50);
   fs::resize_file(host, fs::file_size(host) / 2);

@@ -136,10 +136,8 @@ bool FinishTrace(std::string_view name, std::string file_host, HostTrace* trace,
   trace->line_base_known = base.known;
   const std::string listed = trace->space->hostnames().empty() ? "" : trace->space->hostnames(0);
   trace->host = file_host.empty() ? listed : file_host;
-  if (result && !file_host.empty() && !listed.empty() && listed != file_host) {
-    result->warnings.push_back(std::string(name) + ": hostnames[0] is '" + listed +
-                               "' but the file name says '" + file_host +
-                               "'; using the file name, as XProf does");
+  if (std::string w = HostnameWarning(name, file_host, listed); result && !w.empty()) {
+    result->warnings.push_back(std::move(w));
   }
   if (result && !base.known) {
     result->warnings.push_back(std::string(name) +
@@ -176,6 +174,12 @@ class FileCloser {
 };
 
 }  // namespace
+
+std::string HostnameWarning(std::string_view name, std::string_view file_host, std::string_view listed) {
+  if (file_host.empty() || listed.empty() || listed == file_host) return "";
+  return std::string(name) + ": hostnames[0] is '" + std::string(listed) + "' but the file name says '" +
+         std::string(file_host) + "'; using the file name, as XProf does";
+}
 
 void SetXSpaceBlockReuse(size_t max_bytes) { BlockPool().SetLimit(max_bytes); }
 

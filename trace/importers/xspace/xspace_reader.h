@@ -34,6 +34,9 @@ bool ReadXSpaceFile(const std::filesystem::path& path, HostTrace* out, std::stri
 
 // The host a file's trace is named: its file name without `.xplane.pb`.
 std::string HostFromXSpaceFileName(const std::filesystem::path& path);
+// The reader's warning for file `name` when its file name's host and its
+// hostnames[0] (`listed`) disagree; empty when they agree or either is empty.
+std::string HostnameWarning(std::string_view name, std::string_view file_host, std::string_view listed);
 
 // Parses serialized bytes (the fuzz entry point): host = hostnames[0] or "".
 bool ParseXSpace(std::string_view bytes, HostTrace* out, std::string* error,

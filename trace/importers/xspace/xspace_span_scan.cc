@@ -34,6 +34,10 @@ class WireReader {
   bool done() const { return p_ == end_; }
 
   bool Varint(uint64_t* out) {
+    if (p_ != end_ && *p_ < 0x80) {  // one byte: most tags, lengths and small values
+      *out = *p_++;
+      return true;
+    }
     uint64_t v = 0;
     for (int i = 0; i < 10; ++i) {
       if (p_ == end_) return false;
@@ -235,15 +239,19 @@ char* ScanBuffer::Reserve(size_t bytes) {
   return data_.get();
 }
 
-std::optional<XSpaceSpan> ScanXSpaceFileSpan(const std::filesystem::path& path, ScanBuffer* buffer,
-                                             std::string* why) {
+std::optional<std::string_view> ReadXSpaceFileBytes(const std::filesystem::path& path, ScanBuffer* buffer,
+                                                    std::string* why) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Fail(why, "cannot open");
+  if (fd < 0) {
+    *why = "cannot open";
+    return std::nullopt;
+  }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
       st.st_size > std::numeric_limits<int32_t>::max()) {
     ::close(fd);
-    return Fail(why, "not a regular file of a size the reader accepts");
+    *why = "not a regular file of a size the reader accepts";
+    return std::nullopt;
   }
   const size_t size = static_cast<size_t>(st.st_size);
   char* data = buffer->Reserve(size);
@@ -255,8 +263,18 @@ std::optional<XSpaceSpan> ScanXSpaceFileSpan(const std::filesystem::path& path, 
     got += static_cast<size_t>(n);
   }
   ::close(fd);
-  if (got != size) return Fail(why, "the file changed while it was read");
-  return ScanXSpaceSpan(std::string_view(data, size), why);
+  if (got != size) {
+    *why = "the file changed while it was read";
+    return std::nullopt;
+  }
+  return std::string_view(data, size);
+}
+
+std::optional<XSpaceSpan> ScanXSpaceFileSpan(const std::filesystem::path& path, ScanBuffer* buffer,
+                                             std::string* why) {
+  const auto bytes = ReadXSpaceFileBytes(path, buffer, why);
+  if (!bytes) return std::nullopt;
+  return ScanXSpaceSpan(*bytes, why);
 }
 
 }  // namespace chronolink::trace

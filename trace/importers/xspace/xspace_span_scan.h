@@ -51,6 +51,11 @@ class ScanBuffer {
   size_t capacity_ = 0;
 };
 
+// A whole file read into `buffer`; nullopt with *why when it cannot be read
+// (or is not a regular file of a size the reader accepts).
+std::optional<std::string_view> ReadXSpaceFileBytes(const std::filesystem::path& path, ScanBuffer* buffer,
+                                                    std::string* why);
+
 // The same over a file.
 std::optional<XSpaceSpan> ScanXSpaceFileSpan(const std::filesystem::path& path, ScanBuffer* buffer,
                                              std::string* why);

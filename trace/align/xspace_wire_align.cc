@@ -1,0 +1,883 @@
+#include "trace/align/xspace_wire_align.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/common.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+#include "proto/xplane.pb.h"
+#include "trace/align/correction_record.h"
+#include "trace/importers/xspace/line_base.h"
+#include "trace/importers/xspace/xspace_reader.h"
+#include "trace/model/host_span.h"
+#include "trace/model/xplane_edit.h"
+
+namespace chronolink::trace {
+namespace {
+
+using Ptr = const uint8_t*;
+
+enum : uint32_t { kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5 };
+
+// Tags as protobuf writes them (field << 3 | wire type), for the fields
+// the rewrite reads (proto/xplane.proto).
+constexpr uint32_t kSpacePlane = 1 << 3 | kLen;
+constexpr uint32_t kSpaceErrors = 2 << 3 | kLen, kSpaceWarnings = 3 << 3 | kLen, kSpaceHostnames = 4 << 3 | kLen;
+constexpr uint32_t kPlaneId = 1 << 3 | kVarint, kPlaneName = 2 << 3 | kLen, kPlaneLine = 3 << 3 | kLen;
+constexpr uint32_t kLineId = 1 << 3 | kVarint, kLineName = 2 << 3 | kLen, kLineTimestamp = 3 << 3 | kVarint;
+constexpr uint32_t kLineEvent = 4 << 3 | kLen, kLineDuration = 9 << 3 | kVarint, kLineDisplayName = 11 << 3 | kLen;
+constexpr uint32_t kEventMetadata = 1 << 3 | kVarint, kEventOffset = 2 << 3 | kVarint;
+constexpr uint32_t kEventDuration = 3 << 3 | kVarint, kEventStat = 4 << 3 | kLen;
+constexpr uint32_t kEventOccurrences = 5 << 3 | kVarint;
+constexpr uint32_t kStatStr = 5 << 3 | kLen;
+
+constexpr size_t kMaxMessageBytes = std::numeric_limits<int32_t>::max();
+
+constexpr char kMalformedEvent[] = "malformed wire data or a group in an event";
+constexpr char kMergedEvent[] =
+    "an event's time written twice, or both members of its oneof (protobuf would merge them)";
+
+// ---- Reading, exactly where protobuf would read the same; declining where in doubt.
+
+// A value varint: up to 10 bytes; a tenth byte with bits past 64 (which
+// protobuf drops) is declined rather than reasoned about.
+inline bool ReadVarint(Ptr& p, Ptr end, uint64_t* out) {
+  if (p < end && *p < 0x80) {
+    *out = *p++;
+    return true;
+  }
+  uint64_t v = 0;
+  for (int i = 0; i < 10; ++i) {
+    if (p == end) return false;
+    const uint8_t b = *p++;
+    v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+    if ((b & 0x80) == 0) {
+      if (i == 9 && b > 1) return false;
+      *out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+// A tag: at most 5 bytes, below 2^32, field number not 0.
+inline bool ReadTag(Ptr& p, Ptr end, uint32_t* tag) {
+  if (p < end && *p < 0x80) {
+    *tag = *p++;
+    return *tag >= 8;
+  }
+  uint64_t v = 0;
+  for (int i = 0; i < 5; ++i) {
+    if (p == end) return false;
+    const uint8_t b = *p++;
+    v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+    if ((b & 0x80) == 0) {
+      if (v > std::numeric_limits<uint32_t>::max() || (v >> 3) == 0) return false;
+      *tag = static_cast<uint32_t>(v);
+      return true;
+    }
+  }
+  return false;
+}
+
+// A length, as protobuf's ReadSize takes it: at most 5 bytes, below 2^31,
+// and within the bytes left.
+inline bool ReadLen(Ptr& p, Ptr end, size_t* len) {
+  if (p < end && *p < 0x80) {
+    *len = *p++;
+    return *len <= static_cast<size_t>(end - p);
+  }
+  uint64_t v = 0;
+  for (int i = 0; i < 5; ++i) {
+    if (p == end) return false;
+    const uint8_t b = *p++;
+    v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+    if ((b & 0x80) == 0) {
+      if (v > kMaxMessageBytes || v > static_cast<uint64_t>(end - p)) return false;
+      *len = static_cast<size_t>(v);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Skips a field of any wire type but groups (3, 4) and the invalid 6, 7.
+inline bool SkipField(Ptr& p, Ptr end, uint32_t wire_type) {
+  uint64_t ignored = 0;
+  size_t len = 0;
+  switch (wire_type) {
+    case kVarint: return ReadVarint(p, end, &ignored);
+    case kFixed64:
+      if (end - p < 8) return false;
+      p += 8;
+      return true;
+    case kFixed32:
+      if (end - p < 4) return false;
+      p += 4;
+      return true;
+    case kLen:
+      if (!ReadLen(p, end, &len)) return false;
+      p += len;
+      return true;
+    default: return false;
+  }
+}
+
+// protobuf's own check of proto3 string fields.
+// ASCII (the usual case) is checked 8 bytes at a time.
+inline bool ValidUtf8(Ptr p, size_t n) {
+  uint64_t high = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, p + i, 8);
+    high |= word;
+  }
+  for (; i < n; ++i) high |= p[i];
+  if ((high & 0x8080808080808080ULL) == 0) return true;
+  return google::protobuf::internal::IsStructurallyValidUTF8(reinterpret_cast<const char*>(p), static_cast<int>(n));
+}
+
+// A string field's bytes: read and checked.
+inline bool ReadString(Ptr& p, Ptr end, std::string_view* out) {
+  size_t n = 0;
+  if (!ReadLen(p, end, &n) || !ValidUtf8(p, n)) return false;
+  *out = std::string_view(reinterpret_cast<const char*>(p), n);
+  p += n;
+  return true;
+}
+
+// An XStat parses when its string value is UTF-8 and every field is well formed.
+bool ValidStat(Ptr p, Ptr end) {
+  while (p < end) {
+    uint32_t tag = 0;
+    if (!ReadTag(p, end, &tag)) return false;
+    std::string_view ignored;
+    if (tag == kStatStr ? !ReadString(p, end, &ignored) : !SkipField(p, end, tag & 7)) return false;
+  }
+  return true;
+}
+
+// ---- Writing.
+
+inline int VarintSize(uint64_t v) { return 1 + (std::bit_width(v | 1) - 1) / 7; }
+
+inline char* PutVarint(char* w, uint64_t v) {
+  while (v >= 0x80) {
+    *w++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *w++ = static_cast<char>(v);
+  return w;
+}
+
+inline char* PutBytes(char* w, Ptr begin, Ptr end) {
+  const size_t n = static_cast<size_t>(end - begin);
+  std::memcpy(w, begin, n);
+  return w + n;
+}
+
+void SerializeDeterministic(const google::protobuf::MessageLite& message, std::string* out) {
+  out->clear();
+  message.ByteSizeLong();
+  google::protobuf::io::StringOutputStream stream(out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  message.SerializeWithCachedSizes(&coded);
+}
+
+std::string_view View(Ptr begin, Ptr end) {
+  return {reinterpret_cast<const char*>(begin), static_cast<size_t>(end - begin)};
+}
+
+// ---- What the first pass learns.
+
+struct LineInfo {
+  int64_t id = 0;
+  std::string_view name;
+  int64_t timestamp_ns = 0;
+  int64_t duration_ps = 0;
+  bool has_timestamp = false;
+  bool nonempty = false;  // has an event
+};
+
+struct PlaneInfo {
+  Ptr begin = nullptr;  // the plane message's bytes
+  Ptr end = nullptr;
+  int64_t id = 0;
+  std::string_view name;
+  size_t first_line = 0;  // into the host's lines, in file order
+  size_t lines = 0;
+  bool task_env = false;
+};
+
+// The `/host:CPU` plane's new bytes around its rewritten lines.
+struct CountersPlane {
+  size_t plane = SIZE_MAX;
+  std::string head;      // the plane's fields before its lines, serialised
+  std::string new_line;  // the `_counters_` line
+  std::string tail;      // the fields after its lines
+};
+
+class WireAligner {
+ public:
+  WireAligner(std::string_view bytes, const HostClockMap& map, const AlignOptions& options,
+              const AlignResult& result, HostAlignment* stats, WireOutput* out)
+      : begin_(reinterpret_cast<Ptr>(bytes.data())), end_(begin_ + bytes.size()), map_(map), cursor_(map),
+        options_(options), result_(result), stats_(stats), out_(out) {}
+
+  bool Run(std::string* hostname0) {
+    if (!ScanSpace()) return false;
+    *hostname0 = std::string(hostname0_);
+    if (!DecideBase() || !PrepareSmallPlanes()) return false;
+    out_->Clear();
+    out_->Reserve(static_cast<size_t>(end_ - begin_) + static_cast<size_t>(end_ - begin_) / 8 + 65536);
+    if (!EmitSpace()) return false;
+    if (stats_->events > 0) uncertainty_sum_ /= static_cast<double>(stats_->events);
+    stats_->uncertainty_mean_ns = uncertainty_sum_;
+    if (!CheckSpan()) return false;
+    std::string bound_error;
+    if (!CheckPlannedBound(*stats_, options_, &bound_error)) return Fail("the bound is over the limit");
+    if (!EmitRecordPlaneAtEnd()) return false;
+    if (out_->size() > kMaxMessageBytes) return Fail("the output would be over protobuf's 2 GiB limit");
+    return true;
+  }
+
+  const char* reason() const { return reason_; }
+
+ private:
+  bool Fail(const char* reason) {
+    if (reason_ == nullptr) reason_ = reason;
+    return false;
+  }
+
+  // ---- First pass: structure, names, line times; strings checked.
+
+  bool ScanSpace() {
+    Ptr p = begin_;
+    bool have_hostname = false;
+    while (p < end_) {
+      uint32_t tag = 0;
+      if (!ReadTag(p, end_, &tag)) return Fail("malformed wire data or a group");
+      if (tag == kSpacePlane) {
+        size_t n = 0;
+        if (!ReadLen(p, end_, &n) || !ScanPlane(p, p + n)) return Fail("malformed wire data or a group in a plane");
+        p += n;
+      } else if (tag == kSpaceErrors || tag == kSpaceWarnings || tag == kSpaceHostnames) {
+        std::string_view s;
+        if (!ReadString(p, end_, &s)) return Fail("a string of the XSpace is not UTF-8 or malformed");
+        if (tag == kSpaceHostnames && !have_hostname) hostname0_ = s, have_hostname = true;
+      } else if (!SkipField(p, end_, tag & 7)) {
+        return Fail("malformed wire data or a group");
+      }
+    }
+    if (planes_.empty()) return Fail("no planes");
+    return true;
+  }
+
+  bool ScanPlane(Ptr begin, Ptr end) {
+    PlaneInfo plane;
+    plane.begin = begin;
+    plane.end = end;
+    plane.first_line = lines_.size();
+    for (Ptr p = begin; p < end;) {
+      uint32_t tag = 0;
+      if (!ReadTag(p, end, &tag)) return false;
+      if (tag == kPlaneLine) {
+        size_t n = 0;
+        if (!ReadLen(p, end, &n) || !ScanLine(p, p + n)) return false;
+        p += n;
+        ++plane.lines;
+        continue;
+      }
+      if (tag == kPlaneId) {
+        uint64_t v = 0;
+        if (!ReadVarint(p, end, &v)) return false;
+        plane.id = static_cast<int64_t>(v);
+      } else if (tag == kPlaneName) {
+        size_t n = 0;
+        if (!ReadLen(p, end, &n)) return false;
+        plane.name = View(p, p + n);  // UTF-8: checked when the plane's other fields parse
+        p += n;
+      } else if (!SkipField(p, end, tag & 7)) {
+        return false;
+      }
+    }
+    plane.task_env = plane.name == kTaskEnvPlaneName;
+    planes_.push_back(plane);
+    return true;
+  }
+
+  bool ScanLine(Ptr p, Ptr end) {
+    LineInfo line;
+    bool has_duration = false;
+    while (p < end) {
+      uint32_t tag = 0;
+      if (!ReadTag(p, end, &tag)) return false;
+      uint64_t v = 0;
+      size_t n = 0;
+      switch (tag) {
+        case kLineEvent:
+          if (!ReadLen(p, end, &n)) return false;
+          p += n;
+          line.nonempty = true;
+          break;
+        case kLineId:
+          if (!ReadVarint(p, end, &v)) return false;
+          line.id = static_cast<int64_t>(v);
+          break;
+        case kLineTimestamp:
+          if (line.has_timestamp || !ReadVarint(p, end, &v)) return Fail("a line's timestamp twice, or malformed");
+          line.timestamp_ns = static_cast<int64_t>(v);
+          line.has_timestamp = true;
+          break;
+        case kLineDuration:
+          if (has_duration || !ReadVarint(p, end, &v)) return Fail("a line's duration twice, or malformed");
+          line.duration_ps = static_cast<int64_t>(v);
+          has_duration = true;
+          break;
+        case kLineName:
+          if (!ReadString(p, end, &line.name)) return Fail("a line name is not UTF-8 or malformed");
+          break;
+        case kLineDisplayName: {
+          std::string_view ignored;
+          if (!ReadString(p, end, &ignored)) return Fail("a line name is not UTF-8 or malformed");
+          break;
+        }
+        default:
+          if (!SkipField(p, end, tag & 7)) return false;
+      }
+    }
+    lines_.push_back(line);
+    return true;
+  }
+
+  // The line base by the reader's rule, from what the first pass read.
+  bool DecideBase() {
+    std::vector<int64_t> nonempty;
+    for (const LineInfo& l : lines_) {
+      if (l.nonempty) nonempty.push_back(l.timestamp_ns);
+    }
+    // The first Task Environment plane, parsed: its stats read as the model reads them.
+    // Later ones are parsed too: they must parse, and their events count in the span.
+    std::vector<xspace::XPlane> later_task_envs;
+    for (const PlaneInfo& plane : planes_) {
+      if (!plane.task_env) continue;
+      xspace::XPlane* parsed =
+          task_env_.planes().empty() ? task_env_.add_planes() : &later_task_envs.emplace_back();
+      if (!parsed->ParseFromArray(plane.begin, static_cast<int>(plane.end - plane.begin))) {
+        return Fail("a Task Environment plane does not parse");
+      }
+    }
+    LineBase base;
+    size_t abs_i = 0, rel_i = 0;
+    if (DecideLineBase(ProfileStartTime(task_env_), nonempty, &base, &abs_i, &rel_i) != LineBaseVerdict::kOk) {
+      return Fail("no single line base");
+    }
+    if (!base.known) return Fail("relative line times with no start");
+    base_ns_ = base.base_ns;
+    // Task Environment planes are not re-timed, but their events and the
+    // session bounds (read before they are set on the plan) count in the span.
+    for (const auto& plane : task_env_.planes()) AddParsedLines(plane);
+    for (const auto& plane : later_task_envs) AddParsedLines(plane);
+    if (span_overflow_) return Fail("an event of a Task Environment plane lies outside int64 ns");
+    TakeSessionBounds(task_env_, &span_, &any_);
+    return true;
+  }
+
+  // ---- The small planes, through the model.
+
+  // A space of the planes' ids and names: where the record plane's id and
+  // the counters plane come from, as on the model.
+  bool PrepareSmallPlanes() {
+    for (const PlaneInfo& plane : planes_) {
+      if (plane.name == kCorrectionPlane) return Fail("a clock-correction record plane is there already");
+      xspace::XPlane* stub = stubs_.add_planes();
+      stub->set_id(plane.id);
+      stub->set_name(std::string(plane.name));
+    }
+    for (size_t i = 0; i < planes_.size(); ++i) {
+      if (!planes_[i].task_env && !CheckOtherFields(planes_[i])) return false;
+    }
+    if (!task_env_.planes().empty()) {
+      SetSessionOnPlan(map_, *stats_, result_, &task_env_);
+      SerializeDeterministic(task_env_.planes(0), &task_env_bytes_);
+    }
+    if (options_.counters_line) {
+      const xspace::XPlane* cpu = FindCountersPlane(&stubs_);
+      for (int i = 0; cpu != nullptr && i < stubs_.planes_size(); ++i) {
+        if (&stubs_.planes(i) == cpu) counters_.plane = static_cast<size_t>(i);
+      }
+      if (cpu != nullptr && !PrepareCountersPlane()) return false;
+    }
+    return true;
+  }
+
+  // A plane's fields other than its lines: parsed alone, so that whatever
+  // they hold parses as protobuf parses it (names, metadata, stats).
+  bool CheckOtherFields(const PlaneInfo& plane) {
+    if (!OtherFields(plane, &skeleton_bytes_) ||
+        !scratch_plane_.ParseFromArray(skeleton_bytes_.data(), static_cast<int>(skeleton_bytes_.size()))) {
+      return Fail("a plane's metadata or stats do not parse");
+    }
+    return true;
+  }
+
+  bool OtherFields(const PlaneInfo& plane, std::string* bytes) {
+    bytes->clear();
+    for (Ptr p = plane.begin; p < plane.end;) {
+      const Ptr field = p;
+      uint32_t tag = 0;
+      if (!ReadTag(p, plane.end, &tag) || !SkipField(p, plane.end, tag & 7)) return false;
+      if (tag != kPlaneLine) bytes->append(View(field, p));
+    }
+    return true;
+  }
+
+  // The counters plane without its lines' events (their ids and names
+  // only: what GetOrCreateLine reads), edited by AddCountersLine, split
+  // around where its own lines go.
+  bool PrepareCountersPlane() {
+    const PlaneInfo& plane = planes_[counters_.plane];
+    xspace::XPlane cpu;
+    if (!OtherFields(plane, &skeleton_bytes_) ||
+        !cpu.ParseFromArray(skeleton_bytes_.data(), static_cast<int>(skeleton_bytes_.size()))) {
+      return Fail("a plane's metadata or stats do not parse");
+    }
+    for (size_t i = plane.first_line; i < plane.first_line + plane.lines; ++i) {
+      if (lines_[i].name == kCountersLine) return Fail("the CPU plane has a _counters_ line already");
+      xspace::XLine* stub = cpu.add_lines();
+      stub->set_id(lines_[i].id);
+      stub->set_name(std::string(lines_[i].name));
+    }
+    AddCountersLine(map_, *stats_, result_, &cpu);
+    if (cpu.lines_size() != static_cast<int>(plane.lines) + 1) return Fail("internal: no counters line was added");
+    SerializeDeterministic(cpu.lines(cpu.lines_size() - 1), &counters_.new_line);
+    cpu.clear_lines();
+    std::string all;
+    SerializeDeterministic(cpu, &all);
+    // Serialised in field order: id, name, then (lines), metadata, stats.
+    Ptr p = reinterpret_cast<Ptr>(all.data());
+    const Ptr end = p + all.size();
+    Ptr split = end;
+    for (Ptr q = p; q < end;) {
+      const Ptr field = q;
+      uint32_t tag = 0;
+      if (!ReadTag(q, end, &tag) || !SkipField(q, end, tag & 7)) return Fail("internal: serialised plane unreadable");
+      if ((tag >> 3) > 3) {
+        split = field;
+        break;
+      }
+    }
+    counters_.head.assign(View(p, split));
+    counters_.tail.assign(View(split, end));
+    return true;
+  }
+
+  // ---- Second pass: the output.
+
+  bool EmitSpace() {
+    size_t plane_index = 0;
+    for (Ptr p = begin_; p < end_;) {
+      const Ptr field = p;
+      uint32_t tag = 0;
+      if (!ReadTag(p, end_, &tag) || !SkipField(p, end_, tag & 7)) return Fail("malformed wire data");
+      if (tag != kSpacePlane) {
+        Append(field, p);
+        continue;
+      }
+      if (!EmitPlane(plane_index)) return false;
+      if (++plane_index == planes_.size()) record_at_ = out_->size();  // the record plane goes after the last
+    }
+    return true;
+  }
+
+  void Append(Ptr begin, Ptr end) {
+    char* w = out_->Reserve(static_cast<size_t>(end - begin));
+    out_->Resize(static_cast<size_t>(PutBytes(w, begin, end) - out_->data()));
+  }
+
+  void AppendField(uint32_t tag, std::string_view bytes) {
+    char* w = out_->Reserve(bytes.size() + 16);
+    w = PutVarint(w, tag);
+    w = PutVarint(w, bytes.size());
+    std::memcpy(w, bytes.data(), bytes.size());
+    out_->Resize(static_cast<size_t>(w + bytes.size() - out_->data()));
+  }
+
+  // A length-delimited field whose length is known at its end: room for
+  // the width the input had, moved only when the width changes.
+  size_t OpenField(uint32_t tag, size_t old_length, int* width) {
+    *width = VarintSize(old_length);
+    char* w = out_->Reserve(static_cast<size_t>(*width) + 8);
+    w = PutVarint(w, tag);
+    const size_t length_at = static_cast<size_t>(w - out_->data());
+    out_->Resize(length_at + static_cast<size_t>(*width));
+    return length_at;
+  }
+
+  void CloseField(size_t length_at, int width) {
+    const size_t content = length_at + static_cast<size_t>(width);
+    const size_t length = out_->size() - content;
+    const int needed = VarintSize(length);
+    if (needed != width) {
+      out_->Reserve(static_cast<size_t>(std::max(needed - width, 0)));
+      char* base = out_->data();
+      std::memmove(base + length_at + needed, base + content, length);
+      out_->Resize(length_at + static_cast<size_t>(needed) + length);
+    }
+    PutVarint(out_->data() + length_at, length);
+  }
+
+  bool EmitPlane(size_t index) {
+    const PlaneInfo& plane = planes_[index];
+    if (plane.task_env) {  // not re-timed; the first one carries the session, set on the plan
+      if (index == FirstTaskEnv()) {
+        AppendField(kSpacePlane, task_env_bytes_);
+      } else {
+        AppendField(kSpacePlane, View(plane.begin, plane.end));
+      }
+      return true;
+    }
+    const bool counters = index == counters_.plane;
+    int width = 0;
+    const size_t length_at = OpenField(kSpacePlane, static_cast<size_t>(plane.end - plane.begin), &width);
+    if (counters) Append(reinterpret_cast<Ptr>(counters_.head.data()),
+                         reinterpret_cast<Ptr>(counters_.head.data() + counters_.head.size()));
+    size_t line = plane.first_line;
+    for (Ptr p = plane.begin; p < plane.end;) {
+      const Ptr field = p;
+      uint32_t tag = 0;
+      if (!ReadTag(p, plane.end, &tag)) return Fail("malformed wire data");
+      if (tag == kPlaneLine) {
+        size_t n = 0;
+        if (!ReadLen(p, plane.end, &n) || !EmitLine(lines_[line++], p, p + n)) return false;
+        p += n;
+        continue;
+      }
+      if (!SkipField(p, plane.end, tag & 7)) return Fail("malformed wire data");
+      if (!counters) Append(field, p);  // the counters plane's are in its head and tail
+    }
+    if (counters) {
+      AppendField(kPlaneLine, counters_.new_line);
+      Append(reinterpret_cast<Ptr>(counters_.tail.data()),
+             reinterpret_cast<Ptr>(counters_.tail.data() + counters_.tail.size()));
+    }
+    CloseField(length_at, width);
+    return true;
+  }
+
+  size_t FirstTaskEnv() const {
+    for (size_t i = 0; i < planes_.size(); ++i) {
+      if (planes_[i].task_env) return i;
+    }
+    return SIZE_MAX;
+  }
+
+  void PutTimestamp(int64_t ts) {
+    char* w = out_->Reserve(12);
+    *w++ = static_cast<char>(kLineTimestamp);
+    out_->Resize(static_cast<size_t>(PutVarint(w, static_cast<uint64_t>(ts)) - out_->data()));
+  }
+
+  // One line: its start and duration mapped as the model maps them, then
+  // every event in it.
+  bool EmitLine(const LineInfo& info, Ptr begin, Ptr end) {
+    TraceInstant start;
+    if (__builtin_add_overflow(base_ns_, info.timestamp_ns, &start.ns)) return Fail("a line's start overflows");
+    const auto mapped = cursor_.Map(start);
+    int64_t new_ts = 0;
+    if (!mapped || __builtin_sub_overflow(mapped->cluster.ns, result_.origin_ns, &new_ts)) {
+      return Fail("a line's start cannot be mapped");
+    }
+    int64_t new_duration = 0;
+    if (info.duration_ps != 0) {
+      const auto line_end = AddPs(start, info.duration_ps);
+      const auto mapped_end = line_end ? cursor_.Map(*line_end) : std::nullopt;
+      const auto d = mapped_end ? DiffPs(mapped_end->cluster, mapped->cluster) : std::nullopt;
+      if (!d) return Fail("a line's duration cannot be mapped");
+      new_duration = *d;
+    }
+    line_start_ = start;
+    new_base_ = TraceInstant{mapped->cluster.ns, 0};  // origin + new_ts
+    int width = 0;
+    const size_t length_at = OpenField(kPlaneLine, static_cast<size_t>(end - begin), &width);
+    bool timestamp_pending = !info.has_timestamp && new_ts != 0;
+    for (Ptr p = begin; p < end;) {
+      const Ptr field = p;
+      uint32_t tag = 0;
+      if (!ReadTag(p, end, &tag)) return Fail("malformed wire data");
+      if (timestamp_pending && (tag >> 3) > 3) {
+        PutTimestamp(new_ts);
+        timestamp_pending = false;
+      }
+      if (tag == kLineEvent) {
+        size_t n = 0;
+        if (!ReadLen(p, end, &n) || !EmitEvent(field, p, p + n)) return Fail("malformed event");
+        p += n;
+        continue;
+      }
+      if (!SkipField(p, end, tag & 7)) return Fail("malformed wire data");
+      if (tag == kLineTimestamp) {
+        if (new_ts != 0) PutTimestamp(new_ts);
+      } else if (tag == kLineDuration) {
+        if (new_duration != 0) {
+          char* w = out_->Reserve(12);
+          *w++ = static_cast<char>(kLineDuration);
+          out_->Resize(static_cast<size_t>(PutVarint(w, static_cast<uint64_t>(new_duration)) - out_->data()));
+        }
+      } else {
+        Append(field, p);
+      }
+    }
+    if (timestamp_pending) PutTimestamp(new_ts);
+    CloseField(length_at, width);
+    return true;
+  }
+
+  // One replaced or inserted field of an event: [begin, end) of the input
+  // gives way to `bytes` (begin == end: an insertion).
+  struct Edit {
+    Ptr begin;
+    Ptr end;
+    char bytes[12];
+    int size;
+  };
+
+  static void MakeEdit(Ptr begin, Ptr end, uint32_t tag, int64_t value, bool write, Edit* e) {
+    e->begin = begin;
+    e->end = end;
+    e->size = 0;
+    if (!write) return;
+    e->bytes[0] = static_cast<char>(tag);
+    e->size = static_cast<int>(PutVarint(e->bytes + 1, static_cast<uint64_t>(value)) - e->bytes);
+  }
+
+  // Where an event's time fields are, and what they hold.
+  struct EventFields {
+    uint64_t offset = 0;
+    uint64_t duration = 0;
+    Ptr offset_at = nullptr;  // the field's bytes, when present
+    Ptr offset_end = nullptr;
+    Ptr duration_at = nullptr;
+    Ptr duration_end = nullptr;
+    Ptr after2 = nullptr;  // the first field numbered above 2 (where an offset goes in)
+    Ptr after3 = nullptr;  // ... above 3 (a duration)
+    bool occurrences = false;
+  };
+
+  bool DecodeEvent(Ptr begin, Ptr end, EventFields* f) {
+    uint64_t ignored = 0;
+    for (Ptr p = begin; p < end;) {
+      const Ptr at = p;
+      uint32_t tag = 0;
+      if (!ReadTag(p, end, &tag)) return Fail(kMalformedEvent);
+      if (f->after3 == nullptr && (tag >> 3) > 2) {
+        if (f->after2 == nullptr) f->after2 = at;
+        if ((tag >> 3) > 3) f->after3 = at;
+      }
+      switch (tag) {
+        case kEventMetadata:
+          if (!ReadVarint(p, end, &ignored)) return Fail(kMalformedEvent);
+          break;
+        case kEventOffset:
+          if (f->offset_at != nullptr || f->occurrences) return Fail(kMergedEvent);
+          if (!ReadVarint(p, end, &f->offset)) return Fail(kMalformedEvent);
+          f->offset_at = at, f->offset_end = p;
+          break;
+        case kEventDuration:
+          if (f->duration_at != nullptr) return Fail(kMergedEvent);
+          if (!ReadVarint(p, end, &f->duration)) return Fail(kMalformedEvent);
+          f->duration_at = at, f->duration_end = p;
+          break;
+        case kEventStat: {
+          size_t n = 0;
+          if (!ReadLen(p, end, &n)) return Fail(kMalformedEvent);
+          if (!ValidStat(p, p + n)) return Fail("an event's stat is malformed or its string is not UTF-8");
+          p += n;
+          break;
+        }
+        case kEventOccurrences:
+          if (f->occurrences || f->offset_at != nullptr) return Fail(kMergedEvent);
+          if (!ReadVarint(p, end, &ignored)) return Fail(kMalformedEvent);
+          f->occurrences = true;
+          break;
+        default:
+          if (!SkipField(p, end, tag & 7)) return Fail(kMalformedEvent);
+      }
+    }
+    if (f->after2 == nullptr) f->after2 = end;
+    if (f->after3 == nullptr) f->after3 = end;
+    return true;
+  }
+
+  // One event field ([field, end), its content from `begin`): a timed
+  // event's start and end mapped as the model maps them.
+  bool EmitEvent(Ptr field, Ptr begin, Ptr end) {
+    EventFields f;
+    if (!DecodeEvent(begin, end, &f)) return false;
+    if (f.occurrences) {  // not timed: unchanged
+      Append(field, end);
+      return true;
+    }
+    const auto start = AddPs(line_start_, static_cast<int64_t>(f.offset));
+    const auto stop = start ? AddPs(*start, static_cast<int64_t>(f.duration)) : std::nullopt;
+    if (!stop) return Fail("an event lies outside int64 ns");
+    TakeInstant(*start, &span_, &any_);
+    TakeInstant(*stop, &span_, &any_);
+    const auto ms = cursor_.Map(*start);
+    const auto me = cursor_.Cluster(*stop);  // its bound only matters with annotate_events
+    if (!ms || !me) return Fail("an event cannot be mapped");
+    const auto new_offset = DiffPs(ms->cluster, new_base_);
+    const auto new_duration = DiffPs(*me, ms->cluster);
+    if (!new_offset || !new_duration) return Fail("an event overflows int64 ps on the common origin");
+    CountMappedEvent(*ms, stats_, &uncertainty_sum_);
+    WriteEvent(begin, end, f, *new_offset, *new_duration);
+    return true;
+  }
+
+  // The event's bytes with its offset (always: a oneof member is written
+  // even when 0) and duration (unless 0, as proto3 writes it) replaced, or
+  // put where protobuf's field order has them when they were absent.
+  void WriteEvent(Ptr begin, Ptr end, const EventFields& f, int64_t new_offset, int64_t new_duration) {
+    Edit edits[2];
+    MakeEdit(f.offset_at ? f.offset_at : f.after2, f.offset_at ? f.offset_end : f.after2, kEventOffset, new_offset,
+             true, &edits[0]);
+    MakeEdit(f.duration_at ? f.duration_at : f.after3, f.duration_at ? f.duration_end : f.after3, kEventDuration,
+             new_duration, new_duration != 0, &edits[1]);
+    if (edits[1].begin < edits[0].begin) std::swap(edits[0], edits[1]);
+    const size_t length = static_cast<size_t>(end - begin) - static_cast<size_t>(edits[0].end - edits[0].begin) -
+                          static_cast<size_t>(edits[1].end - edits[1].begin) +
+                          static_cast<size_t>(edits[0].size + edits[1].size);
+    char* w = out_->Reserve(length + 16);
+    *w++ = static_cast<char>(kLineEvent);
+    w = PutVarint(w, length);
+    w = PutBytes(w, begin, edits[0].begin);
+    std::memcpy(w, edits[0].bytes, static_cast<size_t>(edits[0].size));
+    w += edits[0].size;
+    w = PutBytes(w, edits[0].end, edits[1].begin);
+    std::memcpy(w, edits[1].bytes, static_cast<size_t>(edits[1].size));
+    w += edits[1].size;
+    w = PutBytes(w, edits[1].end, end);
+    out_->Resize(static_cast<size_t>(w - out_->data()));
+  }
+
+  // The span the plan was made on must be this file's (AlignPlannedHost's check).
+  bool CheckSpan() {
+    if (!any_ || span_.first != stats_->first_host || span_.last != stats_->last_host) {
+      return Fail("the span differs from the planned one");
+    }
+    return true;
+  }
+
+  void AddParsedLines(const xspace::XPlane& plane) {
+    for (const auto& line : plane.lines()) {
+      for (const auto& event : line.events()) {
+        if (event.data_case() == xspace::XEvent::kNumOccurrences) continue;
+        const auto s = EventStart(base_ns_, line, event);
+        const auto e = s ? AddPs(*s, event.duration_ps()) : std::nullopt;
+        if (!s || !e) {
+          span_overflow_ = true;
+          continue;
+        }
+        TakeInstant(*s, &span_, &any_);
+        TakeInstant(*e, &span_, &any_);
+      }
+    }
+  }
+
+  // The record plane, made by the model's code on the final stats, goes
+  // after the last plane.
+  bool EmitRecordPlaneAtEnd() {
+    xspace::XPlane* record = GetOrCreatePlane(&stubs_, kCorrectionPlane);
+    RecordCorrectionPlane(map_, *stats_, result_, options_, record);
+    SerializeDeterministic(*record, &record_bytes_);
+    const size_t tail = out_->size() - record_at_;
+    const size_t header = 1 + static_cast<size_t>(VarintSize(record_bytes_.size()));
+    const size_t insert = header + record_bytes_.size();
+    out_->Reserve(insert);
+    char* base = out_->data();
+    std::memmove(base + record_at_ + insert, base + record_at_, tail);
+    char* w = PutVarint(base + record_at_, kSpacePlane);
+    w = PutVarint(w, record_bytes_.size());
+    std::memcpy(w, record_bytes_.data(), record_bytes_.size());
+    out_->Resize(out_->size() + insert);
+    return true;
+  }
+
+  Ptr begin_;
+  Ptr end_;
+  const HostClockMap& map_;
+  MapCursor cursor_;
+  const AlignOptions& options_;
+  const AlignResult& result_;
+  HostAlignment* stats_;
+  WireOutput* out_;
+  const char* reason_ = nullptr;
+
+  std::vector<PlaneInfo> planes_;
+  std::vector<LineInfo> lines_;
+  std::string_view hostname0_;
+  int64_t base_ns_ = 0;
+  xspace::XSpace task_env_;  // the first Task Environment plane, parsed and set on the plan
+  xspace::XSpace stubs_;     // every plane's id and name
+  xspace::XPlane scratch_plane_;
+  std::string skeleton_bytes_;
+  std::string task_env_bytes_;
+  std::string record_bytes_;
+  CountersPlane counters_;
+  size_t record_at_ = 0;
+
+  TraceInstant line_start_;
+  TraceInstant new_base_;
+  double uncertainty_sum_ = 0;
+  HostSpanInstants span_;
+  bool any_ = false;
+  bool span_overflow_ = false;
+};
+
+}  // namespace
+
+void WireOutput::Grow(size_t needed) {
+  const size_t capacity = std::max(needed, capacity_ + capacity_ / 2 + 4096);
+  auto data = std::make_unique_for_overwrite<char[]>(capacity);
+  if (size_ > 0) std::memcpy(data.get(), data_.get(), size_);
+  data_ = std::move(data);
+  capacity_ = capacity;
+}
+
+bool WireAlignHost(std::string_view bytes, std::string_view file_name, const std::string& file_host,
+                   size_t index, const HostClockMap& map, const AlignOptions& options, AlignResult* result,
+                   WireOutput* out, std::vector<std::string>* notes, std::string* why) {
+  if (options.annotate_events) {
+    *why = "--annotate-events adds a stat to every event (left to the model)";
+    return false;
+  }
+  if (file_host.empty()) {
+    *why = "no file name to name the host";
+    return false;
+  }
+  if (index >= result->hosts.size() || bytes.size() > kMaxMessageBytes) {
+    *why = index >= result->hosts.size() ? "not in the plan" : "over protobuf's 2 GiB limit";
+    return false;
+  }
+  HostAlignment stats = result->hosts[index];
+  WireAligner aligner(bytes, map, options, *result, &stats, out);
+  std::string hostname0;
+  if (!aligner.Run(&hostname0)) {
+    *why = aligner.reason() ? aligner.reason() : "declined";
+    out->Clear();
+    return false;
+  }
+  result->hosts[index] = stats;
+  if (std::string w = HostnameWarning(file_name, file_host, hostname0); !w.empty()) notes->push_back(std::move(w));
+  return true;
+}
+
+}  // namespace chronolink::trace
