@@ -55,7 +55,7 @@ sys.path.insert(0, os.path.join(REPO, "tools", "testbed"))
 import baselines as bl  # noqa: E402
 import testbed as tbm  # noqa: E402
 from baselines import percentile, summarize_abs_us  # noqa: E402
-from truth import VClock, true_alpha, true_beta  # noqa: E402
+from truth import VClock, format_sigma_coverage, sigma_coverage, true_alpha, true_beta  # noqa: E402
 from truth import to_fraction as _frac  # noqa: E402
 
 DEFAULT_AGENT = os.path.join(REPO, "build", "agent", "chronolink-agent")
@@ -166,6 +166,8 @@ def window_errors(records: Iterable[dict], clocks: dict[int, VClock], *,
             e["alpha"] = float(r["alpha"])
             e["true_alpha"] = float(ta)
             e["alpha_error_ppb"] = float((_frac(r["alpha"]) - ta) * 10**9)
+        if r.get("sigma_ns") is not None:
+            e["sigma_ns"] = float(r["sigma_ns"])
         if r.get("uncertainty_ns") is not None:
             e["uncertainty_ns"] = float(r["uncertainty_ns"])
             e["within_uncertainty"] = abs(float(err)) <= float(r["uncertainty_ns"])
@@ -496,6 +498,14 @@ def format_costs(results: list[dict]) -> str:
         line = format_purity(r.get("windows", []))
         if line:
             lines.append(f"{r['scenario']:<14} {line}")
+    for r in results:
+        kernel = [w for w in r.get("windows", []) if w.get("source") == "kernel"]
+        if kernel:
+            cov = sigma_coverage([(w["error_ns"], w.get("sigma_ns")) for w in kernel])
+            band = sigma_coverage([(w["error_ns"], w.get("uncertainty_ns")) for w in kernel])
+            lines.append(f"{r['scenario']:<14} kernel windows: {format_sigma_coverage(cov)}")
+            if band:
+                lines.append(f"{r['scenario']:<14}   (the fit's band as sigma: {format_sigma_coverage(band)})")
     return "\n".join(lines)
 
 
@@ -634,6 +644,11 @@ def selftest(verbose: bool = True) -> int:
                          {"source": "userspace", "estimator": "min_delay", "pairs_sent": 200}])
     check(pur == "kernel windows: pure pairs forward 13.0 %, reverse 6.0 %; 1 max_margin, 1 min_delay", pur)
     check(format_purity([]) == "", "no purity line without windows")
+    cov = sigma_coverage([(5, 10), (-15, 10), (25, 10), (1, None), (2, 0)])
+    check(cov is not None and cov["n"] == 3 and abs(cov["cover_1s"] - 1 / 3) < 1e-9
+          and abs(cov["cover_2s"] - 2 / 3) < 1e-9 and cov["cover_3s"] == 1.0
+          and abs(cov["width_ratio"] - 10 / 15) < 1e-9, f"sigma coverage {cov}")
+    check(sigma_coverage([(1, None)]) is None, "no coverage without a sigma")
     check(agent_log_counters(os.devnull) == {}, "no counters in an empty log")
     with open(os.path.join(tmpd, "agent.log"), "w") as f:
         f.write('[info] exit counters {"tx_bytes": 1000, "rx_bytes": 3000, "pairs_sent": 5}\n')

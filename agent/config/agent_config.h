@@ -79,6 +79,7 @@ struct EstimationSettings {
   int64_t window_grace_ns = 300'000'000;  // wait this long past window end for late stamps
   int64_t purity_tolerance_ns = 300;
   int min_points_per_side = 8;
+  bool fit_every_probe = true;  // --estimate-points every|pure
   std::vector<SourceClass> source_classes = {SourceClass::kKernel};
 };
 

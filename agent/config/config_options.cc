@@ -89,6 +89,9 @@ const Spec kSpecs[] = {
      "Wait this long past a window's end for late stamps; < window (default: 300)"},
     {"estimation.purity_tolerance_ns", "purity-tolerance-ns", Kind::kInt64, "NS", kEstimation,
      "A pair is pure if |rx spacing - tx spacing| <= this; 1..spacing (default: 300)"},
+    {"estimation.points", "estimate-points", Kind::kString, "WHICH", kEstimation,
+     "Bounds the max-margin fit rests on: every (every probe; pure pairs only when that fails) or pure "
+     "(pure pairs only, Huygens' way; for comparisons) (default: every)"},
     {"estimation.min_points", "min-points", Kind::kCount, "N", kEstimation,
      "Minimum pure points per side for a max-margin fit, >= 2 (default: 8)"},
     {"estimation.sources", "estimate-sources", Kind::kSourceList, "LIST", kEstimation,

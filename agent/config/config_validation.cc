@@ -474,6 +474,11 @@ bool ValidateEstimationWindows(const Merged& m, AgentConfig* c, std::string* err
   e.window_grace_ns = m.Get<int64_t>("estimation.window_grace_ms", e.window_grace_ns);
   e.purity_tolerance_ns = m.Get<int64_t>("estimation.purity_tolerance_ns", e.purity_tolerance_ns);
   e.min_points_per_side = static_cast<int>(m.Get<int64_t>("estimation.min_points", e.min_points_per_side));
+  const std::string points = m.Get<std::string>("estimation.points", "every");
+  if (points != "every" && points != "pure") {
+    return Fail(error, "estimate points '" + points + "' (" + m.From("estimation.points") + ") must be every or pure");
+  }
+  e.fit_every_probe = points == "every";
   if (e.window_ns < 100'000'000) {
     return Fail(error, "estimation window " + Sec(e.window_ns) + " (" + m.From("estimation.window_s") +
                            ") must be at least 0.1 s");

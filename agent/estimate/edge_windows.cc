@@ -22,6 +22,24 @@ void EdgeWindows::OnPairSent(int64_t node_ns) { ++At(node_ns).counts.pairs_sent;
 
 void EdgeWindows::OnClockStep(int64_t node_ns) { At(node_ns).clock_step = true; }
 
+// Fits feed their class's scatter; a min-delay window keeps its own bound
+// (its error is not a fit's), a step restarts the history.
+void EdgeWindows::AddSigma(EdgeWindowRecord* r) {
+  auto it = scatter_.find(r->source_class);
+  if (it == scatter_.end()) it = scatter_.emplace(r->source_class, WindowScatter(window_ns_)).first;
+  if (r->clock_step) {
+    it->second.Reset();
+    return;
+  }
+  const EstimatorKind k = r->estimate.estimator;
+  if (k == EstimatorKind::kMinDelay) {
+    r->sigma_ns = r->estimate.fit.uncertainty_ns;
+    return;
+  }
+  if (k != EstimatorKind::kMaxMargin && k != EstimatorKind::kMaxMarginPure) return;
+  if (const auto sigma = it->second.Add(r->x0_ns, r->estimate.fit)) r->sigma_ns = *sigma;
+}
+
 void EdgeWindows::OnTupleFinalized(const FullTuple& t) {
   Window& w = At(t.created_ns);
   switch (ClassifyTuple(t)) {
@@ -72,6 +90,7 @@ void EdgeWindows::CloseUpTo(int64_t closed_before_ns, std::vector<EdgeWindowReco
         }
         r.estimate = EstimateWindow(projected, r.x0_ns, options_);
       }
+      AddSigma(&r);
       out->push_back(std::move(r));
     }
     windows_.erase(it);

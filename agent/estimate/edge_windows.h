@@ -10,6 +10,7 @@
 
 #include "agent/clock/timestamp.h"
 #include "agent/estimate/window_estimator.h"
+#include "agent/estimate/window_scatter.h"
 #include "agent/pair/tuple_assembler.h"
 
 namespace chronolink {
@@ -33,6 +34,12 @@ struct EdgeWindowRecord {
   // Sources of the stamps of every tuple offered in this class (8 per tuple).
   std::array<int64_t, kNumStampSources> stamp_sources{};
   bool clock_step = false;  // the window was discarded because the clock stepped
+  // One-sigma of estimate.fit.beta_ns from the edge's recent windows
+  // (window_scatter.h); a min-delay window's own bound; 0 while unknown.
+  double sigma_ns = 0;
+  // What the cluster solve takes as the window's one-sigma: sigma_ns when
+  // known, else the fit's uncertainty (a wide bound, never an understatement).
+  double SolveSigma() const { return sigma_ns > 0 ? sigma_ns : estimate.fit.uncertainty_ns; }
 };
 
 class EdgeWindows {
@@ -59,6 +66,7 @@ class EdgeWindows {
     bool clock_step = false;
   };
   Window& At(int64_t node_ns);
+  void AddSigma(EdgeWindowRecord* r);
 
   uint32_t node_;
   uint32_t peer_;
@@ -66,6 +74,7 @@ class EdgeWindows {
   std::vector<SourceClass> classes_;
   WindowEstimatorOptions options_;
   std::map<int64_t, Window> windows_;  // by start
+  std::map<SourceClass, WindowScatter> scatter_;
 };
 
 }  // namespace chronolink

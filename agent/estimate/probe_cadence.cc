@@ -21,9 +21,8 @@ bool ProbeCadence::OnWindow(const WindowEstimate& e, bool clock_step, std::strin
     case EstimatorKind::kNone:
     case EstimatorKind::kMinDelay:
       return SetInterval(now / 2, why, "the window fell back to " + std::string(EstimatorKindName(e.estimator)));
-    case EstimatorKind::kMaxMarginAll:
-      return false;
     case EstimatorKind::kMaxMargin:
+    case EstimatorKind::kMaxMarginPure:
       break;
   }
   const int pure = std::min(e.pure_forward, e.pure_reverse);

@@ -6,10 +6,10 @@
 // (or wider than the target uncertainty, when one is set) shortens it by a
 // fifth, and every window that meets both lengthens it by a quarter, back
 // towards the configured one, never below the fastest.
-// Except on a loaded path: where under a tenth of the pairs stay pure (or
-// the window was fitted on every probe, max_margin_all), cross traffic
-// queues the probes, and probing faster costs in proportion while buying
-// little: at 90 % load on the test bed it pinned the edge at the fastest
+// Except on a loaded path: where under a tenth of the pairs stay pure,
+// cross traffic queues the probes, and probing faster costs in proportion
+// while buying little (the fit on every probe needs no pure pairs): at 90 %
+// load on the test bed chasing pure pairs pinned the edge at the fastest
 // interval for 5.8 % of a core instead of 1.3 % (PERFORMANCE §3). The
 // interval is then held. Pure: no clocks, no I/O.
 #pragma once

@@ -1,6 +1,7 @@
 #include "agent/estimate/window_estimator.h"
 
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "agent/pair/probe_pair_filter.h"
@@ -15,8 +16,8 @@ std::string_view EstimatorKindName(EstimatorKind k) {
       return "max_margin";
     case EstimatorKind::kMinDelay:
       return "min_delay";
-    case EstimatorKind::kMaxMarginAll:
-      return "max_margin_all";
+    case EstimatorKind::kMaxMarginPure:
+      return "max_margin_pure";
   }
   return "none";
 }
@@ -72,16 +73,16 @@ void ExtractEveryBound(const PtPrTuple& t, std::vector<OffsetBound>* upper, std:
 
 namespace {
 
-// The max-margin fit on every probe, for windows with too few pure pairs.
-bool FitEveryBound(std::span<const PtPrTuple> tuples, int64_t x0_ns, const WindowEstimatorOptions& options,
-                   int min_side, LineFit* fit) {
+// The max-margin fit on every probe of the window; nullopt when a side has
+// fewer than min_side bounds.
+std::optional<LineFit> FitEveryBound(std::span<const PtPrTuple> tuples, int64_t x0_ns,
+                                     const WindowEstimatorOptions& options, int min_side) {
   std::vector<OffsetBound> upper, lower;
   upper.reserve(2 * tuples.size());
   lower.reserve(2 * tuples.size());
   for (const PtPrTuple& t : tuples) ExtractEveryBound(t, &upper, &lower);
-  if (static_cast<int>(upper.size()) < min_side || static_cast<int>(lower.size()) < min_side) return false;
-  *fit = FitMaxMarginLine(upper, lower, x0_ns, options.max_margin);
-  return fit->ok;
+  if (static_cast<int>(upper.size()) < min_side || static_cast<int>(lower.size()) < min_side) return std::nullopt;
+  return FitMaxMarginLine(upper, lower, x0_ns, options.max_margin);
 }
 
 }  // namespace
@@ -104,19 +105,24 @@ WindowEstimate EstimateWindow(std::span<const PtPrTuple> tuples, int64_t x0_ns,
   est.pure_reverse = static_cast<int>(lower.size());
 
   const int min_side = options.min_points_per_side < 2 ? 2 : options.min_points_per_side;
-  const bool tried_max_margin = est.pure_forward >= min_side && est.pure_reverse >= min_side;
-  if (tried_max_margin) {
-    est.fit = FitMaxMarginLine(upper, lower, x0_ns, options.max_margin);
-    if (est.fit.ok) {
+  LineFit tried;  // the last fit tried, whose margin and violators say why it failed
+  bool any_tried = false;
+  if (options.fit_every_probe) {
+    const std::optional<LineFit> every = FitEveryBound(tuples, x0_ns, options, min_side);
+    any_tried = every.has_value();
+    if (every) tried = *every;
+    if (tried.ok) {
       est.estimator = EstimatorKind::kMaxMargin;
+      est.fit = tried;
       return est;
     }
   }
-  if (options.every_bound_fallback) {
-    LineFit every;
-    if (FitEveryBound(tuples, x0_ns, options, min_side, &every)) {
-      est.estimator = EstimatorKind::kMaxMarginAll;
-      est.fit = every;
+  if (est.pure_forward >= min_side && est.pure_reverse >= min_side) {
+    any_tried = true;
+    tried = FitMaxMarginLine(upper, lower, x0_ns, options.max_margin);
+    if (tried.ok) {
+      est.estimator = options.fit_every_probe ? EstimatorKind::kMaxMarginPure : EstimatorKind::kMaxMargin;
+      est.fit = tried;
       return est;
     }
   }
@@ -129,7 +135,8 @@ WindowEstimate EstimateWindow(std::span<const PtPrTuple> tuples, int64_t x0_ns,
   // Nothing usable: keep the failed max-margin fit (its margin and violator
   // count say why) when one was tried, else the failed fallback.
   est.estimator = EstimatorKind::kNone;
-  if (!tried_max_margin) est.fit = fallback;
+  est.fit = any_tried ? tried : fallback;
+  est.fit.x0_ns = x0_ns;
   return est;
 }
 

@@ -37,6 +37,11 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["alpha_ppm"] = e.fit.alpha * 1e6;
     j["beta_ns"] = e.fit.beta_ns;
     j["uncertainty_ns"] = e.fit.uncertainty_ns;
+    if (r.sigma_ns > 0) {
+      j["sigma_ns"] = r.sigma_ns;
+    } else {
+      j["sigma_ns"] = nullptr;
+    }
     j["margin_ns"] = e.fit.margin_ns;
     j["violators_removed"] = e.fit.violators_removed;
   } else {
@@ -44,6 +49,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["alpha_ppm"] = nullptr;
     j["beta_ns"] = nullptr;
     j["uncertainty_ns"] = nullptr;
+    j["sigma_ns"] = nullptr;
     j["margin_ns"] = nullptr;
     j["violators_removed"] = 0;
   }

@@ -164,6 +164,7 @@ void AgentRuntime::EnsureWindows(uint32_t peer) {
   WindowEstimatorOptions wo;
   wo.purity_tolerance_ns = config_.estimation.purity_tolerance_ns;
   wo.min_points_per_side = config_.estimation.min_points_per_side;
+  wo.fit_every_probe = config_.estimation.fit_every_probe;
   windows_[peer] = std::make_unique<EdgeWindows>(config_.node_id, peer, config_.estimation.window_ns,
                                                  config_.estimation.source_classes, wo);
 }

@@ -82,7 +82,7 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records, 
     w.estimate.x0_ns = r.x0_ns;
     w.estimate.beta_ns = r.estimate.fit.beta_ns;
     w.estimate.alpha = r.estimate.fit.alpha;
-    w.estimate.uncertainty_ns = r.estimate.fit.uncertainty_ns;
+    w.estimate.uncertainty_ns = r.SolveSigma();
     w.session = session;
     w.window_start_ns = r.window_start_ns;
     w.estimator = std::string(EstimatorKindName(r.estimate.estimator));

@@ -167,6 +167,7 @@ TEST_F(AgentConfigTest, DefaultsWithMinimalFlags) {
   EXPECT_EQ(c.estimation.window_grace_ns, 300'000'000);
   EXPECT_EQ(c.estimation.purity_tolerance_ns, 300);
   EXPECT_EQ(c.estimation.min_points_per_side, 8);
+  EXPECT_TRUE(c.estimation.fit_every_probe);
   EXPECT_EQ(c.estimation.source_classes, (std::vector<SourceClass>{SourceClass::kKernel}));
   EXPECT_FALSE(c.test_mode);
   EXPECT_TRUE(c.virtual_clock.IsIdentity());
@@ -824,6 +825,12 @@ TEST_F(AgentConfigTest, OtherRanges) {
   ExpectError(LoadMinimal({"--purity-tolerance-ns", "0"}), {"purity tolerance"});
   ExpectError(LoadMinimal({"--purity-tolerance-ns", "100001"}), {"purity tolerance", "probe spacing"});
   ExpectError(LoadMinimal({"--min-points", "1"}), {"min points", "at least 2"});
+  ExpectError(LoadMinimal({"--estimate-points", "some"}), {"estimate points 'some'", "every or pure"});
+  {
+    Result pure = LoadMinimal({"--estimate-points", "pure"});
+    ASSERT_TRUE(pure.config) << pure.error;
+    EXPECT_FALSE(pure.config->estimation.fit_every_probe);
+  }
   ExpectError(LoadMinimal({"--estimate-sources", ""}), {"source class"});
   ExpectError(LoadMinimal({"--estimate-sources", "kernel,kernel"}), {"twice"});
   ExpectError(LoadMinimal({"--duration-s", "0"}), {"duration", "positive"});

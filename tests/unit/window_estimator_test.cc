@@ -139,26 +139,47 @@ TEST(WindowEstimator, SparseWindowIsLabelledMinDelay) {
 
 // Cross traffic queues one probe of almost every pair: too few pure pairs,
 // but every probe's bound still holds, and the separator rests on those that
-// met the least queueing.
+// met the least queueing. The fit on pure pairs alone (Huygens' way, kept
+// for comparisons) falls back to min-delay on the same window.
 TEST(WindowEstimator, HeavyQueueingIsFittedOnEveryProbe) {
   const Path path;
   for (uint64_t seed : {7u, 8u, 9u}) {
     const Sim sim = Simulate(path, 400, seed, 0, /*queued_fraction=*/0.99);
     const WindowEstimate e = EstimateWindow(sim.tuples, path.x0, WindowEstimatorOptions{});
     ASSERT_LT(e.pure_forward, 8) << seed;
-    ASSERT_EQ(e.estimator, EstimatorKind::kMaxMarginAll) << seed;
-    EXPECT_EQ(EstimatorKindName(e.estimator), "max_margin_all");
+    ASSERT_EQ(e.estimator, EstimatorKind::kMaxMargin) << seed;
+    EXPECT_EQ(EstimatorKindName(e.estimator), "max_margin");
     ASSERT_TRUE(e.fit.ok);
     const double err = e.fit.beta_ns - static_cast<double>(path.theta0);
     EXPECT_LE(std::abs(err), e.fit.uncertainty_ns + 1) << seed;
     EXPECT_LT(std::abs(err), 300.0) << seed;
     EXPECT_NEAR(e.fit.alpha, kDrift, 1e-6) << seed;
   }
-  // Switched off, the same window falls back to min-delay.
   WindowEstimatorOptions off;
-  off.every_bound_fallback = false;
+  off.fit_every_probe = false;
   const Sim sim = Simulate(path, 400, 7, 0, 0.99);
   EXPECT_EQ(EstimateWindow(sim.tuples, path.x0, off).estimator, EstimatorKind::kMinDelay);
+}
+
+// Corrupt stamps beyond the soft margin's budget spoil the fit on every
+// probe. Here each corrupt stamp also breaks its pair's spacing, so purity
+// screens them out and the fit on pure pairs stands.
+TEST(WindowEstimator, TooManyBadProbesFallBackToThePureFit) {
+  const Path path;
+  Sim sim = Simulate(path, 400, 11);
+  int spoiled = 0;
+  for (PtPrTuple& t : sim.tuples) {
+    // A second forward probe stamped 30 us early: an impossible bound, and
+    // an impure pair (its spacing changed).
+    if (spoiled < 60 && t.fwd_rx[1].present()) {
+      t.fwd_rx[1].ns -= 30'000;
+      ++spoiled;
+    }
+  }
+  const WindowEstimate e = EstimateWindow(sim.tuples, path.x0, WindowEstimatorOptions{});
+  ASSERT_EQ(e.estimator, EstimatorKind::kMaxMarginPure);
+  EXPECT_EQ(EstimatorKindName(e.estimator), "max_margin_pure");
+  EXPECT_LT(std::abs(e.fit.beta_ns - static_cast<double>(path.theta0)), 300.0);
 }
 
 TEST(WindowEstimator, EmptyWindowIsNone) {

@@ -24,6 +24,7 @@ namespace {
 using chronolink::sim::AccuracyReport;
 using chronolink::sim::ClusterSimulator;
 using chronolink::sim::ErrorStats;
+using chronolink::sim::SigmaCoverage;
 using chronolink::sim::SimConfig;
 using chronolink::sim::SimTraffic;
 using chronolink::sim::SolverAccuracy;
@@ -75,8 +76,24 @@ ordered_json StatsJson(const ErrorStats& s) {
   return {{"p50_ns", s.p50_ns}, {"p99_ns", s.p99_ns}, {"max_ns", s.max_ns}, {"samples", s.samples}};
 }
 
+ordered_json CoverageJson(const SigmaCoverage& c) {
+  return {{"samples", c.samples},          {"cover_1s", c.cover_1s},
+          {"cover_2s", c.cover_2s},        {"cover_3s", c.cover_3s},
+          {"median_sigma_ns", c.median_sigma_ns}, {"median_abs_error_ns", c.median_abs_error_ns},
+          {"width_ratio", c.width_ratio}};
+}
+
+// "sigma covers 68 / 95 / 99.7 % at 1/2/3 sigma; median sigma = 1.4 x median |error|"
+void PrintCoverage(const char* what, const SigmaCoverage& c) {
+  if (c.samples == 0) return;
+  std::printf("%s one-sigma covers %.0f / %.0f / %.1f %% at 1/2/3 sigma; median sigma %.1f ns = %.2f x median "
+              "|error|\n",
+              what, 100 * c.cover_1s, 100 * c.cover_2s, 100 * c.cover_3s, c.median_sigma_ns, c.width_ratio);
+}
+
 ordered_json SolverJson(const SolverAccuracy& a) {
   ordered_json j = StatsJson(a.error);
+  j["sigma"] = CoverageJson(a.sigma);
   j["solve_ms"] = a.solve_ms;
   j["unreachable"] = a.unreachable;
   return j;
@@ -107,6 +124,7 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
                          {"threads", c.threads}};
   ordered_json windows = {{"windows", w.windows},
                           {"max_margin", w.max_margin},
+                          {"max_margin_pure", w.max_margin_pure},
                           {"min_delay", w.min_delay},
                           {"none", w.none},
                           {"pure_fraction", w.pure_fraction}};
@@ -114,6 +132,7 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
           {"config", config},
           {"estimates", windows},
           {"edge_error", StatsJson(w.edge_error)},
+          {"edge_sigma", CoverageJson(w.edge_sigma)},
           {"global", SolverJson(r.report.global)},
           {"spanning_tree", SolverJson(r.report.tree)},
           {"p99_ratio", r.report.p99_ratio},
@@ -137,10 +156,11 @@ void PrintTable(const RunResult& r, const std::string& reference) {
       c.delay_min_ns / 1e3, c.delay_max_ns / 1e3, c.asymmetry_ns, 100 * c.queue.idle_fraction,
       c.queue.queue_mean_ns / 1e3, 100 * c.queue.burst_fraction, c.queue.burst_mean_ns / 1e3,
       100 * c.queue.loss_fraction);
-  std::printf("windows: %zu (%zu max_margin, %zu min_delay, %zu none), pure pairs %.1f %%\n", w.windows,
-              w.max_margin, w.min_delay, w.none, 100 * w.pure_fraction);
+  std::printf("windows: %zu (%zu max_margin, %zu max_margin_pure, %zu min_delay, %zu none), pure pairs %.1f %%\n",
+              w.windows, w.max_margin, w.max_margin_pure, w.min_delay, w.none, 100 * w.pure_fraction);
   std::printf("edge |beta error|: p50 %.1f ns, p99 %.1f ns, max %.1f ns\n", w.edge_error.p50_ns,
               w.edge_error.p99_ns, w.edge_error.max_ns);
+  PrintCoverage("edge", w.edge_sigma);
   std::printf("simulated in %.2f s on %d thread(s); %d reference instants\n\n", r.traffic.wall_s, c.threads,
               r.report.instants);
   std::printf("%-14s %10s %10s %10s %10s %12s\n", "solver", "p50_ns", "p99_ns", "max_ns", "solve_ms",
@@ -151,6 +171,7 @@ void PrintTable(const RunResult& r, const std::string& reference) {
                 a->error.max_ns, a->solve_ms, static_cast<long long>(a->unreachable));
   }
   std::printf("p99 ratio (spanning-tree / global): %.2f\n", r.report.p99_ratio);
+  PrintCoverage("solved (global)", r.report.global.sigma);
 }
 
 void PrintSweepHeader() {

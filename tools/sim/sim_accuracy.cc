@@ -86,16 +86,42 @@ ErrorStats Summarize(std::vector<double> abs_errors) {
   return s;
 }
 
-std::vector<double> SolutionErrors(const ClusterSimulator& sim, const SolveResult& r) {
+SigmaCoverage Coverage(const std::vector<std::pair<double, double>>& errors_and_sigmas) {
+  SigmaCoverage c;
+  std::vector<double> errors, sigmas;
+  size_t within[3] = {0, 0, 0};
+  for (const auto& [error, sigma] : errors_and_sigmas) {
+    if (!(sigma > 0) || !std::isfinite(sigma) || !std::isfinite(error)) continue;
+    const double e = std::fabs(error);
+    for (int k = 0; k < 3; ++k) within[k] += e <= (k + 1) * sigma ? 1 : 0;
+    errors.push_back(e);
+    sigmas.push_back(sigma);
+  }
+  c.samples = errors.size();
+  if (errors.empty()) return c;
+  const double n = static_cast<double>(c.samples);
+  c.cover_1s = static_cast<double>(within[0]) / n;
+  c.cover_2s = static_cast<double>(within[1]) / n;
+  c.cover_3s = static_cast<double>(within[2]) / n;
+  std::sort(errors.begin(), errors.end());
+  std::sort(sigmas.begin(), sigmas.end());
+  c.median_abs_error_ns = Percentile(errors, 0.5);
+  c.median_sigma_ns = Percentile(sigmas, 0.5);
+  c.width_ratio = c.median_abs_error_ns > 0 ? c.median_sigma_ns / c.median_abs_error_ns : 0;
+  return c;
+}
+
+std::vector<std::pair<double, double>> SolutionErrors(const ClusterSimulator& sim, const SolveResult& r) {
   std::vector<uint32_t> nodes;
   for (const NodeSolution& s : r.nodes)
     if (s.reachable) nodes.push_back(s.node);
   const std::vector<double> truth = TrueOffsets(sim, r.reference_instant_ns, r.reference_node, nodes);
-  std::vector<double> err;
+  std::vector<std::pair<double, double>> err;
   err.reserve(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (r.reference_node && nodes[i] == *r.reference_node) continue;  // 0 by definition
-    err.push_back(std::fabs(r.Find(nodes[i])->offset_ns - truth[i]));
+    const NodeSolution* n = r.Find(nodes[i]);
+    err.emplace_back(n->offset_ns - truth[i], n->uncertainty_ns);
   }
   return err;
 }
@@ -104,17 +130,23 @@ WindowSummary SummarizeWindows(const SimTraffic& traffic) {
   WindowSummary s;
   double pure = 0, tuples = 0;
   std::vector<double> edge_err;
+  std::vector<std::pair<double, double>> edge_sigma;
   for (const SimWindow& w : traffic.windows) {
     ++s.windows;
     if (w.estimator == EstimatorKind::kMaxMargin) ++s.max_margin;
+    if (w.estimator == EstimatorKind::kMaxMarginPure) ++s.max_margin_pure;
     if (w.estimator == EstimatorKind::kMinDelay) ++s.min_delay;
     if (w.estimator == EstimatorKind::kNone) ++s.none;
     pure += w.pure_forward + w.pure_reverse;
     tuples += 2.0 * w.tuples;
-    if (w.usable) edge_err.push_back(std::fabs(w.estimate.beta_ns - w.true_beta_ns));
+    if (w.usable) {
+      edge_err.push_back(std::fabs(w.estimate.beta_ns - w.true_beta_ns));
+      edge_sigma.emplace_back(w.estimate.beta_ns - w.true_beta_ns, w.estimate.uncertainty_ns);
+    }
   }
   s.pure_fraction = tuples > 0 ? pure / tuples : 0;
   s.edge_error = Summarize(std::move(edge_err));
+  s.edge_sigma = Coverage(edge_sigma);
   return s;
 }
 
@@ -126,6 +158,7 @@ AccuracyReport Evaluate(const ClusterSimulator& sim, const SimTraffic& traffic, 
   const std::vector<int64_t> instants = sim.ReferenceInstants();
   report.instants = static_cast<int>(instants.size());
   std::vector<double> err[2];
+  std::vector<std::pair<double, double>> err_sigma[2];
   SolverAccuracy* acc[2] = {&report.global, &report.tree};
   const SolverMethod methods[2] = {SolverMethod::kGlobal, SolverMethod::kSpanningTree};
   for (size_t k = 0; k < instants.size(); ++k) {
@@ -138,13 +171,16 @@ AccuracyReport Evaluate(const ClusterSimulator& sim, const SimTraffic& traffic, 
       int64_t reached = 0;
       for (const NodeSolution& s : r.nodes) reached += s.reachable ? 1 : 0;
       acc[m]->unreachable += static_cast<int64_t>(sim.config().nodes) - reached;
-      const std::vector<double> e = SolutionErrors(sim, r);
-      err[m].insert(err[m].end(), e.begin(), e.end());
+      for (const auto& [error, sigma] : SolutionErrors(sim, r)) {
+        err[m].push_back(std::fabs(error));
+        err_sigma[m].emplace_back(error, sigma);
+      }
     }
     if (progress) progress(static_cast<int>(k) + 1, report.instants);
   }
   for (int m = 0; m < 2; ++m) {
     acc[m]->error = Summarize(std::move(err[m]));
+    acc[m]->sigma = Coverage(err_sigma[m]);
     acc[m]->solve_ms /= std::max<size_t>(1, instants.size());
   }
   report.p99_ratio =

@@ -41,19 +41,33 @@ struct ErrorStats {
 };
 ErrorStats Summarize(std::vector<double> abs_errors);
 
-// |solved − true| of every reachable node of `r` but a named reference.
-std::vector<double> SolutionErrors(const ClusterSimulator& sim, const SolveResult& r);
+// solved − true, with the solved one-sigma, of every reachable node of `r`
+// but a named reference.
+std::vector<std::pair<double, double>> SolutionErrors(const ClusterSimulator& sim, const SolveResult& r);
+
+// How honest a reported one-sigma is against the truth: the share of
+// |error| within 1, 2 and 3 sigma, and the median sigma over the median
+// |error| (issue 12's targets: 3-sigma coverage >= 0.99, ratio <= 3).
+struct SigmaCoverage {
+  size_t samples = 0;
+  double cover_1s = 0, cover_2s = 0, cover_3s = 0;
+  double median_sigma_ns = 0, median_abs_error_ns = 0, width_ratio = 0;
+};
+// From (error, sigma) pairs; pairs without a positive sigma are left out.
+SigmaCoverage Coverage(const std::vector<std::pair<double, double>>& errors_and_sigmas);
 
 struct SolverAccuracy {
   ErrorStats error;         // over all nodes and instants
+  SigmaCoverage sigma;      // the solved one-sigma against the same errors
   double solve_ms = 0;      // mean wall time of one solve (one instant)
   int64_t unreachable = 0;  // node-instants without an offset (no estimate, or another component)
 };
 
 struct WindowSummary {
-  size_t windows = 0, max_margin = 0, min_delay = 0, none = 0;
+  size_t windows = 0, max_margin = 0, max_margin_pure = 0, min_delay = 0, none = 0;
   double pure_fraction = 0;  // pure pairs (both directions) per complete tuple and direction
   ErrorStats edge_error;     // |beta − true| of the usable windows
+  SigmaCoverage edge_sigma;  // the one-sigma the solve weights them by, against that error
 };
 WindowSummary SummarizeWindows(const SimTraffic& traffic);
 

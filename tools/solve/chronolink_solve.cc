@@ -70,7 +70,10 @@ void ReadEdges(const std::string& path, const std::string& source, std::vector<E
       e.x0_ns = j.at("x0_ns").get<int64_t>();
       e.beta_ns = j.at("beta_ns").get<double>();
       e.alpha = j.at("alpha").get<double>();
-      e.uncertainty_ns = j.at("uncertainty_ns").get<double>();
+      // The window's one-sigma when the agent measured it (edges written
+      // before sigma_ns existed have only the fit's band).
+      const bool has_sigma = j.contains("sigma_ns") && !j["sigma_ns"].is_null() && j["sigma_ns"].get<double>() > 0;
+      e.uncertainty_ns = has_sigma ? j["sigma_ns"].get<double>() : j.at("uncertainty_ns").get<double>();
       out.push_back(e);
     } catch (const json::exception& e) {
       throw ParseError(where + "bad field: " + e.what());

@@ -1,0 +1,73 @@
+// The window-to-window sigma of an edge's offsets: from the misses of each
+// fit's prediction of the next, plus a floor.
+#include "agent/estimate/window_scatter.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace chronolink {
+namespace {
+
+constexpr int64_t kWindow = 2'000'000'000;
+
+LineFit Fit(double beta_ns, double alpha) {
+  LineFit f;
+  f.ok = true;
+  f.beta_ns = beta_ns;
+  f.alpha = alpha;
+  return f;
+}
+
+TEST(WindowScatter, NoSigmaUntilEnoughWindowsThenTheFloorForAPerfectLine) {
+  WindowScatter s(kWindow);
+  const double alpha = 45e-6;
+  int64_t x0 = 1'000'000'000'000'000'000;
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_FALSE(s.Add(x0 + k * kWindow, Fit(3.7e6 + alpha * k * kWindow, alpha)).has_value()) << k;
+  }
+  const auto sigma = s.Add(x0 + 4 * kWindow, Fit(3.7e6 + alpha * 4 * kWindow, alpha));
+  ASSERT_TRUE(sigma.has_value());
+  EXPECT_NEAR(*sigma, WindowScatterOptions{}.floor_ns, 1e-6);
+}
+
+// Independent errors of sigma in every window: the estimate recovers sigma
+// (and 3 sigma covers nearly every error).
+TEST(WindowScatter, RecoversTheNoiseOfIndependentWindowErrors) {
+  WindowScatterOptions o;
+  o.floor_ns = 0;
+  o.history = 64;
+  WindowScatter s(kWindow, o);
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> noise(0, 40);
+  const double alpha = -20e-6;
+  double last_sigma = 0;
+  int covered = 0, n = 0;
+  for (int k = 0; k < 400; ++k) {
+    const double err = noise(rng);
+    const auto sigma = s.Add(k * kWindow, Fit(1000 + alpha * k * kWindow + err, alpha));
+    if (!sigma) continue;
+    last_sigma = *sigma;
+    ++n;
+    covered += std::abs(err) <= 3 * *sigma;
+  }
+  EXPECT_NEAR(last_sigma, 40, 12);
+  EXPECT_GE(covered, n * 97 / 100);
+}
+
+TEST(WindowScatter, AGapOrAResetRestartsTheHistory) {
+  WindowScatter s(kWindow);
+  for (int k = 0; k < 6; ++k) s.Add(k * kWindow, Fit(0, 0));
+  ASSERT_TRUE(s.Add(6 * kWindow, Fit(0, 0)).has_value());
+  EXPECT_FALSE(s.Add(20 * kWindow, Fit(0, 0)).has_value()) << "a gap of 14 windows";
+  for (int k = 21; k < 26; ++k) s.Add(k * kWindow, Fit(0, 0));
+  ASSERT_TRUE(s.Add(26 * kWindow, Fit(0, 0)).has_value());
+  s.Reset();
+  EXPECT_FALSE(s.Add(27 * kWindow, Fit(0, 0)).has_value());
+  LineFit bad;  // not a fit
+  EXPECT_FALSE(s.Add(28 * kWindow, bad).has_value());
+}
+
+}  // namespace
+}  // namespace chronolink
