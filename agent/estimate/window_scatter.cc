@@ -4,32 +4,39 @@
 
 namespace chronolink {
 
-void WindowScatter::Reset() {
-  have_last_ = false;
-  misses_.clear();
-}
-
 std::optional<double> WindowScatter::Add(int64_t x0_ns, const LineFit& fit) {
-  if (!fit.ok || !std::isfinite(fit.beta_ns) || !std::isfinite(fit.alpha)) return std::nullopt;
-  if (have_last_) {
-    const int64_t gap = x0_ns - last_x0_ns_;  // one node clock: a small difference
-    if (gap <= 0 || gap > options_.max_gap_windows * window_ns_) {
-      misses_.clear();
-    } else {
-      const double predicted = last_beta_ns_ + last_alpha_ * static_cast<double>(gap);
-      misses_.push_back(fit.beta_ns - predicted);
-      if (static_cast<int>(misses_.size()) > options_.history) misses_.pop_front();
-    }
+  if (!fit.ok || !std::isfinite(fit.beta_ns)) return std::nullopt;
+  if (!windows_.empty()) {
+    const int64_t gap = x0_ns - windows_.back().x0_ns;  // one node clock: a small difference
+    if (gap <= 0 || gap > options_.max_gap_windows * window_ns_) windows_.clear();
   }
-  have_last_ = true;
-  last_x0_ns_ = x0_ns;
-  last_beta_ns_ = fit.beta_ns;
-  last_alpha_ = fit.alpha;
-  if (static_cast<int>(misses_.size()) < options_.min_history) return std::nullopt;
-  double sum_sq = 0;
-  for (double m : misses_) sum_sq += m * m;
-  const double noise_sq = sum_sq / static_cast<double>(misses_.size()) / 2.0;
-  return std::sqrt(noise_sq + options_.floor_ns * options_.floor_ns);
+  windows_.push_back({x0_ns, fit.beta_ns});
+  if (static_cast<int>(windows_.size()) > options_.history) windows_.pop_front();
+  const int n = static_cast<int>(windows_.size());
+  if (n < options_.min_history) return std::nullopt;
+  // Least squares beta = a + b x, x in seconds from the newest window (the
+  // differences are small; epoch ns never become doubles).
+  double sx = 0, sy = 0;
+  for (const Window& w : windows_) {
+    sx += static_cast<double>(w.x0_ns - x0_ns) / 1e9;
+    sy += w.beta_ns - fit.beta_ns;
+  }
+  const double mx = sx / n, my = sy / n;
+  double sxx = 0, sxy = 0;
+  for (const Window& w : windows_) {
+    const double dx = static_cast<double>(w.x0_ns - x0_ns) / 1e9 - mx;
+    sxx += dx * dx;
+    sxy += dx * (w.beta_ns - fit.beta_ns - my);
+  }
+  const double slope = sxx > 0 ? sxy / sxx : 0;
+  double rss = 0;
+  for (const Window& w : windows_) {
+    const double dx = static_cast<double>(w.x0_ns - x0_ns) / 1e9 - mx;
+    const double r = (w.beta_ns - fit.beta_ns - my) - slope * dx;
+    rss += r * r;
+  }
+  const double noise = options_.tail_factor * std::sqrt(rss / (n - 2));
+  return std::sqrt(noise * noise + options_.floor_ns * options_.floor_ns);
 }
 
 }  // namespace chronolink

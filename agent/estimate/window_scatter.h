@@ -1,16 +1,20 @@
 // The one-sigma error of an edge's window offsets, measured from the edge's
-// own recent windows. Each fitted window, carried over the gap by its
-// drift, predicts the next window's offset; two windows with independent
-// errors of sigma miss each other by sqrt(2) sigma, so the RMS of the
-// recent misses over sqrt(2) is the window-to-window noise of the estimate.
-// Clock wander the linear model does not follow shows up in it too, as it
-// should. What no scatter shows, a constant bias (delay asymmetry, a
-// stamping point that differs between the ends), is covered only by the
-// floor: the result is sqrt(noise^2 + floor^2).
+// own recent windows: a straight line fitted (least squares) through the
+// offsets of the last 12 fitted windows stands for the true offset, whose
+// drift is constant over those 24 s to well below the noise, and the scatter
+// of the windows about it, sqrt(RSS / (n - 2)), is the noise of one window.
+// Clock wander the line does not follow shows up in it too, as it should.
+// The errors have heavier tails than a Gaussian's (a window whose probes all
+// met some queueing), so the scatter is scaled by 1.4: calibrated on the
+// test bed's runs to cover >= 99 % of errors at 3 sigma while the median
+// sigma stays 1.3-3x the median |error| (docs/PERFORMANCE.md §3). A
+// constant bias (delay asymmetry, stamping points that differ between the
+// ends) shows in no scatter and is covered only by a 5 ns floor added in
+// quadrature.
 //
 // The max-margin fit's own uncertainty_ns is the half-width of the band of
-// separating lines, a bound that is roughly half the path's minimum round
-// trip whatever the noise: on the test bed 20-40x the error it describes.
+// separating lines, a bound near half the path's minimum round trip
+// whatever the noise: on the test bed 50-180x the error it describes.
 // This sigma is what the cluster solve weights by (docs/estimator.md §8).
 // Pure: no clocks, no I/O.
 #pragma once
@@ -24,11 +28,12 @@
 namespace chronolink {
 
 struct WindowScatterOptions {
-  int history = 16;       // misses kept
-  int min_history = 4;    // no sigma before this many
-  double floor_ns = 10;   // added in quadrature: bias no scatter reveals
+  int history = 12;       // windows in the line
+  int min_history = 5;    // no sigma before this many (three degrees of freedom)
+  double tail_factor = 1.4;
+  double floor_ns = 5;    // added in quadrature: bias no scatter reveals
   // A gap longer than this many windows between two fits restarts the
-  // history (the drift carried across it would dominate the miss).
+  // history (the windows on each side may belong to different stretches).
   int max_gap_windows = 4;
 };
 
@@ -41,16 +46,16 @@ class WindowScatter {
   // while the history is too short.
   std::optional<double> Add(int64_t x0_ns, const LineFit& fit);
   // A clock step or a restart: the windows before it predict nothing.
-  void Reset();
+  void Reset() { windows_.clear(); }
 
  private:
+  struct Window {
+    int64_t x0_ns;
+    double beta_ns;
+  };
   int64_t window_ns_;
   WindowScatterOptions options_;
-  bool have_last_ = false;
-  int64_t last_x0_ns_ = 0;
-  double last_beta_ns_ = 0;
-  double last_alpha_ = 0;
-  std::deque<double> misses_;  // ns
+  std::deque<Window> windows_;
 };
 
 }  // namespace chronolink

@@ -1,5 +1,5 @@
-// The window-to-window sigma of an edge's offsets: from the misses of each
-// fit's prediction of the next, plus a floor.
+// The one-sigma of an edge's window offsets: the scatter of its recent
+// windows about a straight line, scaled for heavy tails, plus a floor.
 #include "agent/estimate/window_scatter.h"
 
 #include <gtest/gtest.h>
@@ -24,7 +24,7 @@ TEST(WindowScatter, NoSigmaUntilEnoughWindowsThenTheFloorForAPerfectLine) {
   WindowScatter s(kWindow);
   const double alpha = 45e-6;
   int64_t x0 = 1'000'000'000'000'000'000;
-  for (int k = 0; k < 4; ++k) {
+  for (int k = 0; k < 4; ++k) {  // min_history is 5
     EXPECT_FALSE(s.Add(x0 + k * kWindow, Fit(3.7e6 + alpha * k * kWindow, alpha)).has_value()) << k;
   }
   const auto sigma = s.Add(x0 + 4 * kWindow, Fit(3.7e6 + alpha * 4 * kWindow, alpha));
@@ -37,6 +37,7 @@ TEST(WindowScatter, NoSigmaUntilEnoughWindowsThenTheFloorForAPerfectLine) {
 TEST(WindowScatter, RecoversTheNoiseOfIndependentWindowErrors) {
   WindowScatterOptions o;
   o.floor_ns = 0;
+  o.tail_factor = 1;
   o.history = 64;
   WindowScatter s(kWindow, o);
   std::mt19937_64 rng(5);
@@ -61,7 +62,9 @@ TEST(WindowScatter, AGapOrAResetRestartsTheHistory) {
   for (int k = 0; k < 6; ++k) s.Add(k * kWindow, Fit(0, 0));
   ASSERT_TRUE(s.Add(6 * kWindow, Fit(0, 0)).has_value());
   EXPECT_FALSE(s.Add(20 * kWindow, Fit(0, 0)).has_value()) << "a gap of 14 windows";
-  for (int k = 21; k < 26; ++k) s.Add(k * kWindow, Fit(0, 0));
+  for (int k = 21; k < 23; ++k) s.Add(k * kWindow, Fit(0, 0));
+  EXPECT_FALSE(s.Add(23 * kWindow, Fit(0, 0)).has_value()) << "four windows since the gap";
+  for (int k = 24; k < 26; ++k) s.Add(k * kWindow, Fit(0, 0));
   ASSERT_TRUE(s.Add(26 * kWindow, Fit(0, 0)).has_value());
   s.Reset();
   EXPECT_FALSE(s.Add(27 * kWindow, Fit(0, 0)).has_value());
