@@ -80,6 +80,7 @@ struct EstimationSettings {
   int64_t purity_tolerance_ns = 300;
   int min_points_per_side = 8;
   bool fit_every_probe = true;  // --estimate-points every|pure
+  double path_asymmetry_ns = 0;  // --path-asymmetry-ns: counted in sigma_ns
   std::vector<SourceClass> source_classes = {SourceClass::kKernel};
 };
 

@@ -92,6 +92,9 @@ const Spec kSpecs[] = {
     {"estimation.points", "estimate-points", Kind::kString, "WHICH", kEstimation,
      "Bounds the max-margin fit rests on: every (every probe; pure pairs only when that fails) or pure "
      "(pure pairs only, Huygens' way; for comparisons) (default: every)"},
+    {"estimation.path_asymmetry_ns", "path-asymmetry-ns", Kind::kDouble, "NS", kEstimation,
+     "One-way delay asymmetry to expect on the paths (forward - reverse within +/- this): invisible to "
+     "two-way probing, it is counted in each window's sigma_ns (default: 0, a symmetric path)"},
     {"estimation.min_points", "min-points", Kind::kCount, "N", kEstimation,
      "Minimum pure points per side for a max-margin fit, >= 2 (default: 8)"},
     {"estimation.sources", "estimate-sources", Kind::kSourceList, "LIST", kEstimation,

@@ -479,6 +479,10 @@ bool ValidateEstimationWindows(const Merged& m, AgentConfig* c, std::string* err
     return Fail(error, "estimate points '" + points + "' (" + m.From("estimation.points") + ") must be every or pure");
   }
   e.fit_every_probe = points == "every";
+  e.path_asymmetry_ns = m.Get<double>("estimation.path_asymmetry_ns", e.path_asymmetry_ns);
+  if (!(e.path_asymmetry_ns >= 0) || !std::isfinite(e.path_asymmetry_ns) || e.path_asymmetry_ns > 1e9) {
+    return Fail(error, "path asymmetry (" + m.From("estimation.path_asymmetry_ns") + ") must be 0..1e9 ns");
+  }
   if (e.window_ns < 100'000'000) {
     return Fail(error, "estimation window " + Sec(e.window_ns) + " (" + m.From("estimation.window_s") +
                            ") must be at least 0.1 s");

@@ -5,9 +5,10 @@
 namespace chronolink {
 
 EdgeWindows::EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
-                         std::vector<SourceClass> classes, WindowEstimatorOptions options)
+                         std::vector<SourceClass> classes, WindowEstimatorOptions options,
+                         WindowScatterOptions scatter)
     : node_(node), peer_(peer), window_ns_(window_ns), classes_(std::move(classes)),
-      options_(options) {}
+      options_(options), scatter_options_(scatter) {}
 
 int64_t EdgeWindows::WindowStart(int64_t node_ns) const {
   // Aligned to multiples of the window length so every node's windows line up.
@@ -26,7 +27,7 @@ void EdgeWindows::OnClockStep(int64_t node_ns) { At(node_ns).clock_step = true; 
 // (its error is not a fit's), a step restarts the history.
 void EdgeWindows::AddSigma(EdgeWindowRecord* r) {
   auto it = scatter_.find(r->source_class);
-  if (it == scatter_.end()) it = scatter_.emplace(r->source_class, WindowScatter(window_ns_)).first;
+  if (it == scatter_.end()) it = scatter_.emplace(r->source_class, WindowScatter(window_ns_, scatter_options_)).first;
   if (r->clock_step) {
     it->second.Reset();
     return;

@@ -45,7 +45,8 @@ struct EdgeWindowRecord {
 class EdgeWindows {
  public:
   EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
-              std::vector<SourceClass> classes, WindowEstimatorOptions options);
+              std::vector<SourceClass> classes, WindowEstimatorOptions options,
+              WindowScatterOptions scatter = {});
 
   int64_t WindowStart(int64_t node_ns) const;
 
@@ -74,6 +75,7 @@ class EdgeWindows {
   std::vector<SourceClass> classes_;
   WindowEstimatorOptions options_;
   std::map<int64_t, Window> windows_;  // by start
+  WindowScatterOptions scatter_options_;
   std::map<SourceClass, WindowScatter> scatter_;
 };
 

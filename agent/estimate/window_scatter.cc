@@ -36,7 +36,8 @@ std::optional<double> WindowScatter::Add(int64_t x0_ns, const LineFit& fit) {
     rss += r * r;
   }
   const double noise = options_.tail_factor * std::sqrt(rss / (n - 2));
-  return std::sqrt(noise * noise + options_.floor_ns * options_.floor_ns);
+  const double asymmetry = options_.path_asymmetry_ns / (2 * std::sqrt(3.0));
+  return std::sqrt(noise * noise + options_.floor_ns * options_.floor_ns + asymmetry * asymmetry);
 }
 
 }  // namespace chronolink

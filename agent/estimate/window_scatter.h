@@ -10,7 +10,7 @@
 // sigma stays 1.3-3x the median |error| (docs/PERFORMANCE.md §3). A
 // constant bias (delay asymmetry, stamping points that differ between the
 // ends) shows in no scatter and is covered only by a 5 ns floor added in
-// quadrature.
+// quadrature, and by the path asymmetry the operator declares.
 //
 // The max-margin fit's own uncertainty_ns is the half-width of the band of
 // separating lines, a bound near half the path's minimum round trip
@@ -32,6 +32,11 @@ struct WindowScatterOptions {
   int min_history = 5;    // no sigma before this many (three degrees of freedom)
   double tail_factor = 1.4;
   double floor_ns = 5;    // added in quadrature: bias no scatter reveals
+  // The one-way delay asymmetry the operator expects on the path (fwd - rev
+  // within +/- this), invisible to any two-way method: it shifts the offset
+  // by up to half of it, counted as a uniform error, sigma = A / (2 sqrt 3),
+  // added in quadrature (--path-asymmetry-ns).
+  double path_asymmetry_ns = 0;
   // A gap longer than this many windows between two fits restarts the
   // history (the windows on each side may belong to different stretches).
   int max_gap_windows = 4;

@@ -826,6 +826,12 @@ TEST_F(AgentConfigTest, OtherRanges) {
   ExpectError(LoadMinimal({"--purity-tolerance-ns", "100001"}), {"purity tolerance", "probe spacing"});
   ExpectError(LoadMinimal({"--min-points", "1"}), {"min points", "at least 2"});
   ExpectError(LoadMinimal({"--estimate-points", "some"}), {"estimate points 'some'", "every or pure"});
+  ExpectError(LoadMinimal({"--path-asymmetry-ns", "-5"}), {"path asymmetry", "--path-asymmetry-ns"});
+  {
+    Result asym = LoadMinimal({"--path-asymmetry-ns", "800"});
+    ASSERT_TRUE(asym.config) << asym.error;
+    EXPECT_EQ(asym.config->estimation.path_asymmetry_ns, 800);
+  }
   {
     Result pure = LoadMinimal({"--estimate-points", "pure"});
     ASSERT_TRUE(pure.config) << pure.error;

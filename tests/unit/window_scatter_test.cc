@@ -57,6 +57,20 @@ TEST(WindowScatter, RecoversTheNoiseOfIndependentWindowErrors) {
   EXPECT_GE(covered, n * 97 / 100);
 }
 
+// A declared path asymmetry A (forward - reverse within +/- A) moves the
+// offset by up to A/2, counted as uniform: sigma A / (2 sqrt 3) in quadrature.
+TEST(WindowScatter, ADeclaredPathAsymmetryWidensSigma) {
+  WindowScatterOptions o;
+  o.floor_ns = 0;
+  o.path_asymmetry_ns = 600;
+  WindowScatter s(kWindow, o);
+  std::optional<double> sigma;
+  for (int k = 0; k < 6; ++k) sigma = s.Add(k * kWindow, Fit(42, 0));
+  ASSERT_TRUE(sigma.has_value());
+  EXPECT_NEAR(*sigma, 600 / (2 * std::sqrt(3.0)), 1e-9);
+  EXPECT_GE(3 * *sigma, 300.0) << "3 sigma covers the largest shift, A/2";
+}
+
 TEST(WindowScatter, AGapOrAResetRestartsTheHistory) {
   WindowScatter s(kWindow);
   for (int k = 0; k < 6; ++k) s.Add(k * kWindow, Fit(0, 0));

@@ -133,7 +133,10 @@ std::vector<SimWindow> ClusterSimulator::SimulateEdge(uint32_t node, uint32_t pe
 
   // Only the kernel class: the solver uses it, and the userspace class
   // would double the estimator's work for nothing.
-  EdgeWindows windows(node, peer, c.window_ns, {SourceClass::kKernel}, c.estimator);
+  // The agent told the asymmetry the simulated links have (--path-asymmetry-ns).
+  WindowScatterOptions scatter;
+  scatter.path_asymmetry_ns = c.asymmetry_ns;
+  EdgeWindows windows(node, peer, c.window_ns, {SourceClass::kKernel}, c.estimator, scatter);
   TupleAssembler assembler(4096);
   std::vector<EdgeWindowRecord> records;
   const auto to_windows = [&](const FullTuple& t) { windows.OnTupleFinalized(t); };
