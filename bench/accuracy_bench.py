@@ -16,9 +16,15 @@ each other with --estimate-sources kernel,userspace, while chronyd
 namespaces. All namespaces share one kernel clock, so the agents' ground
 truth is exact (see docs/testbed.md) and the daemons' true offset is 0.
 
+chronyd has two rows: its raw samples (measurements.log) and its own
+filtered estimate of the server (statistics.log's "Est offset", one per
+accumulated sample; bench/baselines.py says why the client stays noselect).
+
 Prints one table (|error| in µs: samples, p50, p99, max; baselines' p99
 divided by chronolink-kernel's p99), then per-agent CPU per probed edge and
-probe bytes/s per edge. Writes everything, including every window's error,
+probe bytes/s per edge, the daemons' CPU over the same span (chronyd server
+and client, ptp4l master and slave), and per scenario one "accuracy per
+CPU" line (p99 next to the CPU of both ends of the link). Writes everything, including every window's error,
 to OUT/results.json.
 
   sudo python3 bench/accuracy_bench.py [--agent-bin build/agent/chronolink-agent]
@@ -363,6 +369,7 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
         span_t0 = time.time_ns()
         m0 = time.monotonic()
         ticks0 = {i: proc_cpu_ticks(ag["proc"].pid) for i, ag in agents.items()}
+        bticks0 = [b.cpu_ticks() for _, b in baselines]
         end = m0 + a.seconds
         while time.monotonic() < end:
             time.sleep(min(1.0, max(0.0, end - time.monotonic())))
@@ -373,6 +380,7 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
         span_t1 = time.time_ns()
         wall = time.monotonic() - m0
         ticks1 = {i: proc_cpu_ticks(ag["proc"].pid) for i, ag in agents.items()}
+        bticks1 = [b.cpu_ticks() for _, b in baselines]
         # stop: agents first (they print counters on exit), then baselines
         tb.terminate([ag["proc"] for ag in agents.values()], timeout=10.0)
         for _, b in baselines:
@@ -386,14 +394,7 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
     res["wall_s"] = wall
 
     # ---- baselines
-    for label, b in baselines:
-        offs = b.offsets_ns(since_ns=span_t0, until_ns=span_t1)
-        entry = {"summary": summarize_abs_us(offs), "offsets_ns": offs, "workdir": b.workdir}
-        if isinstance(b, bl.PtpBaseline):
-            entry["poll_stats"] = dict(b.poll_stats)
-        if not offs:
-            entry["error"] = "no samples in the measured span"
-        res["methods"][label] = entry
+    baseline_results(res, baselines, span_t0, span_t1, bticks0, bticks1, wall)
 
     # ---- agents
     all_windows: list[dict] = []
@@ -428,10 +429,38 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
     return res
 
 
+def baseline_results(res: dict, baselines: list[tuple[str, Any]], span_t0: int, span_t1: int,
+                     ticks0: list[dict], ticks1: list[dict], wall: float) -> None:
+    """The baselines' rows of res["methods"] over the span (chronyd: raw
+    samples and its own filtered estimate, both with true value 0) and each
+    daemon's CPU over the span in res["baseline_cpu"][name][role]."""
+    res.setdefault("baseline_cpu", {})
+    for (label, b), k0, k1 in zip(baselines, ticks0, ticks1):
+        cpu = {role: bl.cpu_percent(k0.get(role), k1.get(role), wall) for role in k0}
+        res["baseline_cpu"][b.name] = cpu
+        offs = b.offsets_ns(since_ns=span_t0, until_ns=span_t1)
+        entry = {"summary": summarize_abs_us(offs), "offsets_ns": offs, "workdir": b.workdir}
+        if isinstance(b, bl.PtpBaseline):
+            entry["poll_stats"] = dict(b.poll_stats)
+        if not offs:
+            entry["error"] = "no samples in the measured span"
+        res["methods"][label] = entry
+        if isinstance(b, bl.ChronyBaseline):
+            rows = b.filtered_samples(since_ns=span_t0, until_ns=span_t1)
+            fo = [r["offset_ns"] for r in rows]
+            fe = {"summary": summarize_abs_us(fo), "offsets_ns": fo,
+                  "offset_sd_ns": [r["offset_sd_ns"] for r in rows], "source": "statistics.log Est offset"}
+            if not fo:
+                fe["error"] = "no statistics.log rows in the measured span"
+            res["methods"][CHRONY_FILTERED] = fe
+
+
 # --------------------------------------------------------------------------
 # report
 
-METHOD_ORDER = ["chronolink kernel", "chronolink userspace", "chronyd xleave per-sample", "ptp4l per-Sync"]
+CHRONY_FILTERED = "chronyd xleave filtered"
+METHOD_ORDER = ["chronolink kernel", "chronolink userspace", "chronyd xleave per-sample", CHRONY_FILTERED,
+                "ptp4l per-Sync"]
 
 
 def format_load(cts: list[dict | None]) -> str:
@@ -524,6 +553,61 @@ def format_purity(windows: list[dict], source: str = "kernel") -> str:
         kinds[w.get("estimator", "?")] = kinds.get(w.get("estimator", "?"), 0) + 1
     by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     return f"{source} windows: pure pairs forward {fwd:.1f} %, reverse {rev:.1f} %; {by_kind}"
+
+
+def _both_ends(cpu: dict | None) -> float | None:
+    vals = list((cpu or {}).values())
+    return sum(vals) if vals and all(isinstance(v, (int, float)) for v in vals) else None
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def format_baseline_costs(results: list[dict]) -> str:
+    """The daemons' CPU over the span (next to the agents' cost lines), and
+    one accuracy-per-CPU line per scenario. CPU there is both ends of the
+    link summed: the two agents (each probes the other), chronyd server +
+    client, ptp4l master + slave (no phc2sys: software stamps on the one
+    system clock, free running)."""
+    lines = []
+    for r in results:
+        for name, cpu in sorted((r.get("baseline_cpu") or {}).items()):
+            parts = ", ".join(f"{role} {_pct(c)} %" for role, c in cpu.items())
+            lines.append(f"{r['scenario']:<14} {name}: CPU {parts} of a core (one edge; "
+                         f"both ends {_pct(_both_ends(cpu))} %)")
+    for r in results:
+        line = format_accuracy_per_cpu(r)
+        if line:
+            lines.append(f"{r['scenario']:<14} {line}")
+    return "\n".join(lines)
+
+
+def format_accuracy_per_cpu(r: dict) -> str:
+    """'accuracy per CPU: chronolink p99 X us at Y % of a core; chronyd
+    filtered p99 X us at Y %; ...' (both ends of the link summed)."""
+    meth = r.get("methods", {})
+
+    def p99(m: str) -> float | None:
+        s = meth.get(m, {}).get("summary", {})
+        v = s.get("p99_us") if s.get("samples") else None
+        return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+    agents = r.get("agents") or {}
+    cl_cpu = _both_ends({k: a.get("cpu_pct_of_core") for k, a in agents.items()}) if agents else None
+    bcpu = r.get("baseline_cpu") or {}
+    parts = []
+    for label, m, cpu in (("chronolink", "chronolink kernel", cl_cpu),
+                          ("chronyd filtered", CHRONY_FILTERED, _both_ends(bcpu.get("chronyd"))),
+                          ("chronyd raw", "chronyd xleave per-sample", _both_ends(bcpu.get("chronyd"))),
+                          ("ptp4l", "ptp4l per-Sync", _both_ends(bcpu.get("ptp4l")))):
+        v = p99(m)
+        if v is None:
+            continue
+        parts.append(f"{label} p99 {v:.3f} us at {_pct(cpu)} %" + (" of a core" if not parts else ""))
+    if len(parts) < 2:
+        return ""
+    return "accuracy per CPU: " + "; ".join(parts) + " (both ends of the link)"
 
 
 def _jsonable(o: Any) -> Any:
@@ -662,10 +746,59 @@ def selftest(verbose: bool = True) -> int:
         "ptp4l per-Sync": {"error": "ptp4l not found"}}}]
     txt = format_table(fake)
     check("failed: ptp4l not found" in txt and "x" in txt, "table shows a failed baseline row")
+    # the baselines' rows and CPU from a run: chronyd raw + filtered, CPU by role
+    _selftest_baseline_results(check, tmpd, verbose)
     if verbose:
         print(txt)
     shutil.rmtree(tmpd, ignore_errors=True)
     return check.result()
+
+
+def _selftest_baseline_results(check: Any, tmpd: str, verbose: bool) -> None:
+    tb = bl._SelftestBed()
+    c = bl.ChronyBaseline(tb, 1, 2, os.path.join(tmpd, "chrony"))
+    c._write_configs()
+    srv = c.server.address
+    day = "2026-11-26"
+    with open(c.measurements_log, "w") as f:
+        f.write(bl._CHRONY_LOG_SAMPLE.replace("2026-11-25", day).replace("08:00:0", "04:21:1"))
+    with open(c.statistics_log, "w") as f:
+        f.write(bl._CHRONY_STATS_SAMPLE.replace("10.77.0.1 ", srv + " "))
+    t10 = int(_dt.datetime(2026, 11, 26, 4, 21, 10, tzinfo=_dt.timezone.utc).timestamp()) * 10**9
+    res: dict[str, Any] = {"scenario": "x", "methods": {}}
+    k0 = {"server": 100, "client": 200}
+    k1 = {"server": 100 + CLK_TCK // 10, "client": 200 + CLK_TCK // 5}
+    baseline_results(res, [("chronyd xleave per-sample", c)], t10, t10 + 2_500_000_000, [k0], [k1], 10.0)
+    raw = res["methods"]["chronyd xleave per-sample"]
+    filt = res["methods"].get(CHRONY_FILTERED, {})
+    check(raw["summary"]["samples"] == 2, f"raw chronyd row: valid samples of the span ({raw['summary']})")
+    check([round(x, 3) for x in filt.get("offsets_ns", [])] == [6.849, -81.02, 7.678]
+          and abs(filt["summary"]["p50_us"] - 0.007678) < 1e-9,
+          f"filtered chronyd row: statistics.log estimates, |error| vs truth 0 ({filt.get('summary')})")
+    cpu = res["baseline_cpu"]["chronyd"]
+    check(abs(cpu["server"] - 1.0) < 1e-9 and abs(cpu["client"] - 2.0) < 1e-9,
+          f"baseline CPU: ticks over the span, % of a core by role ({cpu})")
+    res["methods"]["chronolink kernel"] = {"summary": summarize_abs_us([50, 60, 70])}
+    res["agents"] = {"1": {"cpu_pct_of_core": 20.0}, "2": {"cpu_pct_of_core": 22.5}}
+    res["baseline_cpu"]["ptp4l"] = {"master": 0.5, "slave": None}
+    line = format_accuracy_per_cpu(res)
+    check(line.startswith("accuracy per CPU: chronolink p99 0.070 us at 42.50 % of a core; "
+                          "chronyd filtered p99 0.080 us at 3.00 %; chronyd raw p99 4.929 us at 3.00 %")
+          and "ptp4l" not in line, line)
+    txt = format_baseline_costs([res])
+    check("x              chronyd: CPU server 1.00 %, client 2.00 % of a core (one edge; both ends 3.00 %)"
+          in txt and "ptp4l: CPU master 0.50 %, slave - % of a core (one edge; both ends - %)" in txt,
+          "cost lines for the daemons")
+    check(format_accuracy_per_cpu({"methods": {}}) == "", "no accuracy-per-CPU line without two methods")
+    open(c.statistics_log, "w").close()
+    res2: dict[str, Any] = {"scenario": "y", "methods": {}}
+    baseline_results(res2, [("chronyd xleave per-sample", c)], t10, t10 + 2_500_000_000, [{}], [{}], 10.0)
+    check("error" in res2["methods"][CHRONY_FILTERED] and res2["baseline_cpu"]["chronyd"] == {},
+          "no statistics rows: the filtered row says so")
+    check(format_table([res]).count(CHRONY_FILTERED) == 1, "table has the filtered row")
+    if verbose:
+        print(format_table([res]))
+        print(txt)
 
 
 # --------------------------------------------------------------------------
@@ -754,6 +887,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if costs:
         print()
         print(costs)
+    bcosts = format_baseline_costs(results)
+    if bcosts:
+        print(bcosts)
     print(f"\nresults: {os.path.join(out, 'results.json')}")
     return 0
 

@@ -7,8 +7,18 @@ any two of them is 0 and every offset a daemon reports is pure error.
 chronyd 4.3: `-x` (never touches the system clock), server line with
 `minpoll -7 maxpoll -7 xleave noselect` (interleaved mode, ~128 samples/s,
 never selected so chronyd's own timescale stays uncorrected), kernel
-timestamps (chronyd's default on Linux), `log rawmeasurements`; one sample
-per row of measurements.log from the server.
+timestamps (chronyd's default on Linux), `log rawmeasurements statistics
+tracking`; one raw sample per row of measurements.log from the server, and
+chronyd's own filtered estimate per row of statistics.log (the source's
+"Est offset" after chronyd's regression over its recent samples, written
+each time a sample is accumulated). `noselect` stays: under `-x` a selected
+source still makes chronyd correct its own (cooked) timescale, so both logs
+would then report offsets against that corrected timescale, not against the
+shared clock, and the correction it carries is not logged in a form that
+gives the error against the truth (tracking.log's offsets are the residuals
+of each update). With `noselect` the timescale stays the raw shared clock,
+statistics.log still gets a row per accumulated sample, and tracking.log
+holds only its initial unsynchronised line.
 
 ptp4l (linuxptp 3.1.1): `-S` software timestamps, UDPv4, E2E, unicast
 negotiation (`unicast_listen 1` on the master, `unicast_master_table` on the
@@ -60,7 +70,7 @@ import testbed as _tbmod  # noqa: E402
 from testbed import Testbed, TestbedError  # noqa: E402,F401
 
 __all__ = ["ChronyBaseline", "PtpBaseline", "BaselineError", "percentile", "summarize_abs_us",
-           "run_baselines"]
+           "run_baselines", "parse_chrony_statistics", "proc_cpu_ticks", "cpu_percent"]
 
 
 class BaselineError(RuntimeError):
@@ -93,6 +103,31 @@ def summarize_abs_us(values_ns: Sequence[float]) -> dict:
                 "mean_us": math.nan}
     return {"samples": len(a), "p50_us": percentile(a, 50) / 1e3, "p99_us": percentile(a, 99) / 1e3,
             "max_us": a[-1] / 1e3, "mean_us": sum(a) / len(a) / 1e3}
+
+
+# --------------------------------------------------------------------------
+# CPU of a process (shared with accuracy_bench.py)
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_ticks(pid: int) -> int | None:
+    """utime + stime (clock ticks) of pid from /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            s = f.read()
+    except OSError:
+        return None
+    fields = s[s.rfind(b")") + 2:].split()
+    # fields[0] is field 3 (state); utime is field 14, stime field 15
+    return int(fields[11]) + int(fields[12])
+
+
+def cpu_percent(ticks0: int | None, ticks1: int | None, wall_s: float) -> float | None:
+    """% of one core between two proc_cpu_ticks readings wall_s apart."""
+    if ticks0 is None or ticks1 is None or not wall_s > 0:
+        return None
+    return (ticks1 - ticks0) / CLK_TCK / wall_s * 100.0
 
 
 # --------------------------------------------------------------------------
@@ -130,16 +165,26 @@ class _Baseline:
         self.tb = tb
         self.workdir = os.path.abspath(workdir)
         self.procs: list[subprocess.Popen] = []
+        # the daemons by role ("server", "client", ...) for CPU accounting;
+        # helpers of the bench itself (the pmc poller) are not in here
+        self.roles: dict[str, subprocess.Popen] = {}
         self._files: list[Any] = []
         self.started_ns: int | None = None
         self.stopped_ns: int | None = None
 
-    def _spawn(self, node: Any, argv: list[str], log: str) -> subprocess.Popen:
+    def _spawn(self, node: Any, argv: list[str], log: str, role: str | None = None) -> subprocess.Popen:
         f = open(log, "wb")
         self._files.append(f)
         p = self.tb.popen(node, argv, stdout=f, stderr=subprocess.STDOUT)
         self.procs.append(p)
+        if role:
+            self.roles[role] = p
         return p
+
+    def cpu_ticks(self) -> dict[str, int | None]:
+        """utime + stime (ticks) of each daemon now, by role; None once gone."""
+        return {role: (proc_cpu_ticks(p.pid) if p.poll() is None else None)
+                for role, p in self.roles.items()}
 
     def _stop_procs(self) -> None:
         self.tb.terminate(self.procs, timeout=5.0)
@@ -196,6 +241,57 @@ def parse_chrony_measurements(path: str, server: str | None = None) -> list[dict
     return out
 
 
+# statistics.log: date, time, address, std dev'n, est offset, offset sd, diff
+# freq, est skew, stress, Ns, Bs, Nr, and (chrony >= 2.2) Asym
+_CHRONY_STATS_ROW = re.compile(
+    r"^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d) (\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+"
+    r"(\S+)\s+(\d+)\s+(\d+)\s+(\d+)(?:\s+(-?[\d.]+))?\s*$")
+
+
+def parse_chrony_statistics(path: str, server: str | None = None) -> list[dict]:
+    """Rows of chronyd's statistics.log as dicts: chronyd's own estimate of
+    the source after its regression filter, one row per accumulated sample.
+    offset_ns: "Est offset" (same sign as measurements.log's offset);
+    offset_sd_ns: its estimated standard deviation; stddev_ns: the
+    samples' scatter about the regression line; t_s: UTC (1 s grain)."""
+    out = []
+    try:
+        f = open(path)
+    except OSError:
+        return out
+    with f:
+        for line in f:
+            m = _CHRONY_STATS_ROW.match(line.rstrip("\n"))
+            if not m:
+                continue
+            g = m.groups()
+            if server and g[2] != server:
+                continue
+            try:
+                nums = [float(x) for x in g[3:9]]
+            except ValueError:
+                continue  # the header's column names, a torn line
+            ts = _dt.datetime.strptime(f"{g[0]} {g[1]}", "%Y-%m-%d %H:%M:%S").replace(
+                tzinfo=_dt.timezone.utc).timestamp()
+            out.append({
+                "t_s": ts, "server": g[2], "stddev_ns": nums[0] * 1e9, "offset_ns": nums[1] * 1e9,
+                "offset_sd_ns": nums[2] * 1e9, "diff_freq_ppm": nums[3] * 1e6, "skew_ppm": nums[4] * 1e6,
+                "stress": nums[5], "n_samples": int(g[9]), "best_start": int(g[10]), "runs": int(g[11]),
+                "asym": float(g[12]) if g[12] is not None else None,
+            })
+    return out
+
+
+def _in_span_1s(t_s: float, since_ns: int | None, until_ns: int | None) -> bool:
+    """A row stamped with a whole UTC second is kept if that second overlaps the span."""
+    t_ns = int(t_s * 1e9)
+    if since_ns is not None and t_ns + 1_000_000_000 <= since_ns:
+        return False
+    if until_ns is not None and t_ns > until_ns:
+        return False
+    return True
+
+
 class ChronyBaseline(_Baseline):
     """chronyd server in one node, chronyd client (noselect, -x) in another."""
 
@@ -212,6 +308,8 @@ class ChronyBaseline(_Baseline):
         self.sdir = os.path.join(self.workdir, f"chronyd-server-n{self.server.index}")
         self.cdir = os.path.join(self.workdir, f"chronyd-client-n{self.client.index}")
         self.measurements_log = os.path.join(self.cdir, "log", "measurements.log")
+        self.statistics_log = os.path.join(self.cdir, "log", "statistics.log")
+        self.tracking_log = os.path.join(self.cdir, "log", "tracking.log")
 
     @property
     def label(self) -> str:
@@ -232,12 +330,13 @@ class ChronyBaseline(_Baseline):
         cconf = os.path.join(self.cdir, "chrony.conf")
         opts = f"minpoll {self.minpoll} maxpoll {self.maxpoll}{' xleave' if self.xleave else ''} noselect"
         with open(cconf, "w") as f:
-            f.write("# chronolink baseline: chronyd client, raw per-sample offsets\n"
+            f.write("# chronolink baseline: chronyd client, raw per-sample offsets and the\n"
+                    "# source's filtered estimate (noselect: see bench/baselines.py)\n"
                     f"server {self.server.address} {opts}\n"
                     "port 0\n"                 # client only, no NTP server socket
                     f"pidfile {self.cdir}/chronyd.pid\n"
                     f"logdir {self.cdir}/log\n"
-                    "log rawmeasurements\n" + common)
+                    "log rawmeasurements statistics tracking\n" + common)
         return sconf, cconf
 
     def start(self, ready_timeout: float = 10.0) -> "ChronyBaseline":
@@ -248,8 +347,8 @@ class ChronyBaseline(_Baseline):
         clog = os.path.join(self.cdir, "chronyd.out")
         base = [self.binary, "-x", "-d", "-u", "root"]
         try:
-            sp = self._spawn(self.server, base + ["-f", sconf], slog)
-            cp = self._spawn(self.client, base + ["-f", cconf], clog)
+            sp = self._spawn(self.server, base + ["-f", sconf], slog, "server")
+            cp = self._spawn(self.client, base + ["-f", cconf], clog, "client")
             self.started_ns = time.time_ns()
             deadline = time.monotonic() + ready_timeout
             while True:
@@ -278,11 +377,8 @@ class ChronyBaseline(_Baseline):
                 continue
             if interleaved_only and not r["interleaved"]:
                 continue
-            t_ns = int(r["t_s"] * 1e9)
             # rows carry whole seconds: keep a row if its second overlaps the span
-            if since_ns is not None and t_ns + 1_000_000_000 <= since_ns:
-                continue
-            if until_ns is not None and t_ns > until_ns:
+            if not _in_span_1s(r["t_s"], since_ns, until_ns):
                 continue
             out.append(r)
         return out
@@ -290,6 +386,16 @@ class ChronyBaseline(_Baseline):
     def offsets_ns(self, **kw: Any) -> list[float]:
         """Per-sample offsets (ns) from the server; true value 0."""
         return [r["offset_ns"] for r in self.samples(**kw)]
+
+    def filtered_samples(self, *, since_ns: int | None = None, until_ns: int | None = None) -> list[dict]:
+        """chronyd's own estimates of the server (statistics.log), one per
+        accumulated sample, whose second overlaps the span."""
+        return [r for r in parse_chrony_statistics(self.statistics_log, self.server.address)
+                if _in_span_1s(r["t_s"], since_ns, until_ns)]
+
+    def filtered_offsets_ns(self, **kw: Any) -> list[float]:
+        """chronyd's filtered estimate of the offset (ns) at each update; true value 0."""
+        return [r["offset_ns"] for r in self.filtered_samples(**kw)]
 
 
 # --------------------------------------------------------------------------
@@ -397,8 +503,10 @@ class PtpBaseline(_Baseline):
         mlog = os.path.join(self.mdir, "ptp4l.out")
         slog = os.path.join(self.sdir, "ptp4l.out")
         try:
-            mp = self._spawn(self.master, [self.binary, "-f", mconf, "-i", self.master.ifname, "-S"], mlog)
-            sp = self._spawn(self.slave, [self.binary, "-f", sconf, "-i", self.slave.ifname, "-S"], slog)
+            mp = self._spawn(self.master, [self.binary, "-f", mconf, "-i", self.master.ifname, "-S"], mlog,
+                             "master")
+            sp = self._spawn(self.slave, [self.binary, "-f", sconf, "-i", self.slave.ifname, "-S"], slog,
+                             "slave")
             self.started_ns = time.time_ns()
             deadline = time.monotonic() + 5.0
             while not os.path.exists(socks["slave"]):
@@ -550,6 +658,23 @@ _CHRONY_LOG_SAMPLE = (
     "  1.615e-01  7.446e-03 CB00717B 4I K K\n"
     "2026-11-25 08:00:04 10.77.1.2       N  1 111 111 1111  -7 -7 1.0 -2.0e-07\n")  # torn last line
 
+# chronyd 4.3's statistics.log (captured on the test bed, trimmed): header,
+# rows, a row of another source, a torn last line.
+_CHRONY_STATS_SAMPLE = (
+    "=" * 116 + "\n"
+    "   Date (UTC) Time     IP Address    Std dev'n Est offset  Offset sd  Diff freq   Est skew  Stress"
+    "  Ns  Bs  Nr  Asym\n"
+    + "=" * 116 + "\n"
+    "2026-11-26 04:21:10 10.77.0.1        2.446e-08  6.849e-09  7.776e-09 -2.471e-08  9.746e-08 4.6e-02"
+    "  33   0  20 -0.38\n"
+    "2026-11-26 04:21:10 10.77.0.1        2.392e-08 -8.102e-08  7.463e-09 -2.007e-08  9.110e-08 4.8e-02"
+    "  34   0  20 -0.38\n"
+    "2026-11-26 04:21:11 10.77.9.9        2.392e-08  5.000e-06  7.463e-09 -2.007e-08  9.110e-08 4.8e-02"
+    "  34   0  20  0.00\n"
+    "2026-11-26 04:21:12 10.77.0.1        2.381e-08  7.678e-09  7.467e-09 -2.066e-08  8.744e-08 6.5e-03"
+    "  35   2  21\n"                       # no Asym column (older chronyd)
+    "2026-11-26 04:21:13 10.77.0.1        2.381e-08  7.6\n")  # torn last line
+
 # What pmc 3.1.1 prints for one request (captured from a free-running
 # ptp4l), with the fields to fill in.
 _PMC_TIME_STATUS = (
@@ -687,7 +812,7 @@ def selftest(verbose: bool = True) -> int:
         with open(sconf) as f:
             stext = f.read()
         check("server 10.77.1.2 minpoll -7 maxpoll -7 xleave noselect\n" in ctext and "port 0\n" in ctext
-              and "log rawmeasurements\n" in ctext and "cmdport 0\n" in ctext,
+              and "log rawmeasurements statistics tracking\n" in ctext and "cmdport 0\n" in ctext,
               "chrony client: interleaved, noselect, client only, raw measurements, no command port")
         check(f"allow {_tbmod.SUBNET}\n" in stext and "local stratum 1\n" in stext,
               "chrony server: serves the test bed unsynchronised")
@@ -702,6 +827,51 @@ def selftest(verbose: bool = True) -> int:
         check(len(c.samples(since_ns=t1 + 500_000_000, until_ns=t1 + 1_500_000_000)) == 1,
               "a row's whole second overlaps the span: 08:00:01 kept, 08:00:03 not")
         check(c.offsets_ns(valid_only=False)[2] == 9e6, "offsets_ns passes the filters on")
+
+        # chronyd: statistics.log rows (its filtered estimate)
+        slog = os.path.join(tmpd, "statistics.log")
+        with open(slog, "w") as f:
+            f.write(_CHRONY_STATS_SAMPLE)
+        srows = parse_chrony_statistics(slog)
+        check(len(srows) == 4, f"statistics: 4 rows, header and torn line ignored ({len(srows)})")
+        s0 = srows[0]
+        check(abs(s0["offset_ns"] - 6.849) < 1e-9 and abs(s0["offset_sd_ns"] - 7.776) < 1e-9
+              and abs(s0["stddev_ns"] - 24.46) < 1e-9 and abs(s0["diff_freq_ppm"] - -0.02471) < 1e-12,
+              f"statistics: est offset, its sd, scatter in ns, diff freq in ppm ({s0})")
+        check(s0["n_samples"] == 33 and s0["runs"] == 20 and s0["asym"] == -0.38
+              and srows[3]["asym"] is None and srows[3]["best_start"] == 2,
+              "statistics: Ns, Bs, Nr; Asym optional")
+        check(s0["t_s"] == _dt.datetime(2026, 11, 26, 4, 21, 10, tzinfo=_dt.timezone.utc).timestamp(),
+              "statistics: row time is UTC")
+        check(len(parse_chrony_statistics(slog, "10.77.0.1")) == 3, "statistics: rows filtered by server")
+        check(parse_chrony_statistics(os.path.join(tmpd, "absent.log")) == [], "statistics: no log, no rows")
+        c2 = ChronyBaseline(tb, 7, 2, os.path.join(tmpd, "chrony2"))  # server address 10.77.7.2
+        c2._write_configs()
+        with open(slog) as f:
+            text = f.read().replace("10.77.0.1 ", "10.77.7.2 ")
+        with open(c2.statistics_log, "w") as f:
+            f.write(text)
+        ft = int(_dt.datetime(2026, 11, 26, 4, 21, 11, tzinfo=_dt.timezone.utc).timestamp()) * 10**9
+        check([round(x, 3) for x in c2.filtered_offsets_ns()] == [6.849, -81.02, 7.678],
+              "filtered_offsets_ns: the server's rows, in ns")
+        check([round(x, 3) for x in c2.filtered_offsets_ns(since_ns=ft + 1, until_ns=ft + 2 * 10**9)]
+              == [7.678], "filtered samples: a row's whole second overlaps the span")
+        check("log rawmeasurements statistics tracking\n" in ctext and " noselect\n" in ctext,
+              "chrony client logs statistics (its filtered estimate), stays noselect")
+
+        # CPU accounting
+        check(proc_cpu_ticks(os.getpid()) is not None and proc_cpu_ticks(2**22 + 12345) is None,
+              "proc_cpu_ticks: own process read, absent pid None")
+        check(abs(cpu_percent(100, 100 + CLK_TCK // 2, 10.0) - 5.0) < 1e-9
+              and cpu_percent(None, 5, 1.0) is None and cpu_percent(1, 5, 0.0) is None,
+              "cpu_percent: ticks over wall time, % of a core; None when unknown")
+        sl = tb.popen(None, [sys.executable, "-c", "import time; time.sleep(30)"])
+        c2.procs.append(sl)
+        c2.roles["client"] = sl
+        k = c2.cpu_ticks()
+        check(set(k) == {"client"} and isinstance(k["client"], int), f"cpu_ticks by role {k}")
+        c2.stop()
+        check(c2.cpu_ticks() == {"client": None}, "cpu_ticks: a stopped daemon reads None")
 
         # ptp4l: configs and management sockets
         p = PtpBaseline(tb, 1, 2, os.path.join(tmpd, "ptp"))
@@ -788,16 +958,25 @@ def run_baselines(tb: Testbed, a: Any, b: Any, workdir: str, seconds: float, *,
     try:
         time.sleep(warmup_s)
         t0 = time.time_ns()
+        m0 = time.monotonic()
+        ticks0 = [bl.cpu_ticks() for bl in started]
         time.sleep(seconds)
         t1 = time.time_ns()
+        wall = time.monotonic() - m0
+        ticks1 = [bl.cpu_ticks() for bl in started]
     finally:
         for bl in started:
             bl.stop()
-    for bl in started:
+    for bl, k0, k1 in zip(started, ticks0, ticks1):
         offs = bl.offsets_ns(since_ns=t0, until_ns=t1)
-        out[bl.label] = {"offsets_ns": offs, "summary": summarize_abs_us(offs)}
+        cpu = {role: cpu_percent(k0.get(role), k1.get(role), wall) for role in bl.roles}
+        out[bl.label] = {"offsets_ns": offs, "summary": summarize_abs_us(offs), "cpu_pct_of_core": cpu}
         if isinstance(bl, PtpBaseline):
             out[bl.label]["poll_stats"] = dict(bl.poll_stats)
+        if isinstance(bl, ChronyBaseline):
+            fo = bl.filtered_offsets_ns(since_ns=t0, until_ns=t1)
+            out[bl.label + " filtered"] = {"offsets_ns": fo, "summary": summarize_abs_us(fo),
+                                           "cpu_pct_of_core": cpu}
     return out
 
 
@@ -837,13 +1016,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         bps = r.get("bits_per_second")
         print(f"cross traffic {ct.src.index}->{ct.dst.index}: asked {ct.rate}, achieved "
               + (f"{bps / 1e6:.1f} Mbit/s" if isinstance(bps, (int, float)) else "?"))
-    print(f"{'method':<18} {'samples':>8} {'p50 us':>9} {'p99 us':>9} {'max us':>9}")
+    print(f"{'method':<24} {'samples':>8} {'p50 us':>9} {'p99 us':>9} {'max us':>9}")
     for k, v in res.items():
         if "error" in v:
-            print(f"{k:<18} failed: {v['error']}")
+            print(f"{k:<24} failed: {v['error']}")
             continue
         s = v["summary"]
-        print(f"{k:<18} {s['samples']:>8} {s['p50_us']:>9.3f} {s['p99_us']:>9.3f} {s['max_us']:>9.3f}")
+        cpu = v.get("cpu_pct_of_core") or {}
+        cpu_s = ", ".join(f"{r} {'-' if c is None else f'{c:.2f}'} %" for r, c in cpu.items())
+        print(f"{k:<24} {s['samples']:>8} {s['p50_us']:>9.3f} {s['p99_us']:>9.3f} {s['max_us']:>9.3f}"
+              + (f"   CPU of a core: {cpu_s}" if cpu_s else ""))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"topology": a.topology, "load": a.load, "results": res}, f)
