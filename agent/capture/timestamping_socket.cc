@@ -160,7 +160,10 @@ SendResult TimestampingSocket::Send(const UdpEndpoint& to, std::span<const uint8
   }
   r.ok = true;
   r.stamped = tx_flags != 0;
-  if (r.stamped) r.op_id = next_op_id_++;
+  if (r.stamped) {
+    r.op_id = next_op_id_++;
+    ++stamped_since_drain_;
+  }
   return r;
 }
 
@@ -267,6 +270,7 @@ bool TimestampingSocket::Receive(std::span<uint8_t> buffer, ReceivedDatagram* ou
 int TimestampingSocket::DrainTxStamps(const std::function<void(const TxStampEvent&)>& sink) {
   ReceiveBatch<64, 512> batch;
   int delivered = 0;
+  stamped_since_drain_ = 0;
   for (;;) {
     batch.Reset(false);
     ++error_queue_calls_;

@@ -99,6 +99,12 @@ class TimestampingSocket {
   // Returns how many events were delivered.
   int DrainTxStamps(const std::function<void(const TxStampEvent&)>& sink);
 
+  // Stamped datagrams sent since the error queue was last drained. Where
+  // the driver stamps in the sender's own context (veth, most NICs'
+  // TX_SOFTWARE), the stamps are queued when sendmsg returns: draining then,
+  // rather than when poll reports POLLERR, saves a wake-up per probe.
+  uint32_t stamped_since_drain() const { return stamped_since_drain_; }
+
   // System calls made to read, for the cost figures (PERFORMANCE §3).
   uint64_t receive_calls() const { return receive_calls_; }
   uint64_t error_queue_calls() const { return error_queue_calls_; }
@@ -116,6 +122,7 @@ class TimestampingSocket {
   bool always_sched_ = false;
   bool software_tx_seen_ = false;  // TX_SOFTWARE came once: TX_SCHED is no longer asked for
   uint32_t next_op_id_ = 0;  // the kernel numbers stamped datagrams from 0 per socket
+  uint32_t stamped_since_drain_ = 0;
   uint64_t receive_errors_ = 0;
   uint64_t truncated_ = 0;
   uint64_t receive_calls_ = 0;

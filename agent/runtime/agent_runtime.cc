@@ -478,6 +478,11 @@ int AgentRuntime::Run() {
       break;
     }
     int64_t next = engine_->Poll(now);
+    // TX stamps of what Poll just sent are usually queued already: read
+    // them now, not on a POLLERR wake-up of their own.
+    if (socket_.stamped_since_drain() > 0) {
+      PumpSocket(socket_, clock_, *engine_, false, true, &hardware_, transport_.get());
+    }
     if (mono >= next_window_check) {
       CloseWindows(now, false);
       stamp_log_.Flush(now);

@@ -109,6 +109,7 @@ TEST(TimestampingSocket, TxStampsOnlyForDatagramsThatAskForThem) {
   EXPECT_FALSE(quiet.stamped);
   EXPECT_EQ(a.op_id, 0u);
   EXPECT_EQ(b.op_id, 1u) << "an unstamped send must not consume an id";
+  EXPECT_EQ(s.stamped_since_drain(), 2u);
 
   std::map<uint32_t, std::map<StampSource, int64_t>> tx;
   int received = 0;
@@ -118,6 +119,7 @@ TEST(TimestampingSocket, TxStampsOnlyForDatagramsThatAskForThem) {
   EXPECT_TRUE(tx[0].count(StampSource::kSocketSched)) << "TX_SCHED until TX_SOFTWARE is known to come";
   EXPECT_TRUE(tx[1].count(StampSource::kSocketSoftware));
   EXPECT_GT(s.error_queue_calls(), 0u);
+  EXPECT_EQ(s.stamped_since_drain(), 0u);
 
   // TX_SOFTWARE came: from now on TX_SCHED is not asked for.
   const SendResult c = s.Send(self, payload, true);
