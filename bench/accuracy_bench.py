@@ -60,7 +60,7 @@ sys.path.insert(0, _HERE)
 sys.path.insert(0, os.path.join(REPO, "tools", "testbed"))
 import baselines as bl  # noqa: E402
 import testbed as tbm  # noqa: E402
-from baselines import percentile, summarize_abs_us  # noqa: E402
+from baselines import CLK_TCK, percentile, proc_cpu_ticks, summarize_abs_us  # noqa: E402
 from truth import VClock, format_sigma_coverage, sigma_coverage, true_alpha, true_beta  # noqa: E402
 from truth import to_fraction as _frac  # noqa: E402
 
@@ -70,7 +70,6 @@ TBF = {"rate": "200mbit", "burst": "32kbit", "latency": "20ms"}
 PAYLOAD_BYTES = 144          # probe payload
 PILOT_BYTES = 16             # pilot payload, sent ahead of each forward pair
 UDP_IP_OVERHEAD = 28         # UDP (8) + IPv4 (20)
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,19 +184,7 @@ def window_errors(records: Iterable[dict], clocks: dict[int, VClock], *,
 
 
 # --------------------------------------------------------------------------
-# agent process accounting
-
-def proc_cpu_ticks(pid: int) -> int | None:
-    """utime + stime (clock ticks) of pid from /proc/<pid>/stat."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            s = f.read()
-    except OSError:
-        return None
-    fields = s[s.rfind(b")") + 2:].split()
-    # fields[0] is field 3 (state); utime is field 14, stime field 15
-    return int(fields[11]) + int(fields[12])
-
+# agent process accounting (CPU ticks: baselines.proc_cpu_ticks)
 
 _COUNTER_KEYS = {
     "tx_bytes": re.compile(r"\b(?:probe_)?(?:tx|sent)_bytes\"?\s*[=:]\s*(\d+)"),

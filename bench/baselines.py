@@ -211,18 +211,17 @@ _CHRONY_ROW = re.compile(
     r"(\S+)\s+(\S)\s+(\S)\s*$")
 
 
-def parse_chrony_measurements(path: str, server: str | None = None) -> list[dict]:
-    """Rows of chronyd's measurements.log (rawmeasurements) as dicts.
-    offset_ns: server clock minus client clock (chrony's sign: positive
-    means the local clock is behind); t_s: UTC time of the row (1 s grain)."""
-    out = []
+def _chrony_log_rows(path: str, row: re.Pattern, server: str | None):
+    """(groups, UTC seconds) of every row of a chronyd log matching `row`
+    (first groups: date, time, address), for `server` if given; nothing
+    when the file cannot be read."""
     try:
         f = open(path)
     except OSError:
-        return out
+        return
     with f:
         for line in f:
-            m = _CHRONY_ROW.match(line.rstrip("\n"))
+            m = row.match(line.rstrip("\n"))
             if not m:
                 continue
             g = m.groups()
@@ -230,15 +229,21 @@ def parse_chrony_measurements(path: str, server: str | None = None) -> list[dict
                 continue
             ts = _dt.datetime.strptime(f"{g[0]} {g[1]}", "%Y-%m-%d %H:%M:%S").replace(
                 tzinfo=_dt.timezone.utc).timestamp()
-            out.append({
-                "t_s": ts, "server": g[2], "leap": g[3], "stratum": int(g[4]),
-                "tests123": g[5], "tests567": g[6], "testsABCD": g[7],
-                "offset_ns": float(g[11]) * 1e9, "delay_ns": float(g[12]) * 1e9,
-                "mode": g[17], "tx_src": g[18], "rx_src": g[19],
-                "valid": g[5] == "111" and g[6] == "111",
-                "interleaved": g[17].endswith("I"),
-            })
-    return out
+            yield g, ts
+
+
+def parse_chrony_measurements(path: str, server: str | None = None) -> list[dict]:
+    """Rows of chronyd's measurements.log (rawmeasurements) as dicts.
+    offset_ns: server clock minus client clock (chrony's sign: positive
+    means the local clock is behind); t_s: UTC time of the row (1 s grain)."""
+    return [{
+        "t_s": ts, "server": g[2], "leap": g[3], "stratum": int(g[4]),
+        "tests123": g[5], "tests567": g[6], "testsABCD": g[7],
+        "offset_ns": float(g[11]) * 1e9, "delay_ns": float(g[12]) * 1e9,
+        "mode": g[17], "tx_src": g[18], "rx_src": g[19],
+        "valid": g[5] == "111" and g[6] == "111",
+        "interleaved": g[17].endswith("I"),
+    } for g, ts in _chrony_log_rows(path, _CHRONY_ROW, server)]
 
 
 # statistics.log: date, time, address, std dev'n, est offset, offset sd, diff
@@ -255,30 +260,17 @@ def parse_chrony_statistics(path: str, server: str | None = None) -> list[dict]:
     offset_sd_ns: its estimated standard deviation; stddev_ns: the
     samples' scatter about the regression line; t_s: UTC (1 s grain)."""
     out = []
-    try:
-        f = open(path)
-    except OSError:
-        return out
-    with f:
-        for line in f:
-            m = _CHRONY_STATS_ROW.match(line.rstrip("\n"))
-            if not m:
-                continue
-            g = m.groups()
-            if server and g[2] != server:
-                continue
-            try:
-                nums = [float(x) for x in g[3:9]]
-            except ValueError:
-                continue  # the header's column names, a torn line
-            ts = _dt.datetime.strptime(f"{g[0]} {g[1]}", "%Y-%m-%d %H:%M:%S").replace(
-                tzinfo=_dt.timezone.utc).timestamp()
-            out.append({
-                "t_s": ts, "server": g[2], "stddev_ns": nums[0] * 1e9, "offset_ns": nums[1] * 1e9,
-                "offset_sd_ns": nums[2] * 1e9, "diff_freq_ppm": nums[3] * 1e6, "skew_ppm": nums[4] * 1e6,
-                "stress": nums[5], "n_samples": int(g[9]), "best_start": int(g[10]), "runs": int(g[11]),
-                "asym": float(g[12]) if g[12] is not None else None,
-            })
+    for g, ts in _chrony_log_rows(path, _CHRONY_STATS_ROW, server):
+        try:
+            nums = [float(x) for x in g[3:9]]
+        except ValueError:
+            continue  # the header's column names, a torn line
+        out.append({
+            "t_s": ts, "server": g[2], "stddev_ns": nums[0] * 1e9, "offset_ns": nums[1] * 1e9,
+            "offset_sd_ns": nums[2] * 1e9, "diff_freq_ppm": nums[3] * 1e6, "skew_ppm": nums[4] * 1e6,
+            "stress": nums[5], "n_samples": int(g[9]), "best_start": int(g[10]), "runs": int(g[11]),
+            "asym": float(g[12]) if g[12] is not None else None,
+        })
     return out
 
 
