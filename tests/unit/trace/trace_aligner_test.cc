@@ -8,9 +8,11 @@
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::trace {
-namespace {
 
+// Found by gtest (argument-dependent lookup) only in the type's own namespace.
 void PrintTo(const TraceInstant& t, std::ostream* os) { *os << t.ns << " ns + " << t.ps << " ps"; }
+
+namespace {
 
 constexpr int64_t kT0 = 1'795'320'000'000'000'000;  // an epoch instant, ns
 
