@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <optional>
 
 #include "proto/xplane.pb.h"
@@ -844,9 +845,13 @@ class WireAligner {
 
 }  // namespace
 
+constexpr std::align_val_t kOutputAlign{4096};
+
+void WireOutput::AlignedFree::operator()(char* p) const { ::operator delete[](p, kOutputAlign); }
+
 void WireOutput::Grow(size_t needed) {
   const size_t capacity = std::max(needed, capacity_ + capacity_ / 2 + 4096);
-  auto data = std::make_unique_for_overwrite<char[]>(capacity);
+  std::unique_ptr<char[], AlignedFree> data(static_cast<char*>(::operator new[](capacity, kOutputAlign)));
   if (size_ > 0) std::memcpy(data.get(), data_.get(), size_);
   data_ = std::move(data);
   capacity_ = capacity;

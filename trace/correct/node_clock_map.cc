@@ -21,6 +21,7 @@ class NodeClockMap : public HostClockMap {
     if (node_->reachable()) {
       piece.linear_known = true;
       piece.linear = node_->LinearAt(p.knots_before);
+      piece.bound_known = node_->InterpolationBoundAt(p.knots_before, &piece.bound);
     }
     return piece;
   }
