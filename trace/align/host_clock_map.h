@@ -40,7 +40,25 @@ struct MapPiece {
   // linear.Map(x), exactly Map(x)->cluster (the implementation computes it so).
   bool linear_known = false;
   LinearClockPiece linear;
+  // When `bound_known` (with linear_known): for every x the piece covers,
+  // Map(x) is MapWithBound(x) below, to the bit (the implementation
+  // computes its bound through the same InterpolationBound).
+  bool bound_known = false;
+  InterpolationBound bound;
   bool Covers(const TraceInstant& x) const { return !(x < from) && x < to; }
+  std::optional<MappedInstant> MapWithBound(const TraceInstant& x) const {
+    int64_t offset_ps = 0, d = 0;
+    const auto cluster = linear.Map(x, &offset_ps, &d);
+    if (!cluster) return std::nullopt;
+    MappedInstant m;
+    m.cluster = *cluster;
+    bool widened = false;
+    m.uncertainty_ns = bound.At(d, &widened);
+    m.quality = widened ? MapQuality::kGap : MapQuality::kSolved;
+    m.beyond_span_ns = 0;
+    m.correction_ns = static_cast<double>(-offset_ps) / 1000.0;
+    return m;
+  }
 };
 
 class HostClockMap {
@@ -71,6 +89,7 @@ class MapCursor {
   explicit MapCursor(const HostClockMap& map) : map_(map) {}
   std::optional<MappedInstant> Map(const TraceInstant& x) {
     if (!piece_.Covers(x)) piece_ = map_.PieceAt(x);
+    if (piece_.bound_known) return piece_.MapWithBound(x);  // inline: no virtual call, no search
     return map_.MapInPiece(piece_, x);
   }
   // Map(x)->cluster alone: for instants whose bound nobody reads.

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <optional>
 
 #include "proto/xplane.pb.h"
@@ -153,8 +154,26 @@ inline bool ReadString(Ptr& p, Ptr end, std::string_view* out) {
   return true;
 }
 
+// The usual stat, decided with a few loads: metadata_id (tag 0x08, a value
+// of 1 or 2 bytes), then one field of wire type varint with a one-byte tag
+// whose value of 1 to 9 bytes ends exactly at `end`. True only where the
+// loop below would say true too; anything else is left to it.
+inline bool UsualStat(Ptr p, Ptr end) {
+  const ptrdiff_t n = end - p;
+  if (n < 4 || p[0] != 0x08) return false;
+  const ptrdiff_t tag_at = p[1] < 0x80 ? 2 : (p[2] < 0x80 ? 3 : 0);
+  if (tag_at == 0 || tag_at >= n - 1) return false;
+  const uint8_t tag = p[tag_at];
+  if (tag >= 0x80 || tag < 8 || (tag & 7) != kVarint || n - tag_at - 1 > 9 || p[n - 1] >= 0x80) return false;
+  for (ptrdiff_t i = tag_at + 1; i < n - 1; ++i) {
+    if (p[i] < 0x80) return false;  // the value ends early: another field follows
+  }
+  return true;
+}
+
 // An XStat parses when its string value is UTF-8 and every field is well formed.
 bool ValidStat(Ptr p, Ptr end) {
+  if (UsualStat(p, end)) return true;
   while (p < end) {
     uint32_t tag = 0;
     if (!ReadTag(p, end, &tag)) return false;
@@ -844,9 +863,13 @@ class WireAligner {
 
 }  // namespace
 
+constexpr std::align_val_t kOutputAlign{4096};
+
+void WireOutput::AlignedFree::operator()(char* p) const { ::operator delete[](p, kOutputAlign); }
+
 void WireOutput::Grow(size_t needed) {
   const size_t capacity = std::max(needed, capacity_ + capacity_ / 2 + 4096);
-  auto data = std::make_unique_for_overwrite<char[]>(capacity);
+  std::unique_ptr<char[], AlignedFree> data(static_cast<char*>(::operator new[](capacity, kOutputAlign)));
   if (size_ > 0) std::memcpy(data.get(), data_.get(), size_);
   data_ = std::move(data);
   capacity_ = capacity;

@@ -57,7 +57,10 @@ class WireOutput {
 
  private:
   void Grow(size_t needed);
-  std::unique_ptr<char[]> data_;
+  struct AlignedFree {
+    void operator()(char* p) const;
+  };
+  std::unique_ptr<char[], AlignedFree> data_;  // 4 KiB aligned: written with O_DIRECT (xspace_writer.h)
   size_t size_ = 0;
   size_t capacity_ = 0;
 };

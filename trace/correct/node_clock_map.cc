@@ -8,8 +8,13 @@ class NodeClockMap : public HostClockMap {
   NodeClockMap(std::shared_ptr<const ClusterCorrection> owner, const NodeCorrection* node)
       : owner_(std::move(owner)), node_(node) {}
 
+  // Through the piece's formula alone (MapInPiece reads only its index):
+  // building the whole piece, its inline bound included, is for callers
+  // that keep it (MapCursor), not for one instant.
   std::optional<MappedInstant> Map(const TraceInstant& host_time) const override {
-    return MapInPiece(PieceAt(host_time), host_time);
+    MapPiece piece;
+    piece.index = node_->PieceAt(host_time).knots_before;
+    return MapInPiece(piece, host_time);
   }
 
   MapPiece PieceAt(const TraceInstant& host_time) const override {
@@ -21,6 +26,7 @@ class NodeClockMap : public HostClockMap {
     if (node_->reachable()) {
       piece.linear_known = true;
       piece.linear = node_->LinearAt(p.knots_before);
+      piece.bound_known = node_->InterpolationBoundAt(p.knots_before, &piece.bound);
     }
     return piece;
   }

@@ -44,6 +44,17 @@ NodeCorrection::Segment NodeCorrection::MakeSegment(size_t k, bool gap) const {
   const double noise_ns = options_.coverage_factor * (a.sigma_ns + b.sigma_ns) +
                           options_.drift_floor * s.dt_ns + options_.step_tolerance_ns;
   s.jump = !is_reference_ && excess_ns > noise_ns;
+  s.bound = InterpolationBound{.sigma_left_ns = a.sigma_ns,
+                               .sigma_right_ns = b.sigma_ns,
+                               .inverse_length = s.inverse_length,
+                               .mismatch_left_ns = s.mismatch_left_ns,
+                               .mismatch_right_ns = s.mismatch_right_ns,
+                               .dt_ns = s.dt_ns,
+                               .drift_uncertainty = s.drift_uncertainty,
+                               .coverage_factor = options_.coverage_factor,
+                               .rounding_ns = Rounding(),
+                               .jump = s.jump,
+                               .gap = s.gap};
   return s;
 }
 
@@ -113,29 +124,31 @@ LinearClockPiece NodeCorrection::LinearAt(size_t i) const {
 
 std::optional<CorrectedInstant> NodeCorrection::Interpolate(size_t k, const LinearClockPiece& line,
                                                             const TraceInstant& x) const {
-  const CorrectionKnot& a = knots_[k];
-  const CorrectionKnot& b = knots_[k + 1];
   const Segment& s = segments_[k];
   int64_t offset_ps = 0, d = 0;  // 0 <= d < length_ps
   const auto cluster = line.Map(x, &offset_ps, &d);
   if (!cluster) return std::nullopt;
-  const double f = static_cast<double>(d) * s.inverse_length;
-  const double sigma = (1 - f) * a.sigma_ns + f * b.sigma_ns;
-  // Two slopes meeting anywhere in the segment stay within min(f·a, (1−f)·b)
-  // of the chord; a jump anywhere, within the larger mismatch.
-  // At the knot itself (d == 0) the offset is the solved one: no model term.
-  const bool at_knot = d == 0;
-  double model = at_knot  ? 0.0
-                 : s.jump ? std::max(s.mismatch_left_ns, s.mismatch_right_ns)
-                          : std::min(f * s.mismatch_left_ns, (1 - f) * s.mismatch_right_ns);
-  if (s.gap) model += std::min(f, 1 - f) * s.dt_ns * s.drift_uncertainty;
+  bool widened = false;
+  const double uncertainty_ns = s.bound.At(d, &widened);  // sigma, model and gap terms (trace_time.h)
   CorrectedInstant out{.cluster = *cluster,
-                       .uncertainty_ns = options_.coverage_factor * sigma + model + Rounding(),
-                       .quality = (s.gap || s.jump) && !at_knot ? CorrectionQuality::kGap : CorrectionQuality::kSolved,
+                       .uncertainty_ns = uncertainty_ns,
+                       .quality = widened ? CorrectionQuality::kGap : CorrectionQuality::kSolved,
                        .beyond_span_ns = 0,
                        .correction_ps = -offset_ps};
   WidenInHole(x, s.drift_uncertainty, &out);
   return out;
+}
+
+bool NodeCorrection::InterpolationBoundAt(size_t knots_before, InterpolationBound* bound) const {
+  if (knots_before == 0 || knots_before >= knots_.size()) return false;
+  // WidenInHole widens x when some hole has start_ns <= x.ns < end_ns; the
+  // piece's instants have from.ns <= x.ns <= to.ns.
+  const int64_t from_ns = knots_[knots_before - 1].node.ns, to_ns = knots_[knots_before].node.ns;
+  for (const NodeClockInterval& hole : holes_) {
+    if (hole.start_ns <= to_ns && hole.end_ns > from_ns) return false;
+  }
+  *bound = segments_[knots_before - 1].bound;
+  return true;
 }
 
 std::optional<CorrectedInstant> NodeCorrection::Extrapolate(size_t k, const LinearClockPiece& line,

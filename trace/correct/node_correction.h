@@ -89,6 +89,12 @@ class NodeCorrection {
   // The cluster instant on that piece is LinearAt(knots_before).Map(x):
   // ToClusterIn computes it so. Needs reachable().
   LinearClockPiece LinearAt(size_t knots_before) const;
+  // Between two knots, when no edge hole touches the piece: the bound
+  // ToClusterIn gives every instant x of the piece is bound->At(x − the
+  // left knot, in ps), and its quality kGap exactly when At says widened
+  // (beyond_span_ns 0). False before the first knot, after the last, or
+  // with a hole in the piece.
+  bool InterpolationBoundAt(size_t knots_before, InterpolationBound* bound) const;
 
   uint32_t node() const { return node_; }
   bool reachable() const { return !knots_.empty(); }
@@ -117,6 +123,7 @@ class NodeCorrection {
     double drift_uncertainty = 0;  // max(floor, |d_{k+1} − d_k|), 0 for the reference
     bool gap = false;              // instants missed or unreachable in between
     bool jump = false;             // a phase change no drift between d_k and d_{k+1} explains
+    InterpolationBound bound;      // the above with the knots' sigmas: an instant's bound
   };
 
   NodeCorrection(uint32_t node, bool is_reference, const CorrectionOptions& options)

@@ -4,9 +4,11 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "trace/exporters/atomic_output_file.h"
@@ -48,6 +50,35 @@ bool WriteToFd(const xspace::XSpace& space, int fd, std::string* error) {
 
 }  // namespace
 
+namespace {
+
+// Writes [data, data + size) at the descriptor's position; *error on failure.
+// `direct`: the descriptor has O_DIRECT set; a write the file system refuses
+// that way (EINVAL) clears it and goes on through the page cache.
+bool WriteAll(int fd, const char* data, size_t size, bool* direct, const std::filesystem::path& path,
+              std::string* error) {
+  for (size_t done = 0; done < size;) {
+    const ssize_t n = ::write(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINVAL && *direct) {
+      *direct = false;
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_DIRECT);
+      continue;
+    }
+    if (n <= 0) {
+      *error = path.string() + ": write failed: " + std::strerror(n < 0 ? errno : EIO);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+constexpr size_t kDirectAlign = 4096;       // covers 512 B and 4 KiB logical blocks
+constexpr size_t kDirectMinBytes = 1 << 20;  // below this the page cache costs nothing worth saving
+
+}  // namespace
+
 bool WriteXSpaceBytesFile(std::string_view bytes, const std::filesystem::path& path, std::string* error) {
   AtomicOutputFile out;
   std::string why;
@@ -55,15 +86,20 @@ bool WriteXSpaceBytesFile(std::string_view bytes, const std::filesystem::path& p
     *error = path.string() + ": " + why;
     return false;
   }
-  for (size_t done = 0; done < bytes.size();) {
-    const ssize_t n = ::write(out.descriptor(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *error = path.string() + ": write failed: " + std::strerror(n < 0 ? errno : EIO);
-      return false;
-    }
-    done += static_cast<size_t>(n);
+  const int fd = out.descriptor();
+  // The whole 4 KiB blocks of an aligned buffer go to the disk directly
+  // (O_DIRECT): no copy into the page cache, no writeback of it at the
+  // fsync; the tail, and any file system that refuses, through the cache.
+  size_t direct_bytes = 0;
+  bool direct = false;
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % kDirectAlign == 0 && bytes.size() >= kDirectMinBytes) {
+    const int flags = ::fcntl(fd, F_GETFL);
+    direct = flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_DIRECT) == 0;
+    if (direct) direct_bytes = bytes.size() / kDirectAlign * kDirectAlign;
   }
+  if (!WriteAll(fd, bytes.data(), direct_bytes, &direct, path, error)) return false;
+  if (direct) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_DIRECT);
+  if (!WriteAll(fd, bytes.data() + direct_bytes, bytes.size() - direct_bytes, &direct, path, error)) return false;
   if (!out.Commit(&why)) {
     *error = path.string() + ": " + why;
     return false;

@@ -24,6 +24,11 @@ bool WriteXSpaceFile(const HostTrace& trace, const std::filesystem::path& path, 
 
 // Already serialised XSpace bytes (the wire-level align's output), written
 // the same way: whole or not at all, with one write() where the kernel takes it.
+// From a 4 KiB-aligned buffer of 1 MiB or more (WireOutput's), the whole
+// 4 KiB blocks are written with O_DIRECT (straight to the disk, not copied
+// into the page cache; the file is then not cached for a later reader) and
+// the rest through the cache; a file system that refuses O_DIRECT gets it
+// all through the cache.
 bool WriteXSpaceBytesFile(std::string_view bytes, const std::filesystem::path& path, std::string* error);
 
 // The same bytes WriteXSpaceFile writes (deterministic), for tests and

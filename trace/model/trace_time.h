@@ -97,4 +97,42 @@ struct LinearClockPiece {
   }
 };
 
+// The bound of an instant between two solved knots of a correction, as a
+// function of its distance d (ps, 0 <= d < the segment's length) from the
+// left knot: trace/correct/node_correction.cc's interpolation bound,
+// written once, so that the correction (Interpolate) and a caller that
+// keeps a piece (trace/align/host_clock_map.h, MapCursor) compute it with
+// the same operations in the same order: the same double, to the bit.
+// Edge holes widen it further; a piece that overlaps one has none of these.
+struct InterpolationBound {
+  double sigma_left_ns = 0;   // the knots' solved sigmas
+  double sigma_right_ns = 0;
+  double inverse_length = 0;  // 1 / the segment's length in ps
+  double mismatch_left_ns = 0;
+  double mismatch_right_ns = 0;
+  double dt_ns = 0;
+  double drift_uncertainty = 0;
+  double coverage_factor = 0;
+  double rounding_ns = 0;
+  bool jump = false;
+  bool gap = false;
+
+  // *widened: a gap or a jump counts at d (never at the knot itself).
+  double At(int64_t d, bool* widened) const {
+    const double f = static_cast<double>(d) * inverse_length;
+    const double sigma = (1 - f) * sigma_left_ns + f * sigma_right_ns;
+    // Two slopes meeting anywhere in the segment stay within min(f·a, (1−f)·b)
+    // of the chord; a jump anywhere, within the larger mismatch.
+    // At the knot itself (d == 0) the offset is the solved one: no model term.
+    const bool at_knot = d == 0;
+    double model = at_knot ? 0.0
+                   : jump  ? (mismatch_left_ns < mismatch_right_ns ? mismatch_right_ns : mismatch_left_ns)
+                           : ((1 - f) * mismatch_right_ns < f * mismatch_left_ns ? (1 - f) * mismatch_right_ns
+                                                                                 : f * mismatch_left_ns);
+    if (gap) model += (1 - f < f ? 1 - f : f) * dt_ns * drift_uncertainty;
+    *widened = (gap || jump) && !at_knot;
+    return coverage_factor * sigma + model + rounding_ns;
+  }
+};
+
 }  // namespace chronolink::trace

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "tests/unit/trace/offsets_truth.h"
+#include "trace/align/host_clock_map.h"
 #include "trace/correct/clock_correction.h"
+#include "trace/correct/node_clock_map.h"
 
 namespace chronolink::trace {
 namespace {
@@ -114,6 +116,47 @@ TEST(EdgeCoverageTest, ReachableButUncoveredStretchesBecomeGapsWithAWiderBound) 
   const TraceInstant elsewhere = truth.NodeReadingAt(3, WindowStart(20));
   EXPECT_EQ(with.Node(3)->ToCluster(elsewhere)->quality, CorrectionQuality::kSolved);
   EXPECT_EQ(with.Node(2)->ToCluster(truth.NodeReadingAt(2, WindowStart(12)))->quality, CorrectionQuality::kSolved);
+}
+
+// A cursor keeps a piece and, between knots with no hole, computes each
+// instant's bound inline (MapPiece::MapWithBound): it must be Map's, to the
+// bit, on both sides of the hole and in it (where the piece says no inline bound).
+TEST(EdgeCoverageTest, ACursorGivesMapsValuesAroundAHole) {
+  const TruthCluster truth = ThreeNodes();
+  const EdgeCoverage coverage =
+      MustRead(EdgesText(truth, {1, 2, 3}, 30, [](uint32_t n, int k) { return n == 3 && k >= 10 && k < 15; }));
+  std::string offsets;
+  for (int k = 0; k <= 30; ++k) {
+    if (k == 20) continue;  // a missed instant: a gap segment too
+    for (uint32_t n : {1u, 2u, 3u}) offsets += truth.Line(n, WindowStart(k) + kW / 2).dump() + "\n";
+  }
+  OffsetsReader reader;
+  OffsetsInput input;
+  std::string error;
+  ASSERT_TRUE(reader.AddText(offsets, "offsets.jsonl", &error) && reader.Finish(&input, &error)) << error;
+  auto with = std::make_shared<ClusterCorrection>();
+  ASSERT_TRUE(ClusterCorrection::FromOffsets(input, with.get(), &error, {}, &coverage)) << error;
+  for (uint32_t node : {2u, 3u}) {
+    const auto map = MakeNodeClockMap(with, with->Node(node));
+    MapCursor cursor(*map);
+    int inline_pieces = 0, general_pieces = 0;
+    for (int64_t i = -20; i <= 640; ++i) {
+      const TraceInstant x = TraceInstant{truth.NodeReadingAt(node, kT0 + i * (kW / 20)).ns + i * 7,
+                                          static_cast<int32_t>((i * 7919 % 1000 + 1000) % 1000)};
+      const MapPiece piece = map->PieceAt(x);
+      (piece.bound_known ? inline_pieces : general_pieces)++;
+      const auto want = map->Map(x);
+      const auto got = cursor.Map(x);
+      ASSERT_TRUE(want && got);
+      EXPECT_EQ(got->cluster, want->cluster);
+      EXPECT_EQ(got->uncertainty_ns, want->uncertainty_ns);
+      EXPECT_EQ(got->quality, want->quality);
+      EXPECT_EQ(got->beyond_span_ns, want->beyond_span_ns);
+      EXPECT_EQ(got->correction_ns, want->correction_ns);
+    }
+    EXPECT_GT(inline_pieces, 0);
+    EXPECT_GT(general_pieces, 0);  // before the first knot, after the last, and (node 3) the hole
+  }
 }
 
 TEST(EdgeCoverageTest, BadLinesNameFileAndLine) {

@@ -17,8 +17,10 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tools/trace_fixture/xspace_fixture.h"
 #include "trace/exporters/xspace_writer.h"
@@ -344,6 +346,40 @@ TEST(XSpaceIoTest, WriterReplacesAnOldFileWhole) {
   ASSERT_TRUE(WriteXSpaceFile(trace, path, &error)) << error;
   EXPECT_EQ(ReadBytes(path), Serialized(*trace.space));  // no tail of the old file
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);
+}
+
+// Already serialised bytes (the wire-level align's): from a 4 KiB-aligned
+// buffer of 1 MiB or more the whole blocks go out with O_DIRECT and the
+// tail through the page cache; any other buffer, and a file system that
+// refuses O_DIRECT (tmpfs), all through the cache. The file is the bytes
+// either way, and replaces an old one whole.
+TEST(XSpaceIoTest, WrittenBytesAreTheFileDirectOrNot) {
+  constexpr size_t kAlign = 4096;
+  const size_t size = (3u << 20) + 1234;  // whole blocks and a tail
+  std::unique_ptr<char[]> storage(new char[size + 2 * kAlign]);
+  char* aligned = storage.get() + (kAlign - reinterpret_cast<uintptr_t>(storage.get()) % kAlign);
+  for (size_t i = 0; i < size + kAlign; ++i) aligned[i] = static_cast<char>(i * 131 + (i >> 12));
+  std::vector<fs::path> dirs;
+  TempDir dir;
+  dirs.push_back(dir.path());
+  std::error_code ec;
+  const fs::path shm = fs::path("/dev/shm") / ("chronolink-direct-test-" + std::to_string(::getpid()));
+  if (fs::create_directory(shm, ec)) dirs.push_back(shm);
+  for (const fs::path& d : dirs) {
+    for (const size_t skew : {size_t{0}, size_t{1}}) {      // aligned, not aligned
+      for (const size_t n : {size, size_t{1} << 20, size_t{5000}}) {
+        SCOPED_TRACE(d.string() + " skew " + std::to_string(skew) + " size " + std::to_string(n));
+        const fs::path path = d / "h.xplane.pb";
+        WriteBytes(path, std::string(n + 10'000, 'x'));
+        const std::string_view bytes(aligned + skew, n);
+        std::string error;
+        ASSERT_TRUE(WriteXSpaceBytesFile(bytes, path, &error)) << error;
+        EXPECT_TRUE(ReadBytes(path) == bytes);
+        EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 1);
+      }
+    }
+  }
+  fs::remove_all(shm, ec);
 }
 
 // A space whose one line holds an event at `line_ts`, with an optional start.

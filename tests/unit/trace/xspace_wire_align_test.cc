@@ -359,6 +359,36 @@ TEST_F(XSpaceWireAlignDeclineTest, InvalidUtf8InAStatString) {
   ExpectDeclines(bytes, *c_.map, {}, hand_plan_, "UTF-8");
 }
 
+// Stats the quick check decides (metadata_id, then one varint value ending
+// the stat) and those beside it that it leaves to the field loop: the model's
+// bytes where they parse, declined where they do not.
+TEST_F(XSpaceWireAlignDeclineTest, StatsAtTheEdgesOfTheQuickCheck) {
+  const std::vector<std::string> good = {
+      VarintField(1, 2) + VarintField(4, 5),                             // the usual one
+      VarintField(1, 300) + VarintField(4, 1ULL << 62),                  // 2-byte id, 9-byte value
+      VarintField(1, 2) + VarintField(3, UINT64_MAX),                    // a 10-byte value
+      VarintField(1, 1 << 20) + VarintField(7, 9),                       // a 3-byte id
+      VarintField(1, 2) + std::string("\x11") + std::string(8, '\x01'),  // a double
+      VarintField(1, 2) + VarintField(300, 5),                           // a 2-byte tag
+  };
+  for (const std::string& stat : good) {
+    SCOPED_TRACE(testing::PrintToString(stat));
+    const BothPaths both = AlignBoth(HandMadeHost(good_event_ + LenField(4, stat)), *c_.map, {});
+    ExpectSameXSpace(both);
+    EXPECT_EQ(both.model_bytes, both.wire_bytes);
+  }
+  // The value before the id, two members of the value oneof: the same
+  // XSpace (protobuf writes the id first, and keeps the last member only).
+  for (const std::string& stat : {VarintField(4, 5) + VarintField(1, 2),
+                                  VarintField(1, 2) + VarintField(4, 5) + VarintField(7, 6)}) {
+    ExpectSameXSpace(AlignBoth(HandMadeHost(good_event_ + LenField(4, stat)), *c_.map, {}));
+  }
+  ExpectEventDeclines(good_event_ + LenField(4, VarintField(1, 2) + Varint(4 << 3) + "\x80\x80"), "stat");  // cut short
+  ExpectEventDeclines(good_event_ + LenField(4, VarintField(1, 2) + Varint(4 << 3 | 3)), "stat");  // a group
+  ExpectEventDeclines(good_event_ + LenField(4, VarintField(1, 2) + Varint(4 << 3) + std::string(9, '\xff') + '\x02'),
+                      "stat");  // a tenth byte with bits past 64
+}
+
 TEST_F(XSpaceWireAlignDeclineTest, APlanesMetadataThatDoesNotParse) {
   const std::string bytes = HandMadeHost(good_event_, 2'000'000'000, true, "\xc3\x28");  // invalid UTF-8
   HostTrace host;
