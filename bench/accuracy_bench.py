@@ -330,6 +330,7 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
                         "--key-file", key, "--output-dir", adir,
                         "--peers", ",".join(str(m.index) for m in tb.nodes if m.index != n.index),
                         "--window-s", str(a.window_s), "--estimate-sources", "kernel,userspace",
+                        "--reference", "1",  # the leader's offsets against node 1 (solved coverage)
                         "--duration-s", str(int(a.warmup_s + a.seconds + 60)),
                         "--log-level", a.log_level, "--test-mode",
                         "--virtual-offset-ns", str(c.offset_ns),
@@ -413,7 +414,40 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
                 entry["error"] = "no estimated windows in the measured span"
             res["methods"][f"chronolink {s}"] = entry
         res["windows"] = all_windows
+        leader_dir = agents[min(agents)]["dir"]
+        res["solved"] = solved_errors(os.path.join(leader_dir, "offsets.jsonl"), clocks, span_t0, span_t1)
     return res
+
+
+def solved_errors(path: str, clocks: dict[int, VClock], since_ns: int, until_ns: int) -> list[dict]:
+    """(error, one-sigma) of the leader's solved offsets against node 1 (the
+    agents run with --reference 1), for instants inside the measured span;
+    the last line of a (t_ns, node) wins (re-solves replace)."""
+    latest: dict[tuple[int, int], dict] = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    r = json.loads(line, parse_float=decimal.Decimal)
+                except ValueError:
+                    continue  # a torn last line
+                if isinstance(r, dict) and r.get("schema") == "chronolink.offset.v1":
+                    latest[(r.get("t_ns"), r.get("node"))] = r
+    except OSError:
+        return []
+    out = []
+    for (t, node), r in sorted(latest.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        if not r.get("reachable") or r.get("reference") != 1 or node == 1 or node not in clocks:
+            continue
+        if r.get("offset_ns") is None or not isinstance(t, int):
+            continue
+        tt = clocks[1].true_time(t)
+        if tt < since_ns or tt > until_ns:
+            continue
+        err = _frac(r["offset_ns"]) - true_beta(t, clocks[1], clocks[node])
+        u = r.get("uncertainty_ns")
+        out.append({"t_ns": t, "node": node, "error_ns": float(err), "sigma_ns": None if u is None else float(u)})
+    return out
 
 
 def baseline_results(res: dict, baselines: list[tuple[str, Any]], span_t0: int, span_t1: int,
@@ -522,6 +556,13 @@ def format_costs(results: list[dict]) -> str:
             lines.append(f"{r['scenario']:<14} kernel windows: {format_sigma_coverage(cov)}")
             if band:
                 lines.append(f"{r['scenario']:<14}   (the fit's band as sigma: {format_sigma_coverage(band)})")
+        solved = r.get("solved") or []
+        if solved:
+            cov = sigma_coverage([(e["error_ns"], e["sigma_ns"]) for e in solved])
+            errs = sorted(abs(e["error_ns"]) for e in solved)
+            lines.append(f"{r['scenario']:<14} solved offsets (leader, against node 1): |error| p50 "
+                         f"{percentile(errs, 50) / 1e3:.3f} us, p99 {percentile(errs, 99) / 1e3:.3f} us; "
+                         f"{format_sigma_coverage(cov)}")
     return "\n".join(lines)
 
 
@@ -715,6 +756,22 @@ def selftest(verbose: bool = True) -> int:
                          {"source": "userspace", "estimator": "min_delay", "pairs_sent": 200}])
     check(pur == "kernel windows: pure pairs forward 13.0 %, reverse 6.0 %; 1 max_margin, 1 min_delay", pur)
     check(format_purity([]) == "", "no purity line without windows")
+    # solved offsets against node 1: the truth of the injected clocks, the
+    # last line of a (t_ns, node) wins, unreachable and reference rows skipped
+    clk = {1: VClock.make(0, 0, 10**18), 2: VClock.make(3_700_000, 45, 10**18)}
+    t = 10**18 + 5 * 10**9
+    truth2 = true_beta(t, clk[1], clk[2])
+    with open(os.path.join(tmpd, "offsets.jsonl"), "w") as f:
+        for row in ({"node": 2, "offset_ns": float(truth2) + 500, "uncertainty_ns": 100},
+                    {"node": 2, "offset_ns": float(truth2) + 40, "uncertainty_ns": 20, "recomputed": True},
+                    {"node": 1, "offset_ns": 0, "uncertainty_ns": 0},
+                    {"node": 3, "offset_ns": None, "reachable": False}):
+            f.write(json.dumps({"schema": "chronolink.offset.v1", "reference": 1, "t_ns": t, "reachable": True,
+                                **row}) + "\n")
+        f.write('{"schema": "chronolink.offset.v1", "torn')
+    solved = solved_errors(os.path.join(tmpd, "offsets.jsonl"), clk, 0, 2 * 10**18)
+    check(len(solved) == 1 and abs(solved[0]["error_ns"] - 40) < 1e-6 and solved[0]["sigma_ns"] == 20,
+          f"solved offsets against the truth ({solved})")
     cov = sigma_coverage([(5, 10), (-15, 10), (25, 10), (1, None), (2, 0)])
     check(cov is not None and cov["n"] == 3 and abs(cov["cover_1s"] - 1 / 3) < 1e-9
           and abs(cov["cover_2s"] - 2 / 3) < 1e-9 and cov["cover_3s"] == 1.0
