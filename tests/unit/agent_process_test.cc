@@ -2,6 +2,8 @@
 // and messages for bad input, clean shutdown on SIGTERM, and what a SIGKILL
 // leaves behind.
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -80,6 +82,19 @@ std::string Slurp(const fs::path& p) {
   return ss.str();
 }
 
+// Whether a TCP listener could bind 127.0.0.1:port now.
+bool TcpPortFree(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
 class AgentProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -87,13 +102,17 @@ class AgentProcessTest : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    // Two free loopback ports: bind, read, release.
-    for (int i = 0; i < 2; ++i) {
+    // Two free loopback ports: bind, read, release. Static coordination
+    // listens on TCP at the same number as the probe socket's UDP port, so
+    // the number must be free for TCP too (an ephemeral TCP connection of a
+    // test running alongside took one twice).
+    for (int tries = 0; ports_.size() < 2 && tries < 100; ++tries) {
       TimestampingSocket s;
       std::string error;
       ASSERT_TRUE(s.Open("127.0.0.1", 0, &error)) << error;
-      ports_.push_back(s.bound_port());
+      if (TcpPortFree(s.bound_port())) ports_.push_back(s.bound_port());
     }
+    ASSERT_EQ(ports_.size(), 2u) << "no two ports free for both UDP and TCP";
     std::ofstream(dir_ / "cluster.json")
         << R"({"cluster_id": 7, "nodes": [{"id": 1, "address": "127.0.0.1", "port": )" << ports_[0]
         << R"(}, {"id": 2, "address": "127.0.0.1", "port": )" << ports_[1] << "}]}";
