@@ -861,7 +861,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--node2-drift-ppm", default="45")
     ap.add_argument("--cluster-id", type=int, default=7)
     ap.add_argument("--log-level", default="info")
-    ap.add_argument("--probe-interval-us", type=float, default=1000.0,
+    ap.add_argument("--probe-interval-us", type=float, default=20000.0,
                     help="probe cadence for the bytes/s estimate when the agent reports no counters")
     ap.add_argument("--agent-arg", action="append", default=[], help="extra agent argument (repeatable)")
     ap.add_argument("--no-baselines", action="store_true")
