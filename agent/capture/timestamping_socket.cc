@@ -243,30 +243,6 @@ int TimestampingSocket::ReceiveAll(
   }
 }
 
-bool TimestampingSocket::Receive(std::span<uint8_t> buffer, ReceivedDatagram* out) {
-  alignas(cmsghdr) char control[256];
-  iovec iov{buffer.data(), buffer.size()};
-  msghdr msg{};
-  msg.msg_name = &out->from.addr;
-  msg.msg_namelen = sizeof(out->from.addr);
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  ++receive_calls_;
-  const ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT);
-  if (n < 0) {
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ++receive_errors_;
-    return false;
-  }
-  out->user_rx_real_ns = ReadClockNs(CLOCK_REALTIME);
-  out->from.len = msg.msg_namelen;
-  out->length = static_cast<size_t>(n);
-  if (msg.msg_flags & MSG_TRUNC) ++truncated_;
-  StampsFromCmsgs(&msg, &out->kernel_rx_real_ns, &out->hw_rx_phc_ns);
-  return true;
-}
-
 int TimestampingSocket::DrainTxStamps(const std::function<void(const TxStampEvent&)>& sink) {
   ReceiveBatch<64, 512> batch;
   int delivered = 0;

@@ -87,9 +87,6 @@ class TimestampingSocket {
   // forced socket_sched source needs it).
   void SetAlwaysSched(bool always) { always_sched_ = always; }
 
-  // Non-blocking; false when nothing is queued (or on an error, counted).
-  bool Receive(std::span<uint8_t> buffer, ReceivedDatagram* out);
-
   // Every queued datagram, without blocking, in batches; each goes to the
   // sink with its bytes (at most kMaxDatagramBytes). Returns how many.
   static constexpr size_t kMaxDatagramBytes = 512;

@@ -33,15 +33,14 @@ class TxStampNeed {
   void OnOtherStamp(StampSource source);
 
   uint64_t sent_without() const { return sent_without_; }
-  // What the socket is taken to give: TX_SOFTWARE until a block of
-  // requested stamps brought only TX_SCHED.
-  StampSource socket_best() const { return socket_best_; }
 
  private:
   void EndBlock();
 
   bool always_;
   bool wanted_ = true;
+  // What the socket is taken to give: TX_SOFTWARE until a block of
+  // requested stamps brought only TX_SCHED.
   StampSource socket_best_ = StampSource::kSocketSoftware;
   int sent_ = 0;     // in this block
   int covered_ = 0;  // ... stamped by another source ranked above socket_best_

@@ -35,9 +35,9 @@ TEST(TimestampingSocket, StampsEveryDatagramInBothDirections) {
     EXPECT_EQ(w.op_id, next_id++);  // the kernel numbers datagrams from 0
     pollfd fd{s.fd(), POLLIN, 0};
     poll(&fd, 1, 10);
-    std::array<uint8_t, 64> buf;
-    ReceivedDatagram d;
-    while (s.Receive(buf, &d)) stamped = stamped || d.kernel_rx_real_ns > 0;
+    s.ReceiveAll([&](std::span<const uint8_t>, const ReceivedDatagram& d) {
+      stamped = stamped || d.kernel_rx_real_ns > 0;
+    });
   }
   ASSERT_TRUE(stamped) << "no RX software stamp within 2 s";
   s.DrainTxStamps([](const TxStampEvent&) {});
@@ -58,14 +58,13 @@ TEST(TimestampingSocket, StampsEveryDatagramInBothDirections) {
     pollfd fd{s.fd(), POLLIN, 0};
     poll(&fd, 1, 10);
     s.DrainTxStamps([&](const TxStampEvent& ev) { tx[ev.op_id][ev.source] = ev.real_ns; });
-    std::array<uint8_t, 64> buf;
-    ReceivedDatagram d;
-    while (s.Receive(buf, &d)) {
+    s.ReceiveAll([&](std::span<const uint8_t> bytes, const ReceivedDatagram& d) {
       ++received;
+      EXPECT_EQ(bytes.size(), payload.size());
       EXPECT_EQ(d.length, payload.size());
       EXPECT_GT(d.kernel_rx_real_ns, 0);
       EXPECT_GE(d.user_rx_real_ns, d.kernel_rx_real_ns);
-    }
+    });
   }
   EXPECT_EQ(received, 3);
   for (int i = 0; i < 3; ++i) {
