@@ -129,42 +129,87 @@ bool TimestampingSocket::Open(const std::string& ip, uint16_t port, std::string*
   return true;
 }
 
-SendResult TimestampingSocket::Send(const UdpEndpoint& to, std::span<const uint8_t> payload,
-                                    bool tx_stamps) {
+uint32_t TimestampingSocket::TxFlags(bool tx_stamps) const {
   uint32_t tx_flags = hardware_ ? SOF_TIMESTAMPING_TX_HARDWARE : 0;
   if (tx_stamps) {
     tx_flags |= SOF_TIMESTAMPING_TX_SOFTWARE;
     if (always_sched_ || !software_tx_seen_) tx_flags |= SOF_TIMESTAMPING_TX_SCHED;
   }
+  return tx_flags;
+}
+
+namespace {
+
+// One outgoing datagram's message header, with its SO_TIMESTAMPING control
+// message when it asks for TX stamps.
+struct OutgoingMessage {
+  iovec iov{};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint32_t))] = {};
-  iovec iov{const_cast<uint8_t*>(payload.data()), payload.size()};
-  msghdr msg{};
-  msg.msg_name = const_cast<sockaddr_storage*>(&to.addr);
-  msg.msg_namelen = to.len;
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (tx_flags != 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+
+  void Fill(msghdr* msg, const UdpEndpoint& to, std::span<const uint8_t> payload, uint32_t tx_flags) {
+    iov = iovec{const_cast<uint8_t*>(payload.data()), payload.size()};
+    *msg = msghdr{};
+    msg->msg_name = const_cast<sockaddr_storage*>(&to.addr);
+    msg->msg_namelen = to.len;
+    msg->msg_iov = &iov;
+    msg->msg_iovlen = 1;
+    if (tx_flags == 0) return;
+    msg->msg_control = control;
+    msg->msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SO_TIMESTAMPING;
     c->cmsg_len = CMSG_LEN(sizeof(uint32_t));
     std::memcpy(CMSG_DATA(c), &tx_flags, sizeof(tx_flags));
   }
+};
+
+}  // namespace
+
+void TimestampingSocket::NoteSent(uint32_t tx_flags, SendResult* r) {
+  r->ok = true;
+  r->stamped = tx_flags != 0;
+  if (!r->stamped) return;
+  r->op_id = next_op_id_++;
+  ++stamped_since_drain_;
+}
+
+SendResult TimestampingSocket::Send(const UdpEndpoint& to, std::span<const uint8_t> payload,
+                                    bool tx_stamps) {
+  const uint32_t tx_flags = TxFlags(tx_stamps);
+  OutgoingMessage out;
+  msghdr msg;
+  out.Fill(&msg, to, payload, tx_flags);
   SendResult r;
   r.user_tx_real_ns = ReadClockNs(CLOCK_REALTIME);
   if (::sendmsg(fd_, &msg, 0) < 0) {
     r.error = errno;
     return r;
   }
-  r.ok = true;
-  r.stamped = tx_flags != 0;
-  if (r.stamped) {
-    r.op_id = next_op_id_++;
-    ++stamped_since_drain_;
-  }
+  NoteSent(tx_flags, &r);
   return r;
+}
+
+size_t TimestampingSocket::SendBurst(const UdpEndpoint& to, std::span<const BurstDatagram> datagrams,
+                                     std::span<SendResult> results) {
+  const size_t n = std::min({datagrams.size(), results.size(), kMaxBurst});
+  std::array<OutgoingMessage, kMaxBurst> out;
+  std::array<mmsghdr, kMaxBurst> msgs{};
+  std::array<uint32_t, kMaxBurst> flags{};
+  for (size_t i = 0; i < n; ++i) {
+    flags[i] = TxFlags(datagrams[i].tx_stamps);
+    out[i].Fill(&msgs[i].msg_hdr, to, datagrams[i].payload, flags[i]);
+  }
+  const int64_t user_tx = ReadClockNs(CLOCK_REALTIME);
+  const int sent = n == 0 ? 0 : ::sendmmsg(fd_, msgs.data(), static_cast<unsigned>(n), 0);
+  const int err = sent < 0 ? errno : EAGAIN;  // a short burst: the rest would not go now
+  for (size_t i = 0; i < n; ++i) {
+    results[i] = SendResult{};
+    results[i].user_tx_real_ns = user_tx;
+    if (static_cast<int>(i) < sent) NoteSent(flags[i], &results[i]);
+    else results[i].error = err;
+  }
+  return sent < 0 ? 0 : static_cast<size_t>(sent);
 }
 
 bool TimestampingSocket::DropDatagramsOfLength(size_t payload_bytes, std::string* error) {

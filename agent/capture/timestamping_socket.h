@@ -78,6 +78,18 @@ class TimestampingSocket {
   // them).
   SendResult Send(const UdpEndpoint& to, std::span<const uint8_t> payload, bool tx_stamps = true);
 
+  // Several datagrams to one endpoint back to back in one system call
+  // (sendmmsg): a probe pair with its pilot. Every result has the same
+  // userspace instant, read just before the call (a bound that each
+  // datagram left after). Returns how many went; the others carry the error.
+  struct BurstDatagram {
+    std::span<const uint8_t> payload;
+    bool tx_stamps = false;
+  };
+  static constexpr size_t kMaxBurst = 4;
+  size_t SendBurst(const UdpEndpoint& to, std::span<const BurstDatagram> datagrams,
+                   std::span<SendResult> results);
+
   // Has the kernel drop every datagram whose UDP payload is exactly this
   // long, before it is queued: the pilot datagrams, which only warm the path
   // and would otherwise wake the agent to be read and thrown away.
@@ -110,6 +122,8 @@ class TimestampingSocket {
   uint64_t truncated() const { return truncated_; }
 
  private:
+  uint32_t TxFlags(bool tx_stamps) const;
+  void NoteSent(uint32_t tx_flags, SendResult* r);
   int DeliverTxStamp(msghdr* msg, const std::function<void(const TxStampEvent&)>& sink);
 
   int fd_ = -1;

@@ -67,7 +67,8 @@ const Spec kSpecs[] = {
      "Adaptive target: a window's uncertainty; a max-margin window is never tighter than about half "
      "the path's minimum round trip (default: none)"},
     {"probe.spacing_us", "probe-spacing-us", Kind::kNsFromUs, "US", kProbing,
-     "Gap between the two probes of a pair, >= 1 (default: 100)"},
+     "Gap between the two probes of a pair, >= 1; 0 sends both back to back in one system call, with the "
+     "pilot when its lead is 0 (default: 100)"},
     {"probe.jitter", "probe-jitter", Kind::kDouble, "FRAC", kProbing,
      "Uniform +/- jitter on the interval, as a fraction 0..0.9 (default: 0.2)"},
     {"probe.tuple_timeout_ms", "probe-tuple-timeout-ms", Kind::kNsFromMs, "MS", kProbing,

@@ -433,9 +433,9 @@ bool ValidateProbing(const Merged& m, AgentConfig* c, std::string* error) {
   }
   p.max_pending_tuples =
       static_cast<size_t>(m.Get<int64_t>("probe.max_pending_tuples", static_cast<int64_t>(p.max_pending_tuples)));
-  if (p.spacing_ns < 1000) {
+  if (p.spacing_ns != 0 && p.spacing_ns < 1000) {
     return Fail(error, "probe spacing " + Us(p.spacing_ns) + " (" + m.From("probe.spacing_us") +
-                           ") must be at least 1 us");
+                           ") must be 0 (back to back) or at least 1 us");
   }
   if (p.interval_ns < 2 * p.spacing_ns) {
     return Fail(error, "probe interval " + Us(p.interval_ns) + " (" + m.From("probe.interval_us") +
@@ -497,10 +497,12 @@ bool ValidateEstimationWindows(const Merged& m, AgentConfig* c, std::string* err
                            ") must be 0 or more and shorter than the window " + Sec(e.window_ns) + " (" +
                            m.From("estimation.window_s") + ")");
   }
-  if (e.purity_tolerance_ns < 1 || e.purity_tolerance_ns > p.spacing_ns) {
+  // Back-to-back probes leave the kernel a few us apart: no spacing to bound the tolerance.
+  const int64_t max_tolerance = p.spacing_ns == 0 ? 100'000 : p.spacing_ns;
+  if (e.purity_tolerance_ns < 1 || e.purity_tolerance_ns > max_tolerance) {
     return Fail(error, "purity tolerance " + std::to_string(e.purity_tolerance_ns) + " ns (" +
                            m.From("estimation.purity_tolerance_ns") + ") must be in 1 ns..the probe spacing " +
-                           Us(p.spacing_ns) + " (" + m.From("probe.spacing_us") + ")");
+                           Us(max_tolerance) + " (" + m.From("probe.spacing_us") + ")");
   }
   if (c->probe.target_pure_points < e.min_points_per_side) {
     return Fail(error, "adaptive target of " + std::to_string(c->probe.target_pure_points) + " pure points (" +

@@ -116,28 +116,61 @@ TxStampNeed& ProbeEngine::TxNeedOf(uint32_t peer) {
   return tx_need_.emplace(peer, TxStampNeed(always)).first->second;
 }
 
+bool ProbeEngine::WantsTxStamps(uint32_t peer, PacketKind kind) {
+  // Only probes' TX times are used (follow-ups only carry stamps), and only
+  // while no better source stamps them.
+  const bool probe = kind == PacketKind::kForward || kind == PacketKind::kReverse;
+  return probe && TxNeedOf(peer).Wanted();
+}
+
 bool ProbeEngine::Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind,
                            SendOutcome* out) {
   std::array<uint8_t, kProbeWireSize> buf;
   codec_.Encode(m, buf);
-  // Only probes' TX times are used (follow-ups only carry stamps), and only
-  // while no better source stamps them.
-  const bool probe = kind == PacketKind::kForward || kind == PacketKind::kReverse;
-  TxStampNeed& need = TxNeedOf(peer);
-  *out = transport_.Send(peer, buf, probe && need.Wanted());
+  *out = transport_.Send(peer, buf, WantsTxStamps(peer, kind));
+  return RecordSent(peer, m, kind, buf, *out);
+}
+
+void ProbeEngine::TransmitPair(uint32_t peer, const ProbeMessage (&m)[2], PacketKind kind, bool with_pilot,
+                               SendOutcome (&out)[2]) {
+  std::array<uint8_t, kPilotWireSize> pilot;
+  std::array<std::array<uint8_t, kProbeWireSize>, 2> probes;
+  std::array<ProbeTransport::Datagram, 3> burst;
+  size_t n = 0;
+  if (with_pilot) {
+    codec_.EncodePilot(options_.node_id, pilot);
+    burst[n++] = {pilot, false};
+  }
+  const bool stamps = WantsTxStamps(peer, kind);
+  for (int i = 0; i < 2; ++i) {
+    codec_.Encode(m[i], probes[i]);
+    burst[n++] = {probes[i], stamps};
+  }
+  std::array<SendOutcome, 3> sent;
+  transport_.SendBurst(peer, std::span(burst.data(), n), std::span(sent.data(), n));
+  size_t k = 0;
+  if (with_pilot) AfterPilotSent(peer, sent[k++]);
+  for (int i = 0; i < 2; ++i) {
+    out[i] = sent[k++];
+    RecordSent(peer, m[i], kind, probes[i], out[i]);
+  }
+}
+
+bool ProbeEngine::RecordSent(uint32_t peer, const ProbeMessage& m, PacketKind kind,
+                             std::span<const uint8_t> datagram, const SendOutcome& out) {
   PeerCounters& pc = peer_counters_[peer];
-  if (!out->ok) {
+  if (!out.ok) {
     ++pc.send_errors;
     return false;
   }
   ++pc.packets_sent;
-  pc.bytes_sent += buf.size();
+  pc.bytes_sent += datagram.size();
   // The eBPF send hooks' records of this packet count only with this MAC.
-  tap_book_.ExpectSent(KeyOf(m), MacOfDatagram(buf));
-  if (probe) need.OnProbeSent();
-  if (out->stamped) sent_ring_[out->op_id % kSentRingSize] = SentPacket{out->op_id, kind, peer, m.seq, m.index};
+  tap_book_.ExpectSent(KeyOf(m), MacOfDatagram(datagram));
+  if (kind == PacketKind::kForward || kind == PacketKind::kReverse) TxNeedOf(peer).OnProbeSent();
+  if (out.stamped) sent_ring_[out.op_id % kSentRingSize] = SentPacket{out.op_id, kind, peer, m.seq, m.index};
   ++counters_.packets[1];
-  Observe(KeyOf(m), true, ProbeStamp{out->user_tx_ns, StampSource::kUserspace});
+  Observe(KeyOf(m), true, ProbeStamp{out.user_tx_ns, StampSource::kUserspace});
   return true;
 }
 
@@ -177,8 +210,11 @@ void ProbeEngine::SendPilot(Prober& p) {
   p.pilot_sent = true;
   std::array<uint8_t, kPilotWireSize> buf;
   codec_.EncodePilot(options_.node_id, buf);
-  const SendOutcome out = transport_.Send(p.peer, buf, false);
-  PeerCounters& pc = peer_counters_[p.peer];
+  AfterPilotSent(p.peer, transport_.Send(p.peer, buf, false));
+}
+
+void ProbeEngine::AfterPilotSent(uint32_t peer, const SendOutcome& out) {
+  PeerCounters& pc = peer_counters_[peer];
   if (!out.ok) {
     ++pc.send_errors;  // the pair's own send reports and backs off
     return;
@@ -186,11 +222,10 @@ void ProbeEngine::SendPilot(Prober& p) {
   ++pc.pilots_sent;
   // With NIC stamping on, the pilot is stamped too: its stamps are known and
   // ignored rather than counted unmatched.
-  if (out.stamped) sent_ring_[out.op_id % kSentRingSize] = SentPacket{out.op_id, PacketKind::kPilot, p.peer, 0, 0};
+  if (out.stamped) sent_ring_[out.op_id % kSentRingSize] = SentPacket{out.op_id, PacketKind::kPilot, peer, 0, 0};
 }
 
-void ProbeEngine::SendForward(Prober& p, int index, int64_t now_ns) {
-  const uint64_t seq = index == 0 ? p.next_seq : p.next_seq - 1;
+ProbeMessage ProbeEngine::ForwardMessage(const Prober& p, uint64_t seq, int index) const {
   ProbeMessage m = BaseMessage(MessageType::kForward, p.peer);
   m.seq = seq;
   m.index = static_cast<uint8_t>(index);
@@ -201,8 +236,27 @@ void ProbeEngine::SendForward(Prober& p, int index, int64_t now_ns) {
     m.prev_tx[0] = prev->fwd_tx[0];
     m.prev_tx[1] = prev->fwd_tx[1];
   }
+  return m;
+}
+
+void ProbeEngine::SendForward(Prober& p, int index, int64_t now_ns) {
+  const uint64_t seq = index == 0 ? p.next_seq : p.next_seq - 1;
   SendOutcome out;
-  if (!Transmit(p.peer, m, PacketKind::kForward, &out)) {
+  Transmit(p.peer, ForwardMessage(p, seq, index), PacketKind::kForward, &out);
+  AfterForwardSent(p, seq, index, out, now_ns);
+}
+
+void ProbeEngine::SendForwardPair(Prober& p, bool with_pilot, int64_t now_ns) {
+  const uint64_t seq = p.next_seq;
+  const ProbeMessage m[2] = {ForwardMessage(p, seq, 0), ForwardMessage(p, seq, 1)};
+  SendOutcome out[2];
+  TransmitPair(p.peer, m, PacketKind::kForward, with_pilot, out);
+  AfterForwardSent(p, seq, 0, out[0], now_ns);
+  if (out[0].ok) AfterForwardSent(p, seq, 1, out[1], now_ns);
+}
+
+void ProbeEngine::AfterForwardSent(Prober& p, uint64_t seq, int index, const SendOutcome& out, int64_t now_ns) {
+  if (!out.ok) {
     p.backoff_ns = p.backoff_ns == 0 ? kFirstBackoffNs : std::min(2 * p.backoff_ns, kMaxBackoffNs);
     spdlog::warn("send to peer {} failed: {}; retrying in {} ms", p.peer, std::strerror(out.error),
                  p.backoff_ns / 1'000'000);
@@ -331,12 +385,16 @@ void ProbeEngine::StartReversePair(uint32_t peer, Responder& r, int64_t now_ns) 
   // The pair starting now carries the predecessor's TX stamps: no follow-up needed.
   r.sending_delivered = true;
   r.followup_due_ns = -1;
-  SendReverse(peer, r, 0);
-  r.second_due_ns = now_ns + options_.probe.spacing_ns;
+  if (BurstPairs()) {
+    SendReversePair(peer, r);
+  } else {
+    SendReverse(peer, r, 0);
+    r.second_due_ns = now_ns + options_.probe.spacing_ns;
+  }
   ++peer_counters_[peer].reverse_pairs_sent;
 }
 
-void ProbeEngine::SendReverse(uint32_t peer, Responder& r, int index) {
+ProbeMessage ProbeEngine::ReverseMessage(uint32_t peer, const Responder& r, int index) const {
   ProbeMessage m = BaseMessage(MessageType::kReverse, peer);
   m.seq = r.sending.seq;
   m.index = static_cast<uint8_t>(index);
@@ -350,8 +408,25 @@ void ProbeEngine::SendReverse(uint32_t peer, Responder& r, int index) {
     m.prev_tx[0] = r.previous.TxToSend(0);
     m.prev_tx[1] = r.previous.TxToSend(1);
   }
+  return m;
+}
+
+void ProbeEngine::SendReverse(uint32_t peer, Responder& r, int index) {
   SendOutcome out;
-  if (Transmit(peer, m, PacketKind::kReverse, &out)) {
+  Transmit(peer, ReverseMessage(peer, r, index), PacketKind::kReverse, &out);
+  AfterReverseSent(r, index, out);
+}
+
+void ProbeEngine::SendReversePair(uint32_t peer, Responder& r) {
+  const ProbeMessage m[2] = {ReverseMessage(peer, r, 0), ReverseMessage(peer, r, 1)};
+  SendOutcome out[2];
+  TransmitPair(peer, m, PacketKind::kReverse, false, out);
+  AfterReverseSent(r, 0, out[0]);
+  AfterReverseSent(r, 1, out[1]);
+}
+
+void ProbeEngine::AfterReverseSent(Responder& r, int index, const SendOutcome& out) {
+  if (out.ok) {
     r.sending.tx[index].user = {out.user_tx_ns, StampSource::kUserspace};
     if (r.previous.valid && r.previous.TxComplete()) r.previous.carried_complete = true;
   }
@@ -637,13 +712,15 @@ int64_t ProbeEngine::Poll(int64_t now_ns) {
     // A late turn still sends the pilot, just before the pair.
     const bool pilot_due =
         options_.probe.pilot && AddressConfirmed(peer) && !p.pilot_sent && p.second_due_ns < 0;
-    if (pilot_due && now_ns >= p.next_pair_ns - options_.probe.pilot_lead_ns) SendPilot(p);
+    const bool pilot_in_burst = BurstPairs() && options_.probe.pilot_lead_ns == 0;
+    if (pilot_due && !pilot_in_burst && now_ns >= p.next_pair_ns - options_.probe.pilot_lead_ns) SendPilot(p);
     if (p.second_due_ns < 0 && now_ns >= p.next_pair_ns) {
       // Never burst to catch up after a stall.
       p.next_pair_ns = std::max(p.next_pair_ns + IntervalFor(p), now_ns);
       p.pilot_sent = false;
       if (!AddressConfirmed(peer)) ++peer_counters_[peer].pairs_sent_unconfirmed;
-      SendForward(p, 0, now_ns);
+      if (BurstPairs()) SendForwardPair(p, pilot_due && pilot_in_burst, now_ns);
+      else SendForward(p, 0, now_ns);
     }
     if (!p.silent_reported && now_ns - p.last_answer_ns > kSilentAfterNs) {
       spdlog::warn("peer {} has not answered for {} s; still probing", p.peer,

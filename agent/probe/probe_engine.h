@@ -225,13 +225,29 @@ class ProbeEngine {
   };
 
   void AddProber(uint32_t peer);
+  // A pair's probes go `spacing` apart, or with spacing 0 back to back in
+  // one system call (and the pilot with them when its lead is 0).
+  bool BurstPairs() const { return options_.probe.spacing_ns == 0; }
+  ProbeMessage ForwardMessage(const Prober& p, uint64_t seq, int index) const;
   void SendForward(Prober& p, int index, int64_t now_ns);
+  void SendForwardPair(Prober& p, bool with_pilot, int64_t now_ns);
+  void AfterForwardSent(Prober& p, uint64_t seq, int index, const SendOutcome& out, int64_t now_ns);
   void SendPilot(Prober& p);
+  void AfterPilotSent(uint32_t peer, const SendOutcome& out);
   void OnPilot(uint32_t sender);
+  ProbeMessage ReverseMessage(uint32_t peer, const Responder& r, int index) const;
   void SendReverse(uint32_t peer, Responder& r, int index);
+  void SendReversePair(uint32_t peer, Responder& r);
+  void AfterReverseSent(Responder& r, int index, const SendOutcome& out);
   void SendFollowUp(uint32_t peer, const Responder& r, const ReversePair& pair, bool final);
   void SendDueFollowUps(uint32_t peer, Responder& r, int64_t now_ns, bool all);
   bool Transmit(uint32_t peer, const ProbeMessage& m, PacketKind kind, SendOutcome* out);
+  // Both probes of a pair in one burst, the pilot first if asked.
+  void TransmitPair(uint32_t peer, const ProbeMessage (&m)[2], PacketKind kind, bool with_pilot,
+                    SendOutcome (&out)[2]);
+  bool WantsTxStamps(uint32_t peer, PacketKind kind);
+  bool RecordSent(uint32_t peer, const ProbeMessage& m, PacketKind kind, std::span<const uint8_t> datagram,
+                  const SendOutcome& out);
   TxStampNeed& TxNeedOf(uint32_t peer);
 
   bool AdmitSession(const ProbeMessage& m, int64_t now_ns);

@@ -24,6 +24,20 @@ class ProbeTransport {
   // datagram (it does not when another source, the eBPF tap, supplies
   // better ones, nor for pilots and follow-ups, whose TX times nobody uses).
   virtual SendOutcome Send(uint32_t peer, std::span<const uint8_t> datagram, bool tx_stamps) = 0;
+
+  // Datagrams to one peer back to back, in one system call where the
+  // transport can (a pair and its pilot: one wake-up instead of three).
+  // The userspace instant may be shared, read before the first. This
+  // default sends them one by one.
+  struct Datagram {
+    std::span<const uint8_t> bytes;
+    bool tx_stamps = false;
+  };
+  virtual void SendBurst(uint32_t peer, std::span<const Datagram> datagrams, std::span<SendOutcome> out) {
+    for (size_t i = 0; i < datagrams.size() && i < out.size(); ++i) {
+      out[i] = Send(peer, datagrams[i].bytes, datagrams[i].tx_stamps);
+    }
+  }
 };
 
 }  // namespace chronolink

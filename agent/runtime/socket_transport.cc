@@ -1,6 +1,7 @@
 #include "agent/runtime/socket_transport.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <array>
 #include <cstring>
 
@@ -56,6 +57,41 @@ bool SocketTransport::AddPeer(uint32_t id, const UdpEndpoint& ep) {
 bool SocketTransport::IsEndpointOf(uint32_t peer, const UdpEndpoint& from) const {
   auto it = peers_.find(peer);
   return it != peers_.end() && SameEndpoint(it->second, from);
+}
+
+SendOutcome SocketTransport::Outcome(const SendResult& r) const {
+  SendOutcome out;
+  out.ok = r.ok;
+  out.error = r.error;
+  out.stamped = r.stamped;
+  out.op_id = r.op_id;
+  out.user_tx_ns = clock_.Ingest(r.user_tx_real_ns);
+  return out;
+}
+
+SendOutcome SocketTransport::Send(uint32_t peer, std::span<const uint8_t> datagram, bool tx_stamps) {
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) {
+    SendOutcome out;
+    out.error = EHOSTUNREACH;
+    return out;
+  }
+  return Outcome(socket_.Send(it->second, datagram, tx_stamps));
+}
+
+void SocketTransport::SendBurst(uint32_t peer, std::span<const Datagram> datagrams, std::span<SendOutcome> out) {
+  auto it = peers_.find(peer);
+  const size_t n = std::min(datagrams.size(), out.size());
+  if (it == peers_.end()) {
+    for (size_t i = 0; i < n; ++i) out[i] = SendOutcome{.error = EHOSTUNREACH};
+    return;
+  }
+  if (n > TimestampingSocket::kMaxBurst) return ProbeTransport::SendBurst(peer, datagrams, out);
+  std::array<TimestampingSocket::BurstDatagram, TimestampingSocket::kMaxBurst> burst;
+  for (size_t i = 0; i < n; ++i) burst[i] = {datagrams[i].bytes, datagrams[i].tx_stamps};
+  std::array<SendResult, TimestampingSocket::kMaxBurst> results;
+  socket_.SendBurst(it->second, std::span(burst.data(), n), std::span(results.data(), n));
+  for (size_t i = 0; i < n; ++i) out[i] = Outcome(results[i]);
 }
 
 void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine& engine,

@@ -21,23 +21,12 @@ class SocketTransport : public ProbeTransport {
   // Whether a datagram from `from` came from the peer's listed endpoint.
   bool IsEndpointOf(uint32_t peer, const UdpEndpoint& from) const;
 
-  SendOutcome Send(uint32_t peer, std::span<const uint8_t> datagram, bool tx_stamps) override {
-    SendOutcome out;
-    auto it = peers_.find(peer);
-    if (it == peers_.end()) {
-      out.error = EHOSTUNREACH;
-      return out;
-    }
-    const SendResult r = socket_.Send(it->second, datagram, tx_stamps);
-    out.ok = r.ok;
-    out.error = r.error;
-    out.stamped = r.stamped;
-    out.op_id = r.op_id;
-    out.user_tx_ns = clock_.Ingest(r.user_tx_real_ns);
-    return out;
-  }
+  SendOutcome Send(uint32_t peer, std::span<const uint8_t> datagram, bool tx_stamps) override;
+  void SendBurst(uint32_t peer, std::span<const Datagram> datagrams, std::span<SendOutcome> out) override;
 
  private:
+  SendOutcome Outcome(const SendResult& r) const;
+
   TimestampingSocket& socket_;
   const NodeClock& clock_;
   std::map<uint32_t, UdpEndpoint> peers_;

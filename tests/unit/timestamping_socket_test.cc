@@ -7,6 +7,7 @@
 
 #include <array>
 #include <map>
+#include <vector>
 
 #include "agent/clock/clock_reader.h"
 
@@ -127,6 +128,43 @@ TEST(TimestampingSocket, TxStampsOnlyForDatagramsThatAskForThem) {
   Collect(s, &tx, &received, [&] { return received == 4 && tx[2].count(StampSource::kSocketSoftware) != 0; });
   EXPECT_TRUE(tx[2].count(StampSource::kSocketSoftware));
   EXPECT_FALSE(tx[2].count(StampSource::kSocketSched));
+}
+
+// A burst goes in one call, in order; each datagram asks for its own stamps
+// and only the stamped ones take timestamping ids.
+TEST(TimestampingSocket, SendBurstSendsInOrderWithPerDatagramStamps) {
+  TimestampingSocket s;
+  std::string error;
+  ASSERT_TRUE(s.Open("127.0.0.1", 0, &error)) << error;
+  UdpEndpoint self;
+  ASSERT_TRUE(UdpEndpoint::Parse("127.0.0.1", s.bound_port(), &self, &error));
+  const std::array<uint8_t, 8> pilot{1};
+  const std::array<uint8_t, 16> first{2}, second{3};
+  const TimestampingSocket::BurstDatagram burst[] = {{pilot, false}, {first, true}, {second, true}};
+  std::array<SendResult, 3> r;
+  ASSERT_EQ(s.SendBurst(self, burst, r), 3u);
+  EXPECT_TRUE(r[0].ok && r[1].ok && r[2].ok);
+  EXPECT_FALSE(r[0].stamped);
+  EXPECT_TRUE(r[1].stamped && r[2].stamped);
+  EXPECT_EQ(r[1].op_id, 0u);
+  EXPECT_EQ(r[2].op_id, 1u);
+  EXPECT_EQ(r[1].user_tx_real_ns, r[2].user_tx_real_ns) << "one call, one userspace instant";
+
+  std::vector<uint8_t> order;
+  s.ReceiveAll([&](std::span<const uint8_t> bytes, const ReceivedDatagram&) { order.push_back(bytes[0]); });
+  for (int tries = 0; order.size() < 3 && tries < 100; ++tries) {
+    pollfd fd{s.fd(), POLLIN, 0};
+    ::poll(&fd, 1, 20);
+    s.ReceiveAll([&](std::span<const uint8_t> bytes, const ReceivedDatagram&) { order.push_back(bytes[0]); });
+  }
+  EXPECT_EQ(order, (std::vector<uint8_t>{1, 2, 3}));
+  std::map<uint32_t, std::map<StampSource, int64_t>> tx;
+  int received = 0;
+  Collect(s, &tx, &received, [&] { return tx[1].count(StampSource::kSocketSoftware) != 0; });
+  ASSERT_TRUE(tx[0].count(StampSource::kSocketSoftware) && tx[1].count(StampSource::kSocketSoftware));
+  EXPECT_LE(r[1].user_tx_real_ns, tx[0][StampSource::kSocketSoftware]);
+  EXPECT_LE(tx[0][StampSource::kSocketSoftware], tx[1][StampSource::kSocketSoftware]) << "sent in order";
+  EXPECT_EQ(tx.size(), 2u) << "the unstamped datagram got stamps";
 }
 
 // A burst larger than one recvmmsg batch arrives whole, in order, with stamps.
