@@ -14,8 +14,13 @@ struct VirtualClockParams {
   int64_t offset_ns = 0;
   double drift_ppm = 0.0;
   int64_t t0_ns = 0;  // reference instant on the real node clock
+  // A step of the clock (settimeofday, a stepping NTP daemon): from the real
+  // instant step_at_ns on, the clock reads step_ns more (less when negative).
+  int64_t step_at_ns = 0;
+  int64_t step_ns = 0;
 
-  bool IsIdentity() const { return offset_ns == 0 && drift_ppm == 0.0; }
+  bool IsIdentity() const { return offset_ns == 0 && drift_ppm == 0.0 && step_ns == 0; }
+  int64_t StepAt(int64_t real_ns) const { return step_ns != 0 && real_ns >= step_at_ns ? step_ns : 0; }
 };
 
 class VirtualClock {
@@ -26,12 +31,17 @@ class VirtualClock {
   // Real node-clock instant -> virtual instant. Only the (small) difference
   // t - t0 goes through floating point; the result stays int64 ns.
   int64_t Apply(int64_t real_ns) const;
-  // Virtual -> real (inverse), exact to 1 ns.
+  // Virtual -> real (inverse), exact to 1 ns. Across a step: where the
+  // clock reads v twice (a step back), the later instant; where it never
+  // reads v (skipped forward), the instant of the step.
   int64_t Invert(int64_t virtual_ns) const;
 
   const VirtualClockParams& params() const { return p_; }
 
  private:
+  int64_t ApplySmooth(int64_t real_ns) const;  // without the step
+  int64_t InvertSmooth(int64_t virtual_ns) const;
+
   VirtualClockParams p_;
 };
 

@@ -43,6 +43,10 @@ void ClusterLeader::Add(std::span<const WindowSummary> windows, int64_t now_ns) 
       ++stats_.windows_future;
       continue;
     }
+    if (w.estimator == kClockStepMarker) {
+      AddStepMarker(w, now_ns);
+      continue;
+    }
     const WindowId id{w.estimate.node, w.estimate.peer, w.window_start_ns, w.session};
     if (!seen_.insert(id).second) {
       ++stats_.windows_duplicate;
@@ -54,21 +58,37 @@ void ClusterLeader::Add(std::span<const WindowSummary> windows, int64_t now_ns) 
       newest = std::max(newest, w.estimate.x0_ns);
     }
     // Instants already solved that this window would have served.
-    bool late = false;
-    for (auto it = solved_.lower_bound(w.estimate.x0_ns - half);
-         it != solved_.end() && *it <= w.estimate.x0_ns + half; ++it) {
-      late_[*it] = now_ns;
-      late = true;
-    }
-    if (late) ++stats_.windows_late;
+    if (MarkLate(w.estimate.x0_ns - half, w.estimate.x0_ns + half, now_ns)) ++stats_.windows_late;
   }
 }
+
+void ClusterLeader::AddStepMarker(const WindowSummary& w, int64_t now_ns) {
+  // Kept apart from the estimates: after a step back, a window start is
+  // reused, and its marker must not pass for a resend of the estimate.
+  const int64_t start = w.window_start_ns, end = w.window_start_ns + options_.step_ns;
+  if (!steps_.Add(w.estimate.node, w.estimate.peer, start, end)) return;
+  ++stats_.clock_steps;
+  // Instants already solved may have used estimates across it: solve them again.
+  const int64_t horizon = options_.solver.validity_horizon_ns;
+  MarkLate(start - horizon, end + horizon, now_ns);
+}
+
+bool ClusterLeader::MarkLate(int64_t from_ns, int64_t to_ns, int64_t now_ns) {
+  bool any = false;
+  for (auto it = solved_.lower_bound(from_ns); it != solved_.end() && *it <= to_ns; ++it) {
+    late_[*it] = now_ns;
+    any = true;
+  }
+  return any;
+}
+
 
 void ClusterLeader::Expire(int64_t now_ns) {
   const int64_t oldest = now_ns - options_.retention_ns;
   auto end = by_x0_.lower_bound(oldest);
   for (auto it = by_x0_.begin(); it != end; ++it) seen_.erase(it->second.first);
   by_x0_.erase(by_x0_.begin(), end);
+  steps_.ExpireBefore(oldest);
   solved_.erase(solved_.begin(), solved_.lower_bound(oldest));
   late_.erase(late_.begin(), late_.lower_bound(oldest));
   std::erase_if(known_, [&](const auto& kv) { return kv.second < oldest; });
@@ -79,7 +99,7 @@ OffsetsSnapshot ClusterLeader::SolveInstant(int64_t t_ns, bool recomputed) {
   std::vector<EdgeEstimate> edges;
   for (auto it = by_x0_.lower_bound(t_ns - horizon); it != by_x0_.end() && it->first <= t_ns + horizon;
        ++it) {
-    edges.push_back(it->second.second);
+    if (!steps_.Crosses(it->second.second, t_ns)) edges.push_back(it->second.second);
   }
   const auto started = std::chrono::steady_clock::now();
   // The last solution starts the solver near this one (a cheaper solve, the

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "agent/coord/cluster_messages.h"
+#include "agent/solve/clock_step_barriers.h"
 #include "agent/solve/global_solver.h"
 
 namespace chronolink {
@@ -51,6 +52,7 @@ struct ClusterLeaderStats {
   uint64_t windows_late = 0;       // arrived after an instant they serve was solved
   uint64_t windows_expired = 0;    // older than the retention on arrival
   uint64_t windows_future = 0;     // dated more than max_future_ns ahead: refused
+  uint64_t clock_steps = 0;        // step markers: an edge's estimates are not used across them
   uint64_t instants_solved = 0;
   uint64_t instants_recomputed = 0;
   uint64_t instants_skipped = 0;   // fell behind: never solved
@@ -84,6 +86,9 @@ class ClusterLeader {
  private:
   using WindowId = std::tuple<uint32_t, uint32_t, int64_t, uint64_t>;  // node, peer, start, session
   OffsetsSnapshot SolveInstant(int64_t t_ns, bool recomputed);
+  void AddStepMarker(const WindowSummary& w, int64_t now_ns);
+  // Instants solved in [from, to] are to be solved again; whether there were any.
+  bool MarkLate(int64_t from_ns, int64_t to_ns, int64_t now_ns);
   void Expire(int64_t now_ns);
 
   uint32_t leader_id_;
@@ -94,6 +99,7 @@ class ClusterLeader {
   std::set<WindowId> seen_;
   std::multimap<int64_t, std::pair<WindowId, EdgeEstimate>> by_x0_;
   std::map<uint32_t, int64_t> known_;       // node -> newest x0 that mentions it
+  ClockStepBarriers steps_;                 // step markers: estimates are not used across them
   std::optional<SolveResult> last_solution_;  // the warm start of the next solve
   std::set<int64_t> solved_;                // instants solved, within the retention
   std::map<int64_t, int64_t> late_;         // instant -> when its last late window came

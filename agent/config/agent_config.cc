@@ -211,6 +211,10 @@ std::string EffectiveConfigJson(const AgentConfig& c) {
         {"drift_ppm", c.virtual_clock.drift_ppm},
         {"t0_ns", c.virtual_clock.t0_ns},
     };
+    if (c.virtual_clock.step_ns != 0) {
+      j["virtual_clock"]["step_at_ns"] = c.virtual_clock.step_at_ns;
+      j["virtual_clock"]["step_ns"] = c.virtual_clock.step_ns;
+    }
   }
   return j.dump(2);
 }

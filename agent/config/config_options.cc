@@ -146,6 +146,10 @@ const Spec kSpecs[] = {
      "Virtual clock drift in ppm, |drift| <= 100000 (default: 0)"},
     {"virtual_clock.t0_ns", "virtual-t0-ns", Kind::kInt64, "NS", kTestOnly,
      "Virtual clock reference instant, REALTIME ns (default: the agent's start time)"},
+    {"virtual_clock.step_at_ns", "virtual-step-at-ns", Kind::kInt64, "NS", kTestOnly,
+     "The real instant (REALTIME ns) at which the virtual clock steps by --virtual-step-ns"},
+    {"virtual_clock.step_ns", "virtual-step-ns", Kind::kInt64, "NS", kTestOnly,
+     "A step of the virtual clock, forwards (> 0) or back (< 0), as settimeofday makes one (default: 0)"},
 };
 
 // The file's nested objects.

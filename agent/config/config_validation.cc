@@ -84,6 +84,12 @@ bool ValidateTestMode(const Merged& m, const std::string& virtual_block_origin, 
     c->virtual_clock.t0_ns = RealtimeNowNs();
     c->virtual_t0_defaulted = true;
   }
+  c->virtual_clock.step_ns = m.Get<int64_t>("virtual_clock.step_ns", 0);
+  if (c->virtual_clock.step_ns != 0 && !m.Has("virtual_clock.step_at_ns")) {
+    return Fail(error, "a virtual clock step (" + m.From("virtual_clock.step_ns") +
+                           ") needs the real instant it happens at (--virtual-step-at-ns)");
+  }
+  c->virtual_clock.step_at_ns = m.Get<int64_t>("virtual_clock.step_at_ns", 0);
   return true;
 }
 

@@ -21,11 +21,16 @@ struct WindowSummary {
   EdgeEstimate estimate;        // node = prober; x0_ns on the prober's clock
   uint64_t session = 0;         // the prober's session epoch (a restart changes it)
   int64_t window_start_ns = 0;  // prober clock
-  std::string estimator;        // "max_margin" or "min_delay"
+  std::string estimator;        // "max_margin", "min_delay", ... or kClockStepMarker
 
   // Identifies the window across resends: (node, peer, window_start, session).
   std::string Key() const;
 };
+
+// A window discarded because a clock stepped (the prober's, or the peer's):
+// no estimate, only where the edge's clocks changed. The leader uses no
+// estimate of that edge across it.
+inline constexpr std::string_view kClockStepMarker = "clock_step";
 
 std::string EncodeWindowSummary(const WindowSummary& w);
 bool DecodeWindowSummary(std::string_view text, WindowSummary* out, std::string* error);

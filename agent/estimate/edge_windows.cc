@@ -1,5 +1,6 @@
 #include "agent/estimate/edge_windows.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace chronolink {
@@ -17,11 +18,19 @@ int64_t EdgeWindows::WindowStart(int64_t node_ns) const {
   return q * window_ns_;
 }
 
-EdgeWindows::Window& EdgeWindows::At(int64_t node_ns) { return windows_[WindowStart(node_ns)]; }
+EdgeWindows::Window& EdgeWindows::At(int64_t node_ns) {
+  auto [it, made] = windows_.try_emplace(WindowStart(node_ns));
+  if (made && it->first < replayed_until_ns_) it->second.clock_step = true;
+  return it->second;
+}
 
 void EdgeWindows::OnPairSent(int64_t node_ns) { ++At(node_ns).counts.pairs_sent; }
 
-void EdgeWindows::OnClockStep(int64_t node_ns) { At(node_ns).clock_step = true; }
+void EdgeWindows::OnClockStep(int64_t before_ns, int64_t after_ns) {
+  At(before_ns).clock_step = true;
+  At(after_ns).clock_step = true;
+  if (after_ns < before_ns) replayed_until_ns_ = std::max(replayed_until_ns_, WindowStart(before_ns) + window_ns_);
+}
 
 // Fits feed their class's scatter; a min-delay window keeps its own bound
 // (its error is not a fit's), a step restarts the history.

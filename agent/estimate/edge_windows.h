@@ -53,8 +53,12 @@ class EdgeWindows {
   // Counts a forward pair as sent in the window of its first probe.
   void OnPairSent(int64_t node_ns);
   void OnTupleFinalized(const FullTuple& t);
-  // Marks the window holding node_ns as spoiled by a clock step.
-  void OnClockStep(int64_t node_ns);
+  // The clock stepped from before_ns to after_ns (node clock; a peer's step
+  // is seen as one spanning the notice's delay): the windows holding either
+  // side are discarded. After a step back, so is every window the clock
+  // reaches again before it passes before_ns: they would reuse window starts
+  // already written, with tuples on the new clock.
+  void OnClockStep(int64_t before_ns, int64_t after_ns);
 
   // Closes every window that ended at or before `closed_before_ns`, oldest
   // first, appending one record per source class.
@@ -77,6 +81,7 @@ class EdgeWindows {
   std::map<int64_t, Window> windows_;  // by start
   WindowScatterOptions scatter_options_;
   std::map<SourceClass, WindowScatter> scatter_;
+  int64_t replayed_until_ns_ = INT64_MIN;  // windows starting before this are discarded when made
 };
 
 }  // namespace chronolink

@@ -116,6 +116,13 @@ void TupleAssembler::Spoil(uint64_t seq) {
   if (FullTuple* t = Find(seq)) Spoil(*t);
 }
 
+void TupleAssembler::SpoilPending() {
+  for (FullTuple& t : tuples_) {
+    if (!t.spoiled) ++stepped_;
+    t.spoiled = true;
+  }
+}
+
 void TupleAssembler::Spoil(FullTuple& t) {
   if (!t.spoiled) ++spoiled_;
   t.spoiled = true;

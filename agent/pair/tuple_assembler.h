@@ -55,6 +55,9 @@ class TupleAssembler {
   void OnReverseTx(uint64_t seq, const DualStamp tx[2]);
   // A packet of tuple `seq` was seen twice by some capture point.
   void Spoil(uint64_t seq);
+  // A clock stepped (ours or the peer's): every pending tuple may hold
+  // stamps from both sides of the step.
+  void SpoilPending();
 
   // Hands over (oldest first) every pending tuple for which `done` is true,
   // stopping at the first that is not. Also hands over tuples evicted
@@ -67,6 +70,7 @@ class TupleAssembler {
   uint64_t unmatched() const { return unmatched_; }  // stamps for unknown/expired seqs
   uint64_t wrong_domain() const { return wrong_domain_; }  // stamps on the wrong clock, refused
   uint64_t spoiled() const { return spoiled_; }  // tuples spoiled by a duplicate packet
+  uint64_t stepped() const { return stepped_; }  // tuples spoiled by a clock step
 
  private:
   FullTuple* Find(uint64_t seq) { return const_cast<FullTuple*>(Peek(seq)); }
@@ -77,6 +81,7 @@ class TupleAssembler {
   uint64_t unmatched_ = 0;
   uint64_t wrong_domain_ = 0;
   uint64_t spoiled_ = 0;
+  uint64_t stepped_ = 0;
 };
 
 }  // namespace chronolink

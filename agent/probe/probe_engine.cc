@@ -105,6 +105,7 @@ ProbeMessage ProbeEngine::BaseMessage(MessageType type, uint32_t to) const {
   m.sender_node = options_.node_id;
   m.receiver_node = to;
   m.sender_epoch = options_.epoch;
+  if (step_notice_until_ns_ >= 0) m.flags |= kFlagClockStepped;
   return m;
 }
 
@@ -511,6 +512,45 @@ void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& lo
     case MessageType::kReverse: OnReverse(m, rx, held.duplicate, now_ns); break;
     case MessageType::kFollowUp: OnFollowUp(m, now_ns); break;
   }
+  // After the message's stamps went in: a tuple they completed is spoiled too.
+  if (m.flags & kFlagClockStepped) OnPeerClockStep(m.sender_node, now_ns);
+}
+
+void ProbeEngine::OnPeerClockStep(uint32_t peer, int64_t now_ns) {
+  auto it = probers_.find(peer);
+  if (it != probers_.end()) {
+    Prober& p = *it->second;
+    // One notice lasts kStepNoticeNs: its first datagram spoils what was pending.
+    if (p.peer_step_seen_ns < 0 || now_ns - p.peer_step_seen_ns > 2 * kStepNoticeNs) {
+      spdlog::warn("peer {} says its clock stepped: discarding this edge's windows around it", peer);
+      ++peer_counters_[peer].peer_clock_steps;
+      p.assembler.SpoilPending();
+    }
+    p.peer_step_seen_ns = now_ns;
+  }
+  if (on_peer_step_) on_peer_step_(peer, now_ns);
+}
+
+void ProbeEngine::OnClockStep(int64_t step_ns, int64_t now_ns) {
+  step_notice_until_ns_ = now_ns + kStepNoticeNs;
+  auto shift = [step_ns](int64_t& t) {
+    if (t >= 0) t += step_ns;
+  };
+  for (auto& [peer, pp] : probers_) {
+    Prober& p = *pp;
+    p.assembler.SpoilPending();
+    shift(p.next_pair_ns);
+    shift(p.second_due_ns);
+    shift(p.last_answer_ns);
+    if (p.peer_step_seen_ns >= 0) shift(p.peer_step_seen_ns);
+  }
+  for (auto& [peer, r] : responders_) {
+    shift(r.second_due_ns);
+    shift(r.followup_due_ns);
+    shift(r.sending.sent_ns);
+    shift(r.previous.sent_ns);
+    for (ReversePair& pair : r.late) shift(pair.sent_ns);
+  }
 }
 
 bool ProbeEngine::AdmitSession(const ProbeMessage& m, int64_t now_ns) {
@@ -699,6 +739,7 @@ void ProbeEngine::RouteTxStamp(PacketKind kind, uint32_t peer, uint64_t seq, uin
 
 int64_t ProbeEngine::Poll(int64_t now_ns) {
   int64_t next = kNever;
+  if (step_notice_until_ns_ >= 0 && now_ns >= step_notice_until_ns_) step_notice_until_ns_ = -1;
   tap_book_.Expire(now_ns);
   for (auto& [peer, pp] : probers_) {
     Prober& p = *pp;
@@ -769,6 +810,7 @@ std::map<uint32_t, PeerCounters> ProbeEngine::peer_counters() const {
     out[peer].stamps_unmatched = p->assembler.unmatched();
     out[peer].stamps_wrong_domain = p->assembler.wrong_domain();
     out[peer].tuples_spoiled = p->assembler.spoiled();
+    out[peer].tuples_stepped = p->assembler.stepped();
   }
   for (uint32_t peer : unconfirmed_) out[peer].address_confirmed = false;
   for (const auto& [peer, need] : tx_need_) out[peer].probes_without_socket_tx = need.sent_without();

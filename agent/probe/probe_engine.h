@@ -57,6 +57,8 @@ struct PeerCounters {
   uint64_t forward_pairs_incomplete = 0;  // a forward pair arrived without its probe 0
   uint64_t forward_pairs_spoiled = 0;     // not answered: a probe of it was seen twice
   uint64_t tuples_spoiled = 0;            // ours, made unusable: a packet of it was seen twice
+  uint64_t tuples_stepped = 0;            // ours, made unusable: a clock stepped while it was pending
+  uint64_t peer_clock_steps = 0;          // the peer said its clock stepped (kFlagClockStepped)
   uint64_t peer_restarts = 0;
   // While the peer's address was not yet confirmed: pairs sent (slowly),
   // and its forward pairs not answered (they came from elsewhere).
@@ -149,6 +151,16 @@ class ProbeEngine {
   // Last words: follow-ups with every undelivered TX stamp (flag final).
   void Shutdown(int64_t now_ns);
 
+  // Our clock stepped by step_ns (now_ns already reads after it): pending
+  // tuples are spoiled, every deadline moves with the clock, and for
+  // kStepNoticeNs every datagram we send says so (kFlagClockStepped), so
+  // that each peer discards its own windows around the step.
+  static constexpr int64_t kStepNoticeNs = 1'000'000'000;
+  void OnClockStep(int64_t step_ns, int64_t now_ns);
+  // Called for every datagram of a peer that says its clock stepped.
+  using PeerStepSink = std::function<void(uint32_t peer, int64_t now_ns)>;
+  void SetPeerStepSink(PeerStepSink sink) { on_peer_step_ = std::move(sink); }
+
   // A membership change from the coordination layer: who may talk to us and
   // whom we probe. A dropped prober's pending tuples are finalised through
   // the tuple sink first; a new one starts at a random phase.
@@ -190,6 +202,7 @@ class ProbeEngine {
     int64_t backoff_ns = 0;
     bool pilot_sent = false;      // for the pair due at next_pair_ns
     int64_t interval_ns = 0;      // this edge's cadence (SetInterval)
+    int64_t peer_step_seen_ns = -1;  // the last datagram saying the peer's clock stepped
     TupleAssembler assembler;
     explicit Prober(size_t max_pending) : assembler(max_pending) {}
   };
@@ -257,6 +270,7 @@ class ProbeEngine {
   void OnForward(const ProbeMessage& m, const DualStamp& local_rx, bool spoiled, int64_t now_ns);
   void OnReverse(const ProbeMessage& m, const DualStamp& local_rx, bool spoiled, int64_t now_ns);
   void OnFollowUp(const ProbeMessage& m, int64_t now_ns);
+  void OnPeerClockStep(uint32_t peer, int64_t now_ns);
   void StartReversePair(uint32_t peer, Responder& r, int64_t now_ns);
 
   int64_t NextInterval(const Prober& p);
@@ -287,6 +301,8 @@ class ProbeEngine {
   std::map<uint32_t, TxStampNeed> tx_need_;  // by peer
   EngineCounters counters_;
   StampObserver observer_;
+  PeerStepSink on_peer_step_;
+  int64_t step_notice_until_ns_ = -1;  // our datagrams carry kFlagClockStepped until then
   TapStampBook tap_book_;
   PeerSessions sessions_;
   std::map<uint32_t, PeerCounters> peer_counters_;

@@ -34,6 +34,7 @@ namespace {
 // and otherwise no more than ten times a second.
 constexpr int64_t kMaxSleepNs = 100'000'000;       // bounds every wait of the loop
 constexpr int64_t kWindowCheckNs = 100'000'000;
+constexpr int64_t kPeerStepLeadNs = 500'000'000;  // see SetPeerStepSink
 constexpr int64_t kProgressEveryNs = 10'000'000'000;
 constexpr int64_t kMetricsEveryNs = 1'000'000'000;
 constexpr int64_t kShutdownDrainNs = 100'000'000;  // collect the last follow-ups
@@ -110,6 +111,11 @@ bool AgentRuntime::Start(std::string* error) {
       eo, *codec_, *transport_,
       [this](uint32_t peer, const FullTuple& t) { windows_.at(peer)->OnTupleFinalized(t); },
       [this](uint32_t peer, int64_t ns) { windows_.at(peer)->OnPairSent(ns); });
+  engine_->SetPeerStepSink([this](uint32_t peer, int64_t now) {
+    // The peer noticed within a loop turn (<= 100 ms) and its notice took a
+    // round trip: its step lies within kPeerStepLeadNs before now.
+    if (auto it = windows_.find(peer); it != windows_.end()) it->second->OnClockStep(now - kPeerStepLeadNs, now);
+  });
 
   // Everything privileged is done (tap attached, socket bound, PHC open):
   // the clock page is created as we are (so a root start's page stays
@@ -278,6 +284,7 @@ void AgentRuntime::WriteStats(bool final) {
   j["cpu_user_s"] = static_cast<double>(ru.ru_utime.tv_sec) + ru.ru_utime.tv_usec / 1e6;
   j["cpu_system_s"] = static_cast<double>(ru.ru_stime.tv_sec) + ru.ru_stime.tv_usec / 1e6;
   j["windows_written"] = windows_written_;
+  j["clock_steps"] = clock_steps_;
   j["windows_estimated"] = windows_estimated_;
   nlohmann::ordered_json decode;
   for (size_t i = 0; i < c.decode.counts.size(); ++i) {
@@ -328,6 +335,8 @@ void AgentRuntime::WriteStats(bool final) {
         {"forward_pairs_incomplete", pc.forward_pairs_incomplete},
         {"forward_pairs_spoiled", pc.forward_pairs_spoiled},
         {"tuples_spoiled", pc.tuples_spoiled},
+        {"tuples_stepped", pc.tuples_stepped},
+        {"peer_clock_steps", pc.peer_clock_steps},
         {"peer_restarts", pc.peer_restarts},
         {"address_confirmed", pc.address_confirmed},
         {"pairs_sent_unconfirmed", pc.pairs_sent_unconfirmed},
@@ -449,10 +458,23 @@ std::string AgentRuntime::RenderMetrics() const {
   }
   t.Family("chronolink_windows_written_total", "Lines written to edges.jsonl", "counter");
   t.Sample("chronolink_windows_written_total", {{"node", node}}, static_cast<double>(windows_written_));
+  t.Family("chronolink_clock_steps_total", "Steps of this node's clock seen (their windows are discarded)", "counter");
+  t.Sample("chronolink_clock_steps_total", {{"node", node}}, static_cast<double>(clock_steps_));
   cluster_.AppendMetrics(t);
   t.Family("chronolink_ebpf_tap_up", "1 when the eBPF timestamp tap is attached", "gauge");
   t.Sample("chronolink_ebpf_tap_up", {{"node", node}}, tap_.running() ? 1 : 0);
   return t.str();
+}
+
+void AgentRuntime::OnClockStep(int64_t before, int64_t after) {
+  const int64_t step = step_detector_.last_step_ns();
+  ++clock_steps_;
+  spdlog::warn("the clock stepped by {:+.6f} s: discarding the windows of every edge around it, telling the peers, "
+               "and withdrawing the clock page until a solution after the step",
+               static_cast<double>(step) / 1e9);
+  for (auto& [peer, w] : windows_) w->OnClockStep(before, after);
+  engine_->OnClockStep(step, after);
+  cluster_.OnClockStep(before, after);
 }
 
 int AgentRuntime::Run() {
@@ -469,10 +491,9 @@ int AgentRuntime::Run() {
     const int64_t real = ReadClockNs(CLOCK_REALTIME);
     const int64_t mono = ReadClockNs(CLOCK_MONOTONIC);
     const int64_t now = clock_.Ingest(real);
-    if (step_detector_.Update(mono_before, real, mono)) {
-      spdlog::warn("CLOCK_REALTIME stepped; discarding the current window of every edge");
-      for (auto& [peer, w] : windows_) w->OnClockStep(now);
-    }
+    // The node clock as the agent sees it (a test bed's virtual clock steps too).
+    if (step_detector_.Update(mono_before, now, mono)) OnClockStep(last_now_, now);
+    last_now_ = now;
     if (stop_at >= 0 && mono >= stop_at) {
       spdlog::info("configured duration reached");
       break;

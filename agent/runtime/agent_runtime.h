@@ -47,6 +47,9 @@ class AgentRuntime {
   AgentConfig config_;
   NodeClock clock_;
   ClockStepDetector step_detector_;
+  int64_t last_now_ = 0;       // the node clock at the previous loop turn
+  uint64_t clock_steps_ = 0;   // steps of our clock seen
+  void OnClockStep(int64_t before, int64_t after);
   uint64_t epoch_ = 0;
   TimestampingSocket socket_;
   std::unique_ptr<ProbeCodec> codec_;

@@ -31,6 +31,17 @@ ClusterLeaderOptions LeaderOptions(const AgentConfig& c) {
   return o;
 }
 
+WindowSummary StepMarker(const EdgeWindowRecord& r, uint64_t session) {
+  WindowSummary w;
+  w.estimate.node = r.node;
+  w.estimate.peer = r.peer;
+  w.estimate.x0_ns = r.x0_ns;
+  w.session = session;
+  w.window_start_ns = r.window_start_ns;
+  w.estimator = std::string(kClockStepMarker);
+  return w;
+}
+
 }  // namespace
 
 ClusterService::ClusterService(const AgentConfig& config, const NodeClock& clock)
@@ -72,10 +83,14 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records, 
   const SourceClass wanted = config_.estimation.source_classes.front();
   std::vector<WindowSummary> out;
   for (const EdgeWindowRecord& r : records) {
-    if (r.source_class != wanted || r.clock_step || r.estimate.estimator == EstimatorKind::kNone ||
-        !r.estimate.fit.ok) {
+    if (r.source_class != wanted) continue;
+    if (r.clock_step) {
+      // No estimate, but the leader must know: this edge's estimates on
+      // either side of it describe different clocks.
+      out.push_back(StepMarker(r, session));
       continue;
     }
+    if (r.estimate.estimator == EstimatorKind::kNone || !r.estimate.fit.ok) continue;
     WindowSummary w;
     w.estimate.node = r.node;
     w.estimate.peer = r.peer;
@@ -111,8 +126,23 @@ void ClusterService::RefreshClockPage() {
   if (!page_open_) return;
   const NodeSolution* mine = latest_->Find(config_.node_id);
   if (mine == nullptr) return;
-  page_.Publish(MappingFromSolution(*mine, latest_->reference_instant_ns,
-                                    kPageValidWindows * config_.estimation.window_ns, kPageGrowthPpt));
+  const ClockMapping m = MappingFromSolution(*mine, latest_->reference_instant_ns,
+                                             kPageValidWindows * config_.estimation.window_ns, kPageGrowthPpt);
+  // Solved on windows from before our clock stepped: not ours any more.
+  if (m.valid && m.local_ref_ns < page_held_until_ns_) return;
+  page_.Publish(m);
+}
+
+void ClusterService::OnClockStep(int64_t before_ns, int64_t after_ns) {
+  const int64_t window = config_.estimation.window_ns;
+  const int64_t later = std::max(before_ns, after_ns);
+  // The end of the last window the step spoiled, and one more: the
+  // leader's solutions up to there still lean on windows from before it.
+  page_held_until_ns_ = (later / window + 1) * window + window;
+  if (!page_open_) return;
+  ClockMapping none;
+  none.node_id = config_.node_id;
+  page_.Publish(none);
 }
 
 void ClusterService::LeaderLoop() {
@@ -259,6 +289,7 @@ nlohmann::ordered_json ClusterService::Stats() const {
   j["leader_windows_late"] = leader_stats_.windows_late;
   j["leader_windows_expired"] = leader_stats_.windows_expired;
   j["leader_windows_future"] = leader_stats_.windows_future;
+  j["leader_clock_steps"] = leader_stats_.clock_steps;
   j["leader_instants_solved"] = leader_stats_.instants_solved;
   j["leader_instants_recomputed"] = leader_stats_.instants_recomputed;
   j["leader_instants_skipped"] = leader_stats_.instants_skipped;

@@ -53,6 +53,10 @@ class ClusterService {
   // Publishes the newest solution of this node to the clock page (cheap
   // when nothing changed); call from the probe loop now and then.
   void RefreshClockPage();
+  // Our clock stepped from before_ns to after_ns: the page is withdrawn
+  // now (its mapping would be off by the step) and comes back only from a
+  // solution for an instant past the windows the step spoiled.
+  void OnClockStep(int64_t before_ns, int64_t after_ns);
 
   void AppendMetrics(PrometheusText& t) const;
   nlohmann::ordered_json Stats() const;
@@ -70,6 +74,7 @@ class ClusterService {
   bool members_seen_ = false;
   uint64_t offsets_version_ = 0;
   std::optional<OffsetsSnapshot> latest_;  // probe-loop thread only
+  int64_t page_held_until_ns_ = INT64_MIN;  // local clock; probe-loop thread only
 
   // Leader thread state.
   ClusterLeader leader_;

@@ -160,6 +160,73 @@ TEST(ClusterLeader, LateWindowsMakeARecomputedInstant) {
   EXPECT_EQ(leader.stats().instants_recomputed, 1u);
 }
 
+WindowSummary StepMarker(uint32_t a, uint32_t b, int64_t window_start) {
+  WindowSummary w;
+  w.estimate.node = a;
+  w.estimate.peer = b;
+  w.estimate.x0_ns = window_start + kStep / 2;
+  w.window_start_ns = window_start;
+  w.session = 7;
+  w.estimator = std::string(kClockStepMarker);
+  return w;
+}
+
+// Node 4's clock steps by 1 ms in the second window: both ends discard
+// the window (markers), and no instant uses an estimate of its edges from
+// the other side of the step. Without markers, the instant after the step
+// would lean on the windows before it (within the horizon) and solve node 4
+// half-way between its two offsets.
+TEST(ClusterLeader, EstimatesAreNotUsedAcrossAClockStep) {
+  ClusterLeader leader(1, Options());
+  leader.TakeOffice(kBase);
+  const double step = 1'000'000;
+  std::vector<WindowSummary> all = AllWindows(kBase);
+  for (const auto& w : AllWindows(kBase + kStep, /*skip_node=*/4)) all.push_back(w);
+  for (auto [a, b] : {std::pair<uint32_t, uint32_t>{3, 4}, {4, 3}, {4, 1}, {1, 4}}) {
+    all.push_back(StepMarker(a, b, kBase + kStep));
+  }
+  for (const auto& w : AllWindows(kBase + 2 * kStep)) {
+    WindowSummary after = w;
+    if (after.estimate.node == 4) after.estimate.beta_ns -= step;
+    if (after.estimate.peer == 4) after.estimate.beta_ns += step;
+    all.push_back(after);
+  }
+  leader.Add(all, kBase + 3 * kStep);
+  EXPECT_EQ(leader.stats().clock_steps, 4u);
+  std::map<int64_t, const NodeSolution*> n4;
+  const auto snapshots = leader.SolveDue(kBase + 4 * kStep);
+  for (const auto& s : snapshots) n4[s.reference_instant_ns] = s.Find(4);
+  ASSERT_EQ(n4.size(), 3u);
+  ASSERT_TRUE(n4[kBase + kStep / 2] && n4[kBase + kStep / 2]->reachable);
+  EXPECT_NEAR(n4[kBase + kStep / 2]->offset_ns, kOffsets.at(4), 1e-3) << "before the step";
+  ASSERT_TRUE(n4[kBase + 5 * kStep / 2] && n4[kBase + 5 * kStep / 2]->reachable);
+  EXPECT_NEAR(n4[kBase + 5 * kStep / 2]->offset_ns, kOffsets.at(4) + step, 1e-3) << "after the step";
+  // The instant of the step's window: node 4 has no estimate there that
+  // does not cross it.
+  const NodeSolution* at_step = n4[kBase + 3 * kStep / 2];
+  EXPECT_TRUE(at_step == nullptr || !at_step->reachable);
+  // Resent markers count once.
+  leader.Add(std::vector<WindowSummary>{StepMarker(3, 4, kBase + kStep)}, kBase + 4 * kStep);
+  EXPECT_EQ(leader.stats().clock_steps, 4u);
+}
+
+// A marker that arrives after the instants it concerns were solved makes
+// them solved again.
+TEST(ClusterLeader, ALateStepMarkerMakesInstantsRecomputed) {
+  ClusterLeader leader(1, Options());
+  leader.TakeOffice(kBase);
+  std::vector<WindowSummary> all = AllWindows(kBase);
+  for (const auto& w : AllWindows(kBase + 2 * kStep)) all.push_back(w);
+  leader.Add(all, kBase + 3 * kStep);
+  const auto first = leader.SolveDue(kBase + 4 * kStep);
+  ASSERT_FALSE(first.empty());
+  leader.Add(std::vector<WindowSummary>{StepMarker(4, 1, kBase + kStep)}, kBase + 4 * kStep);
+  const auto again = leader.SolveDue(kBase + 4 * kStep + 2 * kSecond);
+  int recomputed = 0;
+  for (const auto& s : again) recomputed += s.recomputed ? 1 : 0;
+  EXPECT_GE(recomputed, 2);
+}
+
 TEST(ClusterLeader, NodeWithoutEdgesIsUnreachableNotMissing) {
   ClusterLeader leader(1, Options());
   leader.TakeOffice(kBase);

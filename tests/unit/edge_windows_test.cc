@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 #include "agent/export/edges_jsonl_writer.h"
@@ -77,7 +78,7 @@ TEST(EdgeWindows, EstimatesEachClosedWindowOncePerClassWithCounts) {
 TEST(EdgeWindows, AClockStepDiscardsTheWindow) {
   EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {});
   for (int i = 0; i < 100; ++i) w.OnTupleFinalized(MakeTuple(i + 1, kBase + i * 1'000'000, 0, 5'000));
-  w.OnClockStep(kBase + 50'000'000);
+  w.OnClockStep(kBase + 50'000'000, kBase + 51'000'000);
   std::vector<EdgeWindowRecord> out;
   w.CloseUpTo(kBase + kWindow, &out);
   ASSERT_EQ(out.size(), 1u);
@@ -88,6 +89,55 @@ TEST(EdgeWindows, AClockStepDiscardsTheWindow) {
   EXPECT_TRUE(j["beta_ns"].is_null());
   EXPECT_TRUE(j["clock_step"].get<bool>());
   EXPECT_FALSE(j.contains("test_virtual_clock"));
+}
+
+// A step forwards discards the windows holding either side of it, and not
+// the ones it skipped (they hold nothing).
+TEST(EdgeWindows, AStepForwardsDiscardsTheWindowsOnBothSides) {
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {});
+  const int64_t before = kBase + kWindow / 2, after = before + 3 * kWindow;  // 6 s forwards
+  for (int i = 0; i < 100; ++i) w.OnTupleFinalized(MakeTuple(i + 1, kBase + i * 1'000'000, 0, 5'000));
+  w.OnClockStep(before, after);
+  for (int i = 0; i < 100; ++i) w.OnTupleFinalized(MakeTuple(200 + i, after + i * 1'000'000, 1'000, 5'000));
+  for (int i = 0; i < 100; ++i) w.OnTupleFinalized(MakeTuple(400 + i, kBase + 4 * kWindow + i * 1'000'000, 1'000, 5'000));
+  std::vector<EdgeWindowRecord> out;
+  w.CloseUpTo(kBase + 5 * kWindow, &out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].window_start_ns, kBase);
+  EXPECT_TRUE(out[0].clock_step);
+  EXPECT_EQ(out[1].window_start_ns, kBase + 3 * kWindow);
+  EXPECT_TRUE(out[1].clock_step);
+  EXPECT_EQ(out[2].window_start_ns, kBase + 4 * kWindow);
+  EXPECT_FALSE(out[2].clock_step);
+  EXPECT_NEAR(out[2].estimate.fit.beta_ns, 1'000, 1.0);
+}
+
+// After a step back the clock reads again what it read before: every window
+// it passes through until it is past the step's `before` is discarded (its
+// start was written already), then windows are estimated again.
+TEST(EdgeWindows, AStepBackDiscardsEveryWindowTheClockReadsAgain) {
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {});
+  const int64_t before = kBase + 2 * kWindow + kWindow / 2, after = before - 2 * kWindow;  // 4 s back
+  std::vector<EdgeWindowRecord> out;
+  for (int i = 0; i < 100; ++i) w.OnTupleFinalized(MakeTuple(i + 1, kBase + i * 10'000'000, 0, 5'000));
+  w.CloseUpTo(kBase + kWindow, &out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FALSE(out[0].clock_step);
+  out.clear();
+  w.OnClockStep(before, after);
+  // The clock reads [kBase + kWindow/2, ...) again, with the new offset.
+  uint64_t seq = 1000;
+  for (int64_t t = after; t < kBase + 4 * kWindow; t += 10'000'000) w.OnTupleFinalized(MakeTuple(++seq, t, 7'000, 5'000));
+  w.CloseUpTo(kBase + 4 * kWindow, &out);
+  std::map<int64_t, int> flagged, estimated;
+  for (const auto& r : out) (r.clock_step ? flagged : estimated)[r.window_start_ns]++;
+  EXPECT_EQ(flagged.count(kBase), 1u) << "the window the clock stepped back into";
+  EXPECT_EQ(flagged.count(kBase + kWindow), 1u) << "read again";
+  EXPECT_EQ(flagged.count(kBase + 2 * kWindow), 1u) << "the window the clock stepped out of";
+  ASSERT_EQ(estimated.count(kBase + 3 * kWindow), 1u) << "past the step: estimated again";
+  for (const auto& r : out) {
+    if (r.window_start_ns == kBase + 3 * kWindow) EXPECT_NEAR(r.estimate.fit.beta_ns, 7'000, 1.0);
+  }
 }
 
 TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {

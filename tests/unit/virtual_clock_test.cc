@@ -50,5 +50,31 @@ TEST(TrueRelativeOffset, MatchesDirectEvaluationOfBothClocks) {
   EXPECT_NEAR(back.beta_ns, -direct, 1.0);
 }
 
+// A step of the clock (test beds inject them): from the step's real instant
+// on, the clock reads step_ns more; inverting picks the later instant where
+// the clock reads a value twice, and the step's instant for a value skipped.
+TEST(VirtualClock, StepsAtItsInstantAndInvertsAcrossIt) {
+  VirtualClockParams p{1'000, 0.0, kEpoch};
+  p.step_at_ns = kEpoch + 10'000'000'000LL;
+  p.step_ns = -1'000'000'000;  // back 1 s
+  const VirtualClock back(p);
+  EXPECT_FALSE(p.IsIdentity());
+  EXPECT_EQ(back.Apply(p.step_at_ns - 1), p.step_at_ns - 1 + 1'000);
+  EXPECT_EQ(back.Apply(p.step_at_ns), p.step_at_ns + 1'000 - 1'000'000'000);
+  const int64_t read_twice = p.step_at_ns - 500'000'000 + 1'000;
+  EXPECT_EQ(back.Invert(read_twice), p.step_at_ns + 500'000'000) << "the later instant";
+  EXPECT_EQ(back.Invert(back.Apply(kEpoch)), kEpoch);
+
+  p.step_ns = 1'000'000;  // forwards 1 ms
+  const VirtualClock forwards(p);
+  EXPECT_EQ(forwards.Invert(p.step_at_ns + 1'000 + 500'000), p.step_at_ns) << "a value the step skipped";
+  EXPECT_EQ(forwards.Invert(forwards.Apply(p.step_at_ns + 7)), p.step_at_ns + 7);
+
+  // The truth between a stepped clock and a steady one steps with it.
+  const VirtualClockParams steady{0, 0.0, kEpoch};
+  EXPECT_NEAR(TrueRelativeOffset(steady, p, p.step_at_ns - 1'000'000).beta_ns, 1'000, 1e-6);
+  EXPECT_NEAR(TrueRelativeOffset(steady, p, p.step_at_ns + 1'000'000).beta_ns, 1'001'000, 1e-6);
+}
+
 }  // namespace
 }  // namespace chronolink

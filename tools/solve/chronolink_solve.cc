@@ -18,11 +18,13 @@
 #include <vector>
 
 #include "agent/export/offsets_jsonl_writer.h"
+#include "agent/solve/clock_step_barriers.h"
 #include "agent/solve/global_solver.h"
 #include "agent/solve/spanning_tree_solver.h"
 
 namespace {
 
+using chronolink::ClockStepBarriers;
 using chronolink::EdgeEstimate;
 using nlohmann::json;
 
@@ -33,9 +35,10 @@ struct ParseError : std::runtime_error {
 // Appends the usable estimates of one edges.jsonl file; throws ParseError
 // with file:line on anything malformed. Lines without an estimate
 // (estimator "none", null beta/alpha/uncertainty) and lines of another
-// source class are skipped.
+// source class are skipped; windows discarded for a clock step become
+// barriers, as the leader keeps them.
 void ReadEdges(const std::string& path, const std::string& source, std::vector<EdgeEstimate>& out,
-               size_t& skipped) {
+               ClockStepBarriers& steps, size_t& skipped) {
   std::ifstream in(path);
   if (!in) throw ParseError(path + ": cannot open");
   std::string line;
@@ -54,6 +57,12 @@ void ReadEdges(const std::string& path, const std::string& source, std::vector<E
     if (!j.contains("schema") || j["schema"] != "chronolink.edge.v1")
       throw ParseError(where + "schema is not \"chronolink.edge.v1\"");
     try {
+      if (j.value("clock_step", false)) {
+        steps.Add(j.at("node").get<uint32_t>(), j.at("peer").get<uint32_t>(), j.at("window_start_ns").get<int64_t>(),
+                  j.at("window_end_ns").get<int64_t>());
+        ++skipped;
+        continue;
+      }
       const std::string estimator = j.value("estimator", std::string("none"));
       if (estimator == "none" || !j.contains("beta_ns") || j["beta_ns"].is_null() || !j.contains("alpha") ||
           j["alpha"].is_null() || !j.contains("uncertainty_ns") || j["uncertainty_ns"].is_null()) {
@@ -160,9 +169,10 @@ int main(int argc, char** argv) {
   opt.validity_horizon_ns = horizon_s > 0 ? static_cast<int64_t>(std::llround(horizon_s * 1e9)) : 2 * step;
 
   std::vector<EdgeEstimate> edges;
+  ClockStepBarriers steps;
   size_t skipped = 0;
   try {
-    for (const auto& f : edge_files) ReadEdges(f, source, edges, skipped);
+    for (const auto& f : edge_files) ReadEdges(f, source, edges, steps, skipped);
   } catch (const ParseError& e) {
     std::cerr << "chronolink-solve: " << e.what() << "\n";
     return 1;
@@ -205,9 +215,11 @@ int main(int argc, char** argv) {
                                         [](const EdgeEstimate& e, int64_t v) { return e.x0_ns < v; });
     const auto end = std::upper_bound(edges.begin(), edges.end(), t + opt.validity_horizon_ns,
                                       [](int64_t v, const EdgeEstimate& e) { return v < e.x0_ns; });
-    const auto r = solve(std::span<const EdgeEstimate>(edges.data() + (begin - edges.begin()),
-                                                       static_cast<size_t>(end - begin)),
-                         t, opt);
+    std::vector<EdgeEstimate> usable;
+    for (auto it = begin; it != end; ++it) {
+      if (!steps.Crosses(*it, t)) usable.push_back(*it);
+    }
+    const auto r = solve(usable, t, opt);
     context.reference_instant_ns = t;
     for (const auto& s : r.nodes) {
       *out << chronolink::OffsetLineJson(s, context) << "\n";
