@@ -149,6 +149,8 @@ void ClockMappingPublisher::Publish(const ClockMapping& m) {
   page_->uncertainty_ns.store(m.uncertainty_ns, std::memory_order_relaxed);
   page_->uncertainty_growth_ppt.store(m.uncertainty_growth_ppt, std::memory_order_relaxed);
   page_->valid_until_ns.store(m.valid_until_ns, std::memory_order_relaxed);
+  page_->published_local_ns.store(m.published_local_ns, std::memory_order_relaxed);
+  page_->published_monotonic_ns.store(m.published_monotonic_ns, std::memory_order_relaxed);
   page_->seq.store(s + 2, std::memory_order_release);
 }
 

@@ -136,7 +136,7 @@ void ProbeEngine::TransmitPair(uint32_t peer, const ProbeMessage (&m)[2], Packet
                                SendOutcome (&out)[2]) {
   std::array<uint8_t, kPilotWireSize> pilot;
   std::array<std::array<uint8_t, kProbeWireSize>, 2> probes;
-  std::array<ProbeTransport::Datagram, 3> burst;
+  std::array<ProbeTransport::BurstDatagram, 3> burst;
   size_t n = 0;
   if (with_pilot) {
     codec_.EncodePilot(options_.node_id, pilot);

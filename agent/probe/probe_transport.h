@@ -29,11 +29,11 @@ class ProbeTransport {
   // transport can (a pair and its pilot: one wake-up instead of three).
   // The userspace instant may be shared, read before the first. This
   // default sends them one by one.
-  struct Datagram {
+  struct BurstDatagram {
     std::span<const uint8_t> bytes;
     bool tx_stamps = false;
   };
-  virtual void SendBurst(uint32_t peer, std::span<const Datagram> datagrams, std::span<SendOutcome> out) {
+  virtual void SendBurst(uint32_t peer, std::span<const BurstDatagram> datagrams, std::span<SendOutcome> out) {
     for (size_t i = 0; i < datagrams.size() && i < out.size(); ++i) {
       out[i] = Send(peer, datagrams[i].bytes, datagrams[i].tx_stamps);
     }

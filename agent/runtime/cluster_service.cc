@@ -126,11 +126,11 @@ void ClusterService::RefreshClockPage() {
   if (!page_open_) return;
   const NodeSolution* mine = latest_->Find(config_.node_id);
   if (mine == nullptr) return;
-  const ClockMapping m = MappingFromSolution(*mine, latest_->reference_instant_ns,
-                                             kPageValidWindows * config_.estimation.window_ns, kPageGrowthPpt);
+  ClockMapping m = MappingFromSolution(*mine, latest_->reference_instant_ns,
+                                       kPageValidWindows * config_.estimation.window_ns, kPageGrowthPpt);
   // Solved on windows from before our clock stepped: not ours any more.
   if (m.valid && m.local_ref_ns < page_held_until_ns_) return;
-  page_.Publish(m);
+  PublishOnPage(m);
 }
 
 void ClusterService::OnClockStep(int64_t before_ns, int64_t after_ns) {
@@ -142,7 +142,15 @@ void ClusterService::OnClockStep(int64_t before_ns, int64_t after_ns) {
   if (!page_open_) return;
   ClockMapping none;
   none.node_id = config_.node_id;
-  page_.Publish(none);
+  PublishOnPage(none);
+}
+
+void ClusterService::PublishOnPage(ClockMapping m) {
+  // Read together, so that readers can tell a step since (ClockSteppedSince).
+  const int64_t mono_before = ReadClockNs(CLOCK_MONOTONIC);
+  m.published_local_ns = clock_.Now();
+  m.published_monotonic_ns = mono_before + (ReadClockNs(CLOCK_MONOTONIC) - mono_before) / 2;
+  page_.Publish(m);
 }
 
 void ClusterService::LeaderLoop() {

@@ -62,6 +62,7 @@ class ClusterService {
   nlohmann::ordered_json Stats() const;
 
  private:
+  void PublishOnPage(ClockMapping m);
   void LeaderLoop();
   void LeadOnce();
 

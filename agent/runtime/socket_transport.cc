@@ -79,7 +79,7 @@ SendOutcome SocketTransport::Send(uint32_t peer, std::span<const uint8_t> datagr
   return Outcome(socket_.Send(it->second, datagram, tx_stamps));
 }
 
-void SocketTransport::SendBurst(uint32_t peer, std::span<const Datagram> datagrams, std::span<SendOutcome> out) {
+void SocketTransport::SendBurst(uint32_t peer, std::span<const BurstDatagram> datagrams, std::span<SendOutcome> out) {
   auto it = peers_.find(peer);
   const size_t n = std::min(datagrams.size(), out.size());
   if (it == peers_.end()) {

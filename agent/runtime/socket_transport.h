@@ -22,7 +22,7 @@ class SocketTransport : public ProbeTransport {
   bool IsEndpointOf(uint32_t peer, const UdpEndpoint& from) const;
 
   SendOutcome Send(uint32_t peer, std::span<const uint8_t> datagram, bool tx_stamps) override;
-  void SendBurst(uint32_t peer, std::span<const Datagram> datagrams, std::span<SendOutcome> out) override;
+  void SendBurst(uint32_t peer, std::span<const BurstDatagram> datagrams, std::span<SendOutcome> out) override;
 
  private:
   SendOutcome Outcome(const SendResult& r) const;

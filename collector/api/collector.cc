@@ -192,6 +192,8 @@ void Collector::ReadClockPage() {
     state = "invalid";
   } else if (clock_.Now() > m.valid_until_ns) {
     state = "stale";
+  } else if (m.ClockSteppedSince(clock_.Now(), ReadClockNs(CLOCK_MONOTONIC))) {
+    state = "clock stepped";  // the agent withdraws it within a loop turn
   } else {
     state = "ok";
     page_mapping_ = m;

@@ -19,9 +19,9 @@
 namespace chronolink {
 
 constexpr uint32_t kClockPageMagic = 0x434C4D50;  // "CLMP"
-constexpr uint32_t kClockPageVersion = 1;
+constexpr uint32_t kClockPageVersion = 2;
 
-// The page layout (version 1). Every field is an atomic so that concurrent
+// The page layout (version 2: version 1 and the two published_* fields). Every field is an atomic so that concurrent
 // access is defined behaviour; all are lock-free on 64-bit Linux.
 struct ClockMappingPage {
   std::atomic<uint32_t> magic;
@@ -35,6 +35,11 @@ struct ClockMappingPage {
   std::atomic<int64_t> uncertainty_ns;   // at local_ref_ns
   std::atomic<int64_t> uncertainty_growth_ppt;  // added per ns away from local_ref_ns, ppt
   std::atomic<int64_t> valid_until_ns;   // local instant after which the mapping is stale
+  // The local clock and CLOCK_MONOTONIC, read together when the mapping was
+  // written: a reader that finds them moved apart knows the local clock
+  // stepped since (before the agent could withdraw the mapping).
+  std::atomic<int64_t> published_local_ns;
+  std::atomic<int64_t> published_monotonic_ns;
 };
 static_assert(std::atomic<int64_t>::is_always_lock_free, "the page needs lock-free 64-bit atomics");
 
@@ -50,6 +55,23 @@ struct ClockMapping {
   int64_t uncertainty_ns = 0;
   int64_t uncertainty_growth_ppt = 0;
   int64_t valid_until_ns = 0;
+  int64_t published_local_ns = 0;
+  int64_t published_monotonic_ns = 0;
+
+  // Whether the local clock stepped since the mapping was written, judged
+  // from a local reading and CLOCK_MONOTONIC taken together now: the two
+  // move together but for steps (NTP slews both alike); 200 ppm of the time
+  // since covers a test bed's virtual drift, so a 1 ms step is seen up to
+  // 5 s after the mapping was written (the agent rewrites it every window,
+  // and withdraws it itself within 100 ms of a step).
+  bool ClockSteppedSince(int64_t local_ns, int64_t monotonic_ns) const {
+    const __int128 moved = static_cast<__int128>(local_ns) - published_local_ns;
+    __int128 elapsed = static_cast<__int128>(monotonic_ns) - published_monotonic_ns;
+    __int128 apart = moved - elapsed;
+    if (apart < 0) apart = -apart;
+    if (elapsed < 0) elapsed = -elapsed;
+    return apart > 20'000 + elapsed * 200 / 1'000'000;
+  }
 
   // local -> cluster time, int64 throughout (the drift term uses a 128-bit
   // product, so no epoch value passes through floating point).
@@ -85,6 +107,8 @@ inline bool ReadClockMapping(const ClockMappingPage& page, ClockMapping* out,
     m.uncertainty_ns = page.uncertainty_ns.load(std::memory_order_relaxed);
     m.uncertainty_growth_ppt = page.uncertainty_growth_ppt.load(std::memory_order_relaxed);
     m.valid_until_ns = page.valid_until_ns.load(std::memory_order_relaxed);
+    m.published_local_ns = page.published_local_ns.load(std::memory_order_relaxed);
+    m.published_monotonic_ns = page.published_monotonic_ns.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (page.seq.load(std::memory_order_relaxed) == s1) {
       *out = m;

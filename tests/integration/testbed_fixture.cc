@@ -147,6 +147,10 @@ pid_t TestbedFixture::StartAgent(const AgentSpec& spec) {
                              "--virtual-offset-ns", std::to_string(spec.clock.offset_ns),
                              "--virtual-drift-ppm", std::to_string(spec.clock.drift_ppm),
                              "--virtual-t0-ns", std::to_string(spec.clock.t0_ns)});
+    if (spec.clock.step_ns != 0) {
+      args.insert(args.end(), {"--virtual-step-at-ns", std::to_string(spec.clock.step_at_ns),
+                               "--virtual-step-ns", std::to_string(spec.clock.step_ns)});
+    }
   }
   args.insert(args.end(), spec.extra_args.begin(), spec.extra_args.end());
   return Spawn(std::move(args), (dir_ / ("agent" + std::to_string(spec.node_index) + ".log")).string());

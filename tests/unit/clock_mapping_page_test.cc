@@ -35,6 +35,21 @@ TEST(ClockMappingPage, ConvertsLocalToClusterTimeExactly) {
   EXPECT_EQ(m.UncertaintyAt(kEpoch - 2'000'000'000), 20 + 2'000);
 }
 
+// A reader tells a step of the local clock since the mapping was written,
+// forwards or back, from a local reading and CLOCK_MONOTONIC taken together;
+// a clock that only drifts (100 ppm, a test bed's virtual clock) is no step.
+TEST(ClockMappingPage, AReaderSeesAStepSinceTheMappingWasWritten) {
+  ClockMapping m;
+  m.published_local_ns = kEpoch;
+  m.published_monotonic_ns = 5'000'000'000;
+  constexpr int64_t kS = 1'000'000'000;
+  EXPECT_FALSE(m.ClockSteppedSince(kEpoch + 2 * kS, 7 * kS));
+  EXPECT_FALSE(m.ClockSteppedSince(kEpoch + 2 * kS + 200'000, 7 * kS)) << "100 ppm over 2 s";
+  EXPECT_TRUE(m.ClockSteppedSince(kEpoch + 2 * kS + 1'000'000, 7 * kS)) << "1 ms forwards";
+  EXPECT_TRUE(m.ClockSteppedSince(kEpoch + 2 * kS - 1'000'000, 7 * kS)) << "1 ms back";
+  EXPECT_TRUE(m.ClockSteppedSince(kEpoch + 4 * kS - kS, 9 * kS)) << "1 s back";
+}
+
 TEST(ClockMappingPage, PublishedMappingIsReadBackThroughTheFile) {
   const std::string path = TestPath();
   ClockMappingPublisher pub;
@@ -52,10 +67,14 @@ TEST(ClockMappingPage, PublishedMappingIsReadBackThroughTheFile) {
   m.local_ref_ns = kEpoch;
   m.offset_ns = 12345;
   m.valid_until_ns = kEpoch + 4'000'000'000;
+  m.published_local_ns = kEpoch + 1;
+  m.published_monotonic_ns = 777;
   pub.Publish(m);
   ASSERT_TRUE(reader.Read(&got));
   EXPECT_TRUE(got.valid);
   EXPECT_EQ(got.offset_ns, 12345);
+  EXPECT_EQ(got.published_local_ns, kEpoch + 1);
+  EXPECT_EQ(got.published_monotonic_ns, 777);
   EXPECT_EQ(got.valid_until_ns, kEpoch + 4'000'000'000);
   pub.Close();
   ASSERT_TRUE(reader.Read(&got));

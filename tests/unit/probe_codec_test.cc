@@ -52,7 +52,7 @@ EchoedStamp Stamp(int64_t kernel_ns, StampSource ks, int64_t user_ns, StampSourc
 ProbeMessage Distinctive(MessageType type) {
   ProbeMessage m;
   m.type = type;
-  m.flags = kFlagHasEchoRx | kFlagHasPrevTx | kFlagFinal;
+  m.flags = kFlagHasEchoRx | kFlagHasPrevTx | kFlagFinal | kFlagClockStepped;
   m.cluster_id = kCluster;
   m.sender_node = 0x11223344;
   m.receiver_node = 0xFFFFFFFE;
@@ -433,7 +433,7 @@ TEST_F(ProbeCodecTest, RejectsNonZeroReservedBytes) {
 }
 
 TEST_F(ProbeCodecTest, RejectsUnknownFlagBits) {
-  for (int bit = 3; bit < 16; ++bit) {
+  for (int bit = 4; bit < 16; ++bit) {  // bit 3 is kFlagClockStepped
     Packet p = EncodeWith(codec_, Distinctive(MessageType::kForward));
     const uint16_t flags = static_cast<uint16_t>(kFlagHasEchoRx | (1u << bit));
     p[6] = static_cast<uint8_t>(flags >> 8);

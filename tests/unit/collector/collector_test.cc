@@ -140,6 +140,8 @@ class ClockPageTest : public ::testing::Test {
     m.offset_ns = 12'345;
     m.uncertainty_ns = 100;
     m.valid_until_ns = m.local_ref_ns + valid_for_ns;
+    m.published_local_ns = m.local_ref_ns;
+    m.published_monotonic_ns = ReadClockNs(CLOCK_MONOTONIC);
     return m;
   }
 
@@ -150,6 +152,19 @@ class ClockPageTest : public ::testing::Test {
 
 TEST_F(ClockPageTest, AbsentPageIsSaidAndNothingRecorded) {
   EXPECT_EQ(StateAfterStart(), "absent");
+  EXPECT_FALSE(cluster_recorded_);
+}
+
+// The local clock stepped after the agent wrote the page (and before it
+// could withdraw it): the reader's own check refuses the mapping.
+TEST_F(ClockPageTest, AMappingWrittenBeforeAClockStepIsRefused) {
+  ClockMappingPublisher pub;
+  std::string error;
+  ASSERT_TRUE(pub.Open(path_, 1, &error)) << error;
+  ClockMapping m = Mapping(60'000'000'000);
+  m.published_local_ns -= 1'000'000;  // as if REALTIME stepped 1 ms forwards since
+  pub.Publish(m);
+  EXPECT_EQ(StateAfterStart(), "clock stepped");
   EXPECT_FALSE(cluster_recorded_);
 }
 
