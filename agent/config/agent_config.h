@@ -30,9 +30,11 @@ struct ClusterFile {
 };
 
 struct ProbeSettings {
-  int64_t spacing_ns = 100'000;        // gap between the two probes of a pair
+  // Gap between the two probes of a pair; 0: back to back in one sendmmsg
+  // (one wake-up per pair: the every-probe fit needs no set spacing).
+  int64_t spacing_ns = 0;
   // One pair per interval per edge: the slowest cadence when adaptive.
-  int64_t interval_ns = 20'000'000;
+  int64_t interval_ns = 25'000'000;
   // Adaptive cadence (agent/estimate/probe_cadence.h): faster, down to
   // fastest_interval_ns (0: interval / 8), while an edge's windows need it.
   bool adaptive = true;
@@ -47,11 +49,11 @@ struct ProbeSettings {
   int64_t followup_delay_ns = 50'000'000;
   size_t max_pending_tuples = 4096;         // per edge, bounds memory
   // A pilot datagram this long before each forward pair wakes the path, so
-  // that the pair's two probes see it alike (docs/protocol.md "Pilot").
-  // --probe-pilot auto turns it on for intervals of 2 ms and more, so it is
-  // off at the default interval.
+  // that the pair's two probes see it alike (docs/protocol.md "Pilot");
+  // with lead 0 it leads the pair in the same sendmmsg. --probe-pilot auto
+  // turns it on for intervals of 2 ms and more (the default's).
   bool pilot = false;
-  int64_t pilot_lead_ns = 30'000;
+  int64_t pilot_lead_ns = 0;
 };
 
 // Where packet timestamps come from (docs/bpf-tap.md, docs/clocks.md).

@@ -55,7 +55,7 @@ const Spec kSpecs[] = {
 
     {"probe.interval_us", "probe-interval-us", Kind::kNsFromUs, "US", kProbing,
      "One probe pair per interval per edge (the slowest, with adaptive cadence); >= 2x spacing, <= 10 s "
-     "(default: 20000)"},
+     "(default: 25000)"},
     {"probe.adaptive", "probe-adaptive", Kind::kString, "MODE", kProbing,
      "Adaptive cadence: probe faster, down to --probe-min-interval-us, while an edge's windows fall "
      "back or lack pure pairs, and slow down again when they meet the target: on, off (default: on)"},
@@ -67,8 +67,8 @@ const Spec kSpecs[] = {
      "Adaptive target: a window's uncertainty; a max-margin window is never tighter than about half "
      "the path's minimum round trip (default: none)"},
     {"probe.spacing_us", "probe-spacing-us", Kind::kNsFromUs, "US", kProbing,
-     "Gap between the two probes of a pair, >= 1; 0 sends both back to back in one system call, with the "
-     "pilot when its lead is 0 (default: 100)"},
+     "Gap between the two probes of a pair: 0 sends both back to back in one system call, with the "
+     "pilot when its lead is 0; else >= 1 (default: 0)"},
     {"probe.jitter", "probe-jitter", Kind::kDouble, "FRAC", kProbing,
      "Uniform +/- jitter on the interval, as a fraction 0..0.9 (default: 0.2)"},
     {"probe.tuple_timeout_ms", "probe-tuple-timeout-ms", Kind::kNsFromMs, "MS", kProbing,
@@ -82,14 +82,16 @@ const Spec kSpecs[] = {
      "Send a 16-byte pilot before each forward pair so that both probes find the path awake: auto "
      "(when the interval is 2 ms or more), on, off (default: auto)"},
     {"probe.pilot_lead_us", "probe-pilot-lead-us", Kind::kNsFromUs, "US", kProbing,
-     "How long before a pair its pilot goes, 0..interval/4 (default: 30)"},
+     "How long before a pair its pilot goes, 0..interval/4; 0 with spacing 0: in the pair's own system call "
+     "(default: 0)"},
 
     {"estimation.window_s", "window-s", Kind::kNsFromSec, "SEC", kEstimation,
      "Estimation window; >= 0.1 s and >= 10x probe interval (default: 2)"},
     {"estimation.window_grace_ms", "window-grace-ms", Kind::kNsFromMs, "MS", kEstimation,
      "Wait this long past a window's end for late stamps; < window (default: 300)"},
     {"estimation.purity_tolerance_ns", "purity-tolerance-ns", Kind::kInt64, "NS", kEstimation,
-     "A pair is pure if |rx spacing - tx spacing| <= this; 1..spacing (default: 300)"},
+     "A pair is pure if |rx spacing - tx spacing| <= this; 1..spacing, or ..100000 with spacing 0 "
+     "(default: 300)"},
     {"estimation.points", "estimate-points", Kind::kString, "WHICH", kEstimation,
      "Bounds the max-margin fit rests on: every (every probe; pure pairs only when that fails) or pure "
      "(pure pairs only, Huygens' way; for comparisons) (default: every)"},

@@ -506,9 +506,12 @@ bool ValidateEstimationWindows(const Merged& m, AgentConfig* c, std::string* err
   // Back-to-back probes leave the kernel a few us apart: no spacing to bound the tolerance.
   const int64_t max_tolerance = p.spacing_ns == 0 ? 100'000 : p.spacing_ns;
   if (e.purity_tolerance_ns < 1 || e.purity_tolerance_ns > max_tolerance) {
+    const std::string range = p.spacing_ns == 0 ? "1 ns..100 us (probes go back to back: spacing 0, " +
+                                                      m.From("probe.spacing_us") + ")"
+                                                : "1 ns..the probe spacing " + Us(p.spacing_ns) + " (" +
+                                                      m.From("probe.spacing_us") + ")";
     return Fail(error, "purity tolerance " + std::to_string(e.purity_tolerance_ns) + " ns (" +
-                           m.From("estimation.purity_tolerance_ns") + ") must be in 1 ns..the probe spacing " +
-                           Us(max_tolerance) + " (" + m.From("probe.spacing_us") + ")");
+                           m.From("estimation.purity_tolerance_ns") + ") must be in " + range);
   }
   if (c->probe.target_pure_points < e.min_points_per_side) {
     return Fail(error, "adaptive target of " + std::to_string(c->probe.target_pure_points) + " pure points (" +

@@ -153,15 +153,15 @@ TEST_F(AgentConfigTest, DefaultsWithMinimalFlags) {
   EXPECT_EQ(c.output_dir, ".");
   EXPECT_EQ(c.log_level, "info");
   EXPECT_FALSE(c.duration_ns.has_value());
-  EXPECT_EQ(c.probe.spacing_ns, 100'000);
-  EXPECT_EQ(c.probe.interval_ns, 20'000'000);
+  EXPECT_EQ(c.probe.spacing_ns, 0);
+  EXPECT_EQ(c.probe.interval_ns, 25'000'000);
   EXPECT_TRUE(c.probe.adaptive);
-  EXPECT_EQ(c.probe.fastest_interval_ns, 2'500'000);
+  EXPECT_EQ(c.probe.fastest_interval_ns, 3'125'000);
   EXPECT_EQ(c.probe.target_pure_points, 16);
   EXPECT_EQ(c.probe.target_uncertainty_ns, 0);
   EXPECT_DOUBLE_EQ(c.probe.jitter_fraction, 0.2);
   EXPECT_EQ(c.probe.tuple_timeout_ns, 500'000'000);
-  EXPECT_EQ(c.probe.followup_delay_ns, 50'000'000);
+  EXPECT_EQ(c.probe.followup_delay_ns, 62'500'000);
   EXPECT_EQ(c.probe.max_pending_tuples, 4096u);
   EXPECT_EQ(c.estimation.window_ns, 2'000'000'000);
   EXPECT_EQ(c.estimation.window_grace_ns, 300'000'000);
@@ -348,16 +348,15 @@ TEST_F(AgentConfigTest, FractionalUnits) {
   EXPECT_EQ(r.config->estimation.window_ns, 250'000'000);
   EXPECT_EQ(r.config->estimation.window_grace_ns, 500'000);
   EXPECT_EQ(*r.config->duration_ns, 1'000'000);
-  // The pilot's default lead (30 us) shrinks to a quarter of so short an interval.
-  EXPECT_EQ(r.config->probe.pilot_lead_ns, 25'500 / 4);
+  EXPECT_EQ(r.config->probe.pilot_lead_ns, 0) << "the default lead: in the pair's own sendmmsg";
 }
 
 TEST_F(AgentConfigTest, PilotGoesWithLongIntervalsByDefaultAndCanBeTunedOrForced) {
-  // auto: on at the default 20 ms, off at one pair per ms, on from 2 ms.
+  // auto: on at the default 25 ms, off at one pair per ms, on from 2 ms.
   Result r = LoadMinimal({});
   ASSERT_TRUE(r.config) << r.error;
   EXPECT_TRUE(r.config->probe.pilot);
-  EXPECT_EQ(r.config->probe.pilot_lead_ns, 30'000);
+  EXPECT_EQ(r.config->probe.pilot_lead_ns, 0);
   r = LoadMinimal({"--probe-interval-us", "1000"});
   ASSERT_TRUE(r.config) << r.error;
   EXPECT_FALSE(r.config->probe.pilot);
@@ -776,13 +775,16 @@ TEST_F(AgentConfigTest, VirtualT0DefaultsToStartRealtime) {
 // Probe and estimation ranges.
 
 TEST_F(AgentConfigTest, IntervalVersusSpacing) {
-  ExpectError(LoadMinimal({"--probe-interval-us", "150"}),
-              {"probe interval 150 us", "--probe-interval-us", "twice the probe spacing 100 us", "default"});
+  ExpectError(LoadMinimal({"--probe-spacing-us", "100", "--probe-interval-us", "150"}),
+              {"probe interval 150 us", "--probe-interval-us", "twice the probe spacing 100 us", "--probe-spacing-us"});
   ExpectError(LoadMinimal({"--probe-spacing-us", "600", "--probe-interval-us", "1000"}),
               {"twice", "--probe-spacing-us"});
   Result r = LoadMinimal({"--probe-interval-us", "200"});
   ASSERT_TRUE(r.config) << r.error;
-  ExpectError(LoadMinimal({"--probe-spacing-us", "0.5", "--purity-tolerance-ns", "100"}), {"at least 1 us"});
+  EXPECT_EQ(r.config->probe.spacing_ns, 0) << "pairs go back to back by default";
+  EXPECT_EQ(r.config->probe.pilot_lead_ns, 0) << "and the pilot with them";
+  ExpectError(LoadMinimal({"--probe-spacing-us", "0.5", "--purity-tolerance-ns", "100"}), {"0 (back to back) or at least 1 us"});
+  ExpectError(LoadMinimal({"--purity-tolerance-ns", "100001"}), {"purity tolerance", "1 ns..100 us", "back to back"});
   ExpectError(LoadMinimal({"--probe-interval-us", "10000001", "--window-s", "200"}), {"at most 10 s"});
 }
 
@@ -793,7 +795,7 @@ TEST_F(AgentConfigTest, AdaptiveCadenceRangeAndTargets) {
   ASSERT_TRUE(r.config) << r.error;
   EXPECT_EQ(r.config->probe.fastest_interval_ns, 500'000);
   EXPECT_EQ(r.config->probe.followup_delay_ns, 10'000'000);
-  r = LoadMinimal({"--probe-interval-us", "1000"});  // interval / 8 would be under twice the spacing
+  r = LoadMinimal({"--probe-interval-us", "1000", "--probe-spacing-us", "100"});  // interval / 8 < twice the spacing
   ASSERT_TRUE(r.config) << r.error;
   EXPECT_EQ(r.config->probe.fastest_interval_ns, 200'000);
   r = LoadMinimal({"--probe-adaptive", "off", "--probe-followup-delay-ms", "30"});
@@ -807,9 +809,9 @@ TEST_F(AgentConfigTest, AdaptiveCadenceRangeAndTargets) {
   EXPECT_EQ(r.config->probe.target_pure_points, 40);
   EXPECT_EQ(r.config->probe.target_uncertainty_ns, 900);
   ExpectError(LoadMinimal({"--probe-adaptive", "maybe"}), {"adaptive cadence 'maybe'", "--probe-adaptive", "on or off"});
-  ExpectError(LoadMinimal({"--probe-min-interval-us", "150"}),
+  ExpectError(LoadMinimal({"--probe-min-interval-us", "150", "--probe-spacing-us", "100"}),
               {"fastest probe interval 150 us", "--probe-min-interval-us", "twice the probe spacing"});
-  ExpectError(LoadMinimal({"--probe-min-interval-us", "30000"}), {"at most the probe interval 20000 us"});
+  ExpectError(LoadMinimal({"--probe-min-interval-us", "30000"}), {"at most the probe interval 25000 us"});
   ExpectError(LoadMinimal({"--probe-target-pure-points", "4"}),
               {"4 pure points", "--probe-target-pure-points", "minimum points 8"});
   ExpectError(LoadMinimal({"--probe-target-uncertainty-ns", "-1"}), {"target uncertainty", "--probe-target-uncertainty-ns"});
@@ -823,7 +825,7 @@ TEST_F(AgentConfigTest, OtherRanges) {
   ExpectError(LoadMinimal({"--window-grace-ms", "2000"}), {"grace", "shorter than the window"});
   ExpectError(LoadMinimal({"--window-grace-ms", "-1"}), {"grace"});
   ExpectError(LoadMinimal({"--purity-tolerance-ns", "0"}), {"purity tolerance"});
-  ExpectError(LoadMinimal({"--purity-tolerance-ns", "100001"}), {"purity tolerance", "probe spacing"});
+  ExpectError(LoadMinimal({"--probe-spacing-us", "100", "--purity-tolerance-ns", "100001"}), {"purity tolerance", "probe spacing 100 us"});
   ExpectError(LoadMinimal({"--min-points", "1"}), {"min points", "at least 2"});
   ExpectError(LoadMinimal({"--estimate-points", "some"}), {"estimate points 'some'", "every or pure"});
   ExpectError(LoadMinimal({"--path-asymmetry-ns", "-5"}), {"path asymmetry", "--path-asymmetry-ns"});

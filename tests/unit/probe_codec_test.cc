@@ -201,7 +201,7 @@ TEST_F(ProbeCodecTest, LayoutIsBigEndianAtDocumentedOffsets) {
   EXPECT_EQ(p[4], 1);  // version
   EXPECT_EQ(p[5], 2);  // type reverse
   EXPECT_EQ(p[6], 0x00);
-  EXPECT_EQ(p[7], 0x07);  // flags
+  EXPECT_EQ(p[7], 0x0F);  // flags
   EXPECT_EQ(p[8], 0x0A);
   EXPECT_EQ(p[9], 0x0B);
   EXPECT_EQ(p[10], 0x0C);
