@@ -16,8 +16,12 @@
 #                      The runtime stage is the Containerfile's, unchanged.
 #   --rebuild-base     make the Debian base again even if it exists
 #   --mirror URL       Debian mirror (default http://deb.debian.org/debian)
-# Environment: PODMAN_GLOBAL_OPTS (default "--cgroup-manager=cgroupfs"), e.g.
-# "--storage-driver=vfs" where overlay is not available.
+# Environment: PODMAN_GLOBAL_OPTS (default "--cgroup-manager=cgroupfs
+# --runtime=runc": crun refuses this VM's hybrid cgroup v1/v2 layout; add
+# "--storage-driver=vfs" where overlay is not available) and PODMAN_RUN_OPTS
+# for each RUN step (default: nofile and nproc limits of 4096: podman's own
+# defaults are above this VM's hard limits, and without CAP_SYS_RESOURCE the
+# runtime cannot raise them). docs/deployment.md "podman on this machine".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,7 +44,7 @@ done
 
 # This script's own packages (scripts/install-deps.sh has the project's).
 need=()
-for p in podman buildah mmdebstrap uidmap; do
+for p in podman buildah mmdebstrap uidmap runc; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -48,7 +52,8 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-read -r -a PODMAN_GLOBAL <<<"${PODMAN_GLOBAL_OPTS:---cgroup-manager=cgroupfs}"
+read -r -a PODMAN_GLOBAL <<<"${PODMAN_GLOBAL_OPTS:---cgroup-manager=cgroupfs --runtime=runc}"
+read -r -a PODMAN_RUN <<<"${PODMAN_RUN_OPTS:---ulimit nofile=4096:4096 --ulimit nproc=4096:4096}"
 podman_() { podman "${PODMAN_GLOBAL[@]}" "$@"; }
 
 t0=$SECONDS
@@ -69,7 +74,7 @@ t_base=$((SECONDS - t0))
 t1=$SECONDS
 if [ -z "$PREBUILT" ]; then
   echo "build-image: podman build (build stage compiles Release, then the runtime stage)"
-  podman_ build --network host --build-arg "DEBIAN_BASE=$BASE" -f deploy/Containerfile -t "$TAG" .
+  podman_ build "${PODMAN_RUN[@]}" --network host --build-arg "DEBIAN_BASE=$BASE" -f deploy/Containerfile -t "$TAG" .
 else
   # The Containerfile with its build stage replaced by a copy of the
   # binaries; the runtime stage is taken as it is.
@@ -87,7 +92,7 @@ else
     sed -n '/^# --- runtime stage ---$/,$p' deploy/Containerfile
   } >"$ctx/Containerfile"
   echo "build-image: podman build with the binaries of $PREBUILT (no compile in the build stage)"
-  podman_ build --network host --build-arg "DEBIAN_BASE=$BASE" -f "$ctx/Containerfile" -t "$TAG" "$ctx"
+  podman_ build "${PODMAN_RUN[@]}" --network host --build-arg "DEBIAN_BASE=$BASE" -f "$ctx/Containerfile" -t "$TAG" "$ctx"
 fi
 t_build=$((SECONDS - t1))
 
