@@ -71,10 +71,12 @@ if [ "$REBUILD_BASE" = 1 ] || ! podman_ image exists "$BASE"; then
 fi
 t_base=$((SECONDS - t0))
 
+# Every podman build reads /dev/null: a RUN step that touches the terminal
+# of a background job is stopped (SIGTTIN/SIGTTOU) and the build hangs.
 t1=$SECONDS
 if [ -z "$PREBUILT" ]; then
   echo "build-image: podman build (build stage compiles Release, then the runtime stage)"
-  podman_ build "${PODMAN_RUN[@]}" --network host --build-arg "DEBIAN_BASE=$BASE" -f deploy/Containerfile -t "$TAG" .
+  podman_ build "${PODMAN_RUN[@]}" --network host --build-arg "DEBIAN_BASE=$BASE" -f deploy/Containerfile -t "$TAG" . </dev/null
 else
   # The Containerfile with its build stage replaced by a copy of the
   # binaries; the runtime stage is taken as it is.
@@ -92,7 +94,7 @@ else
     sed -n '/^# --- runtime stage ---$/,$p' deploy/Containerfile
   } >"$ctx/Containerfile"
   echo "build-image: podman build with the binaries of $PREBUILT (no compile in the build stage)"
-  podman_ build "${PODMAN_RUN[@]}" --network host --build-arg "DEBIAN_BASE=$BASE" -f "$ctx/Containerfile" -t "$TAG" "$ctx"
+  podman_ build "${PODMAN_RUN[@]}" --network host --build-arg "DEBIAN_BASE=$BASE" -f "$ctx/Containerfile" -t "$TAG" "$ctx" </dev/null
 fi
 t_build=$((SECONDS - t1))
 

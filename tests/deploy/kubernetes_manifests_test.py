@@ -167,6 +167,9 @@ def check_invariants(directory):
     # File capabilities work only without no_new_privs.
     check(sc.get("allowPrivilegeEscalation") is True,
           "agent allowPrivilegeEscalation must be true: its capabilities are file capabilities")
+    seccomp = sc.get("seccompProfile") or spec.get("securityContext", {}).get("seccompProfile") or {}
+    check(seccomp.get("type") in ("RuntimeDefault", "Localhost"),
+          "a seccomp profile (RuntimeDefault, or Localhost from seccomp-allow-bpf.py), never Unconfined")
     for c in spec.get("initContainers", []):
         isc = c.get("securityContext", {})
         check(isc.get("privileged") in (None, False), f"init container {c['name']} must not be privileged")
@@ -312,6 +315,9 @@ BROKEN = [
                                                   "configmap.yaml"), "invariants"),
     ("no node name from the downward API",
      edit_daemonset(lambda d: agent_of(d)["env"].pop(0)), "invariants"),
+    ("seccomp Unconfined",
+     edit_daemonset(lambda d: d["spec"]["template"]["spec"]["securityContext"].update(
+         seccompProfile={"type": "Unconfined"})), "invariants"),
     ("no memory limit", edit_daemonset(lambda d: agent_of(d)["resources"]["limits"].pop("memory")), "invariants"),
 ]
 
