@@ -125,7 +125,7 @@ if [ "$mode" = podman ]; then
     echo "capability test: seccomp: $default_profile with bpf gated on CAP_BPF"
   fi
   "${PODMAN[@]}" run -d --name "$name" "${PODMAN_RUN[@]}" "${seccomp[@]}" \
-    --network "ns:/run/netns/$NS" --user "$UID_AGENT:$UID_AGENT" --read-only \
+    --network "ns:/run/netns/$NS" --user "$UID_AGENT:$UID_AGENT" --read-only --read-only-tmpfs=false \
     --cap-drop ALL --cap-add "$caps_csv" \
     -v "$work/config:$cfgdir:ro" -v "$work/key:/run/chronolink-key:ro" \
     -v "$work/out:/var/lib/chronolink" -v "$work/page:/run/chronolink" \
