@@ -2,7 +2,7 @@
 """Checks deploy/kubernetes/ without a cluster (docs/deployment.md "Checking
 the manifests"):
 
-1. kubectl decodes every object into its typed Go struct, with no server:
+1. `kubectl kustomize` builds the directory, and kubectl decodes every object into its typed Go struct, with no server:
    `kubectl set env --local --dry-run=client -o json -f FILE NAME=1` (an edit
    that is never applied, only printed; `apply` and `create --dry-run=client`
    need the server's discovery, and an edit that changes nothing prints
@@ -91,7 +91,17 @@ def missing_keys(src, typed, path=""):
     return out
 
 
+def check_kustomization(kubectl, directory):
+    """`kubectl kustomize` (client-side) builds the same objects as the files."""
+    r = subprocess.run([kubectl, "kustomize", str(directory)], capture_output=True, text=True,
+                       errors="replace", timeout=60, env=dict(os.environ, KUBECONFIG=os.devnull))
+    check(r.returncode == 0, f"kubectl kustomize fails: {r.stderr.strip()[:300]}")
+    built = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(r.stdout) if d}
+    check(built == set(load(directory)), f"kustomize builds {sorted(built)}, the files hold {sorted(load(directory))}")
+
+
 def check_with_kubectl(kubectl, directory):
+    check_kustomization(kubectl, directory)
     for path in sorted(directory.glob("*.yaml")):
         if path.name == "kustomization.yaml":
             continue
@@ -294,6 +304,8 @@ BROKEN = [
     ("port not a number", edit_text("containerPort: 9319", "containerPort: nine"), "kubectl"),
     ("YAML syntax error", edit_text("  template:\n", "  template: [\n"), "kubectl"),
     ("ConfigMap data not a string", edit_text("\ndata:\n", "\ndata:\n  number: 5\n", "configmap.yaml"), "kubectl"),
+    ("kustomization names a missing file",
+     edit_text("- daemonset.yaml", "- daemonset.yml", "kustomization.yaml"), "kubectl"),
     ("capability SYS_ADMIN added",
      edit_daemonset(lambda d: agent_of(d)["securityContext"]["capabilities"]["add"].append("SYS_ADMIN")), "invariants"),
     ("capability PERFMON missing",
