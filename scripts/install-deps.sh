@@ -11,7 +11,13 @@ PACKAGES=(
   iproute2 iperf3 chrony linuxptp procps time python3 etcd-server
   protobuf-compiler libprotobuf-dev python3-protobuf python3-torch chromium librsvg2-bin
   libamdhip64-dev libhsakmt-dev libhsa-runtime-dev
+  python3-yaml
 )
+# kubectl for the Kubernetes manifest check (tests/deploy/): Debian's
+# kubernetes-client, unless a kubectl is installed already (another package
+# owning /usr/bin/kubectl would make the install fail; the check works with
+# any kubectl from 1.20 on).
+command -v kubectl >/dev/null || PACKAGES+=(kubernetes-client)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
