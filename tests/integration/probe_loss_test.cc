@@ -148,11 +148,15 @@ TEST_P(ProbeLossByFraction, EstimatesHoldAndEveryLossIsCounted) {
         continue;
       }
       if (!partial) ++estimated;
-      // (a) The truth lies inside the window's band, and the error is small.
+      // (a) The truth lies inside every window's band, and the error of a
+      // full window is small (a partial one may hold a handful of tuples and
+      // a band of tens of us).
       const RelativeTruth truth = TrueRelativeOffset(clock[self], clock[peer], r["x0_ns"].get<int64_t>());
       const double err = r["beta_ns"].get<double>() - truth.beta_ns;
       EXPECT_LE(std::abs(err), r["uncertainty_ns"].get<double>()) << r.dump();
-      EXPECT_LT(std::abs(err), 2000.0) << r.dump();
+      if (!partial) {
+        EXPECT_LT(std::abs(err), 2000.0) << r.dump();
+      }
     }
     // With ~500 pairs per window even 30 % loss leaves enough to fit every
     // full window; allow one miss on a loaded machine.
