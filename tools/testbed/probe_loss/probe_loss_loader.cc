@@ -169,15 +169,25 @@ bool ReadCounters(int fd, ProbeLossStats* out, std::string* error) {
   return true;
 }
 
+uint64_t NsInode(const char* path) {
+  struct stat st {};
+  return stat(path, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
 // bpffs at /sys/fs/bpf, mounting it where it is missing (as bpftool does).
-// Under `ip netns exec` /sys is a private sysfs: a bpffs mounted there dies
-// with the process, so the pin does too (use --netns instead; see the doc).
+// Not in a mount namespace of our own: `ip netns exec` makes one with a
+// private /sys, where a bpffs (and the pin) would die with this process.
 bool EnsureBpffs(const std::string& pin_root, std::string* note) {
   const std::string base = "/sys/fs/bpf";
   if (pin_root.rfind(base, 0) != 0) return true;  // a caller's own bpffs
   struct statfs fs {};
   if (statfs(base.c_str(), &fs) == 0 && static_cast<unsigned long>(fs.f_type) == BPF_FS_MAGIC)
     return true;
+  if (NsInode("/proc/self/ns/mnt") != NsInode("/proc/1/ns/mnt")) {
+    *note = "counters not pinned: " + base + " is no bpffs in this private mount namespace (`ip "
+            "netns exec`?); stats reads them through the attached filter, or use --netns";
+    return false;
+  }
   if (mount("bpf", base.c_str(), "bpf", 0, "mode=0700") != 0) {
     *note = "counters not pinned: " + base + " is no bpffs and mounting one failed: " + Errno(errno);
     return false;
@@ -186,9 +196,8 @@ bool EnsureBpffs(const std::string& pin_root, std::string* note) {
 }
 
 uint64_t NetnsInode() {
-  struct stat st {};
-  if (stat("/proc/thread-self/ns/net", &st) != 0 && stat("/proc/self/ns/net", &st) != 0) return 0;
-  return static_cast<uint64_t>(st.st_ino);
+  const uint64_t ino = NsInode("/proc/thread-self/ns/net");
+  return ino != 0 ? ino : NsInode("/proc/self/ns/net");
 }
 
 }  // namespace
