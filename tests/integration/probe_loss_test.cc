@@ -207,8 +207,9 @@ INSTANTIATE_TEST_SUITE_P(Fractions, ProbeLossByFraction, ::testing::Values(0.10,
                            return "Loss" + std::to_string(static_cast<int>(std::lround(info.param * 100)));
                          });
 
-// Only forward probes, on one node: the other direction keeps everything,
-// and the filter's counters say which types it saw and dropped.
+// Every forward probe of one node: the other direction keeps everything,
+// the filter's counters say which types it saw and dropped, and the edge
+// that lost every tuple still writes every window (without an estimate).
 TEST_F(ProbeLossTest, DropsOnlyTheChosenTypesAndTeardownRemovesIt) {
   if (!RequireLoader()) return;
   ASSERT_NO_FATAL_FAILURE(Up(2, "routed"));
@@ -220,9 +221,10 @@ TEST_F(ProbeLossTest, DropsOnlyTheChosenTypesAndTeardownRemovesIt) {
   EXPECT_TRUE(std::filesystem::exists(pin));
 
   const int64_t t0 = RealtimeNowNs();
-  const std::vector<std::string> args = {"--probe-interval-us", "5000", "--probe-adaptive", "off"};
-  StartAgent({1, {0, 0.0, t0}, 4.0, args});
-  StartAgent({2, {0, 0.0, t0}, 4.0, args});
+  const std::vector<std::string> args = {"--window-s", "1", "--probe-interval-us", "5000",
+                                         "--probe-adaptive", "off"};
+  StartAgent({1, {0, 0.0, t0}, 5.0, args});
+  StartAgent({2, {0, 0.0, t0}, 5.0, args});
   ASSERT_TRUE(WaitAgents(25)) << AgentLog(1) << AgentLog(2);
   const auto s = Loss(1, "--stats");
   ASSERT_FALSE(HasFailure());
@@ -242,6 +244,21 @@ TEST_F(ProbeLossTest, DropsOnlyTheChosenTypesAndTeardownRemovesIt) {
   // one; node 1's answers to node 2's pairs all arrived.
   EXPECT_GT(st2["peers"]["1"]["packets_received"].get<uint64_t>(), 100u);
   EXPECT_EQ(st2["peers"]["1"]["reverse_pairs_sent"].get<uint64_t>(), 0u) << st2.dump();
+
+  // Node 1's edge has no tuple left, yet every window is written, with no
+  // estimate and every pair counted as lost: nothing disappears silently.
+  const auto rows = ReadJsonl(OutputDir(1) / "edges.jsonl");
+  ASSERT_GE(rows.size(), 3u) << AgentLog(1);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r["estimator"], "none") << r.dump();
+    EXPECT_EQ(r["tuples_complete"].get<int64_t>(), 0) << r.dump();
+    EXPECT_GT(r["pairs_sent"].get<int64_t>(), 0) << r.dump();
+    EXPECT_EQ(r["lost"], r["pairs_sent"]) << r.dump();
+  }
+  // Node 2's edge lost nothing: its full windows have estimates.
+  const auto rows2 = ReadJsonl(OutputDir(2) / "edges.jsonl");
+  ASSERT_GE(rows2.size(), 3u) << AgentLog(2);
+  for (size_t i = 1; i + 1 < rows2.size(); ++i) EXPECT_NE(rows2[i]["estimator"], "none") << rows2[i].dump();
 
   // The test bed's teardown removes the pin (the filter goes with the device).
   std::string out;
