@@ -19,6 +19,8 @@ Module use
         print(tb.exec(2, ["ip", "-br", "addr"]).stdout)
         with tb.cross_traffic(1, 2, "100M"):
             ...
+        tb.probe_loss(1, 0.1)             # drop 10 % of the probes node 1 sends
+        print(tb.probe_loss_stats(1))     # the drop filter's counters
     # every process started by tb.popen is stopped and every namespace deleted here,
     # also on exceptions, SIGINT, SIGTERM and SIGHUP.
 
@@ -47,7 +49,8 @@ from typing import Any, Iterable, Sequence
 
 __all__ = [
     "Testbed", "Node", "CrossTraffic", "TestbedError", "TestbedPermissionError",
-    "teardown", "list_namespaces", "EXIT_NOT_PERMITTED", "SUBNET",
+    "teardown", "list_namespaces", "EXIT_NOT_PERMITTED", "SUBNET", "probe_loss_loader",
+    "PROBE_LOSS_PIN_ROOT", "PROBE_LOSS_TYPES",
 ]
 
 SUBNET = "10.77.0.0/16"
@@ -61,6 +64,11 @@ DEFAULT_TBF = {"burst": "32kbit", "latency": "20ms"}
 MAX_NODES = 200
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,39}$")
 _RATE_RE = re.compile(r"^\d+(\.\d+)?[kKmMgG]?$")
+# Probe loss (docs/testbed.md "Probe loss"): the loader's counter pins, one
+# file <netns inode>-<device> per attached filter (tools/testbed/probe_loss/).
+PROBE_LOSS_PIN_ROOT = "/sys/fs/bpf/chronolink/probe_loss"
+PROBE_LOSS_TYPES = ("forward", "reverse", "followup", "pilot")
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 
 class TestbedError(RuntimeError):
@@ -185,6 +193,7 @@ def teardown(name: str, *, term_timeout: float = 3.0) -> list[str]:
         left = _kill_pids(pids, term_timeout=term_timeout)
         if left:
             _log(f"warning: processes {left} in {name}'s namespaces survived SIGKILL")
+    _remove_probe_loss_pins(namespaces)
     removed = []
     for ns in namespaces:
         cp = _run(["ip", "netns", "del", ns], timeout=10, check=False)
@@ -193,6 +202,48 @@ def teardown(name: str, *, term_timeout: float = 3.0) -> list[str]:
         else:
             _log(f"warning: could not delete {ns}: {cp.stderr.strip()}")
     return removed
+
+
+def _remove_probe_loss_pins(namespaces: Iterable[str]) -> list[str]:
+    """Unpins the probe-loss counters of filters in these namespaces (the
+    filters themselves go with their devices when the namespace is deleted).
+    The pins are named by namespace inode, which only lives as long as the
+    namespace: remove them first."""
+    try:
+        pins = os.listdir(PROBE_LOSS_PIN_ROOT)
+    except OSError:
+        return []
+    removed = []
+    for ns in namespaces:
+        try:
+            ino = os.stat(f"/run/netns/{ns}").st_ino
+        except OSError:
+            continue
+        for pin in pins:
+            if pin.startswith(f"{ino}-"):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(PROBE_LOSS_PIN_ROOT, pin))
+                    removed.append(pin)
+    return removed
+
+
+def probe_loss_loader(explicit: str | None = None) -> str:
+    """Path of chronolink-probe-loss: `explicit`, $CHRONOLINK_PROBE_LOSS_BIN,
+    PATH, or the build trees of this checkout (build*/tools/)."""
+    cands = [explicit, os.environ.get("CHRONOLINK_PROBE_LOSS_BIN"),
+             shutil.which("chronolink-probe-loss")]
+    with contextlib.suppress(OSError):
+        for d in sorted(os.listdir(_REPO)):
+            if d.startswith("build"):
+                cands.append(os.path.join(_REPO, d, "tools", "chronolink-probe-loss"))
+    for c in cands:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    if explicit:
+        raise TestbedError(f"probe-loss loader {explicit!r} is not an executable file")
+    raise TestbedError("chronolink-probe-loss not found: build it (cmake --build build --target "
+                       "chronolink-probe-loss; needs the eBPF toolchain) or set "
+                       "CHRONOLINK_PROBE_LOSS_BIN")
 
 
 # --------------------------------------------------------------------------
@@ -332,6 +383,7 @@ class Testbed:
         self._procs_lock = threading.Lock()
         self._guard = _SignalGuard() if handle_signals else None
         self._atexit_registered = False
+        self._loss: dict[tuple[str, str], str] = {}  # (netns, device) -> loader, to detach at down()
 
     # ---- construction ---------------------------------------------------
 
@@ -552,6 +604,80 @@ class Testbed:
         """UDP cross traffic src -> dst (context manager, or .start()/.stop())."""
         return CrossTraffic(self, src, dst, rate, **kw)
 
+    # ---- probe loss (docs/testbed.md "Probe loss") -----------------------
+
+    def _loss_target(self, node: Any, dev: str | None) -> tuple[str, str]:
+        ns = self.netns(node)
+        if dev is None:
+            if node in ("r", "router", 0, "0"):
+                raise TestbedError("probe loss on the router needs a device (veth-n<i>)")
+            dev = self.node(node).ifname
+        return ns, dev
+
+    def _loss_cli(self, ns: str, loader: str, args: list[str]) -> dict:
+        # --netns rather than `ip netns exec`: the loader stays in our mount
+        # namespace and so sees the host's /sys/fs/bpf, where it pins.
+        cp = _run([loader, "--netns", ns, *args], timeout=30, check=False)
+        if cp.returncode != 0:
+            raise TestbedError(f"chronolink-probe-loss {' '.join(args)} in {ns} failed "
+                               f"(rc={cp.returncode}): {(cp.stderr or cp.stdout).strip()}")
+        try:
+            return json.loads(cp.stdout)
+        except ValueError:
+            raise TestbedError(f"chronolink-probe-loss printed no JSON: {cp.stdout!r}") from None
+
+    def probe_loss(self, node: Any, fraction: float, *, types: Iterable[str] | str = "all",
+                   port: int = 7319, dev: str | None = None, loader: str | None = None,
+                   keep: bool = False) -> dict:
+        """Drop `fraction` (0..1) of the chronolink datagrams node `node` sends
+        (tc egress of its veth, or `dev`), of the message `types` (forward,
+        reverse, followup, pilot; all by default). Loss on node A's egress
+        loses A's forward probes and the reverse probes and follow-ups A
+        sends as responder: pick the node and the types for one direction.
+        Replaces an earlier filter there. Detached at down() unless `keep`.
+        Returns the loader's JSON (prog_id, pin, ...)."""
+        if not self._is_up:
+            raise TestbedError("test bed is not up")
+        f = float(fraction)
+        if not 0.0 <= f <= 1.0:
+            raise TestbedError(f"probe-loss fraction must be in [0, 1], not {fraction!r}")
+        tlist = [types] if isinstance(types, str) else list(types)
+        for t in tlist:
+            if t != "all" and t not in PROBE_LOSS_TYPES:
+                raise TestbedError(f"unknown probe type {t!r} ({', '.join(PROBE_LOSS_TYPES)} or all)")
+        if not tlist:
+            raise TestbedError("probe loss: no types given")
+        ns, dev = self._loss_target(node, dev)
+        exe = probe_loss_loader(loader)
+        out = self._loss_cli(ns, exe, ["attach", "--dev", dev, "--fraction", repr(f),
+                                       "--port", str(int(port)), "--types", ",".join(tlist)])
+        if not keep:
+            self._loss[(ns, dev)] = exe
+        _log(f"probe loss {f:g} of {','.join(tlist)} on {ns} {dev} egress")
+        return out
+
+    def probe_loss_stats(self, node: Any, *, dev: str | None = None,
+                         loader: str | None = None) -> dict:
+        """The drop filter's counters on node `node`: seen / dropped in all
+        and by_type (forward, reverse, followup, pilot, other)."""
+        ns, dev = self._loss_target(node, dev)
+        return self._loss_cli(ns, probe_loss_loader(loader or self._loss.get((ns, dev))),
+                              ["stats", "--dev", dev])
+
+    def probe_loss_detach(self, node: Any, *, dev: str | None = None,
+                          loader: str | None = None) -> dict:
+        ns, dev = self._loss_target(node, dev)
+        exe = probe_loss_loader(loader or self._loss.pop((ns, dev), None))
+        return self._loss_cli(ns, exe, ["detach", "--dev", dev])
+
+    def _detach_all_loss(self) -> None:
+        for (ns, dev), exe in list(self._loss.items()):
+            try:
+                self._loss_cli(ns, exe, ["detach", "--dev", dev])
+            except TestbedError as e:
+                _log(f"warning: probe loss on {ns} {dev} not detached: {e}")
+        self._loss.clear()
+
     # ---- teardown -----------------------------------------------------
 
     def down(self) -> None:
@@ -561,6 +687,7 @@ class Testbed:
             self._guard.shield()
         try:
             self.stop_processes()
+            self._detach_all_loss()
             if self._owned and self._is_up:
                 with contextlib.suppress(TestbedError):
                     teardown(self.name)
@@ -892,6 +1019,23 @@ def _cmd_cross(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_probe_loss(a: argparse.Namespace) -> int:
+    tb = Testbed.attach(a.name)
+    node = "r" if a.node in ("r", "router", "0") else int(a.node)
+    if a.stats:
+        out = tb.probe_loss_stats(node, dev=a.dev, loader=a.loader)
+    elif a.detach:
+        out = tb.probe_loss_detach(node, dev=a.dev, loader=a.loader)
+    else:
+        if a.fraction is None:
+            raise TestbedError("probe-loss: give --fraction F (or --stats, or --detach)")
+        # it outlives this process, like the namespaces: `down` removes it
+        out = tb.probe_loss(node, a.fraction, types=a.types.split(","), port=a.port, dev=a.dev,
+                            loader=a.loader, keep=True)
+    print(json.dumps(out, indent=2))
+    return EXIT_OK
+
+
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="chronolink-testbed",
                                 description="chronolink network-namespace test bed (needs root)")
@@ -935,6 +1079,21 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--both", action="store_true", help="also the reverse direction")
     c.add_argument("--tool", choices=["auto", "iperf3", "python"], default="auto")
     c.set_defaults(func=_cmd_cross)
+
+    pl = sub.add_parser("probe-loss",
+                        help="drop a fraction of the probes a node sends (tc BPF), or read/remove it")
+    pl.add_argument("--name", required=True)
+    pl.add_argument("--node", required=True, help="node index (r = router, needs --dev)")
+    pl.add_argument("--dev", help="device (default: the node's veth)")
+    act = pl.add_mutually_exclusive_group()
+    act.add_argument("--fraction", type=float, help="attach: drop this fraction, 0..1")
+    act.add_argument("--stats", action="store_true", help="print the filter's counters")
+    act.add_argument("--detach", action="store_true", help="remove the filter and its pin")
+    pl.add_argument("--types", default="all",
+                    help="attach: forward,reverse,followup,pilot or all (default)")
+    pl.add_argument("--port", type=int, default=7319, help="attach: the agents' probe port")
+    pl.add_argument("--loader", help="chronolink-probe-loss binary (default: found in build*/tools)")
+    pl.set_defaults(func=_cmd_probe_loss)
 
     b = sub.add_parser("blast", help=argparse.SUPPRESS)
     b.add_argument("--dst", required=True)
