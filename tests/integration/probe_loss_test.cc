@@ -32,16 +32,6 @@ namespace {
 
 const std::string kTestbedCli = std::string(CHRONOLINK_SOURCE_DIR) + "/tools/testbed/chronolink-testbed";
 
-int RunShell(const std::string& cmd, std::string* out) {
-  out->clear();
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return -1;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out->append(buf.data(), n);
-  const int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 class ProbeLossTest : public TestbedFixture {
  protected:
@@ -61,7 +51,7 @@ class ProbeLossTest : public TestbedFixture {
 #ifdef CHRONOLINK_PROBE_LOSS_BIN
     std::string out;
     const std::string err = (dir_ / "probe_loss.err").string();
-    const int rc = RunShell(kTestbedCli + " probe-loss --name " + name_ + " --node " + std::to_string(node) +
+    const int rc = RunCapture(kTestbedCli + " probe-loss --name " + name_ + " --node " + std::to_string(node) +
                            " --loader " + CHRONOLINK_PROBE_LOSS_BIN + " " + args + " 2>" + err,
                        &out);
     std::ifstream e(err);
@@ -262,7 +252,7 @@ TEST_F(ProbeLossTest, DropsOnlyTheChosenTypesAndTeardownRemovesIt) {
 
   // The test bed's teardown removes the pin (the filter goes with the device).
   std::string out;
-  EXPECT_EQ(RunShell(kTestbedCli + " down --name " + name_ + " 2>&1", &out), 0) << out;
+  EXPECT_EQ(RunCapture(kTestbedCli + " down --name " + name_ + " 2>&1", &out), 0) << out;
   testbed_ = nlohmann::json();
   EXPECT_FALSE(std::filesystem::exists(pin)) << pin;
 }

@@ -21,6 +21,9 @@ namespace {
 
 const std::string kTestbedCli = std::string(CHRONOLINK_SOURCE_DIR) + "/tools/testbed/chronolink-testbed";
 
+
+}  // namespace
+
 // Runs a command, returns its exit status and stdout.
 int RunCapture(const std::string& cmd, std::string* out) {
   out->clear();
@@ -32,8 +35,6 @@ int RunCapture(const std::string& cmd, std::string* out) {
   const int status = pclose(p);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
-
-}  // namespace
 
 int64_t RealtimeNowNs() {
   timespec ts;

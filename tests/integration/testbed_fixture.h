@@ -73,5 +73,7 @@ class TestbedFixture : public ::testing::Test {
 };
 
 int64_t RealtimeNowNs();
+// Runs a shell command; its exit status (-1 if it did not run) and stdout.
+int RunCapture(const std::string& cmd, std::string* out);
 
 }  // namespace chronolink::testing
