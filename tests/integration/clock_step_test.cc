@@ -89,7 +89,8 @@ class ClockStepTest : public ClusterFixture {
   void CheckEdges() {
     for (int n = 1; n <= kNodes; ++n) {
       std::map<int, int> discarded_near_step;  // by the stepped node of the edge
-      int estimated = 0;
+      int estimated = 0, discarded = 0;
+      double worst = 0;
       for (const auto& r : ReadJsonl(OutputDir(n) / "edges.jsonl")) {
         if (r["timestamp_source"] != "kernel") continue;
         const int node = r["node"].get<int>(), peer = r["peer"].get<int>();
@@ -100,14 +101,18 @@ class ClockStepTest : public ClusterFixture {
           const int64_t near = NodeClockAt(node, StepReal(*s));
           if (std::llabs(x0 - near) < 3 * kWindow) ++discarded_near_step[stepped];
         }
+        if (r["clock_step"].get<bool>()) ++discarded;
         if (r["clock_step"].get<bool>() || r["beta_ns"].is_null()) continue;
         if (x0 < NodeClockAt(node, t0_) + 2 * kWindow) continue;  // the first windows are short of tuples
         ++estimated;
         const double truth = TrueRelativeOffset(clocks_[node - 1], clocks_[peer - 1], x0).beta_ns;
+        worst = std::max(worst, std::abs(r["beta_ns"].get<double>() - truth));
         EXPECT_LT(std::abs(r["beta_ns"].get<double>() - truth), kBoundNs)
             << "edge " << node << "->" << peer << " window at " << x0 << " (node clock)";
       }
       EXPECT_GT(estimated, 10) << "node " << n;
+      std::printf("node %d edges: %d windows estimated (worst |error| %.0f ns), %d discarded for a step\n", n,
+                  estimated, worst, discarded);
       for (int peer : PeersSeen(n)) {
         if (StepOf(peer) != nullptr) EXPECT_GE(discarded_near_step[peer], 1) << "node " << n << "'s edge to " << peer;
       }
@@ -126,8 +131,9 @@ class ClockStepTest : public ClusterFixture {
   void CheckOffsets() {
     const SolvedByInstant solved = ReadOffsets({OutputDir(1) / "offsets.jsonl"});
     const std::set<uint32_t> all = AllNodes();
-    std::map<int, int> solved_after_step;
+    std::map<int, int> solved_after_step, unreachable;
     int instants = 0;
+    double worst = 0;
     for (const auto& [t, nodes] : solved) {
       if (t < NodeClockAt(1, t0_) + 5 * kWindow) continue;
       ++instants;
@@ -138,14 +144,20 @@ class ClockStepTest : public ClusterFixture {
         const bool around_step = s && std::llabs(t - step_t) <= 3 * kWindow;
         if (it == nodes.end() || !it->second.reachable) {
           EXPECT_TRUE(around_step) << "node " << n << " unreachable at t=" << t;
+          ++unreachable[static_cast<int>(n)];
           continue;
         }
         const double err = it->second.offset_ns - TrueOffset(n, 1, t, all);
+        worst = std::max(worst, std::abs(err));
         EXPECT_LT(std::abs(err), kBoundNs) << "node " << n << " at t=" << t << " (step at " << step_t << ")";
         if (s && t > step_t + 2 * kWindow) ++solved_after_step[static_cast<int>(n)];
       }
     }
     EXPECT_GE(instants, 8);
+    std::printf("leader: %d instants after 5 windows, worst |error| %.0f ns; unreachable around their step:", instants,
+                worst);
+    for (const Step& st : kSteps) std::printf(" node %d %d", st.node, unreachable[st.node]);
+    std::printf("\n");
     for (const Step& s : kSteps) {
       if (StepReal(s) + 3 * kWindow < t0_ + static_cast<int64_t>(kDurationS * kSecond) - 2 * kWindow) {
         EXPECT_GE(solved_after_step[s.node], 1) << "node " << s.node << " never solved after its step";
