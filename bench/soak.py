@@ -167,6 +167,16 @@ def expected_windows(clock: VClock, window_ns: int, since_ns: int, until_ns: int
     return [k * window_ns for k in range(k0, k1)]
 
 
+def dead_spans(kills: dict[int, list[list[int]]], pending_s: float, grace_s: float) -> dict[int, list[tuple[int, int]]]:
+    """Per node, the shared-clock spans whose windows a kill may cost: from
+    `pending_s` before the kill (a window that had closed but was not yet
+    written: the agent waits --window-grace-ms for late stamps, then estimates)
+    to `grace_s` after the restart (the new incarnation's first window and its
+    peers noticing the new session)."""
+    p, g = int(pending_s * 1e9), int(grace_s * 1e9)
+    return {i: [(k - p, r + g) for k, r in spans] for i, spans in kills.items()}
+
+
 def overlaps(a0: float, a1: float, spans: list[tuple[float, float]]) -> bool:
     return any(a0 < s1 and s0 < a1 for s0, s1 in spans)
 
@@ -365,6 +375,8 @@ class Soak:
             p.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.log(f"node {i}: still there 10 s after SIGKILL")
+        if self.a.down_s > 0:
+            time.sleep(self.a.down_s)
         self.spawn(i)
         t_up = time.time_ns()
         self.dead.setdefault(i, []).append([t_kill, t_up])
@@ -467,7 +479,11 @@ class Soak:
             since_ns = time.time_ns()
             m0 = time.monotonic()
             self.t_span = m0
+            # each kill at a random phase of the window grid: before or after the
+            # agent wrote the window that had just closed, mid-window, ...
+            rng = random.Random(a.seed)
             next_kill = m0 + a.kill_every_s
+            kill_at = next_kill + rng.uniform(0, a.window_s)
             next_progress = m0 + a.progress_s
             etcd_at = m0 + a.etcd_restart_at_s
             end = m0 + a.duration_s
@@ -480,9 +496,10 @@ class Soak:
                     self.sample_rss()
                 if self.etcd_restart is None and now >= etcd_at:
                     self.restart_etcd()
-                if now >= next_kill and now < end - 1:
+                if now >= kill_at and now < end - a.down_s - 1:
                     self.kill_and_restart(self.victim)
                     next_kill += a.kill_every_s
+                    kill_at = next_kill + rng.uniform(0, a.window_s)
                 if now >= next_progress:
                     self.progress(since_ns)
                     next_progress += a.progress_s
@@ -513,8 +530,7 @@ class Soak:
         # RSS
         res["rss"] = {str(i): rss_summary(self.rss[i]) for i in nodes}
         # windows
-        grace_ns = int(a.restart_grace_s * 1e9)
-        dead = {i: [(s, e + grace_ns) for s, e in spans] for i, spans in self.dead.items()}
+        dead = dead_spans(self.dead, a.pending_s, a.restart_grace_s)
         recs = []
         for i in nodes:
             recs += read_records(os.path.join(self.out, f"agent-n{i}", "edges.jsonl"))
@@ -666,6 +682,14 @@ def selftest(verbose: bool = True) -> int:
     # a missing edge is all lost
     acc3 = window_accounting([r for r in recs if r["node"] == 1], clocks, [1, 2], W, T0, T0 + 20 * 10**9, {})
     check(acc3["edges"]["2->1"]["lost"] == 9, "an edge never written: every window lost")
+    # a window that closed 0.2 s before the kill (not yet written) is dead, one that
+    # closed 2 s before is lost
+    ds = dead_spans({2: [[T0 + 12 * 10**9 + 200_000_000, T0 + 13 * 10**9]]}, 1.5, 0.0)
+    recs4 = [r for r in recs if not (r["node"] == 1 and r["window_start_ns"] in (e1[3], e1[4], e1[5]))]
+    acc4 = window_accounting(recs4, clocks, [1, 2], W, T0, T0 + 20 * 10**9, ds)
+    k = [(g["kind"], g["windows"]) for g in acc4["edges"]["1->2"]["gaps"]]
+    # windows 3, 4 (2-s windows from 6 s) closed long before: lost; 5 (10-12 s) pending: dead; 7 lost
+    check(k == [("lost", 2), ("dead", 1), ("lost", 1)], f"pending window before a kill is dead ({k})")
     # RSS
     r = rss_summary([{"spawned_at_s": 0, "samples": [(30, 10000), (60, 10100), (90, 10050)]},
                      {"spawned_at_s": 100, "samples": [(130, 9000), (160, 9400)]},
@@ -743,6 +767,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--etcd-bin", default=os.environ.get("CHRONOLINK_ETCD_BIN", "/usr/bin/etcd"))
     ap.add_argument("--window-s", type=float, default=2.0)
     ap.add_argument("--warmup-s", type=float, default=30.0, help="before the span, and before a restarted agent's first RSS")
+    ap.add_argument("--down-s", type=float, default=0.0,
+                    help="how long the killed agent stays dead before its restart (default 0: at once)")
+    ap.add_argument("--seed", type=int, help="of the kills' random phase")
+    ap.add_argument("--pending-s", type=float, default=1.5,
+                    help="windows closed up to this long before a kill count as dead (not yet written)")
     ap.add_argument("--restart-grace-s", type=float, default=10.0,
                     help="windows of a killed agent's edges up to this long after its restart count as dead")
     ap.add_argument("--progress-s", type=float, default=60.0)
