@@ -149,11 +149,16 @@ def rss_summary(incarnations: list[dict]) -> dict:
         if not s:
             out.append({"spawned_at_s": inc["spawned_at_s"], "start_kb": None, "end_kb": None, "growth_kb": None})
             continue
+        # the second half alone: bounded buffers that fill over the first minutes
+        # (the leader keeps --window-retention-s of summaries) grow there no more
+        mid = s[bisect.bisect_left([t for t, _ in s], (s[0][0] + s[-1][0]) / 2)]
         out.append({"spawned_at_s": inc["spawned_at_s"], "start_kb": s[0][1], "end_kb": s[-1][1],
-                    "growth_kb": s[-1][1] - s[0][1], "max_kb": max(k for _, k in s),
-                    "from_s": s[0][0], "to_s": s[-1][0]})
+                    "growth_kb": s[-1][1] - s[0][1], "second_half_growth_kb": s[-1][1] - mid[1],
+                    "max_kb": max(k for _, k in s), "from_s": s[0][0], "to_s": s[-1][0], "samples": s})
     growths = [o["growth_kb"] for o in out if o["growth_kb"] is not None]
+    halves = [o["second_half_growth_kb"] for o in out if o.get("second_half_growth_kb") is not None]
     return {"incarnations": out, "max_growth_kb": max(growths) if growths else None,
+            "max_second_half_growth_kb": max(halves) if halves else None,
             "start_kb": out[0]["start_kb"] if out else None, "end_kb": out[-1]["end_kb"] if out else None}
 
 
@@ -545,6 +550,13 @@ class Soak:
         errs = sorted(abs(r["error_ns"]) for r in solved)
         if errs:
             res["solved"].update({"p50_ns": percentile(errs, 50), "p99_ns": percentile(errs, 99), "max_ns": errs[-1]})
+        # who led (the leader holds the retained windows: its RSS is the largest)
+        res["cluster"] = {}
+        for i in nodes:
+            c = ab.read_agent_stats(os.path.join(self.out, f"agent-n{i}", "agent_stats.json")).get("cluster") or {}
+            res["cluster"][str(i)] = {k: c.get(k) for k in ("is_leader", "leader", "leader_changes", "errors")}
+            if c.get("is_leader"):
+                res["leader"] = i
         # the attack and what the flooded node made of it
         stats = ab.read_agent_stats(os.path.join(self.out, f"agent-n{self.flooded}", "agent_stats.json"))
         res["flood"] = {"random": last_json_line(os.path.join(self.out, "flood.log")),
@@ -577,6 +589,9 @@ class Soak:
             g = r["max_growth_kb"]
             if g is not None and a.max_rss_growth_kb and g > a.max_rss_growth_kb:
                 fails.append(f"node {i} RSS grew {g} kB")
+        unclean = {i: rc for i, rc in res.get("final_returncodes", {}).items() if rc != 0}
+        if unclean:
+            fails.append(f"agents that did not stop cleanly on SIGTERM (status): {unclean}")
         res["failures"] = fails
         res["ok"] = not fails
         return res
@@ -594,14 +609,16 @@ def tbm_tail(path: str, n: int = 1500) -> str:
 
 def format_report(res: dict) -> str:
     L = []
-    L.append(f"soak: {res['options']['nodes']} nodes, span {res.get('span_s')} s, victim node {res['victim']}, "
+    L.append(f"soak: {res['options']['nodes']} nodes, span {res.get('span_s')} s, leader at the end node "
+             f"{res.get('leader')}, victim node {res['victim']}, "
              f"flooded node {res['flooded']}")
     L.append("RSS (kB, after warm-up; a restarted agent from its restart):")
     for i, r in res["rss"].items():
         incs = r["incarnations"]
         last = incs[-1] if incs else {}
-        L.append(f"  node {i}: start {r['start_kb']} end {r['end_kb']}; incarnations {len(incs)}, "
-                 f"max growth {r['max_growth_kb']} kB (last: {last.get('start_kb')} -> {last.get('end_kb')})")
+        L.append(f"  node {i}{' (leader)' if str(res.get('leader')) == i else ''}: start {r['start_kb']} "
+                 f"end {r['end_kb']}; incarnations {len(incs)}, max growth {r['max_growth_kb']} kB, over the "
+                 f"second half {r['max_second_half_growth_kb']} kB (last: {last.get('start_kb')} -> {last.get('end_kb')})")
     w = res["windows"]["total"]
     L.append(f"windows: expected {w['expected']}, written {w['written']}, missing while dead {w['dead']}, "
              f"LOST {w['lost']}")
@@ -696,6 +713,8 @@ def selftest(verbose: bool = True) -> int:
                      {"spawned_at_s": 170, "samples": []}])
     check(r["max_growth_kb"] == 400 and r["start_kb"] == 10000 and r["end_kb"] is None,
           f"RSS growth per incarnation ({r['max_growth_kb']})")
+    check(r["incarnations"][0]["second_half_growth_kb"] == -50 and r["max_second_half_growth_kb"] == 0,
+          f"RSS growth over the second half ({r['max_second_half_growth_kb']})")
     # solved: merge and slices
     a = [{"t_ns": 1, "node": 2, "error_ns": 10.0}, {"t_ns": 2, "node": 2, "error_ns": -50.0}]
     b = [{"t_ns": 1, "node": 2, "error_ns": -30.0}]
@@ -714,26 +733,32 @@ def selftest(verbose: bool = True) -> int:
     # flood counters: a short real run against a local sink
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sink:
         sink.bind(("127.0.0.1", 0))
-        sink.settimeout(0.5)
+        sink.settimeout(0.2)
         port = sink.getsockname()[1]
         got: list[bytes] = []
+        done = threading.Event()
 
         def drain() -> None:  # read while the flood runs: no receive-buffer overflow
-            with contextlib.suppress(OSError):
-                while True:
+            while True:
+                try:
                     got.append(sink.recv(2048))
+                except socket.timeout:
+                    if done.is_set():
+                        return
 
         th = threading.Thread(target=drain, daemon=True)
         th.start()
         cp = subprocess.run([sys.executable, os.path.abspath(__file__), "flood", "--target", "127.0.0.1",
                              "--port", str(port), "--pps", "500", "--seconds", "0.4", "--seed", "1"],
-                            capture_output=True, text=True, timeout=20)
-        th.join(timeout=5)
+                            capture_output=True, text=True, timeout=60)
+        done.set()  # the flood has exited: what it sent is queued; the drain stops on the next silence
+        th.join(timeout=10)
         st = json.loads(cp.stdout.strip().splitlines()[-1])
         lens = {len(d) for d in got}
         magic = sum(d[:4] == WIRE_MAGIC for d in got)
     got = len(got)
-    check(cp.returncode == 0 and 150 <= st["sent"] <= 260, f"flood paced at 500/s for 0.4 s (sent {st['sent']})")
+    # paced: never more than 500/s (a loaded machine may send fewer)
+    check(cp.returncode == 0 and 10 <= st["sent"] <= 201, f"flood paced at 500/s for 0.4 s (sent {st['sent']})")
     check(got == st["sent"] and len(lens) > 20, f"sink got every datagram, {len(lens)} lengths")
     check(magic >= st["sent_magic_prefix"] > 0, f"a quarter start with the wire magic ({st['sent_magic_prefix']})")
     print(f"selftest: {'PASS' if not fails else f'{fails} FAILED'}")
@@ -819,11 +844,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("soak: interrupted; test bed removed", file=sys.stderr)
         return 130
-    report = format_report(res)
-    print(report)
+    # the figures first: an hour's results survive a bug in the report's formatting
     with open(os.path.join(a.out, "results.json.tmp"), "w") as f:
         json.dump(ab._jsonable(res), f, indent=1)
     os.replace(os.path.join(a.out, "results.json.tmp"), os.path.join(a.out, "results.json"))
+    report = format_report(res)
+    print(report)
     with open(os.path.join(a.out, "report.txt"), "w") as f:
         f.write(report + "\n")
     print(f"written: {a.out}/results.json")
