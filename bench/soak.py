@@ -159,7 +159,9 @@ def rss_summary(incarnations: list[dict]) -> dict:
     halves = [o["second_half_growth_kb"] for o in out if o.get("second_half_growth_kb") is not None]
     return {"incarnations": out, "max_growth_kb": max(growths) if growths else None,
             "max_second_half_growth_kb": max(halves) if halves else None,
-            "start_kb": out[0]["start_kb"] if out else None, "end_kb": out[-1]["end_kb"] if out else None}
+            # an incarnation restarted within the warm-up of the end has no samples
+            "start_kb": next((o["start_kb"] for o in out if o["start_kb"] is not None), None),
+            "end_kb": next((o["end_kb"] for o in reversed(out) if o["end_kb"] is not None), None)}
 
 
 def expected_windows(clock: VClock, window_ns: int, since_ns: int, until_ns: int) -> list[int]:
@@ -615,10 +617,11 @@ def format_report(res: dict) -> str:
     L.append("RSS (kB, after warm-up; a restarted agent from its restart):")
     for i, r in res["rss"].items():
         incs = r["incarnations"]
-        last = incs[-1] if incs else {}
+        last = next((o for o in reversed(incs) if o["start_kb"] is not None), {})
         L.append(f"  node {i}{' (leader)' if str(res.get('leader')) == i else ''}: start {r['start_kb']} "
                  f"end {r['end_kb']}; incarnations {len(incs)}, max growth {r['max_growth_kb']} kB, over the "
-                 f"second half {r['max_second_half_growth_kb']} kB (last: {last.get('start_kb')} -> {last.get('end_kb')})")
+                 f"second half {r['max_second_half_growth_kb']} kB (last sampled: {last.get('start_kb')} -> "
+                 f"{last.get('end_kb')})")
     w = res["windows"]["total"]
     L.append(f"windows: expected {w['expected']}, written {w['written']}, missing while dead {w['dead']}, "
              f"LOST {w['lost']}")
@@ -711,7 +714,7 @@ def selftest(verbose: bool = True) -> int:
     r = rss_summary([{"spawned_at_s": 0, "samples": [(30, 10000), (60, 10100), (90, 10050)]},
                      {"spawned_at_s": 100, "samples": [(130, 9000), (160, 9400)]},
                      {"spawned_at_s": 170, "samples": []}])
-    check(r["max_growth_kb"] == 400 and r["start_kb"] == 10000 and r["end_kb"] is None,
+    check(r["max_growth_kb"] == 400 and r["start_kb"] == 10000 and r["end_kb"] == 9400,
           f"RSS growth per incarnation ({r['max_growth_kb']})")
     check(r["incarnations"][0]["second_half_growth_kb"] == -50 and r["max_second_half_growth_kb"] == 0,
           f"RSS growth over the second half ({r['max_second_half_growth_kb']})")
