@@ -11,7 +11,8 @@ namespace. For the whole run:
     random datagrams (random length, random bytes; every fourth starts with
     the wire magic so it reaches the decoder's later checks) at its probe port;
   - one agent (the "victim", the last node: neither the reference nor the
-    flooded one) is SIGKILLed and restarted every --kill-every-s; it appends
+    flooded one) is SIGKILLed every --kill-every-s, at a random phase of the
+    window grid, and restarted (at once, or after --down-s); it appends
     to its own output directory (the agent opens edges.jsonl/offsets.jsonl
     for appending, and takes back a directory holding only its own files);
   - etcd is stopped and started again (same data directory) once, at
@@ -19,8 +20,8 @@ namespace. For the whole run:
 A progress line every --progress-s. At the end it prints and writes
 OUT/results.json: every agent's RSS at start (after warm-up; a restarted
 agent from its restart) and end, the windows expected vs written per edge
-(gaps while an end of the edge was dead are "dead", every other gap is
-"lost"), crashes (an agent that exited on its own), the solved offsets'
+(gaps from --pending-s before a kill of an end of the edge to
+--restart-grace-s after its restart are "dead", every other gap is "lost"), crashes (an agent that exited on its own), the solved offsets'
 |error| against the exact truth per slice (p50/p99/max), the flood's and the
 forger's counters next to the flooded agent's decode/drop counters, and the
 etcd restart with the solved-instant gap around it.
