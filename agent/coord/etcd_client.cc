@@ -127,9 +127,12 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
   if (!sent && !trailer_only) {
     *may_retry = http_error == httplib::Error::Connection || http_error == httplib::Error::ConnectionTimeout ||
                  http_error == httplib::Error::SSLConnection;  // the handshake failed: nothing was sent
-    // A refusal OpenSSL named (a certificate, an alert) is a setting to fix;
-    // a handshake that merely failed may be a slow or restarting etcd.
-    last_failure_ = TlsFailure(endpoint.http.get()).empty() ? EtcdFailure::kUnreachable : EtcdFailure::kTls;
+    // A refusal OpenSSL named (a certificate, an alert), or etcd closing
+    // the connection under the first request, is a setting to fix; a
+    // handshake that merely failed may be a slow or restarting etcd.
+    const bool tls_refused = !TlsFailure(endpoint.http.get()).empty() ||
+                             TlsClosedAfterHandshake(http_error, ElapsedMs(start), options_, endpoint.http.get());
+    last_failure_ = tls_refused ? EtcdFailure::kTls : EtcdFailure::kUnreachable;
     if (too_large) {
       last_failure_ = EtcdFailure::kAnswer;
       reply->too_large = true;

@@ -99,7 +99,9 @@ bool EtcdCoordinator::Start(std::string* error) {
   leader_watch_ = watch(codec_.LeaderKey(), false, &EtcdCoordinator::OnLeaderEvents);
   offsets_watch_ = watch(codec_.OffsetsKey(), false, &EtcdCoordinator::OnOffsetEvents);
   thread_ = std::thread([this] { Loop(); });
-  spdlog::info("etcd coordination at {} under prefix {}", client_options_.endpoints.front(), prefix_);
+  spdlog::info("etcd coordination at {} under prefix {}{}{}", client_options_.endpoints.front(), prefix_,
+               client_options_.tls ? ", TLS" : ", plain http",
+               client_options_.auth ? ", as etcd user " + client_options_.auth->user() : "");
   return true;
 }
 
@@ -108,11 +110,16 @@ bool EtcdCoordinator::CheckAccess(std::string* error) {
   if (!client_options_.tls && !client_options_.auth) return true;
   std::string why;
   std::optional<EtcdKeyValue> ignored;
-  const bool ok = client_options_.auth ? client_->Authenticate(&why) : client_->Get(codec_.LeaderKey(), &ignored, &why);
+  // A read under the prefix: the certificates, the password and the role.
+  const bool ok = (!client_options_.auth || client_->Authenticate(&why)) &&
+                  client_->Get(codec_.LeaderKey(), &ignored, &why);
   if (ok) return true;
   const EtcdFailure failure = client_->last_failure();
   if (failure == EtcdFailure::kTls || failure == EtcdFailure::kAuth) {
     *error = why;  // a setting to fix: retrying would only repeat it
+    if (why.find("permission denied") != std::string::npos) {
+      *error += " (the etcd user's role needs readwrite on the prefix " + prefix_ + ")";
+    }
     return false;
   }
   spdlog::warn("etcd not reachable at start ({}); retrying in the background", why);

@@ -309,9 +309,20 @@ void ClearTlsFailure(httplib::ClientImpl* client) {
 }
 
 // What a failed exchange means, in words. httplib reports kinds, not errno.
+bool TlsClosedAfterHandshake(httplib::Error error, int64_t elapsed_ms, const EtcdClientOptions& options,
+                             const httplib::ClientImpl* client) {
+  if (dynamic_cast<const EtcdTlsClient*>(client) == nullptr) return false;
+  return error == httplib::Error::Write ||
+         (error == httplib::Error::Read && elapsed_ms + 50 < options.request_timeout_ms);
+}
+
 std::string DescribeTransportError(httplib::Error error, const std::string& host, int64_t elapsed_ms,
                                    const EtcdClientOptions& options, const httplib::ClientImpl* client) {
   if (const std::string tls = TlsFailure(client); !tls.empty()) return "TLS: " + tls;
+  if (TlsClosedAfterHandshake(error, elapsed_ms, options, client)) {
+    return "etcd closed the TLS connection before answering: most likely it did not accept this agent's client "
+           "certificate (--etcd-cert: is it signed by a CA in etcd's --trusted-ca-file, and still valid?)";
+  }
   switch (error) {
     case httplib::Error::SSLConnection:
       return "TLS handshake failed (is the endpoint https, and does it speak TLS 1.2 or later?)";

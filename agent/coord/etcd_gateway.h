@@ -219,6 +219,12 @@ void AddAuthHeader(const EtcdAuth* auth, httplib::Request* request);
 // empty for plain http or when it said nothing; and clearing it before one.
 std::string TlsFailure(const httplib::ClientImpl* client);
 void ClearTlsFailure(httplib::ClientImpl* client);
+// With TLS 1.3 etcd checks the client certificate after the handshake: a
+// refusal then shows as a connection closed under the first request, its
+// alert often lost to the reset. True for such an end of an https exchange
+// (a failed write, or a read that ended before the timeout).
+bool TlsClosedAfterHandshake(httplib::Error error, int64_t elapsed_ms, const EtcdClientOptions& options,
+                             const httplib::ClientImpl* client);
 // What a failed exchange means, in words. httplib reports kinds, not errno;
 // for TLS, the reason OpenSSL gave comes first.
 std::string DescribeTransportError(httplib::Error error, const std::string& host, int64_t elapsed_ms,

@@ -43,7 +43,7 @@ namespace chronolink {
 // fresh, but etcd before 3.4.24 may send them ahead of pending events.)
 //
 // Stopping: cpp-httplib 0.11 blocks in read while a quiet stream waits for an
-// event. Stop() uses httplib::Client::stop(), which shuts the socket down
+// event. Stop() uses httplib::ClientImpl::stop(), which shuts the socket down
 // and wakes that read at once, and repeats it until the thread has left (a
 // stop() landing just before a request starts would otherwise be missed).
 // The alternative, a short read timeout and a reconnect each time, would

@@ -1161,8 +1161,9 @@ TEST_F(EtcdCoordinatorTest, AWriterWithoutTheKeyMovesNothing) {
 
 // The options reach the coordinator: three agents elect a leader and list
 // each other over https with client certificates, as an etcd user whose
-// role may touch their prefix only; a wrong password stops Start with one
-// clear line instead of retrying for ever.
+// role may touch their prefix only; a wrong password, or a prefix the role
+// does not grant, stops Start with one clear line instead of retrying for
+// ever.
 TEST_F(EtcdCoordinatorTest, WorksOverTlsWithAuthAndRefusesAWrongPassword) {
   std::string why;
   if (!testing::EtcdctlAvailable(&why)) {
@@ -1178,7 +1179,9 @@ TEST_F(EtcdCoordinatorTest, WorksOverTlsWithAuthAndRefusesAWrongPassword) {
   options.tls = pki.ServerTls();
   EtcdServerProcess server(options);
   ASSERT_TRUE(server.Start(&error)) << error;
-  ASSERT_TRUE(testing::EnableEtcdAuth(server.client_url(), pki, "rootpw", "chronolink", "agents pw", prefix_, &error))
+  // The agents' role may use prefix_ + "granted/" only.
+  ASSERT_TRUE(testing::EnableEtcdAuth(server.client_url(), pki, "rootpw", "chronolink", "agents pw",
+                                      prefix_ + "granted/", &error))
       << error;
   const std::string password = Write("etcd-password", "agents pw\n");
   const std::string wrong = Write("wrong-password", "not it\n");
@@ -1189,18 +1192,22 @@ TEST_F(EtcdCoordinatorTest, WorksOverTlsWithAuthAndRefusesAWrongPassword) {
                                     password_file};
   };
 
-  ASSERT_NO_FATAL_FAILURE(MakeNodes(server.client_url(), "", tls_and(wrong)));
-  {
+  // Start refuses, in one line, what no retry can fix.
+  auto expect_start_refused = [&](const std::string& why) {
     std::unique_ptr<Coordinator> refused = MakeCoordinator(*node(1).config);
     ASSERT_NE(refused, nullptr);
     std::string start_error;
     EXPECT_FALSE(refused->Start(&start_error));
     EXPECT_NE(start_error.find(server.client_url()), std::string::npos) << start_error;
-    EXPECT_NE(start_error.find("authentication failed"), std::string::npos) << start_error;
+    EXPECT_NE(start_error.find(why), std::string::npos) << start_error;
     EXPECT_EQ(start_error.find('\n'), std::string::npos) << start_error;
-  }
+  };
+  ASSERT_NO_FATAL_FAILURE(MakeNodes(server.client_url(), "granted/", tls_and(wrong)));
+  expect_start_refused("authentication failed");
+  ASSERT_NO_FATAL_FAILURE(MakeNodes(server.client_url(), "elsewhere/", tls_and(password)));
+  expect_start_refused("permission denied");
 
-  ASSERT_NO_FATAL_FAILURE(MakeNodes(server.client_url(), "", tls_and(password)));
+  ASSERT_NO_FATAL_FAILURE(MakeNodes(server.client_url(), "granted/", tls_and(password)));
   ASSERT_NO_FATAL_FAILURE(StartAllAtOnce());
   const uint32_t leader = WaitForLeader();
   ASSERT_NE(leader, 0u) << StatusReport();
