@@ -5,10 +5,10 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
-  libsodium-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libcpp-httplib-dev
+  libsodium-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libcpp-httplib-dev libssl-dev openssl
   libgtest-dev libgmock-dev libbenchmark-dev libsvm-dev libeigen3-dev
   libbpf-dev bpftool libelf-dev zlib1g-dev libcap-dev libcap2-bin
-  iproute2 iperf3 chrony linuxptp procps time python3 etcd-server
+  iproute2 iperf3 chrony linuxptp procps time python3 etcd-server etcd-client
   protobuf-compiler libprotobuf-dev python3-protobuf python3-torch chromium librsvg2-bin
   libamdhip64-dev libhsakmt-dev libhsa-runtime-dev
   python3-yaml

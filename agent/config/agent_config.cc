@@ -66,6 +66,14 @@ json ClusterJson(const AgentConfig& c) {
     for (const auto& u : cs.etcd_endpoints) urls += (urls.empty() ? "" : ",") + u;
     cl["etcd_endpoints"] = urls;
     cl["etcd_prefix"] = cs.etcd_prefix;
+    // Paths and the user name only: never the password or a key.
+    if (!cs.etcd_cacert_file.empty()) cl["etcd_cacert"] = cs.etcd_cacert_file;
+    if (!cs.etcd_cert_file.empty()) cl["etcd_cert"] = cs.etcd_cert_file;
+    if (!cs.etcd_key_file.empty()) cl["etcd_key"] = cs.etcd_key_file;
+    if (!cs.etcd_user.empty()) {
+      cl["etcd_user"] = cs.etcd_user;
+      cl["etcd_password_file"] = cs.etcd_password_file;
+    }
     if (c.cluster_file_path.empty()) cl["id"] = c.cluster.cluster_id;
   }
   return cl;

@@ -100,8 +100,16 @@ struct ClusterSettings {
   bool peers_explicit = false;              // --peers given: no probe graph
   std::optional<uint32_t> reference_node;   // nullopt: the mean of all nodes
   uint16_t coordination_port = 0;           // static backend's TCP port on every node; 0: each one's probe port
-  std::vector<std::string> etcd_endpoints;  // http://host:port
+  std::vector<std::string> etcd_endpoints;  // all http://host:port or all https://host:port
   std::string etcd_prefix = "/chronolink/";
+  // etcd over https and with user/password auth (docs/deployment.md). The
+  // files are read during validation, before privileges drop: the watches
+  // reconnect later, as the unprivileged user.
+  std::string etcd_cacert_file, etcd_cert_file, etcd_key_file;  // paths; empty: not given
+  std::string etcd_cacert_pem, etcd_cert_pem, etcd_key_pem;      // their contents
+  std::string etcd_user;                                          // empty: no etcd auth
+  std::string etcd_password_file;
+  std::string etcd_password;  // the file's first line
   int64_t lease_ttl_s = 5;
   int64_t solve_delay_ns = 1'000'000'000;   // extra wait for summaries after a window closes
   int64_t retention_ns = 120'000'000'000;   // windows kept for catch-up and failover

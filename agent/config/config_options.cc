@@ -127,7 +127,20 @@ const Spec kSpecs[] = {
     {"cluster.coordination_port", "coordination-port", Kind::kPort, "N", kCluster,
      "TCP port of the static backend's channel on every node; the same on all (default: each node's probe port)"},
     {"cluster.etcd_endpoints", "etcd-endpoints", Kind::kString, "URLS", kCluster,
-     "Comma-separated etcd client URLs, http://HOST:PORT (required with --coordination etcd)"},
+     "Comma-separated etcd client URLs, all http://HOST:PORT or all https://HOST:PORT (required with "
+     "--coordination etcd; plain http is unencrypted and unauthenticated: trusted networks only)"},
+    {"cluster.etcd_cacert", "etcd-cacert", Kind::kPath, "FILE", kCluster,
+     "PEM CA certificate(s) that must have signed etcd's server certificate (required with https "
+     "endpoints; the system's CAs are not used)"},
+    {"cluster.etcd_cert", "etcd-cert", Kind::kPath, "FILE", kCluster,
+     "PEM client certificate presented to etcd (with --etcd-key; for etcd's --client-cert-auth)"},
+    {"cluster.etcd_key", "etcd-key", Kind::kPath, "FILE", kCluster,
+     "PEM private key of --etcd-cert, unencrypted, mode 0600 like the cluster key file"},
+    {"cluster.etcd_user", "etcd-user", Kind::kString, "NAME", kCluster,
+     "etcd user to authenticate as (etcd auth; with --etcd-password-file)"},
+    {"cluster.etcd_password_file", "etcd-password-file", Kind::kPath, "FILE", kCluster,
+     "File holding the --etcd-user's password (its first line), mode 0600 like the cluster key file; "
+     "there is no flag for the password itself"},
     {"cluster.etcd_prefix", "etcd-prefix", Kind::kString, "PREFIX", kCluster,
      "Key prefix of this cluster in etcd (default: /chronolink/)"},
     {"cluster.lease_ttl_s", "lease-ttl-s", Kind::kCount, "SEC", kCluster,

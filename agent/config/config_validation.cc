@@ -10,14 +10,19 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 #include "agent/cluster/probe_graph.h"
+#include "agent/coord/etcd_tls.h"
+#include "agent/wire/private_file.h"
 
 namespace chronolink::config_internal {
 namespace {
@@ -206,15 +211,23 @@ bool ValidateCoordinationChannel(const Merged& m, AgentConfig* c, std::string* e
   cs.coordination_port = static_cast<uint16_t>(m.Get<int64_t>("cluster.coordination_port", 0));
   std::stringstream ss(m.Get<std::string>("cluster.etcd_endpoints", ""));
   std::string url;
+  size_t https = 0;
   while (std::getline(ss, url, ',')) {
-    if (url.rfind("http://", 0) != 0 || url.size() <= 7) {
+    const bool is_https = url.rfind("https://", 0) == 0 && url.size() > 8;
+    if (!is_https && (url.rfind("http://", 0) != 0 || url.size() <= 7)) {
       return Fail(error, "etcd endpoint '" + url + "' (" + m.From("cluster.etcd_endpoints") +
-                             ") must be http://HOST:PORT (TLS is not supported; see docs/cluster.md)");
+                             ") must be http://HOST:PORT or https://HOST:PORT");
     }
+    if (is_https) ++https;
     cs.etcd_endpoints.push_back(url);
   }
+  if (https != 0 && https != cs.etcd_endpoints.size()) {
+    return Fail(error, "etcd endpoints (" + m.From("cluster.etcd_endpoints") +
+                           ") mix http:// and https://: give all of one scheme (an etcd cluster serves one; "
+                           "https with --etcd-cacert in production)");
+  }
   if (etcd && cs.etcd_endpoints.empty()) {
-    return Fail(error, "--coordination etcd needs --etcd-endpoints http://HOST:PORT[,...]");
+    return Fail(error, "--coordination etcd needs --etcd-endpoints http://HOST:PORT[,...] or https://HOST:PORT[,...]");
   }
   if (!etcd && m.Has("cluster.etcd_endpoints")) {
     return Fail(error, "etcd endpoints (" + m.From("cluster.etcd_endpoints") +
@@ -223,6 +236,101 @@ bool ValidateCoordinationChannel(const Merged& m, AgentConfig* c, std::string* e
   }
   cs.etcd_prefix = m.Get<std::string>("cluster.etcd_prefix", cs.etcd_prefix);
   if (cs.etcd_prefix.empty() || cs.etcd_prefix.back() != '/') cs.etcd_prefix += '/';
+  return true;
+}
+
+// A PEM file that is no secret (a certificate), read whole: at most 1 MiB.
+bool ReadPemFile(const std::string& path, const std::string& what, std::string* out, std::string* error) {
+  constexpr size_t kMaxPemBytes = 1u << 20;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Fail(error, "cannot open " + what + " '" + path + "': " + std::strerror(errno));
+  out->assign(kMaxPemBytes + 1, '\0');
+  in.read(out->data(), static_cast<std::streamsize>(out->size()));
+  out->resize(static_cast<size_t>(in.gcount()));
+  if (out->size() > kMaxPemBytes) return Fail(error, what + " '" + path + "' is larger than 1 MiB");
+  return true;
+}
+
+// etcd over TLS (https endpoints) and etcd's user/password auth. Every file
+// is read here, at start-up and before privileges drop.
+bool ValidateEtcdSecurity(const Merged& m, AgentConfig* c, std::string* error) {
+  ClusterSettings& cs = c->cluster_settings;
+  const bool https = !cs.etcd_endpoints.empty() && cs.etcd_endpoints.front().rfind("https://", 0) == 0;
+  const char* const kTlsKeys[] = {"cluster.etcd_cacert", "cluster.etcd_cert", "cluster.etcd_key"};
+  for (const char* key : kTlsKeys) {
+    if (m.Has(key) && !https) {
+      return Fail(error, std::string("TLS settings (") + m.From(key) +
+                             ") need https:// etcd endpoints" +
+                             (IsEtcd(*c) ? " (the endpoints are http://)" : " and --coordination etcd"));
+    }
+  }
+  for (const char* key : {"cluster.etcd_user", "cluster.etcd_password_file"}) {
+    if (m.Has(key) && !IsEtcd(*c)) {
+      return Fail(error, std::string("etcd auth (") + m.From(key) + ") needs --coordination etcd");
+    }
+  }
+  if (https) {
+    if (!m.Has("cluster.etcd_cacert")) {
+      return Fail(error, "https etcd endpoints need --etcd-cacert FILE: the CA that signed etcd's certificate "
+                         "(the system's CAs are not trusted for etcd)");
+    }
+    if (m.Has("cluster.etcd_cert") != m.Has("cluster.etcd_key")) {
+      return Fail(error, "--etcd-cert and --etcd-key go together: give both (a client certificate for etcd's "
+                         "--client-cert-auth) or neither");
+    }
+    cs.etcd_cacert_file = m.Get<std::string>("cluster.etcd_cacert", "");
+    if (!ReadPemFile(cs.etcd_cacert_file, "etcd CA file", &cs.etcd_cacert_pem, error)) return false;
+    if (m.Has("cluster.etcd_cert")) {
+      cs.etcd_cert_file = m.Get<std::string>("cluster.etcd_cert", "");
+      cs.etcd_key_file = m.Get<std::string>("cluster.etcd_key", "");
+      if (!ReadPemFile(cs.etcd_cert_file, "etcd client certificate", &cs.etcd_cert_pem, error)) return false;
+      std::string why;
+      if (!ReadPrivateFile(cs.etcd_key_file, "etcd client key file '" + cs.etcd_key_file + "'",
+                           "the etcd client key", 1u << 20, &cs.etcd_key_pem, &why)) {
+        return Fail(error, why + " (from " + m.From("cluster.etcd_key") + ")");
+      }
+    }
+    std::string why;
+    const auto credentials = EtcdTlsCredentials::Parse({cs.etcd_cacert_pem, cs.etcd_cert_pem, cs.etcd_key_pem}, &why);
+    if (!credentials) {
+      return Fail(error, "etcd TLS settings (" + cs.etcd_cacert_file +
+                             (cs.etcd_cert_file.empty() ? "" : ", " + cs.etcd_cert_file) + "): " + why);
+    }
+    if (m.Has("cluster.etcd_user") && !credentials->ClientCommonName().empty()) {
+      c->warnings.push_back("the etcd client certificate " + cs.etcd_cert_file + " has a CommonName (" +
+                            credentials->ClientCommonName() +
+                            "): etcd 3.4's JSON gateway refuses every request from such a certificate once etcd's "
+                            "auth is on; issue it without a CN (docs/deployment.md)");
+    }
+  } else if (IsEtcd(*c)) {
+    c->warnings.push_back(
+        "etcd traffic to " + cs.etcd_endpoints.front() +
+        " is plain http: neither encrypted nor authenticated on the wire. Anyone on the path can read it and "
+        "can rewrite or drop it; chronolink seals its values with a MAC under the cluster key, so altered "
+        "values are refused, but they are readable, and etcd itself (leases, keys, "
+        "--etcd-user's password) is not protected. Use https endpoints with --etcd-cacert outside a trusted "
+        "network (docs/deployment.md)");
+  }
+  if (m.Has("cluster.etcd_user") != m.Has("cluster.etcd_password_file")) {
+    return Fail(error, "--etcd-user and --etcd-password-file go together (the password is read from the file "
+                       "only, never from the command line)");
+  }
+  if (m.Has("cluster.etcd_user")) {
+    cs.etcd_user = m.Get<std::string>("cluster.etcd_user", "");
+    cs.etcd_password_file = m.Get<std::string>("cluster.etcd_password_file", "");
+    std::string text, why;
+    if (!ReadPrivateFile(cs.etcd_password_file, "etcd password file '" + cs.etcd_password_file + "'",
+                         "the etcd password", 4096, &text, &why)) {
+      return Fail(error, why + " (from " + m.From("cluster.etcd_password_file") + ")");
+    }
+    // The first line, without its line end: `echo secret > file` works.
+    cs.etcd_password = text.substr(0, text.find_first_of("\r\n"));
+    sodium_memzero(text.data(), text.size());
+    if (cs.etcd_password.empty()) {
+      return Fail(error, "etcd password file '" + cs.etcd_password_file + "' (" +
+                             m.From("cluster.etcd_password_file") + ") has an empty first line");
+    }
+  }
   return true;
 }
 
@@ -631,6 +739,7 @@ bool Validate(const Merged& m, const std::string& virtual_block_origin, AgentCon
          ValidateListenSocket(m, self, c, error) &&
          ValidateProbeKAndReference(m, self, c, error) &&
          ValidateCoordinationChannel(m, c, error) &&
+         ValidateEtcdSecurity(m, c, error) &&
          ValidateLeadershipTiming(m, c, error) &&
          ValidatePeers(m, c, error) &&
          ValidatePeerAddressFamilies(m, *c, error) &&

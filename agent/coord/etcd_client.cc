@@ -1,9 +1,13 @@
 #include "agent/coord/etcd_client.h"
 
 #include <httplib.h>
+#include <sodium.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+
+#include "agent/coord/etcd_auth.h"
 
 namespace chronolink {
 
@@ -22,12 +26,31 @@ constexpr int kPrefixReadAttempts = 3;
 
 std::string LeaseNotFound(int64_t lease_id) { return "etcd: lease " + std::to_string(lease_id) + " not found"; }
 
+// What etcd 3.4's gateway answers, in plain text, to a client certificate
+// with a CommonName once auth is on (whatever the token says).
+constexpr char kGatewayRefusesCommonName[] = "CommonName of client sending a request against gateway";
+
+// etcd's answers that no retry can fix: the credentials or the role.
+bool IsAuthRefusal(std::string_view message) {
+  return message.find("authentication failed") != std::string_view::npos ||
+         message.find("permission denied") != std::string_view::npos;
+}
+
+// A token goes into a header line: printable ASCII only, of a sane length
+// (etcd's simple tokens are ~25 characters, JWTs a few hundred).
+bool ValidToken(const std::string& token) {
+  constexpr size_t kMaxTokenBytes = 8192;
+  return !token.empty() && token.size() <= kMaxTokenBytes &&
+         std::all_of(token.begin(), token.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
 }  // namespace
 
 struct EtcdClient::Endpoint {
   std::string url, host;
   int port = 0;
-  std::unique_ptr<httplib::Client> http;  // created on first use
+  bool https = false;
+  std::unique_ptr<httplib::ClientImpl> http;  // created on first use
 };
 
 struct EtcdClient::Reply {
@@ -36,6 +59,8 @@ struct EtcdClient::Reply {
   int http_status = 0;
   int grpc_code = 0;
   bool too_large = false;  // cut at max_answer_bytes
+  std::string message;     // etcd's error message, when it answered one
+  std::string url;         // the endpoint that answered
 };
 
 EtcdClient::EtcdClient(EtcdClientOptions options) : options_(std::move(options)) {
@@ -43,12 +68,10 @@ EtcdClient::EtcdClient(EtcdClientOptions options) : options_(std::move(options))
     auto endpoint = std::make_unique<Endpoint>();
     endpoint->url = url;
     std::string error;
-    if (!ParseEtcdEndpoint(url, &endpoint->host, &endpoint->port, &error) && config_error_.empty()) {
-      config_error_ = "etcd endpoint \"" + url + "\": " + error;
-    }
+    ParseEtcdEndpoint(url, &endpoint->host, &endpoint->port, &error, &endpoint->https);
     endpoints_.push_back(std::move(endpoint));
   }
-  if (endpoints_.empty()) config_error_ = "etcd: no endpoints configured";
+  config_error_ = CheckEtcdEndpoints(options_);
 }
 
 EtcdClient::~EtcdClient() = default;
@@ -58,9 +81,12 @@ const std::string& EtcdClient::current_endpoint() const {
   return endpoints_.empty() ? kNone : endpoints_[current_]->url;
 }
 
-bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std::string& body, Reply* reply,
-                         bool* may_retry, std::string* error) {
-  if (!endpoint.http) endpoint.http = MakeHttpClient(endpoint.host, endpoint.port);
+bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std::string& body, bool with_token,
+                         Reply* reply, bool* may_retry, std::string* error) {
+  if (!endpoint.http) endpoint.http = MakeHttpClient(endpoint.host, endpoint.port, endpoint.https, options_);
+  ClearTlsFailure(endpoint.http.get());
+  reply->message.clear();
+  reply->url = endpoint.url;
   SetTimeouts(endpoint.http.get(), options_.connect_timeout_ms, options_.request_timeout_ms,
               options_.request_timeout_ms);
   const Clock::time_point start = Clock::now();
@@ -74,6 +100,7 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
   request.method = "POST";
   request.path = path;
   request.headers = {{"Content-Type", "application/json"}};
+  if (with_token) AddAuthHeader(options_.auth.get(), &request);
   request.body = body;
   request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
     too_large = answer.size() + size > options_.max_answer_bytes;
@@ -98,24 +125,43 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
   const bool trailer_only = !sent && http_error == httplib::Error::Read && status != 0 && !too_slow &&
                             !too_large && reply->body.is_object();
   if (!sent && !trailer_only) {
-    *may_retry = http_error == httplib::Error::Connection || http_error == httplib::Error::ConnectionTimeout;
+    *may_retry = http_error == httplib::Error::Connection || http_error == httplib::Error::ConnectionTimeout ||
+                 http_error == httplib::Error::SSLConnection;  // the handshake failed: nothing was sent
+    // A refusal OpenSSL named (a certificate, an alert), or etcd closing
+    // the connection under the first request, is a setting to fix; a
+    // handshake that merely failed may be a slow or restarting etcd.
+    const bool tls_refused = !TlsFailure(endpoint.http.get()).empty() ||
+                             TlsClosedAfterHandshake(http_error, ElapsedMs(start), options_, endpoint.http.get());
+    last_failure_ = tls_refused ? EtcdFailure::kTls : EtcdFailure::kUnreachable;
     if (too_large) {
+      last_failure_ = EtcdFailure::kAnswer;
       reply->too_large = true;
       *error = where + "answer to " + path + " larger than " + std::to_string(options_.max_answer_bytes) +
                " bytes: \"" + Excerpt(answer) + "\"";
     } else if (too_slow) {
       *error = where + "no complete answer within " + std::to_string(options_.request_timeout_ms) + " ms";
     } else {
-      *error = where + DescribeTransportError(http_error, endpoint.host, ElapsedMs(start), options_);
+      *error = where + DescribeTransportError(http_error, endpoint.host, ElapsedMs(start), options_,
+                                              endpoint.http.get());
     }
     return false;
   }
   *may_retry = false;
   reply->http_status = status;
+  last_failure_ = EtcdFailure::kAnswer;
   if (status != 200) {
-    const std::string message = GatewayErrorMessage(reply->body, &reply->grpc_code);
+    reply->message = GatewayErrorMessage(reply->body, &reply->grpc_code);
+    if (IsAuthRefusal(reply->message)) last_failure_ = EtcdFailure::kAuth;
+    if (answer.find(kGatewayRefusesCommonName) != std::string::npos) {
+      // etcd 3.4.10+ (plain text, HTTP 400) with auth on and a client
+      // certificate that has a CommonName: no request gets through.
+      last_failure_ = EtcdFailure::kTls;
+      reply->message = "etcd refuses gateway requests whose client certificate has a CommonName while its auth "
+                       "is on (\"" + Excerpt(answer) + "\"): issue the agents' certificate (--etcd-cert) "
+                       "without a CN, e.g. subject /O=chronolink";
+    }
     *error = where + "HTTP " + std::to_string(status) + ": " +
-             (message.empty() ? Excerpt(answer) : message);
+             (reply->message.empty() ? Excerpt(answer) : reply->message);
     return false;
   }
   if (!parsed) {
@@ -126,12 +172,75 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
     *error = where + "answer to " + path + " is not a JSON object: \"" + Excerpt(answer) + "\"";
     return false;
   }
+  last_failure_ = EtcdFailure::kNone;
   return true;
 }
 
 bool EtcdClient::Call(const std::string& path, const std::string& body, bool idempotent, Reply* reply,
                       std::string* error) {
+  EtcdAuth* auth = options_.auth.get();
+  if (auth != nullptr && !auth->token() && !Authenticate(error)) return false;
+  const std::string token = auth != nullptr ? auth->token().value_or("") : "";
+  if (CallEndpoints(path, body, idempotent, /*with_token=*/true, reply, error)) return true;
+  if (auth == nullptr || reply->http_status == 0 || !IsStaleTokenMessage(reply->message)) return false;
+  // etcd refused the token (expired, or issued by an etcd since restarted),
+  // not the request, which was not applied: a new token, and once more.
+  spdlog::debug("{}; authenticating again", *error);
+  auth->Invalidate(token);
+  if (!Authenticate(error)) return false;
+  *reply = Reply();
+  if (CallEndpoints(path, body, idempotent, /*with_token=*/true, reply, error)) return true;
+  if (IsStaleTokenMessage(reply->message)) {
+    last_failure_ = EtcdFailure::kAuth;
+    *error += " (also with a token just issued)";
+  }
+  return false;
+}
+
+bool EtcdClient::Authenticate(std::string* error) {
+  EtcdAuth* auth = options_.auth.get();
+  if (auth == nullptr) {
+    *error = "etcd: no user configured";
+    return false;
+  }
+  std::string body = json{{"name", auth->user()}, {"password", auth->password()}}.dump();
+  Reply reply;
+  // Idempotent: a second token does no harm.
+  const bool ok = CallEndpoints("/v3/auth/authenticate", body, /*idempotent=*/true, /*with_token=*/false,
+                                &reply, error);
+  sodium_memzero(body.data(), body.size());
+  if (!ok) {
+    // Unreachable, or TLS (the certificate's CommonName included): *error says so.
+    if (reply.http_status == 0 || last_failure_ == EtcdFailure::kTls) return false;
+    if (reply.message.find("authentication is not enabled") != std::string::npos) {
+      // A user was configured before etcd's auth was switched on: go
+      // without a token; "user name is empty" later brings us back here.
+      spdlog::warn("etcd {}: a user is configured (--etcd-user) but etcd has authentication switched off; "
+                   "requests go without a token",
+                   reply.url);
+      auth->SetToken("");
+      last_failure_ = EtcdFailure::kNone;
+      return true;
+    }
+    last_failure_ = EtcdFailure::kAuth;
+    *error = "etcd " + reply.url + ": authentication failed for user \"" + Excerpt(auth->user()) +
+             "\": etcd says \"" + (reply.message.empty() ? Excerpt(reply.text) : reply.message) + "\"";
+    return false;
+  }
+  auto token = reply.body.find("token");
+  if (token == reply.body.end() || !token->is_string() || !ValidToken(token->get_ref<const std::string&>())) {
+    last_failure_ = EtcdFailure::kAnswer;
+    *error = "etcd " + reply.url + ": bad authenticate answer (no usable token)";
+    return false;
+  }
+  auth->SetToken(token->get<std::string>());
+  return true;
+}
+
+bool EtcdClient::CallEndpoints(const std::string& path, const std::string& body, bool idempotent,
+                               bool with_token, Reply* reply, std::string* error) {
   if (!config_error_.empty()) {
+    last_failure_ = EtcdFailure::kAnswer;
     *error = config_error_;
     return false;
   }
@@ -141,7 +250,7 @@ bool EtcdClient::Call(const std::string& path, const std::string& body, bool ide
     const size_t index = (first + attempt) % endpoints_.size();
     bool may_retry = false;
     std::string one_error;
-    if (CallOne(*endpoints_[index], path, body, reply, &may_retry, &one_error)) {
+    if (CallOne(*endpoints_[index], path, body, with_token, reply, &may_retry, &one_error)) {
       current_ = index;
       return true;
     }

@@ -3,6 +3,9 @@
 // prefixes, leases, batched puts and the two transactions of a leader
 // election. Watches are EtcdWatcher's (etcd_watcher.h).
 //
+// With options.auth every request carries the token; one refused as stale
+// (etcd_auth.h) gets a new token and is sent once more.
+//
 // Threading: an EtcdClient is synchronous and not thread-safe; use one per
 // thread. Nothing here throws; every call is bounded by the configured
 // timeouts.
@@ -20,6 +23,16 @@
 #include "agent/coord/etcd_gateway.h"
 
 namespace chronolink {
+
+// What made the last call fail, for a caller that must tell a setting to
+// fix (refuse to start) from an outage (wait it out).
+enum class EtcdFailure {
+  kNone,
+  kUnreachable,  // no answer: connection refused or timed out, ...
+  kTls,          // TLS refused: etcd's certificate, or ours; a setting to fix
+  kAuth,         // authentication failed, or permission denied; a setting to fix
+  kAnswer,       // etcd answered with another error, or garbage
+};
 
 class EtcdClient {
  public:
@@ -76,8 +89,16 @@ class EtcdClient {
   // *deleted says whether it did (false also when the key is absent).
   bool DeleteIfValue(std::string_view key, std::string_view expected, bool* deleted, std::string* error);
 
+  // Gets a token for options.auth (user and password), stored there for
+  // every request of this client and of whoever shares the EtcdAuth. When
+  // etcd has auth switched off the token is empty and requests go without.
+  // Refused credentials: "etcd URL: authentication failed for user NAME:
+  // <etcd's message>", last_failure() kAuth.
+  bool Authenticate(std::string* error);
+
   // The endpoint the next request goes to first (empty without endpoints).
   const std::string& current_endpoint() const;
+  EtcdFailure last_failure() const { return last_failure_; }
 
   // POSTs a raw JSON request (body as the gateway expects it) and returns
   // the answer's text, once it parsed as a JSON object. For what this class
@@ -90,10 +111,14 @@ class EtcdClient {
   struct Reply;
   // Sends to the current endpoint, then the others in order when the request
   // surely did not arrive (no connection) or may safely repeat (idempotent).
+  // With auth: authenticates first when no token is held, and once more
+  // when etcd calls the token stale.
   bool Call(const std::string& path, const std::string& body, bool idempotent, Reply* reply,
             std::string* error);
-  bool CallOne(Endpoint& endpoint, const std::string& path, const std::string& body, Reply* reply,
-               bool* may_retry, std::string* error);
+  bool CallEndpoints(const std::string& path, const std::string& body, bool idempotent, bool with_token,
+                     Reply* reply, std::string* error);
+  bool CallOne(Endpoint& endpoint, const std::string& path, const std::string& body, bool with_token,
+               Reply* reply, bool* may_retry, std::string* error);
   // GetPrefix's one attempt. *compacted: it failed because read_revision
   // was compacted between pages.
   bool ReadPrefixPages(std::string_view prefix, std::vector<EtcdKeyValue>* out, int64_t* read_revision,
@@ -106,6 +131,7 @@ class EtcdClient {
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::string config_error_;  // a bad endpoint: every call fails with it
   size_t current_ = 0;
+  EtcdFailure last_failure_ = EtcdFailure::kNone;
 };
 
 }  // namespace chronolink

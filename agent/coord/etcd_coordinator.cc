@@ -55,24 +55,32 @@ EtcdCoordinator::EtcdCoordinator(const AgentConfig& config)
                  return !refused;
                }),
       outbox_(config.cluster_settings.retention_ns) {
-  client_options_.endpoints = config.cluster_settings.etcd_endpoints;
+  const ClusterSettings& cs = config.cluster_settings;
+  client_options_.endpoints = cs.etcd_endpoints;
   client_options_.connect_timeout_ms = 1000;
   client_options_.request_timeout_ms = 2000;
+  if (!cs.etcd_user.empty()) client_options_.auth = std::make_shared<EtcdAuth>(cs.etcd_user, cs.etcd_password);
   status_.backend = "etcd";
 }
 
 EtcdCoordinator::~EtcdCoordinator() { Stop(); }
 
 bool EtcdCoordinator::Start(std::string* error) {
-  for (const std::string& url : client_options_.endpoints) {
-    std::string host;
-    int port = 0;
-    if (!ParseEtcdEndpoint(url, &host, &port, error)) {
-      *error = "etcd endpoint " + url + ": " + *error;
+  const ClusterSettings& cs = config_.cluster_settings;
+  if (!cs.etcd_cacert_pem.empty()) {
+    std::string why;
+    client_options_.tls = EtcdTlsCredentials::Parse({cs.etcd_cacert_pem, cs.etcd_cert_pem, cs.etcd_key_pem}, &why);
+    if (!client_options_.tls) {
+      *error = "etcd TLS settings: " + why;
       return false;
     }
   }
+  if (const std::string bad = CheckEtcdEndpoints(client_options_); !bad.empty()) {
+    *error = bad;
+    return false;
+  }
   client_ = std::make_unique<EtcdClient>(client_options_);
+  if (!CheckAccess(error)) return false;
   auto watch = [&](const std::string& key, bool prefix, auto on_events) {
     EtcdWatcher::Options o;
     o.client = client_options_;
@@ -91,7 +99,30 @@ bool EtcdCoordinator::Start(std::string* error) {
   leader_watch_ = watch(codec_.LeaderKey(), false, &EtcdCoordinator::OnLeaderEvents);
   offsets_watch_ = watch(codec_.OffsetsKey(), false, &EtcdCoordinator::OnOffsetEvents);
   thread_ = std::thread([this] { Loop(); });
-  spdlog::info("etcd coordination at {} under prefix {}", client_options_.endpoints.front(), prefix_);
+  spdlog::info("etcd coordination at {} under prefix {}{}{}", client_options_.endpoints.front(), prefix_,
+               client_options_.tls ? ", TLS" : ", plain http",
+               client_options_.auth ? ", as etcd user " + client_options_.auth->user() : "");
+  return true;
+}
+
+bool EtcdCoordinator::CheckAccess(std::string* error) {
+  // Only with TLS or auth: plain http has nothing to refuse but an outage.
+  if (!client_options_.tls && !client_options_.auth) return true;
+  std::string why;
+  std::optional<EtcdKeyValue> ignored;
+  // A read under the prefix: the certificates, the password and the role.
+  const bool ok = (!client_options_.auth || client_->Authenticate(&why)) &&
+                  client_->Get(codec_.LeaderKey(), &ignored, &why);
+  if (ok) return true;
+  const EtcdFailure failure = client_->last_failure();
+  if (failure == EtcdFailure::kTls || failure == EtcdFailure::kAuth) {
+    *error = why;  // a setting to fix: retrying would only repeat it
+    if (why.find("permission denied") != std::string::npos) {
+      *error += " (the etcd user's role needs readwrite on the prefix " + prefix_ + ")";
+    }
+    return false;
+  }
+  spdlog::warn("etcd not reachable at start ({}); retrying in the background", why);
   return true;
 }
 

@@ -9,6 +9,9 @@
 // Every value is sealed with a MAC under a subkey of the cluster key and
 // bound to its writer's lease (etcd_value_codec.h): what cannot prove its
 // writer, its lease and its freshness is refused, counted and logged.
+// With https endpoints the connections use the configured CA and client
+// certificate (etcd_tls.h); with a user, every request carries an etcd auth
+// token (etcd_auth.h). Credentials etcd refuses fail Start, clearly.
 // Watches keep the member list, the leader and the offsets current; the
 // leader also watches windows/. When etcd is down or slow nothing waits:
 // summaries queue (for the retention) and go out when it answers again.
@@ -23,7 +26,9 @@
 
 #include "agent/config/agent_config.h"
 #include "agent/coord/coordinator.h"
+#include "agent/coord/etcd_auth.h"
 #include "agent/coord/etcd_client.h"
+#include "agent/coord/etcd_tls.h"
 #include "agent/coord/etcd_value_codec.h"
 #include "agent/coord/etcd_watcher.h"
 #include "agent/coord/leader_view.h"
@@ -49,6 +54,10 @@ class EtcdCoordinator : public Coordinator {
 
  private:
   void Loop();
+  // With TLS or auth: one request at start. A refused certificate or
+  // password fails Start (a setting to fix); an unreachable etcd does not
+  // (the loop waits for it, as without TLS).
+  bool CheckAccess(std::string* error);
   void FlushLastWindows();
   // Each step of a loop turn; false: etcd failed, retry after a backoff.
   bool EnsureMemberLease(int64_t now_ns);

@@ -12,6 +12,9 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "agent/coord/etcd_auth.h"
+#include "agent/coord/etcd_tls.h"
+
 namespace chronolink {
 namespace etcd_gateway {
 
@@ -269,24 +272,63 @@ json PrefixPageRequest(std::string_view prefix, std::string_view start_key, int6
   return request;
 }
 
-void SetTimeouts(httplib::Client* client, int64_t connect_ms, int64_t read_ms, int64_t write_ms) {
+void SetTimeouts(httplib::ClientImpl* client, int64_t connect_ms, int64_t read_ms, int64_t write_ms) {
   client->set_connection_timeout(connect_ms / 1000, (connect_ms % 1000) * 1000);
   client->set_read_timeout(read_ms / 1000, (read_ms % 1000) * 1000);
   client->set_write_timeout(write_ms / 1000, (write_ms % 1000) * 1000);
 }
 
-std::unique_ptr<httplib::Client> MakeHttpClient(const std::string& host, int port) {
-  auto client = std::make_unique<httplib::Client>(host, port);
+std::unique_ptr<httplib::ClientImpl> MakeHttpClient(const std::string& host, int port, bool https,
+                                                    const EtcdClientOptions& options) {
+  std::unique_ptr<httplib::ClientImpl> client;
+  if (https) {
+    client = std::make_unique<EtcdTlsClient>(host, port, options.tls);
+  } else {
+    client = std::make_unique<httplib::ClientImpl>(host, port);
+  }
   // httplib writes "host:port", which an IPv6 literal makes ambiguous.
   client->set_default_headers({{"Host", HostHeader(host, port)}});
   client->set_keep_alive(false);  // one connection per request: nothing stale after a server restart
   return client;
 }
 
+void AddAuthHeader(const EtcdAuth* auth, httplib::Request* request) {
+  if (auth == nullptr) return;
+  const std::optional<std::string> token = auth->token();
+  // The gateway hands "Authorization" to etcd as the token itself, no scheme.
+  if (token && !token->empty()) request->headers.emplace("Authorization", *token);
+}
+
+std::string TlsFailure(const httplib::ClientImpl* client) {
+  const auto* tls = dynamic_cast<const EtcdTlsClient*>(client);
+  return tls != nullptr ? tls->failure() : "";
+}
+
+void ClearTlsFailure(httplib::ClientImpl* client) {
+  if (auto* tls = dynamic_cast<EtcdTlsClient*>(client)) tls->ClearFailure();
+}
+
 // What a failed exchange means, in words. httplib reports kinds, not errno.
+bool TlsClosedAfterHandshake(httplib::Error error, int64_t elapsed_ms, const EtcdClientOptions& options,
+                             const httplib::ClientImpl* client) {
+  if (dynamic_cast<const EtcdTlsClient*>(client) == nullptr) return false;
+  return error == httplib::Error::Write ||
+         (error == httplib::Error::Read && elapsed_ms + 50 < options.request_timeout_ms);
+}
+
 std::string DescribeTransportError(httplib::Error error, const std::string& host, int64_t elapsed_ms,
-                                   const EtcdClientOptions& options) {
+                                   const EtcdClientOptions& options, const httplib::ClientImpl* client) {
+  if (const std::string tls = TlsFailure(client); !tls.empty()) return "TLS: " + tls;
+  if (TlsClosedAfterHandshake(error, elapsed_ms, options, client)) {
+    return "etcd closed the TLS connection before answering: most likely it did not accept this agent's client "
+           "certificate (--etcd-cert: is it signed by a CA in etcd's --trusted-ca-file, and still valid?)";
+  }
   switch (error) {
+    case httplib::Error::SSLConnection:
+      return "TLS handshake failed (is the endpoint https, and does it speak TLS 1.2 or later?)";
+    case httplib::Error::SSLLoadingCerts:
+    case httplib::Error::SSLServerVerification:
+      return "TLS: the server's certificate was refused";
     case httplib::Error::Connection:
       if (!HostIsNumeric(host) && !HostResolves(host)) return "cannot resolve host " + host;
       return "connection refused";
@@ -322,18 +364,15 @@ json PutRequest(std::string_view key, std::string_view value, int64_t lease) {
 
 }  // namespace etcd_gateway
 
-bool ParseEtcdEndpoint(const std::string& url, std::string* host, int* port, std::string* error) {
-  const std::string_view kScheme = "http://";
+bool ParseEtcdEndpoint(const std::string& url, std::string* host, int* port, std::string* error, bool* https) {
   std::string_view rest = url;
-  if (rest.starts_with("https://")) {
-    *error = "https is not supported (plain http only: give etcd an http:// client URL)";
+  const bool tls = rest.starts_with("https://");
+  if (!tls && !rest.starts_with("http://")) {
+    *error = "expected http://HOST:PORT or https://HOST:PORT";
     return false;
   }
-  if (!rest.starts_with(kScheme)) {
-    *error = "expected http://HOST:PORT";
-    return false;
-  }
-  rest.remove_prefix(kScheme.size());
+  if (https != nullptr) *https = tls;
+  rest.remove_prefix(tls ? 8 : 7);
   if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   if (rest.find_first_of("/?#@") != std::string_view::npos) {
     *error = "expected http://HOST:PORT, without user, path or query";
@@ -372,6 +411,23 @@ bool ParseEtcdEndpoint(const std::string& url, std::string* host, int* port, std
   }
   *host = std::string(host_part);
   return true;
+}
+
+std::string CheckEtcdEndpoints(const EtcdClientOptions& options) {
+  if (options.endpoints.empty()) return "etcd: no endpoints configured";
+  size_t https_count = 0;
+  for (const std::string& url : options.endpoints) {
+    std::string host, error;
+    int port = 0;
+    bool https = false;
+    if (!ParseEtcdEndpoint(url, &host, &port, &error, &https)) return "etcd endpoint \"" + url + "\": " + error;
+    if (https) ++https_count;
+  }
+  if (https_count != 0 && https_count != options.endpoints.size()) {
+    return "etcd endpoints mix http:// and https://: give all of one scheme (one cluster speaks one)";
+  }
+  if (https_count != 0 && !options.tls) return "etcd: https endpoints need TLS settings (--etcd-cacert)";
+  return "";
 }
 
 std::string PrefixRangeEnd(std::string_view prefix) {

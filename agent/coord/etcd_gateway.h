@@ -35,6 +35,13 @@
 //     --max-request-bytes into several, each but the last marked
 //     "fragment"; the split may fall between events of one revision.
 //
+// Security: https endpoints verify etcd's certificate against a given CA and
+// may present a client certificate (etcd_tls.h); etcd's user/password auth
+// adds a token to every request (etcd_auth.h). Plain http is neither
+// encrypted nor authenticated: anyone on its path can read and rewrite the
+// traffic (chronolink seals its values with a MAC, etcd_value_seal.h, so
+// altered values are refused, but they travel readable).
+//
 // Answers are untrusted input (anyone on the plain-HTTP path, or a fake
 // etcd, can write them): each is read up to max_answer_bytes, parsed only
 // when no deeper than kMaxJsonDepth (a recursive walk of deeper JSON, such
@@ -52,11 +59,15 @@
 #include <nlohmann/json_fwd.hpp>
 
 namespace httplib {
-class Client;
+class ClientImpl;
+struct Request;
 enum class Error;
 }  // namespace httplib
 
 namespace chronolink {
+
+class EtcdAuth;
+class EtcdTlsCredentials;
 
 struct EtcdKeyValue {
   std::string key, value;
@@ -77,8 +88,9 @@ struct EtcdEvent {
 // endpoints x (connect_timeout_ms + request_timeout_ms), a refused
 // connection costing next to nothing.
 struct EtcdClientOptions {
-  // "http://host:port" (IPv6 as http://[::1]:2379). Tried in order; the
-  // client sticks to the first that answers until it fails.
+  // "http://host:port" or "https://host:port" (IPv6 as http://[::1]:2379),
+  // all of one scheme. Tried in order; the client sticks to the first that
+  // answers until it fails.
   std::vector<std::string> endpoints;
   int64_t connect_timeout_ms = 1000;
   // Bounds the wait for the answer (each read, and the whole answer).
@@ -93,12 +105,22 @@ struct EtcdClientOptions {
   // gateway's JSON, so a page is about 1 MiB; a page over max_answer_bytes
   // (large values) is read again in halves.
   int64_t range_page_keys = 1000;
+  // Required by https endpoints: the CA and client certificate.
+  std::shared_ptr<const EtcdTlsCredentials> tls = nullptr;
+  // etcd user/password auth; null: requests carry no token.
+  std::shared_ptr<EtcdAuth> auth = nullptr;
 };
 
-// Splits "http://HOST:PORT[/]" into host (brackets of an IPv6 literal
-// removed) and port. Plain http only: https, other schemes, user info, paths,
-// queries and missing or bad ports are errors that say what is wrong.
-bool ParseEtcdEndpoint(const std::string& url, std::string* host, int* port, std::string* error);
+// Splits "http://HOST:PORT[/]" or "https://HOST:PORT[/]" into host (brackets
+// of an IPv6 literal removed), port and whether it is https. Other schemes,
+// user info, paths, queries and missing or bad ports are errors that say
+// what is wrong.
+bool ParseEtcdEndpoint(const std::string& url, std::string* host, int* port, std::string* error,
+                       bool* https = nullptr);
+
+// Checks a list of endpoints as a whole: each parses, all share one scheme,
+// and https ones come with TLS credentials. "" when fine, else the error.
+std::string CheckEtcdEndpoints(const EtcdClientOptions& options);
 
 // The range_end that makes [prefix, range_end) exactly the keys starting with
 // prefix, as etcd's clientv3 computes it: the last byte below 0xff is
@@ -186,12 +208,27 @@ nlohmann::json PrefixPageRequest(std::string_view prefix, std::string_view start
 nlohmann::json PutRequest(std::string_view key, std::string_view value, int64_t lease);
 
 // One connection per request (nothing stale after a server restart), with a
-// Host header that survives IPv6 literals.
-std::unique_ptr<httplib::Client> MakeHttpClient(const std::string& host, int port);
-void SetTimeouts(httplib::Client* client, int64_t connect_ms, int64_t read_ms, int64_t write_ms);
-// What a failed exchange means, in words. httplib reports kinds, not errno.
+// Host header that survives IPv6 literals; over TLS (EtcdTlsClient) for
+// https, which needs options.tls.
+std::unique_ptr<httplib::ClientImpl> MakeHttpClient(const std::string& host, int port, bool https,
+                                                    const EtcdClientOptions& options);
+void SetTimeouts(httplib::ClientImpl* client, int64_t connect_ms, int64_t read_ms, int64_t write_ms);
+// The Authorization header with auth's token, when there is one.
+void AddAuthHeader(const EtcdAuth* auth, httplib::Request* request);
+// What TLS said about the client's last exchange (EtcdTlsClient::failure),
+// empty for plain http or when it said nothing; and clearing it before one.
+std::string TlsFailure(const httplib::ClientImpl* client);
+void ClearTlsFailure(httplib::ClientImpl* client);
+// With TLS 1.3 etcd checks the client certificate after the handshake: a
+// refusal then shows as a connection closed under the first request, its
+// alert often lost to the reset. True for such an end of an https exchange
+// (a failed write, or a read that ended before the timeout).
+bool TlsClosedAfterHandshake(httplib::Error error, int64_t elapsed_ms, const EtcdClientOptions& options,
+                             const httplib::ClientImpl* client);
+// What a failed exchange means, in words. httplib reports kinds, not errno;
+// for TLS, the reason OpenSSL gave comes first.
 std::string DescribeTransportError(httplib::Error error, const std::string& host, int64_t elapsed_ms,
-                                   const EtcdClientOptions& options);
+                                   const EtcdClientOptions& options, const httplib::ClientImpl* client = nullptr);
 // TCP keepalives notice a server that vanished without closing the
 // connection (a partition, a power cut) on a quiet watch: about 11 s.
 void EnableKeepalive(int socket);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "agent/coord/etcd_auth.h"
+
 namespace chronolink {
 
 using namespace etcd_gateway;  // NOLINT: this file is the gateway's watcher
@@ -29,6 +31,7 @@ struct EtcdWatcher::StreamState {
   std::string error_body;  // a non-200 answer, kept for its message
   bool established = false;
   bool failed = false;  // a bad or canceling object: the stream is aborted
+  bool token_refused = false;  // etcd refused the stream's token (or its role)
   int64_t resync_revision = 0;  // etcd cannot resume where we are: resync, then watch from here
   std::string error;
 };
@@ -69,7 +72,7 @@ void EtcdWatcher::Stop() {
   // Repeated: a stop() just before the thread's next request starts would
   // find nothing to interrupt.
   while (running_) {
-    std::shared_ptr<httplib::Client> client;
+    std::shared_ptr<httplib::ClientImpl> client;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       client = active_client_;
@@ -84,7 +87,7 @@ EtcdWatcher::Stats EtcdWatcher::stats() const {
   return Stats{streams_opened_.load(), failures_.load(), bad_responses_.load(), events_.load(), resyncs_.load()};
 }
 
-void EtcdWatcher::SetActiveClient(std::shared_ptr<httplib::Client> client) {
+void EtcdWatcher::SetActiveClient(std::shared_ptr<httplib::ClientImpl> client) {
   std::lock_guard<std::mutex> lock(mutex_);
   active_client_ = std::move(client);
 }
@@ -135,8 +138,8 @@ void EtcdWatcher::Run() {
     std::string url, error;
     int64_t resync_revision = 0;
     StreamEnd end = StreamEnd::kFailed;
-    if (options_.client.endpoints.empty()) {
-      error = "etcd: no endpoints configured";
+    if (const std::string config_error = CheckEtcdEndpoints(options_.client); !config_error.empty()) {
+      error = config_error;
     } else {
       url = options_.client.endpoints[endpoint_index_ % options_.client.endpoints.size()];
       end = RunStream(url, &resync_revision, &error);
@@ -178,15 +181,33 @@ void EtcdWatcher::Resync(int64_t resume_revision, const std::string& why) {
   }
 }
 
+bool EtcdWatcher::TokenForStream(std::string* token, bool* fresh, std::string* error) {
+  EtcdAuth* auth = options_.client.auth.get();
+  *fresh = false;
+  token->clear();
+  if (auth == nullptr) return true;
+  if (!auth->token()) {
+    if (!auth_client_) auth_client_ = std::make_unique<EtcdClient>(options_.client);
+    if (!auth_client_->Authenticate(error)) return false;
+    *fresh = true;
+  }
+  *token = auth->token().value_or("");
+  return true;
+}
+
 EtcdWatcher::StreamEnd EtcdWatcher::RunStream(const std::string& url, int64_t* resync_revision,
                                               std::string* error) {
   std::string host;
   int port = 0;
-  if (!ParseEtcdEndpoint(url, &host, &port, error)) {
+  bool https = false;
+  if (!ParseEtcdEndpoint(url, &host, &port, error, &https)) {
     *error = "etcd endpoint \"" + url + "\": " + *error;
     return StreamEnd::kFailed;
   }
-  std::shared_ptr<httplib::Client> client = MakeHttpClient(host, port);
+  std::string token;
+  bool fresh_token = false;
+  if (!TokenForStream(&token, &fresh_token, error)) return StreamEnd::kFailed;
+  std::shared_ptr<httplib::ClientImpl> client = MakeHttpClient(host, port, https, options_.client);
   SetTimeouts(client.get(), options_.client.connect_timeout_ms, options_.idle_timeout_ms,
               options_.client.request_timeout_ms);
   client->set_socket_options(EnableKeepalive);
@@ -201,6 +222,7 @@ EtcdWatcher::StreamEnd EtcdWatcher::RunStream(const std::string& url, int64_t* r
   request.method = "POST";
   request.path = "/v3/watch";
   request.headers = {{"Content-Type", "application/json"}};
+  if (!token.empty()) request.headers.emplace("Authorization", token);
   request.body = CreateRequestBody();
   request.response_handler = [&](const httplib::Response& response) {
     state.http_status = response.status;
@@ -214,7 +236,17 @@ EtcdWatcher::StreamEnd EtcdWatcher::RunStream(const std::string& url, int64_t* r
   const Clock::time_point start = Clock::now();
   const bool completed = client->send(request, response, http_error);
   SetActiveClient(nullptr);
-  return ClassifyStreamEnd(url, host, completed, http_error, ElapsedMs(start), state, resync_revision, error);
+  const StreamEnd end =
+      ClassifyStreamEnd(url, host, completed, http_error, ElapsedMs(start), state, client.get(), resync_revision, error);
+  if (state.token_refused && options_.client.auth) {
+    if (fresh_token) {
+      *error += " (with a token just issued: does the user's role grant read on this key?)";
+    } else {
+      options_.client.auth->Invalidate(token);  // expired or unknown: the next attempt gets a new one
+      *error += " (authenticating again)";
+    }
+  }
+  return end;
 }
 
 bool EtcdWatcher::OnStreamBytes(std::string_view bytes, StreamState* state) {
@@ -243,9 +275,9 @@ bool EtcdWatcher::OnStreamBytes(std::string_view bytes, StreamState* state) {
 
 EtcdWatcher::StreamEnd EtcdWatcher::ClassifyStreamEnd(const std::string& url, const std::string& host,
                                                       bool completed, httplib::Error http_error,
-                                                      int64_t elapsed_ms,
-                                                      const StreamState& state, int64_t* resync_revision,
-                                                      std::string* error) {
+                                                      int64_t elapsed_ms, StreamState& state,
+                                                      const httplib::ClientImpl* client,
+                                                      int64_t* resync_revision, std::string* error) {
   const std::string where = "etcd " + url + ": ";
   if (stopping_) return StreamEnd::kStopped;
   if (state.resync_revision > 0) {
@@ -263,6 +295,7 @@ EtcdWatcher::StreamEnd EtcdWatcher::ClassifyStreamEnd(const std::string& url, co
     std::string ignored;
     if (!ParseJsonAnswer(state.error_body, &body, &ignored)) body = json();
     const std::string message = GatewayErrorMessage(body, &grpc_code);
+    if (IsStaleTokenMessage(message)) state.token_refused = true;
     *error = where + "watch: HTTP " + std::to_string(state.http_status) + ": " +
              (message.empty() ? Excerpt(state.error_body) : message);
     return StreamEnd::kFailed;
@@ -273,8 +306,7 @@ EtcdWatcher::StreamEnd EtcdWatcher::ClassifyStreamEnd(const std::string& url, co
     } else {
       EtcdClientOptions timing = options_.client;
       timing.request_timeout_ms = options_.idle_timeout_ms;
-      *error = where + "watch: " +
-               DescribeTransportError(http_error, host, elapsed_ms, timing);
+      *error = where + "watch: " + DescribeTransportError(http_error, host, elapsed_ms, timing, client);
     }
     return StreamEnd::kFailed;
   }
@@ -301,6 +333,7 @@ bool EtcdWatcher::HandleObject(const std::string& text, StreamState* state) {
       spdlog::warn("etcd watch {}: {}", options_.key, state->error);
     } else {
       state->error = "watch: " + message;
+      state->token_refused = IsStaleTokenMessage(message);
     }
     return false;
   }
@@ -318,7 +351,12 @@ bool EtcdWatcher::HandleCanceled(const json& result, StreamState* state) {
   }
   auto reason = result.find("cancel_reason");
   state->error = "etcd canceled the watch";
-  if (reason != result.end() && reason->is_string()) state->error += ": " + reason->get<std::string>();
+  if (reason != result.end() && reason->is_string()) {
+    const std::string text = Excerpt(reason->get_ref<const std::string&>());
+    state->error += ": " + text;
+    // How etcd 3.4 answers a watch whose token is unknown or expired.
+    state->token_refused = text.find("permission denied") != std::string::npos || IsStaleTokenMessage(text);
+  }
   return false;
 }
 

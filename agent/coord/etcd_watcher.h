@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/coord/etcd_client.h"
 #include "agent/coord/etcd_gateway.h"
 
 namespace chronolink {
@@ -42,7 +43,7 @@ namespace chronolink {
 // fresh, but etcd before 3.4.24 may send them ahead of pending events.)
 //
 // Stopping: cpp-httplib 0.11 blocks in read while a quiet stream waits for an
-// event. Stop() uses httplib::Client::stop(), which shuts the socket down
+// event. Stop() uses httplib::ClientImpl::stop(), which shuts the socket down
 // and wakes that read at once, and repeats it until the thread has left (a
 // stop() landing just before a request starts would otherwise be missed).
 // The alternative, a short read timeout and a reconnect each time, would
@@ -51,6 +52,12 @@ namespace chronolink {
 // vanished silently; they play no part in stopping. Stop() returns within
 // connect_timeout_ms plus a little (a connect in progress holds httplib's
 // socket lock).
+//
+// Auth (options.client.auth): each stream carries the shared token, got
+// first where none is held. etcd cancels a watch whose token it no longer
+// knows with "permission denied": the token is then dropped and the next
+// attempt authenticates again, unless the token was fresh, in which case
+// the role really lacks the permission and the error says so.
 //
 // Bounds: a message of the stream larger than client.max_answer_bytes, or
 // nested deeper than kMaxJsonDepth, is refused (counted in bad_responses,
@@ -114,8 +121,11 @@ class EtcdWatcher {
   void Resync(int64_t resume_revision, const std::string& why);
   StreamEnd RunStream(const std::string& endpoint_url, int64_t* resync_revision, std::string* error);
   StreamEnd ClassifyStreamEnd(const std::string& url, const std::string& host, bool completed,
-                              httplib::Error http_error, int64_t elapsed_ms, const StreamState& state,
-                              int64_t* resync_revision, std::string* error);
+                              httplib::Error http_error, int64_t elapsed_ms, StreamState& state,
+                              const httplib::ClientImpl* client, int64_t* resync_revision, std::string* error);
+  // With auth: the token for the next stream (authenticating when none is
+  // held); *fresh: it was issued just now.
+  bool TokenForStream(std::string* token, bool* fresh, std::string* error);
   std::string CreateRequestBody() const;
   // The stream's bytes and objects; false aborts the stream.
   bool OnStreamBytes(std::string_view bytes, StreamState* state);
@@ -127,7 +137,7 @@ class EtcdWatcher {
   void ReportState(bool connected, const std::string& error);
   void Guarded(const char* what, const std::function<void()>& callback);
   void SleepUnlessStopped(int64_t ms);
-  void SetActiveClient(std::shared_ptr<httplib::Client> client);
+  void SetActiveClient(std::shared_ptr<httplib::ClientImpl> client);
 
   Options options_;
   EventsHandler on_events_;
@@ -147,7 +157,8 @@ class EtcdWatcher {
   std::mutex stop_mutex_;     // serializes joiners
   mutable std::mutex mutex_;  // guards active_client_ and wakes backoff sleeps
   std::condition_variable wake_;
-  std::shared_ptr<httplib::Client> active_client_;
+  std::shared_ptr<httplib::ClientImpl> active_client_;
+  std::unique_ptr<EtcdClient> auth_client_;  // the watcher thread's: authenticates
 
   std::atomic<uint64_t> streams_opened_{0}, failures_{0}, bad_responses_{0}, events_{0}, resyncs_{0};
 };

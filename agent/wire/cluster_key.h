@@ -12,6 +12,8 @@
 #include <string_view>
 #include <sys/types.h>
 
+#include "agent/wire/private_file.h"  // KeyFileForeignAccess
+
 namespace chronolink {
 
 constexpr size_t kClusterKeySize = 32;
@@ -34,12 +36,5 @@ bool ParseClusterKeyHex(std::string_view hex, ClusterKey* key, std::string* erro
 // when it is owned by a user other than root and the caller's effective uid.
 // The file's contents are wiped from memory once parsed.
 bool LoadClusterKeyFile(const std::string& path, ClusterKey* key, std::string* error);
-
-// Who besides the owner may read or write a file of this mode and access ACL
-// (the raw value of the "system.posix_acl_access" extended attribute; empty
-// when the file has none), given that root and `self` are trusted: "" when
-// nobody, else e.g. "its group (mode 0640)". Pure, for the key file check
-// and its tests.
-std::string KeyFileForeignAccess(mode_t mode, std::string_view acl_xattr, uid_t self);
 
 }  // namespace chronolink

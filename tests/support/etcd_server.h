@@ -16,6 +16,9 @@
 // keeps the data and the ports. The destructor stops etcd and removes the
 // directory. If the test process dies, etcd is killed with it
 // (PR_SET_PDEATHSIG).
+//
+// With `tls`, the client URLs are https (etcd_tls_pki.h makes certificates
+// for it) and the health check presents the given client certificate.
 #pragma once
 
 #include <arpa/inet.h>
@@ -34,7 +37,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -42,8 +47,17 @@
 
 namespace chronolink::testing {
 
+// Client URLs over https (peer URLs stay http: a one-member cluster).
+struct EtcdServerTls {
+  std::string ca_file;                 // --trusted-ca-file; the health check verifies the server with it
+  std::string cert_file, key_file;     // the server's certificate (SANs 127.0.0.1, localhost) and key
+  bool client_cert_auth = true;        // --client-cert-auth
+  std::string client_cert_file, client_key_file;  // what the health check presents
+};
+
 struct EtcdServerOptions {
   std::string binary;  // empty: EtcdServerProcess::DefaultBinary()
+  std::optional<EtcdServerTls> tls;    // https client URLs
   std::string host = "127.0.0.1";
   std::vector<std::string> wrapper;     // argv prefix, run inside it
   std::string netns;                    // named network namespace of `host` for the health check
@@ -103,8 +117,16 @@ inline bool PickTwoPorts(const std::string& host, int* first, int* second) {
   return false;
 }
 
-inline bool Healthy(const std::string& host, int port) {
-  httplib::Client client(host, port);
+inline bool Healthy(const std::string& host, int port, const std::optional<EtcdServerTls>& tls) {
+  std::unique_ptr<httplib::ClientImpl> tls_client;
+  if (tls) {
+    auto ssl = std::make_unique<httplib::SSLClient>(host, port, tls->client_cert_file, tls->client_key_file);
+    ssl->set_ca_cert_path(tls->ca_file);
+    ssl->enable_server_certificate_verification(true);
+    tls_client = std::move(ssl);
+  }
+  httplib::ClientImpl plain(host, port);
+  httplib::ClientImpl& client = tls_client ? *tls_client : plain;
   client.set_connection_timeout(0, 300000);
   client.set_read_timeout(1, 0);
   auto result = client.Get("/health");
@@ -114,8 +136,9 @@ inline bool Healthy(const std::string& host, int port) {
 }
 
 // Healthy(), from inside the named network namespace (empty: this one).
-inline bool HealthyIn(const std::string& netns, const std::string& host, int port) {
-  if (netns.empty()) return Healthy(host, port);
+inline bool HealthyIn(const std::string& netns, const std::string& host, int port,
+                      const std::optional<EtcdServerTls>& tls) {
+  if (netns.empty()) return Healthy(host, port, tls);
   bool healthy = false;
   std::thread t([&] {
     const std::string path = "/var/run/netns/" + netns;
@@ -123,7 +146,7 @@ inline bool HealthyIn(const std::string& netns, const std::string& host, int por
     if (fd < 0) return;
     const bool entered = ::setns(fd, CLONE_NEWNET) == 0;
     ::close(fd);
-    if (entered) healthy = Healthy(host, port);
+    if (entered) healthy = Healthy(host, port, tls);
   });
   t.join();
   return healthy;
@@ -209,8 +232,8 @@ class EtcdServerProcess {
 
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
-  std::string client_url() const { return Url(options_.client_port); }
-  std::string peer_url() const { return Url(options_.peer_port); }
+  std::string client_url() const { return Url(options_.tls ? "https" : "http", options_.client_port); }
+  std::string peer_url() const { return Url("http", options_.peer_port); }
   const std::string& host() const { return options_.host; }
   int client_port() const { return options_.client_port; }
   const std::filesystem::path& dir() const { return dir_; }
@@ -226,8 +249,8 @@ class EtcdServerProcess {
   }
 
  private:
-  std::string Url(int port) const {
-    return "http://" + etcd_server_detail::UrlHost(options_.host) + ":" + std::to_string(port);
+  std::string Url(const std::string& scheme, int port) const {
+    return scheme + "://" + etcd_server_detail::UrlHost(options_.host) + ":" + std::to_string(port);
   }
 
   bool MakeDir(std::string* error) {
@@ -257,6 +280,12 @@ class EtcdServerProcess {
         "--log-outputs=stderr",
     };
     argv.insert(argv.end(), etcd.begin(), etcd.end());
+    if (options_.tls) {
+      argv.push_back("--cert-file=" + options_.tls->cert_file);
+      argv.push_back("--key-file=" + options_.tls->key_file);
+      argv.push_back("--trusted-ca-file=" + options_.tls->ca_file);
+      if (options_.tls->client_cert_auth) argv.push_back("--client-cert-auth");
+    }
     argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
     return argv;
   }
@@ -309,7 +338,9 @@ class EtcdServerProcess {
         *error = "etcd exited (status " + std::to_string(status) + ") before it was healthy; log:\n" + LogTail();
         return false;
       }
-      if (etcd_server_detail::HealthyIn(options_.netns, options_.host, options_.client_port)) return true;
+      if (etcd_server_detail::HealthyIn(options_.netns, options_.host, options_.client_port, options_.tls)) {
+        return true;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     *error = "etcd at " + client_url() + " not healthy after " + std::to_string(options_.start_timeout_ms) +

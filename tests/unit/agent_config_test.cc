@@ -8,11 +8,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/support/etcd_tls_pki.h"
 
 extern char** environ;
 
@@ -40,6 +44,13 @@ constexpr char kCluster3[] = R"({
 // The repository root, absolute: tests change the working directory, and
 // __FILE__ is relative in a ccache build.
 fs::path SourceRoot() { return fs::path(CHRONOLINK_SOURCE_DIR); }
+
+std::string ReadFileForTest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream all;
+  all << in.rdbuf();
+  return all.str();
+}
 
 ClusterKey KeyFromHex(const char* hex) {
   ClusterKey key{};
@@ -1062,11 +1073,102 @@ TEST_F(AgentConfigTest, BadClusterSettingsAreRefusedWithTheirSource) {
   ExpectError(LoadMinimal({"--lease-ttl-s", "1"}), {"lease TTL", "2..60"});
   ExpectError(LoadMinimal({"--window-retention-s", "5"}), {"retention", "10 s"});
   ExpectError(LoadMinimal({"--etcd-endpoints", "http://10.0.0.9:2379"}), {"--coordination etcd"});
-  ExpectError(LoadMinimal({"--coordination", "etcd", "--etcd-endpoints", "https://10.0.0.9:2379"}),
-              {"http://HOST:PORT"});
+  ExpectError(LoadMinimal({"--coordination", "etcd", "--etcd-endpoints", "ftp://10.0.0.9:2379"}),
+              {"http://HOST:PORT or https://HOST:PORT"});
   ExpectError(LoadMinimal({"--coordination", "etcd", "--etcd-endpoints", "http://10.0.0.9:2379", "--peers", "2"}),
               {"--peers", "etcd"});
   ExpectError(Load({"--node-id", "1", "--key-hex", kKeyHex}), {"no cluster file", "--coordination etcd"});
+}
+
+// etcd over https and with a user: the files are read (and the secret ones
+// checked like the key file) when the configuration loads; what cannot work
+// is refused with the option it came from; plain http warns once.
+TEST_F(AgentConfigTest, EtcdTlsAndAuthSettings) {
+  testing::EtcdTestPki pki;
+  std::string error;
+  ASSERT_TRUE(testing::MakeEtcdTestPki(dir_, &pki, &error)) << error;
+  const std::string password = WriteKey("etcd-password", "pass word\nignored second line\n");
+  const std::vector<std::string> base = {"--node-id", "4", "--key-hex", kKeyHex, "--coordination", "etcd",
+                                         "--cluster-id", "9", "--listen", "10.0.0.4", "--port", "7319"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Load(args);
+  };
+  auto plain_http_warnings = [](const Result& r) {
+    return std::count_if(r.config->warnings.begin(), r.config->warnings.end(),
+                         [](const std::string& w) { return w.find("plain http") != std::string::npos; });
+  };
+
+  Result r = with({"--etcd-endpoints", "https://10.0.0.9:2379,https://etcd-b:2379", "--etcd-cacert", pki.ca,
+                   "--etcd-cert", pki.client_cert, "--etcd-key", pki.client_key, "--etcd-user", "chronolink",
+                   "--etcd-password-file", password});
+  ASSERT_TRUE(r.config) << r.error;
+  const ClusterSettings& cs = r.config->cluster_settings;
+  EXPECT_CONTAINS(cs.etcd_cacert_pem, "BEGIN CERTIFICATE");
+  EXPECT_CONTAINS(cs.etcd_cert_pem, "BEGIN CERTIFICATE");
+  EXPECT_CONTAINS(cs.etcd_key_pem, "PRIVATE KEY");
+  EXPECT_EQ(cs.etcd_user, "chronolink");
+  EXPECT_EQ(cs.etcd_password, "pass word");
+  EXPECT_EQ(plain_http_warnings(r), 0);
+  const std::string effective = EffectiveConfigJson(*r.config);
+  EXPECT_CONTAINS(effective, pki.client_key);  // the path
+  EXPECT_EQ(effective.find("pass word"), std::string::npos);
+  EXPECT_EQ(effective.find("PRIVATE KEY"), std::string::npos);
+
+  // The same from the config file, relative paths against its directory.
+  const std::string cfg = Write("etcd.json", R"({"cluster": {"etcd_endpoints": "https://10.0.0.9:2379",
+      "etcd_cacert": "ca.pem", "etcd_cert": "client.pem", "etcd_key": "client.key", "etcd_user": "chronolink",
+      "etcd_password_file": "etcd-password"}})");
+  r = with({"--config", cfg});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->cluster_settings.etcd_key_file, pki.client_key);
+  EXPECT_EQ(r.config->cluster_settings.etcd_password, "pass word");
+
+  // Plain http: one warning that says what is and is not protected.
+  r = with({"--etcd-endpoints", "http://10.0.0.9:2379,http://10.0.0.10:2379"});
+  ASSERT_TRUE(r.config) << r.error;
+  ASSERT_EQ(plain_http_warnings(r), 1);
+  for (const std::string& w : r.config->warnings) {
+    if (w.find("plain http") == std::string::npos) continue;
+    EXPECT_CONTAINS(w, "neither encrypted nor authenticated");
+    EXPECT_CONTAINS(w, "seals its values");
+  }
+
+  ExpectError(with({"--etcd-endpoints", "http://10.0.0.9:2379,https://10.0.0.10:2379", "--etcd-cacert", pki.ca}),
+              {"--etcd-endpoints", "mix http:// and https://"});
+  ExpectError(with({"--etcd-endpoints", "https://10.0.0.9:2379"}), {"--etcd-cacert"});
+  ExpectError(with({"--etcd-endpoints", "http://10.0.0.9:2379", "--etcd-cacert", pki.ca}),
+              {"--etcd-cacert", "https://"});
+  ExpectError(with({"--etcd-endpoints", "https://10.0.0.9:2379", "--etcd-cacert", pki.ca, "--etcd-cert",
+                    pki.client_cert}),
+              {"--etcd-cert", "--etcd-key", "both"});
+  ExpectError(with({"--etcd-endpoints", "https://10.0.0.9:2379", "--etcd-cacert", pki.client_key}),
+              {"no PEM certificate"});
+  ExpectError(with({"--etcd-endpoints", "https://10.0.0.9:2379", "--etcd-cacert", pki.ca, "--etcd-cert",
+                    pki.client_cert, "--etcd-key", pki.other_client_key}),
+              {"does not belong"});
+  ExpectError(with({"--etcd-endpoints", "https://10.0.0.9:2379", "--etcd-cacert", (dir_ / "none.pem").string()}),
+              {"none.pem", "cannot open"});
+  const std::string loose_key = WriteKey("loose.key", ReadFileForTest(pki.client_key),
+                                         fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+  ExpectError(with({"--etcd-endpoints", "https://10.0.0.9:2379", "--etcd-cacert", pki.ca, "--etcd-cert",
+                    pki.client_cert, "--etcd-key", loose_key}),
+              {"loose.key", "others (mode 0604)", "learn or change the etcd client key;", "--etcd-key"});
+
+  ExpectError(with({"--etcd-endpoints", "http://10.0.0.9:2379", "--etcd-user", "chronolink"}),
+              {"--etcd-user", "--etcd-password-file"});
+  ExpectError(with({"--etcd-endpoints", "http://10.0.0.9:2379", "--etcd-password-file", password}),
+              {"--etcd-user", "--etcd-password-file"});
+  const std::string loose = WriteKey("loose-password", "pw\n", fs::perms::owner_read | fs::perms::group_read);
+  ExpectError(with({"--etcd-endpoints", "http://10.0.0.9:2379", "--etcd-user", "u", "--etcd-password-file", loose}),
+              {"loose-password", "its group (mode 0440)", "the etcd password", "--etcd-password-file"});
+  const std::string empty = WriteKey("empty-password", "\nsecond\n");
+  ExpectError(with({"--etcd-endpoints", "http://10.0.0.9:2379", "--etcd-user", "u", "--etcd-password-file", empty}),
+              {"empty first line"});
+  // No option carries the password itself.
+  ExpectError(with({"--etcd-endpoints", "http://10.0.0.9:2379", "--etcd-password", "pw"}), {"--etcd-password"});
+  ExpectError(LoadMinimal({"--etcd-user", "u", "--etcd-password-file", password}), {"--coordination etcd"});
 }
 
 TEST_F(AgentConfigTest, ClusterSettingsFromTheFileAndClockPageOff) {

@@ -40,6 +40,7 @@
 #include "agent/coord/etcd_client.h"
 #include "tests/support/connection_flood.h"
 #include "tests/support/etcd_server.h"
+#include "tests/support/etcd_tls_pki.h"
 #include "tests/support/require_etcd.h"
 #include "tests/support/wait_until.h"
 
@@ -701,16 +702,20 @@ class EtcdCoordinatorTest : public CoordinatorTestBase {
 
   // Nodes 1..3 as the agent configures them for etcd without a cluster file
   // (--cluster-id, --listen, --port), at the smallest lease TTL allowed.
-  void MakeNodes(const std::string& etcd_url, const std::string& prefix_suffix = "") {
+  void MakeNodes(const std::string& etcd_url, const std::string& prefix_suffix = "",
+                 const std::vector<std::string>& extra = {}) {
     nodes_.clear();
     nodes_.resize(3);
     for (uint32_t id = 1; id <= 3; ++id) {
       Node& n = nodes_[id - 1];
       n.id = id;
-      n.config = Load({"--node-id", std::to_string(id), "--coordination", "etcd", "--etcd-endpoints", etcd_url,
-                       "--etcd-prefix", prefix_ + prefix_suffix, "--cluster-id", "7", "--listen", "127.0.0.1", "--port",
-                       std::to_string(7400 + id), "--key-file", key_file_, "--lease-ttl-s", "2",
-                       "--output-dir", dir_.string(), "--clock-page", "off", "--window-retention-s", "60"});
+      std::vector<std::string> args = {
+          "--node-id", std::to_string(id), "--coordination", "etcd", "--etcd-endpoints", etcd_url,
+          "--etcd-prefix", prefix_ + prefix_suffix, "--cluster-id", "7", "--listen", "127.0.0.1", "--port",
+          std::to_string(7400 + id), "--key-file", key_file_, "--lease-ttl-s", "2",
+          "--output-dir", dir_.string(), "--clock-page", "off", "--window-retention-s", "60"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      n.config = Load(args);
       ASSERT_NE(n.config, nullptr);
       ASSERT_EQ(n.config->cluster_settings.backend, CoordinationBackend::kEtcd);
       ASSERT_EQ(n.config->cluster_settings.lease_ttl_s, 2);
@@ -1152,6 +1157,72 @@ TEST_F(EtcdCoordinatorTest, AWriterWithoutTheKeyMovesNothing) {
     EXPECT_TRUE(unsealed != s.refused_by_reason.end() && unsealed->second >= 2u) << "node " << n.id << ": " << Describe(s);
   }
   EXPECT_GE(node(leader).Status().refused, 6u) << Describe(node(leader).Status());
+}
+
+// The options reach the coordinator: three agents elect a leader and list
+// each other over https with client certificates, as an etcd user whose
+// role may touch their prefix only; a wrong password, or a prefix the role
+// does not grant, stops Start with one clear line instead of retrying for
+// ever.
+TEST_F(EtcdCoordinatorTest, WorksOverTlsWithAuthAndRefusesAWrongPassword) {
+  std::string why;
+  if (!testing::EtcdctlAvailable(&why)) {
+    testing::SkipOrFailOutsideCi(why);
+    return;
+  }
+  const fs::path pki_dir = dir_ / "pki";
+  fs::create_directories(pki_dir);
+  testing::EtcdTestPki pki;
+  std::string error;
+  ASSERT_TRUE(testing::MakeEtcdTestPki(pki_dir, &pki, &error)) << error;
+  testing::EtcdServerOptions options;
+  options.tls = pki.ServerTls();
+  EtcdServerProcess server(options);
+  ASSERT_TRUE(server.Start(&error)) << error;
+  // The agents' role may use prefix_ + "granted/" only.
+  ASSERT_TRUE(testing::EnableEtcdAuth(server.client_url(), pki, "rootpw", "chronolink", "agents pw",
+                                      prefix_ + "granted/", &error))
+      << error;
+  const std::string password = Write("etcd-password", "agents pw\n");
+  const std::string wrong = Write("wrong-password", "not it\n");
+  for (const std::string& f : {password, wrong}) fs::permissions(f, fs::perms::owner_read | fs::perms::owner_write);
+  auto tls_and = [&](const std::string& password_file) {
+    return std::vector<std::string>{"--etcd-cacert", pki.ca, "--etcd-cert", pki.client_cert, "--etcd-key",
+                                    pki.client_key, "--etcd-user", "chronolink", "--etcd-password-file",
+                                    password_file};
+  };
+
+  // Start refuses, in one line, what no retry can fix.
+  auto expect_start_refused = [&](const std::string& why) {
+    std::unique_ptr<Coordinator> refused = MakeCoordinator(*node(1).config);
+    ASSERT_NE(refused, nullptr);
+    std::string start_error;
+    EXPECT_FALSE(refused->Start(&start_error));
+    EXPECT_NE(start_error.find(server.client_url()), std::string::npos) << start_error;
+    EXPECT_NE(start_error.find(why), std::string::npos) << start_error;
+    EXPECT_EQ(start_error.find('\n'), std::string::npos) << start_error;
+  };
+  ASSERT_NO_FATAL_FAILURE(MakeNodes(server.client_url(), "granted/", tls_and(wrong)));
+  expect_start_refused("authentication failed");
+  ASSERT_NO_FATAL_FAILURE(MakeNodes(server.client_url(), "elsewhere/", tls_and(password)));
+  expect_start_refused("permission denied");
+
+  ASSERT_NO_FATAL_FAILURE(MakeNodes(server.client_url(), "granted/", tls_and(password)));
+  ASSERT_NO_FATAL_FAILURE(StartAllAtOnce());
+  const uint32_t leader = WaitForLeader();
+  ASSERT_NE(leader, 0u) << StatusReport();
+  ASSERT_TRUE(WaitUntil([&] { return AllSeeMembers({1, 2, 3}); })) << StatusReport();
+  // Offsets the leader publishes reach every node through the watches.
+  node(leader).coordinator->PublishOffsets(Snapshot(leader, 1, 5'000'000'000));
+  EXPECT_TRUE(WaitUntil([&] {
+    return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
+      uint64_t v = 0;
+      const auto got = n.coordinator->LatestOffsets(&v);
+      return got && got->sequence == 1;
+    });
+  })) << StatusReport();
+  for (Node& n : nodes_) EXPECT_EQ(n.Status().errors, 0u) << "node " << n.id << ": " << Describe(n.Status());
+  for (Node& n : nodes_) n.Stop();  // before their etcd goes
 }
 
 }  // namespace
