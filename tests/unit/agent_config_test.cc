@@ -478,6 +478,8 @@ TEST_F(AgentConfigTest, ClusterValidationErrors) {
       {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1", "hostname": ""}]})", {"'hostname'"}},
       {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1", "hostname": 7}]})", {"'hostname'"}},
       {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1"}])", {"invalid JSON"}},
+      // A number beyond a double: nlohmann throws out_of_range, not parse_error (found by cluster_file_fuzz).
+      {R"({"cluster_id": 1e400, "nodes": [{"id": 1, "address": "10.0.0.1"}]})", {"invalid JSON", "1e400"}},
   };
   for (const Case& tc : cases) {
     SCOPED_TRACE(tc.json);
