@@ -349,8 +349,10 @@ bool ParseEtcdEndpoint(const std::string& url, std::string* host, int* port, std
     host_part = rest.substr(1, close - 1);
     port_part = rest.substr(close + 2);
     in6_addr addr;
-    if (inet_pton(AF_INET6, std::string(host_part).c_str(), &addr) != 1) {
-      *error = "bad IPv6 address " + std::string(host_part);
+    // inet_pton reads up to a NUL: "::1\0junk" would pass as ::1.
+    if (host_part.find('\0') != std::string_view::npos ||
+        inet_pton(AF_INET6, std::string(host_part).c_str(), &addr) != 1) {
+      *error = "bad IPv6 address \"" + etcd_gateway::Excerpt(host_part) + "\"";
       return false;
     }
   } else {

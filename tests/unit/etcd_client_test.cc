@@ -215,6 +215,11 @@ TEST(EtcdEndpointTest, RejectsHttpsAndGarbage) {
   }
   ParseEtcdEndpoint("http://host", &host, &port, &error);
   EXPECT_NE(error.find("port"), std::string::npos) << error;
+  // A NUL ended the address for inet_pton, and the message quoted the raw
+  // bytes (found by etcd_gateway_fuzz): refused, quoted printable.
+  const std::string nul("http://[::1\0\x01junk]:2379", 23);
+  EXPECT_FALSE(ParseEtcdEndpoint(nul, &host, &port, &error));
+  EXPECT_EQ(error, "bad IPv6 address \"::1??junk\"");
 }
 
 TEST(EtcdEndpointTest, PrefixRangeEndFollowsEtcd) {
