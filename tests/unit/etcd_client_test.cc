@@ -256,6 +256,26 @@ TEST(JsonObjectStreamTest, RejectsGarbageAndHugeObjects) {
   EXPECT_TRUE(objects.empty());
 }
 
+// Each bracket closes its own kind: "{...]" ended an object early, and an
+// unclosed '[' inside swallowed the objects after it (found by
+// etcd_gateway_fuzz).
+TEST(JsonObjectStreamTest, RejectsMismatchedBrackets) {
+  for (const char* text : {"{\"result\":{\"TTL\":\"9\"}]", "{\"a\":[}{\"b\":1}", "{\"a\":{]}"}) {
+    SCOPED_TRACE(text);
+    JsonObjectStream stream;
+    std::vector<std::string> objects;
+    std::string error;
+    EXPECT_FALSE(stream.Feed(text, &objects, &error));
+    EXPECT_TRUE(objects.empty());
+    EXPECT_NE(error.find("mismatched bracket"), std::string::npos) << error;
+  }
+  JsonObjectStream stream;
+  std::vector<std::string> objects;
+  std::string error;
+  ASSERT_TRUE(stream.Feed("{\"a\":[\"]}\",{}]}", &objects, &error)) << error;  // brackets in strings do not count
+  EXPECT_EQ(objects, std::vector<std::string>{"{\"a\":[\"]}\",{}]}"});
+}
+
 TEST(EtcdClientOfflineTest, RefusedEndpointFailsFastAndClearly) {
   const std::string url = "http://127.0.0.1:" + std::to_string(DeadPort());
   EtcdClient client(EtcdClientOptions{{url}, 1000, 2000});
