@@ -961,6 +961,11 @@ TEST_F(AgentConfigTest, EffectiveConfigRoundTrips) {
   EXPECT_EQ(a.virtual_clock.t0_ns, b.virtual_clock.t0_ns);
   EXPECT_TRUE(a.virtual_t0_defaulted);
   EXPECT_FALSE(b.virtual_t0_defaulted);
+  // The default output directory, ".", is the agent's working directory;
+  // loaded back it must not become the config file's directory (found by
+  // agent_config_fuzz).
+  EXPECT_TRUE(std::filesystem::equivalent(std::filesystem::absolute(a.output_dir), b.output_dir))
+      << a.output_dir << " vs " << b.output_dir;
 }
 
 TEST_F(AgentConfigTest, NullArgvIsTolerated) {
