@@ -13,9 +13,9 @@
 #   FUZZ_RUNS      instead: run each target for this many executions
 #                  (-runs=; the long run is FUZZ_RUNS=10000000), with
 #                  FUZZ_SECONDS as a cap only when it is set too
-#   FUZZ_MERGE     1: afterwards merge what the run found into the seeds,
-#                  tests/fuzz/corpus/<target> (-merge=1: only inputs that
-#                  add coverage)
+#   FUZZ_MERGE     1: afterwards minimise the seeds and what the run found
+#                  (-set_cover_merge=1) into tests/fuzz/corpus/<target>,
+#                  at most FUZZ_CORPUS_CAP files (default 100; see below)
 #   FUZZ_TARGETS   which targets (default: all of them, see below)
 #   FUZZ_BUILD_DIR build directory (default build-fuzz, relative to the repo)
 #   FUZZ_JOBS      parallel compile jobs (default 2)
@@ -109,12 +109,23 @@ for target in $targets; do
   fi
   echo "run-fuzz: $target: no crash in $what ($summary)"
   if [ "$merge" = 1 ]; then
-    # Adds to the seeds only those of the run's inputs that reach features
-    # the seeds do not (libFuzzer -merge=1 into the seed directory): the
-    # named seeds stay, the rest is the smallest set that keeps coverage.
-    "$build/tests/fuzz/$target" -merge=1 "$seeds" "$work_corpus" -max_len="$max_len" \
+    # The smallest set of the seeds and the run's inputs that keeps every
+    # feature (-set_cover_merge=1 into an empty directory). The named seeds
+    # (encoder-made examples, regressions) stay whatever it says; of the
+    # rest (hash-named) the smallest are kept up to FUZZ_CORPUS_CAP files
+    # in all, so that the repo corpus stays small.
+    cap="${FUZZ_CORPUS_CAP:-100}"
+    merged="$build/fuzz-merged/$target"
+    rm -rf "$merged" && mkdir -p "$merged"
+    "$build/tests/fuzz/$target" -set_cover_merge=1 "$merged" "$seeds" "$work_corpus" -max_len="$max_len" \
       >"$build/fuzz-merge-$target.log" 2>&1 || { echo "run-fuzz: merging $target failed" >&2; status=1; continue; }
-    echo "run-fuzz: $target: corpus merged to $(find "$seeds" -type f | wc -l) files, $(find "$seeds" -type f -exec cat {} + | wc -c) bytes"
+    find "$seeds" -type f -regextype posix-extended -regex '.*/[0-9a-f]{40}' -delete
+    named=$(find "$seeds" -type f | wc -l)
+    # A named seed is in the merge under its SHA-1: not twice.
+    find "$seeds" -type f -exec sha1sum {} + | while read -r sum _; do rm -f "$merged/$sum"; done
+    find "$merged" -type f -printf '%s %p\n' | sort -n | head -n "$((cap > named ? cap - named : 0))" |
+      while read -r _ file; do cp "$file" "$seeds/"; done
+    echo "run-fuzz: $target: corpus minimised to $(find "$seeds" -type f | wc -l) files, $(find "$seeds" -type f -exec cat {} + | wc -c) bytes (the merge kept $(find "$merged" -type f | wc -l) inputs besides the named seeds)"
   fi
 done
 exit "$status"
