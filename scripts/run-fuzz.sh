@@ -107,13 +107,14 @@ for target in $targets; do
     status=1
     continue
   fi
-  echo "run-fuzz: $target: no crash in $what ($summary)"
+  echo "run-fuzz: $target: no crash ($summary; limit $what)"
   if [ "$merge" = 1 ]; then
     # The smallest set of the seeds and the run's inputs that keeps every
     # feature (-set_cover_merge=1 into an empty directory). The named seeds
     # (encoder-made examples, regressions) stay whatever it says; of the
-    # rest (hash-named) the smallest are kept up to FUZZ_CORPUS_CAP files
-    # in all, so that the repo corpus stays small.
+    # rest (hash-named), up to FUZZ_CORPUS_CAP files in all are kept, spread
+    # evenly over the sizes (the smallest alone would be mostly refusals),
+    # so that the repo corpus stays small.
     cap="${FUZZ_CORPUS_CAP:-100}"
     merged="$build/fuzz-merged/$target"
     rm -rf "$merged" && mkdir -p "$merged"
@@ -123,8 +124,10 @@ for target in $targets; do
     named=$(find "$seeds" -type f | wc -l)
     # A named seed is in the merge under its SHA-1: not twice.
     find "$seeds" -type f -exec sha1sum {} + | while read -r sum _; do rm -f "$merged/$sum"; done
-    find "$merged" -type f -printf '%s %p\n' | sort -n | head -n "$((cap > named ? cap - named : 0))" |
-      while read -r _ file; do cp "$file" "$seeds/"; done
+    find "$merged" -type f -printf '%s %p\n' | sort -n |
+      awk -v keep="$((cap > named ? cap - named : 0))" '{ line[NR] = $2 }
+        END { for (i = 0; i < keep && i < NR; i++) print line[int(i * NR / (keep < NR ? keep : NR)) + 1] }' |
+      while read -r file; do cp "$file" "$seeds/"; done
     echo "run-fuzz: $target: corpus minimised to $(find "$seeds" -type f | wc -l) files, $(find "$seeds" -type f -exec cat {} + | wc -c) bytes (the merge kept $(find "$merged" -type f | wc -l) inputs besides the named seeds)"
   fi
 done
