@@ -71,12 +71,18 @@ bool Load(const std::string& text, std::string* effective, bool* key_from_file, 
   return true;
 }
 
+void RemoveScratch() {
+  for (const char* name : {"cluster.json", "cluster.key"}) ::unlink((g_dir + name).c_str());
+  ::rmdir(g_dir.c_str());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   char tmpl[] = "/tmp/chronolink-config-fuzz-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) Fail("cannot create the scratch directory");
   g_dir = std::string(tmpl) + "/";
+  std::atexit(RemoveScratch);  // libFuzzer ends with exit(); a crash leaves it for inspection
   WriteFile(g_dir + "cluster.json",
             R"({"cluster_id": 7, "nodes": [{"id": 1, "address": "127.0.0.1", "port": 7319},)"
             R"( {"id": 2, "address": "127.0.0.2", "port": 7319, "hostname": "gpu-b"}]})",
