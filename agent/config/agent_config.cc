@@ -193,7 +193,12 @@ std::string EffectiveConfigJson(const AgentConfig& c) {
   j["listen"] = c.listen_address;
   j["port"] = c.listen_port;
   if (!c.key_file_path.empty()) j["key_file"] = c.key_file_path;
-  j["output_dir"] = c.output_dir;
+  // The default "." is relative to the agent's working directory; written
+  // as is, a file holding this output would read it relative to its own
+  // directory instead.
+  std::error_code ec;
+  const fs::path output_dir = fs::absolute(c.output_dir, ec);
+  j["output_dir"] = ec ? c.output_dir : output_dir.lexically_normal().string();
   if (c.cluster_settings.peers_explicit) j["peers"] = c.peers;
   j["log_level"] = c.log_level;
   if (!c.metrics_address.empty()) {

@@ -168,6 +168,9 @@ std::optional<AgentConfig> LoadAgentConfig(int argc, const char* const* argv, st
                                            int* exit_code);
 
 bool LoadClusterFile(const std::string& path, ClusterFile* out, std::string* error);
+// The same for the file's text; `path` only names it in messages (the
+// fuzz target reads no file).
+bool ParseClusterFile(const std::string& text, const std::string& path, ClusterFile* out, std::string* error);
 
 // True if `text` is an IPv4 or IPv6 address literal (inet_pton).
 bool IsIpAddressLiteral(const std::string& text);

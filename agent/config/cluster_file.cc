@@ -67,14 +67,22 @@ const ClusterNode* ClusterFile::Find(uint32_t id) const {
 bool IsIpAddressLiteral(const std::string& text) { return ParseAddress(text, nullptr); }
 
 bool LoadClusterFile(const std::string& path, ClusterFile* out, std::string* error) {
+  std::string text, why;
+  if (!ReadWholeFile(path, &text, &why)) {
+    *error = "cluster file '" + path + "': " + why;
+    return false;
+  }
+  return ParseClusterFile(text, path, out, error);
+}
+
+bool ParseClusterFile(const std::string& text, const std::string& path, ClusterFile* out, std::string* error) {
   const std::string where = "cluster file '" + path + "'";
   auto fail = [&](const std::string& msg) {
     *error = where + ": " + msg;
     return false;
   };
 
-  std::string text, why;
-  if (!ReadWholeFile(path, &text, &why)) return fail(why);
+  std::string why;
   json doc;
   if (!ParseJsonNoDuplicates(text, &doc, &why)) return fail(why);
   if (!doc.is_object()) return fail("the top level must be a JSON object");

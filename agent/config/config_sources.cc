@@ -203,12 +203,15 @@ bool ParseFileKey(const FileContext& f, const std::string& key, const json& valu
   return true;
 }
 
-bool ParseConfigFile(const std::string& path, ConfigFileLayer* out, std::string* error) {
+}  // namespace
+
+bool ParseConfigFileText(const std::string& text, const std::string& path, ConfigFileLayer* out,
+                         std::string* error) {
   FileContext f;
   f.where = "config file '" + path + "'";
-  std::string text, why;
+  std::string why;
   json doc;
-  if (!ReadWholeFile(path, &text, &why) || !ParseJsonNoDuplicates(text, &doc, &why)) {
+  if (!ParseJsonNoDuplicates(text, &doc, &why)) {
     *error = f.where + ": " + why;
     return false;
   }
@@ -228,7 +231,7 @@ bool ParseConfigFile(const std::string& path, ConfigFileLayer* out, std::string*
   Layer* layer = &out->layer;
   for (const auto& [key, value] : doc.items()) {
     bool is_section = std::find_if(sections.begin(), sections.end(),
-                                   [&](const char* s) { return key == s; }) != sections.end();
+                                   [&key = key](const char* s) { return key == s; }) != sections.end();
     if (!is_section) {
       if (!ParseFileKey(f, key, value, true, layer, error)) return false;
       continue;
@@ -249,6 +252,17 @@ bool ParseConfigFile(const std::string& path, ConfigFileLayer* out, std::string*
     return false;
   }
   return true;
+}
+
+namespace {
+
+bool ParseConfigFile(const std::string& path, ConfigFileLayer* out, std::string* error) {
+  std::string text, why;
+  if (!ReadWholeFile(path, &text, &why)) {
+    *error = "config file '" + path + "': " + why;
+    return false;
+  }
+  return ParseConfigFileText(text, path, out, error);
 }
 
 }  // namespace

@@ -86,6 +86,11 @@ struct ConfigFileLayer {
 bool ReadConfigFile(const CommandLine& command_line, const std::filesystem::path& cwd,
                     std::string* config_file_path, ConfigFileLayer* out, std::string* error);
 
+// The config file's layer from its text; `path` names it in messages and
+// its directory resolves relative paths (the fuzz target reads no file).
+bool ParseConfigFileText(const std::string& text, const std::string& path, ConfigFileLayer* out,
+                         std::string* error);
+
 // file < environment < flags.
 Merged MergeLayers(Layer file, const Layer& env, const Layer& flags);
 

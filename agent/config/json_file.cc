@@ -48,7 +48,8 @@ bool ParseJsonNoDuplicates(const std::string& text, json* out, std::string* erro
   };
   try {
     *out = json::parse(text, cb);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number beyond a double (1e400) is out_of_range.
     *error = std::string("invalid JSON: ") + e.what();
     return false;
   }

@@ -388,8 +388,10 @@ bool ParseEtcdEndpoint(const std::string& url, std::string* host, int* port, std
     host_part = rest.substr(1, close - 1);
     port_part = rest.substr(close + 2);
     in6_addr addr;
-    if (inet_pton(AF_INET6, std::string(host_part).c_str(), &addr) != 1) {
-      *error = "bad IPv6 address " + std::string(host_part);
+    // inet_pton reads up to a NUL: "::1\0junk" would pass as ::1.
+    if (host_part.find('\0') != std::string_view::npos ||
+        inet_pton(AF_INET6, std::string(host_part).c_str(), &addr) != 1) {
+      *error = "bad IPv6 address \"" + etcd_gateway::Excerpt(host_part) + "\"";
       return false;
     }
   } else {
@@ -445,13 +447,13 @@ std::string PrefixRangeEnd(std::string_view prefix) {
 
 void JsonObjectStream::Reset() {
   current_.clear();
-  depth_ = 0;
+  closers_.clear();
   in_string_ = escaped_ = false;
 }
 
 bool JsonObjectStream::Feed(std::string_view bytes, std::vector<std::string>* objects, std::string* error) {
   for (char c : bytes) {
-    if (depth_ == 0) {
+    if (closers_.empty()) {
       if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;  // between objects
       if (c != '{') {
         *error = "expected a JSON object, got \"" + etcd_gateway::Excerpt(std::string_view(&c, 1)) + "\"";
@@ -477,14 +479,24 @@ bool JsonObjectStream::Feed(std::string_view bytes, std::vector<std::string>* ob
     if (c == '"') {
       in_string_ = true;
     } else if (c == '{' || c == '[') {
-      if (++depth_ > max_depth_) {
+      closers_ += c == '{' ? '}' : ']';
+      if (closers_.size() > static_cast<size_t>(max_depth_)) {
         *error = "JSON nested deeper than " + std::to_string(max_depth_) + " levels: \"" +
                  etcd_gateway::Excerpt(current_) + "\"";
         return false;
       }
-    } else if ((c == '}' || c == ']') && --depth_ == 0) {
-      objects->push_back(std::move(current_));
-      current_.clear();
+    } else if (c == '}' || c == ']') {
+      // A '{' closed by ']' would end the object early, or swallow the
+      // objects after it until the size limit.
+      if (closers_.back() != c) {
+        *error = "mismatched bracket in JSON: \"" + etcd_gateway::Excerpt(current_) + "\"";
+        return false;
+      }
+      closers_.pop_back();
+      if (closers_.empty()) {
+        objects->push_back(std::move(current_));
+        current_.clear();
+      }
     }
   }
   return true;

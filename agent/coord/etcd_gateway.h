@@ -135,7 +135,8 @@ constexpr int kMaxJsonDepth = 32;
 
 // Splits a byte stream of concatenated JSON objects (the gateway's streaming
 // answers: one object per line, but chunks may split or join them) into
-// whole objects. It checks only the brackets and strings, not the JSON.
+// whole objects. It checks only the brackets (each closed by its own kind)
+// and strings, not the JSON.
 class JsonObjectStream {
  public:
   explicit JsonObjectStream(size_t max_object_bytes = 8u << 20, int max_depth = kMaxJsonDepth)
@@ -145,14 +146,14 @@ class JsonObjectStream {
   // outgrows the size limit or nests deeper than max_depth; the stream is
   // then unusable (Reset it).
   bool Feed(std::string_view bytes, std::vector<std::string>* objects, std::string* error);
-  bool InsideObject() const { return depth_ > 0; }
+  bool InsideObject() const { return !closers_.empty(); }
   void Reset();
 
  private:
   size_t max_object_bytes_;
   int max_depth_;
   std::string current_;
-  int depth_ = 0;
+  std::string closers_;  // the bracket each open '{' or '[' expects, innermost last
   bool in_string_ = false, escaped_ = false;
 };
 

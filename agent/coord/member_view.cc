@@ -1,6 +1,7 @@
 #include "agent/coord/member_view.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -11,12 +12,28 @@ std::string EncodeMember(const Member& m) {
   return nlohmann::json{{"id", m.id}, {"address", m.address}, {"port", m.port}}.dump();
 }
 
+namespace {
+
+// A non-negative JSON integer no larger than max. nlohmann's get<uint16_t>
+// would wrap 72855 to 7319 and truncate 3.9 to 3.
+bool UnsignedAtMost(const nlohmann::json& v, uint64_t max, uint64_t* out) {
+  if (!v.is_number_unsigned() || v.get<uint64_t>() > max) return false;
+  *out = v.get<uint64_t>();
+  return true;
+}
+
+}  // namespace
+
 bool DecodeMember(const std::string& text, Member* m) {
   try {
     const auto j = nlohmann::json::parse(text);
-    m->id = j.at("id").get<uint32_t>();
+    uint64_t id = 0, port = 0;
+    if (!UnsignedAtMost(j.at("id"), UINT32_MAX, &id) || !UnsignedAtMost(j.at("port"), UINT16_MAX, &port)) {
+      return false;
+    }
+    m->id = static_cast<uint32_t>(id);
     m->address = j.at("address").get<std::string>();
-    m->port = j.at("port").get<uint16_t>();
+    m->port = static_cast<uint16_t>(port);
     return m->id != 0 && !m->address.empty() && m->port != 0;
   } catch (const nlohmann::json::exception&) {
     return false;

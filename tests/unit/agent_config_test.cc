@@ -488,6 +488,8 @@ TEST_F(AgentConfigTest, ClusterValidationErrors) {
       {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1", "hostname": ""}]})", {"'hostname'"}},
       {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1", "hostname": 7}]})", {"'hostname'"}},
       {R"({"cluster_id": 1, "nodes": [{"id": 1, "address": "10.0.0.1"}])", {"invalid JSON"}},
+      // A number beyond a double: nlohmann throws out_of_range, not parse_error (found by cluster_file_fuzz).
+      {R"({"cluster_id": 1e400, "nodes": [{"id": 1, "address": "10.0.0.1"}]})", {"invalid JSON", "1e400"}},
   };
   for (const Case& tc : cases) {
     SCOPED_TRACE(tc.json);
@@ -972,6 +974,11 @@ TEST_F(AgentConfigTest, EffectiveConfigRoundTrips) {
   EXPECT_EQ(a.virtual_clock.t0_ns, b.virtual_clock.t0_ns);
   EXPECT_TRUE(a.virtual_t0_defaulted);
   EXPECT_FALSE(b.virtual_t0_defaulted);
+  // The default output directory, ".", is the agent's working directory;
+  // loaded back it must not become the config file's directory (found by
+  // agent_config_fuzz).
+  EXPECT_TRUE(std::filesystem::equivalent(std::filesystem::absolute(a.output_dir), b.output_dir))
+      << a.output_dir << " vs " << b.output_dir;
 }
 
 TEST_F(AgentConfigTest, NullArgvIsTolerated) {

@@ -223,6 +223,11 @@ TEST(EtcdEndpointTest, RejectsGarbage) {
   }
   ParseEtcdEndpoint("http://host", &host, &port, &error);
   EXPECT_NE(error.find("port"), std::string::npos) << error;
+  // A NUL ended the address for inet_pton, and the message quoted the raw
+  // bytes (found by etcd_gateway_fuzz): refused, quoted printable.
+  const std::string nul("http://[::1\0\x01junk]:2379", 23);
+  EXPECT_FALSE(ParseEtcdEndpoint(nul, &host, &port, &error));
+  EXPECT_EQ(error, "bad IPv6 address \"::1??junk\"");
 }
 
 TEST(EtcdEndpointTest, PrefixRangeEndFollowsEtcd) {
@@ -257,6 +262,26 @@ TEST(JsonObjectStreamTest, RejectsGarbageAndHugeObjects) {
   JsonObjectStream small(16);
   EXPECT_FALSE(small.Feed("{\"key\":\"0123456789abcdef\"}", &objects, &error));
   EXPECT_TRUE(objects.empty());
+}
+
+// Each bracket closes its own kind: "{...]" ended an object early, and an
+// unclosed '[' inside swallowed the objects after it (found by
+// etcd_gateway_fuzz).
+TEST(JsonObjectStreamTest, RejectsMismatchedBrackets) {
+  for (const char* text : {"{\"result\":{\"TTL\":\"9\"}]", "{\"a\":[}{\"b\":1}", "{\"a\":{]}"}) {
+    SCOPED_TRACE(text);
+    JsonObjectStream stream;
+    std::vector<std::string> objects;
+    std::string error;
+    EXPECT_FALSE(stream.Feed(text, &objects, &error));
+    EXPECT_TRUE(objects.empty());
+    EXPECT_NE(error.find("mismatched bracket"), std::string::npos) << error;
+  }
+  JsonObjectStream stream;
+  std::vector<std::string> objects;
+  std::string error;
+  ASSERT_TRUE(stream.Feed("{\"a\":[\"]}\",{}]}", &objects, &error)) << error;  // brackets in strings do not count
+  EXPECT_EQ(objects, std::vector<std::string>{"{\"a\":[\"]}\",{}]}"});
 }
 
 TEST(EtcdClientOfflineTest, RefusedEndpointFailsFastAndClearly) {

@@ -136,6 +136,24 @@ TEST_F(MemberViewTest, BadKeysAndValuesAreSkippedAndCounted) {
   EXPECT_EQ(Ids(view_), (std::set<uint32_t>{1}));
 }
 
+// Ids and ports are the JSON's very integers: nlohmann's get<uint16_t>
+// took port 72855 as 7319 (found by cluster_messages_fuzz).
+TEST(DecodeMemberTest, RefusesNumbersThatDoNotFit) {
+  Member m;
+  EXPECT_TRUE(DecodeMember(R"({"id": 4294967295, "address": "10.0.0.2", "port": 65535})", &m));
+  EXPECT_EQ(m, (Member{4294967295u, "10.0.0.2", 65535}));
+  for (const char* bad : {R"({"id": 2, "address": "10.0.0.2", "port": 72855})",
+                          R"({"id": 2, "address": "10.0.0.2", "port": -1})",
+                          R"({"id": 2, "address": "10.0.0.2", "port": 7319.5})",
+                          R"({"id": 4294967298, "address": "10.0.0.2", "port": 7319})",
+                          R"({"id": -2, "address": "10.0.0.2", "port": 7319})",
+                          R"({"id": 2.7, "address": "10.0.0.2", "port": 7319})",
+                          R"({"id": "2", "address": "10.0.0.2", "port": 7319})"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_FALSE(DecodeMember(bad, &m));
+  }
+}
+
 // A refused put over a member's key leaves no registration there: the
 // member is gone from the watch as it would be from a read.
 TEST_F(MemberViewTest, ARefusedPutOverAMemberRemovesIt) {
