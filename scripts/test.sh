@@ -23,9 +23,9 @@ echo "== unit and integration tests (the gpu-labelled tests need a GPU: scripts/
 log="$BUILD_DIR/ctest.log"
 status=0
 (cd "$BUILD_DIR" && ctest --output-on-failure --timeout 300 -j 1 -LE gpu) 2>&1 | tee "$log" || status=$?
-echo "== fuzzing every decoder of untrusted bytes, ${FUZZ_SECONDS:-20} s each"
+echo "== fuzzing every decoder of untrusted bytes, ${FUZZ_SECONDS:-10} s each"
 fuzz_status=0
-FUZZ_SECONDS="${FUZZ_SECONDS:-20}" scripts/run-fuzz.sh >"$BUILD_DIR/fuzz-run.log" 2>&1 || fuzz_status=$?
+FUZZ_SECONDS="${FUZZ_SECONDS:-10}" scripts/run-fuzz.sh >"$BUILD_DIR/fuzz-run.log" 2>&1 || fuzz_status=$?
 grep -E "^run-fuzz: .*(no crash|FAILED)" "$BUILD_DIR/fuzz-run.log" || tail -n 5 "$BUILD_DIR/fuzz-run.log"
 
 total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n 1)
