@@ -41,7 +41,6 @@ static_assert(kProbeMacSize >= crypto_generichash_BYTES_MIN &&
 static_assert(kClusterKeySize >= crypto_generichash_KEYBYTES_MIN &&
               kClusterKeySize <= crypto_generichash_KEYBYTES_MAX);
 
-constexpr uint16_t kKnownFlags = kFlagHasEchoRx | kFlagHasPrevTx | kFlagFinal | kFlagClockStepped;
 
 void EnsureSodium() {
   // sodium_init is thread-safe and idempotent; the static makes it once per

@@ -20,6 +20,8 @@ constexpr uint16_t kFlagHasEchoRx = 1u << 0;   // echo_rx[] carries rx stamps of
 constexpr uint16_t kFlagHasPrevTx = 1u << 1;   // prev_tx[] carries tx stamps of pair `prev_tx_seq`
 constexpr uint16_t kFlagFinal = 1u << 2;       // sender is shutting down this session
 constexpr uint16_t kFlagClockStepped = 1u << 3;  // the sender's clock stepped within the last second
+// Every flag a datagram may carry; the decoder refuses any other bit.
+constexpr uint16_t kKnownFlags = kFlagHasEchoRx | kFlagHasPrevTx | kFlagFinal | kFlagClockStepped;
 
 // A stamp as carried on the wire: the sender's best kernel stamp (with its
 // source) and its userspace stamp of the same packet, both on the sender's

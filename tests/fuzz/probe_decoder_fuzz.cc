@@ -89,9 +89,7 @@ void CheckAccepted(std::span<const uint8_t> in, const ProbeMessage& m) {
   const auto t = static_cast<uint8_t>(m.type);
   if (t < 1 || t > 3) Fail("unknown type accepted");
   if (m.index > 1) Fail("index > 1 accepted");
-  if ((m.flags & ~(chronolink::kFlagHasEchoRx | chronolink::kFlagHasPrevTx |
-                   chronolink::kFlagFinal)) != 0)
-    Fail("unknown flag accepted");
+  if ((m.flags & ~chronolink::kKnownFlags) != 0) Fail("unknown flag accepted");
   if (m.cluster_id != kFuzzCluster) Fail("foreign cluster accepted");
   for (int i = 0; i < 2; ++i) {
     CheckStamp(m.echo_rx[i].kernel, false);
