@@ -542,7 +542,7 @@ void ProbeEngine::OnClockStep(int64_t step_ns, int64_t now_ns) {
     shift(p.next_pair_ns);
     shift(p.second_due_ns);
     shift(p.last_answer_ns);
-    if (p.peer_step_seen_ns >= 0) shift(p.peer_step_seen_ns);
+    shift(p.peer_step_seen_ns);
   }
   for (auto& [peer, r] : responders_) {
     shift(r.second_due_ns);
