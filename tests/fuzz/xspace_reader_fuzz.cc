@@ -113,6 +113,20 @@ void CheckWireAlign(std::string_view bytes, const chronolink::trace::HostTrace* 
   static WireOutput out;
   std::vector<std::string> notes;
   const bool wire_ok = WireAlignHost(bytes, "h.xplane.pb", "h", 0, *Map(), options, &wire, &out, &notes, &why);
+  // On a plan whose last instant is only guessed (a predicted plan's case,
+  // here guessed as badly as can be): the same answer and the same bytes.
+  AlignResult guessed;
+  if (PlanAlignment({"h"}, {HostSpanInstants{span.first, span.first}}, {Map().get()}, options, &guessed, &why)) {
+    static WireOutput predicted_out;
+    const auto outcome = WireAlignPredictedHost(bytes, "h.xplane.pb", "h", 0, *Map(), options, &guessed,
+                                                &predicted_out, &notes, &why);
+    Check(outcome != WireAlignOutcome::kMispredicted);
+    Check((outcome == WireAlignOutcome::kAligned) == wire_ok);
+    if (wire_ok) {
+      Check(predicted_out.bytes() == out.bytes());
+      Check(SameStats(guessed.hosts[0], wire.hosts[0]) && guessed.hosts[0].last_host == wire.hosts[0].last_host);
+    }
+  }
   if (parsed == nullptr) {
     Check(!wire_ok);
     return;

@@ -2,10 +2,14 @@
 // one common origin, written as a new TensorBoard run directory (XSpace
 // inputs) or as new JSON files (Chrome/Kineto inputs).
 //
-// XSpace runs aligned with offsets files stream: every host's span is read
-// first from its wire bytes (the common origin needs all of them), then each
-// host is read, aligned, written and freed in turn, so memory is one host's
-// model, not the run's. Each host is first tried without a model at all:
+// XSpace runs aligned with offsets files stream: every host's span is
+// planned first (the common origin needs all of them), then each host is
+// read, aligned, written and freed in turn, so memory is one host's model,
+// not the run's. The plan predicts each span from the headers of the file's
+// planes and lines (PredictXSpaceFileSpan: a few kilobytes per file); the
+// wire-level rewrite decodes every event anyway and checks the prediction,
+// and where one was wrong (or a host must go through the model) the run
+// plans from every event (ScanXSpaceSpan) and starts again. Each host is first tried without a model at all:
 // the wire-level rewrite (trace/align/xspace_wire_align.h) copies its file
 // through with only the times re-encoded; where it declines, the host goes
 // through the model as before (--no-wire-rewrite: always). JSON inputs and --recorded-mapping (which reads the
@@ -82,11 +86,21 @@ bool WriteJsonFiles(const TraceInputs& in, const nlohmann::json& summary, const 
   return staged.Commit(error);
 }
 
-// One host's span for the plan: from its wire bytes, or, where the scan
+// One host's span for the plan: predicted from its headers when `predict`,
+// else (or where that cannot tell) from its wire bytes, or, where the scan
 // declines, from the parsed file (which also reports a bad file as the reader
 // does).
-bool PlanSpan(const TraceInputFile& file, ScanBuffer* buffer, HostSpanInstants* span, std::string* error) {
+bool PlanSpan(const TraceInputFile& file, bool predict, ScanBuffer* buffer, HostSpanInstants* span,
+              bool* predicted, std::string* error) {
   std::string why;
+  *predicted = false;
+  if (predict) {
+    if (const auto guess = PredictXSpaceFileSpan(file.path, &why)) {
+      *span = guess->span;
+      *predicted = true;
+      return true;
+    }
+  }
   if (const auto scanned = ScanXSpaceFileSpan(file.path, buffer, &why)) {
     *span = scanned->span;
     return true;
@@ -108,19 +122,24 @@ int Report(const AlignFlags& f, const std::vector<std::string>& notes, const Hos
   return 0;
 }
 
-// The streamed run's plan: each host's clock map, and the common origin
-// from every file's span.
-bool PlanStreamedRun(const AlignFlags& f, const TraceInputList& list, HostMaps* maps, AlignResult* result,
-                     std::string* error) {
+// The streamed run's plan: the common origin from every file's span,
+// predicted where `predict` (predicted[i] says which were). A predicted plan
+// that fails is made again exactly, so that errors name what the exact
+// spans show.
+bool PlanStreamedRun(const AlignFlags& f, const TraceInputList& list, const HostMaps& maps, bool predict,
+                     AlignResult* result, std::vector<bool>* predicted, std::string* error) {
   std::vector<std::string> names;
   for (const auto& file : list.files) names.push_back(file.host);
-  if (!BuildOffsetsHostMaps(f.correction, names, maps, error)) return false;
   std::vector<HostSpanInstants> spans(list.files.size());
+  predicted->assign(list.files.size(), false);
   ScanBuffer buffer;
   for (size_t i = 0; i < list.files.size(); ++i) {
-    if (!PlanSpan(list.files[i], &buffer, &spans[i], error)) return false;
+    bool guess = false;
+    if (!PlanSpan(list.files[i], predict, &buffer, &spans[i], &guess, error)) return false;
+    (*predicted)[i] = guess;
   }
-  return PlanAlignment(names, spans, maps->Pointers(), MakeAlignOptions(f.correction, *maps), result, error);
+  if (PlanAlignment(names, spans, maps.Pointers(), MakeAlignOptions(f.correction, maps), result, error)) return true;
+  return predict && PlanStreamedRun(f, list, maps, /*predict=*/false, result, predicted, error);
 }
 
 // Each host's memory serves the next: arena blocks through the reader's
@@ -140,27 +159,39 @@ struct WireRewrite {
   ScanBuffer input;
   WireOutput output;
 
-  // True when the host is aligned and written. False with *error empty:
-  // declined (the model's turn); with *error set: the output could not be written.
-  bool Try(const TraceInputFile& file, size_t index, const HostClockMap& map, const AlignOptions& options,
-           AlignResult* result, const fs::path& dir, std::vector<std::string>* notes, PhaseTimer* timer,
-           std::string* error) {
+  // kAligned when the host is aligned and written; kDeclined (the model's
+  // turn) or kMispredicted (`predicted` was wrong) with *error empty; with
+  // *error set the output could not be written.
+  WireAlignOutcome Try(const TraceInputFile& file, size_t index, bool predicted, const HostClockMap& map,
+                       const AlignOptions& options, AlignResult* result, const fs::path& dir,
+                       std::vector<std::string>* notes, PhaseTimer* timer, std::string* error) {
     error->clear();
-    if (!enabled) return false;
+    if (!enabled) return WireAlignOutcome::kDeclined;
     std::string why;
     const auto bytes = ReadXSpaceFileBytes(file.path, &input, &why);
     timer->End("read");
-    const bool aligned = bytes && WireAlignHost(*bytes, file.path.string(), HostFromXSpaceFileName(file.path),
-                                                index, map, options, result, &output, notes, &why);
+    const std::string host = HostFromXSpaceFileName(file.path);
+    auto outcome = WireAlignOutcome::kDeclined;
+    if (bytes) {
+      outcome = predicted ? WireAlignPredictedHost(*bytes, file.path.string(), host, index, map, options, result,
+                                                   &output, notes, &why)
+                          : (WireAlignHost(*bytes, file.path.string(), host, index, map, options, result, &output,
+                                           notes, &why)
+                                 ? WireAlignOutcome::kAligned
+                                 : WireAlignOutcome::kDeclined);
+    }
     timer->End("align");
     if (log) {
-      std::fprintf(stderr, "align: host %s: %s%s\n", file.host.c_str(),
-                   aligned ? "wire-level rewrite" : "through the model: ", aligned ? "" : why.c_str());
+      const bool aligned = outcome == WireAlignOutcome::kAligned;
+      const char* path = aligned ? "wire-level rewrite"
+                         : outcome == WireAlignOutcome::kMispredicted ? "its predicted span was wrong: "
+                                                                       : "through the model: ";
+      std::fprintf(stderr, "align: host %s: %s%s\n", file.host.c_str(), path, aligned ? "" : why.c_str());
     }
-    if (!aligned) return false;
-    const bool written = WriteXSpaceBytesFile(output.bytes(), dir / (file.host + ".xplane.pb"), error);
+    if (outcome != WireAlignOutcome::kAligned) return outcome;
+    if (!WriteXSpaceBytesFile(output.bytes(), dir / (file.host + ".xplane.pb"), error)) return outcome;
     timer->End("write");
-    return written;
+    return outcome;
   }
 };
 
@@ -187,23 +218,40 @@ int RunStreamingAlign(const AlignFlags& f, const TraceInputOptions& options, con
   std::string error;
   HostMaps maps;
   AlignResult result;
-  if (!PlanStreamedRun(f, list, &maps, &result, &error)) return Fail("align", error);
+  std::vector<bool> predicted;
+  std::vector<std::string> names;
+  for (const auto& file : list.files) names.push_back(file.host);
+  if (!BuildOffsetsHostMaps(f.correction, names, &maps, &error)) return Fail("align", error);
+  const AlignOptions align_options = MakeAlignOptions(f.correction, maps);
+  // Only the wire-level rewrite checks a prediction; the model needs exact spans.
+  const bool predict = !f.no_wire_rewrite && !align_options.annotate_events;
+  if (!PlanStreamedRun(f, list, maps, predict, &result, &predicted, &error)) return Fail("align", error);
   timer.End("plan");
   StagedDirectory staged;
   fs::path run_dir;
   if (!OpenRun(list.run_name, f.out, &staged, &run_dir, &error)) return Fail("align", error);
   ReuseMemoryBetweenHosts();
-  const AlignOptions align_options = MakeAlignOptions(f.correction, maps);
   std::vector<std::string> notes = list.notes;
   const bool progress = ::isatty(STDERR_FILENO) && list.files.size() > 1;
   WireRewrite wire;
   wire.enabled = !f.no_wire_rewrite;
   wire.log = f.timings;
   for (size_t i = 0; i < list.files.size(); ++i) {
-    const bool done = wire.Try(list.files[i], i, *maps.maps[i], align_options, &result, staged.path(), &notes,
-                               &timer, &error);
+    const auto outcome = wire.Try(list.files[i], i, predicted[i], *maps.maps[i], align_options, &result,
+                                  staged.path(), &notes, &timer, &error);
     if (!error.empty()) return Fail("align", error);
-    if (!done && !AlignThroughModel(list.files[i], i, options, *maps.maps[i], align_options, &result,
+    if (outcome == WireAlignOutcome::kMispredicted ||
+        (outcome == WireAlignOutcome::kDeclined && predicted[i])) {  // the model needs the exact span
+      if (f.timings) std::fprintf(stderr, "align: planning every host from all its events, and again\n");
+      if (!PlanStreamedRun(f, list, maps, /*predict=*/false, &result, &predicted, &error)) {
+        return Fail("align", error);
+      }
+      timer.End("plan");
+      notes = list.notes;
+      i = static_cast<size_t>(-1);  // from the first host again; the staged files are overwritten
+      continue;
+    }
+    if (outcome != WireAlignOutcome::kAligned && !AlignThroughModel(list.files[i], i, options, *maps.maps[i], align_options, &result,
                                     staged.path(), &notes, &timer, &error)) {
       return Fail("align", error);
     }

@@ -119,34 +119,6 @@ class HostRewriter {
   double uncertainty_sum_ = 0;
 };
 
-// Maps the host's span ends and checks how far they lie outside the solved span.
-bool MapSpan(const std::string& host, const HostSpanInstants& span, const HostClockMap& map,
-             const AlignOptions& options, HostAlignment* stats, TraceInstant* mapped_first,
-             std::string* error) {
-  stats->host = host;
-  stats->first_host = span.first;
-  stats->last_host = span.last;
-  const auto first = map.Map(span.first);
-  const auto last = map.Map(span.last);
-  if (!first || !last) {
-    *error = "host " + host + ": no clock correction covers its trace (" + map.Describe() + ")";
-    return false;
-  }
-  const int64_t beyond = std::max(first->beyond_span_ns, last->beyond_span_ns);
-  if (beyond > options.max_extrapolation_ns) {
-    *error = "host " + host + ": its trace reaches " + std::to_string(beyond / 1'000'000) +
-             " ms outside the solved offsets (limit " +
-             std::to_string(options.max_extrapolation_ns / 1'000'000) +
-             " ms, --max-extrapolation-s): were the offsets recorded during this profile?";
-    return false;
-  }
-  stats->correction_first_ns = first->correction_ns;
-  stats->correction_last_ns = last->correction_ns;
-  stats->map_description = map.Describe();
-  *mapped_first = first->cluster;
-  return true;
-}
-
 bool CheckBound(const HostAlignment& h, const AlignOptions& options, std::string* error) {
   if (h.uncertainty_max_ns <= options.max_bound_ns) return true;
   char text[320];
@@ -222,6 +194,34 @@ bool CheckAlignable(const HostTrace& h, std::string* error) {
   return true;
 }
 
+// Maps the host's span ends and checks how far they lie outside the solved span.
+bool PlanHostSpan(const std::string& host, const HostSpanInstants& span, const HostClockMap& map,
+             const AlignOptions& options, HostAlignment* stats, TraceInstant* mapped_first,
+             std::string* error) {
+  stats->host = host;
+  stats->first_host = span.first;
+  stats->last_host = span.last;
+  const auto first = map.Map(span.first);
+  const auto last = map.Map(span.last);
+  if (!first || !last) {
+    *error = "host " + host + ": no clock correction covers its trace (" + map.Describe() + ")";
+    return false;
+  }
+  const int64_t beyond = std::max(first->beyond_span_ns, last->beyond_span_ns);
+  if (beyond > options.max_extrapolation_ns) {
+    *error = "host " + host + ": its trace reaches " + std::to_string(beyond / 1'000'000) +
+             " ms outside the solved offsets (limit " +
+             std::to_string(options.max_extrapolation_ns / 1'000'000) +
+             " ms, --max-extrapolation-s): were the offsets recorded during this profile?";
+    return false;
+  }
+  stats->correction_first_ns = first->correction_ns;
+  stats->correction_last_ns = last->correction_ns;
+  stats->map_description = map.Describe();
+  *mapped_first = first->cluster;
+  return true;
+}
+
 bool PlanAlignment(const std::vector<std::string>& hosts, const std::vector<HostSpanInstants>& spans,
                    const std::vector<const HostClockMap*>& maps, const AlignOptions& options,
                    AlignResult* result, std::string* error) {
@@ -241,7 +241,7 @@ bool PlanAlignment(const std::vector<std::string>& hosts, const std::vector<Host
       return false;
     }
     TraceInstant mapped_first;
-    if (!MapSpan(hosts[i], spans[i], *maps[i], options, &result->hosts[i], &mapped_first, error)) return false;
+    if (!PlanHostSpan(hosts[i], spans[i], *maps[i], options, &result->hosts[i], &mapped_first, error)) return false;
     origin = std::min(origin, mapped_first.ns);  // dropping ps floors: the origin precedes every event
   }
   result->origin_ns = origin;

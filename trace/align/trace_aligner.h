@@ -75,6 +75,13 @@ bool CheckAlignable(const HostTrace& host, std::string* error);
 bool PlanAlignment(const std::vector<std::string>& hosts, const std::vector<HostSpanInstants>& spans,
                    const std::vector<const HostClockMap*>& maps, const AlignOptions& options,
                    AlignResult* result, std::string* error);
+// One host's entry of the plan from its span: the ends mapped (stats'
+// first/last and corrections), how far they lie outside the solved span
+// checked; *mapped_first is the host's first instant on cluster time (the
+// origin is the least over the hosts).
+bool PlanHostSpan(const std::string& host, const HostSpanInstants& span, const HostClockMap& map,
+                  const AlignOptions& options, HostAlignment* stats, TraceInstant* mapped_first,
+                  std::string* error);
 bool AlignPlannedHost(size_t index, HostTrace* host, const HostClockMap& map, const AlignOptions& options,
                       AlignResult* result, std::string* error);
 

@@ -246,20 +246,32 @@ struct CountersPlane {
 
 class WireAligner {
  public:
+  // `predicted`: the plan's first instant for this host is a prediction
+  // (PredictXSpaceFileSpan) to check, its last a guess to replace.
   WireAligner(std::string_view bytes, const HostClockMap& map, const AlignOptions& options,
-              const AlignResult& result, HostAlignment* stats, WireOutput* out)
+              const AlignResult& result, bool predicted, HostAlignment* stats, WireOutput* out)
       : begin_(reinterpret_cast<Ptr>(bytes.data())), end_(begin_ + bytes.size()), map_(map), cursor_(map),
-        options_(options), result_(result), stats_(stats), out_(out) {}
+        options_(options), result_(result), predicted_(predicted), stats_(stats), out_(out) {}
 
   bool Run(std::string* hostname0) {
     if (!ScanSpace()) return false;
     *hostname0 = std::string(hostname0_);
-    if (!DecideBase() || !PrepareSmallPlanes()) return false;
-    out_->Clear();
-    out_->Reserve(static_cast<size_t>(end_ - begin_) + static_cast<size_t>(end_ - begin_) / 8 + 65536);
-    if (!EmitSpace()) return false;
-    if (stats_->events > 0) uncertainty_sum_ /= static_cast<double>(stats_->events);
-    stats_->uncertainty_mean_ns = uncertainty_sum_;
+    if (!DecideBase() || !CheckPlanes()) return false;
+    const HostAlignment planned = *stats_;
+    const HostSpanInstants seed_span = span_;  // the Task Environment's part, before the events
+    const bool seed_any = any_;
+    if (!Emit()) return false;
+    if (predicted_ && !TakeFoundSpan(planned)) {
+      if (reason_ != nullptr) return false;
+      // The span planes changed size: the host again, on the found span.
+      const HostAlignment counts = *stats_;
+      *stats_ = planned;
+      SetSpanEntries(counts, stats_);
+      span_ = seed_span;
+      any_ = seed_any;
+      uncertainty_sum_ = 0;
+      if (!Emit()) return false;
+    }
     if (!CheckSpan()) return false;
     std::string bound_error;
     if (!CheckPlannedBound(*stats_, options_, &bound_error)) return Fail("the bound is over the limit");
@@ -269,11 +281,64 @@ class WireAligner {
   }
 
   const char* reason() const { return reason_; }
+  bool mispredicted() const { return mispredicted_; }
 
  private:
   bool Fail(const char* reason) {
     if (reason_ == nullptr) reason_ = reason;
     return false;
+  }
+
+  bool Mispredicted(const char* reason) {
+    mispredicted_ = true;
+    return Fail(reason);
+  }
+
+  // The span planes on the plan's stats, then every plane.
+  bool Emit() {
+    if (!PrepareSpanPlanes()) return false;
+    out_->Clear();
+    out_->Reserve(static_cast<size_t>(end_ - begin_) + static_cast<size_t>(end_ - begin_) / 8 + 65536);
+    if (!EmitSpace()) return false;
+    if (stats_->events > 0) uncertainty_sum_ /= static_cast<double>(stats_->events);
+    stats_->uncertainty_mean_ns = uncertainty_sum_;
+    return true;
+  }
+
+  static void SetSpanEntries(const HostAlignment& from, HostAlignment* to) {
+    to->first_host = from.first_host;
+    to->last_host = from.last_host;
+    to->correction_first_ns = from.correction_first_ns;
+    to->correction_last_ns = from.correction_last_ns;
+  }
+
+  // After a predicted plan's emit: the first instant must be the predicted
+  // one (the common origin came from it); the last is the one found, and
+  // the span planes are made again on it and patched in where their sizes
+  // have not changed. False, with nothing failed, when they have.
+  bool TakeFoundSpan(const HostAlignment& planned) {
+    if (!any_ || span_.first != planned.first_host) {
+      return Mispredicted("its first instant is not the predicted one (events out of start order)");
+    }
+    HostAlignment replanned = planned;
+    TraceInstant mapped_first;
+    std::string error;
+    if (!PlanHostSpan(planned.host, span_, map_, options_, &replanned, &mapped_first, &error)) {
+      return Mispredicted("its found span does not plan (the exact plan reports why)");
+    }
+    SetSpanEntries(replanned, stats_);
+    const std::string env_bytes = task_env_bytes_;
+    const CountersPlane counters = counters_;
+    if (!PrepareSpanPlanes()) return false;
+    if (env_bytes.size() != task_env_bytes_.size() || counters.head != counters_.head ||
+        counters.tail != counters_.tail || counters.new_line.size() != counters_.new_line.size()) {
+      return false;
+    }
+    if (task_env_at_ != SIZE_MAX) std::memcpy(out_->data() + task_env_at_, task_env_bytes_.data(), task_env_bytes_.size());
+    if (counters_line_at_ != SIZE_MAX) {
+      std::memcpy(out_->data() + counters_line_at_, counters_.new_line.data(), counters_.new_line.size());
+    }
+    return true;
   }
 
   // ---- First pass: structure, names, line times; strings checked.
@@ -414,7 +479,7 @@ class WireAligner {
 
   // A space of the planes' ids and names: where the record plane's id and
   // the counters plane come from, as on the model.
-  bool PrepareSmallPlanes() {
+  bool CheckPlanes() {
     for (const PlaneInfo& plane : planes_) {
       if (plane.name == kCorrectionPlane) return Fail("a clock-correction record plane is there already");
       xspace::XPlane* stub = stubs_.add_planes();
@@ -424,18 +489,23 @@ class WireAligner {
     for (size_t i = 0; i < planes_.size(); ++i) {
       if (!planes_[i].task_env && !CheckOtherFields(planes_[i])) return false;
     }
-    if (!task_env_.planes().empty()) {
-      SetSessionOnPlan(map_, *stats_, result_, &task_env_);
-      SerializeDeterministic(task_env_.planes(0), &task_env_bytes_);
-    }
     if (options_.counters_line) {
       const xspace::XPlane* cpu = FindCountersPlane(&stubs_);
       for (int i = 0; cpu != nullptr && i < stubs_.planes_size(); ++i) {
         if (&stubs_.planes(i) == cpu) counters_.plane = static_cast<size_t>(i);
       }
-      if (cpu != nullptr && !PrepareCountersPlane()) return false;
     }
     return true;
+  }
+
+  // The planes made from the host's span: the Task Environment's session
+  // and the `_counters_` line.
+  bool PrepareSpanPlanes() {
+    if (!task_env_.planes().empty()) {
+      SetSessionOnPlan(map_, *stats_, result_, &task_env_);
+      SerializeDeterministic(task_env_.planes(0), &task_env_bytes_);
+    }
+    return counters_.plane == SIZE_MAX || PrepareCountersPlane();
   }
 
   // A plane's fields other than its lines: parsed alone, so that whatever
@@ -559,6 +629,7 @@ class WireAligner {
     if (plane.task_env) {  // not re-timed; the first one carries the session, set on the plan
       if (index == FirstTaskEnv()) {
         AppendField(kSpacePlane, task_env_bytes_);
+        task_env_at_ = out_->size() - task_env_bytes_.size();
       } else {
         AppendField(kSpacePlane, View(plane.begin, plane.end));
       }
@@ -585,6 +656,7 @@ class WireAligner {
     }
     if (counters) {
       AppendField(kPlaneLine, counters_.new_line);
+      counters_line_at_ = out_->size() - counters_.new_line.size();
       Append(reinterpret_cast<Ptr>(counters_.tail.data()),
              reinterpret_cast<Ptr>(counters_.tail.data() + counters_.tail.size()));
     }
@@ -836,9 +908,11 @@ class WireAligner {
   MapCursor cursor_;
   const AlignOptions& options_;
   const AlignResult& result_;
+  const bool predicted_;
   HostAlignment* stats_;
   WireOutput* out_;
   const char* reason_ = nullptr;
+  bool mispredicted_ = false;
 
   std::vector<PlaneInfo> planes_;
   std::vector<LineInfo> lines_;
@@ -852,6 +926,8 @@ class WireAligner {
   std::string record_bytes_;
   CountersPlane counters_;
   size_t record_at_ = 0;
+  size_t task_env_at_ = SIZE_MAX;  // where the span planes' bytes went, to patch
+  size_t counters_line_at_ = SIZE_MAX;
 
   TraceInstant line_start_;
   TraceInstant new_base_;
@@ -875,32 +951,51 @@ void WireOutput::Grow(size_t needed) {
   capacity_ = capacity;
 }
 
-bool WireAlignHost(std::string_view bytes, std::string_view file_name, const std::string& file_host,
-                   size_t index, const HostClockMap& map, const AlignOptions& options, AlignResult* result,
-                   WireOutput* out, std::vector<std::string>* notes, std::string* why) {
+namespace {
+
+WireAlignOutcome AlignHost(std::string_view bytes, std::string_view file_name, const std::string& file_host,
+                           size_t index, const HostClockMap& map, const AlignOptions& options, bool predicted,
+                           AlignResult* result, WireOutput* out, std::vector<std::string>* notes,
+                           std::string* why) {
   if (options.annotate_events) {
     *why = "--annotate-events adds a stat to every event (left to the model)";
-    return false;
+    return WireAlignOutcome::kDeclined;
   }
   if (file_host.empty()) {
     *why = "no file name to name the host";
-    return false;
+    return WireAlignOutcome::kDeclined;
   }
   if (index >= result->hosts.size() || bytes.size() > kMaxMessageBytes) {
     *why = index >= result->hosts.size() ? "not in the plan" : "over protobuf's 2 GiB limit";
-    return false;
+    return WireAlignOutcome::kDeclined;
   }
   HostAlignment stats = result->hosts[index];
-  WireAligner aligner(bytes, map, options, *result, &stats, out);
+  WireAligner aligner(bytes, map, options, *result, predicted, &stats, out);
   std::string hostname0;
   if (!aligner.Run(&hostname0)) {
     *why = aligner.reason() ? aligner.reason() : "declined";
     out->Clear();
-    return false;
+    return aligner.mispredicted() ? WireAlignOutcome::kMispredicted : WireAlignOutcome::kDeclined;
   }
   result->hosts[index] = stats;
   if (std::string w = HostnameWarning(file_name, file_host, hostname0); !w.empty()) notes->push_back(std::move(w));
-  return true;
+  return WireAlignOutcome::kAligned;
+}
+
+}  // namespace
+
+bool WireAlignHost(std::string_view bytes, std::string_view file_name, const std::string& file_host,
+                   size_t index, const HostClockMap& map, const AlignOptions& options, AlignResult* result,
+                   WireOutput* out, std::vector<std::string>* notes, std::string* why) {
+  return AlignHost(bytes, file_name, file_host, index, map, options, /*predicted=*/false, result, out, notes,
+                   why) == WireAlignOutcome::kAligned;
+}
+
+WireAlignOutcome WireAlignPredictedHost(std::string_view bytes, std::string_view file_name,
+                                        const std::string& file_host, size_t index, const HostClockMap& map,
+                                        const AlignOptions& options, AlignResult* result, WireOutput* out,
+                                        std::vector<std::string>* notes, std::string* why) {
+  return AlignHost(bytes, file_name, file_host, index, map, options, /*predicted=*/true, result, out, notes, why);
 }
 
 }  // namespace chronolink::trace

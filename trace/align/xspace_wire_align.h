@@ -74,4 +74,20 @@ bool WireAlignHost(std::string_view bytes, std::string_view file_name, const std
                    size_t index, const HostClockMap& map, const AlignOptions& options, AlignResult* result,
                    WireOutput* out, std::vector<std::string>* notes, std::string* why);
 
+// The same on a plan whose span for this host was predicted
+// (PredictXSpaceFileSpan): every event is decoded anyway, so the rewrite
+// checks the prediction as it goes. The first instant must be the
+// predicted one, since the common origin came from it: otherwise
+// kMispredicted, and the caller plans exactly (ScanXSpaceSpan) and starts
+// the run again. The last instant (only guessed) is the one found: the
+// Task Environment's session stop and the `_counters_` line, written on
+// the guess, are patched in place, or, where their size changed, the host
+// is rewritten once more on the found span. On kAligned result->hosts[index]
+// holds the found span, as an exact plan would have had it.
+enum class WireAlignOutcome { kAligned, kDeclined, kMispredicted };
+WireAlignOutcome WireAlignPredictedHost(std::string_view bytes, std::string_view file_name,
+                                        const std::string& file_host, size_t index, const HostClockMap& map,
+                                        const AlignOptions& options, AlignResult* result, WireOutput* out,
+                                        std::vector<std::string>* notes, std::string* why);
+
 }  // namespace chronolink::trace

@@ -2,6 +2,7 @@
 // exit code, its one message, and what it leaves on disk.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 
 #include "tests/support/run_process.h"
 #include "trace/exporters/xspace_writer.h"
+#include "trace/importers/xspace/xspace_reader.h"
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::trace {
@@ -174,6 +176,43 @@ TEST_F(TraceCliTest, TheWireRewriteWritesWhatTheModelWrites) {
   EXPECT_NE(annotated.err.find("align: host a: through the model: --annotate-events"), std::string::npos)
       << annotated.err;
   EXPECT_EQ(wire.out.substr(0, wire.out.find("wrote")), model.out.substr(0, model.out.find("wrote")));
+  for (const char* host : {"a", "b"}) {
+    const fs::path rel = fs::path("plugins") / "profile" / "2026_11_25_10_00_00" / (std::string(host) + ".xplane.pb");
+    std::ifstream x(dir_ / "wire" / rel, std::ios::binary), y(dir_ / "model" / rel, std::ios::binary);
+    const std::string sx((std::istreambuf_iterator<char>(x)), {}), sy((std::istreambuf_iterator<char>(y)), {});
+    EXPECT_FALSE(sx.empty()) << host;
+    EXPECT_EQ(sx, sy) << host;
+  }
+}
+
+// The plan predicts each span from the files' headers; a host whose line
+// does not start with its earliest event proves it wrong during the
+// rewrite, and the run is planned from every event and done again: the
+// same files as the model writes.
+TEST_F(TraceCliTest, AWrongPredictedSpanIsPlannedAgainExactly) {
+  WriteHost("a", 40);
+  const fs::path b = WriteHost("b", 40, /*line_ts_ns=*/-2'000'000'000);  // its events before the session's start
+  {
+    HostTrace h;
+    std::string error;
+    ASSERT_TRUE(ReadXSpaceFile(b, &h, &error)) << error;
+    xspace::XLine* line = GetOrCreatePlane(h.space, "/host:CPU")->mutable_lines(0);
+    std::reverse(line->mutable_events()->begin(), line->mutable_events()->end());
+    ASSERT_TRUE(WriteXSpaceFile(h, b, &error)) << error;
+  }
+  const fs::path offsets = WriteOffsets();
+  auto align = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"align", (dir_ / "logs").string(), "--offsets", offsets.string(), "--host",
+                                     "1=a", "--host", "2=b", "--timings", "--out", (dir_ / out).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const ProcessResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r;
+  };
+  const ProcessResult wire = align("wire", {});
+  align("model", {"--no-wire-rewrite"});
+  EXPECT_NE(wire.err.find("align: host b: its predicted span was wrong"), std::string::npos) << wire.err;
+  EXPECT_NE(wire.err.find("planning every host from all its events"), std::string::npos) << wire.err;
   for (const char* host : {"a", "b"}) {
     const fs::path rel = fs::path("plugins") / "profile" / "2026_11_25_10_00_00" / (std::string(host) + ".xplane.pb");
     std::ifstream x(dir_ / "wire" / rel, std::ios::binary), y(dir_ / "model" / rel, std::ios::binary);

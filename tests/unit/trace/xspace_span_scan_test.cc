@@ -5,7 +5,9 @@
 // each other, negative durations, session bounds outside the events), and
 // a decline, never a wrong answer, on what it leaves to the parser.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -157,6 +159,60 @@ TEST(XSpaceSpanScanTest, ReadsAFileIntoAReusedBuffer) {
   ASSERT_TRUE(a && b) << why;
   EXPECT_EQ(a->span, b->span);
   EXPECT_FALSE(ScanXSpaceFileSpan(path.string() + ".missing", &buffer, &why));
+  std::filesystem::remove(path);
+}
+
+// The predicted span reads only headers: on the fixture's hosts (lines in
+// start order) its first instant is the exact one, its last a guess; on
+// a line whose first event is not its earliest its first instant is wrong,
+// which the rewrite that checks it must see (xspace_wire_align_test.cc).
+TEST(XSpaceSpanPredictTest, ExactOnOrderedLinesAndLateOnAnUnorderedOne) {
+  XSpaceFixtureOptions options;
+  options.hosts = 2;
+  options.absolute_line_timestamps = true;  // and no session: the events alone make the span
+  std::vector<FixtureHost> hosts;
+  std::string error;
+  ASSERT_TRUE(ResolveFixtureHosts(options, &hosts, &error)) << error;
+  HostTrace trace;
+  ASSERT_TRUE(GenerateFixtureHost(options, hosts[1], &trace, &error)) << error;
+  auto* planes = trace.space->mutable_planes();
+  planes->erase(std::remove_if(planes->begin(), planes->end(),
+                               [](const xspace::XPlane& p) { return p.name() == kTaskEnvPlaneName; }),
+                planes->end());
+  const auto path = std::filesystem::temp_directory_path() / ("span_predict_test_" + std::to_string(getpid()));
+  auto write = [&] {
+    std::ofstream out(path, std::ios::binary);
+    out << trace.space->SerializeAsString();
+  };
+  write();
+  std::string why;
+  ScanBuffer buffer;
+  const auto exact = ScanXSpaceFileSpan(path, &buffer, &why);
+  const auto predicted = PredictXSpaceFileSpan(path, &why);
+  ASSERT_TRUE(exact && predicted) << why;
+  EXPECT_EQ(predicted->base.base_ns, exact->base.base_ns);
+  EXPECT_EQ(predicted->span.first, exact->span.first);
+  EXPECT_LE(predicted->span.last, exact->span.last);  // no session stop here: only guessed
+
+  // An event a second before every other, appended at the end of a line.
+  xspace::XLine* line = trace.space->mutable_planes(0)->mutable_lines(0);
+  xspace::XEvent* early = line->add_events();
+  *early = line->events(0);
+  early->set_offset_ps(-1'000'000'000'000);
+  write();
+  const auto exact2 = ScanXSpaceFileSpan(path, &buffer, &why);
+  const auto predicted2 = PredictXSpaceFileSpan(path, &why);
+  ASSERT_TRUE(exact2 && predicted2) << why;
+  EXPECT_LT(exact2->span.first, predicted2->span.first);
+
+  // Bad headers: no prediction, with a reason.
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << std::string("\x0a\xff\xff\xff\xff\x0f", 6);
+  }
+  EXPECT_FALSE(PredictXSpaceFileSpan(path, &why));
+  EXPECT_FALSE(why.empty());
+  EXPECT_FALSE(PredictXSpaceFileSpan(path.string() + ".missing", &why));
   std::filesystem::remove(path);
 }
 

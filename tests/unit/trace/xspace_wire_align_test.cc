@@ -475,6 +475,51 @@ TEST(XSpaceWireAlignNotesTest, AHostnameOtherThanTheFileNameIsNotedAsTheReaderNo
 
 // The piece API: Map through a cursor is Map, instant by instant, forwards,
 // backwards and across knots, gaps and both extrapolations.
+// On a predicted plan the rewrite checks the first instant and takes the
+// last it finds: with the last guessed right (the session planes patched in
+// place) or far off (the host rewritten on the found span), the bytes and
+// stats of the exact plan; with the first wrong, kMispredicted and nothing.
+TEST(XSpaceWireAlignPredictedTest, GivesTheExactPlansOutputOrSaysMispredicted) {
+  const std::string bytes = FixtureHostBytes(false);
+  const Correction c = FixtureCorrection();
+  AlignOptions options;
+  const AlignResult exact_plan = Plan(bytes, *c.map, options);
+  AlignResult exact = exact_plan;
+  WireOutput exact_out;
+  std::vector<std::string> notes;
+  std::string why;
+  ASSERT_TRUE(WireAlignHost(bytes, "h.xplane.pb", "h", 0, *c.map, options, &exact, &exact_out, &notes, &why)) << why;
+  const HostSpanInstants span{exact_plan.hosts[0].first_host, exact_plan.hosts[0].last_host};
+
+  auto predicted_plan = [&](const HostSpanInstants& guess) {
+    AlignResult plan;
+    std::string error;
+    EXPECT_TRUE(PlanAlignment({"h"}, {guess}, {c.map.get()}, options, &plan, &error)) << error;
+    return plan;
+  };
+  for (const auto& guess : {span, HostSpanInstants{span.first, span.first}}) {
+    SCOPED_TRACE(guess.last == span.last ? "last guessed right" : "last guessed at the first");
+    AlignResult result = predicted_plan(guess);
+    EXPECT_EQ(result.origin_ns, exact_plan.origin_ns);
+    WireOutput out;
+    EXPECT_EQ(WireAlignPredictedHost(bytes, "h.xplane.pb", "h", 0, *c.map, options, &result, &out, &notes, &why),
+              WireAlignOutcome::kAligned)
+        << why;
+    EXPECT_EQ(out.bytes(), exact_out.bytes());
+    ExpectSameStats(result.hosts[0], exact.hosts[0]);
+    EXPECT_EQ(result.hosts[0].first_host, exact.hosts[0].first_host);
+    EXPECT_EQ(result.hosts[0].last_host, exact.hosts[0].last_host);
+  }
+  HostSpanInstants late = span;
+  late.first.ps += 1;
+  AlignResult result = predicted_plan(late);
+  WireOutput out;
+  EXPECT_EQ(WireAlignPredictedHost(bytes, "h.xplane.pb", "h", 0, *c.map, options, &result, &out, &notes, &why),
+            WireAlignOutcome::kMispredicted);
+  EXPECT_NE(why.find("predicted"), std::string::npos) << why;
+  EXPECT_TRUE(out.bytes().empty());
+}
+
 TEST(MapCursorTest, GivesMapsValuesExactly) {
   const Correction c = MakeCorrection(0, 6, /*missing=*/{3});
   MapCursor cursor(*c.map);

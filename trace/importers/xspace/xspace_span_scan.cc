@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -32,6 +33,9 @@ class WireReader {
       : p_(reinterpret_cast<const uint8_t*>(bytes.data())), end_(p_ + bytes.size()) {}
 
   bool done() const { return p_ == end_; }
+  size_t consumed(std::string_view from) const {
+    return static_cast<size_t>(p_ - reinterpret_cast<const uint8_t*>(from.data()));
+  }
 
   bool Varint(uint64_t* out) {
     if (p_ != end_ && *p_ < 0x80) {  // one byte: most tags, lengths and small values
@@ -185,6 +189,9 @@ std::optional<XSpaceSpan> Fail(std::string* why, const char* reason) {
   return std::nullopt;
 }
 
+std::optional<XSpaceSpan> SpanOfLines(const std::vector<LineSummary>& lines, const xspace::XSpace& task_env,
+                                      std::string* why);
+
 }  // namespace
 
 std::optional<XSpaceSpan> ScanXSpaceSpan(std::string_view bytes, std::string* why) {
@@ -207,6 +214,13 @@ std::optional<XSpaceSpan> ScanXSpaceSpan(std::string_view bytes, std::string* wh
       return Fail(why, "the Task Environment plane does not parse");
     }
   }
+  return SpanOfLines(lines, task_env, why);
+}
+
+namespace {
+
+std::optional<XSpaceSpan> SpanOfLines(const std::vector<LineSummary>& lines, const xspace::XSpace& task_env,
+                                      std::string* why) {
   std::vector<int64_t> nonempty;
   for (const auto& l : lines) {
     if (l.nonempty) nonempty.push_back(l.timestamp_ns);
@@ -230,6 +244,8 @@ std::optional<XSpaceSpan> ScanXSpaceSpan(std::string_view bytes, std::string* wh
   if (!any) return Fail(why, "no timed event");
   return out;
 }
+
+}  // namespace
 
 char* ScanBuffer::Reserve(size_t bytes) {
   if (bytes > capacity_) {
@@ -275,6 +291,162 @@ std::optional<XSpaceSpan> ScanXSpaceFileSpan(const std::filesystem::path& path, 
   const auto bytes = ReadXSpaceFileBytes(path, buffer, why);
   if (!bytes) return std::nullopt;
   return ScanXSpaceSpan(*bytes, why);
+}
+
+namespace {
+
+// A file read at chosen offsets through one window (pread): the predicted
+// span reads the headers of planes and lines and each line's first event,
+// a few kilobytes of a file of any size.
+class FileWindow {
+ public:
+  FileWindow(int fd, uint64_t size) : fd_(fd), size_(size) {}
+
+  // The bytes at [offset, offset + n), n clipped to the file's end; nullopt
+  // when they cannot be read (or n is over the window's limit).
+  std::optional<std::string_view> At(uint64_t offset, uint64_t n) {
+    if (offset > size_) return std::nullopt;
+    n = std::min(n, size_ - offset);
+    if (offset >= at_ && offset + n <= at_ + len_) return std::string_view(buf_.data() + (offset - at_), n);
+    if (n > kMaxWindow) return std::nullopt;
+    const uint64_t want = std::min(std::max<uint64_t>(n, kWindow), size_ - offset);
+    if (buf_.size() < want) buf_.resize(want);
+    size_t got = 0;
+    while (got < want) {
+      const ssize_t r = ::pread(fd_, buf_.data() + got, want - got, static_cast<off_t>(offset + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    at_ = offset;
+    len_ = got;
+    if (got < n) return std::nullopt;  // the file shrank
+    return std::string_view(buf_.data(), n);
+  }
+
+ private:
+  static constexpr uint64_t kWindow = 64 << 10;
+  static constexpr uint64_t kMaxWindow = 64 << 20;  // a Task Environment plane, a first event
+  int fd_;
+  uint64_t size_;
+  std::vector<char> buf_;
+  uint64_t at_ = 0;
+  size_t len_ = 0;
+};
+
+// One field's tag and, for a varint, its value; `body` is where the bytes
+// after the tag (and length) start, `next` where the field ends.
+struct FieldHead {
+  uint32_t field = 0;
+  uint32_t wire_type = 0;
+  uint64_t value = 0;
+  uint64_t body = 0;
+  uint64_t next = 0;
+};
+
+bool ReadFieldHead(FileWindow* file, uint64_t at, uint64_t end, FieldHead* f) {
+  const auto head = file->At(at, std::min<uint64_t>(16, end - at));
+  if (!head) return false;
+  WireReader in(*head);
+  if (!in.Tag(&f->field, &f->wire_type)) return false;
+  uint64_t length = 0;
+  switch (f->wire_type) {
+    case kVarint:
+      if (!in.Varint(&f->value)) return false;
+      break;
+    case kFixed64: length = 8; break;
+    case kFixed32: length = 4; break;
+    case kLengthDelimited:
+      if (!in.Varint(&length) || length > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) return false;
+      break;
+    default: return false;
+  }
+  f->body = at + in.consumed(*head);
+  if (length > end - f->body) return false;
+  f->next = f->body + length;
+  return true;
+}
+
+// A line's timestamp and its first event alone.
+bool PredictLine(FileWindow* file, uint64_t at, uint64_t end, std::vector<LineSummary>* lines) {
+  LineSummary line;
+  while (at < end) {
+    FieldHead f;
+    if (!ReadFieldHead(file, at, end, &f)) return false;
+    if (f.field == kLineTimestampNs && f.wire_type == kVarint) {
+      line.timestamp_ns = static_cast<int64_t>(f.value);
+    } else if (f.field == kLineEvents && f.wire_type == kLengthDelimited) {
+      const auto event = file->At(f.body, f.next - f.body);
+      if (!event || !ScanEvent(*event, &line)) return false;
+      line.nonempty = true;
+      break;  // the line's other events are the rewrite's to check
+    }
+    at = f.next;
+  }
+  lines->push_back(line);
+  return true;
+}
+
+}  // namespace
+
+std::optional<XSpaceSpan> PredictXSpaceFileSpan(const std::filesystem::path& path, std::string* why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Fail(why, "cannot open");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+    ::close(fd);
+    return Fail(why, "not a regular file");
+  }
+  FileWindow file(fd, static_cast<uint64_t>(st.st_size));
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  std::vector<LineSummary> lines;
+  xspace::XSpace task_env;
+  const char* failure = nullptr;
+  for (uint64_t at = 0; at < size && failure == nullptr;) {
+    FieldHead plane;
+    if (!ReadFieldHead(&file, at, size, &plane)) {
+      failure = "malformed wire data or a group";
+      break;
+    }
+    at = plane.next;
+    if (plane.field != kSpacePlanes || plane.wire_type != kLengthDelimited) continue;
+    bool named = false, lined = false;
+    for (uint64_t p = plane.body; p < plane.next;) {
+      FieldHead f;
+      if (!ReadFieldHead(&file, p, plane.next, &f)) {
+        failure = "malformed wire data or a group in a plane";
+        break;
+      }
+      p = f.next;
+      if (f.field == kPlaneName && f.wire_type == kLengthDelimited) {
+        if (named || lined) {  // the last name is the plane's: not known when its lines were read
+          failure = "a plane's name after its lines, or twice";
+          break;
+        }
+        named = true;
+        const auto name = file.At(f.body, f.next - f.body);
+        if (!name) {
+          failure = "unreadable";
+        } else if (*name == kTaskEnvPlaneName) {  // small: read whole, as the exact scan reads it
+          const auto bytes = file.At(plane.body, plane.next - plane.body);
+          std::string_view ignored;
+          if (!bytes || !ScanPlane(*bytes, &ignored, &lines) ||
+              (task_env.planes().empty() &&
+               !task_env.add_planes()->ParseFromArray(bytes->data(), static_cast<int>(bytes->size())))) {
+            failure = "a Task Environment plane that does not read";
+          }
+          break;
+        }
+      } else if (f.field == kPlaneLines && f.wire_type == kLengthDelimited) {
+        lined = true;
+        if (!PredictLine(&file, f.body, f.next, &lines)) failure = "malformed wire data or a group in a line";
+      }
+      if (failure != nullptr) break;
+    }
+  }
+  ::close(fd);
+  if (failure != nullptr) return Fail(why, failure);
+  return SpanOfLines(lines, task_env, why);
 }
 
 }  // namespace chronolink::trace

@@ -39,6 +39,18 @@ struct XSpaceSpan {
 
 std::optional<XSpaceSpan> ScanXSpaceSpan(std::string_view bytes, std::string* why);
 
+// A prediction of the span of one host's file that reads only the headers
+// of its planes and lines, each line's first event and the Task Environment
+// planes (a few kilobytes, whatever the file's size): exact when each
+// line's first event holds its earliest instant (events in start order, as
+// producers write them), except the last instant, which it only guesses
+// (the session's stop, else the first events' ends). Nothing may trust it:
+// the wire-level rewrite decodes every event and checks that the first
+// instant was right (xspace_wire_align.h, WireAlignPredictedHost). nullopt
+// with *why where it cannot tell (non-canonical field order, malformed
+// headers, no timed first event).
+std::optional<XSpaceSpan> PredictXSpaceFileSpan(const std::filesystem::path& path, std::string* why);
+
 // Bytes read from one file, kept to be reused by the next (a file is read
 // whole into it; mapping the file instead would turn a file truncated
 // during the scan into SIGBUS).
