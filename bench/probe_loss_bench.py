@@ -13,6 +13,7 @@ drop filter's own counters. docs/PERFORMANCE.md "Probe loss" quotes it.
 
 Needs root, the agent and chronolink-probe-loss (build*/ of this checkout).
     sudo nice -n 19 bench/probe_loss_bench.py            # 0, 10 and 30 % loss, 20 s each
+    sudo bench/probe_loss_bench.py --probe-interval-us 0 --window-s 2 --seconds 60   # the agent's defaults
 """
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ def run_fraction(a: argparse.Namespace, fraction: float, outdir: str) -> dict:
             argv = [a.agent_bin, "--node-id", str(n), "--cluster-file", cluster, "--key-file", key,
                     "--output-dir", os.path.join(outdir, f"node{n}"),
                     "--duration-s", str(a.seconds), "--window-s", str(a.window_s),
-                    "--probe-interval-us", str(a.probe_interval_us), "--probe-adaptive", "off",
+                    *cadence_args(a),
                     "--test-mode", "--virtual-offset-ns", str(c.offset_ns),
                     "--virtual-drift-ppm", str(c.drift_ppm), "--virtual-t0-ns", str(c.t0_ns)]
             logf = open(os.path.join(outdir, f"agent{n}.log"), "wb")
@@ -141,12 +142,20 @@ def run_fraction(a: argparse.Namespace, fraction: float, outdir: str) -> dict:
     return res
 
 
+def cadence_args(a: argparse.Namespace) -> list[str]:
+    """A fixed cadence, or none: the agent's own default (adaptive)."""
+    if a.probe_interval_us == 0:
+        return []
+    return ["--probe-interval-us", str(a.probe_interval_us), "--probe-adaptive", "off"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fractions", default="0,0.1,0.3")
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--window-s", type=float, default=1.0)
-    ap.add_argument("--probe-interval-us", type=int, default=2000)
+    ap.add_argument("--probe-interval-us", type=int, default=2000,
+                    help="one pair per this, adaptive cadence off (0: the agent's default cadence, adaptive)")
     ap.add_argument("--agent-bin")
     ap.add_argument("--loader", help="chronolink-probe-loss (default: found in build*/tools)")
     ap.add_argument("--name", default="clplb")
@@ -167,8 +176,8 @@ def main() -> int:
     if a.json:
         print(json.dumps(results, indent=2))
         return 0
-    print(f"# {a.seconds} s per run, {a.window_s:g} s windows, one pair per "
-          f"{a.probe_interval_us} us, loss on both nodes' egress (all types)")
+    cadence = f"one pair per {a.probe_interval_us} us" if a.probe_interval_us else "the agent's default cadence"
+    print(f"# {a.seconds} s per run, {a.window_s:g} s windows, {cadence}, loss on both nodes' egress (all types)")
     print("loss  node  windows  full  estimated  in band  |err| p50  |err| p99  band p50  pairs"
           "  complete  tx_missing  lost  probes sent  filter seen/dropped  peer received")
     for r in results:

@@ -85,6 +85,28 @@ class TraceCliTest : public ::testing::Test {
     return path;
   }
 
+  // `align` of the run WriteHost made, hosts a and b on nodes 1 and 2, into dir_/out.
+  ProcessResult AlignHostsAB(const fs::path& offsets, const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"align", (dir_ / "logs").string(), "--offsets", offsets.string(), "--host",
+                                     "1=a", "--host", "2=b", "--timings", "--out", (dir_ / out).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const ProcessResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r;
+  }
+
+  // Hosts a and b of two aligned runs: the same bytes.
+  void ExpectSameHostFiles(const std::string& out1, const std::string& out2) {
+    for (const char* host : {"a", "b"}) {
+      const fs::path rel =
+          fs::path("plugins") / "profile" / "2026_11_25_10_00_00" / (std::string(host) + ".xplane.pb");
+      std::ifstream x(dir_ / out1 / rel, std::ios::binary), y(dir_ / out2 / rel, std::ios::binary);
+      const std::string sx((std::istreambuf_iterator<char>(x)), {}), sy((std::istreambuf_iterator<char>(y)), {});
+      EXPECT_FALSE(sx.empty()) << host;
+      EXPECT_EQ(sx, sy) << host;
+    }
+  }
+
   // Nothing, not even a partial directory, where the output would be.
   void ExpectNoOutput(const fs::path& out) {
     EXPECT_FALSE(fs::exists(out)) << out;
@@ -160,12 +182,7 @@ TEST_F(TraceCliTest, TheWireRewriteWritesWhatTheModelWrites) {
   WriteHost("b", 40, /*line_ts_ns=*/-3'000'000);
   const fs::path offsets = WriteOffsets();
   auto align = [&](const std::string& out, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"align", (dir_ / "logs").string(), "--offsets", offsets.string(), "--host",
-                                     "1=a", "--host", "2=b", "--timings", "--out", (dir_ / out).string()};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const ProcessResult r = Run(args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r;
+    return AlignHostsAB(offsets, out, std::move(extra));
   };
   const ProcessResult wire = align("wire", {});
   const ProcessResult model = align("model", {"--no-wire-rewrite"});
@@ -176,13 +193,7 @@ TEST_F(TraceCliTest, TheWireRewriteWritesWhatTheModelWrites) {
   EXPECT_NE(annotated.err.find("align: host a: through the model: --annotate-events"), std::string::npos)
       << annotated.err;
   EXPECT_EQ(wire.out.substr(0, wire.out.find("wrote")), model.out.substr(0, model.out.find("wrote")));
-  for (const char* host : {"a", "b"}) {
-    const fs::path rel = fs::path("plugins") / "profile" / "2026_11_25_10_00_00" / (std::string(host) + ".xplane.pb");
-    std::ifstream x(dir_ / "wire" / rel, std::ios::binary), y(dir_ / "model" / rel, std::ios::binary);
-    const std::string sx((std::istreambuf_iterator<char>(x)), {}), sy((std::istreambuf_iterator<char>(y)), {});
-    EXPECT_FALSE(sx.empty()) << host;
-    EXPECT_EQ(sx, sy) << host;
-  }
+  ExpectSameHostFiles("wire", "model");
 }
 
 // The plan predicts each span from the files' headers; a host whose line
@@ -202,24 +213,13 @@ TEST_F(TraceCliTest, AWrongPredictedSpanIsPlannedAgainExactly) {
   }
   const fs::path offsets = WriteOffsets();
   auto align = [&](const std::string& out, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"align", (dir_ / "logs").string(), "--offsets", offsets.string(), "--host",
-                                     "1=a", "--host", "2=b", "--timings", "--out", (dir_ / out).string()};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const ProcessResult r = Run(args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r;
+    return AlignHostsAB(offsets, out, std::move(extra));
   };
   const ProcessResult wire = align("wire", {});
   align("model", {"--no-wire-rewrite"});
   EXPECT_NE(wire.err.find("align: host b: its predicted span was wrong"), std::string::npos) << wire.err;
   EXPECT_NE(wire.err.find("planning every host from all its events"), std::string::npos) << wire.err;
-  for (const char* host : {"a", "b"}) {
-    const fs::path rel = fs::path("plugins") / "profile" / "2026_11_25_10_00_00" / (std::string(host) + ".xplane.pb");
-    std::ifstream x(dir_ / "wire" / rel, std::ios::binary), y(dir_ / "model" / rel, std::ios::binary);
-    const std::string sx((std::istreambuf_iterator<char>(x)), {}), sy((std::istreambuf_iterator<char>(y)), {});
-    EXPECT_FALSE(sx.empty()) << host;
-    EXPECT_EQ(sx, sy) << host;
-  }
+  ExpectSameHostFiles("wire", "model");
 }
 
 TEST_F(TraceCliTest, ATruncatedXSpaceIsOneClearErrorAndNoOutput) {
