@@ -25,6 +25,7 @@
 #include "probe_tap.skel.h"
 
 #include "agent/capture/netlink_query.h"
+#include "agent/capture/tc_filter.h"
 
 namespace chronolink {
 
@@ -43,10 +44,7 @@ constexpr uint32_t kTcPriority = 0xC1C1;
 
 constexpr char kProgPrefix[] = "chronolink_";
 
-std::string Errno(int err) {
-  if (err < 0) err = -err;
-  return std::string(strerror(err)) + " (errno " + std::to_string(err) + ")";
-}
+std::string Errno(int err) { return ErrnoText(err); }
 
 // ---- libbpf log capture: libbpf's own messages go to the error we return
 // (last few warnings) and to spdlog's debug level, never straight to stderr.
@@ -113,21 +111,7 @@ uint32_t ProgIdOfFd(int fd) {
   return info.id;
 }
 
-bpf_tc_hook TcHook(int ifindex, bpf_tc_attach_point point) {
-  bpf_tc_hook h{};
-  h.sz = sizeof(h);
-  h.ifindex = ifindex;
-  h.attach_point = point;
-  return h;
-}
-
-bpf_tc_opts TcOpts() {
-  bpf_tc_opts o{};
-  o.sz = sizeof(o);
-  o.handle = kTcHandle;
-  o.priority = kTcPriority;
-  return o;
-}
+bpf_tc_opts TcOpts() { return TcFilterOpts(kTcHandle, kTcPriority); }
 
 // Program id of the classic tc filter at our handle/priority, 0 if none.
 uint32_t QueryClassicTc(int ifindex, bpf_tc_attach_point point) {

@@ -27,6 +27,7 @@
 #include "probe_loss.skel.h"
 
 #include "agent/capture/netlink_query.h"
+#include "agent/capture/tc_filter.h"
 
 namespace chronolink::testbed {
 
@@ -40,10 +41,7 @@ constexpr uint32_t kTcPriority = 0xC1C2;
 constexpr char kProgName[] = "chronolink_loss";
 constexpr char kCountersMap[] = "loss_counters";
 
-std::string Errno(int err) {
-  if (err < 0) err = -err;
-  return std::string(strerror(err)) + " (errno " + std::to_string(err) + ")";
-}
+std::string Errno(int err) { return ErrnoText(err); }
 
 // libbpf's warnings go into the error we return, never straight to stderr.
 std::string g_libbpf_log;
@@ -58,21 +56,9 @@ int LibbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
   return 0;
 }
 
-bpf_tc_hook EgressHook(int ifindex) {
-  bpf_tc_hook h{};
-  h.sz = sizeof(h);
-  h.ifindex = ifindex;
-  h.attach_point = BPF_TC_EGRESS;
-  return h;
-}
+bpf_tc_hook EgressHook(int ifindex) { return TcHook(ifindex, BPF_TC_EGRESS); }
 
-bpf_tc_opts OurOpts() {
-  bpf_tc_opts o{};
-  o.sz = sizeof(o);
-  o.handle = kTcHandle;
-  o.priority = kTcPriority;
-  return o;
-}
+bpf_tc_opts OurOpts() { return TcFilterOpts(kTcHandle, kTcPriority); }
 
 // Every entry point resolves its device first: libbpf's print hook goes in
 // here (bpf_tc_query on a device without clsact logs a kernel message).
