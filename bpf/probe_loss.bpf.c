@@ -19,20 +19,12 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "bpf/packet_headers.bpf.h"
 #include "bpf/probe_loss.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Not in vmlinux.h (they are #defines in the uapi headers). */
-#define CL_ETH_P_IP 0x0800
-#define CL_ETH_P_IPV6 0x86DD
-#define CL_IPPROTO_UDP 17
-#define CL_UDP_HLEN 8
-#define CL_IPV6_HLEN 40
-#define CL_TC_SHOT 2
-/* No verdict: the next filter runs, and a clsact qdisc without one passes
- * the packet (the same -1 as the tap, bpf/probe_tap.bpf.c). */
-#define CL_TC_NEXT -1
+#define CL_TC_SHOT 2 /* TC_ACT_SHOT: dropped */
 
 const volatile struct chronolink_loss_config loss_config = {
     .udp_port = 7319,
@@ -48,31 +40,12 @@ struct {
   __type(value, struct chronolink_loss_count);
 } loss_counters SEC(".maps");
 
-static __always_inline __u16 be16_at(const __u8 *p) { return ((__u16)p[0] << 8) | p[1]; }
-static __always_inline __u32 be32_at(const __u8 *p) {
-  return ((__u32)p[0] << 24) | ((__u32)p[1] << 16) | ((__u32)p[2] << 8) | p[3];
-}
-
-/* UDP header offset from the network header, or -1: not a UDP datagram that
- * could be ours (fragments and IPv6 extension headers never are). */
-static __always_inline int udp_offset(struct __sk_buff *skb, __u16 l3proto) {
-  __u8 ip[CL_IPV6_HLEN];
-  if (l3proto == CL_ETH_P_IP) {
-    if (bpf_skb_load_bytes_relative(skb, 0, ip, 20, BPF_HDR_START_NET)) return -1;
-    if ((ip[0] >> 4) != 4 || (ip[0] & 0x0F) < 5 || ip[9] != CL_IPPROTO_UDP) return -1;
-    if (be16_at(ip + 6) & 0x3FFF) return -1;
-    return (ip[0] & 0x0F) * 4;
-  }
-  if (bpf_skb_load_bytes_relative(skb, 0, ip, CL_IPV6_HLEN, BPF_HDR_START_NET)) return -1;
-  if ((ip[0] >> 4) != 6 || ip[6] != CL_IPPROTO_UDP) return -1;
-  return CL_IPV6_HLEN;
-}
 
 SEC("tc")
 int chronolink_loss(struct __sk_buff *skb) {
   const __u16 l3proto = bpf_ntohs((__u16)skb->protocol);
   if (l3proto != CL_ETH_P_IP && l3proto != CL_ETH_P_IPV6) return CL_TC_NEXT;
-  const int l4 = udp_offset(skb, l3proto);
+  const int l4 = skb_udp_offset(skb, l3proto);
   if (l4 < 20 || l4 > 60) return CL_TC_NEXT;
 
   __u8 udp[CL_UDP_HLEN];

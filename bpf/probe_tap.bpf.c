@@ -25,24 +25,16 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "bpf/packet_headers.bpf.h"
 #include "bpf/probe_tap.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Not in vmlinux.h (they are #defines in the uapi headers). */
+/* Not in vmlinux.h (#defines in the uapi headers); the rest are in
+ * bpf/packet_headers.bpf.h. */
 #define CL_ETH_HLEN 14
-#define CL_ETH_P_IP 0x0800
-#define CL_ETH_P_IPV6 0x86DD
 #define CL_ETH_P_8021Q 0x8100
 #define CL_ETH_P_8021AD 0x88A8
-#define CL_IPPROTO_UDP 17
-#define CL_UDP_HLEN 8
-#define CL_IPV6_HLEN 40
-/* tcx: run the next program and then the classic tc filters. Classic
- * cls_bpf in direct-action mode reads the same -1 as TC_ACT_UNSPEC: "no
- * verdict, continue with the next filter", and a clsact qdisc that ends
- * with TC_ACT_UNSPEC lets the packet pass. So -1 is right for both. */
-#define CL_TC_NEXT -1
 
 /* Set by the loader through the skeleton's rodata before load. */
 const volatile struct chronolink_tap_config tap_config = {
@@ -72,31 +64,6 @@ static __always_inline void count(__u32 which) {
   if (v) *v += 1;
 }
 
-static __always_inline __u16 be16_at(const __u8 *p) { return ((__u16)p[0] << 8) | p[1]; }
-static __always_inline __u32 be32_at(const __u8 *p) {
-  return ((__u32)p[0] << 24) | ((__u32)p[1] << 16) | ((__u32)p[2] << 8) | p[3];
-}
-
-/* Verdict on an IP header (first 40 bytes from the network header; for IPv4
- * only the first 20 are looked at). Returns the UDP header offset relative to
- * the network header, or -1 when the packet cannot be a probe. */
-static __always_inline int udp_offset(const __u8 *ip, __u16 l3proto) {
-  if (l3proto == CL_ETH_P_IP) {
-    if ((ip[0] >> 4) != 4) return -1;
-    const int ihl = ip[0] & 0x0F;
-    if (ihl < 5) return -1;
-    if (ip[9] != CL_IPPROTO_UDP) return -1;
-    /* fragments (MF set or a non-zero offset) are never probes */
-    if (be16_at(ip + 6) & 0x3FFF) return -1;
-    return ihl * 4;
-  }
-  if (l3proto == CL_ETH_P_IPV6) {
-    if ((ip[0] >> 4) != 6) return -1;
-    if (ip[6] != CL_IPPROTO_UDP) return -1; /* no extension headers */
-    return CL_IPV6_HLEN;
-  }
-  return -1;
-}
 
 /* 1 when the UDP header names our port (either side) and announces a
  * payload of at least one full probe. 0: not to/from our port (not counted).
@@ -129,15 +96,7 @@ static __always_inline int tap_skb(struct __sk_buff *skb, __u32 hook) {
 
   /* Relative to the network header: right on devices with and without an
    * L2 header, and past any VLAN tag. */
-  __u8 ip[CL_IPV6_HLEN];
-  const __u32 iplen = l3proto == CL_ETH_P_IP ? 20 : CL_IPV6_HLEN;
-  if (iplen == 20) {
-    if (bpf_skb_load_bytes_relative(skb, 0, ip, 20, BPF_HDR_START_NET)) return CL_TC_NEXT;
-  } else {
-    if (bpf_skb_load_bytes_relative(skb, 0, ip, CL_IPV6_HLEN, BPF_HDR_START_NET))
-      return CL_TC_NEXT;
-  }
-  const int l4 = udp_offset(ip, l3proto);
+  const int l4 = skb_udp_offset(skb, l3proto);
   if (l4 < 20 || l4 > 60) return CL_TC_NEXT;
 
   __u8 udp[CL_UDP_HLEN];
