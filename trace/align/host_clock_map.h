@@ -46,7 +46,7 @@ struct MapPiece {
   bool bound_known = false;
   InterpolationBound bound;
   bool Covers(const TraceInstant& x) const { return !(x < from) && x < to; }
-  std::optional<MappedInstant> MapWithBound(const TraceInstant& x) const {
+  [[gnu::always_inline]] std::optional<MappedInstant> MapWithBound(const TraceInstant& x) const {
     int64_t offset_ps = 0, d = 0;
     const auto cluster = linear.Map(x, &offset_ps, &d);
     if (!cluster) return std::nullopt;

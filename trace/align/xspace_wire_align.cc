@@ -234,7 +234,7 @@ inline char* PutVarint(char* w, uint64_t v) {
 // width, with v's varint, known to have that width too, in one store: v's
 // 7-bit groups spread to bytes pairwise (ReadVarint8 backwards). The 8
 // bytes at w must be writable; those after the varint keep their value.
-inline void PatchVarint(char* w, uint64_t v, int width) {
+[[gnu::always_inline]] inline void PatchVarint(char* w, uint64_t v, int width) {
   if constexpr (std::endian::native != std::endian::little) {
     PutVarint(w, v);
     return;
