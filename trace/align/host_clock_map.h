@@ -46,7 +46,7 @@ struct MapPiece {
   bool bound_known = false;
   InterpolationBound bound;
   bool Covers(const TraceInstant& x) const { return !(x < from) && x < to; }
-  std::optional<MappedInstant> MapWithBound(const TraceInstant& x) const {
+  [[gnu::always_inline]] std::optional<MappedInstant> MapWithBound(const TraceInstant& x) const {
     int64_t offset_ps = 0, d = 0;
     const auto cluster = linear.Map(x, &offset_ps, &d);
     if (!cluster) return std::nullopt;
@@ -84,23 +84,35 @@ class HostClockMap {
 
 // Maps instants through the piece of the last one while they stay in it:
 // exactly Map's values, without its search. One per thread.
+// The usual case (the instant in the held piece, whose formula is known)
+// is inline in the caller; leaving the piece, or a piece the map computes
+// itself, takes the out-of-line call: the same values either way.
 class MapCursor {
  public:
   explicit MapCursor(const HostClockMap& map) : map_(map) {}
-  std::optional<MappedInstant> Map(const TraceInstant& x) {
-    if (!piece_.Covers(x)) piece_ = map_.PieceAt(x);
-    if (piece_.bound_known) return piece_.MapWithBound(x);  // inline: no virtual call, no search
-    return map_.MapInPiece(piece_, x);
+  [[gnu::always_inline]] std::optional<MappedInstant> Map(const TraceInstant& x) {
+    if (piece_.bound_known && piece_.Covers(x)) [[likely]] return piece_.MapWithBound(x);
+    return MapElsewhere(x);
   }
   // Map(x)->cluster alone: for instants whose bound nobody reads.
-  std::optional<TraceInstant> Cluster(const TraceInstant& x) {
+  [[gnu::always_inline]] std::optional<TraceInstant> Cluster(const TraceInstant& x) {
+    if (piece_.linear_known && piece_.Covers(x)) [[likely]] return piece_.linear.Map(x);
+    return ClusterElsewhere(x);
+  }
+
+ private:
+  [[gnu::noinline]] std::optional<MappedInstant> MapElsewhere(const TraceInstant& x) {
+    if (!piece_.Covers(x)) piece_ = map_.PieceAt(x);
+    if (piece_.bound_known) return piece_.MapWithBound(x);  // no virtual call, no search
+    return map_.MapInPiece(piece_, x);
+  }
+  [[gnu::noinline]] std::optional<TraceInstant> ClusterElsewhere(const TraceInstant& x) {
     if (!piece_.Covers(x)) piece_ = map_.PieceAt(x);
     if (piece_.linear_known) return piece_.linear.Map(x);
     const auto m = map_.MapInPiece(piece_, x);
     return m ? std::optional<TraceInstant>(m->cluster) : std::nullopt;
   }
 
- private:
   const HostClockMap& map_;
   MapPiece piece_;  // empty until the first instant
 };

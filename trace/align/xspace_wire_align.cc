@@ -46,6 +46,25 @@ constexpr char kMergedEvent[] =
 
 // ---- Reading, exactly where protobuf would read the same; declining where in doubt.
 
+// A varint of at most 8 bytes (56 bits) with 8 bytes readable at p,
+// without a loop: the 7-bit groups of one load packed pairwise. False
+// (p untouched) when it is longer; the loop below reads those.
+inline bool ReadVarint8(Ptr& p, uint64_t* out) {
+  if constexpr (std::endian::native != std::endian::little) return false;
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  const uint64_t stops = ~x & 0x8080808080808080ULL;  // bytes without a continuation bit
+  if (stops == 0) return false;
+  const int last_bit = std::countr_zero(stops);     // 8 * (bytes - 1) + 7
+  x &= ~uint64_t{0} >> (63 - last_bit) & 0x7f7f7f7f7f7f7f7fULL;
+  x = (x & 0x007f007f007f007fULL) | (x & 0x7f007f007f007f00ULL) >> 1;
+  x = (x & 0x00003fff00003fffULL) | (x & 0x3fff00003fff0000ULL) >> 2;
+  x = (x & 0x000000000fffffffULL) | (x & 0x0fffffff00000000ULL) >> 4;
+  *out = x;
+  p += (last_bit >> 3) + 1;
+  return true;
+}
+
 // A value varint: up to 10 bytes; a tenth byte with bits past 64 (which
 // protobuf drops) is declined rather than reasoned about.
 inline bool ReadVarint(Ptr& p, Ptr end, uint64_t* out) {
@@ -53,6 +72,7 @@ inline bool ReadVarint(Ptr& p, Ptr end, uint64_t* out) {
     *out = *p++;
     return true;
   }
+  if (end - p >= 8 && ReadVarint8(p, out)) return true;
   uint64_t v = 0;
   for (int i = 0; i < 10; ++i) {
     if (p == end) return false;
@@ -130,18 +150,25 @@ inline bool SkipField(Ptr& p, Ptr end, uint32_t wire_type) {
   }
 }
 
-// protobuf's own check of proto3 string fields.
-// ASCII (the usual case) is checked 8 bytes at a time.
-inline bool ValidUtf8(Ptr p, size_t n) {
-  uint64_t high = 0;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t word;
+// Whether n bytes are all ASCII: 8 at a time, the last 8 overlapping.
+inline bool Ascii(Ptr p, size_t n) {
+  if (n < 8) {
+    uint8_t high = 0;
+    for (size_t i = 0; i < n; ++i) high |= p[i];
+    return high < 0x80;
+  }
+  uint64_t high = 0, word;
+  for (size_t i = 0; i + 8 < n; i += 8) {
     std::memcpy(&word, p + i, 8);
     high |= word;
   }
-  for (; i < n; ++i) high |= p[i];
-  if ((high & 0x8080808080808080ULL) == 0) return true;
+  std::memcpy(&word, p + n - 8, 8);
+  return ((high | word) & 0x8080808080808080ULL) == 0;
+}
+
+// protobuf's own check of proto3 string fields; ASCII (the usual case) first.
+inline bool ValidUtf8(Ptr p, size_t n) {
+  if (Ascii(p, n)) return true;
   return google::protobuf::internal::IsStructurallyValidUTF8(reinterpret_cast<const char*>(p), static_cast<int>(n));
 }
 
@@ -155,15 +182,21 @@ inline bool ReadString(Ptr& p, Ptr end, std::string_view* out) {
 }
 
 // The usual stat, decided with a few loads: metadata_id (tag 0x08, a value
-// of 1 or 2 bytes), then one field of wire type varint with a one-byte tag
-// whose value of 1 to 9 bytes ends exactly at `end`. True only where the
-// loop below would say true too; anything else is left to it.
+// of 1 or 2 bytes), then either one field of wire type varint with a
+// one-byte tag whose value of 1 to 9 bytes ends exactly at `end`, or
+// str_value (tag 0x2a) with a one-byte length, ending at `end`, all ASCII.
+// True only where the loop below would say true too; anything else is
+// left to it.
 inline bool UsualStat(Ptr p, Ptr end) {
   const ptrdiff_t n = end - p;
   if (n < 4 || p[0] != 0x08) return false;
   const ptrdiff_t tag_at = p[1] < 0x80 ? 2 : (p[2] < 0x80 ? 3 : 0);
   if (tag_at == 0 || tag_at >= n - 1) return false;
   const uint8_t tag = p[tag_at];
+  if (tag == kStatStr) {
+    const size_t length = p[tag_at + 1];
+    return length < 0x80 && tag_at + 2 + static_cast<ptrdiff_t>(length) == n && Ascii(p + tag_at + 2, length);
+  }
   if (tag >= 0x80 || tag < 8 || (tag & 7) != kVarint || n - tag_at - 1 > 9 || p[n - 1] >= 0x80) return false;
   for (ptrdiff_t i = tag_at + 1; i < n - 1; ++i) {
     if (p[i] < 0x80) return false;  // the value ends early: another field follows
@@ -185,7 +218,8 @@ bool ValidStat(Ptr p, Ptr end) {
 
 // ---- Writing.
 
-inline int VarintSize(uint64_t v) { return 1 + (std::bit_width(v | 1) - 1) / 7; }
+// 1 + (bits - 1) / 7, with a multiply for the division.
+inline int VarintSize(uint64_t v) { return (std::bit_width(v | 1) * 9 + 64) / 64; }
 
 inline char* PutVarint(char* w, uint64_t v) {
   while (v >= 0x80) {
@@ -194,6 +228,27 @@ inline char* PutVarint(char* w, uint64_t v) {
   }
   *w++ = static_cast<char>(v);
   return w;
+}
+
+// Overwrites the `width` bytes (1 to 8) at w, which hold a varint of that
+// width, with v's varint, known to have that width too, in one store: v's
+// 7-bit groups spread to bytes pairwise (ReadVarint8 backwards). The 8
+// bytes at w must be writable; those after the varint keep their value.
+[[gnu::always_inline]] inline void PatchVarint(char* w, uint64_t v, int width) {
+  if constexpr (std::endian::native != std::endian::little) {
+    PutVarint(w, v);
+    return;
+  }
+  uint64_t x = v;
+  x = (x & 0x000000000fffffffULL) | (x & 0x00fffffff0000000ULL) << 4;
+  x = (x & 0x00003fff00003fffULL) | (x & 0x0fffc0000fffc000ULL) << 2;
+  x = (x & 0x007f007f007f007fULL) | (x & 0x3f803f803f803f80ULL) << 1;
+  const uint64_t keep = width == 8 ? 0 : ~uint64_t{0} << (8 * width);
+  const uint64_t more = 0x8080808080808080ULL & (~keep >> 8);  // every byte but the varint's last
+  uint64_t old;
+  std::memcpy(&old, w, 8);
+  x = ((x | more) & ~keep) | (old & keep);
+  std::memcpy(w, &x, 8);
 }
 
 inline char* PutBytes(char* w, Ptr begin, Ptr end) {
@@ -763,6 +818,31 @@ class WireAligner {
     bool occurrences = false;
   };
 
+  // The usual event, read straight: metadata_id, offset_ps and duration_ps,
+  // each with its one-byte tag, in field order, then stats alone, each
+  // the usual one (UsualStat). What it fills is what DecodeEvent fills for
+  // the same bytes. False for anything else (*f then partly filled), which
+  // DecodeEvent reads field by field and decides on.
+  static bool DecodeUsualEvent(Ptr begin, Ptr end, EventFields* f) {
+    Ptr p = begin;
+    uint64_t ignored = 0;
+    if (p == end || *p != kEventMetadata || !ReadVarint(++p, end, &ignored)) return false;
+    if (p == end || *p != kEventOffset) return false;
+    f->offset_at = p;
+    if (!ReadVarint(++p, end, &f->offset)) return false;
+    f->offset_end = p;
+    if (p == end || *p != kEventDuration) return false;
+    f->duration_at = f->after2 = p;
+    if (!ReadVarint(++p, end, &f->duration)) return false;
+    f->duration_end = f->after3 = p;  // the first stat, or the end
+    while (p < end) {
+      size_t n = 0;
+      if (*p != kEventStat || !ReadLen(++p, end, &n) || !UsualStat(p, p + n)) return false;
+      p += n;
+    }
+    return true;
+  }
+
   bool DecodeEvent(Ptr begin, Ptr end, EventFields* f) {
     uint64_t ignored = 0;
     for (Ptr p = begin; p < end;) {
@@ -812,7 +892,10 @@ class WireAligner {
   // event's start and end mapped as the model maps them.
   bool EmitEvent(Ptr field, Ptr begin, Ptr end) {
     EventFields f;
-    if (!DecodeEvent(begin, end, &f)) return false;
+    if (!DecodeUsualEvent(begin, end, &f)) {
+      f = EventFields{};
+      if (!DecodeEvent(begin, end, &f)) return false;
+    }
     if (f.occurrences) {  // not timed: unchanged
       Append(field, end);
       return true;
@@ -829,14 +912,33 @@ class WireAligner {
     const auto new_duration = DiffPs(*me, ms->cluster);
     if (!new_offset || !new_duration) return Fail("an event overflows int64 ps on the common origin");
     CountMappedEvent(*ms, stats_, &uncertainty_sum_);
-    WriteEvent(begin, end, f, *new_offset, *new_duration);
+    WriteEvent(field, begin, end, f, *new_offset, *new_duration);
     return true;
   }
 
   // The event's bytes with its offset (always: a oneof member is written
   // even when 0) and duration (unless 0, as proto3 writes it) replaced, or
   // put where protobuf's field order has them when they were absent.
-  void WriteEvent(Ptr begin, Ptr end, const EventFields& f, int64_t new_offset, int64_t new_duration) {
+  // The usual case: both fields there, their tags one byte, the new values
+  // as wide as the old ones, and the length written as protobuf writes it:
+  // the field ([field, end)) copied at once and the two values overwritten
+  // in place, the same bytes as the edits below would write.
+  void WriteEvent(Ptr field, Ptr begin, Ptr end, const EventFields& f, int64_t new_offset, int64_t new_duration) {
+    const int offset_width = static_cast<int>(f.offset_end - f.offset_at) - 1;
+    const int duration_width = static_cast<int>(f.duration_end - f.duration_at) - 1;
+    if (f.offset_at != nullptr && f.duration_at != nullptr && new_duration != 0 && *f.offset_at == kEventOffset &&
+        *f.duration_at == kEventDuration && offset_width <= 8 && duration_width <= 8 &&
+        VarintSize(static_cast<uint64_t>(new_offset)) == offset_width &&
+        VarintSize(static_cast<uint64_t>(new_duration)) == duration_width &&
+        begin - field == 1 + VarintSize(static_cast<uint64_t>(end - begin))) {
+      const size_t size = static_cast<size_t>(end - field);
+      char* w = out_->Reserve(size + 8);  // + 8: PatchVarint's store
+      std::memcpy(w, field, size);
+      PatchVarint(w + (f.offset_at + 1 - field), static_cast<uint64_t>(new_offset), offset_width);
+      PatchVarint(w + (f.duration_at + 1 - field), static_cast<uint64_t>(new_duration), duration_width);
+      out_->Resize(out_->size() + size);
+      return;
+    }
     Edit edits[2];
     MakeEdit(f.offset_at ? f.offset_at : f.after2, f.offset_at ? f.offset_end : f.after2, kEventOffset, new_offset,
              true, &edits[0]);

@@ -259,8 +259,9 @@ std::string LenField(int field, const std::string& body) {
 // holds a plain event, `event` (raw bytes) and another plain event.
 // `metadata_name` names the event metadata; without `task_env` the line
 // times are relative to nothing.
-std::string HandMadeHost(const std::string& event, int64_t line_ts_ns = 2'000'000'000, bool task_env = true,
-                         const std::string& metadata_name = "op") {
+// `event_field`: the middle event's whole field, tag and length included.
+std::string HandMadeHostWithField(const std::string& event_field, int64_t line_ts_ns = 2'000'000'000,
+                                  bool task_env = true, const std::string& metadata_name = "op") {
   xspace::XSpace env;
   SetProfileStartTime(&env, static_cast<uint64_t>(kStart + 3 * kPeriod));
   xspace::XPlane cpu;
@@ -270,11 +271,16 @@ std::string HandMadeHost(const std::string& event, int64_t line_ts_ns = 2'000'00
   GetOrCreateStatMetadata(&cpu, "note");
   const std::string plain = VarintField(1, md) + VarintField(2, 1'000'000) + VarintField(3, 5'000);
   const std::string line = VarintField(1, 3) + LenField(2, "python") + VarintField(3, static_cast<uint64_t>(line_ts_ns)) +
-                           LenField(4, plain) + LenField(4, event) + LenField(4, plain);
+                           LenField(4, plain) + event_field + LenField(4, plain);
   std::string cpu_bytes;
   EXPECT_TRUE(cpu.SerializePartialToString(&cpu_bytes));
   return (task_env ? LenField(1, env.planes(0).SerializeAsString()) : "") + LenField(1, cpu_bytes + LenField(3, line)) +
          LenField(4, "h");
+}
+
+std::string HandMadeHost(const std::string& event, int64_t line_ts_ns = 2'000'000'000, bool task_env = true,
+                         const std::string& metadata_name = "op") {
+  return HandMadeHostWithField(LenField(4, event), line_ts_ns, task_env, metadata_name);
 }
 
 // Fields out of protobuf's order and written twice where protobuf merges
@@ -387,6 +393,66 @@ TEST_F(XSpaceWireAlignDeclineTest, StatsAtTheEdgesOfTheQuickCheck) {
   ExpectEventDeclines(good_event_ + LenField(4, VarintField(1, 2) + Varint(4 << 3 | 3)), "stat");  // a group
   ExpectEventDeclines(good_event_ + LenField(4, VarintField(1, 2) + Varint(4 << 3) + std::string(9, '\xff') + '\x02'),
                       "stat");  // a tenth byte with bits past 64
+}
+
+// The usual event (metadata_id, offset, duration, then stats), which the
+// rewrite reads straight and copies whole with its times overwritten in
+// place, at the edges of that: string stats of every short length, not
+// ASCII, or with a 2-byte length; time values whose width changes or that
+// are written longer than needed; a 2-byte tag; a zero duration written
+// out; a length prefix written longer than needed. The model's bytes for
+// canonical input, its XSpace for the rest, declined where it does not
+// parse.
+TEST_F(XSpaceWireAlignDeclineTest, EventsAtTheEdgesOfTheUsualLayout) {
+  std::vector<std::string> canonical;
+  for (size_t n = 0; n <= 20; ++n) {
+    canonical.push_back(VarintField(1, 2) + LenField(5, std::string(n, 'a')));
+    canonical.push_back(VarintField(1, 300) + LenField(5, std::string(n, 'z')));
+  }
+  canonical.push_back(VarintField(1, 2) + LenField(5, "ünïcode"));
+  canonical.push_back(VarintField(1, 2) + LenField(5, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa ünïcode"));
+  canonical.push_back(VarintField(1, 2) + LenField(5, std::string(200, 'b')));  // a 2-byte length
+  canonical.push_back(VarintField(1, 2) + LenField(5, "x") + VarintField(60, 1));  // a field after the string
+  for (const std::string& stat : canonical) {
+    SCOPED_TRACE(testing::PrintToString(stat));
+    const std::string event = good_event_ + LenField(4, stat) + LenField(4, VarintField(1, 2) + VarintField(4, 5));
+    const BothPaths both = AlignBoth(HandMadeHost(event), *c_.map, {});
+    ExpectSameXSpace(both);
+    EXPECT_EQ(both.model_bytes, both.wire_bytes);
+  }
+  // Offsets and durations across varint widths: the new values' widths
+  // change with some of them (the map moves instants by milliseconds).
+  for (const uint64_t offset : {0ULL, 1ULL, 127ULL, 128ULL, 16'383ULL, 16'384ULL, 2'097'151ULL, 999'999'999ULL,
+                                (1ULL << 35) - 1, 1ULL << 35, (1ULL << 42) - 1, 1ULL << 42}) {
+    for (const uint64_t duration : {0ULL, 1ULL, 127ULL, 128ULL, 16'384ULL, (1ULL << 35) - 1}) {
+      SCOPED_TRACE(testing::Message() << offset << " " << duration);
+      std::string event = VarintField(1, 1) + VarintField(2, offset);
+      if (duration != 0) event += VarintField(3, duration);
+      event += LenField(4, VarintField(1, 2) + LenField(5, "abcdefghij"));
+      const BothPaths both = AlignBoth(HandMadeHost(event), *c_.map, {});
+      ExpectSameXSpace(both);
+      EXPECT_EQ(both.model_bytes, both.wire_bytes);
+    }
+  }
+  const std::string stats = LenField(4, VarintField(1, 2) + LenField(5, "abcdefghij"));
+  const std::string padded_offset = Varint(2 << 3) + std::string("\x85\x80\x80\x00", 4);  // 5, in 4 bytes
+  for (const std::string& event : {
+           VarintField(1, 1) + padded_offset + VarintField(3, 10) + stats,
+           VarintField(1, 1) + VarintField(2, 3'000'000) + Varint(3 << 3) + std::string("\x8a\x00", 2) + stats,
+           VarintField(1, 1) + std::string("\x90\x00", 2) + Varint(3'000'000) + VarintField(3, 10) + stats,
+           VarintField(1, 1) + VarintField(2, 3'000'000) + std::string("\x98\x00", 2) + Varint(10) + stats,
+           VarintField(1, 1) + VarintField(2, 3'000'000) + VarintField(3, 0) + stats,
+           VarintField(1, 1) + VarintField(2, 3'000'000) + VarintField(3, 10) + stats + VarintField(1, 3),
+       }) {
+    SCOPED_TRACE(testing::PrintToString(event));
+    ExpectSameXSpace(AlignBoth(HandMadeHost(event), *c_.map, {}));
+  }
+  const std::string event = good_event_ + stats;
+  const std::string padded_length = Varint(4 << 3 | 2) + static_cast<char>(event.size() | 0x80) + '\0' + event;
+  ExpectSameXSpace(AlignBoth(HandMadeHostWithField(padded_length), *c_.map, {}));
+  for (const std::string& bad : {std::string("\xff"), std::string("abcdefghijklm\xff"), std::string("abcdefgh\xc3")}) {
+    ExpectEventDeclines(good_event_ + LenField(4, VarintField(1, 2) + LenField(5, bad)), "UTF-8");
+  }
 }
 
 TEST_F(XSpaceWireAlignDeclineTest, APlanesMetadataThatDoesNotParse) {
