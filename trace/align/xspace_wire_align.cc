@@ -1041,8 +1041,16 @@ class WireAligner {
 
 }  // namespace
 
+constexpr std::align_val_t kOutputAlign{4096};
+
+void WireOutput::AlignedFree::operator()(char* p) const { ::operator delete[](p, kOutputAlign); }
+
 void WireOutput::Grow(size_t needed) {
-  if (!memory_.Grow(needed, size_)) throw std::bad_alloc();
+  const size_t capacity = std::max(needed, capacity_ + capacity_ / 2 + 4096);
+  std::unique_ptr<char[], AlignedFree> data(static_cast<char*>(::operator new[](capacity, kOutputAlign)));
+  if (size_ > 0) std::memcpy(data.get(), data_.get(), size_);
+  data_ = std::move(data);
+  capacity_ = capacity;
 }
 
 namespace {

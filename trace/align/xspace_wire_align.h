@@ -37,31 +37,32 @@
 
 #include "trace/align/host_clock_map.h"
 #include "trace/align/trace_aligner.h"
-#include "trace/importers/xspace/large_buffer.h"
 
 namespace chronolink::trace {
 
 // The output bytes, kept to be reused by the next host (no zeroing, no
-// reallocation once large enough). Page aligned: written with O_DIRECT
-// (xspace_writer.h).
+// reallocation once large enough).
 class WireOutput {
  public:
-  std::string_view bytes() const { return {memory_.data(), size_}; }
+  std::string_view bytes() const { return {data_.get(), size_}; }
   void Clear() { size_ = 0; }
   // Room for `extra` more bytes past size(); returns the write position.
-  // Throws std::bad_alloc when the memory cannot be had.
   char* Reserve(size_t extra) {
-    if (size_ + extra > memory_.capacity()) Grow(size_ + extra);
-    return memory_.data() + size_;
+    if (size_ + extra > capacity_) Grow(size_ + extra);
+    return data_.get() + size_;
   }
-  char* data() { return memory_.data(); }
+  char* data() { return data_.get(); }
   size_t size() const { return size_; }
   void Resize(size_t size) { size_ = size; }
 
  private:
   void Grow(size_t needed);
-  LargeBuffer memory_;
+  struct AlignedFree {
+    void operator()(char* p) const;
+  };
+  std::unique_ptr<char[], AlignedFree> data_;  // 4 KiB aligned: written with O_DIRECT (xspace_writer.h)
   size_t size_ = 0;
+  size_t capacity_ = 0;
 };
 
 // Aligns the host `file_host` (its file's name rule; empty declines) whose

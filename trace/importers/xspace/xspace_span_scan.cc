@@ -247,7 +247,13 @@ std::optional<XSpaceSpan> SpanOfLines(const std::vector<LineSummary>& lines, con
 
 }  // namespace
 
-char* ScanBuffer::Reserve(size_t bytes) { return memory_.Grow(bytes, 0) ? memory_.data() : nullptr; }
+char* ScanBuffer::Reserve(size_t bytes) {
+  if (bytes > capacity_) {
+    data_ = std::make_unique_for_overwrite<char[]>(bytes);
+    capacity_ = bytes;
+  }
+  return data_.get();
+}
 
 std::optional<std::string_view> ReadXSpaceFileBytes(const std::filesystem::path& path, ScanBuffer* buffer,
                                                     std::string* why) {
@@ -265,11 +271,6 @@ std::optional<std::string_view> ReadXSpaceFileBytes(const std::filesystem::path&
   }
   const size_t size = static_cast<size_t>(st.st_size);
   char* data = buffer->Reserve(size);
-  if (data == nullptr) {
-    ::close(fd);
-    *why = "out of memory for the file's bytes";
-    return std::nullopt;
-  }
   size_t got = 0;
   while (got < size) {
     const ssize_t n = ::read(fd, data + got, size - got);

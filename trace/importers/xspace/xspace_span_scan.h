@@ -27,7 +27,6 @@
 #include <string>
 #include <string_view>
 
-#include "trace/importers/xspace/large_buffer.h"
 #include "trace/importers/xspace/line_base.h"
 #include "trace/model/host_span.h"
 
@@ -57,11 +56,11 @@ std::optional<XSpaceSpan> PredictXSpaceFileSpan(const std::filesystem::path& pat
 // during the scan into SIGBUS).
 class ScanBuffer {
  public:
-  // Room for `bytes`, or nullptr when the memory cannot be had.
   char* Reserve(size_t bytes);
 
  private:
-  LargeBuffer memory_;
+  std::unique_ptr<char[]> data_;
+  size_t capacity_ = 0;
 };
 
 // A whole file read into `buffer`; nullopt with *why when it cannot be read
