@@ -19,6 +19,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "tools/trace/trace_cli_common.h"
@@ -26,6 +27,7 @@
 #include "trace/exporters/chrome_json_writer.h"
 #include "trace/align/xspace_wire_align.h"
 #include "trace/exporters/xspace_writer.h"
+#include "trace/importers/xspace/mapped_file.h"
 #include "trace/importers/xspace/run_directory.h"
 #include "trace/importers/xspace/xspace_reader.h"
 #include "trace/importers/xspace/xspace_span_scan.h"
@@ -152,11 +154,11 @@ void ReuseMemoryBetweenHosts() {
 }
 
 // The wire-level rewrite of one host, when it does not decline: the file
-// read into a reused buffer, rewritten into another, written with one write.
+// mapped (not copied), rewritten into a reused buffer, written with one write.
 struct WireRewrite {
   bool enabled = true;
   bool log = false;  // which path each host took, on stderr (--timings)
-  ScanBuffer input;
+  MappedFile input;
   WireOutput output;
 
   // kAligned when the host is aligned and written; kDeclined (the model's
@@ -168,17 +170,27 @@ struct WireRewrite {
     error->clear();
     if (!enabled) return WireAlignOutcome::kDeclined;
     std::string why;
-    const auto bytes = ReadXSpaceFileBytes(file.path, &input, &why);
+    const bool mapped = input.Open(file.path, static_cast<size_t>(std::numeric_limits<int32_t>::max()), &why);
     timer->End("read");
     const std::string host = HostFromXSpaceFileName(file.path);
     auto outcome = WireAlignOutcome::kDeclined;
-    if (bytes) {
-      outcome = predicted ? WireAlignPredictedHost(*bytes, file.path.string(), host, index, map, options, result,
+    if (mapped) {
+      const AlignResult before = *result;
+      const size_t notes_before = notes->size();
+      const std::string_view bytes = input.bytes();
+      outcome = predicted ? WireAlignPredictedHost(bytes, file.path.string(), host, index, map, options, result,
                                                    &output, notes, &why)
-                          : (WireAlignHost(*bytes, file.path.string(), host, index, map, options, result, &output,
+                          : (WireAlignHost(bytes, file.path.string(), host, index, map, options, result, &output,
                                            notes, &why)
                                  ? WireAlignOutcome::kAligned
                                  : WireAlignOutcome::kDeclined);
+      if (input.torn()) {  // what was read is not the file: the model reads it again and says what it is
+        *result = before;
+        notes->resize(notes_before);
+        outcome = WireAlignOutcome::kDeclined;
+        why = "the file shrank while it was read";
+      }
+      input.Close();
     }
     timer->End("align");
     if (log) {
