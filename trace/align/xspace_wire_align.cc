@@ -272,11 +272,13 @@ std::string_view View(Ptr begin, Ptr end) {
 
 // ---- What the first pass learns.
 
+// A line's fields before its first event (protobuf's order puts id, name
+// and timestamp there); the rewrite reads the rest, and declines a line
+// whose id, name or timestamp comes after an event.
 struct LineInfo {
   int64_t id = 0;
   std::string_view name;
   int64_t timestamp_ns = 0;
-  int64_t duration_ps = 0;
   bool has_timestamp = false;
   bool nonempty = false;  // has an event
 };
@@ -453,18 +455,16 @@ class WireAligner {
     return true;
   }
 
+  // Up to the line's first event only: walking every event here would read
+  // the whole file once more before the rewrite reads it.
   bool ScanLine(Ptr p, Ptr end) {
     LineInfo line;
-    bool has_duration = false;
-    while (p < end) {
+    while (p < end && !line.nonempty) {
       uint32_t tag = 0;
       if (!ReadTag(p, end, &tag)) return false;
       uint64_t v = 0;
-      size_t n = 0;
       switch (tag) {
         case kLineEvent:
-          if (!ReadLen(p, end, &n)) return false;
-          p += n;
           line.nonempty = true;
           break;
         case kLineId:
@@ -476,20 +476,10 @@ class WireAligner {
           line.timestamp_ns = static_cast<int64_t>(v);
           line.has_timestamp = true;
           break;
-        case kLineDuration:
-          if (has_duration || !ReadVarint(p, end, &v)) return Fail("a line's duration twice, or malformed");
-          line.duration_ps = static_cast<int64_t>(v);
-          has_duration = true;
-          break;
         case kLineName:
           if (!ReadString(p, end, &line.name)) return Fail("a line name is not UTF-8 or malformed");
           break;
-        case kLineDisplayName: {
-          std::string_view ignored;
-          if (!ReadString(p, end, &ignored)) return Fail("a line name is not UTF-8 or malformed");
-          break;
-        }
-        default:
+        default:  // the duration and display name are checked where the rewrite meets them
           if (!SkipField(p, end, tag & 7)) return false;
       }
     }
@@ -742,19 +732,13 @@ class WireAligner {
     if (!mapped || __builtin_sub_overflow(mapped->cluster.ns, result_.origin_ns, &new_ts)) {
       return Fail("a line's start cannot be mapped");
     }
-    int64_t new_duration = 0;
-    if (info.duration_ps != 0) {
-      const auto line_end = AddPs(start, info.duration_ps);
-      const auto mapped_end = line_end ? cursor_.Map(*line_end) : std::nullopt;
-      const auto d = mapped_end ? DiffPs(mapped_end->cluster, mapped->cluster) : std::nullopt;
-      if (!d) return Fail("a line's duration cannot be mapped");
-      new_duration = *d;
-    }
+    const TraceInstant mapped_start = mapped->cluster;
     line_start_ = start;
     new_base_ = TraceInstant{mapped->cluster.ns, 0};  // origin + new_ts
     int width = 0;
     const size_t length_at = OpenField(kPlaneLine, static_cast<size_t>(end - begin), &width);
     bool timestamp_pending = !info.has_timestamp && new_ts != 0;
+    bool after_event = false, has_duration = false;
     for (Ptr p = begin; p < end;) {
       const Ptr field = p;
       uint32_t tag = 0;
@@ -767,23 +751,49 @@ class WireAligner {
         size_t n = 0;
         if (!ReadLen(p, end, &n) || !EmitEvent(field, p, p + n)) return Fail("malformed event");
         p += n;
+        after_event = true;
+        continue;
+      }
+      if (after_event && (tag == kLineTimestamp || tag == kLineId || tag == kLineName)) {
+        return Fail("a line's id, name or timestamp after its events");
+      }
+      if (tag == kLineDuration) {
+        uint64_t duration = 0;
+        if (has_duration || !ReadVarint(p, end, &duration)) return Fail("a line's duration twice, or malformed");
+        has_duration = true;
+        if (duration != 0 && !PutLineDuration(start, mapped_start, static_cast<int64_t>(duration))) return false;
+        continue;
+      }
+      if (tag == kLineDisplayName) {
+        std::string_view ignored;
+        if (!ReadString(p, end, &ignored)) return Fail("a line name is not UTF-8 or malformed");
+        Append(field, p);
         continue;
       }
       if (!SkipField(p, end, tag & 7)) return Fail("malformed wire data");
       if (tag == kLineTimestamp) {
         if (new_ts != 0) PutTimestamp(new_ts);
-      } else if (tag == kLineDuration) {
-        if (new_duration != 0) {
-          char* w = out_->Reserve(12);
-          *w++ = static_cast<char>(kLineDuration);
-          out_->Resize(static_cast<size_t>(PutVarint(w, static_cast<uint64_t>(new_duration)) - out_->data()));
-        }
       } else {
         Append(field, p);
       }
     }
     if (timestamp_pending) PutTimestamp(new_ts);
     CloseField(length_at, width);
+    return true;
+  }
+
+  // A line's duration mapped as the model maps it: its end's instant, less
+  // its mapped start; written unless 0, as proto3 writes it.
+  bool PutLineDuration(const TraceInstant& start, const TraceInstant& mapped_start, int64_t duration_ps) {
+    const auto line_end = AddPs(start, duration_ps);
+    const auto mapped_end = line_end ? cursor_.Map(*line_end) : std::nullopt;
+    const auto d = mapped_end ? DiffPs(mapped_end->cluster, mapped_start) : std::nullopt;
+    if (!d) return Fail("a line's duration cannot be mapped");
+    if (*d != 0) {
+      char* w = out_->Reserve(12);
+      *w++ = static_cast<char>(kLineDuration);
+      out_->Resize(static_cast<size_t>(PutVarint(w, static_cast<uint64_t>(*d)) - out_->data()));
+    }
     return true;
   }
 
