@@ -547,8 +547,11 @@ class WireAligner {
   // and the `_counters_` line.
   bool PrepareSpanPlanes() {
     if (!task_env_.planes().empty()) {
-      SetSessionOnPlan(map_, *stats_, result_, &task_env_);
-      SerializeDeterministic(task_env_.planes(0), &task_env_bytes_);
+      // On the plane as parsed each time: setting the session twice is not
+      // the same as once on every input (a plane with odd stat metadata).
+      xspace::XSpace session = task_env_;
+      SetSessionOnPlan(map_, *stats_, result_, &session);
+      SerializeDeterministic(session.planes(0), &task_env_bytes_);
     }
     return counters_.plane == SIZE_MAX || PrepareCountersPlane();
   }
@@ -1030,7 +1033,7 @@ class WireAligner {
   std::vector<LineInfo> lines_;
   std::string_view hostname0_;
   int64_t base_ns_ = 0;
-  xspace::XSpace task_env_;  // the first Task Environment plane, parsed and set on the plan
+  xspace::XSpace task_env_;  // the first Task Environment plane, as parsed
   xspace::XSpace stubs_;     // every plane's id and name
   xspace::XPlane scratch_plane_;
   std::string skeleton_bytes_;

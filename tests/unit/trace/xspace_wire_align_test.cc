@@ -592,6 +592,44 @@ TEST(XSpaceWireAlignPredictedTest, GivesTheExactPlansOutputOrSaysMispredicted) {
   EXPECT_TRUE(out.bytes().empty());
 }
 
+// A Task Environment whose stat metadata sits under a key other than its id
+// (xspace_reader_fuzz found it): setting the session on it twice is not
+// setting it once, so a predicted plan's rewrite that sets it again on the
+// found span must start from the plane as parsed.
+TEST(XSpaceWireAlignPredictedTest, ASessionOnOddMetadataIsSetOnceOnTheParsedPlane) {
+  xspace::XSpace space;
+  ASSERT_TRUE(space.ParseFromString(FixtureHostBytes(/*absolute=*/true)));  // the start stat will not read
+  for (auto& plane : *space.mutable_planes()) {
+    if (plane.name() != kTaskEnvPlaneName) continue;
+    auto* metadata = plane.mutable_stat_metadata();
+    for (auto it = metadata->begin(); it != metadata->end(); ++it) {
+      if (it->second.name() != "profile_start_time") continue;
+      const xspace::XStatMetadata moved = it->second;
+      metadata->erase(it);
+      (*metadata)[moved.id() + 100] = moved;  // keyed apart from its id
+      break;
+    }
+  }
+  std::string bytes;
+  ASSERT_TRUE(space.SerializeToString(&bytes));
+  const Correction c = FixtureCorrection();
+  AlignOptions options;
+  const AlignResult plan = Plan(bytes, *c.map, options);
+  AlignResult exact = plan;
+  WireOutput exact_out, out;
+  std::vector<std::string> notes;
+  std::string why;
+  ASSERT_TRUE(WireAlignHost(bytes, "h.xplane.pb", "h", 0, *c.map, options, &exact, &exact_out, &notes, &why)) << why;
+  AlignResult guessed;
+  std::string error;
+  const HostSpanInstants guess{plan.hosts[0].first_host, plan.hosts[0].first_host};
+  ASSERT_TRUE(PlanAlignment({"h"}, {guess}, {c.map.get()}, options, &guessed, &error)) << error;
+  ASSERT_EQ(WireAlignPredictedHost(bytes, "h.xplane.pb", "h", 0, *c.map, options, &guessed, &out, &notes, &why),
+            WireAlignOutcome::kAligned)
+      << why;
+  EXPECT_EQ(out.bytes(), exact_out.bytes());
+}
+
 TEST(MapCursorTest, GivesMapsValuesExactly) {
   const Correction c = MakeCorrection(0, 6, /*missing=*/{3});
   MapCursor cursor(*c.map);
