@@ -62,6 +62,11 @@ bool ParseHeader(std::string_view line, SealHeader* h, std::array<uint8_t, EtcdV
       !ParseNumber(t_ns, &h->t_ns) || mac_hex.size() != 2 * EtcdValueSeal::kMacSize) {
     return false;
   }
+  // Lower-case hex only, as the writer spells it: one sealed value, one
+  // spelling (etcd_value_fuzz found "…9De9…" accepted beside "…9de9…").
+  for (const char c : mac_hex) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
   size_t length = 0;
   return sodium_hex2bin(mac->data(), mac->size(), mac_hex.data(), mac_hex.size(), nullptr, &length, nullptr) ==
              0 &&

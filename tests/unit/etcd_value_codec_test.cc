@@ -90,6 +90,16 @@ TEST(EtcdValueSealTest, OpensWhatItSealedAndNothingElse) {
   EXPECT_EQ(seal.Open(std::string(kPrefix) + "members/4", value, &got, &body), SealResult::kBadMac);
   // Another cluster's key.
   EXPECT_EQ(EtcdValueSeal(KeyOf(2)).Open(key, value, &got, &body), SealResult::kBadMac);
+  // The same MAC in upper-case hex is another spelling of the value: not
+  // the writer's, not accepted (etcd_value_fuzz found it accepted).
+  std::string upper = value;
+  const size_t mac_at = upper.find("mac=") + 4;
+  bool changed = false;
+  for (size_t i = mac_at; i < mac_at + 2 * EtcdValueSeal::kMacSize; ++i) {
+    if (upper[i] >= 'a' && upper[i] <= 'f') upper[i] = static_cast<char>(upper[i] - 'a' + 'A'), changed = true;
+  }
+  ASSERT_TRUE(changed) << value;
+  EXPECT_EQ(seal.Open(key, upper, &got, &body), SealResult::kUnsealed);
 }
 
 TEST(EtcdValueSealTest, AnythingNotInTheLayoutIsUnsealed) {
