@@ -52,8 +52,9 @@ std::optional<XSpaceSpan> ScanXSpaceSpan(std::string_view bytes, std::string* wh
 std::optional<XSpaceSpan> PredictXSpaceFileSpan(const std::filesystem::path& path, std::string* why);
 
 // Bytes read from one file, kept to be reused by the next (a file is read
-// whole into it; mapping the file instead would turn a file truncated
-// during the scan into SIGBUS).
+// whole into it; the exact scan is the fallback path and keeps to plain
+// reads; the wire rewrite maps its input through MappedFile, which guards
+// against a file truncated meanwhile).
 class ScanBuffer {
  public:
   char* Reserve(size_t bytes);
