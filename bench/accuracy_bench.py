@@ -61,7 +61,8 @@ sys.path.insert(0, os.path.join(REPO, "tools", "testbed"))
 import baselines as bl  # noqa: E402
 import testbed as tbm  # noqa: E402
 from baselines import CLK_TCK, percentile, proc_cpu_ticks, summarize_abs_us  # noqa: E402
-from truth import VClock, format_sigma_coverage, sigma_coverage, true_alpha, true_beta  # noqa: E402
+from truth import (VClock, clock_quantum_ns, format_sigma_coverage, quantum_from_steps,  # noqa: E402
+                   sigma_coverage, true_alpha, true_beta)
 from truth import to_fraction as _frac  # noqa: E402
 
 DEFAULT_AGENT = os.path.join(REPO, "build", "agent", "chronolink-agent")
@@ -777,6 +778,9 @@ def selftest(verbose: bool = True) -> int:
           and abs(cov["cover_2s"] - 2 / 3) < 1e-9 and cov["cover_3s"] == 1.0
           and abs(cov["width_ratio"] - 10 / 15) < 1e-9, f"sigma coverage {cov}")
     check(sigma_coverage([(1, None)]) is None, "no coverage without a sigma")
+    check(quantum_from_steps([140, 141, 150, 151, 160, 171, 180, 190, 191]) == 10, "a 10 ns clock quantum")
+    check(quantum_from_steps(list(range(20, 60))) == 1, "a clock that resolves every ns")
+    check(quantum_from_steps([]) == 1 and clock_quantum_ns(2000) >= 1, "quantum of no steps / of this clock")
     check(agent_log_counters(os.devnull) == {}, "no counters in an empty log")
     with open(os.path.join(tmpd, "agent.log"), "w") as f:
         f.write('[info] exit counters {"tx_bytes": 1000, "rx_bytes": 3000, "pairs_sent": 5}\n')
@@ -900,6 +904,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = a.out or os.path.join(REPO, "out", "accuracy-" + _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
     os.makedirs(out, exist_ok=True)
     results: list[dict] = []
+    quantum = clock_quantum_ns()
+    print(f"clock: CLOCK_REALTIME advances in steps of {quantum} ns here; every stamp is quantised so, "
+          "and errors well under it are luck, not resolution", flush=True)
     try:
         for name in wanted:
             sc = known[name]
@@ -916,7 +923,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r = {"scenario": sc.name, "error": str(e), "methods": {}, "agents": {}}
             results.append(r)
             with open(os.path.join(out, "results.json"), "w") as f:
-                json.dump(_jsonable({"config": {k: v for k, v in vars(a).items()}, "scenarios": results}), f)
+                json.dump(_jsonable({"config": {k: v for k, v in vars(a).items()}, "clock_quantum_ns": quantum,
+                                    "scenarios": results}), f)
     except KeyboardInterrupt:
         print(f"\ninterrupted (test bed cleaned up); {len(results)} finished scenario(s) in "
               f"{os.path.join(out, 'results.json')}", file=sys.stderr)
@@ -934,6 +942,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bcosts = format_baseline_costs(results)
     if bcosts:
         print(bcosts)
+    print(f"clock quantum: {quantum} ns (CLOCK_REALTIME steps on this machine)")
     print(f"\nresults: {os.path.join(out, 'results.json')}")
     return 0
 

@@ -8,10 +8,12 @@ through a float.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import statistics
 import decimal
+import time
 from fractions import Fraction
 from typing import Any
 
@@ -84,3 +86,36 @@ def format_sigma_coverage(c: dict | None) -> str:
     return (f"sigma covers {100 * c['cover_1s']:.0f} / {100 * c['cover_2s']:.0f} / "
             f"{100 * c['cover_3s']:.1f} % at 1/2/3 sigma; median sigma {c['median_sigma_ns']:.1f} ns "
             f"= {c['width_ratio']:.2f} x median |error| ({c['n']} estimates)")
+
+
+def quantum_from_steps(steps: list[int]) -> int:
+    """The step (ns) in which a clock's readings advance, from the distinct
+    positive differences between consecutive readings: differences within
+    1 ns of each other are one step (the ns conversion rounds), and the most
+    common gap between those groups is the quantum. 1 when the differences
+    form one run (a clock that resolves every ns)."""
+    groups: list[list[int]] = []
+    for d in sorted(set(steps)):
+        if groups and d - groups[-1][-1] <= 1:
+            groups[-1].append(d)
+        else:
+            groups.append([d])
+    if len(groups) < 3:
+        return 1
+    gaps = collections.Counter(b[0] - a[0] for a, b in zip(groups, groups[1:]))
+    return gaps.most_common(1)[0][0]
+
+
+def clock_quantum_ns(reads: int = 200_000, clock: int = time.CLOCK_REALTIME) -> int:
+    """How finely this machine's clock (and so every kernel timestamp, which
+    reads the same clocksource) resolves time: on some VMs it advances in
+    ~10 ns steps, so one-way delays, and the offsets fitted to their
+    extremes, come in steps of a few ns whatever the estimator does."""
+    diffs = set()
+    prev = time.clock_gettime_ns(clock)
+    for _ in range(reads):
+        t = time.clock_gettime_ns(clock)
+        if t > prev:
+            diffs.add(t - prev)
+        prev = t
+    return quantum_from_steps(sorted(diffs))
