@@ -63,15 +63,17 @@ uint64_t DecimalField(const json& j, const char* name) {
 }
 
 json SummaryToJson(const WindowSummary& w) {
-  return json{{"node", w.estimate.node},
-              {"peer", w.estimate.peer},
-              {"session", std::to_string(w.session)},
-              {"window_start_ns", w.window_start_ns},
-              {"x0_ns", w.estimate.x0_ns},
-              {"beta_ns", w.estimate.beta_ns},
-              {"alpha", w.estimate.alpha},
-              {"uncertainty_ns", w.estimate.uncertainty_ns},
-              {"estimator", w.estimator}};
+  json j{{"node", w.estimate.node},
+         {"peer", w.estimate.peer},
+         {"session", std::to_string(w.session)},
+         {"window_start_ns", w.window_start_ns},
+         {"x0_ns", w.estimate.x0_ns},
+         {"beta_ns", w.estimate.beta_ns},
+         {"alpha", w.estimate.alpha},
+         {"uncertainty_ns", w.estimate.uncertainty_ns},
+         {"estimator", w.estimator}};
+  if (w.estimate.shared_ns) j["shared_ns"] = *w.estimate.shared_ns;  // absent: unknown (and older agents)
+  return j;
 }
 
 WindowSummary SummaryFromJson(const json& j) {
@@ -88,6 +90,13 @@ WindowSummary SummaryFromJson(const json& j) {
   if (std::fabs(w.estimate.alpha) > 0.01) throw FieldError{"\"alpha\" beyond 10000 ppm"};
   w.estimate.uncertainty_ns = FiniteField(j, "uncertainty_ns");
   if (w.estimate.uncertainty_ns < 0) throw FieldError{"\"uncertainty_ns\" is negative"};
+  if (j.contains("shared_ns")) {
+    const double shared = FiniteField(j, "shared_ns");
+    if (shared < 0 || shared > w.estimate.uncertainty_ns) {
+      throw FieldError{"\"shared_ns\" is not within [0, uncertainty_ns]"};
+    }
+    w.estimate.shared_ns = shared;
+  }
   const json& e = Field(j, "estimator");
   if (!e.is_string()) throw FieldError{"\"estimator\" is not a string"};
   w.estimator = e.get<std::string>();

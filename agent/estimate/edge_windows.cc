@@ -47,7 +47,10 @@ void EdgeWindows::AddSigma(EdgeWindowRecord* r) {
     return;
   }
   if (k != EstimatorKind::kMaxMargin && k != EstimatorKind::kMaxMarginPure) return;
-  if (const auto sigma = it->second.Add(r->x0_ns, r->estimate.fit)) r->sigma_ns = *sigma;
+  if (const auto sigma = it->second.Add(r->x0_ns, r->estimate.fit)) {
+    r->sigma_ns = sigma->sigma_ns;
+    r->sigma_shared_ns = sigma->shared_ns;
+  }
 }
 
 void EdgeWindows::OnTupleFinalized(const FullTuple& t) {

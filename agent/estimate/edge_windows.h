@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "agent/clock/timestamp.h"
@@ -37,9 +38,14 @@ struct EdgeWindowRecord {
   // One-sigma of estimate.fit.beta_ns from the edge's recent windows
   // (window_scatter.h); a min-delay window's own bound; 0 while unknown.
   double sigma_ns = 0;
+  // The part of sigma_ns both directions of the link share (WindowSigma);
+  // unknown for a min-delay window's own bound.
+  std::optional<double> sigma_shared_ns;
   // What the cluster solve takes as the window's one-sigma: sigma_ns when
   // known, else the fit's uncertainty (a wide bound, never an understatement).
   double SolveSigma() const { return sigma_ns > 0 ? sigma_ns : estimate.fit.uncertainty_ns; }
+  // And the shared part of it, where the sigma is the scatter's.
+  std::optional<double> SolveShared() const { return sigma_ns > 0 ? sigma_shared_ns : std::nullopt; }
 };
 
 class EdgeWindows {

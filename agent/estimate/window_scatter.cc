@@ -4,7 +4,7 @@
 
 namespace chronolink {
 
-std::optional<double> WindowScatter::Add(int64_t x0_ns, const LineFit& fit) {
+std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit) {
   if (!fit.ok || !std::isfinite(fit.beta_ns)) return std::nullopt;
   if (!windows_.empty()) {
     const int64_t gap = x0_ns - windows_.back().x0_ns;  // one node clock: a small difference
@@ -37,7 +37,8 @@ std::optional<double> WindowScatter::Add(int64_t x0_ns, const LineFit& fit) {
   }
   const double noise = options_.tail_factor * std::sqrt(rss / (n - 2));
   const double asymmetry = options_.path_asymmetry_ns / (2 * std::sqrt(3.0));
-  return std::sqrt(noise * noise + options_.floor_ns * options_.floor_ns + asymmetry * asymmetry);
+  const double shared2 = options_.floor_ns * options_.floor_ns + asymmetry * asymmetry;
+  return WindowSigma{std::sqrt(noise * noise + shared2), std::sqrt(shared2)};
 }
 
 }  // namespace chronolink

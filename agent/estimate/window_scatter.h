@@ -42,6 +42,17 @@ struct WindowScatterOptions {
   int max_gap_windows = 4;
 };
 
+// A window's one-sigma and the part of it both directions of the link share.
+// The floor and the declared asymmetry stand for a bias of the link (delay
+// asymmetry, stamping points), which a → b and b → a see alike; the scatter
+// is each direction's own noise, independent between the two. The cluster
+// solve correlates the two directions of a link by shared_ns
+// (docs/solver.md).
+struct WindowSigma {
+  double sigma_ns = 0;
+  double shared_ns = 0;  // <= sigma_ns
+};
+
 class WindowScatter {
  public:
   explicit WindowScatter(int64_t window_ns, WindowScatterOptions options = {})
@@ -49,7 +60,7 @@ class WindowScatter {
 
   // Feeds the fit of the window at x0_ns; returns its one-sigma, or nullopt
   // while the history is too short.
-  std::optional<double> Add(int64_t x0_ns, const LineFit& fit);
+  std::optional<WindowSigma> Add(int64_t x0_ns, const LineFit& fit);
   // A clock step or a restart: the windows before it predict nothing.
   void Reset() { windows_.clear(); }
 

@@ -37,11 +37,9 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["alpha_ppm"] = e.fit.alpha * 1e6;
     j["beta_ns"] = e.fit.beta_ns;
     j["uncertainty_ns"] = e.fit.uncertainty_ns;
-    if (r.sigma_ns > 0) {
-      j["sigma_ns"] = r.sigma_ns;
-    } else {
-      j["sigma_ns"] = nullptr;
-    }
+    j["sigma_ns"] = r.sigma_ns > 0 ? nlohmann::ordered_json(r.sigma_ns) : nlohmann::ordered_json(nullptr);
+    const std::optional<double> shared = r.SolveShared();
+    j["sigma_shared_ns"] = shared ? nlohmann::ordered_json(*shared) : nlohmann::ordered_json(nullptr);
     j["margin_ns"] = e.fit.margin_ns;
     j["violators_removed"] = e.fit.violators_removed;
   } else {
@@ -50,6 +48,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["beta_ns"] = nullptr;
     j["uncertainty_ns"] = nullptr;
     j["sigma_ns"] = nullptr;
+    j["sigma_shared_ns"] = nullptr;
     j["margin_ns"] = nullptr;
     j["violators_removed"] = 0;
   }

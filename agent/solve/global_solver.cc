@@ -31,6 +31,7 @@ struct Meas {
   double y = 0;          // offset at T
   double yd = 0;         // drift
   double u = 0;          // effective uncertainty
+  double s = -1;         // the part of u the link's other direction shares; < 0 unknown
 };
 
 struct UnionFind {
@@ -400,11 +401,12 @@ class ComponentSystem {
 // them) then has variance (Σwᵢ + rho·Σᵢ≠ⱼ√(wᵢwⱼ)) / (Σwᵢ)² with wᵢ = 1/varᵢ,
 // instead of 1/Σwᵢ: each direction's weight is scaled by the ratio, so that
 // the link counts once in the covariance as one measurement of that variance.
+// Where every measurement of the link states its shared part sᵢ, the
+// covariance of two is sᵢsⱼ and the cross term is Σᵢ≠ⱼ wᵢwⱼsᵢsⱼ instead.
 std::vector<double> CovarianceWeights(const std::vector<const Meas*>& meas, const std::vector<double>& w,
                                       double rho) {
   std::vector<double> out = w;
   rho = std::clamp(rho, 0.0, 1.0);
-  if (rho == 0.0) return out;
   // Measurements by link: (lower, higher) node as one sorted key.
   std::vector<std::pair<uint64_t, uint32_t>> order(meas.size());
   for (size_t e = 0; e < meas.size(); ++e) {
@@ -415,15 +417,21 @@ std::vector<double> CovarianceWeights(const std::vector<const Meas*>& meas, cons
   std::sort(order.begin(), order.end());
   for (size_t i = 0; i < order.size();) {
     size_t j = i;
-    double sum = 0, sum_sqrt = 0;
+    double sum = 0, sum_sqrt = 0, sum_ws = 0, sum_ws2 = 0;
+    bool shared_known = true;
     while (j < order.size() && order[j].first == order[i].first) {
+      const Meas& m = *meas[order[j].second];
       const double we = w[order[j].second];
       sum += we;
       sum_sqrt += std::sqrt(we);
+      sum_ws += we * m.s;
+      sum_ws2 += we * m.s * we * m.s;
+      shared_known = shared_known && m.s >= 0;
       ++j;
     }
-    // Σᵢ≠ⱼ√(wᵢwⱼ) = (Σ√wᵢ)² − Σwᵢ.
-    const double denom = sum + rho * (sum_sqrt * sum_sqrt - sum);
+    // Σᵢ≠ⱼ xᵢxⱼ = (Σxᵢ)² − Σxᵢ², with xᵢ = wᵢsᵢ or √wᵢ.
+    const double cross = shared_known ? sum_ws * sum_ws - sum_ws2 : rho * (sum_sqrt * sum_sqrt - sum);
+    const double denom = sum + cross;
     const double f = denom > 0 ? sum / denom : 1.0;
     for (size_t k = i; k < j; ++k) out[order[k].second] *= f;
     i = j;
@@ -567,6 +575,8 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
     m.yd = e->alpha;
     m.u = std::max(e->uncertainty_ns, opt.min_uncertainty_ns) +
           opt.extrapolation_ns_per_s * std::fabs(static_cast<double>(dt)) * 1e-9;
+    // Extrapolation error is each direction's own (its own drift estimate).
+    if (e->shared_ns && std::isfinite(*e->shared_ns)) m.s = std::clamp(*e->shared_ns, 0.0, m.u);
     meas.push_back(m);
   }
 

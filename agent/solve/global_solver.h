@@ -34,6 +34,10 @@ struct EdgeEstimate {
   double beta_ns = 0;          // peer − node at x0_ns
   double alpha = 0;            // d(peer − node)/d(node)
   double uncertainty_ns = 0;   // half-width at x0_ns (treated as one sigma)
+  // The part of uncertainty_ns that the link's other direction shares (its
+  // delay asymmetry and stamping bias; the window's own noise is not shared).
+  // Unknown: direction_correlation stands in for it.
+  std::optional<double> shared_ns;
 };
 
 enum class RobustLoss {
@@ -86,7 +90,8 @@ struct SolverOptions {
   // out between the two: 1 (the default) treats the shared part as the whole
   // sigma, so two directions of sigma u make one link of sigma u, not u/√2.
   // Only the uncertainty depends on it; the offsets weight every directed
-  // measurement by 1/u² as before.
+  // measurement by 1/u² as before. Where every measurement of a link states
+  // its shared_ns, those give the correlation instead (docs/solver.md).
   double direction_correlation = 1.0;
   // Linear solver: sparse LDLᵀ up to this many nodes per component,
   // conjugate gradient (diagonal preconditioner) above.

@@ -271,6 +271,13 @@ TEST(ClusterMessages, WindowSummaryRoundTrip) {
   EXPECT_EQ(back[0].estimate.x0_ns, w.estimate.x0_ns);
   EXPECT_DOUBLE_EQ(back[0].estimate.alpha, 3.5e-5);
   EXPECT_EQ(back[0].Key(), w.Key());
+  EXPECT_FALSE(back[0].estimate.shared_ns.has_value()) << "not stated: absent, as from an older agent";
+  // The part of the sigma the link's other direction shares travels too.
+  w.estimate.shared_ns = 0.25 * w.estimate.uncertainty_ns;
+  WindowSummary one;
+  ASSERT_TRUE(DecodeWindowSummary(EncodeWindowSummary(w), &one, &error)) << error;
+  ASSERT_TRUE(one.estimate.shared_ns.has_value());
+  EXPECT_DOUBLE_EQ(*one.estimate.shared_ns, 0.25 * w.estimate.uncertainty_ns);
 }
 
 TEST(ClusterMessages, BadWindowSummariesAreRefusedWithAReason) {
@@ -294,6 +301,12 @@ TEST(ClusterMessages, BadWindowSummariesAreRefusedWithAReason) {
        "not an integer"},
       {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":-1,"estimator":"m"})",
        "negative"},
+      {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"shared_ns":2,"estimator":"m"})",
+       "\"shared_ns\" is not within [0, uncertainty_ns]"},
+      {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"shared_ns":-0.5,"estimator":"m"})",
+       "shared_ns"},
+      {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"shared_ns":"x","estimator":"m"})",
+       "shared_ns"},
   };
   for (const auto& [text, why] : bad) {
     error.clear();

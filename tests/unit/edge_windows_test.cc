@@ -154,7 +154,8 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   const auto j = nlohmann::json::parse(EdgeRecordToJson(r, EdgeRecordContext{7, "auto", VirtualClockParams{1, 2.0, 3}}));
   for (const char* k : {"schema", "node", "peer", "session", "clock_domain", "window_start_ns",
                         "window_end_ns", "x0_ns", "timestamp_source", "estimator", "alpha",
-                        "alpha_ppm", "beta_ns", "uncertainty_ns", "margin_ns", "violators_removed",
+                        "alpha_ppm", "beta_ns", "uncertainty_ns", "sigma_ns", "sigma_shared_ns",
+                        "margin_ns", "violators_removed",
                         "pairs_sent", "tuples_complete", "tuples_in_class", "pure_forward",
                         "pure_reverse", "tx_stamps_missing", "lost", "clock_step",
                         "timestamp_policy", "stamp_sources",
@@ -165,6 +166,14 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   EXPECT_EQ(j["x0_ns"].get<int64_t>(), kBase + kWindow / 2);
   EXPECT_DOUBLE_EQ(j["alpha_ppm"].get<double>(), 45.0);
   EXPECT_EQ(j["test_virtual_clock"]["t0_ns"].get<int64_t>(), 3);
+  // No sigma yet: both sigma fields null; then the scatter's, with its shared part.
+  EXPECT_TRUE(j["sigma_ns"].is_null());
+  EXPECT_TRUE(j["sigma_shared_ns"].is_null());
+  r.sigma_ns = 12;
+  r.sigma_shared_ns = 5;
+  const auto k = nlohmann::json::parse(EdgeRecordToJson(r, EdgeRecordContext{7, "auto", VirtualClockParams{}}));
+  EXPECT_DOUBLE_EQ(k["sigma_ns"].get<double>(), 12);
+  EXPECT_DOUBLE_EQ(k["sigma_shared_ns"].get<double>(), 5);
 }
 
 }  // namespace

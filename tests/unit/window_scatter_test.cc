@@ -29,7 +29,8 @@ TEST(WindowScatter, NoSigmaUntilEnoughWindowsThenTheFloorForAPerfectLine) {
   }
   const auto sigma = s.Add(x0 + 4 * kWindow, Fit(3.7e6 + alpha * 4 * kWindow, alpha));
   ASSERT_TRUE(sigma.has_value());
-  EXPECT_NEAR(*sigma, WindowScatterOptions{}.floor_ns, 1e-6);
+  EXPECT_NEAR(sigma->sigma_ns, WindowScatterOptions{}.floor_ns, 1e-6);
+  EXPECT_NEAR(sigma->shared_ns, WindowScatterOptions{}.floor_ns, 1e-6) << "all of it is the floor";
 }
 
 // Independent errors of sigma in every window: the estimate recovers sigma
@@ -49,9 +50,10 @@ TEST(WindowScatter, RecoversTheNoiseOfIndependentWindowErrors) {
     const double err = noise(rng);
     const auto sigma = s.Add(k * kWindow, Fit(1000 + alpha * k * kWindow + err, alpha));
     if (!sigma) continue;
-    last_sigma = *sigma;
+    last_sigma = sigma->sigma_ns;
+    EXPECT_EQ(sigma->shared_ns, 0) << "no floor, no asymmetry: nothing the directions share";
     ++n;
-    covered += std::abs(err) <= 3 * *sigma;
+    covered += std::abs(err) <= 3 * sigma->sigma_ns;
   }
   EXPECT_NEAR(last_sigma, 40, 12);
   EXPECT_GE(covered, n * 97 / 100);
@@ -64,11 +66,29 @@ TEST(WindowScatter, ADeclaredPathAsymmetryWidensSigma) {
   o.floor_ns = 0;
   o.path_asymmetry_ns = 600;
   WindowScatter s(kWindow, o);
-  std::optional<double> sigma;
+  std::optional<WindowSigma> sigma;
   for (int k = 0; k < 6; ++k) sigma = s.Add(k * kWindow, Fit(42, 0));
   ASSERT_TRUE(sigma.has_value());
-  EXPECT_NEAR(*sigma, 600 / (2 * std::sqrt(3.0)), 1e-9);
-  EXPECT_GE(3 * *sigma, 300.0) << "3 sigma covers the largest shift, A/2";
+  EXPECT_NEAR(sigma->sigma_ns, 600 / (2 * std::sqrt(3.0)), 1e-9);
+  EXPECT_GE(3 * sigma->sigma_ns, 300.0) << "3 sigma covers the largest shift, A/2";
+  EXPECT_NEAR(sigma->shared_ns, sigma->sigma_ns, 1e-9) << "the link's asymmetry is seen alike both ways";
+}
+
+// The scatter is each direction's own; the floor and the asymmetry are the
+// link's: shared_ns is their quadrature sum, sigma_ns adds the scatter.
+TEST(WindowScatter, SharedPartIsTheFloorAndAsymmetryNotTheScatter) {
+  WindowScatterOptions o;
+  o.floor_ns = 5;
+  o.path_asymmetry_ns = 100;
+  o.tail_factor = 1;
+  WindowScatter s(kWindow, o);
+  std::optional<WindowSigma> sigma;
+  const double errs[] = {30, -30, 30, -30, 30, -30};
+  for (int k = 0; k < 6; ++k) sigma = s.Add(k * kWindow, Fit(errs[k], 0));
+  ASSERT_TRUE(sigma.has_value());
+  const double shared = std::sqrt(25 + std::pow(100 / (2 * std::sqrt(3.0)), 2));
+  EXPECT_NEAR(sigma->shared_ns, shared, 1e-9);
+  EXPECT_GT(sigma->sigma_ns, shared + 10) << "the scatter of +/-30 ns adds to it";
 }
 
 TEST(WindowScatter, AGapOrAResetRestartsTheHistory) {

@@ -59,6 +59,7 @@ SimWindow ToSimWindow(const EdgeWindowRecord& r, const SimClock& node, const Sim
   w.estimate.beta_ns = r.estimate.fit.beta_ns;
   w.estimate.alpha = r.estimate.fit.alpha;
   w.estimate.uncertainty_ns = r.SolveSigma();
+  w.estimate.shared_ns = r.SolveShared();
   w.estimator = r.estimate.estimator;
   // The agent hands the solver exactly these (runtime/cluster_service.cc).
   w.usable = r.estimate.estimator != EstimatorKind::kNone && r.estimate.fit.ok && !r.clock_step;

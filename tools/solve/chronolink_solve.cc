@@ -83,6 +83,10 @@ void ReadEdges(const std::string& path, const std::string& source, std::vector<E
       // before sigma_ns existed have only the fit's band).
       const bool has_sigma = j.contains("sigma_ns") && !j["sigma_ns"].is_null() && j["sigma_ns"].get<double>() > 0;
       e.uncertainty_ns = has_sigma ? j["sigma_ns"].get<double>() : j.at("uncertainty_ns").get<double>();
+      // Its part shared with the link's other direction, where written.
+      if (has_sigma && j.contains("sigma_shared_ns") && !j["sigma_shared_ns"].is_null()) {
+        e.shared_ns = j["sigma_shared_ns"].get<double>();
+      }
       out.push_back(e);
     } catch (const json::exception& e) {
       throw ParseError(where + "bad field: " + e.what());
