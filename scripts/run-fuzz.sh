@@ -92,14 +92,21 @@ for target in $targets; do
   echo "run-fuzz: $target for $what"
   log="$build/fuzz-$target.log"
   target_status=0
+  # Artifacts of this run only (the folder keeps earlier runs' reproducers).
+  started="$build/fuzz-started-$target"
+  touch "$started"
   "$build/tests/fuzz/$target" "$work_corpus" "$seeds" \
     "${limit[@]}" -timeout=10 -rss_limit_mb=4096 -max_len="$max_len" \
     -artifact_prefix="$artifacts/" -print_final_stats=1 "$@" \
     >"$log" 2>&1 || target_status=$?
-  crashes=$(find "$artifacts" -type f | wc -l)
+  # libFuzzer names what it found crash-, leak-, timeout-, oom- or
+  # slow-unit-; a slow unit (one input over -report_slow_units, 10 s, such
+  # as one run while the process was stopped) is a report, not a failure.
+  crashes=$(find "$artifacts" -type f -newer "$started" ! -name 'slow-unit-*' | wc -l)
+  slow=$(find "$artifacts" -type f -newer "$started" -name 'slow-unit-*' | wc -l)
   files=$(find "$work_corpus" "$seeds" -type f | wc -l)
   bytes=$(find "$work_corpus" "$seeds" -type f -exec cat {} + | wc -c)
-  summary="$(stat number_of_executed_units "$log") execs, $(stat average_exec_per_sec "$log") exec/s, $crashes crashes, corpus $files files $bytes bytes"
+  summary="$(stat number_of_executed_units "$log") execs, $(stat average_exec_per_sec "$log") exec/s, $crashes crashes, $slow slow units, corpus $files files $bytes bytes"
   if [ "$target_status" -ne 0 ]; then
     tail -n 40 "$log" >&2
     echo "run-fuzz: $target FAILED (exit $target_status; $summary); reproducer(s) in $artifacts:" >&2

@@ -36,7 +36,8 @@ bool Same(const WindowSummary& a, const WindowSummary& b) {
   return a.estimate.node == b.estimate.node && a.estimate.peer == b.estimate.peer &&
          a.estimate.x0_ns == b.estimate.x0_ns && a.estimate.beta_ns == b.estimate.beta_ns &&
          a.estimate.alpha == b.estimate.alpha && a.estimate.uncertainty_ns == b.estimate.uncertainty_ns &&
-         a.session == b.session && a.window_start_ns == b.window_start_ns && a.estimator == b.estimator;
+         a.estimate.shared_ns == b.estimate.shared_ns && a.session == b.session &&
+         a.window_start_ns == b.window_start_ns && a.estimator == b.estimator;
 }
 
 bool Same(const NodeSolution& a, const NodeSolution& b) {
@@ -61,6 +62,10 @@ void CheckSummary(const WindowSummary& w) {
     Fail("non-finite number accepted");
   if (std::fabs(w.estimate.alpha) > 0.01) Fail("alpha beyond 10000 ppm accepted");
   if (w.estimate.uncertainty_ns < 0) Fail("negative uncertainty accepted");
+  if (w.estimate.shared_ns &&
+      !(std::isfinite(*w.estimate.shared_ns) && *w.estimate.shared_ns >= 0 &&
+        *w.estimate.shared_ns <= w.estimate.uncertainty_ns))
+    Fail("a shared part outside [0, uncertainty] accepted");
 }
 
 void Summary(std::string_view text) {
