@@ -751,5 +751,46 @@ TEST(ChronolinkSolveTool, WritesOffsetsAndRejectsMalformedLines) {
   fs::remove_all(dir);
 }
 
+// The offline command weights by sigma_ns and correlates the two directions
+// of a link by sigma_shared_ns where edges.jsonl carries it: two directions
+// of sigma 100 ns that share nothing make a link of 100/√2; without the
+// field (older files) they count as one measurement of 100 (rho = 1).
+TEST(ChronolinkSolveTool, ReadsTheSharedPartOfEachWindowsSigma) {
+  namespace fs = std::filesystem;
+  const fs::path tool = CHRONOLINK_SOLVE_BIN;
+  ASSERT_TRUE(fs::exists(tool)) << tool;
+  const fs::path dir = fs::temp_directory_path() / ("global_solver_shared." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const Truth t = MakeTruth({1, 2}, 23);
+  const auto solved_sigma = [&](bool with_shared) {
+    {
+      std::ofstream f(dir / "edges.jsonl");
+      for (auto [n, p] : {std::pair{1u, 2u}, std::pair{2u, 1u}}) {
+        const EdgeEstimate e = Estimate(t, n, p, kT, 2000.0);
+        nlohmann::json j = {{"schema", "chronolink.edge.v1"}, {"node", e.node}, {"peer", e.peer},
+                            {"x0_ns", e.x0_ns}, {"estimator", "max_margin"}, {"beta_ns", e.beta_ns},
+                            {"alpha", e.alpha}, {"uncertainty_ns", 2000.0}, {"sigma_ns", 100.0},
+                            {"timestamp_source", "kernel"}};
+        if (with_shared) j["sigma_shared_ns"] = 0.0;
+        f << j.dump() << "\n";
+      }
+    }
+    const std::string cmd = tool.string() + " --edges " + (dir / "edges.jsonl").string() + " --reference 1 --out " +
+                            (dir / "offsets.jsonl").string() + " 2>/dev/null";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    std::ifstream in(dir / "offsets.jsonl");
+    std::string line;
+    double sigma = -1;
+    while (std::getline(in, line)) {
+      const auto j = nlohmann::json::parse(line);
+      if (j["node"] == 2) sigma = j["uncertainty_ns"].get<double>();
+    }
+    return sigma;
+  };
+  EXPECT_NEAR(solved_sigma(true), 100.0 / std::sqrt(2.0), 0.5);
+  EXPECT_NEAR(solved_sigma(false), 100.0, 0.5);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace chronolink
