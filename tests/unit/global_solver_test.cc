@@ -136,6 +136,20 @@ std::vector<std::pair<uint32_t, uint32_t>> RingPairs(const std::vector<uint32_t>
   return p;
 }
 
+// A ring through the nodes plus random chords, `links` undirected links in
+// all, each as (lower, higher).
+std::set<std::pair<uint32_t, uint32_t>> RingAndRandomLinks(const std::vector<uint32_t>& nodes, size_t links,
+                                                          std::mt19937& rng) {
+  std::uniform_int_distribution<size_t> pick(0, nodes.size() - 1);
+  std::set<std::pair<uint32_t, uint32_t>> pairs;
+  for (auto p : RingPairs(nodes)) pairs.insert({std::min(p.first, p.second), std::max(p.first, p.second)});
+  while (pairs.size() < links) {
+    const uint32_t a = nodes[pick(rng)], b = nodes[pick(rng)];
+    if (a != b) pairs.insert({std::min(a, b), std::max(a, b)});
+  }
+  return pairs;
+}
+
 TEST(GlobalSolver, ChainExactWithNamedReference) {
   const auto nodes = Range(1, 6);
   const Truth t = MakeTruth(nodes);
@@ -226,13 +240,7 @@ TEST(GlobalSolver, SigmaMatchesTheErrorsWhenDirectionsShareTheirError) {
   const auto nodes = Range(1, 40);
   const Truth t = MakeTruth(nodes, 29);
   std::mt19937 rng(31);
-  std::uniform_int_distribution<uint32_t> pick(1, 40);
-  std::set<std::pair<uint32_t, uint32_t>> pairs;
-  for (auto p : RingPairs(nodes)) pairs.insert({std::min(p.first, p.second), std::max(p.first, p.second)});
-  while (pairs.size() < 100) {
-    uint32_t a = pick(rng), b = pick(rng);
-    if (a != b) pairs.insert({std::min(a, b), std::max(a, b)});
-  }
+  const auto pairs = RingAndRandomLinks(nodes, 100, rng);
   const double u = std::sqrt(80.0 * 80.0 + 30.0 * 30.0);
   std::normal_distribution<double> shared(0, 80.0), own(0, 30.0);
   for (const std::optional<uint32_t> reference : {std::optional<uint32_t>(1), std::optional<uint32_t>()}) {
@@ -284,13 +292,7 @@ TEST(GlobalSolver, SigmaMatchesTheErrorsWhenEachDirectionStatesItsSharedPart) {
   const auto nodes = Range(1, 40);
   const Truth t = MakeTruth(nodes, 29);
   std::mt19937 rng(43);
-  std::uniform_int_distribution<uint32_t> pick(1, 40);
-  std::set<std::pair<uint32_t, uint32_t>> pairs;
-  for (auto p : RingPairs(nodes)) pairs.insert({std::min(p.first, p.second), std::max(p.first, p.second)});
-  while (pairs.size() < 100) {
-    uint32_t a = pick(rng), b = pick(rng);
-    if (a != b) pairs.insert({std::min(a, b), std::max(a, b)});
-  }
+  const auto pairs = RingAndRandomLinks(nodes, 100, rng);
   for (const auto [shared_sigma, own_sigma] : {std::pair{80.0, 30.0}, std::pair{10.0, 60.0}}) {
     const double u = std::hypot(shared_sigma, own_sigma);
     std::normal_distribution<double> shared(0, shared_sigma), own(0, own_sigma);
