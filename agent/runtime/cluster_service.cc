@@ -98,7 +98,7 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records, 
     w.estimate.beta_ns = r.estimate.fit.beta_ns;
     w.estimate.alpha = r.estimate.fit.alpha;
     w.estimate.uncertainty_ns = r.SolveSigma();
-  w.estimate.shared_ns = r.SolveShared();
+    w.estimate.shared_ns = r.SolveShared();
     w.session = session;
     w.window_start_ns = r.window_start_ns;
     w.estimator = std::string(EstimatorKindName(r.estimate.estimator));
