@@ -30,6 +30,7 @@ to OUT/results.json.
   sudo python3 bench/accuracy_bench.py [--agent-bin build/agent/chronolink-agent]
         [--seconds 60 | --quick] [--scenarios direct-idle,routed-90pct] [--out DIR]
   python3 bench/accuracy_bench.py --selftest      # ground-truth and percentile checks, no root
+  python3 bench/accuracy_bench.py --report OUT    # the summary of an earlier run again, no root
   sudo python3 bench/accuracy_bench.py --skip-agent --quick   # baselines only
 """
 
@@ -61,8 +62,8 @@ sys.path.insert(0, os.path.join(REPO, "tools", "testbed"))
 import baselines as bl  # noqa: E402
 import testbed as tbm  # noqa: E402
 from baselines import CLK_TCK, percentile, proc_cpu_ticks, summarize_abs_us  # noqa: E402
-from truth import (VClock, clock_quantum_ns, format_sigma_coverage, quantum_from_steps,  # noqa: E402
-                   sigma_coverage, true_alpha, true_beta)
+from truth import (VClock, clock_quantum_ns, error_shape, format_error_shape,  # noqa: E402
+                   format_sigma_coverage, quantum_from_steps, sigma_coverage, true_alpha, true_beta)
 from truth import to_fraction as _frac  # noqa: E402
 
 DEFAULT_AGENT = os.path.join(REPO, "build", "agent", "chronolink-agent")
@@ -532,7 +533,7 @@ def format_table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def format_costs(results: list[dict]) -> str:
+def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
     lines = []
     for r in results:
         if r.get("cross_traffic"):
@@ -555,6 +556,8 @@ def format_costs(results: list[dict]) -> str:
             cov = sigma_coverage([(w["error_ns"], w.get("sigma_ns")) for w in kernel])
             band = sigma_coverage([(w["error_ns"], w.get("uncertainty_ns")) for w in kernel])
             lines.append(f"{r['scenario']:<14} kernel windows: {format_sigma_coverage(cov)}")
+            shape = error_shape([w["error_ns"] for w in kernel], quantum_ns)
+            lines.append(f"{r['scenario']:<14}   (errors: {format_error_shape(shape, quantum_ns)})")
             if band:
                 lines.append(f"{r['scenario']:<14}   (the fit's band as sigma: {format_sigma_coverage(band)})")
         solved = r.get("solved") or []
@@ -781,6 +784,14 @@ def selftest(verbose: bool = True) -> int:
     check(quantum_from_steps([140, 141, 150, 151, 160, 171, 180, 190, 191]) == 10, "a 10 ns clock quantum")
     check(quantum_from_steps(list(range(20, 60))) == 1, "a clock that resolves every ns")
     check(quantum_from_steps([]) == 1 and clock_quantum_ns(2000) >= 1, "quantum of no steps / of this clock")
+    check(quantum_from_steps([20, 21, 22, 35, 36, 50]) == 1, "sparse steps of a fine clock are no quantum")
+    shape = error_shape([0.1, -0.2, 0.3, 5.0, -10.0], 10)
+    check(shape is not None and abs(shape["below_1ns"] - 0.6) < 1e-9 and abs(shape["at_half_quantum"] - 0.4) < 1e-9
+          and abs(shape["uniform_sigma_ratio"] - 10.0 / 0.9) < 1e-9, f"error shape {shape}")
+    check(error_shape([]) is None and error_shape([1.0])["at_half_quantum"] is None, "error shape edge cases")
+    with open(os.path.join(tmpd, "results.json"), "w") as f:
+        json.dump({"config": {"seconds": 60}, "clock_quantum_ns": 10, "scenarios": []}, f)
+    check(report(tmpd) == 0 and report(os.path.join(tmpd, "missing.json")) == 2, "report of a saved run")
     check(agent_log_counters(os.devnull) == {}, "no counters in an empty log")
     with open(os.path.join(tmpd, "agent.log"), "w") as f:
         f.write('[info] exit counters {"tx_bytes": 1000, "rx_bytes": 3000, "pairs_sent": 5}\n')
@@ -871,9 +882,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-baselines", action="store_true")
     ap.add_argument("--skip-agent", action="store_true", help="baselines only (no chronolink rows)")
     ap.add_argument("--selftest", action="store_true", help="check the arithmetic and exit (no root)")
+    ap.add_argument("--report", metavar="RESULTS", default="",
+                    help="print the summary of an earlier run (its results.json or directory) and exit (no root)")
     a = ap.parse_args(argv)
     if a.selftest:
         return selftest()
+    if a.report:
+        return report(a.report)
     if a.quick and a.seconds == 60.0:
         a.seconds = 12.0
     for i, x in enumerate(a.agent_arg):
@@ -931,19 +946,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         if results:
             print(format_table(results))
         return 130
+    print_summary(results, a.seconds, quantum)
+    print(f"\nresults: {os.path.join(out, 'results.json')}")
+    return 0
+
+
+def print_summary(results: list[dict], seconds: float, quantum: int | None) -> None:
     print()
-    print(f"|error| in µs over {a.seconds:g} s per scenario "
+    print(f"|error| in µs over {seconds:g} s per scenario "
           "(chronolink: per window, both directions; chronyd: per sample; ptp4l: per Sync)")
     print(format_table(results))
-    costs = format_costs(results)
+    costs = format_costs(results, quantum)
     if costs:
         print()
         print(costs)
     bcosts = format_baseline_costs(results)
     if bcosts:
         print(bcosts)
-    print(f"clock quantum: {quantum} ns (CLOCK_REALTIME steps on this machine)")
-    print(f"\nresults: {os.path.join(out, 'results.json')}")
+    print(f"clock quantum: {'not recorded' if quantum is None else f'{quantum} ns'} "
+          "(CLOCK_REALTIME steps on the machine that ran it)")
+
+
+def report(path: str) -> int:
+    """Prints the summary of an earlier run from its results.json (or the
+    directory holding it), without running anything."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "results.json")
+    try:
+        with open(path) as f:
+            saved = json.load(f)
+        results, seconds = saved["scenarios"], float(saved["config"]["seconds"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"accuracy_bench: cannot read {path}: {e}", file=sys.stderr)
+        return 2
+    print_summary(results, seconds, saved.get("clock_quantum_ns"))
     return 0
 
 

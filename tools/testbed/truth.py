@@ -103,7 +103,11 @@ def quantum_from_steps(steps: list[int]) -> int:
     if len(groups) < 3:
         return 1
     gaps = collections.Counter(b[0] - a[0] for a, b in zip(groups, groups[1:]))
-    return gaps.most_common(1)[0][0]
+    q = gaps.most_common(1)[0][0]
+    # A quantum only if nearly every difference sits on its grid (within the
+    # 1 ns of rounding); sparse differences of a fine clock do not.
+    on_grid = sum(1 for d in set(steps) if min(d % q, q - d % q) <= 1)
+    return q if q > 1 and on_grid >= 0.9 * len(set(steps)) else 1
 
 
 def clock_quantum_ns(reads: int = 200_000, clock: int = time.CLOCK_REALTIME) -> int:
@@ -119,3 +123,29 @@ def clock_quantum_ns(reads: int = 200_000, clock: int = time.CLOCK_REALTIME) -> 
             diffs.add(t - prev)
         prev = t
     return quantum_from_steps(sorted(diffs))
+
+
+def error_shape(errors: list[float], quantum_ns: int | None = None) -> dict | None:
+    """How the |errors| of a set of windows are spread, for judging any sigma
+    against them: the share under 1 ns, the share at or beyond half the
+    clock's quantum (one step's worth of error), and p99 / (3 * median):
+    the least median sigma / median |error| of a sigma that is the same in
+    every window and still covers the p99 at 3 sigma."""
+    a = sorted(abs(float(e)) for e in errors if math.isfinite(float(e)))
+    if not a:
+        return None
+    n = len(a)
+    med = statistics.median(a)
+    p99 = a[min(n - 1, int(0.99 * n))]
+    return {"n": n, "below_1ns": sum(1 for e in a if e < 1) / n,
+            "at_half_quantum": None if not quantum_ns else sum(1 for e in a if e >= quantum_ns / 2) / n,
+            "uniform_sigma_ratio": p99 / (3 * med) if med > 0 else math.inf}
+
+
+def format_error_shape(c: dict | None, quantum_ns: int | None = None) -> str:
+    if c is None:
+        return "no errors"
+    half = ("" if c["at_half_quantum"] is None
+            else f", >= {quantum_ns / 2:g} ns (half the clock's quantum) {100 * c['at_half_quantum']:.0f} %")
+    return (f"|error| < 1 ns {100 * c['below_1ns']:.0f} %{half}; a sigma the same in every window "
+            f"needs >= {c['uniform_sigma_ratio']:.2f} x median |error| to cover the p99 at 3 sigma")
