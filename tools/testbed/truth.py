@@ -89,11 +89,11 @@ def format_sigma_coverage(c: dict | None) -> str:
 
 
 def quantum_from_steps(steps: list[int]) -> int:
-    """The step (ns) in which a clock's readings advance, from the distinct
-    positive differences between consecutive readings: differences within
-    1 ns of each other are one step (the ns conversion rounds), and the most
-    common gap between those groups is the quantum. 1 when the differences
-    form one run (a clock that resolves every ns)."""
+    """The step (ns) in which a clock's readings advance, from the positive
+    differences between consecutive readings (repeats included): distinct
+    differences within 1 ns of each other are one step (the ns conversion
+    rounds), and the most common gap between those groups is the quantum.
+    1 when the differences form one run (a clock that resolves every ns)."""
     groups: list[list[int]] = []
     for d in sorted(set(steps)):
         if groups and d - groups[-1][-1] <= 1:
@@ -104,10 +104,11 @@ def quantum_from_steps(steps: list[int]) -> int:
         return 1
     gaps = collections.Counter(b[0] - a[0] for a, b in zip(groups, groups[1:]))
     q = gaps.most_common(1)[0][0]
-    # A quantum only if nearly every difference sits on its grid (within the
-    # 1 ns of rounding); sparse differences of a fine clock do not.
-    on_grid = sum(1 for d in set(steps) if min(d % q, q - d % q) <= 1)
-    return q if q > 1 and on_grid >= 0.9 * len(set(steps)) else 1
+    # A quantum only if nearly every reading's difference sits on its grid
+    # (within the 1 ns of rounding), counting repeats: sparse differences of
+    # a fine clock do not, and a few odd ones (a read interrupted) may not.
+    on_grid = sum(1 for d in steps if min(d % q, q - d % q) <= 1)
+    return q if q > 1 and on_grid >= 0.9 * len(steps) else 1
 
 
 def clock_quantum_ns(reads: int = 200_000, clock: int = time.CLOCK_REALTIME) -> int:
@@ -115,14 +116,14 @@ def clock_quantum_ns(reads: int = 200_000, clock: int = time.CLOCK_REALTIME) -> 
     reads the same clocksource) resolves time: on some VMs it advances in
     ~10 ns steps, so one-way delays, and the offsets fitted to their
     extremes, come in steps of a few ns whatever the estimator does."""
-    diffs = set()
+    diffs = []
     prev = time.clock_gettime_ns(clock)
     for _ in range(reads):
         t = time.clock_gettime_ns(clock)
         if t > prev:
-            diffs.add(t - prev)
+            diffs.append(t - prev)
         prev = t
-    return quantum_from_steps(sorted(diffs))
+    return quantum_from_steps(diffs)
 
 
 def error_shape(errors: list[float], quantum_ns: int | None = None) -> dict | None:
