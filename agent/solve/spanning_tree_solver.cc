@@ -24,6 +24,7 @@ struct Measurement {
   double y = 0;   // offset at T
   double yd = 0;  // drift
   double u = 0;   // effective (floored, extrapolated) uncertainty
+  double s = -1;  // the part of u the link's other direction shares; < 0 unknown
   int link = -1;
 };
 
@@ -32,9 +33,22 @@ struct Measurement {
 struct Link {
   int lo = 0, hi = 0;
   double sum_w = 0, sum_wy = 0, sum_wyd = 0;
+  // For the covariance of the directions (as Solve counts it): Σ√w, Σws, Σ(ws)².
+  double sum_sqrt_w = 0, sum_ws = 0, sum_ws2 = 0;
+  bool shared_known = true;
   double y() const { return sum_wy / sum_w; }
   double yd() const { return sum_wyd / sum_w; }
+  // The variance of the mean were the directions independent: what the
+  // tree is chosen by, so that the choice rests on each link's own
+  // precision alone.
   double var() const { return 1.0 / sum_w; }
+  // Its variance with the directions' shared error counted: covariance
+  // sᵢsⱼ where both state their shared part, else rho·uᵢuⱼ. What the
+  // reported uncertainty sums.
+  double correlated_var(double rho) const {
+    const double cross = shared_known ? sum_ws * sum_ws - sum_ws2 : rho * (sum_sqrt_w * sum_sqrt_w - sum_w);
+    return (sum_w + cross) / (sum_w * sum_w);
+  }
 };
 
 struct Problem {
@@ -97,6 +111,7 @@ Problem BuildProblem(std::span<const EdgeEstimate> edges, int64_t T, const Solve
     m.yd = e->alpha;
     m.u = std::max(e->uncertainty_ns, opt.min_uncertainty_ns) +
           opt.extrapolation_ns_per_s * std::fabs(static_cast<double>(dt)) * 1e-9;
+    if (e->shared_ns && std::isfinite(*e->shared_ns)) m.s = std::clamp(*e->shared_ns, 0.0, m.u);
     auto [it, added] =
         link_of.emplace(std::pair{std::min(m.a, m.b), std::max(m.a, m.b)}, static_cast<int>(link_of.size()));
     m.link = it->second;
@@ -114,6 +129,10 @@ Problem BuildProblem(std::span<const EdgeEstimate> edges, int64_t T, const Solve
     l.sum_w += w;
     l.sum_wy += w * sign * m.y;
     l.sum_wyd += w * sign * m.yd;
+    l.sum_sqrt_w += std::sqrt(w);
+    l.sum_ws += w * m.s;
+    l.sum_ws2 += w * m.s * w * m.s;
+    l.shared_known = l.shared_known && m.s >= 0;
   }
   return p;
 }
@@ -166,7 +185,7 @@ Components LabelComponents(const Problem& p, const SolverOptions& opt) {
 struct Tree {
   std::vector<int> parent_link;  // per node index; -1: the anchor or not reached
   std::vector<int> order;        // reached nodes, every parent before its children
-  std::vector<double> path_var;  // variance of the chain to the anchor
+  std::vector<double> path_var;  // of the chain to the anchor, directions independent: the choice
 };
 
 Tree ShortestPathTree(const Problem& p, int anchor) {
@@ -219,11 +238,24 @@ std::vector<double> SumAlongTree(const Problem& p, const Tree& t,
   return x;
 }
 
+// Var(x_i): the variances of the links on i's path to the anchor, summed
+// (the links' errors are independent of each other).
+std::vector<double> PathVariance(const Problem& p, const Tree& t, const std::vector<double>& link_var) {
+  std::vector<double> var(p.ids.size(), 0.0);
+  for (int i : t.order) {
+    const int l = t.parent_link[i];
+    if (l < 0) continue;
+    const Link& link = p.links[l];
+    var[i] = var[i == link.hi ? link.lo : link.hi] + link_var[l];
+  }
+  return var;
+}
+
 // Var(x_i − mean over the tree's nodes). x_i is the sum of the links on its
 // path, so Cov(x_i, x_j) is the variance of their common path; summing over
 // j counts each path link once per node below it (its subtree size s_l):
 //   Σ_j C_ij = Σ_{l ∈ path(i)} v_l·s_l,   Σ_jk C_jk = Σ_l v_l·s_l².
-std::vector<double> VarianceAgainstMean(const Problem& p, const Tree& t) {
+std::vector<double> VarianceAgainstMean(const Problem& p, const Tree& t, const std::vector<double>& link_var) {
   const int n_all = static_cast<int>(p.ids.size());
   const double n = static_cast<double>(t.order.size());
   std::vector<double> below(n_all, 1.0);
@@ -240,11 +272,11 @@ std::vector<double> VarianceAgainstMean(const Problem& p, const Tree& t) {
     if (l < 0) continue;
     const Link& link = p.links[l];
     const int parent = i == link.hi ? link.lo : link.hi;
-    row[i] = row[parent] + link.var() * below[i];
-    total += link.var() * below[i] * below[i];
+    row[i] = row[parent] + link_var[l] * below[i];
+    total += link_var[l] * below[i] * below[i];
   }
-  std::vector<double> var(n_all, 0.0);
-  for (int i : t.order) var[i] = t.path_var[i] - 2.0 * row[i] / n + total / (n * n);
+  std::vector<double> var = PathVariance(p, t, link_var);
+  for (int i : t.order) var[i] += -2.0 * row[i] / n + total / (n * n);
   return var;
 }
 
@@ -288,9 +320,12 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
     }
     x = SumAlongTree(p, tree, [](const Link& l) { return l.y(); });
     xd = SumAlongTree(p, tree, [](const Link& l) { return l.yd(); });
-    var = tree.path_var;
+    std::vector<double> link_var;
+    link_var.reserve(p.links.size());
+    for (const Link& l : p.links) link_var.push_back(l.correlated_var(std::clamp(opt.direction_correlation, 0.0, 1.0)));
+    var = PathVariance(p, tree, link_var);
     if (!opt.reference_node) {
-      var = VarianceAgainstMean(p, tree);
+      var = VarianceAgainstMean(p, tree, link_var);
       SubtractMean(tree, x);
       SubtractMean(tree, xd);
     }

@@ -18,7 +18,11 @@
 //
 // Outputs specific to the baseline: uncertainty_ns is the exact one-sigma
 // of the tree estimate (the variance summed along the path; against the
-// mean, through the subtree sizes), so exact_uncertainty is always true;
+// mean, through the subtree sizes), so exact_uncertainty is always true.
+// A link's two directions count in it as correlated the way Solve counts
+// them (their shared_ns where both state it, else direction_correlation);
+// the tree itself is chosen by the links' variance with the directions
+// independent, so the choice rests on each link's own precision;
 // residual_ns is the 1/u²-weighted RMS residual of all the node's
 // measurements; an EdgeResidual's robust_weight is 1 when its link is a
 // tree edge and 0 when the tree ignored it. No robust re-weighting is done:

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -87,6 +88,20 @@ std::vector<EdgeEstimate> Measure(const Truth& t, const std::vector<std::pair<ui
     out.push_back(t.Estimate(b, a, kT + kSecond / 3, ub, sigma * noise(rng)));
   }
   return out;
+}
+
+// Mean z² of the reachable nodes' errors against node r, each over its
+// reported uncertainty: about 1 where the uncertainty is honest.
+double MeanZ2(const SolveResult& r, const Truth& t, uint32_t ref) {
+  double z2 = 0;
+  int n = 0;
+  for (const NodeSolution& sol : r.nodes) {
+    if (sol.node == ref || !sol.reachable) continue;
+    const double z = (sol.offset_ns - t.AgainstNode(sol.node, ref)) / sol.uncertainty_ns;
+    z2 += z * z;
+    ++n;
+  }
+  return n > 0 ? z2 / n : 0;
 }
 
 TEST(SpanningTreeSolver, ExactOnConsistentInputsWithNamedReference) {
@@ -223,15 +238,72 @@ TEST(SpanningTreeSolver, WorseThanTheGlobalSolveOnANoisyCycleRichGraph) {
   const double g99 = g[g.size() * 99 / 100], s99 = s[s.size() * 99 / 100];
   EXPECT_GT(s50, 1.3 * g50) << "median: tree " << s50 << " global " << g50;
   EXPECT_GT(s99, 2.0 * g99) << "p99: tree " << s99 << " global " << g99;
-  // The tree's uncertainty is exact for its estimate: the errors match it.
-  const SolveResult tree = SolveSpanningTree(edges, kT, opt);
-  double z2 = 0;
-  for (const NodeSolution& sol : tree.nodes) {
-    if (sol.node == 0) continue;
-    const double z = (sol.offset_ns - t.AgainstNode(sol.node, 0)) / sol.uncertainty_ns;
-    z2 += z * z;
+  // The tree's uncertainty is exact for its estimate: the errors match it
+  // (these directions' errors are independent, and the solve is told so).
+  opt.direction_correlation = 0;
+  EXPECT_NEAR(MeanZ2(SolveSpanningTree(edges, kT, opt), t, 0), 1.0, 0.3);
+}
+
+// A link whose two directions share an error (a path asymmetry) as well as
+// having their own: the tree's sigma counts the shared part once, as Solve
+// does (its shared_ns where both directions state it, else the
+// direction_correlation), in closed form and against the errors of many
+// draws. Counted as independent, the shared error is missed.
+TEST(SpanningTreeSolver, CountsALinksSharedErrorOnceInItsUncertainty) {
+  const Truth t = Truth::Random(2, 21);
+  const double shared = 60, own = 40, u = std::hypot(shared, own);
+  SolverOptions opt;
+  opt.reference_node = 0;
+  auto sigma = [&](std::optional<double> s, double rho, double e_ab = 0, double e_ba = 0, double* err = nullptr) {
+    std::vector<EdgeEstimate> edges{t.Estimate(0, 1, kT - kSecond / 2, u, e_ab),
+                                    t.Estimate(1, 0, kT + kSecond / 3, u, e_ba)};
+    for (EdgeEstimate& e : edges) e.shared_ns = s;
+    opt.direction_correlation = rho;
+    const SolveResult r = SolveSpanningTree(edges, kT, opt);
+    if (err) *err = r.Find(1)->offset_ns - t.AgainstNode(1, 0);
+    return r.Find(1)->uncertainty_ns;
+  };
+  EXPECT_NEAR(sigma(std::nullopt, 0), u / std::sqrt(2.0), 1e-6);  // independent
+  EXPECT_NEAR(sigma(std::nullopt, 1), u, 1e-6);                   // fully shared
+  EXPECT_NEAR(sigma(shared, 1), std::sqrt(shared * shared + own * own / 2), 1e-6);
+
+  // An asymmetry errs both directions the same way in the link's own
+  // orientation: +e on 0's estimate of 1, −e on 1's estimate of 0.
+  std::mt19937_64 rng(22);
+  std::normal_distribution<double> noise(0, 1);
+  double z2_counted = 0, z2_independent = 0;
+  const int draws = 4000;
+  for (int k = 0; k < draws; ++k) {
+    const double e = shared * noise(rng), ab = e + own * noise(rng), ba = -e + own * noise(rng);
+    double err = 0;
+    const double counted = sigma(shared, 1, ab, ba, &err);
+    z2_counted += err * err / (counted * counted);
+    const double independent = sigma(std::nullopt, 0, ab, ba);
+    z2_independent += err * err / (independent * independent);
   }
-  EXPECT_NEAR(z2 / (n - 1), 1.0, 0.3);
+  EXPECT_NEAR(z2_counted / draws, 1.0, 0.1);
+  EXPECT_GT(z2_independent / draws, 1.4) << "counted as independent, the shared error is missed";
+}
+
+// The shared part changes only the reported sigma, not the tree: on a
+// graph full of cycles the offsets are the same with it and without.
+TEST(SpanningTreeSolver, TheSharedPartDoesNotChangeTheTree) {
+  const uint32_t n = 300;
+  const Truth t = Truth::Random(n, 23);
+  auto edges = Measure(t, GraphEdges(n), 100.0, 50, 300, 24);
+  SolverOptions opt;
+  opt.reference_node = 0;
+  const SolveResult before = SolveSpanningTree(edges, kT, opt);
+  for (size_t i = 0; i < edges.size(); ++i) edges[i].shared_ns = (i % 3) * 0.3 * edges[i].uncertainty_ns;
+  const SolveResult after = SolveSpanningTree(edges, kT, opt);
+  ASSERT_EQ(before.nodes.size(), after.nodes.size());
+  int narrower = 0;
+  for (size_t i = 0; i < before.nodes.size(); ++i) {
+    EXPECT_EQ(before.nodes[i].offset_ns, after.nodes[i].offset_ns) << before.nodes[i].node;
+    if (after.nodes[i].uncertainty_ns < before.nodes[i].uncertainty_ns) ++narrower;
+  }
+  // Stated shared parts under the whole sigma narrow it against rho = 1.
+  EXPECT_GT(narrower, static_cast<int>(n) / 2);
 }
 
 }  // namespace
