@@ -567,6 +567,8 @@ def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
             lines.append(f"{r['scenario']:<14} solved offsets (leader, against node 1): |error| p50 "
                          f"{percentile(errs, 50) / 1e3:.3f} us, p99 {percentile(errs, 99) / 1e3:.3f} us; "
                          f"{format_sigma_coverage(cov)}")
+            shape = error_shape([e["error_ns"] for e in solved], quantum_ns)
+            lines.append(f"{r['scenario']:<14}   (solved errors: {format_error_shape(shape, quantum_ns, 'instant')})")
     return "\n".join(lines)
 
 
@@ -876,7 +878,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--node2-drift-ppm", default="45")
     ap.add_argument("--cluster-id", type=int, default=7)
     ap.add_argument("--log-level", default="info")
-    ap.add_argument("--probe-interval-us", type=float, default=20000.0,
+    ap.add_argument("--probe-interval-us", type=float, default=25000.0,
                     help="probe cadence for the bytes/s estimate when the agent reports no counters")
     ap.add_argument("--agent-arg", action="append", default=[], help="extra agent argument (repeatable)")
     ap.add_argument("--no-baselines", action="store_true")

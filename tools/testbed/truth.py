@@ -143,10 +143,10 @@ def error_shape(errors: list[float], quantum_ns: int | None = None) -> dict | No
             "uniform_sigma_ratio": p99 / (3 * med) if med > 0 else math.inf}
 
 
-def format_error_shape(c: dict | None, quantum_ns: int | None = None) -> str:
+def format_error_shape(c: dict | None, quantum_ns: int | None = None, each: str = "window") -> str:
     if c is None:
         return "no errors"
     half = ("" if c["at_half_quantum"] is None
             else f", >= {quantum_ns / 2:g} ns (half the clock's quantum) {100 * c['at_half_quantum']:.0f} %")
-    return (f"|error| < 1 ns {100 * c['below_1ns']:.0f} %{half}; a sigma the same in every window "
+    return (f"|error| < 1 ns {100 * c['below_1ns']:.0f} %{half}; a sigma the same in every {each} "
             f"needs >= {c['uniform_sigma_ratio']:.2f} x median |error| to cover the p99 at 3 sigma")
