@@ -619,6 +619,51 @@ TEST(GlobalSolver, NoisyInputsGiveResidualsAndTheNetworkEffect) {
   EXPECT_LT(std::sqrt(sq / nodes.size()), 60.0);
 }
 
+// Node ids index the solve's tables directly where they are dense and by a
+// search where they are not: the same graph under ids 1..40 and under ids
+// spread over the whole uint32 range gives the same solution, node for node.
+TEST(GlobalSolver, SparseIdsSolveLikeDenseOnes) {
+  const auto dense = Range(1, 40);
+  auto sparse_of = [](uint32_t n) { return n == 1 ? 0u : n * 100'000'007u; };  // 0 .. ~4e9
+  const Truth t = MakeTruth(dense, 19);
+  Truth ts;
+  for (uint32_t n : dense) {
+    ts.offset[sparse_of(n)] = t.offset.at(n);
+    ts.drift[sparse_of(n)] = t.drift.at(n);
+  }
+  std::mt19937 rng(3);
+  std::normal_distribution<double> noise(0, 50.0);
+  std::vector<EdgeEstimate> a, b;
+  for (auto [p, q] : RingPairs(dense)) {
+    for (auto [x, y] : {std::pair{p, q}, std::pair{q, p}}) {
+      const double err = noise(rng);
+      a.push_back(Estimate(t, x, y, kT, 80.0, err));
+      b.push_back(Estimate(ts, sparse_of(x), sparse_of(y), kT, 80.0, err));
+    }
+  }
+  for (uint32_t chord = 1; chord + 7 <= 40; chord += 3) {
+    a.push_back(Estimate(t, chord, chord + 7, kT, 80.0));
+    b.push_back(Estimate(ts, sparse_of(chord), sparse_of(chord + 7), kT, 80.0));
+  }
+  for (std::optional<uint32_t> ref : {std::optional<uint32_t>{}, std::optional<uint32_t>{5}}) {
+    SolverOptions oa, ob;
+    oa.reference_node = ref;
+    if (ref) ob.reference_node = sparse_of(*ref);
+    const SolveResult ra = Solve(a, kT, oa), rb = Solve(b, kT, ob);
+    ASSERT_EQ(ra.nodes.size(), dense.size());
+    ASSERT_EQ(rb.nodes.size(), dense.size());
+    for (uint32_t n : dense) {
+      const NodeSolution *x = ra.Find(n), *y = rb.Find(sparse_of(n));
+      ASSERT_NE(x, nullptr);
+      ASSERT_NE(y, nullptr) << sparse_of(n);
+      EXPECT_TRUE(x->reachable && y->reachable) << n;
+      EXPECT_NEAR(x->offset_ns, y->offset_ns, 1e-6) << n;
+      EXPECT_NEAR(x->uncertainty_ns, y->uncertainty_ns, 1e-9) << n;
+      EXPECT_NEAR(x->offset_ns, ref ? TrueOffset(t, n, *ref) : TrueOffsetAgainstMean(t, n, dense), 200.0) << n;
+    }
+  }
+}
+
 TEST(GlobalSolver, TenThousandNodesDegreeSix) {
   const uint32_t N = 10000;
   const auto nodes = Range(0, N);
