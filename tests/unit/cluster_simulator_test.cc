@@ -68,10 +68,12 @@ TEST(ClusterSimulator, SmallClusterWithoutAsymmetrySolvesWithinAMicrosecond) {
   // Every directed edge of the graph closes 3 windows, all with a fit.
   EXPECT_EQ(traffic.directed_edges, 2 * sim.graph().edges().size());
   ASSERT_EQ(traffic.windows.size(), 3 * traffic.directed_edges);
+  // One pair per interval, ± its jitter: about window / interval a window.
+  const double pairs = static_cast<double>(sim.config().window_ns) / static_cast<double>(sim.config().interval_ns);
   for (const SimWindow& w : traffic.windows) {
     EXPECT_TRUE(w.usable);
     EXPECT_EQ(w.estimator, EstimatorKind::kMaxMargin);  // enough pure pairs at the default rate
-    EXPECT_GT(w.pairs_sent, 150);
+    EXPECT_GT(w.pairs_sent, 0.75 * pairs);
     EXPECT_LT(std::fabs(w.estimate.beta_ns - w.true_beta_ns), 1000.0);
     EXPECT_GT(w.pure_forward, 0);
     EXPECT_LT(w.pure_forward, w.tuples);  // queueing spoils most pairs

@@ -198,7 +198,8 @@ int main(int argc, char** argv) {
       "(docs/simulator.md)."};
   SimConfig c;
   std::vector<uint32_t> sizes;
-  double window_s = 2.0, interval_ms = 10.0, spacing_us = 100.0;
+  double window_s = 2.0, interval_ms = static_cast<double>(c.interval_ns) / 1e6,
+         spacing_us = static_cast<double>(c.spacing_ns) / 1e3;
   double offset_spread_ms = 50, drift_spread_ppm = 100, queue_mean_us = 20, burst_us = 500;
   std::vector<double> delay_us = {20, 200};
   std::string reference = "mean";
