@@ -16,6 +16,8 @@
 #include <random>
 #include <utility>
 
+#include "agent/solve/node_index.h"
+
 namespace chronolink {
 
 const NodeSolution* SolveResult::Find(uint32_t node) const {
@@ -25,68 +27,6 @@ const NodeSolution* SolveResult::Find(uint32_t node) const {
 }
 
 namespace {
-
-// The index of a node id in a sorted list of unique ids, or -1. Ids are
-// usually dense (0..N-1, or a block of them): a table then answers in one
-// read, where a binary search per measurement and pass was ~6 % of a solve
-// at 60 000 estimates. Sparse ids fall back to the binary search.
-class NodeIndex {
- public:
-  explicit NodeIndex(std::vector<uint32_t> sorted_ids) : ids_(std::move(sorted_ids)) {
-    if (ids_.empty()) return;
-    const uint64_t span = static_cast<uint64_t>(ids_.back()) - ids_.front() + 1;
-    if (span > 4 * static_cast<uint64_t>(ids_.size()) + 64) return;
-    first_ = ids_.front();
-    table_.assign(span, -1);
-    for (size_t i = 0; i < ids_.size(); ++i) table_[ids_[i] - first_] = static_cast<int>(i);
-  }
-  int operator()(uint32_t id) const {
-    if (!table_.empty()) {
-      return id >= first_ && id - first_ < table_.size() ? table_[id - first_] : -1;
-    }
-    const auto it = std::lower_bound(ids_.begin(), ids_.end(), id);
-    return it != ids_.end() && *it == id ? static_cast<int>(it - ids_.begin()) : -1;
-  }
-
- private:
-  std::vector<uint32_t> ids_;
-  uint32_t first_ = 0;
-  std::vector<int> table_;
-};
-
-// Every node id of the edges (and the named reference), sorted, once each.
-// Dense ids are marked in a table instead of sorting 2 per estimate.
-std::vector<uint32_t> SortedNodeIds(std::span<const EdgeEstimate> edges, std::optional<uint32_t> reference) {
-  std::vector<uint32_t> ids;
-  if (edges.empty() && !reference) return ids;
-  uint32_t lo = reference.value_or(edges.empty() ? 0 : edges.front().node), hi = lo;
-  for (const auto& e : edges) {
-    lo = std::min({lo, e.node, e.peer});
-    hi = std::max({hi, e.node, e.peer});
-  }
-  const uint64_t span = static_cast<uint64_t>(hi) - lo + 1;
-  if (span <= 8 * static_cast<uint64_t>(edges.size()) + 64) {
-    std::vector<char> seen(span, 0);
-    for (const auto& e : edges) seen[e.node - lo] = seen[e.peer - lo] = 1;
-    if (reference) seen[*reference - lo] = 1;
-    for (uint64_t i = 0; i < span; ++i)
-      if (seen[i]) ids.push_back(static_cast<uint32_t>(lo + i));
-    return ids;
-  }
-  ids.reserve(edges.size() * 2 + 1);
-  for (const auto& e : edges) { ids.push_back(e.node); ids.push_back(e.peer); }
-  if (reference) ids.push_back(*reference);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
-}
-
-NodeIndex IndexOfSolution(const SolveResult& r) {
-  std::vector<uint32_t> ids;
-  ids.reserve(r.nodes.size());
-  for (const NodeSolution& s : r.nodes) ids.push_back(s.node);
-  return NodeIndex(std::move(ids));
-}
 
 struct Meas {
   int a = 0, b = 0;      // global node indices: y ≈ x[b] − x[a]
@@ -532,7 +472,7 @@ SolveResult Solve(std::span<const EdgeEstimate> edges, int64_t T, const SolverOp
   // estimate onto the reference clock with its prober's solved offset and
   // solve again.
   const SolveResult first = SolveOnce(edges, T, opt, previous, SolvePass::kProberOffsets);
-  const NodeIndex index_of = IndexOfSolution(first);
+  const NodeIndex index_of = NodeIndex::Of(first);
   std::vector<EdgeEstimate> shifted(edges.begin(), edges.end());
   for (EdgeEstimate& e : shifted) {
     const int i = index_of(e.node);
@@ -590,7 +530,7 @@ bool WarmStart(const SolveResult& warm, int64_t T, const std::vector<int>& comp_
   x->resize(comp_nodes.size());
   xd->resize(comp_nodes.size());
   const double dt = static_cast<double>(T - warm.reference_instant_ns);
-  const NodeIndex index_of = IndexOfSolution(warm);
+  const NodeIndex index_of = NodeIndex::Of(warm);
   for (size_t i = 0; i < comp_nodes.size(); ++i) {
     const int k = index_of(ids[comp_nodes[i]]);
     const NodeSolution* s = k >= 0 ? &warm.nodes[k] : nullptr;

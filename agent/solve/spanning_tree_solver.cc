@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "agent/solve/node_index.h"
+
 namespace chronolink {
 namespace {
 
@@ -56,23 +58,9 @@ struct Problem {
   std::vector<Measurement> meas;  // one per directed edge, ordered by (node, peer)
   std::vector<Link> links;        // ordered by (lo, hi)
 
-  int IndexOf(uint32_t id) const {
-    return static_cast<int>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin());
-  }
+  NodeIndex index;                // of ids
+  int IndexOf(uint32_t id) const { return index(id); }
 };
-
-std::vector<uint32_t> NodeIds(std::span<const EdgeEstimate> edges, const SolverOptions& opt) {
-  std::vector<uint32_t> ids;
-  ids.reserve(edges.size() * 2 + 1);
-  for (const auto& e : edges) {
-    ids.push_back(e.node);
-    ids.push_back(e.peer);
-  }
-  if (opt.reference_node) ids.push_back(*opt.reference_node);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
-}
 
 // Per directed edge, the valid estimate closest to T (ties: the smaller
 // uncertainty), exactly as Solve picks it.
@@ -99,7 +87,8 @@ std::map<std::pair<uint32_t, uint32_t>, const EdgeEstimate*> ChooseEstimates(
 
 Problem BuildProblem(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
   Problem p;
-  p.ids = NodeIds(edges, opt);
+  p.ids = SortedNodeIds(edges, opt.reference_node);
+  p.index = NodeIndex(p.ids);
   std::map<std::pair<int, int>, int> link_of;
   for (const auto& [key, e] : ChooseEstimates(edges, T, opt)) {
     const int64_t dt = T - e->x0_ns;  // bounded by the horizon
@@ -373,9 +362,11 @@ SolveResult SolveSpanningTree(std::span<const EdgeEstimate> edges, int64_t T, co
   // first pass finds every prober's offset and the second evaluates each
   // estimate at the prober's instant that corresponds to T.
   const SolveResult first = SolveOnce(edges, T, opt);
+  const NodeIndex index_of = NodeIndex::Of(first);
   std::vector<EdgeEstimate> shifted(edges.begin(), edges.end());
   for (EdgeEstimate& e : shifted) {
-    const NodeSolution* n = first.Find(e.node);
+    const int i = index_of(e.node);
+    const NodeSolution* n = i >= 0 ? &first.nodes[i] : nullptr;
     if (n != nullptr && n->reachable && std::isfinite(n->offset_ns)) e.x0_ns -= std::llround(n->offset_ns);
   }
   return SolveOnce(shifted, T, opt);
