@@ -16,6 +16,7 @@
 #include <random>
 #include <utility>
 
+#include "agent/solve/link_covariance.h"
 #include "agent/solve/node_index.h"
 
 namespace chronolink {
@@ -399,13 +400,10 @@ class ComponentSystem {
 
 // The weights the uncertainty is computed with. The offsets weight every
 // directed measurement independently; but the two directions of one link
-// share its delay asymmetry, so their errors are correlated (coefficient
-// rho). The weighted mean of a link's measurements (what the solve takes of
-// them) then has variance (Σwᵢ + rho·Σᵢ≠ⱼ√(wᵢwⱼ)) / (Σwᵢ)² with wᵢ = 1/varᵢ,
-// instead of 1/Σwᵢ: each direction's weight is scaled by the ratio, so that
-// the link counts once in the covariance as one measurement of that variance.
-// Where every measurement of the link states its shared part sᵢ, the
-// covariance of two is sᵢsⱼ and the cross term is Σᵢ≠ⱼ wᵢwⱼsᵢsⱼ instead.
+// are correlated (link_covariance.h), so the weighted mean of a link's
+// measurements (what the solve takes of them) has a larger variance than
+// 1/Σwᵢ: each direction's weight is scaled by the ratio, so that the link
+// counts once in the covariance as one measurement of that variance.
 std::vector<double> CovarianceWeights(const std::vector<const Meas*>& meas, const std::vector<double>& w,
                                       double rho) {
   std::vector<double> out = w;
@@ -420,22 +418,12 @@ std::vector<double> CovarianceWeights(const std::vector<const Meas*>& meas, cons
   std::sort(order.begin(), order.end());
   for (size_t i = 0; i < order.size();) {
     size_t j = i;
-    double sum = 0, sum_sqrt = 0, sum_ws = 0, sum_ws2 = 0;
-    bool shared_known = true;
-    while (j < order.size() && order[j].first == order[i].first) {
-      const Meas& m = *meas[order[j].second];
-      const double we = w[order[j].second];
-      sum += we;
-      sum_sqrt += std::sqrt(we);
-      sum_ws += we * m.s;
-      sum_ws2 += we * m.s * we * m.s;
-      shared_known = shared_known && m.s >= 0;
-      ++j;
+    LinkCovariance link;
+    for (; j < order.size() && order[j].first == order[i].first; ++j) {
+      link.Add(w[order[j].second], meas[order[j].second]->s);
     }
-    // Σᵢ≠ⱼ xᵢxⱼ = (Σxᵢ)² − Σxᵢ², with xᵢ = wᵢsᵢ or √wᵢ.
-    const double cross = shared_known ? sum_ws * sum_ws - sum_ws2 : rho * (sum_sqrt * sum_sqrt - sum);
-    const double denom = sum + cross;
-    const double f = denom > 0 ? sum / denom : 1.0;
+    const double denom = link.sum_w() + link.Cross(rho);
+    const double f = denom > 0 ? link.sum_w() / denom : 1.0;
     for (size_t k = i; k < j; ++k) out[order[k].second] *= f;
     i = j;
   }

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/solve/link_covariance.h"
 #include "agent/solve/node_index.h"
 
 namespace chronolink {
@@ -35,22 +36,16 @@ struct Measurement {
 struct Link {
   int lo = 0, hi = 0;
   double sum_w = 0, sum_wy = 0, sum_wyd = 0;
-  // For the covariance of the directions (as Solve counts it): Σ√w, Σws, Σ(ws)².
-  double sum_sqrt_w = 0, sum_ws = 0, sum_ws2 = 0;
-  bool shared_known = true;
+  LinkCovariance covariance;  // of its directions, as Solve counts it
   double y() const { return sum_wy / sum_w; }
   double yd() const { return sum_wyd / sum_w; }
   // The variance of the mean were the directions independent: what the
   // tree is chosen by, so that the choice rests on each link's own
   // precision alone.
   double var() const { return 1.0 / sum_w; }
-  // Its variance with the directions' shared error counted: covariance
-  // sᵢsⱼ where both state their shared part, else rho·uᵢuⱼ. What the
+  // Its variance with the directions' shared error counted: what the
   // reported uncertainty sums.
-  double correlated_var(double rho) const {
-    const double cross = shared_known ? sum_ws * sum_ws - sum_ws2 : rho * (sum_sqrt_w * sum_sqrt_w - sum_w);
-    return (sum_w + cross) / (sum_w * sum_w);
-  }
+  double correlated_var(double rho) const { return covariance.MeanVariance(rho); }
 };
 
 struct Problem {
@@ -118,10 +113,7 @@ Problem BuildProblem(std::span<const EdgeEstimate> edges, int64_t T, const Solve
     l.sum_w += w;
     l.sum_wy += w * sign * m.y;
     l.sum_wyd += w * sign * m.yd;
-    l.sum_sqrt_w += std::sqrt(w);
-    l.sum_ws += w * m.s;
-    l.sum_ws2 += w * m.s * w * m.s;
-    l.shared_known = l.shared_known && m.s >= 0;
+    l.covariance.Add(w, m.s);
   }
   return p;
 }
