@@ -58,11 +58,12 @@ const Spec kSpecs[] = {
      "(default: 25000)"},
     {"probe.adaptive", "probe-adaptive", Kind::kString, "MODE", kProbing,
      "Adaptive cadence: probe faster, down to --probe-min-interval-us, while an edge's windows fall "
-     "back or lack pure pairs, and slow down again when they meet the target: on, off (default: on)"},
+     "back or rest on too few pure pairs, and slow down again when they meet the target: on, off (default: on)"},
     {"probe.min_interval_us", "probe-min-interval-us", Kind::kNsFromUs, "US", kProbing,
      "Fastest adaptive interval; >= 2x spacing, <= the interval (default: interval / 8)"},
     {"probe.target_pure_points", "probe-target-pure-points", Kind::kCount, "N", kProbing,
-     "Adaptive target: pure pairs per side in a window, >= --min-points (default: 16)"},
+     "Adaptive target: pure pairs per side in a window fitted on pure pairs (a fit on every probe "
+     "rests on none), >= --min-points (default: 16)"},
     {"probe.target_uncertainty_ns", "probe-target-uncertainty-ns", Kind::kDouble, "NS", kProbing,
      "Adaptive target: a window's uncertainty; a max-margin window is never tighter than about half "
      "the path's minimum round trip (default: none)"},

@@ -27,7 +27,8 @@ bool ProbeCadence::OnWindow(const WindowEstimate& e, bool clock_step, std::strin
   }
   const int pure = std::min(e.pure_forward, e.pure_reverse);
   const bool loaded = pure < kLoadedPurity * std::max(1, e.tuples);
-  if (pure < options_.target_pure_points) {
+  const bool rests_on_pure_pairs = !(options_.every_probe_fit && e.estimator == EstimatorKind::kMaxMargin);
+  if (rests_on_pure_pairs && pure < options_.target_pure_points) {
     if (loaded) return false;
     return SetInterval(now * 0.8, why,
                        std::to_string(pure) + " pure pairs on its thinner side (target " +

@@ -250,6 +250,7 @@ void AgentRuntime::AdaptCadence(const EdgeWindowRecord& r, int64_t now_ns) {
     o.fastest_interval_ns = p.fastest_interval_ns;
     o.target_pure_points = p.target_pure_points;
     o.target_uncertainty_ns = p.target_uncertainty_ns;
+    o.every_probe_fit = config_.estimation.fit_every_probe;
     it = cadence_.emplace(r.peer, ProbeCadence(o)).first;
   }
   std::string why;

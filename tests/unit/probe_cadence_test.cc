@@ -18,11 +18,14 @@ WindowEstimate Window(EstimatorKind kind, int pure_forward, int pure_reverse, do
   return e;
 }
 
+// With the fit on pure pairs only (--estimate-points pure), where pure
+// pairs are what a max-margin window rests on.
 ProbeCadenceOptions Options() {
   ProbeCadenceOptions o;
   o.slowest_interval_ns = 20'000'000;
   o.fastest_interval_ns = 2'500'000;
   o.target_pure_points = 16;
+  o.every_probe_fit = false;
   return o;
 }
 
@@ -80,6 +83,31 @@ TEST(ProbeCadence, ALoadedPathOrAClockStepLeavesTheIntervalAlone) {
   // The same 12 pure pairs out of 50 tuples: a quiet path probed too slowly.
   EXPECT_TRUE(c.OnWindow(Window(EstimatorKind::kMaxMargin, 30, 12, 2000, 50), false, &why));
   EXPECT_LT(c.interval_ns(), before);
+}
+
+// The default fit on every probe: a max_margin window rests on every probe,
+// so thin pure pairs do not speed the edge up; a window that had to fall
+// back to the pure pairs (max_margin_pure), a fallback, or a fit wider than
+// the target uncertainty still do.
+TEST(ProbeCadence, AFitOnEveryProbeIsNotPacedByPurePairs) {
+  ProbeCadenceOptions o = Options();
+  o.every_probe_fit = true;
+  o.target_uncertainty_ns = 500;
+  ProbeCadence c(o);
+  std::string why;
+  EXPECT_FALSE(c.OnWindow(Window(EstimatorKind::kMaxMargin, 40, 3, 100), false, &why)) << why;
+  EXPECT_EQ(c.interval_ns(), 20'000'000);
+  ASSERT_TRUE(c.OnWindow(Window(EstimatorKind::kMaxMarginPure, 40, 12, 100), false, &why));
+  EXPECT_EQ(c.interval_ns(), 16'000'000);
+  EXPECT_NE(why.find("12 pure pairs"), std::string::npos) << why;
+  ASSERT_TRUE(c.OnWindow(Window(EstimatorKind::kMaxMargin, 40, 3, 900), false, &why));
+  EXPECT_EQ(c.interval_ns(), 12'800'000);
+  EXPECT_NE(why.find("uncertainty 900 ns"), std::string::npos) << why;
+  ASSERT_TRUE(c.OnWindow(Window(EstimatorKind::kMinDelay, 2, 1), false, &why));
+  EXPECT_EQ(c.interval_ns(), 6'400'000);
+  // Every-probe windows within the target bring it back.
+  ASSERT_TRUE(c.OnWindow(Window(EstimatorKind::kMaxMargin, 40, 3, 100), false, &why));
+  EXPECT_EQ(c.interval_ns(), 8'000'000);
 }
 
 }  // namespace
