@@ -9,8 +9,8 @@
 // A window fitted on every probe (the default, docs/estimator.md §6) rests
 // on no pure pair, so pure pairs do not pace it: it meets the target unless
 // it is wider than the target uncertainty. Chasing pure pairs there sped
-// idle paths up to 13-20 ms for nothing the fit used, and past the 40 kB/s
-// traffic target on routed idle (PERFORMANCE §3).
+// edges up to 13-20 ms for nothing the fit used, past the 40 kB/s traffic
+// target (46 kB/s at 90 % load on the test bed, PERFORMANCE §3).
 // Except on a loaded path: where under a tenth of the pairs stay pure,
 // cross traffic queues the probes, and probing faster costs in proportion
 // while buying little (the fit on every probe needs no pure pairs): at 90 %
