@@ -407,7 +407,6 @@ class ComponentSystem {
 std::vector<double> CovarianceWeights(const std::vector<const Meas*>& meas, const std::vector<double>& w,
                                       double rho) {
   std::vector<double> out = w;
-  rho = std::clamp(rho, 0.0, 1.0);
   // Measurements by link: (lower, higher) node as one sorted key.
   std::vector<std::pair<uint64_t, uint32_t>> order(meas.size());
   for (size_t e = 0; e < meas.size(); ++e) {

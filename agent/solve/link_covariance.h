@@ -8,6 +8,7 @@
 // "Uncertainty"). Pure arithmetic.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 
 namespace chronolink {
@@ -24,9 +25,11 @@ class LinkCovariance {
   }
   double sum_w() const { return sum_w_; }
   // Σᵢ≠ⱼ of the covariances in weight units: Σᵢ≠ⱼ xᵢxⱼ = (Σxᵢ)² − Σxᵢ²,
-  // with xᵢ = wᵢsᵢ, or √wᵢ times rho (in [0, 1]) where a shared part is unknown.
+  // with xᵢ = wᵢsᵢ, or √wᵢ times rho (clamped to [0, 1]) where a shared part
+  // is unknown.
   double Cross(double rho) const {
-    return shared_known_ ? sum_ws_ * sum_ws_ - sum_ws2_ : rho * (sum_sqrt_w_ * sum_sqrt_w_ - sum_w_);
+    if (shared_known_) return sum_ws_ * sum_ws_ - sum_ws2_;
+    return std::clamp(rho, 0.0, 1.0) * (sum_sqrt_w_ * sum_sqrt_w_ - sum_w_);
   }
   // The variance of the inverse-variance mean, the directions counted as
   // correlated; 1/Σw were they independent.

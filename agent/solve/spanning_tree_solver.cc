@@ -35,14 +35,14 @@ struct Measurement {
 // value of x[hi] − x[lo] by their inverse-variance mean.
 struct Link {
   int lo = 0, hi = 0;
-  double sum_w = 0, sum_wy = 0, sum_wyd = 0;
-  LinkCovariance covariance;  // of its directions, as Solve counts it
-  double y() const { return sum_wy / sum_w; }
-  double yd() const { return sum_wyd / sum_w; }
+  double sum_wy = 0, sum_wyd = 0;
+  LinkCovariance covariance;  // of its directions, as Solve counts it; holds Σw
+  double y() const { return sum_wy / covariance.sum_w(); }
+  double yd() const { return sum_wyd / covariance.sum_w(); }
   // The variance of the mean were the directions independent: what the
   // tree is chosen by, so that the choice rests on each link's own
   // precision alone.
-  double var() const { return 1.0 / sum_w; }
+  double var() const { return 1.0 / covariance.sum_w(); }
   // Its variance with the directions' shared error counted: what the
   // reported uncertainty sums.
   double correlated_var(double rho) const { return covariance.MeanVariance(rho); }
@@ -110,7 +110,6 @@ Problem BuildProblem(std::span<const EdgeEstimate> edges, int64_t T, const Solve
     Link& l = p.links[m.link];
     const double w = 1.0 / (m.u * m.u);
     const double sign = m.b == l.hi ? 1.0 : -1.0;  // a→b measures x[b] − x[a]
-    l.sum_w += w;
     l.sum_wy += w * sign * m.y;
     l.sum_wyd += w * sign * m.yd;
     l.covariance.Add(w, m.s);
@@ -303,7 +302,7 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
     xd = SumAlongTree(p, tree, [](const Link& l) { return l.yd(); });
     std::vector<double> link_var;
     link_var.reserve(p.links.size());
-    for (const Link& l : p.links) link_var.push_back(l.correlated_var(std::clamp(opt.direction_correlation, 0.0, 1.0)));
+    for (const Link& l : p.links) link_var.push_back(l.correlated_var(opt.direction_correlation));
     var = PathVariance(p, tree, link_var);
     if (!opt.reference_node) {
       var = VarianceAgainstMean(p, tree, link_var);
