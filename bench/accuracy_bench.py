@@ -178,7 +178,7 @@ def window_errors(records: Iterable[dict], clocks: dict[int, VClock], *,
         if r.get("uncertainty_ns") is not None:
             e["uncertainty_ns"] = float(r["uncertainty_ns"])
             e["within_uncertainty"] = abs(float(err)) <= float(r["uncertainty_ns"])
-        for k in ("pairs_sent", "pure_forward", "pure_reverse", "tx_ts_missing", "lost"):
+        for k in ("pairs_sent", "tuples_in_class", "pure_forward", "pure_reverse", "tx_ts_missing", "lost"):
             if k in r:
                 e[k] = r[k] if isinstance(r[k], int) else float(r[k])
         out.append(e)
@@ -575,9 +575,12 @@ def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
 def format_purity(windows: list[dict], source: str = "kernel") -> str:
     """Pure pairs per direction over one source's windows (both agents), and
     which estimator each window got: a window with too few pure pairs falls
-    back to the min-delay filter."""
+    back to the min-delay filter. Pure pairs are counted over each fit's
+    span (--fit-span-s), so they are a share of the tuples the fits took
+    where the records say it (tuples_in_class), else of the pairs sent."""
     wins = [w for w in windows if w.get("source") == source]
-    sent = sum(w.get("pairs_sent", 0) for w in wins)
+    per_fit = all(isinstance(w.get("tuples_in_class"), (int, float)) for w in wins)
+    sent = sum(w.get("tuples_in_class" if per_fit else "pairs_sent", 0) for w in wins)
     if not wins or sent <= 0:
         return ""
     fwd = sum(w.get("pure_forward", 0) for w in wins) / sent * 100
@@ -761,6 +764,9 @@ def selftest(verbose: bool = True) -> int:
                           "pure_reverse": 4},
                          {"source": "userspace", "estimator": "min_delay", "pairs_sent": 200}])
     check(pur == "kernel windows: pure pairs forward 13.0 %, reverse 6.0 %; 1 max_margin, 1 min_delay", pur)
+    pur = format_purity([{"source": "kernel", "estimator": "max_margin", "pairs_sent": 100, "tuples_in_class": 200,
+                          "pure_forward": 50, "pure_reverse": 20}])
+    check(pur.startswith("kernel windows: pure pairs forward 25.0 %, reverse 10.0 %"), f"purity over a fit span: {pur}")
     check(format_purity([]) == "", "no purity line without windows")
     # solved offsets against node 1: the truth of the injected clocks, the
     # last line of a (t_ns, node) wins, unreachable and reference rows skipped
@@ -878,7 +884,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--node2-drift-ppm", default="45")
     ap.add_argument("--cluster-id", type=int, default=7)
     ap.add_argument("--log-level", default="info")
-    ap.add_argument("--probe-interval-us", type=float, default=25000.0,
+    ap.add_argument("--probe-interval-us", type=float, default=50000.0,
                     help="probe cadence for the bytes/s estimate when the agent reports no counters")
     ap.add_argument("--agent-arg", action="append", default=[], help="extra agent argument (repeatable)")
     ap.add_argument("--no-baselines", action="store_true")

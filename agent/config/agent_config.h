@@ -34,7 +34,7 @@ struct ProbeSettings {
   // (one wake-up per pair: the every-probe fit needs no set spacing).
   int64_t spacing_ns = 0;
   // One pair per interval per edge: the slowest cadence when adaptive.
-  int64_t interval_ns = 25'000'000;
+  int64_t interval_ns = 50'000'000;
   // Adaptive cadence (agent/estimate/probe_cadence.h): faster, down to
   // fastest_interval_ns (0: interval / 8), while an edge's windows need it.
   bool adaptive = true;
@@ -78,12 +78,17 @@ struct CaptureSettings {
 
 struct EstimationSettings {
   int64_t window_ns = 2'000'000'000;
+  // The probes a window's fit takes, centred on it; 0: two windows, which at
+  // the default 50 ms keeps the 80 pairs a fit had at 25 ms for half the
+  // cost (docs/estimator.md §10).
+  int64_t fit_span_ns = 0;
   int64_t window_grace_ns = 300'000'000;  // wait this long past window end for late stamps
   int64_t purity_tolerance_ns = 300;
   int min_points_per_side = 8;
   bool fit_every_probe = true;  // --estimate-points every|pure
   double path_asymmetry_ns = 0;  // --path-asymmetry-ns: counted in sigma_ns
   std::vector<SourceClass> source_classes = {SourceClass::kKernel};
+  int64_t FitSpan() const { return fit_span_ns > 0 ? fit_span_ns : 2 * window_ns; }
 };
 
 // How nodes find each other and elect the leader (docs/cluster.md).

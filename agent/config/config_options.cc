@@ -55,7 +55,7 @@ const Spec kSpecs[] = {
 
     {"probe.interval_us", "probe-interval-us", Kind::kNsFromUs, "US", kProbing,
      "One probe pair per interval per edge (the slowest, with adaptive cadence); >= 2x spacing, <= 10 s "
-     "(default: 25000)"},
+     "(default: 50000)"},
     {"probe.adaptive", "probe-adaptive", Kind::kString, "MODE", kProbing,
      "Adaptive cadence: probe faster, down to --probe-min-interval-us, while an edge's windows fall "
      "back or rest on too few pure pairs, and slow down again when they meet the target: on, off (default: on)"},
@@ -88,6 +88,10 @@ const Spec kSpecs[] = {
 
     {"estimation.window_s", "window-s", Kind::kNsFromSec, "SEC", kEstimation,
      "Estimation window; >= 0.1 s and >= 10x probe interval (default: 2)"},
+    {"estimation.fit_span_s", "fit-span-s", Kind::kNsFromSec, "SEC", kEstimation,
+     "Each window's fit takes the probes of this span centred on the window: more pairs per fit at "
+     "the same cadence, for the drift error docs/estimator.md §10 measures; a window's record comes "
+     "(span - window) / 2 later. The window up to 8 windows; >= 10x probe interval (default: 2 windows)"},
     {"estimation.window_grace_ms", "window-grace-ms", Kind::kNsFromMs, "MS", kEstimation,
      "Wait this long past a window's end for late stamps; < window (default: 300)"},
     {"estimation.purity_tolerance_ns", "purity-tolerance-ns", Kind::kInt64, "NS", kEstimation,

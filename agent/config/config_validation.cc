@@ -601,10 +601,17 @@ bool ValidateEstimationWindows(const Merged& m, AgentConfig* c, std::string* err
     return Fail(error, "estimation window " + Sec(e.window_ns) + " (" + m.From("estimation.window_s") +
                            ") must be at least 0.1 s");
   }
-  if (e.window_ns / 10 < p.interval_ns) {
-    return Fail(error, "estimation window " + Sec(e.window_ns) + " (" + m.From("estimation.window_s") +
-                           ") must be at least 10x the probe interval " + Us(p.interval_ns) + " (" +
-                           m.From("probe.interval_us") + "), or a window holds too few pairs to fit");
+  e.fit_span_ns = m.Get<int64_t>("estimation.fit_span_s", e.fit_span_ns);
+  if (e.fit_span_ns != 0 && (e.fit_span_ns < e.window_ns || e.fit_span_ns > 8 * e.window_ns)) {
+    return Fail(error, "fit span " + Sec(e.fit_span_ns) + " (" + m.From("estimation.fit_span_s") +
+                           ") must be from the window " + Sec(e.window_ns) + " (" +
+                           m.From("estimation.window_s") + ") to 8 windows");
+  }
+  if (e.FitSpan() / 10 < p.interval_ns) {
+    return Fail(error, "fit span " + Sec(e.FitSpan()) + " (" + m.From("estimation.fit_span_s") + ", " +
+                           m.From("estimation.window_s") + ") must be at least 10x the probe interval " +
+                           Us(p.interval_ns) + " (" + m.From("probe.interval_us") +
+                           "), or a fit holds too few pairs");
   }
   if (e.window_grace_ns < 0 || e.window_grace_ns >= e.window_ns) {
     return Fail(error, "window grace " + Ms(e.window_grace_ns) + " (" + m.From("estimation.window_grace_ms") +

@@ -7,15 +7,22 @@ namespace chronolink {
 
 EdgeWindows::EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
                          std::vector<SourceClass> classes, WindowEstimatorOptions options,
-                         WindowScatterOptions scatter)
-    : node_(node), peer_(peer), window_ns_(window_ns), classes_(std::move(classes)),
-      options_(options), scatter_options_(scatter) {}
+                         WindowScatterOptions scatter, int64_t fit_span_ns)
+    : node_(node), peer_(peer), window_ns_(window_ns),
+      fit_span_ns_(std::max(fit_span_ns, window_ns)),
+      scatter_stride_((fit_span_ns_ + window_ns - 1) / window_ns),
+      classes_(std::move(classes)), options_(options), scatter_options_(scatter) {}
 
 int64_t EdgeWindows::WindowStart(int64_t node_ns) const {
   // Aligned to multiples of the window length so every node's windows line up.
   int64_t q = node_ns / window_ns_;
   if (node_ns % window_ns_ < 0) --q;
   return q * window_ns_;
+}
+
+int64_t EdgeWindows::ClosableBefore(int64_t node_ns) const {
+  const int64_t end_past_start = FitEnd(0);  // every span ends this far past its window's start
+  return WindowStart(node_ns - end_past_start) + end_past_start;
 }
 
 EdgeWindows::Window& EdgeWindows::At(int64_t node_ns) {
@@ -36,7 +43,9 @@ void EdgeWindows::OnClockStep(int64_t before_ns, int64_t after_ns) {
 // (its error is not a fit's), a step restarts the history.
 void EdgeWindows::AddSigma(EdgeWindowRecord* r) {
   auto it = scatter_.find(r->source_class);
-  if (it == scatter_.end()) it = scatter_.emplace(r->source_class, WindowScatter(window_ns_, scatter_options_)).first;
+  if (it == scatter_.end()) {
+    it = scatter_.emplace(r->source_class, WindowScatter(window_ns_ * scatter_stride_, scatter_options_)).first;
+  }
   if (r->clock_step) {
     it->second.Reset();
     return;
@@ -47,7 +56,10 @@ void EdgeWindows::AddSigma(EdgeWindowRecord* r) {
     return;
   }
   if (k != EstimatorKind::kMaxMargin && k != EstimatorKind::kMaxMarginPure) return;
-  if (const auto sigma = it->second.Add(r->x0_ns, r->estimate.fit)) {
+  const int64_t index = r->window_start_ns / window_ns_;  // starts are multiples of the window
+  const bool feeds = ((index % scatter_stride_) + scatter_stride_) % scatter_stride_ == 0;
+  const auto sigma = feeds ? it->second.Add(r->x0_ns, r->estimate.fit) : it->second.Latest(r->x0_ns);
+  if (sigma) {
     r->sigma_ns = sigma->sigma_ns;
     r->sigma_shared_ns = sigma->shared_ns;
   }
@@ -71,42 +83,74 @@ void EdgeWindows::OnTupleFinalized(const FullTuple& t) {
   }
 }
 
-void EdgeWindows::CloseUpTo(int64_t closed_before_ns, std::vector<EdgeWindowRecord>* out) {
-  while (!windows_.empty()) {
-    auto it = windows_.begin();
-    const int64_t start = it->first;
-    const int64_t end = start + window_ns_;
-    if (end > closed_before_ns) break;
-    Window& w = it->second;
-    for (SourceClass c : classes_) {
-      EdgeWindowRecord r;
-      r.node = node_;
-      r.peer = peer_;
-      r.window_start_ns = start;
-      r.window_end_ns = end;
-      r.x0_ns = start + window_ns_ / 2;
-      r.source_class = c;
-      r.counts = w.counts;
-      r.clock_step = w.clock_step;
-      if (!w.clock_step) {
-        std::vector<PtPrTuple> projected;
-        projected.reserve(w.tuples.size());
-        for (const FullTuple& t : w.tuples) {
-          PtPrTuple p;
-          if (!t.Project(c, &p)) continue;
-          projected.push_back(p);
-          for (int i = 0; i < 2; ++i) {
-            for (const ProbeStamp* st : {&p.fwd_tx[i], &p.fwd_rx[i], &p.rev_tx[i], &p.rev_rx[i]}) {
-              ++r.stamp_sources[static_cast<int>(st->source)];
-            }
+std::vector<const FullTuple*> EdgeWindows::SpanTuples(int64_t start, EdgeWindowRecord* r) const {
+  int64_t lo = FitStart(start), hi = FitEnd(start);
+  for (auto it = windows_.lower_bound(WindowStart(lo)); it != windows_.end() && it->first < hi; ++it) {
+    if (!it->second.clock_step) continue;
+    if (it->first < start) lo = std::max(lo, it->first + window_ns_);
+    if (it->first > start) hi = std::min(hi, it->first);
+  }
+  r->fit_start_ns = lo;
+  r->fit_end_ns = hi;
+  std::vector<const FullTuple*> span;
+  for (auto it = windows_.lower_bound(WindowStart(lo)); it != windows_.end() && it->first < hi; ++it) {
+    for (const FullTuple& t : it->second.tuples) {
+      if (t.created_ns >= lo && t.created_ns < hi) span.push_back(&t);
+    }
+  }
+  return span;
+}
+
+void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRecord>* out) {
+  for (SourceClass c : classes_) {
+    EdgeWindowRecord r;
+    r.node = node_;
+    r.peer = peer_;
+    r.window_start_ns = start;
+    r.window_end_ns = start + window_ns_;
+    r.x0_ns = start + window_ns_ / 2;
+    r.source_class = c;
+    r.counts = w.counts;
+    r.clock_step = w.clock_step;
+    if (!w.clock_step) {
+      std::vector<PtPrTuple> projected;
+      const std::vector<const FullTuple*> span = SpanTuples(start, &r);
+      projected.reserve(span.size());
+      for (const FullTuple* t : span) {
+        PtPrTuple p;
+        if (!t->Project(c, &p)) continue;
+        projected.push_back(p);
+        for (int i = 0; i < 2; ++i) {
+          for (const ProbeStamp* st : {&p.fwd_tx[i], &p.fwd_rx[i], &p.rev_tx[i], &p.rev_rx[i]}) {
+            ++r.stamp_sources[static_cast<int>(st->source)];
           }
         }
-        r.estimate = EstimateWindow(projected, r.x0_ns, options_);
       }
-      AddSigma(&r);
-      out->push_back(std::move(r));
+      r.estimate = EstimateWindow(projected, r.x0_ns, options_);
     }
-    windows_.erase(it);
+    AddSigma(&r);
+    out->push_back(std::move(r));
+  }
+}
+
+void EdgeWindows::CloseUpTo(int64_t closed_before_ns, std::vector<EdgeWindowRecord>* out) {
+  int64_t newest_closed = INT64_MIN;
+  for (auto& [start, w] : windows_) {
+    if (w.closed) {
+      newest_closed = start;
+      continue;
+    }
+    if (FitEnd(start) > closed_before_ns) break;
+    Close(start, w, out);
+    w.closed = true;
+    newest_closed = start;
+  }
+  if (newest_closed == INT64_MIN) return;
+  // No window still to close reaches back before the next one's span.
+  const int64_t needed_from = FitStart(newest_closed + window_ns_);
+  while (!windows_.empty() && windows_.begin()->second.closed &&
+         windows_.begin()->first + window_ns_ <= needed_from) {
+    windows_.erase(windows_.begin());
   }
 }
 

@@ -1,6 +1,10 @@
 // Groups the finalised tuples of one edge into fixed windows of the local
 // node clock and, when a window closes, estimates it once per configured
-// source class. Pure: no I/O; the caller exports the records.
+// source class. Each window's fit takes the probes of a span centred on the
+// window, which may be longer than it (--fit-span-s, docs/estimator.md §10):
+// more pairs per fit at the same cadence, while the windows, and so the
+// cluster's solve instants, stay on one grid. Pure: no I/O; the caller
+// exports the records.
 #pragma once
 
 #include <array>
@@ -29,8 +33,12 @@ struct EdgeWindowRecord {
   int64_t window_start_ns = 0;  // node clock
   int64_t window_end_ns = 0;
   int64_t x0_ns = 0;
+  // The probes the fit took: created in [fit_start_ns, fit_end_ns), a span
+  // centred on the window (shorter where a clock step cut it).
+  int64_t fit_start_ns = 0;
+  int64_t fit_end_ns = 0;
   SourceClass source_class = SourceClass::kKernel;
-  WindowCounts counts;
+  WindowCounts counts;  // the window's own probes, not the span's
   WindowEstimate estimate;
   // Sources of the stamps of every tuple offered in this class (8 per tuple).
   std::array<int64_t, kNumStampSources> stamp_sources{};
@@ -50,11 +58,22 @@ struct EdgeWindowRecord {
 
 class EdgeWindows {
  public:
+  // fit_span_ns: the span each window's fit covers, >= window_ns (0: the
+  // window itself).
   EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
               std::vector<SourceClass> classes, WindowEstimatorOptions options,
-              WindowScatterOptions scatter = {});
+              WindowScatterOptions scatter = {}, int64_t fit_span_ns = 0);
 
   int64_t WindowStart(int64_t node_ns) const;
+  // The span the fit of the window starting at `start` covers.
+  int64_t FitStart(int64_t start) const { return start + window_ns_ / 2 - fit_span_ns_ / 2; }
+  int64_t FitEnd(int64_t start) const { return FitStart(start) + fit_span_ns_; }
+  // The latest instant <= node_ns at which some window's span ends: what
+  // CloseUpTo can close through, and before which tuples must be final.
+  int64_t ClosableBefore(int64_t node_ns) const;
+  // The same when no probe comes after node_ns (the agent stops): every
+  // window ended by then closes, on the part of its span there is.
+  int64_t ClosableAtEnd(int64_t node_ns) const { return FitEnd(WindowStart(node_ns) - window_ns_); }
 
   // Counts a forward pair as sent in the window of its first probe.
   void OnPairSent(int64_t node_ns);
@@ -66,8 +85,8 @@ class EdgeWindows {
   // already written, with tuples on the new clock.
   void OnClockStep(int64_t before_ns, int64_t after_ns);
 
-  // Closes every window that ended at or before `closed_before_ns`, oldest
-  // first, appending one record per source class.
+  // Closes every window whose fit span ended at or before
+  // `closed_before_ns`, oldest first, appending one record per source class.
   void CloseUpTo(int64_t closed_before_ns, std::vector<EdgeWindowRecord>* out);
 
  private:
@@ -75,16 +94,26 @@ class EdgeWindows {
     WindowCounts counts;
     std::vector<FullTuple> tuples;
     bool clock_step = false;
+    bool closed = false;  // its records are out; kept for the spans of later windows
   };
   Window& At(int64_t node_ns);
+  // The tuples of the span of the window at `start`, cut at the nearest
+  // clock step on either side (tuples across it are on another clock).
+  std::vector<const FullTuple*> SpanTuples(int64_t start, EdgeWindowRecord* r) const;
+  void Close(int64_t start, const Window& w, std::vector<EdgeWindowRecord>* out);
   void AddSigma(EdgeWindowRecord* r);
 
   uint32_t node_;
   uint32_t peer_;
   int64_t window_ns_;
+  int64_t fit_span_ns_;
+  // Spans overlap when longer than the window, and overlapping fits share
+  // probes: only every scatter_stride_-th window, whose spans do not
+  // overlap, feeds the scatter; the others take its latest sigma.
+  int64_t scatter_stride_;
   std::vector<SourceClass> classes_;
   WindowEstimatorOptions options_;
-  std::map<int64_t, Window> windows_;  // by start
+  std::map<int64_t, Window> windows_;  // by start; closed ones kept while a span needs them
   WindowScatterOptions scatter_options_;
   std::map<SourceClass, WindowScatter> scatter_;
   int64_t replayed_until_ns_ = INT64_MIN;  // windows starting before this are discarded when made

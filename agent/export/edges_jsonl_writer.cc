@@ -21,6 +21,13 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
   j["window_start_ns"] = r.window_start_ns;
   j["window_end_ns"] = r.window_end_ns;
   j["x0_ns"] = r.x0_ns;
+  if (!r.clock_step) {
+    j["fit_start_ns"] = r.fit_start_ns;
+    j["fit_end_ns"] = r.fit_end_ns;
+  } else {
+    j["fit_start_ns"] = nullptr;
+    j["fit_end_ns"] = nullptr;
+  }
   j["timestamp_source"] = SourceClassName(r.source_class);
   j["timestamp_policy"] = r.source_class == SourceClass::kUserspace ? "userspace" : context.timestamp_policy;
   nlohmann::ordered_json sources = nlohmann::ordered_json::object();

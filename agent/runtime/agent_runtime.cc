@@ -174,7 +174,8 @@ void AgentRuntime::EnsureWindows(uint32_t peer) {
   WindowScatterOptions so;
   so.path_asymmetry_ns = config_.estimation.path_asymmetry_ns;
   windows_[peer] = std::make_unique<EdgeWindows>(config_.node_id, peer, config_.estimation.window_ns,
-                                                 config_.estimation.source_classes, wo, so);
+                                                 config_.estimation.source_classes, wo, so,
+                                                 config_.estimation.FitSpan());
 }
 
 void AgentRuntime::ApplyMembership(const std::vector<Member>& members, int64_t now_ns) {
@@ -212,9 +213,10 @@ void AgentRuntime::ApplyMembership(const std::vector<Member>& members, int64_t n
 }
 
 void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
-  const int64_t horizon = shutting_down ? now_ns : now_ns - config_.estimation.window_grace_ns;
   if (windows_.empty()) return;
-  const int64_t closed_before = windows_.begin()->second->WindowStart(horizon);
+  const EdgeWindows& any = *windows_.begin()->second;  // every edge's windows share one grid
+  const int64_t closed_before = shutting_down ? any.ClosableAtEnd(now_ns)
+                                              : any.ClosableBefore(now_ns - config_.estimation.window_grace_ns);
   engine_->FinalizeTuples(now_ns, closed_before);
   std::vector<EdgeWindowRecord> records;
   for (auto& [peer, w] : windows_) w->CloseUpTo(closed_before, &records);

@@ -24,7 +24,8 @@ ClusterLeaderOptions LeaderOptions(const AgentConfig& c) {
   // Two windows either side: an instant falls back on a neighbour's window
   // when its own is missing.
   o.solver.validity_horizon_ns = 2 * c.estimation.window_ns;
-  o.ready_after_ns = c.estimation.window_ns / 2 + c.estimation.window_grace_ns + cs.solve_delay_ns;
+  // A window's record comes once its fit span has ended, half a span after its x0.
+  o.ready_after_ns = c.estimation.FitSpan() / 2 + c.estimation.window_grace_ns + cs.solve_delay_ns;
   o.retention_ns = cs.retention_ns;
   o.backfill_ns = std::max<int64_t>(3 * c.estimation.window_ns, 2 * cs.lease_ttl_s * 1'000'000'000);
   o.late_settle_ns = std::max<int64_t>(1'000'000'000, c.estimation.window_ns / 2);

@@ -165,16 +165,17 @@ TEST_F(AgentConfigTest, DefaultsWithMinimalFlags) {
   EXPECT_EQ(c.log_level, "info");
   EXPECT_FALSE(c.duration_ns.has_value());
   EXPECT_EQ(c.probe.spacing_ns, 0);
-  EXPECT_EQ(c.probe.interval_ns, 25'000'000);
+  EXPECT_EQ(c.probe.interval_ns, 50'000'000);
   EXPECT_TRUE(c.probe.adaptive);
-  EXPECT_EQ(c.probe.fastest_interval_ns, 3'125'000);
+  EXPECT_EQ(c.probe.fastest_interval_ns, 6'250'000);
   EXPECT_EQ(c.probe.target_pure_points, 16);
   EXPECT_EQ(c.probe.target_uncertainty_ns, 0);
   EXPECT_DOUBLE_EQ(c.probe.jitter_fraction, 0.2);
   EXPECT_EQ(c.probe.tuple_timeout_ns, 500'000'000);
-  EXPECT_EQ(c.probe.followup_delay_ns, 62'500'000);
+  EXPECT_EQ(c.probe.followup_delay_ns, 125'000'000);
   EXPECT_EQ(c.probe.max_pending_tuples, 4096u);
   EXPECT_EQ(c.estimation.window_ns, 2'000'000'000);
+  EXPECT_EQ(c.estimation.FitSpan(), 4'000'000'000) << "two windows";
   EXPECT_EQ(c.estimation.window_grace_ns, 300'000'000);
   EXPECT_EQ(c.estimation.purity_tolerance_ns, 300);
   EXPECT_EQ(c.estimation.min_points_per_side, 8);
@@ -363,7 +364,7 @@ TEST_F(AgentConfigTest, FractionalUnits) {
 }
 
 TEST_F(AgentConfigTest, PilotGoesWithLongIntervalsByDefaultAndCanBeTunedOrForced) {
-  // auto: on at the default 25 ms, off at one pair per ms, on from 2 ms.
+  // auto: on at the default 50 ms, off at one pair per ms, on from 2 ms.
   Result r = LoadMinimal({});
   ASSERT_TRUE(r.config) << r.error;
   EXPECT_TRUE(r.config->probe.pilot);
@@ -824,7 +825,7 @@ TEST_F(AgentConfigTest, AdaptiveCadenceRangeAndTargets) {
   ExpectError(LoadMinimal({"--probe-adaptive", "maybe"}), {"adaptive cadence 'maybe'", "--probe-adaptive", "on or off"});
   ExpectError(LoadMinimal({"--probe-min-interval-us", "150", "--probe-spacing-us", "100"}),
               {"fastest probe interval 150 us", "--probe-min-interval-us", "twice the probe spacing"});
-  ExpectError(LoadMinimal({"--probe-min-interval-us", "30000"}), {"at most the probe interval 25000 us"});
+  ExpectError(LoadMinimal({"--probe-min-interval-us", "60000"}), {"at most the probe interval 50000 us"});
   ExpectError(LoadMinimal({"--probe-target-pure-points", "4"}),
               {"4 pure points", "--probe-target-pure-points", "minimum points 8"});
   ExpectError(LoadMinimal({"--probe-target-uncertainty-ns", "-1"}), {"target uncertainty", "--probe-target-uncertainty-ns"});
@@ -834,7 +835,15 @@ TEST_F(AgentConfigTest, OtherRanges) {
   ExpectError(LoadMinimal({"--probe-jitter", "0.95"}), {"jitter", "0..0.9"});
   ExpectError(LoadMinimal({"--probe-jitter", "-0.1"}), {"jitter"});
   ExpectError(LoadMinimal({"--window-s", "0.05"}), {"window", "0.1 s"});
-  ExpectError(LoadMinimal({"--probe-interval-us", "100000", "--window-s", "0.5"}), {"10x the probe interval"});
+  ExpectError(LoadMinimal({"--probe-interval-us", "200000", "--window-s", "0.5"}), {"fit span 1 s", "10x the probe interval"});
+  ExpectError(LoadMinimal({"--fit-span-s", "1"}), {"fit span 1 s", "--fit-span-s", "from the window 2 s"});
+  ExpectError(LoadMinimal({"--fit-span-s", "17"}), {"fit span", "8 windows"});
+  ExpectError(LoadMinimal({"--probe-interval-us", "300000", "--fit-span-s", "2.5"}), {"fit span 2.5 s", "10x the probe interval"});
+  {
+    const Result r = LoadMinimal({"--probe-interval-us", "300000", "--fit-span-s", "4"});
+    ASSERT_TRUE(r.config.has_value()) << r.error;
+    EXPECT_EQ(r.config->estimation.FitSpan(), 4'000'000'000);
+  }
   ExpectError(LoadMinimal({"--window-grace-ms", "2000"}), {"grace", "shorter than the window"});
   ExpectError(LoadMinimal({"--window-grace-ms", "-1"}), {"grace"});
   ExpectError(LoadMinimal({"--purity-tolerance-ns", "0"}), {"purity tolerance"});

@@ -136,8 +136,103 @@ TEST(EdgeWindows, AStepBackDiscardsEveryWindowTheClockReadsAgain) {
   EXPECT_EQ(flagged.count(kBase + 2 * kWindow), 1u) << "the window the clock stepped out of";
   ASSERT_EQ(estimated.count(kBase + 3 * kWindow), 1u) << "past the step: estimated again";
   for (const auto& r : out) {
-    if (r.window_start_ns == kBase + 3 * kWindow) EXPECT_NEAR(r.estimate.fit.beta_ns, 7'000, 1.0);
+    if (r.window_start_ns == kBase + 3 * kWindow) {
+      EXPECT_NEAR(r.estimate.fit.beta_ns, 7'000, 1.0);
+    }
   }
+}
+
+// A fit span of two windows takes the probes of the window and of half of
+// each neighbour; the counts stay the window's own, and a window closes only
+// once its span has ended (ClosableBefore says when).
+TEST(EdgeWindows, AFitSpanTakesTheProbesAroundTheWindow) {
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, 2 * kWindow);
+  EXPECT_EQ(w.FitStart(kBase), kBase - kWindow / 2);
+  EXPECT_EQ(w.FitEnd(kBase), kBase + kWindow + kWindow / 2);
+  // Spans end half a window past the window grid.
+  EXPECT_EQ(w.ClosableBefore(kBase + 3 * kWindow), kBase + 2 * kWindow + kWindow / 2);
+  EXPECT_EQ(w.ClosableBefore(kBase + 2 * kWindow + kWindow / 2 - 1), kBase + kWindow + kWindow / 2);
+  // When the probes stop, every window that has ended closes.
+  EXPECT_EQ(w.ClosableAtEnd(kBase + 2 * kWindow + 1), w.FitEnd(kBase + kWindow));
+  uint64_t seq = 0;
+  for (int64_t t = kBase; t < kBase + 4 * kWindow; t += 10'000'000) {
+    w.OnPairSent(t);
+    w.OnTupleFinalized(MakeTuple(++seq, t, 1'000, 5'000));
+  }
+  std::vector<EdgeWindowRecord> out;
+  w.CloseUpTo(kBase + 2 * kWindow, &out);  // the second window's span runs to 2.5 windows
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].window_start_ns, kBase);
+  EXPECT_EQ(out[0].x0_ns, kBase + kWindow / 2);
+  EXPECT_EQ(out[0].fit_start_ns, kBase - kWindow / 2);
+  EXPECT_EQ(out[0].fit_end_ns, kBase + kWindow + kWindow / 2);
+  EXPECT_EQ(out[0].counts.pairs_sent, 200);
+  EXPECT_EQ(out[0].counts.complete, 200);
+  EXPECT_EQ(out[0].estimate.tuples, 300) << "the window and the half of the next that exists";
+  EXPECT_NEAR(out[0].estimate.fit.beta_ns, 1'000, 1.0);
+  out.clear();
+  w.CloseUpTo(w.ClosableBefore(kBase + 4 * kWindow), &out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].window_start_ns, kBase + kWindow);
+  EXPECT_EQ(out[0].estimate.tuples, 400) << "the windows it took from are still there";
+  EXPECT_EQ(out[1].window_start_ns, kBase + 2 * kWindow);
+  EXPECT_EQ(out[1].estimate.tuples, 400);
+}
+
+// A clock step cuts the spans of the windows beside it: tuples across it are
+// on another clock.
+TEST(EdgeWindows, AClockStepCutsTheSpansBesideIt) {
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, 3 * kWindow);
+  uint64_t seq = 0;
+  for (int64_t t = kBase; t < kBase + 2 * kWindow; t += 10'000'000) w.OnTupleFinalized(MakeTuple(++seq, t, 0, 5'000));
+  const int64_t step_at = kBase + 2 * kWindow + kWindow / 2;
+  w.OnClockStep(step_at, step_at + 1'000);
+  for (int64_t t = kBase + 2 * kWindow; t < kBase + 6 * kWindow; t += 10'000'000) {
+    w.OnTupleFinalized(MakeTuple(++seq, t, t < step_at ? 0 : 50'000, 5'000));
+  }
+  std::vector<EdgeWindowRecord> out;
+  w.CloseUpTo(w.ClosableBefore(kBase + 6 * kWindow), &out);
+  std::map<int64_t, const EdgeWindowRecord*> by_start;
+  for (const auto& r : out) by_start[r.window_start_ns] = &r;
+  ASSERT_TRUE(by_start.count(kBase + kWindow));
+  const EdgeWindowRecord& before = *by_start[kBase + kWindow];
+  EXPECT_EQ(before.fit_end_ns, kBase + 2 * kWindow) << "cut at the stepped window";
+  EXPECT_NEAR(before.estimate.fit.beta_ns, 0, 1.0);
+  ASSERT_TRUE(by_start.count(kBase + 2 * kWindow));
+  EXPECT_TRUE(by_start[kBase + 2 * kWindow]->clock_step);
+  ASSERT_TRUE(by_start.count(kBase + 3 * kWindow));
+  const EdgeWindowRecord& after = *by_start[kBase + 3 * kWindow];
+  EXPECT_EQ(after.fit_start_ns, kBase + 3 * kWindow);
+  EXPECT_NEAR(after.estimate.fit.beta_ns, 50'000, 1.0);
+}
+
+// Overlapping fits share probes, so their offsets err alike: only windows
+// whose spans do not overlap feed the scatter, and the ones between take
+// its sigma unchanged.
+TEST(EdgeWindows, OnlyWindowsWithDisjointSpansFeedTheScatter) {
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, 2 * kWindow);
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int64_t> jitter(0, 400);
+  uint64_t seq = 0;
+  const int64_t end = kBase + 30 * kWindow;
+  // Each window's probes meet their own extra delay, so fits differ.
+  for (int64_t t = kBase; t < end; t += 10'000'000) {
+    FullTuple f = MakeTuple(++seq, t, 0, 5'000 + jitter(rng));
+    for (int i = 0; i < 2; ++i) f.fwd_rx[i].kernel.ns += jitter(rng) * ((t / kWindow) % 3);
+    w.OnTupleFinalized(f);
+  }
+  std::vector<EdgeWindowRecord> out;
+  w.CloseUpTo(w.ClosableBefore(end), &out);
+  ASSERT_GE(out.size(), 20u);
+  int fed_with_sigma = 0;
+  for (size_t i = 1; i < out.size(); ++i) {
+    if ((out[i].window_start_ns / kWindow) % 2 == 0) {
+      if (out[i].sigma_ns > 0) ++fed_with_sigma;
+      continue;
+    }
+    EXPECT_EQ(out[i].sigma_ns, out[i - 1].sigma_ns) << "window " << i << " took its sigma from the one before";
+  }
+  EXPECT_GT(fed_with_sigma, 5);
 }
 
 TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
@@ -153,7 +248,7 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   r.estimate.fit.alpha = 4.5e-5;
   const auto j = nlohmann::json::parse(EdgeRecordToJson(r, EdgeRecordContext{7, "auto", VirtualClockParams{1, 2.0, 3}}));
   for (const char* k : {"schema", "node", "peer", "session", "clock_domain", "window_start_ns",
-                        "window_end_ns", "x0_ns", "timestamp_source", "estimator", "alpha",
+                        "window_end_ns", "x0_ns", "fit_start_ns", "fit_end_ns", "timestamp_source", "estimator", "alpha",
                         "alpha_ppm", "beta_ns", "uncertainty_ns", "sigma_ns", "sigma_shared_ns",
                         "margin_ns", "violators_removed",
                         "pairs_sent", "tuples_complete", "tuples_in_class", "pure_forward",

@@ -108,6 +108,7 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
                          {"links", r.links},
                          {"windows", c.windows},
                          {"window_s", static_cast<double>(c.window_ns) / 1e9},
+                         {"fit_span_s", static_cast<double>(std::max(c.fit_span_ns, c.window_ns)) / 1e9},
                          {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
                          {"seed", c.seed},
                          {"offset_spread_ms", c.offset_spread_ns / 1e6},
@@ -198,7 +199,7 @@ int main(int argc, char** argv) {
       "(docs/simulator.md)."};
   SimConfig c;
   std::vector<uint32_t> sizes;
-  double window_s = 2.0, interval_ms = static_cast<double>(c.interval_ns) / 1e6,
+  double window_s = 2.0, fit_span_s = 0, interval_ms = static_cast<double>(c.interval_ns) / 1e6,
          spacing_us = static_cast<double>(c.spacing_ns) / 1e3;
   double offset_spread_ms = 50, drift_spread_ppm = 100, queue_mean_us = 20, burst_us = 500;
   std::vector<double> delay_us = {20, 200};
@@ -221,6 +222,11 @@ int main(int argc, char** argv) {
   app.add_option("--window-s", window_s, "window length, s")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 3600.0));
+  app.add_option("--fit-span-s", fit_span_s,
+                 "each window's fit takes the probes of this span centred on it, 1 to 8 windows "
+                 "(0: the window), as the agent's --fit-span-s")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 28800.0));
   app.add_option("--interval-ms", interval_ms,
                  "one coded pair per directed edge per interval, ms (lower the rate "
                  "for big clusters)")
@@ -283,6 +289,7 @@ int main(int argc, char** argv) {
     return 2;
   };
   c.window_ns = std::llround(window_s * 1e9);
+  c.fit_span_ns = std::llround(fit_span_s * 1e9);
   c.interval_ns = std::llround(interval_ms * 1e6);
   c.spacing_ns = std::llround(spacing_us * 1e3);
   c.offset_spread_ns = offset_spread_ms * 1e6;

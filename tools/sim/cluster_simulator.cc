@@ -84,6 +84,8 @@ std::string ValidateConfig(const SimConfig& c) {
   if (c.spacing_ns <= 0) return "probe spacing must be positive (--spacing-us)";
   if (c.interval_ns < 4 * c.spacing_ns)
     return "probe interval must be at least 4 x the pair spacing (--interval-ms, --spacing-us)";
+  if (c.fit_span_ns != 0 && (c.fit_span_ns < c.window_ns || c.fit_span_ns > 8 * c.window_ns))
+    return "fit span must be 0 (the window) or 1 to 8 windows (--fit-span-s)";
   if (c.interval_ns > c.window_ns)
     return "probe interval must not exceed the window (--interval-ms, --window-s)";
   if (!(c.interval_jitter >= 0 && c.interval_jitter < 1))
@@ -137,22 +139,25 @@ std::vector<SimWindow> ClusterSimulator::SimulateEdge(uint32_t node, uint32_t pe
   // The agent told the asymmetry the simulated links have (--path-asymmetry-ns).
   WindowScatterOptions scatter;
   scatter.path_asymmetry_ns = c.asymmetry_ns;
-  EdgeWindows windows(node, peer, c.window_ns, {SourceClass::kKernel}, c.estimator, scatter);
+  EdgeWindows windows(node, peer, c.window_ns, {SourceClass::kKernel}, c.estimator, scatter, c.fit_span_ns);
   TupleAssembler assembler(4096);
   std::vector<EdgeWindowRecord> records;
   const auto to_windows = [&](const FullTuple& t) { windows.OnTupleFinalized(t); };
   const int64_t end = c.start_ns + c.windows * c.window_ns;  // prober clock
-  int64_t open = c.start_ns;                                 // start of the window being filled
+  // Probing starts and ends early and late enough to fill the first and last
+  // windows' fit spans.
+  const int64_t overhang = c.start_ns - windows.FitStart(c.start_ns);
+  int64_t open = c.start_ns - overhang;  // windows close up to here
   const double interval = static_cast<double>(c.interval_ns);
-  int64_t t = prober.TrueInstant(c.start_ns) + std::llround(rng.Uniform(0, interval));
+  int64_t t = prober.TrueInstant(c.start_ns - overhang) + std::llround(rng.Uniform(0, interval));
   for (uint64_t seq = 1;; ++seq) {
     const Exchange x = SimulateExchange(t, c.spacing_ns, l, node < peer, host, rng);
     const int64_t created = prober.Read(x.fwd_user_tx[0]);
-    if (created >= end) break;
-    const int64_t w = windows.WindowStart(created);
-    if (w > open) {  // every earlier tuple is final: close their windows as the agent would
-      windows.CloseUpTo(w, &records);
-      open = w;
+    if (created >= end + overhang) break;
+    const int64_t closable = windows.ClosableBefore(created);
+    if (closable > open) {  // every earlier tuple is final: close their windows as the agent would
+      windows.CloseUpTo(closable, &records);
+      open = closable;
     }
     windows.OnPairSent(created);
     FeedExchange(x, seq, prober, responder, assembler);
@@ -160,12 +165,12 @@ std::vector<SimWindow> ClusterSimulator::SimulateEdge(uint32_t node, uint32_t pe
     assembler.Finalize([](const FullTuple&) { return true; }, to_windows);
     t += std::llround(interval * (1.0 + c.interval_jitter * rng.Uniform(-1, 1)));
   }
-  windows.CloseUpTo(end, &records);
+  windows.CloseUpTo(end + overhang, &records);
 
   std::vector<SimWindow> out;
   out.reserve(records.size());
   for (const EdgeWindowRecord& r : records) {
-    if (r.window_start_ns >= c.start_ns) out.push_back(ToSimWindow(r, prober, responder));
+    if (r.window_start_ns >= c.start_ns && r.window_end_ns <= end) out.push_back(ToSimWindow(r, prober, responder));
   }
   return out;
 }

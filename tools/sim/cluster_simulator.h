@@ -29,6 +29,7 @@ struct SimConfig {
   int k = 6;             // ProbeGraphOptions::k
   int windows = 5;       // estimation windows simulated (and reference instants solved)
   int64_t window_ns = 2'000'000'000;
+  int64_t fit_span_ns = 0;  // the probes a window's fit takes, centred on it (0: the window)
   // The agent's defaults: a pair every 25 ms (where its adaptive cadence
   // settles on a quiet path), both probes back to back (on veth they leave
   // the kernel 1-3 µs apart).
