@@ -10,7 +10,6 @@ EdgeWindows::EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
                          WindowScatterOptions scatter, int64_t fit_span_ns)
     : node_(node), peer_(peer), window_ns_(window_ns),
       fit_span_ns_(std::max(fit_span_ns, window_ns)),
-      scatter_stride_((fit_span_ns_ + window_ns - 1) / window_ns),
       classes_(std::move(classes)), options_(options), scatter_options_(scatter) {}
 
 int64_t EdgeWindows::WindowStart(int64_t node_ns) const {
@@ -43,9 +42,7 @@ void EdgeWindows::OnClockStep(int64_t before_ns, int64_t after_ns) {
 // (its error is not a fit's), a step restarts the history.
 void EdgeWindows::AddSigma(EdgeWindowRecord* r) {
   auto it = scatter_.find(r->source_class);
-  if (it == scatter_.end()) {
-    it = scatter_.emplace(r->source_class, WindowScatter(window_ns_ * scatter_stride_, scatter_options_)).first;
-  }
+  if (it == scatter_.end()) it = scatter_.emplace(r->source_class, WindowScatter(window_ns_, scatter_options_)).first;
   if (r->clock_step) {
     it->second.Reset();
     return;
@@ -56,10 +53,7 @@ void EdgeWindows::AddSigma(EdgeWindowRecord* r) {
     return;
   }
   if (k != EstimatorKind::kMaxMargin && k != EstimatorKind::kMaxMarginPure) return;
-  const int64_t index = r->window_start_ns / window_ns_;  // starts are multiples of the window
-  const bool feeds = ((index % scatter_stride_) + scatter_stride_) % scatter_stride_ == 0;
-  const auto sigma = feeds ? it->second.Add(r->x0_ns, r->estimate.fit) : it->second.Latest(r->x0_ns);
-  if (sigma) {
+  if (const auto sigma = it->second.Add(r->x0_ns, r->estimate.fit)) {
     r->sigma_ns = sigma->sigma_ns;
     r->sigma_shared_ns = sigma->shared_ns;
   }

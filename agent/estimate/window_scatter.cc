@@ -12,40 +12,27 @@ std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit)
   }
   windows_.push_back({x0_ns, fit.beta_ns});
   if (static_cast<int>(windows_.size()) > options_.history) windows_.pop_front();
-  return Sigma();
-}
-
-std::optional<WindowSigma> WindowScatter::Latest(int64_t x0_ns) const {
-  if (windows_.empty()) return std::nullopt;
-  const int64_t gap = x0_ns - windows_.back().x0_ns;
-  if (gap < 0 || gap > options_.max_gap_windows * window_ns_) return std::nullopt;
-  return Sigma();
-}
-
-std::optional<WindowSigma> WindowScatter::Sigma() const {
   const int n = static_cast<int>(windows_.size());
   if (n < options_.min_history) return std::nullopt;
   // Least squares beta = a + b x, x in seconds from the newest window (the
   // differences are small; epoch ns never become doubles).
-  const int64_t x0_ns = windows_.back().x0_ns;
-  const double beta0_ns = windows_.back().beta_ns;
   double sx = 0, sy = 0;
   for (const Window& w : windows_) {
     sx += static_cast<double>(w.x0_ns - x0_ns) / 1e9;
-    sy += w.beta_ns - beta0_ns;
+    sy += w.beta_ns - fit.beta_ns;
   }
   const double mx = sx / n, my = sy / n;
   double sxx = 0, sxy = 0;
   for (const Window& w : windows_) {
     const double dx = static_cast<double>(w.x0_ns - x0_ns) / 1e9 - mx;
     sxx += dx * dx;
-    sxy += dx * (w.beta_ns - beta0_ns - my);
+    sxy += dx * (w.beta_ns - fit.beta_ns - my);
   }
   const double slope = sxx > 0 ? sxy / sxx : 0;
   double rss = 0;
   for (const Window& w : windows_) {
     const double dx = static_cast<double>(w.x0_ns - x0_ns) / 1e9 - mx;
-    const double r = (w.beta_ns - beta0_ns - my) - slope * dx;
+    const double r = (w.beta_ns - fit.beta_ns - my) - slope * dx;
     rss += r * r;
   }
   const double noise = options_.tail_factor * std::sqrt(rss / (n - 2));

@@ -61,10 +61,6 @@ class WindowScatter {
   // Feeds the fit of the window at x0_ns; returns its one-sigma, or nullopt
   // while the history is too short.
   std::optional<WindowSigma> Add(int64_t x0_ns, const LineFit& fit);
-  // The one-sigma of a window at x0_ns that does not feed the history (its
-  // fit shares probes with one that did): the history's, or nullopt while
-  // it is too short or ends too long before x0_ns.
-  std::optional<WindowSigma> Latest(int64_t x0_ns) const;
   // A clock step or a restart: the windows before it predict nothing.
   void Reset() { windows_.clear(); }
 
@@ -73,7 +69,6 @@ class WindowScatter {
     int64_t x0_ns;
     double beta_ns;
   };
-  std::optional<WindowSigma> Sigma() const;
   int64_t window_ns_;
   WindowScatterOptions options_;
   std::deque<Window> windows_;

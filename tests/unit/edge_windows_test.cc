@@ -206,35 +206,6 @@ TEST(EdgeWindows, AClockStepCutsTheSpansBesideIt) {
   EXPECT_NEAR(after.estimate.fit.beta_ns, 50'000, 1.0);
 }
 
-// Overlapping fits share probes, so their offsets err alike: only windows
-// whose spans do not overlap feed the scatter, and the ones between take
-// its sigma unchanged.
-TEST(EdgeWindows, OnlyWindowsWithDisjointSpansFeedTheScatter) {
-  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, 2 * kWindow);
-  std::mt19937_64 rng(7);
-  std::uniform_int_distribution<int64_t> jitter(0, 400);
-  uint64_t seq = 0;
-  const int64_t end = kBase + 30 * kWindow;
-  // Each window's probes meet their own extra delay, so fits differ.
-  for (int64_t t = kBase; t < end; t += 10'000'000) {
-    FullTuple f = MakeTuple(++seq, t, 0, 5'000 + jitter(rng));
-    for (int i = 0; i < 2; ++i) f.fwd_rx[i].kernel.ns += jitter(rng) * ((t / kWindow) % 3);
-    w.OnTupleFinalized(f);
-  }
-  std::vector<EdgeWindowRecord> out;
-  w.CloseUpTo(w.ClosableBefore(end), &out);
-  ASSERT_GE(out.size(), 20u);
-  int fed_with_sigma = 0;
-  for (size_t i = 1; i < out.size(); ++i) {
-    if ((out[i].window_start_ns / kWindow) % 2 == 0) {
-      if (out[i].sigma_ns > 0) ++fed_with_sigma;
-      continue;
-    }
-    EXPECT_EQ(out[i].sigma_ns, out[i - 1].sigma_ns) << "window " << i << " took its sigma from the one before";
-  }
-  EXPECT_GT(fed_with_sigma, 5);
-}
-
 TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   EdgeWindowRecord r;
   r.node = 3;

@@ -106,24 +106,5 @@ TEST(WindowScatter, AGapOrAResetRestartsTheHistory) {
   EXPECT_FALSE(s.Add(28 * kWindow, bad).has_value());
 }
 
-// A window that does not feed the history (its fit shares probes with one
-// that did) gets the history's sigma, changes nothing, and gets none once
-// the history ends too long before it.
-TEST(WindowScatter, LatestReadsTheHistoryWithoutFeedingIt) {
-  WindowScatter s(2 * kWindow);
-  EXPECT_FALSE(s.Latest(0).has_value());
-  std::optional<WindowSigma> last;
-  const double betas[] = {0, 30, -20, 10, 25, -15, 5};
-  for (int k = 0; k < 7; ++k) last = s.Add(2 * k * kWindow, Fit(betas[k], 0));
-  ASSERT_TRUE(last.has_value());
-  const auto between = s.Latest(13 * kWindow);
-  ASSERT_TRUE(between.has_value());
-  EXPECT_DOUBLE_EQ(between->sigma_ns, last->sigma_ns);
-  EXPECT_DOUBLE_EQ(between->shared_ns, last->shared_ns);
-  EXPECT_DOUBLE_EQ(s.Latest(13 * kWindow)->sigma_ns, last->sigma_ns) << "reading twice changes nothing";
-  EXPECT_FALSE(s.Latest(12 * kWindow + 9 * kWindow).has_value()) << "more than 4 spans after the history";
-  EXPECT_FALSE(s.Latest(11 * kWindow).has_value()) << "before the newest window";
-}
-
 }  // namespace
 }  // namespace chronolink
