@@ -145,10 +145,10 @@ void PrintTable(const RunResult& r, const std::string& reference) {
   const SimConfig& c = r.config;
   const auto& w = r.report.windows;
   std::printf(
-      "chronolink-sim: %u nodes (k=%d, degree %d, %zu links), %d windows of %g s, "
+      "chronolink-sim: %u nodes (k=%d, degree %d, %zu links), %d windows of %g s (fits over %g s), "
       "a pair every %g ms per directed edge, seed %llu, reference %s\n",
       c.nodes, c.k, r.degree, r.links, c.windows, static_cast<double>(c.window_ns) / 1e9,
-      static_cast<double>(c.interval_ns) / 1e6, static_cast<unsigned long long>(c.seed), reference.c_str());
+      static_cast<double>(std::max(c.fit_span_ns, c.window_ns)) / 1e9, static_cast<double>(c.interval_ns) / 1e6, static_cast<unsigned long long>(c.seed), reference.c_str());
   std::printf("clocks: offsets +/-%g ms, drifts +/-%g ppm, wander %g ns/sqrt(s)\n", c.offset_spread_ns / 1e6,
               c.drift_spread * 1e6, c.wander_ns_per_sqrt_s);
   std::printf(
@@ -223,8 +223,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.01, 3600.0));
   app.add_option("--fit-span-s", fit_span_s,
-                 "each window's fit takes the probes of this span centred on it, 1 to 8 windows "
-                 "(0: the window), as the agent's --fit-span-s")
+                 "each window's fit takes the probes of this span centred on it, 1 to 8 windows; "
+                 "0: two windows, as the agent's --fit-span-s")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 28800.0));
   app.add_option("--interval-ms", interval_ms,
@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
     return 2;
   };
   c.window_ns = std::llround(window_s * 1e9);
-  c.fit_span_ns = std::llround(fit_span_s * 1e9);
+  c.fit_span_ns = fit_span_s > 0 ? std::llround(fit_span_s * 1e9) : 2 * c.window_ns;
   c.interval_ns = std::llround(interval_ms * 1e6);
   c.spacing_ns = std::llround(spacing_us * 1e3);
   c.offset_spread_ns = offset_spread_ms * 1e6;

@@ -29,11 +29,12 @@ struct SimConfig {
   int k = 6;             // ProbeGraphOptions::k
   int windows = 5;       // estimation windows simulated (and reference instants solved)
   int64_t window_ns = 2'000'000'000;
-  int64_t fit_span_ns = 0;  // the probes a window's fit takes, centred on it (0: the window)
-  // The agent's defaults: a pair every 25 ms (where its adaptive cadence
-  // settles on a quiet path), both probes back to back (on veth they leave
-  // the kernel 1-3 µs apart).
-  int64_t interval_ns = 25'000'000;  // one coded pair per directed edge per interval
+  // The agent's defaults: each window's fit takes the probes of the two
+  // windows' span centred on it (0: the window alone), a pair every 50 ms
+  // (where its adaptive cadence settles on a quiet path), both probes back
+  // to back (on veth they leave the kernel 1-3 µs apart).
+  int64_t fit_span_ns = 4'000'000'000;
+  int64_t interval_ns = 50'000'000;  // one coded pair per directed edge per interval
   double interval_jitter = 0.2;      // ± uniform fraction of the interval
   int64_t spacing_ns = 2'000;        // between the two probes of a pair
   uint64_t seed = 1;
