@@ -1,6 +1,8 @@
 #include "agent/estimate/window_scatter.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace chronolink {
 
@@ -29,13 +31,18 @@ std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit)
     sxy += dx * (w.beta_ns - fit.beta_ns - my);
   }
   const double slope = sxx > 0 ? sxy / sxx : 0;
-  double rss = 0;
+  std::vector<double> residuals;
+  residuals.reserve(windows_.size());
   for (const Window& w : windows_) {
     const double dx = static_cast<double>(w.x0_ns - x0_ns) / 1e9 - mx;
-    const double r = (w.beta_ns - fit.beta_ns - my) - slope * dx;
-    rss += r * r;
+    residuals.push_back(std::abs((w.beta_ns - fit.beta_ns - my) - slope * dx));
   }
-  const double noise = options_.tail_factor * std::sqrt(rss / (n - 2));
+  // The median absolute residual, as a Gaussian's sigma (x 1.4826).
+  std::sort(residuals.begin(), residuals.end());
+  const double mad = n % 2 ? residuals[n / 2] : (residuals[n / 2 - 1] + residuals[n / 2]) / 2;
+  const double scatter = options_.tail_factor * 1.4826 * mad;
+  const double excess = options_.band_excess_weight * std::max(0.0, fit.uncertainty_ns - fit.margin_ns);
+  const double noise = std::hypot(scatter, std::isfinite(excess) ? excess : 0.0);
   const double asymmetry = options_.path_asymmetry_ns / (2 * std::sqrt(3.0));
   const double shared2 = options_.floor_ns * options_.floor_ns + asymmetry * asymmetry;
   return WindowSigma{std::sqrt(noise * noise + shared2), std::sqrt(shared2)};

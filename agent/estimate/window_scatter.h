@@ -1,16 +1,23 @@
-// The one-sigma error of an edge's window offsets, measured from the edge's
-// own recent windows: a straight line fitted (least squares) through the
-// offsets of the last 12 fitted windows stands for the true offset, whose
-// drift is constant over those 24 s to well below the noise, and the scatter
-// of the windows about it, sqrt(RSS / (n - 2)), is the noise of one window.
-// Clock wander the line does not follow shows up in it too, as it should.
-// The errors have heavier tails than a Gaussian's (a window whose probes all
-// met some queueing), so the scatter is scaled by 1.4: calibrated on the
-// test bed's runs to cover >= 99 % of errors at 3 sigma while the median
-// sigma stays 1.3-3x the median |error| (docs/PERFORMANCE.md §3). A
-// constant bias (delay asymmetry, stamping points that differ between the
-// ends) shows in no scatter and is covered only by a 5 ns floor added in
-// quadrature, and by the path asymmetry the operator declares.
+// The one-sigma error of an edge's window offsets, from two parts
+// (docs/estimator.md §8):
+// - The edge's typical noise, from its own recent windows: a straight line
+//   fitted (least squares) through the offsets of the last 12 fitted windows
+//   stands for the true offset, whose drift is constant over those 24 s to
+//   well below the noise, and the windows' scatter about it is the noise of
+//   one window. Clock wander the line does not follow shows up in it too,
+//   as it should. The scatter is the median absolute residual (x 1.4826,
+//   a Gaussian's sigma), so that the one bad window in ten does not widen
+//   the next 12 windows' sigma, scaled by 1.2 for tails.
+// - What tells the bad window apart: how far the band of separating lines
+//   widens at x0 beyond the separator's own margin (uncertainty_ns -
+//   margin_ns), the freedom of the line's slope, large when the probes that
+//   bound it lie far from the window's middle; half of it is added.
+// Both were calibrated on 36 test-bed scenario runs (docs/PERFORMANCE.md
+// §3): 3 sigma covers >= 99 % of errors in 34 with the median sigma <= 3x
+// the median |error| in 33. A constant bias (delay asymmetry, stamping
+// points that differ between the ends) shows in neither and is covered only
+// by a 5 ns floor added in quadrature, and by the path asymmetry the
+// operator declares.
 //
 // The max-margin fit's own uncertainty_ns is the half-width of the band of
 // separating lines, a bound near half the path's minimum round trip
@@ -30,7 +37,8 @@ namespace chronolink {
 struct WindowScatterOptions {
   int history = 12;       // windows in the line
   int min_history = 5;    // no sigma before this many (three degrees of freedom)
-  double tail_factor = 1.4;
+  double tail_factor = 1.2;          // on the scatter's Gaussian-equivalent sigma
+  double band_excess_weight = 0.5;   // on the window's uncertainty_ns - margin_ns
   double floor_ns = 5;    // added in quadrature: bias no scatter reveals
   // The one-way delay asymmetry the operator expects on the path (fwd - rev
   // within +/- this), invisible to any two-way method: it shifts the offset

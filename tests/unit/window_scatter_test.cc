@@ -91,6 +91,42 @@ TEST(WindowScatter, SharedPartIsTheFloorAndAsymmetryNotTheScatter) {
   EXPECT_GT(sigma->sigma_ns, shared + 10) << "the scatter of +/-30 ns adds to it";
 }
 
+// One bad window in the history does not widen the sigma of the windows
+// after it: the scatter is the median absolute residual, not the RMS.
+TEST(WindowScatter, OneBadWindowDoesNotWidenTheNextOnes) {
+  WindowScatterOptions o;
+  o.floor_ns = 0;
+  WindowScatter s(kWindow, o);
+  const double errs[] = {10, -10, 10, -10, 10, 400, 10, -10, 10, -10, 10, -10};
+  std::optional<WindowSigma> sigma;
+  for (int k = 0; k < 12; ++k) sigma = s.Add(k * kWindow, Fit(errs[k], 0));
+  ASSERT_TRUE(sigma.has_value());
+  // The bad window still pulls the least-squares line by ~33 ns; the RMS
+  // scatter (x 1.4, the sigma before) would be ~180 ns.
+  EXPECT_LT(sigma->sigma_ns, 80);
+  EXPECT_GT(sigma->sigma_ns, 10);
+}
+
+// The window the scatter cannot tell apart: a fit whose band of separating
+// lines widens at x0 beyond its margin (its slope is loosely held) gets half
+// that excess in quadrature.
+TEST(WindowScatter, ABandWiderThanTheMarginWidensThatWindowsSigma) {
+  WindowScatterOptions o;
+  o.floor_ns = 0;
+  WindowScatter s(kWindow, o);
+  for (int k = 0; k < 6; ++k) s.Add(k * kWindow, Fit(0, 0));
+  LineFit loose = Fit(0, 0);
+  loose.margin_ns = 1000;
+  loose.uncertainty_ns = 1240;
+  const auto sigma = s.Add(6 * kWindow, loose);
+  ASSERT_TRUE(sigma.has_value());
+  EXPECT_NEAR(sigma->sigma_ns, 120, 1e-9) << "a perfect line: all of it is the band's excess";
+  EXPECT_EQ(sigma->shared_ns, 0) << "each direction's own";
+  LineFit tight = Fit(0, 0);
+  tight.margin_ns = tight.uncertainty_ns = 1000;
+  EXPECT_NEAR(s.Add(7 * kWindow, tight)->sigma_ns, 0, 1e-9);
+}
+
 TEST(WindowScatter, AGapOrAResetRestartsTheHistory) {
   WindowScatter s(kWindow);
   for (int k = 0; k < 6; ++k) s.Add(k * kWindow, Fit(0, 0));

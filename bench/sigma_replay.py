@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Replay the agent's window sigma over saved accuracy_bench runs.
+
+The agent's sigma_ns (agent/estimate/window_scatter.h, docs/estimator.md §8)
+has factors calibrated on the test bed. This recomputes it, for each factor
+setting asked, from the beta_ns, uncertainty_ns and margin_ns that the runs'
+edges.jsonl recorded, against the truth of their injected clocks, and prints
+per scenario the 3-sigma coverage and the median sigma over the median
+|error| (issue 12's targets: >= 99 % and <= 3), then how many scenarios met
+each. No root, no agent: only saved runs (accuracy_bench --out DIR).
+
+    bench/sigma_replay.py out/accuracy-* [--setting rms:1.4:0 --setting mad:1.2:0.5]
+
+A setting is SCATTER:TAIL:EXCESS: SCATTER `rms` (sqrt(RSS / (n - 2)), the
+agent before 2026-11-26) or `mad` (median |residual| x 1.4826, the agent
+now), TAIL the factor on it, EXCESS the weight on the window's
+uncertainty_ns - margin_ns. Windows are kernel-stamp max_margin windows in
+each run's measured span, every window feeding a 12-window history (the
+agent's defaults); the floor is 5 ns.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tools", "testbed"))
+import accuracy_bench as ab  # noqa: E402
+from truth import VClock  # noqa: E402
+
+HISTORY, MIN_HISTORY, FLOOR_NS = 12, 5, 5.0
+
+
+def scatter(x0s: list[int], betas: list[float], kind: str) -> float:
+    """The windows' scatter about their least-squares line, as the agent computes it."""
+    n = len(x0s)
+    x = [(v - x0s[-1]) / 1e9 for v in x0s]
+    y = [b - betas[-1] for b in betas]
+    mx, my = sum(x) / n, sum(y) / n
+    sxx = sum((a - mx) ** 2 for a in x)
+    slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx if sxx > 0 else 0.0
+    res = [(b - my) - slope * (a - mx) for a, b in zip(x, y)]
+    if kind == "rms":
+        return math.sqrt(sum(r * r for r in res) / (n - 2))
+    return 1.4826 * statistics.median(abs(r) for r in res)
+
+
+def sigmas(windows: list[dict], kind: str, tail: float, excess: float) -> dict[int, float | None]:
+    out: dict[int, float | None] = {}
+    for i, w in enumerate(windows):
+        hist = windows[max(0, i - HISTORY + 1):i + 1]
+        if len(hist) < MIN_HISTORY:
+            out[w["x0_ns"]] = None
+            continue
+        s = tail * scatter([h["x0_ns"] for h in hist], [h["beta_ns"] for h in hist], kind)
+        e = excess * max(0.0, w["uncertainty_ns"] - w["margin_ns"])
+        out[w["x0_ns"]] = math.sqrt(s * s + e * e + FLOOR_NS ** 2)
+    return out
+
+
+def load_run(rundir: str) -> list[tuple[str, dict, set]]:
+    """Per scenario: the kernel max_margin windows by directed edge (with
+    their errors and fit fields), and the (node, x0) pairs in the measured span."""
+    res = json.load(open(os.path.join(rundir, "results.json")))
+    out = []
+    for sc in res["scenarios"]:
+        name = sc["scenario"]
+        inspan = {(w["node"], w["x0_ns"]) for w in sc.get("windows", []) if w.get("source") == "kernel"}
+        recs: list[dict] = []
+        for entry in sorted(os.listdir(os.path.join(rundir, name))):
+            path = os.path.join(rundir, name, entry, "edges.jsonl")
+            if entry.startswith("agent-n") and os.path.exists(path):
+                recs += ab.read_edges(path)[0]
+        clocks = {}
+        fit = {}
+        for r in recs:
+            v = r.get("test_virtual_clock")
+            if v:
+                clocks[int(r["node"])] = VClock.make(v["offset_ns"], v["drift_ppm"], v["t0_ns"])
+            if r.get("timestamp_source") == "kernel" and r.get("margin_ns") is not None:
+                fit[(int(r["node"]), r["x0_ns"])] = (float(r["uncertainty_ns"]), float(r["margin_ns"]))
+        edges: dict = {}
+        for w in ab.window_errors(recs, clocks)[0]:
+            key = (w["node"], w["x0_ns"])
+            if w["source"] != "kernel" or w["estimator"] != "max_margin" or key not in fit:
+                continue
+            w["uncertainty_ns"], w["margin_ns"] = fit[key]
+            edges.setdefault((w["node"], w["peer"]), []).append(w)
+        for ws in edges.values():
+            ws.sort(key=lambda w: w["x0_ns"])
+        out.append((name, edges, inspan))
+    return out
+
+
+def score(scenario: tuple[str, dict, set], kind: str, tail: float, excess: float) -> tuple[int, float, float]:
+    _, edges, inspan = scenario
+    pairs = []
+    for ws in edges.values():
+        sig = sigmas(ws, kind, tail, excess)
+        for w in ws:
+            s = sig[w["x0_ns"]]
+            if (w["node"], w["x0_ns"]) in inspan and s is not None:
+                pairs.append((abs(w["error_ns"]), s))
+    if not pairs:
+        return 0, float("nan"), float("nan")
+    cover = sum(1 for e, s in pairs if e <= 3 * s) / len(pairs)
+    median_err = statistics.median(e for e, _ in pairs)
+    ratio = statistics.median(s for _, s in pairs) / median_err if median_err > 0 else float("inf")
+    return len(pairs), cover, ratio
+
+
+def parse_setting(text: str) -> tuple[str, float, float]:
+    try:
+        kind, tail, excess = text.split(":")
+        if kind not in ("rms", "mad"):
+            raise ValueError
+        return kind, float(tail), float(excess)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"setting '{text}' is not SCATTER:TAIL:EXCESS (e.g. mad:1.2:0.5)")
+
+
+def selftest() -> int:
+    """The replay's arithmetic against cases window_scatter_test.cc also checks."""
+    fails = []
+
+    def check(ok: bool, what: str) -> None:
+        if not ok:
+            fails.append(what)
+
+    x0s = [k * 2_000_000_000 for k in range(12)]
+    line = [100.0 + 3e-6 * x for x in x0s]
+    check(abs(scatter(x0s, line, "mad")) < 1e-6 and abs(scatter(x0s, line, "rms")) < 1e-6, "a line has no scatter")
+    bad = [10.0, -10, 10, -10, 10, 400, 10, -10, 10, -10, 10, -10]
+    check(scatter(x0s, bad, "mad") * 1.2 < 80 < scatter(x0s, bad, "rms") * 1.4, "one bad window: mad narrow, rms wide")
+    ws = [{"x0_ns": x, "beta_ns": 0.0, "uncertainty_ns": 1000.0, "margin_ns": 1000.0} for x in x0s[:6]]
+    ws[-1]["uncertainty_ns"] = 1240.0
+    sig = sigmas(ws, "mad", 1.2, 0.5)
+    check(sig[x0s[3]] is None and abs(sig[x0s[4]] - FLOOR_NS) < 1e-9, "no sigma before 5 windows, then the floor")
+    check(abs(sig[x0s[5]] - math.hypot(120.0, FLOOR_NS)) < 1e-9, "half the band's excess over the margin")
+    try:
+        parse_setting("huber:1:1")
+        check(False, "a bad setting is refused")
+    except argparse.ArgumentTypeError:
+        pass
+    check(parse_setting("mad:1.2:0.5") == ("mad", 1.2, 0.5), "a setting parses")
+    for f in fails:
+        print(f"selftest: FAIL {f}")
+    print("selftest: " + ("FAIL" if fails else "PASS"))
+    return 1 if fails else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("runs", nargs="*", help="accuracy_bench output directories")
+    ap.add_argument("--selftest", action="store_true", help="check the arithmetic and exit")
+    ap.add_argument("--setting", action="append", type=parse_setting,
+                    help="SCATTER:TAIL:EXCESS (repeatable; default rms:1.4:0 and mad:1.2:0.5)")
+    a = ap.parse_args(argv)
+    if a.selftest:
+        return selftest()
+    if not a.runs:
+        ap.error("give at least one accuracy_bench output directory")
+    settings = a.setting or [("rms", 1.4, 0.0), ("mad", 1.2, 0.5)]
+    scenarios = []
+    for run in a.runs:
+        if not os.path.exists(os.path.join(run, "results.json")):
+            print(f"sigma_replay: {run}: no results.json (not an accuracy_bench output directory)", file=sys.stderr)
+            return 2
+        scenarios += [(run, sc) for sc in load_run(run)]
+    met = {s: [0, 0] for s in settings}
+    for run, sc in scenarios:
+        cells = []
+        for s in settings:
+            n, cover, ratio = score(sc, *s)
+            met[s][0] += cover >= 0.99
+            met[s][1] += ratio <= 3
+            cells.append(f"{s[0]}:{s[1]}:{s[2]} {100 * cover:5.1f} % {ratio:5.2f}x")
+        print(f"{os.path.basename(run.rstrip('/')):22} {sc[0]:13} n={n:3}  " + "  |  ".join(cells))
+    for s, (c, r) in met.items():
+        print(f"{s[0]}:{s[1]}:{s[2]}: 3 sigma covers >= 99 % in {c} of {len(scenarios)} scenarios, "
+              f"median sigma <= 3x median |error| in {r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
