@@ -134,7 +134,10 @@ TEST_F(PrivilegeDropTest, RootStartWithTheTapEndsAsNobodyWithNoCapabilityAndStil
     const auto stats = nlohmann::json::parse(sf, nullptr, false);
     ASSERT_FALSE(stats.is_discarded()) << AgentLog(i);
     EXPECT_TRUE(stats["final"].get<bool>()) << "the final stats were renamed into place as nobody";
-    EXPECT_GT(stats["tx_stamp_coverage"]["bpf_tc"].get<int64_t>(), 1000) << stats.dump();
+    // The tap stamped (nearly) every packet sent, after the drop too.
+    const int64_t sent = stats["tx_stamp_coverage"]["packets"].get<int64_t>();
+    EXPECT_GT(sent, 300) << stats.dump();
+    EXPECT_GE(stats["tx_stamp_coverage"]["bpf_tc"].get<int64_t>(), sent * 9 / 10) << stats.dump();
     // The files are the unprivileged user's; the clock page stays root's.
     struct stat fs {};
     for (const char* name : {"", "edges.jsonl", "agent_stats.json"}) {
