@@ -101,14 +101,14 @@ class EdgeWindows {
   // clock step on either side (tuples across it are on another clock).
   std::vector<const FullTuple*> SpanTuples(int64_t start, EdgeWindowRecord* r) const;
   void Close(int64_t start, const Window& w, std::vector<EdgeWindowRecord>* out);
+  // Every window feeds the scatter, though overlapping spans share probes:
+  // fed only windows with disjoint spans, its 12 windows covered 48 s and
+  // one bad window widened 24 windows' sigma (docs/estimator.md §10).
   void AddSigma(EdgeWindowRecord* r);
 
   uint32_t node_;
   uint32_t peer_;
   int64_t window_ns_;
-  // Every window feeds the scatter, though overlapping spans share probes:
-  // fed only windows with disjoint spans, its 12 windows covered 48 s and
-  // one bad window widened 24 windows' sigma (docs/estimator.md §10).
   int64_t fit_span_ns_;
   std::vector<SourceClass> classes_;
   WindowEstimatorOptions options_;
