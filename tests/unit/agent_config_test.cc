@@ -947,12 +947,19 @@ TEST_F(AgentConfigTest, DeployExamplesLoad) {
   EXPECT_EQ(r.config->cluster.cluster_id, cf.cluster_id);
   EXPECT_FALSE(r.config->test_mode);
   EXPECT_EQ(r.config->peers.size(), cf.nodes.size() - 1);
+  // What an operator copies probes at the measured defaults (docs/PERFORMANCE.md §3).
+  const AgentConfig defaults;
+  EXPECT_EQ(r.config->probe.interval_ns, defaults.probe.interval_ns);
+  EXPECT_EQ(r.config->probe.spacing_ns, defaults.probe.spacing_ns);
+  EXPECT_EQ(r.config->probe.followup_delay_ns, 125'000'000) << "2.5 intervals";
+  EXPECT_EQ(r.config->estimation.FitSpan(), defaults.estimation.FitSpan());
 
   Result etcd = Load({"--config", (deploy / "example-config-etcd.json").string(), "--key-hex", kKeyHex});
   ASSERT_TRUE(etcd.config) << etcd.error;
   EXPECT_EQ(etcd.config->cluster_settings.backend, CoordinationBackend::kEtcd);
   EXPECT_EQ(etcd.config->cluster_settings.etcd_endpoints.size(), 2u);
   EXPECT_EQ(etcd.config->cluster.cluster_id, 7u);
+  EXPECT_EQ(etcd.config->probe.interval_ns, AgentConfig{}.probe.interval_ns);
 }
 
 TEST_F(AgentConfigTest, EffectiveConfigRoundTrips) {
