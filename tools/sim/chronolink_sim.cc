@@ -108,7 +108,7 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
                          {"links", r.links},
                          {"windows", c.windows},
                          {"window_s", static_cast<double>(c.window_ns) / 1e9},
-                         {"fit_span_s", static_cast<double>(std::max(c.fit_span_ns, c.window_ns)) / 1e9},
+                         {"fit_span_s", static_cast<double>(c.FitSpan()) / 1e9},
                          {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
                          {"seed", c.seed},
                          {"offset_spread_ms", c.offset_spread_ns / 1e6},
@@ -148,7 +148,8 @@ void PrintTable(const RunResult& r, const std::string& reference) {
       "chronolink-sim: %u nodes (k=%d, degree %d, %zu links), %d windows of %g s (fits over %g s), "
       "a pair every %g ms per directed edge, seed %llu, reference %s\n",
       c.nodes, c.k, r.degree, r.links, c.windows, static_cast<double>(c.window_ns) / 1e9,
-      static_cast<double>(std::max(c.fit_span_ns, c.window_ns)) / 1e9, static_cast<double>(c.interval_ns) / 1e6, static_cast<unsigned long long>(c.seed), reference.c_str());
+      static_cast<double>(c.FitSpan()) / 1e9, static_cast<double>(c.interval_ns) / 1e6,
+      static_cast<unsigned long long>(c.seed), reference.c_str());
   std::printf("clocks: offsets +/-%g ms, drifts +/-%g ppm, wander %g ns/sqrt(s)\n", c.offset_spread_ns / 1e6,
               c.drift_spread * 1e6, c.wander_ns_per_sqrt_s);
   std::printf(

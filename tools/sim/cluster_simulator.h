@@ -34,6 +34,7 @@ struct SimConfig {
   // (where its adaptive cadence settles on a quiet path), both probes back
   // to back (on veth they leave the kernel 1-3 µs apart).
   int64_t fit_span_ns = 4'000'000'000;
+  int64_t FitSpan() const { return fit_span_ns > window_ns ? fit_span_ns : window_ns; }
   int64_t interval_ns = 50'000'000;  // one coded pair per directed edge per interval
   double interval_jitter = 0.2;      // ± uniform fraction of the interval
   int64_t spacing_ns = 2'000;        // between the two probes of a pair
