@@ -4,6 +4,7 @@
 // cluster file and the key file.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -78,17 +79,26 @@ struct CaptureSettings {
 
 struct EstimationSettings {
   int64_t window_ns = 2'000'000'000;
-  // The probes a window's fit takes, centred on it; 0: two windows, which at
-  // the default 50 ms keeps the 80 pairs a fit had at 25 ms for half the
-  // cost (docs/estimator.md §10).
+  // The probes a window's fit takes, centred on it (docs/estimator.md §10).
+  // 0: chosen per edge from the noise and wander its windows show
+  // (fit_span_chooser.h), from two windows, which at the default 50 ms keep
+  // the 80 pairs a fit had at 25 ms, up to fit_span_max_ns; else fixed.
   int64_t fit_span_ns = 0;
+  int64_t fit_span_max_ns = 0;  // 0: six windows
+  bool AdaptiveFitSpan() const { return fit_span_ns == 0; }
+  // The shortest span a fit takes, and the longest: what sets when a
+  // window's record comes ((longest - window) / 2 after its end).
+  int64_t MinFitSpan() const { return fit_span_ns > 0 ? fit_span_ns : std::min(2 * window_ns, FitSpan()); }
   int64_t window_grace_ns = 300'000'000;  // wait this long past window end for late stamps
   int64_t purity_tolerance_ns = 300;
   int min_points_per_side = 8;
   bool fit_every_probe = true;  // --estimate-points every|pure
   double path_asymmetry_ns = 0;  // --path-asymmetry-ns: counted in sigma_ns
   std::vector<SourceClass> source_classes = {SourceClass::kKernel};
-  int64_t FitSpan() const { return fit_span_ns > 0 ? fit_span_ns : 2 * window_ns; }
+  int64_t FitSpan() const {
+    if (fit_span_ns > 0) return fit_span_ns;
+    return fit_span_max_ns > 0 ? fit_span_max_ns : 6 * window_ns;
+  }
 };
 
 // How nodes find each other and elect the leader (docs/cluster.md).

@@ -90,8 +90,12 @@ const Spec kSpecs[] = {
      "Estimation window; >= 0.1 s and >= 10x probe interval (default: 2)"},
     {"estimation.fit_span_s", "fit-span-s", Kind::kNsFromSec, "SEC", kEstimation,
      "Each window's fit takes the probes of this span centred on the window: more pairs per fit at "
-     "the same cadence, for the drift error docs/estimator.md §10 measures; a window's record comes "
-     "(span - window) / 2 later. The window up to 8 windows; >= 10x probe interval (default: 2 windows)"},
+     "the same cadence, for the wander error docs/estimator.md §10 measures. 0: chosen per edge from "
+     "the noise and wander its windows show, from 2 windows to --fit-span-max-s; else fixed, the window "
+     "up to 8 windows, >= 10x probe interval (default: 0)"},
+    {"estimation.fit_span_max_s", "fit-span-max-s", Kind::kNsFromSec, "SEC", kEstimation,
+     "The longest span a chosen fit span takes; a window's record comes (this - window) / 2 after its "
+     "end. 2 to 8 windows (default: 6 windows)"},
     {"estimation.window_grace_ms", "window-grace-ms", Kind::kNsFromMs, "MS", kEstimation,
      "Wait this long past a window's end for late stamps; < window (default: 300)"},
     {"estimation.purity_tolerance_ns", "purity-tolerance-ns", Kind::kInt64, "NS", kEstimation,

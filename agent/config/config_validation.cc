@@ -607,8 +607,14 @@ bool ValidateEstimationWindows(const Merged& m, AgentConfig* c, std::string* err
                            ") must be from the window " + Sec(e.window_ns) + " (" +
                            m.From("estimation.window_s") + ") to 8 windows");
   }
-  if (e.FitSpan() / 10 < p.interval_ns) {
-    return Fail(error, "fit span " + Sec(e.FitSpan()) + " (" + m.From("estimation.fit_span_s") + ", " +
+  e.fit_span_max_ns = m.Get<int64_t>("estimation.fit_span_max_s", e.fit_span_max_ns);
+  if (e.fit_span_max_ns != 0 && (e.fit_span_max_ns < 2 * e.window_ns || e.fit_span_max_ns > 8 * e.window_ns)) {
+    return Fail(error, "longest fit span " + Sec(e.fit_span_max_ns) + " (" +
+                           m.From("estimation.fit_span_max_s") + ") must be from 2 windows (2 x " +
+                           Sec(e.window_ns) + ", " + m.From("estimation.window_s") + ") to 8 windows");
+  }
+  if (e.MinFitSpan() / 10 < p.interval_ns) {
+    return Fail(error, "fit span " + Sec(e.MinFitSpan()) + " (" + m.From("estimation.fit_span_s") + ", " +
                            m.From("estimation.window_s") + ") must be at least 10x the probe interval " +
                            Us(p.interval_ns) + " (" + m.From("probe.interval_us") +
                            "), or a fit holds too few pairs");

@@ -7,10 +7,14 @@ namespace chronolink {
 
 EdgeWindows::EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
                          std::vector<SourceClass> classes, WindowEstimatorOptions options,
-                         WindowScatterOptions scatter, int64_t fit_span_ns)
+                         WindowScatterOptions scatter, int64_t fit_span_ns,
+                         std::optional<FitSpanChooserOptions> adaptive_span)
     : node_(node), peer_(peer), window_ns_(window_ns),
       fit_span_ns_(std::max(fit_span_ns, window_ns)),
-      classes_(std::move(classes)), options_(options), scatter_options_(scatter) {}
+      classes_(std::move(classes)), options_(options), scatter_options_(scatter),
+      adaptive_span_(adaptive_span) {
+  if (adaptive_span_) adaptive_span_->max_span_ns = fit_span_ns_;
+}
 
 int64_t EdgeWindows::WindowStart(int64_t node_ns) const {
   // Aligned to multiples of the window length so every node's windows line up.
@@ -53,7 +57,7 @@ void EdgeWindows::AddSigma(EdgeWindowRecord* r) {
     return;
   }
   if (k != EstimatorKind::kMaxMargin && k != EstimatorKind::kMaxMarginPure) return;
-  if (const auto sigma = it->second.Add(r->x0_ns, r->estimate.fit)) {
+  if (const auto sigma = it->second.Add(r->x0_ns, r->estimate.fit, r->fit_end_ns - r->fit_start_ns)) {
     r->sigma_ns = sigma->sigma_ns;
     r->sigma_shared_ns = sigma->shared_ns;
   }
@@ -77,8 +81,9 @@ void EdgeWindows::OnTupleFinalized(const FullTuple& t) {
   }
 }
 
-std::vector<const FullTuple*> EdgeWindows::SpanTuples(int64_t start, EdgeWindowRecord* r) const {
-  int64_t lo = FitStart(start), hi = FitEnd(start);
+std::vector<const FullTuple*> EdgeWindows::SpanTuples(int64_t start, int64_t span_ns,
+                                                      EdgeWindowRecord* r) const {
+  int64_t lo = FitStart(start, span_ns), hi = FitEnd(start, span_ns);
   for (auto it = windows_.lower_bound(WindowStart(lo)); it != windows_.end() && it->first < hi; ++it) {
     if (!it->second.clock_step) continue;
     if (it->first < start) lo = std::max(lo, it->first + window_ns_);
@@ -106,14 +111,18 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
     r.source_class = c;
     r.counts = w.counts;
     r.clock_step = w.clock_step;
+    FitSpanChooser* chooser = nullptr;
+    if (adaptive_span_) chooser = &span_chooser_.try_emplace(c, window_ns_, *adaptive_span_).first->second;
+    if (w.clock_step && chooser) chooser->Reset();
     if (!w.clock_step) {
-      std::vector<PtPrTuple> projected;
-      const std::vector<const FullTuple*> span = SpanTuples(start, &r);
+      std::vector<PtPrTuple> projected, own;
+      const std::vector<const FullTuple*> span = SpanTuples(start, chooser ? chooser->span_ns() : 0, &r);
       projected.reserve(span.size());
       for (const FullTuple* t : span) {
         PtPrTuple p;
         if (!t->Project(c, &p)) continue;
         projected.push_back(p);
+        if (chooser && t->created_ns >= start && t->created_ns < r.window_end_ns) own.push_back(p);
         for (int i = 0; i < 2; ++i) {
           for (const ProbeStamp* st : {&p.fwd_tx[i], &p.fwd_rx[i], &p.rev_tx[i], &p.rev_rx[i]}) {
             ++r.stamp_sources[static_cast<int>(st->source)];
@@ -121,10 +130,22 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
         }
       }
       r.estimate = EstimateWindow(projected, r.x0_ns, options_);
+      if (chooser) FeedSpanChooser(*chooser, own, &r);
     }
     AddSigma(&r);
     out->push_back(std::move(r));
   }
+}
+
+// The fit on the window's own probes gauges the edge's noise and wander;
+// only a max-margin fit's offset is a fit's (a min-delay one is a bound).
+void EdgeWindows::FeedSpanChooser(FitSpanChooser& chooser, const std::vector<PtPrTuple>& own,
+                                  EdgeWindowRecord* r) {
+  const WindowEstimate e = EstimateWindow(own, r->x0_ns, options_);
+  if (e.estimator == EstimatorKind::kMaxMargin || e.estimator == EstimatorKind::kMaxMarginPure) {
+    r->span_changed = chooser.Add(r->x0_ns, e.fit);
+  }
+  r->span_evidence = chooser.evidence();
 }
 
 void EdgeWindows::CloseUpTo(int64_t closed_before_ns, std::vector<EdgeWindowRecord>* out) {

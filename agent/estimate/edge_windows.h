@@ -1,10 +1,11 @@
 // Groups the finalised tuples of one edge into fixed windows of the local
 // node clock and, when a window closes, estimates it once per configured
 // source class. Each window's fit takes the probes of a span centred on the
-// window, which may be longer than it (--fit-span-s, docs/estimator.md §10):
-// more pairs per fit at the same cadence, while the windows, and so the
-// cluster's solve instants, stay on one grid. Pure: no I/O; the caller
-// exports the records.
+// window, which may be longer than it (docs/estimator.md §10): more pairs
+// per fit at the same cadence, while the windows, and so the cluster's solve
+// instants, stay on one grid. The span is fixed (--fit-span-s) or chosen per
+// edge and class from the noise and wander its windows show
+// (fit_span_chooser.h). Pure: no I/O; the caller exports the records.
 #pragma once
 
 #include <array>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "agent/clock/timestamp.h"
+#include "agent/estimate/fit_span_chooser.h"
 #include "agent/estimate/window_estimator.h"
 #include "agent/estimate/window_scatter.h"
 #include "agent/pair/tuple_assembler.h"
@@ -46,6 +48,10 @@ struct EdgeWindowRecord {
   // One-sigma of estimate.fit.beta_ns from the edge's recent windows
   // (window_scatter.h); a min-delay window's own bound; 0 while unknown.
   double sigma_ns = 0;
+  // With an adaptive span: what the span of this fit was chosen on, and
+  // whether this window is the first on a new span.
+  std::optional<FitSpanEvidence> span_evidence;
+  bool span_changed = false;
   // The part of sigma_ns both directions of the link share (WindowSigma);
   // unknown for a min-delay window's own bound.
   std::optional<double> sigma_shared_ns;
@@ -59,15 +65,21 @@ struct EdgeWindowRecord {
 class EdgeWindows {
  public:
   // fit_span_ns: the span each window's fit covers, >= window_ns (0: the
-  // window itself).
+  // window itself); with adaptive_span, the longest it may cover, and what
+  // sets when windows close (the chooser's max_span_ns is taken from it).
   EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
               std::vector<SourceClass> classes, WindowEstimatorOptions options,
-              WindowScatterOptions scatter = {}, int64_t fit_span_ns = 0);
+              WindowScatterOptions scatter = {}, int64_t fit_span_ns = 0,
+              std::optional<FitSpanChooserOptions> adaptive_span = std::nullopt);
 
   int64_t WindowStart(int64_t node_ns) const;
-  // The span the fit of the window starting at `start` covers.
-  int64_t FitStart(int64_t start) const { return start + window_ns_ / 2 - fit_span_ns_ / 2; }
-  int64_t FitEnd(int64_t start) const { return FitStart(start) + fit_span_ns_; }
+  // The longest span the fit of the window starting at `start` may cover.
+  int64_t FitStart(int64_t start, int64_t span_ns = 0) const {
+    return start + window_ns_ / 2 - (span_ns > 0 ? span_ns : fit_span_ns_) / 2;
+  }
+  int64_t FitEnd(int64_t start, int64_t span_ns = 0) const {
+    return FitStart(start, span_ns) + (span_ns > 0 ? span_ns : fit_span_ns_);
+  }
   // The latest instant <= node_ns at which some window's span ends: what
   // CloseUpTo can close through, and before which tuples must be final.
   int64_t ClosableBefore(int64_t node_ns) const;
@@ -97,10 +109,13 @@ class EdgeWindows {
     bool closed = false;  // its records are out; kept for the spans of later windows
   };
   Window& At(int64_t node_ns);
-  // The tuples of the span of the window at `start`, cut at the nearest
-  // clock step on either side (tuples across it are on another clock).
-  std::vector<const FullTuple*> SpanTuples(int64_t start, EdgeWindowRecord* r) const;
+  // The tuples of a span of span_ns centred on the window at `start`, cut
+  // at the nearest clock step on either side (tuples across it are on
+  // another clock); the span taken goes into r.
+  std::vector<const FullTuple*> SpanTuples(int64_t start, int64_t span_ns, EdgeWindowRecord* r) const;
   void Close(int64_t start, const Window& w, std::vector<EdgeWindowRecord>* out);
+  // Fits the window on its own probes, for the span chooser of r's class.
+  void FeedSpanChooser(FitSpanChooser& chooser, const std::vector<PtPrTuple>& own, EdgeWindowRecord* r);
   // Every window feeds the scatter, though overlapping spans share probes:
   // fed only windows with disjoint spans, its 12 windows covered 48 s and
   // one bad window widened 24 windows' sigma (docs/estimator.md §10).
@@ -115,6 +130,8 @@ class EdgeWindows {
   std::map<int64_t, Window> windows_;  // by start; closed ones kept while a span needs them
   WindowScatterOptions scatter_options_;
   std::map<SourceClass, WindowScatter> scatter_;
+  std::optional<FitSpanChooserOptions> adaptive_span_;
+  std::map<SourceClass, FitSpanChooser> span_chooser_;
   int64_t replayed_until_ns_ = INT64_MIN;  // windows starting before this are discarded when made
 };
 

@@ -6,14 +6,16 @@
 
 namespace chronolink {
 
-std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit) {
+std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit, int64_t fit_span_ns) {
   if (!fit.ok || !std::isfinite(fit.beta_ns)) return std::nullopt;
   if (!windows_.empty()) {
     const int64_t gap = x0_ns - windows_.back().x0_ns;  // one node clock: a small difference
     if (gap <= 0 || gap > options_.max_gap_windows * window_ns_) windows_.clear();
   }
   windows_.push_back({x0_ns, fit.beta_ns});
-  if (static_cast<int>(windows_.size()) > options_.history) windows_.pop_front();
+  const double spans = std::max(1.0, static_cast<double>(fit_span_ns) / static_cast<double>(2 * window_ns_));
+  const auto history = static_cast<size_t>(std::lround(options_.history * spans));
+  while (windows_.size() > history) windows_.pop_front();
   const int n = static_cast<int>(windows_.size());
   if (n < options_.min_history) return std::nullopt;
   // Least squares beta = a + b x, x in seconds from the newest window (the

@@ -11,9 +11,12 @@
 // - What tells the bad window apart: how far the band of separating lines
 //   widens at x0 beyond the separator's own margin (uncertainty_ns -
 //   margin_ns), the freedom of the line's slope, large when the probes that
-//   bound it lie far from the window's middle; half of it is added.
-// Both were calibrated on 36 test-bed scenario runs (docs/PERFORMANCE.md
-// §3): 3 sigma covers >= 99 % of errors in 34 with the median sigma <= 3x
+//   bound it lie far from the window's middle; it is added whole (half of
+//   it, until the chosen fit spans of 2026-11-26: spans of 12 s err in
+//   stretches of several windows, and at half the excess 3 sigma missed one
+//   window in 58 in two of nine scenarios, docs/PERFORMANCE.md §3).
+// The factors were first calibrated on 36 test-bed scenario runs at 4 s
+// spans: 3 sigma covered >= 99 % of errors in 34 with the median sigma <= 3x
 // the median |error| in 33. A constant bias (delay asymmetry, stamping
 // points that differ between the ends) shows in neither and is covered only
 // by a 5 ns floor added in quadrature, and by the path asymmetry the
@@ -35,10 +38,14 @@
 namespace chronolink {
 
 struct WindowScatterOptions {
-  int history = 12;       // windows in the line
+  // Windows in the line, for fits on two windows' span: a longer span
+  // stretches it in proportion, since overlapping spans share probes and
+  // their offsets move together: the line must hold as many disjoint spans
+  // (six) or it follows the very error the scatter is to show.
+  int history = 12;
   int min_history = 5;    // no sigma before this many (three degrees of freedom)
   double tail_factor = 1.2;          // on the scatter's Gaussian-equivalent sigma
-  double band_excess_weight = 0.5;   // on the window's uncertainty_ns - margin_ns
+  double band_excess_weight = 1.0;   // on the window's uncertainty_ns - margin_ns
   double floor_ns = 5;    // added in quadrature: bias no scatter reveals
   // The one-way delay asymmetry the operator expects on the path (fwd - rev
   // within +/- this), invisible to any two-way method: it shifts the offset
@@ -66,9 +73,10 @@ class WindowScatter {
   explicit WindowScatter(int64_t window_ns, WindowScatterOptions options = {})
       : window_ns_(window_ns), options_(options) {}
 
-  // Feeds the fit of the window at x0_ns; returns its one-sigma, or nullopt
-  // while the history is too short.
-  std::optional<WindowSigma> Add(int64_t x0_ns, const LineFit& fit);
+  // Feeds the fit of the window at x0_ns, on the probes of fit_span_ns (0:
+  // two windows); returns its one-sigma, or nullopt while the history is
+  // too short.
+  std::optional<WindowSigma> Add(int64_t x0_ns, const LineFit& fit, int64_t fit_span_ns = 0);
   // A clock step or a restart: the windows before it predict nothing.
   void Reset() { windows_.clear(); }
 

@@ -28,6 +28,15 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["fit_start_ns"] = nullptr;
     j["fit_end_ns"] = nullptr;
   }
+  if (r.span_evidence) {
+    const FitSpanEvidence& s = *r.span_evidence;
+    j["fit_span_evidence"] = {{"window_noise_ns", s.window_noise_ns},
+                              {"wander_ns_per_sqrt_s", s.wander_ns_per_sqrt_s},
+                              {"best_span_ns", s.best_span_ns},
+                              {"windows", s.windows}};
+  } else {
+    j["fit_span_evidence"] = nullptr;
+  }
   j["timestamp_source"] = SourceClassName(r.source_class);
   j["timestamp_policy"] = r.source_class == SourceClass::kUserspace ? "userspace" : context.timestamp_policy;
   nlohmann::ordered_json sources = nlohmann::ordered_json::object();

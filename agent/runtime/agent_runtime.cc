@@ -173,9 +173,15 @@ void AgentRuntime::EnsureWindows(uint32_t peer) {
   wo.fit_every_probe = config_.estimation.fit_every_probe;
   WindowScatterOptions so;
   so.path_asymmetry_ns = config_.estimation.path_asymmetry_ns;
+  std::optional<FitSpanChooserOptions> adaptive;
+  if (config_.estimation.AdaptiveFitSpan()) {
+    adaptive.emplace();
+    adaptive->min_span_ns = config_.estimation.MinFitSpan();
+    adaptive->max_span_ns = config_.estimation.FitSpan();
+  }
   windows_[peer] = std::make_unique<EdgeWindows>(config_.node_id, peer, config_.estimation.window_ns,
                                                  config_.estimation.source_classes, wo, so,
-                                                 config_.estimation.FitSpan());
+                                                 config_.estimation.FitSpan(), adaptive);
 }
 
 void AgentRuntime::ApplyMembership(const std::vector<Member>& members, int64_t now_ns) {
@@ -231,12 +237,21 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
     if (r.estimate.estimator != EstimatorKind::kNone) ++windows_estimated_;
     last_records_[{r.peer, r.source_class}] = r;
     AdaptCadence(r, now_ns);
+    if (r.span_changed && r.span_evidence) LogSpanChange(r);
     spdlog::debug("window {} peer {} {}: {} beta {:.1f} ns alpha {:.3f} ppm +/- {:.1f} ns",
                   r.window_start_ns, r.peer, SourceClassName(r.source_class),
                   EstimatorKindName(r.estimate.estimator), r.estimate.fit.beta_ns,
                   r.estimate.fit.alpha * 1e6, r.estimate.fit.uncertainty_ns);
   }
   cluster_.OnWindowsClosed(records, epoch_);
+}
+
+void AgentRuntime::LogSpanChange(const EdgeWindowRecord& r) {
+  const FitSpanEvidence& e = *r.span_evidence;
+  spdlog::info("peer {} {}: fit span now {:.0f} s (a window's own fit errs {:.1f} ns, wander {:.2f} ns/sqrt(s), "
+               "over {} windows)",
+               r.peer, SourceClassName(r.source_class), static_cast<double>(e.best_span_ns) / 1e9,
+               e.window_noise_ns, e.wander_ns_per_sqrt_s, e.windows);
 }
 
 // The windows of the first configured source class (the one the cluster

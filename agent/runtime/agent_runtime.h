@@ -37,6 +37,7 @@ class AgentRuntime {
 
  private:
   void CloseWindows(int64_t now_ns, bool shutting_down);
+  void LogSpanChange(const EdgeWindowRecord& r);
   void AdaptCadence(const EdgeWindowRecord& r, int64_t now_ns);
   void EnsureWindows(uint32_t peer);
   void ApplyMembership(const std::vector<Member>& members, int64_t now_ns);

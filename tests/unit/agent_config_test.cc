@@ -175,7 +175,9 @@ TEST_F(AgentConfigTest, DefaultsWithMinimalFlags) {
   EXPECT_EQ(c.probe.followup_delay_ns, 125'000'000);
   EXPECT_EQ(c.probe.max_pending_tuples, 4096u);
   EXPECT_EQ(c.estimation.window_ns, 2'000'000'000);
-  EXPECT_EQ(c.estimation.FitSpan(), 4'000'000'000) << "two windows";
+  EXPECT_TRUE(c.estimation.AdaptiveFitSpan());
+  EXPECT_EQ(c.estimation.MinFitSpan(), 4'000'000'000) << "two windows";
+  EXPECT_EQ(c.estimation.FitSpan(), 12'000'000'000) << "six windows at the longest";
   EXPECT_EQ(c.estimation.window_grace_ns, 300'000'000);
   EXPECT_EQ(c.estimation.purity_tolerance_ns, 300);
   EXPECT_EQ(c.estimation.min_points_per_side, 8);
@@ -843,6 +845,17 @@ TEST_F(AgentConfigTest, OtherRanges) {
     const Result r = LoadMinimal({"--probe-interval-us", "300000", "--fit-span-s", "4"});
     ASSERT_TRUE(r.config.has_value()) << r.error;
     EXPECT_EQ(r.config->estimation.FitSpan(), 4'000'000'000);
+    EXPECT_FALSE(r.config->estimation.AdaptiveFitSpan()) << "a span given is fixed";
+  }
+  ExpectError(LoadMinimal({"--fit-span-max-s", "3"}), {"longest fit span 3 s", "--fit-span-max-s", "2 windows"});
+  ExpectError(LoadMinimal({"--fit-span-max-s", "17"}), {"longest fit span 17 s", "8 windows"});
+  // The shortest chosen span must hold ten intervals too.
+  ExpectError(LoadMinimal({"--probe-interval-us", "500000"}), {"fit span 4 s", "10x the probe interval"});
+  {
+    const Result r = LoadMinimal({"--fit-span-max-s", "8"});
+    ASSERT_TRUE(r.config.has_value()) << r.error;
+    EXPECT_EQ(r.config->estimation.FitSpan(), 8'000'000'000);
+    EXPECT_EQ(r.config->estimation.MinFitSpan(), 4'000'000'000);
   }
   ExpectError(LoadMinimal({"--window-grace-ms", "2000"}), {"grace", "shorter than the window"});
   ExpectError(LoadMinimal({"--window-grace-ms", "-1"}), {"grace"});
@@ -953,6 +966,8 @@ TEST_F(AgentConfigTest, DeployExamplesLoad) {
   EXPECT_EQ(r.config->probe.spacing_ns, defaults.probe.spacing_ns);
   EXPECT_EQ(r.config->probe.followup_delay_ns, 125'000'000) << "2.5 intervals";
   EXPECT_EQ(r.config->estimation.FitSpan(), defaults.estimation.FitSpan());
+  EXPECT_EQ(r.config->estimation.MinFitSpan(), defaults.estimation.MinFitSpan());
+  EXPECT_EQ(r.config->estimation.AdaptiveFitSpan(), defaults.estimation.AdaptiveFitSpan());
 
   Result etcd = Load({"--config", (deploy / "example-config-etcd.json").string(), "--key-hex", kKeyHex});
   ASSERT_TRUE(etcd.config) << etcd.error;

@@ -206,6 +206,70 @@ TEST(EdgeWindows, AClockStepCutsTheSpansBesideIt) {
   EXPECT_NEAR(after.estimate.fit.beta_ns, 50'000, 1.0);
 }
 
+// Probes every 50 ms for `windows` windows on a path whose delays queue
+// (Exp(2 us) on top of 10 us, each direction its own) and whose offset
+// random-walks wander_ns_per_sqrt_s; closes every window as the agent does.
+std::vector<EdgeWindowRecord> RunAdaptive(int windows, double wander_ns_per_sqrt_s, uint32_t seed) {
+  FitSpanChooserOptions adaptive;
+  adaptive.min_span_ns = 2 * kWindow;
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, 6 * kWindow, adaptive);
+  std::mt19937 rng(seed);
+  std::exponential_distribution<double> queue(1 / 2000.0);
+  std::normal_distribution<double> gauss;
+  double walk = 0;
+  std::vector<EdgeWindowRecord> out;
+  uint64_t seq = 0;
+  const int64_t end = kBase + windows * kWindow;
+  for (int64_t t = kBase - 3 * kWindow; t < end + 3 * kWindow; t += 50'000'000) {
+    walk += wander_ns_per_sqrt_s * std::sqrt(0.05) * gauss(rng);
+    const auto offset = static_cast<int64_t>(3'700'000 + walk);
+    FullTuple f = MakeTuple(++seq, t, offset, 10'000);
+    for (int i = 0; i < 2; ++i) {  // each probe its own queueing
+      const auto fq = static_cast<int64_t>(queue(rng)), rq = static_cast<int64_t>(queue(rng));
+      f.fwd_rx[i] = Both(f.fwd_tx[i].kernel.ns + 10'000 + fq + offset);
+      f.rev_tx[i] = Both(f.fwd_rx[i].kernel.ns + 20'000);
+      f.rev_rx[i] = Both(f.rev_tx[i].kernel.ns - offset + 10'000 + rq);
+    }
+    w.OnPairSent(t);
+    w.OnTupleFinalized(f);
+    w.CloseUpTo(w.ClosableBefore(t), &out);
+  }
+  std::erase_if(out, [&](const EdgeWindowRecord& r) { return r.window_start_ns < kBase || r.window_end_ns > end; });
+  return out;
+}
+
+TEST(EdgeWindows, AnAdaptiveSpanLengthensWhereTheOffsetOnlyJitters) {
+  const std::vector<EdgeWindowRecord> out = RunAdaptive(40, 0, 1);
+  ASSERT_EQ(out.size(), 40u);
+  int changes = 0;
+  for (const EdgeWindowRecord& r : out) {
+    changes += r.span_changed;
+    EXPECT_EQ(r.estimate.estimator, EstimatorKind::kMaxMargin);
+  }
+  EXPECT_EQ(changes, 1);
+  // Three windows before the first one out also fed the chooser.
+  EXPECT_FALSE(out[11].span_evidence.has_value()) << "15 own-window fits: too few to judge";
+  ASSERT_TRUE(out[12].span_evidence.has_value());
+  // The 16th to 19th windows each want the longer span; the 19th's fit is
+  // still on the span in force when it closed, the 20th on the new one.
+  EXPECT_TRUE(out[15].span_changed);
+  EXPECT_EQ(out[15].fit_end_ns - out[15].fit_start_ns, 2 * kWindow);
+  EXPECT_EQ(out.back().fit_end_ns - out.back().fit_start_ns, 6 * kWindow);
+  EXPECT_EQ(out.back().span_evidence->best_span_ns, 6 * kWindow);
+  EXPECT_GT(out.back().span_evidence->window_noise_ns, 0);
+}
+
+TEST(EdgeWindows, AnAdaptiveSpanStaysShortWhereTheOffsetWanders) {
+  const std::vector<EdgeWindowRecord> out = RunAdaptive(40, 300, 2);
+  ASSERT_EQ(out.size(), 40u);
+  for (const EdgeWindowRecord& r : out) {
+    EXPECT_FALSE(r.span_changed);
+    EXPECT_EQ(r.fit_end_ns - r.fit_start_ns, 2 * kWindow);
+  }
+  ASSERT_TRUE(out.back().span_evidence.has_value());
+  EXPECT_GT(out.back().span_evidence->wander_ns_per_sqrt_s, 100);
+}
+
 TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   EdgeWindowRecord r;
   r.node = 3;

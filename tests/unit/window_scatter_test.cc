@@ -108,7 +108,7 @@ TEST(WindowScatter, OneBadWindowDoesNotWidenTheNextOnes) {
 }
 
 // The window the scatter cannot tell apart: a fit whose band of separating
-// lines widens at x0 beyond its margin (its slope is loosely held) gets half
+// lines widens at x0 beyond its margin (its slope is loosely held) gets
 // that excess in quadrature.
 TEST(WindowScatter, ABandWiderThanTheMarginWidensThatWindowsSigma) {
   WindowScatterOptions o;
@@ -120,7 +120,7 @@ TEST(WindowScatter, ABandWiderThanTheMarginWidensThatWindowsSigma) {
   loose.uncertainty_ns = 1240;
   const auto sigma = s.Add(6 * kWindow, loose);
   ASSERT_TRUE(sigma.has_value());
-  EXPECT_NEAR(sigma->sigma_ns, 120, 1e-9) << "a perfect line: all of it is the band's excess";
+  EXPECT_NEAR(sigma->sigma_ns, 240, 1e-9) << "a perfect line: all of it is the band's excess";
   EXPECT_EQ(sigma->shared_ns, 0) << "each direction's own";
   LineFit tight = Fit(0, 0);
   tight.margin_ns = tight.uncertainty_ns = 1000;

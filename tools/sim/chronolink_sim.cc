@@ -99,6 +99,37 @@ ordered_json SolverJson(const SolverAccuracy& a) {
   return j;
 }
 
+// The spans the windows' fits took: fixed, or as each edge's chooser held them.
+struct SpanSummary {
+  double p10_s = 0, p50_s = 0, p90_s = 0;
+};
+SpanSummary SummariseSpans(const SimTraffic& traffic) {
+  std::vector<int64_t> spans;
+  for (const auto& w : traffic.windows) {
+    if (w.usable) spans.push_back(w.fit_span_ns);
+  }
+  if (spans.empty()) return {};
+  std::sort(spans.begin(), spans.end());
+  const auto at = [&](double q) {
+    return static_cast<double>(spans[static_cast<size_t>(q * static_cast<double>(spans.size() - 1))]) / 1e9;
+  };
+  return {at(0.1), at(0.5), at(0.9)};
+}
+
+std::string SpanText(const RunResult& r) {
+  char buf[160];
+  const SimConfig& c = r.config;
+  if (!c.AdaptiveFitSpan()) {
+    std::snprintf(buf, sizeof buf, "fits over %g s", static_cast<double>(c.FitSpan()) / 1e9);
+  } else {
+    const SpanSummary s = SummariseSpans(r.traffic);
+    std::snprintf(buf, sizeof buf, "fits over spans chosen in %g-%g s: p10 %g, p50 %g, p90 %g s",
+                  static_cast<double>(c.MinFitSpan()) / 1e9, static_cast<double>(c.FitSpan()) / 1e9, s.p10_s,
+                  s.p50_s, s.p90_s);
+  }
+  return buf;
+}
+
 ordered_json RunJson(const RunResult& r, const std::string& reference) {
   const SimConfig& c = r.config;
   const auto& w = r.report.windows;
@@ -108,7 +139,9 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
                          {"links", r.links},
                          {"windows", c.windows},
                          {"window_s", static_cast<double>(c.window_ns) / 1e9},
-                         {"fit_span_s", static_cast<double>(c.FitSpan()) / 1e9},
+                         {"fit_span_s", c.AdaptiveFitSpan() ? ordered_json(nullptr)
+                                                            : ordered_json(static_cast<double>(c.FitSpan()) / 1e9)},
+                         {"fit_span_max_s", static_cast<double>(c.FitSpan()) / 1e9},
                          {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
                          {"seed", c.seed},
                          {"offset_spread_ms", c.offset_spread_ns / 1e6},
@@ -132,6 +165,11 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
   return {{"schema", "chronolink.sim.v1"},
           {"config", config},
           {"estimates", windows},
+          {"fit_spans_s",
+           [&] {
+             const SpanSummary sp = SummariseSpans(r.traffic);
+             return ordered_json{{"p10", sp.p10_s}, {"p50", sp.p50_s}, {"p90", sp.p90_s}};
+           }()},
           {"edge_error", StatsJson(w.edge_error)},
           {"edge_sigma", CoverageJson(w.edge_sigma)},
           {"global", SolverJson(r.report.global)},
@@ -145,10 +183,10 @@ void PrintTable(const RunResult& r, const std::string& reference) {
   const SimConfig& c = r.config;
   const auto& w = r.report.windows;
   std::printf(
-      "chronolink-sim: %u nodes (k=%d, degree %d, %zu links), %d windows of %g s (fits over %g s), "
+      "chronolink-sim: %u nodes (k=%d, degree %d, %zu links), %d windows of %g s (%s), "
       "a pair every %g ms per directed edge, seed %llu, reference %s\n",
       c.nodes, c.k, r.degree, r.links, c.windows, static_cast<double>(c.window_ns) / 1e9,
-      static_cast<double>(c.FitSpan()) / 1e9, static_cast<double>(c.interval_ns) / 1e6,
+      SpanText(r).c_str(), static_cast<double>(c.interval_ns) / 1e6,
       static_cast<unsigned long long>(c.seed), reference.c_str());
   std::printf("clocks: offsets +/-%g ms, drifts +/-%g ppm, wander %g ns/sqrt(s)\n", c.offset_spread_ns / 1e6,
               c.drift_spread * 1e6, c.wander_ns_per_sqrt_s);
@@ -200,7 +238,7 @@ int main(int argc, char** argv) {
       "(docs/simulator.md)."};
   SimConfig c;
   std::vector<uint32_t> sizes;
-  double window_s = 2.0, fit_span_s = 0, interval_ms = static_cast<double>(c.interval_ns) / 1e6,
+  double window_s = 2.0, fit_span_s = 0, fit_span_max_s = static_cast<double>(c.fit_span_max_ns) / 1e9, interval_ms = static_cast<double>(c.interval_ns) / 1e6,
          spacing_us = static_cast<double>(c.spacing_ns) / 1e3;
   double offset_spread_ms = 50, drift_spread_ppm = 100, queue_mean_us = 20, burst_us = 500;
   std::vector<double> delay_us = {20, 200};
@@ -225,7 +263,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.01, 3600.0));
   app.add_option("--fit-span-s", fit_span_s,
                  "each window's fit takes the probes of this span centred on it, 1 to 8 windows; "
-                 "0: two windows, as the agent's --fit-span-s")
+                 "0: chosen per edge from 2 windows to --fit-span-max-s, as the agent's --fit-span-s")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 28800.0));
+  app.add_option("--fit-span-max-s", fit_span_max_s, "the longest chosen span, 2 to 8 windows")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 28800.0));
   app.add_option("--interval-ms", interval_ms,
@@ -290,7 +331,8 @@ int main(int argc, char** argv) {
     return 2;
   };
   c.window_ns = std::llround(window_s * 1e9);
-  c.fit_span_ns = fit_span_s > 0 ? std::llround(fit_span_s * 1e9) : 2 * c.window_ns;
+  c.fit_span_ns = std::llround(fit_span_s * 1e9);
+  c.fit_span_max_ns = std::llround(fit_span_max_s * 1e9);
   c.interval_ns = std::llround(interval_ms * 1e6);
   c.spacing_ns = std::llround(spacing_us * 1e3);
   c.offset_spread_ns = offset_spread_ms * 1e6;

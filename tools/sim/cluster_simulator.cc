@@ -67,6 +67,7 @@ SimWindow ToSimWindow(const EdgeWindowRecord& r, const SimClock& node, const Sim
   w.tuples = r.estimate.tuples;
   w.pure_forward = r.estimate.pure_forward;
   w.pure_reverse = r.estimate.pure_reverse;
+  w.fit_span_ns = r.fit_end_ns - r.fit_start_ns;
   const int64_t t = node.TrueInstant(r.x0_ns);
   w.true_beta_ns = peer.DeviationNs(t) - node.DeviationNs(t);
   return w;
@@ -85,7 +86,9 @@ std::string ValidateConfig(const SimConfig& c) {
   if (c.interval_ns < 4 * c.spacing_ns)
     return "probe interval must be at least 4 x the pair spacing (--interval-ms, --spacing-us)";
   if (c.fit_span_ns != 0 && (c.fit_span_ns < c.window_ns || c.fit_span_ns > 8 * c.window_ns))
-    return "fit span must be 0 (the window) or 1 to 8 windows (--fit-span-s)";
+    return "fit span must be 0 (chosen per edge) or 1 to 8 windows (--fit-span-s)";
+  if (c.fit_span_max_ns < 2 * c.window_ns || c.fit_span_max_ns > 8 * c.window_ns)
+    return "longest fit span must be 2 to 8 windows (--fit-span-max-s)";
   if (c.interval_ns > c.window_ns)
     return "probe interval must not exceed the window (--interval-ms, --window-s)";
   if (!(c.interval_jitter >= 0 && c.interval_jitter < 1))
@@ -139,7 +142,13 @@ std::vector<SimWindow> ClusterSimulator::SimulateEdge(uint32_t node, uint32_t pe
   // The agent told the asymmetry the simulated links have (--path-asymmetry-ns).
   WindowScatterOptions scatter;
   scatter.path_asymmetry_ns = c.asymmetry_ns;
-  EdgeWindows windows(node, peer, c.window_ns, {SourceClass::kKernel}, c.estimator, scatter, c.FitSpan());
+  std::optional<FitSpanChooserOptions> adaptive;
+  if (c.AdaptiveFitSpan()) {
+    adaptive.emplace();
+    adaptive->min_span_ns = c.MinFitSpan();
+  }
+  EdgeWindows windows(node, peer, c.window_ns, {SourceClass::kKernel}, c.estimator, scatter, c.FitSpan(),
+                      adaptive);
   TupleAssembler assembler(4096);
   std::vector<EdgeWindowRecord> records;
   const auto to_windows = [&](const FullTuple& t) { windows.OnTupleFinalized(t); };

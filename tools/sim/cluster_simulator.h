@@ -9,6 +9,7 @@
 // comes out is what the agents would export, plus the simulated truth.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -29,12 +30,19 @@ struct SimConfig {
   int k = 6;             // ProbeGraphOptions::k
   int windows = 5;       // estimation windows simulated (and reference instants solved)
   int64_t window_ns = 2'000'000'000;
-  // The agent's defaults: each window's fit takes the probes of the two
-  // windows' span centred on it (0: the window alone), a pair every 50 ms
-  // (where its adaptive cadence settles on a quiet path), both probes back
-  // to back (on veth they leave the kernel 1-3 µs apart).
-  int64_t fit_span_ns = 4'000'000'000;
-  int64_t FitSpan() const { return fit_span_ns > window_ns ? fit_span_ns : window_ns; }
+  // The agent's defaults: each window's fit takes the probes of a span
+  // centred on it, chosen per edge from two windows up to fit_span_max_ns
+  // (fit_span_ns 0; else that span, fixed), a pair every 50 ms (where its
+  // adaptive cadence settles on a quiet path), both probes back to back (on
+  // veth they leave the kernel 1-3 µs apart).
+  int64_t fit_span_ns = 0;
+  int64_t fit_span_max_ns = 12'000'000'000;
+  bool AdaptiveFitSpan() const { return fit_span_ns == 0; }
+  // The longest span a fit takes, and the shortest.
+  int64_t FitSpan() const {
+    return std::max(AdaptiveFitSpan() ? fit_span_max_ns : fit_span_ns, window_ns);
+  }
+  int64_t MinFitSpan() const { return AdaptiveFitSpan() ? std::min(2 * window_ns, FitSpan()) : FitSpan(); }
   int64_t interval_ns = 50'000'000;  // one coded pair per directed edge per interval
   double interval_jitter = 0.2;      // ± uniform fraction of the interval
   int64_t spacing_ns = 2'000;        // between the two probes of a pair
@@ -70,6 +78,7 @@ struct SimWindow {
   int pure_forward = 0;
   int pure_reverse = 0;
   double true_beta_ns = 0;  // true peer − node at x0
+  int64_t fit_span_ns = 0;  // the probes the fit took (fit_end - fit_start)
 };
 
 struct SimTraffic {

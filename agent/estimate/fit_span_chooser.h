@@ -1,0 +1,90 @@
+// How long a span each window's fit of one edge should take, from what the
+// edge's own windows show (docs/estimator.md §10). A longer span gives the
+// fit more pairs, so less noise, but the line then has to follow the clocks
+// for longer, and clock wander it cannot follow adds error:
+//   variance(S) = noise_W^2 * W / S  +  0.15 * w^2 * S
+// for a span S, the window W, the noise of a fit on one window's own probes
+// noise_W, and the wander w (ns/sqrt(s), a random walk of the offset):
+// chronolink-sim measured a span's wander error as p99 = w sqrt(S), a
+// Gaussian's 0.15 w^2 S. The noise term assumes a fit's variance falls only
+// as 1 / pairs; the max-margin line rests on the least-queued probes and
+// does better, so the model errs towards shorter spans.
+//
+// Both unknowns come from the same fits: every window is also fitted on its
+// own probes alone (disjoint windows, independent errors), and the second
+// differences of those offsets at lag m windows,
+//   D2(m) = beta[k+m] - 2 beta[k] + beta[k-m],
+// have variance 6 noise_W^2 + 2 w^2 m W: a constant drift cancels, the
+// noise does not grow with the lag, the wander does. A least-squares line
+// through their variances (mean squares, clipped at 4 sigma against a bad
+// window; each weighted by its precision) at lags 1, 2, 4 and 8 over the
+// last 128 windows gives both. The span minimising variance(S), in whole windows within
+// [min, max], is taken once it beats the current span's by a tenth.
+//
+// Until 16 windows are in (32 s of 2 s windows), the shortest span: what the
+// agent took before it chose, and what errs least where the clocks wander.
+// Started at the longest, chronolink-sim's runs of 240 s with wander 20-50
+// ns/sqrt(s) erred 20 % more at p99, all of it in those first windows.
+// Pure: no clocks, no I/O.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+
+#include "agent/estimate/max_margin_fit.h"
+
+namespace chronolink {
+
+struct FitSpanChooserOptions {
+  int64_t min_span_ns = 4'000'000'000;
+  int64_t max_span_ns = 12'000'000'000;
+  int history = 128;     // own-window fits kept (256 s of 2 s windows)
+  int min_history = 16;  // no choice before this many
+  double switch_gain = 1.1;  // the new span's variance must beat the current's by this factor
+  // ... in this many windows in a row, each wanting a longer (or each a
+  // shorter) span: one window's estimate from a short history is noisy.
+  int confirm_windows = 4;
+};
+
+// What the last choice rested on (edges.jsonl, the agent's log).
+struct FitSpanEvidence {
+  double window_noise_ns = 0;        // one-sigma of a fit on one window's own probes
+  double wander_ns_per_sqrt_s = 0;   // the offset's random walk
+  int64_t best_span_ns = 0;          // variance(S)'s minimum, in whole windows within the range
+  int windows = 0;                   // own-window fits it rests on
+};
+
+class FitSpanChooser {
+ public:
+  FitSpanChooser(int64_t window_ns, FitSpanChooserOptions options);
+
+  // Feeds the fit of the window at x0_ns on its own probes (a failed fit is
+  // skipped; a gap of more than 4 windows restarts the history). Returns
+  // true when the span changed.
+  bool Add(int64_t x0_ns, const LineFit& own_window_fit);
+  // A clock step: the offsets before it predict nothing; back to the
+  // shortest span until the history says otherwise.
+  void Reset();
+
+  int64_t span_ns() const { return span_ns_; }
+  const std::optional<FitSpanEvidence>& evidence() const { return evidence_; }
+  // The model above: predicted variance of a fit on a span of span_ns.
+  static double SpanVariance(const FitSpanEvidence& e, int64_t window_ns, int64_t span_ns);
+
+ private:
+  std::optional<FitSpanEvidence> Estimate() const;
+
+  int64_t window_ns_;
+  FitSpanChooserOptions options_;
+  int64_t span_ns_;
+  struct Fit {
+    int64_t x0_ns;
+    double beta_ns;
+  };
+  std::deque<Fit> fits_;
+  std::optional<FitSpanEvidence> evidence_;
+  int wanting_ = 0;  // windows in a row that wanted a longer (> 0) or shorter (< 0) span
+};
+
+}  // namespace chronolink

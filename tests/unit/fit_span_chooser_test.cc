@@ -1,0 +1,149 @@
+// The per-edge fit span: long where the window offsets show only noise,
+// short where the clocks wander (and after a change of clock: long, then
+// short again), from the second differences of fits on
+// each window's own probes.
+#include "agent/estimate/fit_span_chooser.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace chronolink {
+namespace {
+
+constexpr int64_t kWindow = 2'000'000'000;
+constexpr int64_t kStart = 1'790'000'000'000'000'000;
+
+LineFit Fit(double beta_ns) {
+  LineFit f;
+  f.ok = true;
+  f.beta_ns = beta_ns;
+  return f;
+}
+
+FitSpanChooserOptions Range() {
+  FitSpanChooserOptions o;
+  o.min_span_ns = 2 * kWindow;
+  o.max_span_ns = 6 * kWindow;
+  return o;
+}
+
+// Window offsets: a constant drift, a random walk of wander_ns_per_sqrt_s,
+// and independent fit noise of noise_ns; returns whether the span changed
+// at any window and leaves the chooser after `windows` windows.
+bool Feed(FitSpanChooser* chooser, int windows, double noise_ns, double wander_ns_per_sqrt_s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> gauss;
+  const double drift = 37e-6, step_s = static_cast<double>(kWindow) / 1e9;
+  double walk = 0;
+  bool changed = false;
+  for (int k = 0; k < windows; ++k) {
+    walk += wander_ns_per_sqrt_s * std::sqrt(step_s) * gauss(rng);
+    const double beta = 4.2e6 + drift * static_cast<double>(k) * static_cast<double>(kWindow) + walk +
+                        noise_ns * gauss(rng);
+    changed |= chooser->Add(kStart + k * kWindow + kWindow / 2, Fit(beta));
+  }
+  return changed;
+}
+
+TEST(FitSpanChooser, TakesTheShortestSpanUntilItHasSeenEnoughWindows) {
+  FitSpanChooser c(kWindow, Range());
+  EXPECT_EQ(c.span_ns(), 2 * kWindow);
+  EXPECT_FALSE(Feed(&c, 15, 20, 0, 1)) << "15 windows: min_history is 16";
+  EXPECT_EQ(c.span_ns(), 2 * kWindow);
+  EXPECT_FALSE(c.evidence().has_value());
+}
+
+TEST(FitSpanChooser, TakesTheLongestSpanWhereTheOffsetsShowOnlyNoise) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    FitSpanChooser c(kWindow, Range());
+    EXPECT_TRUE(Feed(&c, 64, 20, 0, seed)) << seed;
+    EXPECT_EQ(c.span_ns(), 6 * kWindow) << seed;
+    ASSERT_TRUE(c.evidence().has_value());
+    EXPECT_GT(c.evidence()->window_noise_ns, 10) << seed;
+    EXPECT_LT(c.evidence()->window_noise_ns, 40) << seed;
+    EXPECT_EQ(c.evidence()->windows, 64);
+  }
+}
+
+TEST(FitSpanChooser, KeepsTheShortestSpanWhereTheClocksWander) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    FitSpanChooser c(kWindow, Range());
+    EXPECT_FALSE(Feed(&c, 64, 5, 40, seed)) << seed;
+    EXPECT_EQ(c.span_ns(), 2 * kWindow) << seed;
+    ASSERT_TRUE(c.evidence().has_value());
+    EXPECT_GT(c.evidence()->wander_ns_per_sqrt_s, 20) << seed;
+    EXPECT_LT(c.evidence()->wander_ns_per_sqrt_s, 80) << seed;
+  }
+}
+
+// Between the two, what the chooser rests on: the noise and the wander
+// come out within a factor of two of what was put in.
+TEST(FitSpanChooser, SeparatesNoiseFromWander) {
+  for (uint32_t seed : {4u, 5u, 6u, 7u}) {
+    FitSpanChooser c(kWindow, Range());
+    Feed(&c, 128, 40, 20, seed);
+    ASSERT_TRUE(c.evidence().has_value());
+    EXPECT_GT(c.evidence()->window_noise_ns, 20) << seed;
+    EXPECT_LT(c.evidence()->window_noise_ns, 80) << seed;
+    EXPECT_GT(c.evidence()->wander_ns_per_sqrt_s, 10) << seed;
+    EXPECT_LT(c.evidence()->wander_ns_per_sqrt_s, 40) << seed;
+  }
+}
+
+TEST(FitSpanChooser, ShortensTheSpanAgainWhenTheClocksStartToWander) {
+  FitSpanChooser c(kWindow, Range());
+  Feed(&c, 64, 20, 0, 8);
+  ASSERT_EQ(c.span_ns(), 6 * kWindow);
+  // The same edge, later: a clock that wanders (a new history, after a gap).
+  std::mt19937 rng(9);
+  std::normal_distribution<double> gauss;
+  double walk = 0;
+  bool changed = false;
+  for (int k = 100; k < 228; ++k) {
+    walk += 40 * std::sqrt(2.0) * gauss(rng);
+    changed |= c.Add(kStart + k * kWindow + kWindow / 2, Fit(4.2e6 + walk + 5 * gauss(rng)));
+  }
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(c.span_ns(), 2 * kWindow);
+}
+
+TEST(FitSpanChooser, SkipsFailedFitsAndRestartsAfterAGap) {
+  FitSpanChooser c(kWindow, Range());
+  Feed(&c, 10, 5, 0, 5);
+  LineFit failed;
+  failed.ok = false;
+  EXPECT_FALSE(c.Add(kStart + 10 * kWindow + kWindow / 2, failed));
+  LineFit nan = Fit(std::nan(""));
+  EXPECT_FALSE(c.Add(kStart + 11 * kWindow + kWindow / 2, nan));
+  // Six windows later: a gap of more than four windows, the history restarts.
+  for (int k = 16; k < 31; ++k) c.Add(kStart + k * kWindow + kWindow / 2, Fit(4.2e6));
+  EXPECT_FALSE(c.evidence().has_value()) << "15 windows since the gap";
+  c.Add(kStart + 31 * kWindow + kWindow / 2, Fit(4.2e6));
+  EXPECT_TRUE(c.evidence().has_value());
+}
+
+TEST(FitSpanChooser, AClockStepGoesBackToTheShortestSpan) {
+  FitSpanChooser c(kWindow, Range());
+  Feed(&c, 64, 20, 0, 10);
+  ASSERT_EQ(c.span_ns(), 6 * kWindow);
+  c.Reset();
+  EXPECT_EQ(c.span_ns(), 2 * kWindow);
+  EXPECT_FALSE(c.evidence().has_value());
+}
+
+TEST(FitSpanChooser, SpanVarianceIsLeastWhereNoiseAndWanderTermsMeet) {
+  FitSpanEvidence e;
+  e.window_noise_ns = 30;
+  e.wander_ns_per_sqrt_s = 10;
+  const double best_s = std::sqrt(30.0 * 30.0 * 2 / (10.0 * 10.0 / (2.576 * 2.576)));
+  const auto at = [&](double s) { return FitSpanChooser::SpanVariance(e, kWindow, std::llround(s * 1e9)); };
+  EXPECT_LT(at(best_s), at(best_s * 0.8));
+  EXPECT_LT(at(best_s), at(best_s * 1.25));
+  e.wander_ns_per_sqrt_s = 0;
+  EXPECT_LT(at(16), at(4)) << "without wander, longer is always better";
+}
+
+}  // namespace
+}  // namespace chronolink
