@@ -19,6 +19,12 @@ under_ci() {
 
 scripts/install-deps.sh
 scripts/build.sh
+# The probe-loss tool pins its counters on the bpffs at /sys/fs/bpf, which a
+# fresh container may lack, and which it cannot mount itself from inside
+# `ip netns exec`.
+if [ "$(id -u)" -eq 0 ] && [ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" != bpf_fs ]; then
+  mount -t bpf bpf /sys/fs/bpf || echo "test: no bpffs at /sys/fs/bpf and mounting one failed" >&2
+fi
 echo "== unit and integration tests (the gpu-labelled tests need a GPU: scripts/test-gpu.sh)"
 log="$BUILD_DIR/ctest.log"
 status=0

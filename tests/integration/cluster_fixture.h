@@ -74,9 +74,13 @@ class ClusterFixture : public TestbedFixture {
   }
 
   // Cheap probing (10 ms) so that six agents fit on a loaded 2-core machine.
+  // Spans of at most 4 s: these runs are about what the cluster does with
+  // its windows, most last under the 32 s an edge takes to choose a longer
+  // span (docs/estimator.md §10), and the longest span is what delays every
+  // window's record (5 s at the default 12 s, 1 s at 4 s).
   pid_t Start(int node, double duration_s, std::vector<std::string> args) {
-    args.insert(args.end(), {"--probe-interval-us", "10000", "--clock-page", PagePath(node),
-                             "--log-level", "info"});
+    args.insert(args.end(), {"--probe-interval-us", "10000", "--fit-span-max-s", "4", "--clock-page",
+                             PagePath(node), "--log-level", "info"});
     AgentSpec spec{node, clocks_[node - 1], duration_s, args};
     spec.cluster_file = !addresses_from_etcd_;
     return StartAgent(spec);
