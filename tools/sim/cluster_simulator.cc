@@ -87,8 +87,8 @@ std::string ValidateConfig(const SimConfig& c) {
     return "probe interval must be at least 4 x the pair spacing (--interval-ms, --spacing-us)";
   if (c.fit_span_ns != 0 && (c.fit_span_ns < c.window_ns || c.fit_span_ns > 8 * c.window_ns))
     return "fit span must be 0 (chosen per edge) or 1 to 8 windows (--fit-span-s)";
-  if (c.fit_span_max_ns < 2 * c.window_ns || c.fit_span_max_ns > 8 * c.window_ns)
-    return "longest fit span must be 2 to 8 windows (--fit-span-max-s)";
+  if (c.fit_span_max_ns != 0 && (c.fit_span_max_ns < 2 * c.window_ns || c.fit_span_max_ns > 8 * c.window_ns))
+    return "longest fit span must be 0 (six windows) or 2 to 8 windows (--fit-span-max-s)";
   if (c.interval_ns > c.window_ns)
     return "probe interval must not exceed the window (--interval-ms, --window-s)";
   if (!(c.interval_jitter >= 0 && c.interval_jitter < 1))

@@ -36,11 +36,12 @@ struct SimConfig {
   // adaptive cadence settles on a quiet path), both probes back to back (on
   // veth they leave the kernel 1-3 µs apart).
   int64_t fit_span_ns = 0;
-  int64_t fit_span_max_ns = 12'000'000'000;
+  int64_t fit_span_max_ns = 0;  // 0: six windows, as the agent's --fit-span-max-s
   bool AdaptiveFitSpan() const { return fit_span_ns == 0; }
   // The longest span a fit takes, and the shortest.
   int64_t FitSpan() const {
-    return std::max(AdaptiveFitSpan() ? fit_span_max_ns : fit_span_ns, window_ns);
+    if (!AdaptiveFitSpan()) return std::max(fit_span_ns, window_ns);
+    return fit_span_max_ns > 0 ? fit_span_max_ns : 6 * window_ns;
   }
   int64_t MinFitSpan() const { return AdaptiveFitSpan() ? std::min(2 * window_ns, FitSpan()) : FitSpan(); }
   int64_t interval_ns = 50'000'000;  // one coded pair per directed edge per interval
