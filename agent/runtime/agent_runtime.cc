@@ -406,6 +406,18 @@ std::string AgentRuntime::RenderMetrics() const {
                 t.Sample("chronolink_edge_uncertainty_ns", l,
                          fitted(r) ? r.estimate.fit.uncertainty_ns : nan);
               });
+  edge_family("chronolink_edge_sigma_ns",
+              "One-sigma error of the latest window's offset, what the cluster solve weights by (ns; NaN until "
+              "the edge has the history for it)",
+              [&](const EdgeWindowRecord& r, const PrometheusText::Labels& l) {
+                t.Sample("chronolink_edge_sigma_ns", l, fitted(r) && r.sigma_ns > 0 ? r.sigma_ns : nan);
+              });
+  edge_family("chronolink_edge_fit_span_seconds",
+              "Span of the probes the latest window's fit took (s): chosen per edge, or --fit-span-s",
+              [&](const EdgeWindowRecord& r, const PrometheusText::Labels& l) {
+                t.Sample("chronolink_edge_fit_span_seconds", l,
+                         fitted(r) ? static_cast<double>(r.fit_end_ns - r.fit_start_ns) / 1e9 : nan);
+              });
   edge_family("chronolink_edge_pure_pair_ratio", "Pure pairs / pairs sent in the latest window",
               [&](const EdgeWindowRecord& r, PrometheusText::Labels l) {
                 const double sent = static_cast<double>(std::max<int64_t>(1, r.counts.pairs_sent));
