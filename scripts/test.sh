@@ -38,7 +38,10 @@ trap 'kill "$fuzz_pid" 2>/dev/null || true' EXIT
 echo "== unit and integration tests (the gpu-labelled tests need a GPU: scripts/test-gpu.sh)"
 log="$BUILD_DIR/ctest.log"
 status=0
-(cd "$BUILD_DIR" && ctest --output-on-failure --timeout 300 -j 1 -LE gpu) 2>&1 | tee "$log" || status=$?
+# As many tests at once as there are cores, except the privileged
+# integration tests (RUN_SERIAL: each runs alone, for the CPU its timing
+# bounds assume).
+(cd "$BUILD_DIR" && ctest --output-on-failure --timeout 300 -j "${TEST_JOBS:-$(nproc)}" -LE gpu) 2>&1 | tee "$log" || status=$?
 echo "== waiting for the fuzz stage"
 fuzz_status=0
 wait "$fuzz_pid" || fuzz_status=$?
