@@ -32,9 +32,11 @@ fi
 # else wants it, so the tests run as they would alone. Run one after the
 # other, the two took 35 min of a 2-core CI machine (docs/testbed.md).
 echo "== fuzzing every decoder of untrusted bytes, ${FUZZ_SECONDS:-10} s each, in the background (log: $BUILD_DIR/fuzz-run.log)"
-FUZZ_SECONDS="${FUZZ_SECONDS:-10}" timeout 2400 nice -n 19 scripts/run-fuzz.sh >"$BUILD_DIR/fuzz-run.log" 2>&1 &
+# In a session of its own, so that an interrupted run stops all of it (the
+# compilers and fuzzers too, not only the script).
+FUZZ_SECONDS="${FUZZ_SECONDS:-10}" setsid timeout 2400 nice -n 19 scripts/run-fuzz.sh >"$BUILD_DIR/fuzz-run.log" 2>&1 &
 fuzz_pid=$!
-trap 'kill "$fuzz_pid" 2>/dev/null || true' EXIT
+trap 'kill -TERM -- "-$fuzz_pid" 2>/dev/null || true' EXIT
 echo "== unit and integration tests (the gpu-labelled tests need a GPU: scripts/test-gpu.sh)"
 log="$BUILD_DIR/ctest.log"
 status=0
