@@ -13,6 +13,7 @@
 
 #include "agent/clock/timestamp.h"
 #include "agent/clock/virtual_clock.h"
+#include "agent/estimate/fit_span_range.h"
 #include "agent/wire/probe_codec.h"
 
 namespace chronolink {
@@ -85,20 +86,17 @@ struct EstimationSettings {
   // the 80 pairs a fit had at 25 ms, up to fit_span_max_ns; else fixed.
   int64_t fit_span_ns = 0;
   int64_t fit_span_max_ns = 0;  // 0: six windows
-  bool AdaptiveFitSpan() const { return fit_span_ns == 0; }
-  // The shortest span a fit takes, and the longest: what sets when a
-  // window's record comes ((longest - window) / 2 after its end).
-  int64_t MinFitSpan() const { return fit_span_ns > 0 ? fit_span_ns : std::min(2 * window_ns, FitSpan()); }
+  FitSpanRange FitSpans() const { return FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns); }
+  bool AdaptiveFitSpan() const { return FitSpans().chosen; }
+  // The shortest span a fit takes, and the longest (FitSpan()).
+  int64_t MinFitSpan() const { return FitSpans().shortest_ns; }
   int64_t window_grace_ns = 300'000'000;  // wait this long past window end for late stamps
   int64_t purity_tolerance_ns = 300;
   int min_points_per_side = 8;
   bool fit_every_probe = true;  // --estimate-points every|pure
   double path_asymmetry_ns = 0;  // --path-asymmetry-ns: counted in sigma_ns
   std::vector<SourceClass> source_classes = {SourceClass::kKernel};
-  int64_t FitSpan() const {
-    if (fit_span_ns > 0) return fit_span_ns;
-    return fit_span_max_ns > 0 ? fit_span_max_ns : 6 * window_ns;
-  }
+  int64_t FitSpan() const { return FitSpans().longest_ns; }
 };
 
 // How nodes find each other and elect the leader (docs/cluster.md).

@@ -32,6 +32,7 @@
 #include <deque>
 #include <optional>
 
+#include "agent/estimate/fit_span_range.h"
 #include "agent/estimate/max_margin_fit.h"
 
 namespace chronolink {
@@ -46,6 +47,15 @@ struct FitSpanChooserOptions {
   // shorter) span: one window's estimate from a short history is noisy.
   int confirm_windows = 4;
 };
+
+// The chooser an edge with these spans needs: none where the span is fixed,
+// else one that starts at the shortest (its longest is EdgeWindows' own).
+inline std::optional<FitSpanChooserOptions> ChooserOptionsFor(const FitSpanRange& spans) {
+  if (!spans.chosen) return std::nullopt;
+  FitSpanChooserOptions o;
+  o.min_span_ns = spans.shortest_ns;
+  return o;
+}
 
 // What the last choice rested on (edges.jsonl, the agent's log).
 struct FitSpanEvidence {

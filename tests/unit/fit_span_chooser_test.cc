@@ -145,5 +145,26 @@ TEST(FitSpanChooser, SpanVarianceIsLeastWhereNoiseAndWanderTermsMeet) {
   EXPECT_LT(at(16), at(4)) << "without wander, longer is always better";
 }
 
+// The rule the agent's config and chronolink-sim share.
+TEST(FitSpanRange, FixedOrChosenFromTwoWindowsToALongest) {
+  const int64_t w = 2'000'000'000;
+  const FitSpanRange fixed = FitSpanRange::Of(w, 3 * w, 0);
+  EXPECT_FALSE(fixed.chosen);
+  EXPECT_EQ(fixed.shortest_ns, 3 * w);
+  EXPECT_EQ(fixed.longest_ns, 3 * w);
+  EXPECT_FALSE(ChooserOptionsFor(fixed).has_value());
+
+  const FitSpanRange chosen = FitSpanRange::Of(w, 0, 0);
+  EXPECT_TRUE(chosen.chosen);
+  EXPECT_EQ(chosen.shortest_ns, 2 * w);
+  EXPECT_EQ(chosen.longest_ns, 6 * w);
+  ASSERT_TRUE(ChooserOptionsFor(chosen).has_value());
+  EXPECT_EQ(ChooserOptionsFor(chosen)->min_span_ns, 2 * w);
+
+  EXPECT_EQ(FitSpanRange::Of(w, 0, 4 * w).longest_ns, 4 * w);
+  // A longest under two windows is the shortest too.
+  EXPECT_EQ(FitSpanRange::Of(w, 0, w).shortest_ns, w);
+}
+
 }  // namespace
 }  // namespace chronolink

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "agent/cluster/probe_graph.h"
+#include "agent/estimate/fit_span_range.h"
 #include "agent/estimate/window_estimator.h"
 #include "agent/solve/global_solver.h"
 #include "tools/sim/sim_clock.h"
@@ -37,13 +38,11 @@ struct SimConfig {
   // veth they leave the kernel 1-3 µs apart).
   int64_t fit_span_ns = 0;
   int64_t fit_span_max_ns = 0;  // 0: six windows, as the agent's --fit-span-max-s
-  bool AdaptiveFitSpan() const { return fit_span_ns == 0; }
+  FitSpanRange FitSpans() const { return FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns); }
+  bool AdaptiveFitSpan() const { return FitSpans().chosen; }
   // The longest span a fit takes, and the shortest.
-  int64_t FitSpan() const {
-    if (!AdaptiveFitSpan()) return std::max(fit_span_ns, window_ns);
-    return fit_span_max_ns > 0 ? fit_span_max_ns : 6 * window_ns;
-  }
-  int64_t MinFitSpan() const { return AdaptiveFitSpan() ? std::min(2 * window_ns, FitSpan()) : FitSpan(); }
+  int64_t FitSpan() const { return FitSpans().longest_ns; }
+  int64_t MinFitSpan() const { return FitSpans().shortest_ns; }
   int64_t interval_ns = 50'000'000;  // one coded pair per directed edge per interval
   double interval_jitter = 0.2;      // ± uniform fraction of the interval
   int64_t spacing_ns = 2'000;        // between the two probes of a pair

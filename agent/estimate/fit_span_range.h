@@ -1,0 +1,29 @@
+// The rule for how long a window's fit reaches, which the agent's config and
+// chronolink-sim share (docs/estimator.md §10): a span > 0 is fixed; 0 has
+// each edge choose it (fit_span_chooser.h) from two windows up to a longest,
+// by default six windows. Pure arithmetic.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace chronolink {
+
+struct FitSpanRange {
+  bool chosen = true;
+  int64_t shortest_ns = 0;
+  // What sets when a window's record comes: (longest - window) / 2 after
+  // its end, whatever span it took.
+  int64_t longest_ns = 0;
+
+  static FitSpanRange Of(int64_t window_ns, int64_t fit_span_ns, int64_t max_span_ns) {
+    if (fit_span_ns > 0) {
+      const int64_t fixed = std::max(fit_span_ns, window_ns);
+      return {false, fixed, fixed};
+    }
+    const int64_t longest = max_span_ns > 0 ? max_span_ns : 6 * window_ns;
+    return {true, std::min(2 * window_ns, longest), longest};
+  }
+};
+
+}  // namespace chronolink
