@@ -29,8 +29,8 @@ fi
 # FUZZ_SECONDS) runs beside the tests at the lowest CPU priority: most of the
 # integration tests' time is agents probing at 20 pairs a second, which
 # leaves a core idle, and a nice-19 process takes a CPU only when nothing
-# else wants it, so the tests run as they would alone. Run one after the
-# other, the two took 35 min of a 2-core CI machine (docs/testbed.md).
+# else wants it, so the tests run as they would alone. With the two one
+# after the other, the whole CI run took 35.7 min on 2 cores (docs/testbed.md).
 echo "== fuzzing every decoder of untrusted bytes, ${FUZZ_SECONDS:-10} s each, in the background (log: $BUILD_DIR/fuzz-run.log)"
 # In a session of its own, so that an interrupted run stops all of it (the
 # compilers and fuzzers too, not only the script).
