@@ -4,7 +4,6 @@
 // cluster file and the key file.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
