@@ -232,6 +232,15 @@ std::string EffectiveConfigJson(const AgentConfig& c) {
   return j.dump(2);
 }
 
+int64_t SolveLagNs(const AgentConfig& c) {
+  return c.estimation.FitSpan() / 2 + c.estimation.window_grace_ns + c.cluster_settings.solve_delay_ns;
+}
+
+int64_t SolutionLifetimeNs(const AgentConfig& c) {
+  constexpr int64_t kSolvesMissed = 5;
+  return SolveLagNs(c) + kSolvesMissed * c.estimation.window_ns;
+}
+
 std::string_view CoordinationBackendName(CoordinationBackend b) {
   switch (b) {
     case CoordinationBackend::kNone: return "none";

@@ -173,6 +173,17 @@ struct AgentConfig {
   std::vector<std::string> warnings;
 };
 
+// How long after its reference instant T (a window's centre) the leader
+// solves it: the windows around T are recorded once the longest fit span
+// centred on them has ended, then come their grace and the wait for
+// summaries to travel (docs/leader.md).
+int64_t SolveLagNs(const AgentConfig& config);
+// How long after T its solution is still used (the clock page, etcd's
+// offsets/latest): the solve's lag and then five windows, so that a running
+// agent's page never lapses between solves, whatever its fit span, and
+// lapses once five solves in a row have not come.
+int64_t SolutionLifetimeNs(const AgentConfig& config);
+
 // Parses argv (flags), the environment and the config file; on any problem
 // returns nullopt with a human-readable message in *error (and for --help,
 // nullopt with *exit_code 0 and the help text in *error).

@@ -17,11 +17,6 @@ constexpr auto kTick = std::chrono::milliseconds(100);
 constexpr int64_t kMinBackoffNs = 100'000'000;
 constexpr int64_t kMaxBackoffNs = 2'000'000'000;
 constexpr size_t kWindowsPerTick = 256;
-// As long as a clock page trusts a solution (ClusterService): older offsets
-// are of no use to a reader, and refusing them bounds what a replay of an
-// authentic snapshot can do.
-constexpr int64_t kOffsetsValidWindows = 5;
-
 // A new term replaces what an old leader said; within a term a newer
 // instant does, or a later solve of the same instant.
 bool Supersedes(const OffsetsSnapshot& candidate, int64_t candidate_term, const std::optional<OffsetsSnapshot>& held,
@@ -38,7 +33,10 @@ int64_t RealtimeNs() { return ReadClockNs(CLOCK_REALTIME); }
 EtcdDateLimits DateLimits(const AgentConfig& config) {
   EtcdDateLimits limits;
   limits.max_age_ns = config.cluster_settings.retention_ns;
-  limits.offsets_max_age_ns = kOffsetsValidWindows * config.estimation.window_ns;
+  // As long as a clock page trusts a solution: older offsets are of no use
+  // to a reader, and refusing them bounds what a replay of an authentic
+  // snapshot can do.
+  limits.offsets_max_age_ns = SolutionLifetimeNs(config);
   return limits;
 }
 

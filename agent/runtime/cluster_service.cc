@@ -14,7 +14,6 @@ constexpr auto kLeaderTick = std::chrono::milliseconds(100);
 // The page's uncertainty grows by this much per ns of extrapolation: 0.1 ppm
 // covers the wander of a crystal over a few windows (docs/formats.md).
 constexpr int64_t kPageGrowthPpt = 100'000;
-constexpr int kPageValidWindows = 5;
 
 ClusterLeaderOptions LeaderOptions(const AgentConfig& c) {
   const ClusterSettings& cs = c.cluster_settings;
@@ -24,8 +23,7 @@ ClusterLeaderOptions LeaderOptions(const AgentConfig& c) {
   // Two windows either side: an instant falls back on a neighbour's window
   // when its own is missing.
   o.solver.validity_horizon_ns = 2 * c.estimation.window_ns;
-  // A window's record comes once its fit span has ended, half a span after its x0.
-  o.ready_after_ns = c.estimation.FitSpan() / 2 + c.estimation.window_grace_ns + cs.solve_delay_ns;
+  o.ready_after_ns = SolveLagNs(c);
   o.retention_ns = cs.retention_ns;
   o.backfill_ns = std::max<int64_t>(3 * c.estimation.window_ns, 2 * cs.lease_ttl_s * 1'000'000'000);
   o.late_settle_ns = std::max<int64_t>(1'000'000'000, c.estimation.window_ns / 2);
@@ -128,8 +126,8 @@ void ClusterService::RefreshClockPage() {
   if (!page_open_) return;
   const NodeSolution* mine = latest_->Find(config_.node_id);
   if (mine == nullptr) return;
-  ClockMapping m = MappingFromSolution(*mine, latest_->reference_instant_ns,
-                                       kPageValidWindows * config_.estimation.window_ns, kPageGrowthPpt);
+  ClockMapping m = MappingFromSolution(*mine, latest_->reference_instant_ns, SolutionLifetimeNs(config_),
+                                       kPageGrowthPpt);
   // Solved on windows from before our clock stepped: not ours any more.
   if (m.valid && m.local_ref_ns < page_held_until_ns_) return;
   PublishOnPage(m);

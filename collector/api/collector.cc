@@ -209,6 +209,7 @@ void Collector::ReadClockPage() {
   }
   page_state_ = state;
   if (state != "ok") {
+    if (page_mapping_valid_) ++page_lapses_;  // a mapping read "ok" is gone
     page_mapping_valid_ = false;  // never record a stale or torn mapping
     // A restarted agent may have made a new page file: map it afresh next time.
     page_reader_.Close();
@@ -320,6 +321,7 @@ CollectorStatus Collector::Status() const {
   s.snapshot_read_failures = read_failures_;
   s.last_read_failure = last_read_failure_;
   s.clock_page_state = page_state_;
+  s.clock_page_lapses = page_lapses_;
   s.running = running_;
   return s;
 }

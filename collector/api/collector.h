@@ -47,6 +47,8 @@ struct CollectorStatus {
   // The agent's clock page: "none", "ok", "absent", "invalid" (no solved
   // mapping yet), "stale" (agent stopped), "busy" (writer died mid-update).
   std::string clock_page_state = "none";
+  // Times the page went from "ok" to any other state: 0 while its agent runs.
+  uint64_t clock_page_lapses = 0;
   bool running = false;
 };
 
@@ -121,6 +123,7 @@ class Collector {
   ClockMappingReader page_reader_;
   bool page_open_ = false;
   std::string page_state_ = "none";
+  uint64_t page_lapses_ = 0;
   ClockMapping page_mapping_{};
   bool page_mapping_valid_ = false;
 

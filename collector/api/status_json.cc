@@ -35,6 +35,7 @@ nlohmann::json StatusJson(const CollectorStatus& s) {
           {"snapshot_read_failures", s.snapshot_read_failures},
           {"last_read_failure", s.last_read_failure},
           {"clock_page", s.clock_page_state},
+          {"clock_page_lapses", s.clock_page_lapses},
           {"running", s.running}};
 }
 

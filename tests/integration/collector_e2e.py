@@ -13,7 +13,7 @@ the run, and every GPU event's aligned start and end minus its true instant
 must have p99 <= 1 µs and lie within the event's own reported bound
 (`chronolink_bound_ns`: the correction's bound plus the collector's GPU ->
 host bound) for >= 99 % of events. The collectors also read their agent's
-clock page: each must have seen it "ok", and `align --recorded-mapping`
+clock page: each must have seen it "ok" and never lapse, and `align --recorded-mapping`
 (no offsets file: each host's recorded page mapping) must keep p99 <= 5 µs
 and >= 99 % within the bound.
 
@@ -139,6 +139,9 @@ def main(argv=None) -> int:
             st = json.load(open(st_path))
             check(st.get("clock_page") == "ok", f"node {n}: the collector read its agent's clock page "
                   f"({st.get('clock_page')})", failures)
+            # The agents ran throughout: their pages must never have gone stale between solves.
+            check(st.get("clock_page_lapses") == 0, f"node {n}: the clock page never lapsed while its agent ran "
+                  f"({st.get('clock_page_lapses')} lapses)", failures)
     offsets = [pth for pth in (os.path.join(out, f"node{i}", "offsets.jsonl") for i in range(1, NODES + 1))
                if os.path.exists(pth) and os.path.getsize(pth) > 0]
     hosts = []

@@ -833,6 +833,31 @@ TEST_F(AgentConfigTest, AdaptiveCadenceRangeAndTargets) {
   ExpectError(LoadMinimal({"--probe-target-uncertainty-ns", "-1"}), {"target uncertainty", "--probe-target-uncertainty-ns"});
 }
 
+// A solution is published about SolveLagNs after its instant T; the clock
+// page keeps it until T + SolutionLifetimeNs. The next solve (one window
+// later) must land well inside that, whatever the windows and fit spans:
+// with five windows counted from T, a 1 s window's 6 s longest span left
+// 0.7 s, and collectors saw their page lapse every window.
+TEST_F(AgentConfigTest, ASolutionOutlivesTheNextSolveByFourWindows) {
+  const std::vector<std::vector<std::string>> setups = {
+      {}, {"--window-s", "1"}, {"--fit-span-max-s", "16"}, {"--window-s", "1", "--fit-span-s", "1"},
+      {"--solve-delay-ms", "5000", "--window-grace-ms", "900"}};
+  for (const auto& flags : setups) {
+    const Result r = LoadMinimal(flags);
+    ASSERT_TRUE(r.config.has_value()) << r.error;
+    const EstimationSettings& e = r.config->estimation;
+    const int64_t lag = SolveLagNs(*r.config);
+    EXPECT_GE(lag, e.FitSpan() / 2 + e.window_grace_ns + r.config->cluster_settings.solve_delay_ns);
+    const int64_t next_solve = e.window_ns + lag;
+    EXPECT_GE(SolutionLifetimeNs(*r.config) - next_solve, 4 * e.window_ns) << ::testing::PrintToString(flags);
+  }
+  const Result defaults = LoadMinimal();
+  ASSERT_TRUE(defaults.config.has_value());
+  // 12 s longest span, 0.3 s grace, 1 s solve delay, then five 2 s windows.
+  EXPECT_EQ(SolveLagNs(*defaults.config), 7'300'000'000);
+  EXPECT_EQ(SolutionLifetimeNs(*defaults.config), 17'300'000'000);
+}
+
 TEST_F(AgentConfigTest, OtherRanges) {
   ExpectError(LoadMinimal({"--probe-jitter", "0.95"}), {"jitter", "0..0.9"});
   ExpectError(LoadMinimal({"--probe-jitter", "-0.1"}), {"jitter"});

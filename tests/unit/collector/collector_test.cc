@@ -211,6 +211,7 @@ TEST_F(ClockPageTest, ARestartedAgentsNewPageIsFound) {
     old_agent.Publish(Mapping(-1'000'000'000));  // it stopped
     ASSERT_TRUE(c->ExportTo(&t, &stats, &error)) << error;
     EXPECT_EQ(c->Status().clock_page_state, "stale");
+    EXPECT_EQ(c->Status().clock_page_lapses, 0u);  // never "ok": nothing lapsed
   }
   std::filesystem::remove(path_);  // the new agent makes a new file
   ClockMappingPublisher new_agent;
@@ -220,6 +221,34 @@ TEST_F(ClockPageTest, ARestartedAgentsNewPageIsFound) {
   ASSERT_TRUE(c->ExportTo(&t2, &stats, &error)) << error;
   EXPECT_EQ(c->Status().clock_page_state, "ok");
   EXPECT_TRUE(trace::ReadRecordedMapping(*t2.space, nullptr));
+}
+
+// A page read "ok" that then goes stale (its agent's solves stopped coming)
+// is counted: a running agent's page must never lapse.
+TEST_F(ClockPageTest, APageThatLapsesIsCounted) {
+  CollectorOptions o = Simulated();
+  o.clock_page = path_;
+  std::string error;
+  ClockMappingPublisher agent;
+  ASSERT_TRUE(agent.Open(path_, 1, &error)) << error;
+  agent.Publish(Mapping(60'000'000'000));
+  auto c = Collector::Create(o, &error);
+  ASSERT_TRUE(c) << error;
+  DeviceExportStats stats;
+  const auto state_after_export = [&] {
+    trace::HostTrace t;
+    EXPECT_TRUE(c->ExportTo(&t, &stats, &error)) << error;
+    return c->Status().clock_page_state;
+  };
+  EXPECT_EQ(state_after_export(), "ok");
+  EXPECT_EQ(c->Status().clock_page_lapses, 0u);
+  agent.Publish(Mapping(-1'000'000'000));
+  EXPECT_EQ(state_after_export(), "stale");
+  EXPECT_EQ(state_after_export(), "stale");  // one lapse, however long it lasts
+  EXPECT_EQ(c->Status().clock_page_lapses, 1u);
+  agent.Publish(Mapping(60'000'000'000));
+  EXPECT_EQ(state_after_export(), "ok");
+  EXPECT_EQ(c->Status().clock_page_lapses, 1u);
 }
 
 TEST_F(ClockPageTest, APageLeftMidUpdateIsNotRecorded) {
