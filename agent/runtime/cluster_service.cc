@@ -15,20 +15,6 @@ constexpr auto kLeaderTick = std::chrono::milliseconds(100);
 // covers the wander of a crystal over a few windows (docs/formats.md).
 constexpr int64_t kPageGrowthPpt = 100'000;
 
-ClusterLeaderOptions LeaderOptions(const AgentConfig& c) {
-  const ClusterSettings& cs = c.cluster_settings;
-  ClusterLeaderOptions o;
-  o.solver.reference_node = cs.reference_node;
-  o.step_ns = c.estimation.window_ns;
-  // Two windows either side: an instant falls back on a neighbour's window
-  // when its own is missing.
-  o.solver.validity_horizon_ns = 2 * c.estimation.window_ns;
-  o.ready_after_ns = SolveLagNs(c);
-  o.retention_ns = cs.retention_ns;
-  o.backfill_ns = std::max<int64_t>(3 * c.estimation.window_ns, 2 * cs.lease_ttl_s * 1'000'000'000);
-  o.late_settle_ns = std::max<int64_t>(1'000'000'000, c.estimation.window_ns / 2);
-  return o;
-}
 
 WindowSummary StepMarker(const EdgeWindowRecord& r, uint64_t session) {
   WindowSummary w;
@@ -43,8 +29,32 @@ WindowSummary StepMarker(const EdgeWindowRecord& r, uint64_t session) {
 
 }  // namespace
 
+ClusterLeaderOptions LeaderOptionsFor(const AgentConfig& c) {
+  const ClusterSettings& cs = c.cluster_settings;
+  ClusterLeaderOptions o;
+  o.solver.reference_node = cs.reference_node;
+  o.step_ns = c.estimation.window_ns;
+  // Two windows either side: an instant falls back on a neighbour's window
+  // when its own is missing.
+  o.solver.validity_horizon_ns = 2 * c.estimation.window_ns;
+  o.ready_after_ns = SolveLagNs(c);
+  o.retention_ns = cs.retention_ns;
+  // A new leader solves back over the gap its predecessor left: that one
+  // had solved up to its death less the solve's lag, and a successor takes
+  // office within two lease periods of the death (etcd's lease; the static
+  // backend's channel sees it sooner). All of the gap in one turn; but not
+  // back to instants whose windows the retention has already dropped,
+  // which would be solved with every node unreachable.
+  const int64_t takeover_ns = std::max<int64_t>(3 * c.estimation.window_ns, 2 * cs.lease_ttl_s * 1'000'000'000);
+  o.backfill_ns = std::min(SolveLagNs(c) + takeover_ns, cs.retention_ns - o.solver.validity_horizon_ns);
+  o.max_instants_per_call =
+      std::max(o.max_instants_per_call, static_cast<int>(takeover_ns / c.estimation.window_ns) + 2);
+  o.late_settle_ns = std::max<int64_t>(1'000'000'000, c.estimation.window_ns / 2);
+  return o;
+}
+
 ClusterService::ClusterService(const AgentConfig& config, const NodeClock& clock)
-    : config_(config), clock_(clock), leader_(config.node_id, LeaderOptions(config)) {}
+    : config_(config), clock_(clock), leader_(config.node_id, LeaderOptionsFor(config)) {}
 
 ClusterService::~ClusterService() { Stop(); }
 

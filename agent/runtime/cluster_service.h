@@ -1,7 +1,7 @@
 // The agent's cluster side (docs/cluster.md, docs/leader.md): it owns the
 // coordination backend, hands it this node's closed windows, runs the
 // leader's solves on their own thread when this node leads (a 10k-node solve
-// takes half a second: never on the probe loop), writes offsets.jsonl, and
+// takes about 100 ms: never on the probe loop), writes offsets.jsonl, and
 // keeps the shared-memory clock page up to date from the newest solution.
 #pragma once
 
@@ -27,6 +27,11 @@
 #include "agent/export/prometheus_text.h"
 
 namespace chronolink {
+
+// The leader's options from the agent's config: instants at window
+// centres, solved the solve's lag after them, and a takeover that solves
+// back over its predecessor's gap (docs/leader.md).
+ClusterLeaderOptions LeaderOptionsFor(const AgentConfig& config);
 
 class ClusterService {
  public:

@@ -131,6 +131,18 @@ class ClusterFixture : public TestbedFixture {
     return out;
   }
 
+  // No instant is missing between the old leader's first and the new
+  // leader's last: the new leader solves back over the gap (docs/leader.md).
+  static void ExpectNoInstantMissing(const SolvedByInstant& old_leader, const SolvedByInstant& new_leader) {
+    SolvedByInstant all = old_leader;
+    for (const auto& [t, nodes] : new_leader) all[t] = nodes;
+    int64_t expected = all.begin()->first;
+    for (const auto& [t, nodes] : all) {
+      EXPECT_EQ(t, expected) << "instant missing after the old leader's last, " << old_leader.rbegin()->first;
+      expected = t + kWindow;
+    }
+  }
+
   // Checks every instant in [from, to] (reference clock): the nodes in
   // `alive` reachable within the bound, those in `dead` present and
   // unreachable. Returns the instants checked.

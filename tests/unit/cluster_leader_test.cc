@@ -15,6 +15,7 @@
 #include "agent/coord/window_outbox.h"
 #include "agent/export/clock_mapping_publisher.h"
 #include "agent/export/offsets_jsonl_writer.h"
+#include "agent/runtime/cluster_service.h"
 
 namespace chronolink {
 namespace {
@@ -251,6 +252,66 @@ TEST(ClusterLeader, FallingBehindSkipsAheadBounded) {
   const auto solved = leader.SolveDue(kBase + 20 * kStep);
   EXPECT_EQ(solved.size(), 3u);
   EXPECT_GT(leader.stats().instants_skipped, 0u);
+}
+
+// An old leader dies at D, having solved every instant up to D less the
+// solve's lag; its successor takes office two lease periods later (the
+// longest an etcd lease takes to expire and a campaign to win). With the
+// agent's own options, its first turn solves from right after the old
+// leader's last instant: no instant is lost, whatever the window, the
+// longest fit span and the lease. (Counting the backfill from the takeover
+// alone lost one instant at the defaults: a 7.3 s lag, a 10 s lease pair.)
+TEST(ClusterLeader, ATakeoverSolvesBackOverItsPredecessorsGap) {
+  struct Setup {
+    int64_t window_ns, fit_span_max_ns, lease_ttl_s, retention_s;
+  };
+  for (const Setup& setup : {Setup{kStep, 0, 5, 120}, Setup{kSecond, 0, 5, 120}, Setup{kStep, 8 * kSecond, 3, 120},
+                             Setup{kSecond / 2, 0, 60, 300}}) {
+    AgentConfig config;
+    config.estimation.window_ns = setup.window_ns;
+    config.estimation.fit_span_max_ns = setup.fit_span_max_ns;
+    config.cluster_settings.lease_ttl_s = setup.lease_ttl_s;
+    config.cluster_settings.retention_ns = setup.retention_s * kSecond;
+    config.cluster_settings.reference_node = 1;
+    const ClusterLeaderOptions options = LeaderOptionsFor(config);
+    const int64_t w = setup.window_ns;
+    const int64_t start = kBase - 40 * kSecond, death = kBase + w / 3;
+    const int64_t takeover = death + 2 * setup.lease_ttl_s * kSecond;
+    // Every window that has ended by `now` (the agents keep publishing).
+    const auto windows_until = [&](int64_t from, int64_t now) {
+      std::vector<WindowSummary> out;
+      for (int64_t ws = from; ws + w <= now; ws += w) {
+        for (WindowSummary s : AllWindows(ws)) {
+          s.estimate.x0_ns = ws + w / 2;
+          out.push_back(s);
+        }
+      }
+      return out;
+    };
+    ClusterLeader old_leader(1, options);
+    old_leader.TakeOffice(start);
+    int64_t last_old = 0;
+    for (int64_t now = start; now <= death; now += w) {
+      old_leader.Add(windows_until(now - w, now), now);
+      for (const OffsetsSnapshot& s : old_leader.SolveDue(now)) last_old = s.reference_instant_ns;
+    }
+    for (const OffsetsSnapshot& s : old_leader.SolveDue(death)) last_old = s.reference_instant_ns;
+    ASSERT_GT(last_old, 0);
+    ClusterLeader new_leader(2, options);
+    new_leader.Add(windows_until(start, takeover), takeover);
+    new_leader.TakeOffice(takeover);
+    const std::vector<OffsetsSnapshot> first_turn = new_leader.SolveDue(takeover);
+    ASSERT_FALSE(first_turn.empty());
+    EXPECT_LE(first_turn.front().reference_instant_ns, last_old + w)
+        << "window " << w << " ns, lease " << setup.lease_ttl_s << " s: instants lost between the leaders";
+    EXPECT_EQ(new_leader.stats().instants_skipped, 0u);
+  }
+  // Never back past the windows the retention keeps: those instants would
+  // be solved with every node unreachable.
+  AgentConfig short_retention;
+  short_retention.cluster_settings.retention_ns = 10 * kSecond;
+  const ClusterLeaderOptions o = LeaderOptionsFor(short_retention);
+  EXPECT_LE(o.backfill_ns + o.solver.validity_horizon_ns, o.retention_ns);
 }
 
 TEST(ClusterLeader, NotInOfficeSolvesNothing) {
