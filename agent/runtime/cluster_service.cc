@@ -15,7 +15,6 @@ constexpr auto kLeaderTick = std::chrono::milliseconds(100);
 // covers the wander of a crystal over a few windows (docs/formats.md).
 constexpr int64_t kPageGrowthPpt = 100'000;
 
-
 WindowSummary StepMarker(const EdgeWindowRecord& r, uint64_t session) {
   WindowSummary w;
   w.estimate.node = r.node;
