@@ -260,7 +260,7 @@ TEST(ClusterLeader, FallingBehindSkipsAheadBounded) {
 // agent's own options, its first turn solves from right after the old
 // leader's last instant: no instant is lost, whatever the window, the
 // longest fit span and the lease. (Counting the backfill from the takeover
-// alone lost one instant at the defaults: a 7.3 s lag, a 10 s lease pair.)
+// alone lost one instant at the defaults: a 7.3 s lag, two 5 s leases.)
 TEST(ClusterLeader, ATakeoverSolvesBackOverItsPredecessorsGap) {
   struct Setup {
     int64_t window_ns, fit_span_max_ns, lease_ttl_s, retention_s;
@@ -275,7 +275,7 @@ TEST(ClusterLeader, ATakeoverSolvesBackOverItsPredecessorsGap) {
     config.cluster_settings.reference_node = 1;
     const ClusterLeaderOptions options = LeaderOptionsFor(config);
     const int64_t w = setup.window_ns;
-    const int64_t start = kBase - 40 * kSecond, death = kBase + w / 3;
+    const int64_t start = kBase - 150 * kSecond, death = kBase + w / 3;
     const int64_t takeover = death + 2 * setup.lease_ttl_s * kSecond;
     // Every window that has ended by `now` (the agents keep publishing).
     const auto windows_until = [&](int64_t from, int64_t now) {
@@ -300,10 +300,21 @@ TEST(ClusterLeader, ATakeoverSolvesBackOverItsPredecessorsGap) {
     ClusterLeader new_leader(2, options);
     new_leader.Add(windows_until(start, takeover), takeover);
     new_leader.TakeOffice(takeover);
-    const std::vector<OffsetsSnapshot> first_turn = new_leader.SolveDue(takeover);
-    ASSERT_FALSE(first_turn.empty());
-    EXPECT_LE(first_turn.front().reference_instant_ns, last_old + w)
-        << "window " << w << " ns, lease " << setup.lease_ttl_s << " s: instants lost between the leaders";
+    std::map<int64_t, bool> first_turn;  // instant -> every node reachable
+    for (const OffsetsSnapshot& s : new_leader.SolveDue(takeover)) {
+      bool all = !s.nodes.empty();
+      for (const NodeSolution& n : s.nodes) all = all && n.reachable;
+      first_turn[s.reference_instant_ns] = all;
+    }
+    // Every instant after the old leader's last that is ready now, solved
+    // on its windows.
+    int checked = 0;
+    for (int64_t t = last_old + w; t + options.ready_after_ns <= takeover; t += w, ++checked) {
+      ASSERT_TRUE(first_turn.count(t)) << "window " << w << " ns, lease " << setup.lease_ttl_s
+                                       << " s: instant " << t - last_old << " ns after the old leader's last lost";
+      EXPECT_TRUE(first_turn[t]) << "instant " << t << " solved without its windows";
+    }
+    EXPECT_GE(checked, 2);
     EXPECT_EQ(new_leader.stats().instants_skipped, 0u);
   }
   // Never back past the windows the retention keeps: those instants would
