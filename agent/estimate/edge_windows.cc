@@ -7,14 +7,11 @@ namespace chronolink {
 
 EdgeWindows::EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
                          std::vector<SourceClass> classes, WindowEstimatorOptions options,
-                         WindowScatterOptions scatter, int64_t fit_span_ns,
-                         std::optional<FitSpanChooserOptions> adaptive_span)
+                         WindowScatterOptions scatter, FitSpanRange spans)
     : node_(node), peer_(peer), window_ns_(window_ns),
-      fit_span_ns_(std::max(fit_span_ns, window_ns)),
+      fit_span_ns_(std::max(spans.longest_ns, window_ns)),
       classes_(std::move(classes)), options_(options), scatter_options_(scatter),
-      adaptive_span_(adaptive_span) {
-  if (adaptive_span_) adaptive_span_->max_span_ns = fit_span_ns_;
-}
+      adaptive_span_(ChooserOptionsFor(spans)) {}
 
 int64_t EdgeWindows::WindowStart(int64_t node_ns) const {
   // Aligned to multiples of the window length so every node's windows line up.

@@ -64,13 +64,12 @@ struct EdgeWindowRecord {
 
 class EdgeWindows {
  public:
-  // fit_span_ns: the span each window's fit covers, >= window_ns (0: the
-  // window itself); with adaptive_span, the longest it may cover, and what
-  // sets when windows close (the chooser's max_span_ns is taken from it).
+  // spans: the span each window's fit covers, fixed (never under the
+  // window itself; by default the window alone) or chosen per edge between
+  // a shortest and a longest; the longest sets when windows close.
   EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
               std::vector<SourceClass> classes, WindowEstimatorOptions options,
-              WindowScatterOptions scatter = {}, int64_t fit_span_ns = 0,
-              std::optional<FitSpanChooserOptions> adaptive_span = std::nullopt);
+              WindowScatterOptions scatter = {}, FitSpanRange spans = FitSpanRange::Fixed(0));
 
   int64_t WindowStart(int64_t node_ns) const;
   // The longest span the fit of the window starting at `start` may cover.

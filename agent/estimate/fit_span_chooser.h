@@ -49,11 +49,12 @@ struct FitSpanChooserOptions {
 };
 
 // The chooser an edge with these spans needs: none where the span is fixed,
-// else one that starts at the shortest (its longest is EdgeWindows' own).
+// else one that chooses between the shortest (where it starts) and the longest.
 inline std::optional<FitSpanChooserOptions> ChooserOptionsFor(const FitSpanRange& spans) {
   if (!spans.chosen) return std::nullopt;
   FitSpanChooserOptions o;
   o.min_span_ns = spans.shortest_ns;
+  o.max_span_ns = spans.longest_ns;
   return o;
 }
 

@@ -16,11 +16,11 @@ struct FitSpanRange {
   // its end, whatever span it took.
   int64_t longest_ns = 0;
 
+  // Always this span (never under the window's own: EdgeWindows' rule).
+  static FitSpanRange Fixed(int64_t span_ns) { return {false, span_ns, span_ns}; }
+
   static FitSpanRange Of(int64_t window_ns, int64_t fit_span_ns, int64_t max_span_ns) {
-    if (fit_span_ns > 0) {
-      const int64_t fixed = std::max(fit_span_ns, window_ns);
-      return {false, fixed, fixed};
-    }
+    if (fit_span_ns > 0) return Fixed(std::max(fit_span_ns, window_ns));
     const int64_t longest = max_span_ns > 0 ? max_span_ns : 6 * window_ns;
     return {true, std::min(2 * window_ns, longest), longest};
   }

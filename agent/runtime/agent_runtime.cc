@@ -173,10 +173,9 @@ void AgentRuntime::EnsureWindows(uint32_t peer) {
   wo.fit_every_probe = config_.estimation.fit_every_probe;
   WindowScatterOptions so;
   so.path_asymmetry_ns = config_.estimation.path_asymmetry_ns;
-  const FitSpanRange spans = config_.estimation.FitSpans();
   windows_[peer] = std::make_unique<EdgeWindows>(config_.node_id, peer, config_.estimation.window_ns,
-                                                 config_.estimation.source_classes, wo, so, spans.longest_ns,
-                                                 ChooserOptionsFor(spans));
+                                                 config_.estimation.source_classes, wo, so,
+                                                 config_.estimation.FitSpans());
 }
 
 void AgentRuntime::ApplyMembership(const std::vector<Member>& members, int64_t now_ns) {

@@ -146,7 +146,7 @@ TEST(EdgeWindows, AStepBackDiscardsEveryWindowTheClockReadsAgain) {
 // each neighbour; the counts stay the window's own, and a window closes only
 // once its span has ended (ClosableBefore says when).
 TEST(EdgeWindows, AFitSpanTakesTheProbesAroundTheWindow) {
-  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, 2 * kWindow);
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, FitSpanRange::Fixed(2 * kWindow));
   EXPECT_EQ(w.FitStart(kBase), kBase - kWindow / 2);
   EXPECT_EQ(w.FitEnd(kBase), kBase + kWindow + kWindow / 2);
   // Spans end half a window past the window grid.
@@ -182,7 +182,7 @@ TEST(EdgeWindows, AFitSpanTakesTheProbesAroundTheWindow) {
 // A clock step cuts the spans of the windows beside it: tuples across it are
 // on another clock.
 TEST(EdgeWindows, AClockStepCutsTheSpansBesideIt) {
-  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, 3 * kWindow);
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, FitSpanRange::Fixed(3 * kWindow));
   uint64_t seq = 0;
   for (int64_t t = kBase; t < kBase + 2 * kWindow; t += 10'000'000) w.OnTupleFinalized(MakeTuple(++seq, t, 0, 5'000));
   const int64_t step_at = kBase + 2 * kWindow + kWindow / 2;
@@ -210,9 +210,7 @@ TEST(EdgeWindows, AClockStepCutsTheSpansBesideIt) {
 // (Exp(2 us) on top of 10 us, each direction its own) and whose offset
 // random-walks wander_ns_per_sqrt_s; closes every window as the agent does.
 std::vector<EdgeWindowRecord> RunAdaptive(int windows, double wander_ns_per_sqrt_s, uint32_t seed) {
-  FitSpanChooserOptions adaptive;
-  adaptive.min_span_ns = 2 * kWindow;
-  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, 6 * kWindow, adaptive);
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, FitSpanRange::Of(kWindow, 0, 6 * kWindow));
   std::mt19937 rng(seed);
   std::exponential_distribution<double> queue(1 / 2000.0);
   std::normal_distribution<double> gauss;

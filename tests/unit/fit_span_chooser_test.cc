@@ -160,6 +160,7 @@ TEST(FitSpanRange, FixedOrChosenFromTwoWindowsToALongest) {
   EXPECT_EQ(chosen.longest_ns, 6 * w);
   ASSERT_TRUE(ChooserOptionsFor(chosen).has_value());
   EXPECT_EQ(ChooserOptionsFor(chosen)->min_span_ns, 2 * w);
+  EXPECT_EQ(ChooserOptionsFor(chosen)->max_span_ns, 6 * w);
 
   EXPECT_EQ(FitSpanRange::Of(w, 0, 4 * w).longest_ns, 4 * w);
   // A longest under two windows is the shortest too.
