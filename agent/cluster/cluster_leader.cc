@@ -138,6 +138,13 @@ std::vector<OffsetsSnapshot> ClusterLeader::SolveDue(int64_t now_ns) {
   std::vector<OffsetsSnapshot> out;
   if (!in_office_) return out;
   Expire(now_ns);
+  // Nothing to solve before a window is held (no empty snapshots). A new
+  // leader's backlog comes a few turns after it takes office (etcd reads it
+  // once the election is won), so the backfill's instants wait for it
+  // rather than being passed by; and none before the first window held,
+  // which nothing could serve.
+  if (by_x0_.empty()) return out;
+  next_index_ = std::max(next_index_, FirstIndexAtOrAfter(by_x0_.begin()->first));
   // The last index whose instant is ready: k·step + step/2 + ready <= now.
   const int64_t last_due =
       FloorDiv(now_ns - options_.ready_after_ns - options_.step_ns / 2, options_.step_ns);
@@ -146,11 +153,7 @@ std::vector<OffsetsSnapshot> ClusterLeader::SolveDue(int64_t now_ns) {
     stats_.instants_skipped += static_cast<uint64_t>(skip);
     next_index_ += skip;
   }
-  for (; next_index_ <= last_due; ++next_index_) {
-    // Nothing to solve before the first window arrives: no empty snapshots.
-    if (by_x0_.empty()) continue;
-    out.push_back(SolveInstant(InstantAt(next_index_), false));
-  }
+  for (; next_index_ <= last_due; ++next_index_) out.push_back(SolveInstant(InstantAt(next_index_), false));
   for (auto it = late_.begin(); it != late_.end();) {
     if (now_ns - it->second < options_.late_settle_ns) {
       ++it;

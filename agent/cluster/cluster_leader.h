@@ -64,7 +64,8 @@ class ClusterLeader {
   ClusterLeader(uint32_t leader_id, ClusterLeaderOptions options);
 
   // Starts leading at leader-clock now_ns: the first instant solved is the
-  // first one at or after now − backfill.
+  // first one at or after now − backfill (and not before the first window
+  // held); with no window held yet, it waits for the backlog.
   void TakeOffice(int64_t now_ns);
   bool in_office() const { return in_office_; }
   void LeaveOffice() { in_office_ = false; }
