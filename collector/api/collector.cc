@@ -186,18 +186,21 @@ void Collector::ReadClockPage() {
   }
   ClockMapping m;
   std::string state;
-  if (!page_reader_.Read(&m)) {
+  const bool read = page_reader_.Read(&m);
+  // Read together, after the page: the step check compares the two.
+  const int64_t now = clock_.Now();
+  const int64_t monotonic_now = ReadClockNs(CLOCK_MONOTONIC);
+  if (!read) {
     state = "busy";
   } else if (!m.valid) {
     state = "invalid";
-  } else if (clock_.Now() > m.valid_until_ns) {
+  } else if (now > m.valid_until_ns) {
     state = "stale";
-  } else if (m.ClockSteppedSince(clock_.Now(), ReadClockNs(CLOCK_MONOTONIC))) {
+  } else if (m.ClockSteppedSince(now, monotonic_now)) {
     state = "clock stepped";  // the agent withdraws it within a loop turn
   } else {
     state = "ok";
-    page_mapping_ = m;
-    page_mapping_valid_ = true;
+    page_mappings_.Add(m, now);
   }
   if (state != page_state_) {
     if (state == "ok") {
@@ -208,9 +211,12 @@ void Collector::ReadClockPage() {
     }
   }
   page_state_ = state;
+  if (state == "ok") page_ok_ = true;
   if (state != "ok") {
-    if (page_mapping_valid_) ++page_lapses_;  // a mapping read "ok" is gone
-    page_mapping_valid_ = false;  // never record a stale or torn mapping
+    if (page_ok_) ++page_lapses_;  // a mapping read "ok" is gone
+    // Nothing stale or torn is recorded; what was read "ok" stays: each
+    // mapping held at its own instant.
+    page_ok_ = false;
     // A restarted agent may have made a new page file: map it afresh next time.
     page_reader_.Close();
     page_open_ = false;
@@ -240,16 +246,7 @@ bool Collector::ExportTo(trace::HostTrace* trace, DeviceExportStats* stats, std:
   }
   DeviceExportOptions eo;
   eo.backend = backend_name_.empty() ? "none" : backend_name_;
-  if (page_mapping_valid_) {
-    eo.have_cluster_mapping = true;
-    eo.cluster_ref_ns = page_mapping_.local_ref_ns;
-    eo.cluster_offset_ns = page_mapping_.offset_ns;
-    eo.cluster_drift_ppt = page_mapping_.drift_ppt;
-    eo.cluster_uncertainty_ns = page_mapping_.uncertainty_ns;
-    eo.cluster_uncertainty_growth_ppt = page_mapping_.uncertainty_growth_ppt;
-    eo.cluster_valid_until_ns = page_mapping_.valid_until_ns;
-    eo.cluster_node_id = page_mapping_.node_id;
-  }
+  eo.cluster_mappings = page_mappings_.recorded();
   if (trace->host.empty()) trace->host = options_.host;
   if (trace->space->hostnames_size() == 0) trace::SetHostnames(trace->space, {options_.host});
   if (!backend_message_.empty()) trace->space->add_warnings("chronolink collector: no GPU data: " + backend_message_);
@@ -322,6 +319,7 @@ CollectorStatus Collector::Status() const {
   s.last_read_failure = last_read_failure_;
   s.clock_page_state = page_state_;
   s.clock_page_lapses = page_lapses_;
+  s.clock_page_mappings = page_mappings_.recorded().mappings.size();
   s.running = running_;
   return s;
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "agent/clock/clock_reader.h"
+#include "collector/clock/cluster_mapping_series.h"
 #include "collector/clock/device_clock_map.h"
 #include "collector/clock/device_counter.h"
 #include "collector/config/collector_options.h"
@@ -49,6 +50,8 @@ struct CollectorStatus {
   std::string clock_page_state = "none";
   // Times the page went from "ok" to any other state: 0 while its agent runs.
   uint64_t clock_page_lapses = 0;
+  // Mappings read "ok" and kept for the clock plane (one per solved instant).
+  uint64_t clock_page_mappings = 0;
   bool running = false;
 };
 
@@ -124,8 +127,8 @@ class Collector {
   bool page_open_ = false;
   std::string page_state_ = "none";
   uint64_t page_lapses_ = 0;
-  ClockMapping page_mapping_{};
-  bool page_mapping_valid_ = false;
+  bool page_ok_ = false;  // the last read was "ok"
+  ClusterMappingSeries page_mappings_;
 
   std::mutex run_mu_;  // Start/Stop
   std::condition_variable wake_;

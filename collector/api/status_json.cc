@@ -36,6 +36,7 @@ nlohmann::json StatusJson(const CollectorStatus& s) {
           {"last_read_failure", s.last_read_failure},
           {"clock_page", s.clock_page_state},
           {"clock_page_lapses", s.clock_page_lapses},
+          {"clock_page_mappings", s.clock_page_mappings},
           {"running", s.running}};
 }
 

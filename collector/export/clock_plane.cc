@@ -98,20 +98,47 @@ void SetPlaneStats(xspace::XPlane* plane, const DeviceExportOptions& o, const De
   trace::SetPlaneStatInt64(plane, "events_unconvertible", stats.events_unconvertible);
   trace::SetPlaneStatInt64(plane, "events_invalid", stats.events_invalid);
   trace::SetPlaneStatInt64(plane, "max_gpu_bound_ns", stats.max_bound_ns);
-  if (!o.have_cluster_mapping) return;
-  trace::SetPlaneStatInt64(plane, trace::kRecordedRefStat, o.cluster_ref_ns);
-  trace::SetPlaneStatInt64(plane, trace::kRecordedOffsetStat, o.cluster_offset_ns);
-  trace::SetPlaneStatInt64(plane, trace::kRecordedDriftStat, o.cluster_drift_ppt);
-  trace::SetPlaneStatInt64(plane, trace::kRecordedUncertaintyStat, o.cluster_uncertainty_ns);
-  trace::SetPlaneStatInt64(plane, trace::kRecordedGrowthStat, o.cluster_uncertainty_growth_ppt);
-  trace::SetPlaneStatInt64(plane, trace::kRecordedValidUntilStat, o.cluster_valid_until_ns);
-  trace::SetPlaneStatInt64(plane, trace::kRecordedNodeStat, o.cluster_node_id);
+  if (o.cluster_mappings.mappings.empty()) return;
+  // The last mapping as plane stats too: what readers before the line read.
+  const trace::RecordedMapping& last = o.cluster_mappings.mappings.back();
+  trace::SetPlaneStatInt64(plane, trace::kRecordedRefStat, last.ref_ns);
+  trace::SetPlaneStatInt64(plane, trace::kRecordedOffsetStat, last.offset_ns);
+  trace::SetPlaneStatInt64(plane, trace::kRecordedDriftStat, last.drift_ppt);
+  trace::SetPlaneStatInt64(plane, trace::kRecordedUncertaintyStat, last.uncertainty_ns);
+  trace::SetPlaneStatInt64(plane, trace::kRecordedGrowthStat, last.growth_ppt);
+  trace::SetPlaneStatInt64(plane, trace::kRecordedValidUntilStat, last.valid_until_ns);
+  trace::SetPlaneStatInt64(plane, trace::kRecordedNodeStat, o.cluster_mappings.node_id);
+}
+
+// Every mapping the page showed, where the collector first read it.
+void WriteClusterMappings(PlaneWriter* w, const trace::RecordedMappings& recorded) {
+  if (recorded.mappings.empty()) return;
+  xspace::XLine* line = trace::GetOrCreateLine(w->plane(), trace::kRecordedMappingLine);
+  for (const trace::RecordedMapping& m : recorded.mappings) {
+    const int64_t at = m.read_ns != 0 ? m.read_ns : m.ref_ns;
+    xspace::XEvent* e = w->AddEvent(line, trace::kRecordedMappingEvent, at, at);
+    if (e == nullptr) continue;  // out of read order, or beyond the line's picosecond range
+    w->AddInt(e, trace::kRecordedReadStat, m.read_ns);
+    w->AddInt(e, trace::kRecordedRefStat, m.ref_ns);
+    w->AddInt(e, trace::kRecordedOffsetStat, m.offset_ns);
+    w->AddInt(e, trace::kRecordedDriftStat, m.drift_ppt);
+    w->AddInt(e, trace::kRecordedUncertaintyStat, m.uncertainty_ns);
+    w->AddInt(e, trace::kRecordedGrowthStat, m.growth_ppt);
+    w->AddInt(e, trace::kRecordedValidUntilStat, m.valid_until_ns);
+  }
 }
 
 }  // namespace
 
-bool ClockPlaneSpan(const std::vector<DeviceExport>& devices, int64_t* first_ns, int64_t* last_ns) {
+bool ClockPlaneSpan(const std::vector<DeviceExport>& devices, const DeviceExportOptions& options, int64_t* first_ns,
+                    int64_t* last_ns) {
   bool any = false;
+  for (const trace::RecordedMapping& m : options.cluster_mappings.mappings) {
+    const int64_t at = m.read_ns != 0 ? m.read_ns : m.ref_ns;
+    *first_ns = any ? std::min(*first_ns, at) : at;
+    *last_ns = any ? std::max(*last_ns, at) : at;
+    any = true;
+  }
   for (const ClockSource& s : CollectSources(devices)) {
     if (s.knots.empty()) continue;
     const int64_t lo = s.knots.front().host_ns;
@@ -129,6 +156,7 @@ void WriteClockPlane(const std::vector<DeviceExport>& devices, const DeviceExpor
   SetPlaneStats(plane, options, stats);
   PlaneWriter writer(plane, line_base_ns);
   for (const ClockSource& s : CollectSources(devices)) WriteSource(&writer, s);
+  WriteClusterMappings(&writer, options.cluster_mappings);
 }
 
 }  // namespace chronolink::collector

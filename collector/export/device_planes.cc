@@ -141,12 +141,12 @@ struct Span {
 };
 
 Span ExportSpan(const std::vector<DeviceExport>& devices, const std::vector<DevicePlacement>& placed,
-                bool launches) {
+                const DeviceExportOptions& options) {
   Span span;
   for (const DevicePlacement& p : placed) {
     for (const PlacedEvent& e : p.events) span.Add(e.start_ns, e.end_ns);
   }
-  if (launches) {
+  if (options.host_launch_events) {
     for (const DeviceExport& d : devices) {
       for (const GpuActivity& a : d.activity) {
         if (HasLaunch(a)) span.Add(a.launch_host_start_ns, a.launch_host_end_ns);
@@ -155,7 +155,7 @@ Span ExportSpan(const std::vector<DeviceExport>& devices, const std::vector<Devi
   }
   int64_t lo = 0;
   int64_t hi = 0;
-  if (ClockPlaneSpan(devices, &lo, &hi)) span.Add(lo, hi);
+  if (ClockPlaneSpan(devices, options, &lo, &hi)) span.Add(lo, hi);
   return span;
 }
 
@@ -360,7 +360,7 @@ bool AppendDevicePlanes(const std::vector<DeviceExport>& devices, const DeviceEx
   placed.reserve(devices.size());
   for (const DeviceExport& d : devices) placed.push_back(Place(d));
 
-  const Span span = ExportSpan(devices, placed, options.host_launch_events);
+  const Span span = ExportSpan(devices, placed, options);
   const int64_t line_base_ns = ChooseLineBase(span, trace);
   double bound_sum = 0;
   for (const DevicePlacement& p : placed) {

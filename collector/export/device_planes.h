@@ -67,14 +67,11 @@ struct DeviceExport {
 struct DeviceExportOptions {
   std::string backend;  // recorded on the clock plane
   bool host_launch_events = true;
-  // Host -> cluster mapping read from the agent's clock page at export time,
-  // recorded on the clock plane (not applied): offset, drift, uncertainty.
-  bool have_cluster_mapping = false;
-  // chronolink-trace align --recorded-mapping applies it when no offsets
-  // file is at hand (trace/correct/recorded_mapping.h).
-  int64_t cluster_ref_ns = 0, cluster_offset_ns = 0, cluster_drift_ppt = 0, cluster_uncertainty_ns = 0;
-  int64_t cluster_uncertainty_growth_ppt = 0, cluster_valid_until_ns = 0;
-  uint32_t cluster_node_id = 0;
+  // Host -> cluster mappings read from the agent's clock page while the
+  // collector ran, recorded on the clock plane (not applied): chronolink-trace
+  // align --recorded-mapping applies them when no offsets file is at hand
+  // (trace/correct/recorded_mapping.h). Empty: none was read "ok".
+  trace::RecordedMappings cluster_mappings;
 };
 
 struct DeviceExportStats {

@@ -142,7 +142,8 @@ def summarize(name, errs, failures, p99_limit_ns=1000.0, coverage=0.99):
     fig = tt.figures(errs)
     within = fig["within_bound"]
     print(f"  {name}: {len(errs)} events, |aligned - true| p50 {fig['p50_ns']:.0f} ns, "
-          f"p99 {fig['p99_ns']:.0f} ns, max {fig['max_ns']:.0f} ns; within own bound {100 * within:.2f} %")
+          f"p99 {fig['p99_ns']:.0f} ns, max {fig['max_ns']:.0f} ns; within own bound {100 * within:.2f} % "
+          f"(bound p50 {fig['bound_p50_ns']:.0f} ns)")
     check(fig["p99_ns"] <= p99_limit_ns, f"{name}: p99 |error| <= {p99_limit_ns:.0f} ns", failures)
     check(within >= coverage, f"{name}: >= {100 * coverage:.0f} % of events within their bound", failures)
     return fig

@@ -185,5 +185,6 @@ def figures(errs):
         return {"events": 0}
     p = lambda q: mags[min(len(mags) - 1, int(q * len(mags)))]
     within = sum(1 for e, b in errs if abs(e) <= b) / len(errs)
+    bounds = sorted(b for _, b in errs)
     return {"events": len(errs), "p50_ns": p(0.5), "p99_ns": p(0.99), "max_ns": mags[-1],
-            "within_bound": within}
+            "within_bound": within, "bound_p50_ns": bounds[len(bounds) // 2]}

@@ -10,6 +10,7 @@
 #include "agent/config/agent_config.h"
 #include "tools/trace/offsets_clock_map.h"
 #include "trace/align/correction_record.h"
+#include "trace/correct/node_clock_map.h"
 #include "trace/correct/recorded_mapping.h"
 #include "trace/model/xplane_edit.h"
 
@@ -70,7 +71,7 @@ void CorrectionFlags::Add(CLI::App* app, bool required) {
 void CorrectionFlags::AddRecordedMapping(CLI::App* app) {
   app->add_flag("--recorded-mapping", recorded_mapping,
                 "without offsets files: correct each host by the clock page mapping its GPU collector "
-                "recorded (chronolink-collect; one linear mapping per host, docs/collector.md)");
+                "recorded (chronolink-collect: every mapping its agent's page showed, docs/collector.md)");
 }
 
 std::vector<const HostClockMap*> HostMaps::Pointers() const {
@@ -99,18 +100,25 @@ bool LoadRules(const CorrectionFlags& flags, HostNodeRules* rules, std::string* 
 
 }  // namespace
 
-// Each host's own recorded clock page mapping (trace/correct/recorded_mapping.h).
+// Each host's own recorded clock page mappings (trace/correct/recorded_mapping.h).
 bool BuildRecordedMaps(const std::vector<HostTrace>& hosts, HostMaps* out, std::string* error) {
   out->source = "clock page mappings recorded by the GPU collector";
   for (const auto& h : hosts) {
     std::string why;
-    const auto m = ReadRecordedMapping(*h.space, &why);
-    if (!m) {
-      *error = "host " + h.host + " (" + h.source.string() + "): " + why + "; give --offsets instead";
+    const std::string where = "host " + h.host + " (" + h.source.string() + ")";
+    const auto recorded = ReadRecordedMappings(*h.space, &why);
+    if (!recorded) {
+      *error = where + ": " + why + "; give --offsets instead";
       return false;
     }
-    out->matches.push_back({m->node_id, "recorded mapping"});
-    out->maps.push_back(std::make_unique<RecordedMappingClockMap>(*m, h.host));
+    auto correction = std::make_shared<ClusterCorrection>();
+    if (!RecordedCorrection(*recorded, h.source.string(), correction.get(), &why)) {
+      *error = where + ": its recorded clock page mappings make no correction: " + why;
+      return false;
+    }
+    const NodeCorrection* node = correction->Node(recorded->node_id);
+    out->matches.push_back({recorded->node_id, "recorded mapping"});
+    out->maps.push_back(MakeNodeClockMap(std::move(correction), node));
   }
   return true;
 }

@@ -126,7 +126,7 @@ class ClockPageTest : public ::testing::Test {
     DeviceExportStats stats;
     EXPECT_TRUE(c->ExportTo(&t, &stats, &error)) << error;  // reads the page
     EXPECT_TRUE(trace::FindPlane(*t.space, kGpuClockPlane));
-    const auto m = trace::ReadRecordedMapping(*t.space, nullptr);
+    const auto m = trace::ReadRecordedMappings(*t.space, nullptr);
     cluster_recorded_ = m.has_value();
     if (m) recorded_ = *m;
     return c->Status().clock_page_state;
@@ -147,7 +147,7 @@ class ClockPageTest : public ::testing::Test {
 
   std::string path_;
   bool cluster_recorded_ = false;
-  trace::RecordedMapping recorded_;
+  trace::RecordedMappings recorded_;
 };
 
 TEST_F(ClockPageTest, AbsentPageIsSaidAndNothingRecorded) {
@@ -175,8 +175,9 @@ TEST_F(ClockPageTest, AValidPageIsRecorded) {
   pub.Publish(Mapping(60'000'000'000));
   EXPECT_EQ(StateAfterStart(), "ok");
   ASSERT_TRUE(cluster_recorded_);  // as chronolink-trace align --recorded-mapping reads it
-  EXPECT_EQ(recorded_.offset_ns, 12'345);
-  EXPECT_EQ(recorded_.uncertainty_ns, 100);
+  ASSERT_EQ(recorded_.mappings.size(), 1u);
+  EXPECT_EQ(recorded_.mappings[0].offset_ns, 12'345);
+  EXPECT_EQ(recorded_.mappings[0].uncertainty_ns, 100);
   EXPECT_EQ(recorded_.node_id, 1u);
 }
 
@@ -220,7 +221,7 @@ TEST_F(ClockPageTest, ARestartedAgentsNewPageIsFound) {
   trace::HostTrace t2;
   ASSERT_TRUE(c->ExportTo(&t2, &stats, &error)) << error;
   EXPECT_EQ(c->Status().clock_page_state, "ok");
-  EXPECT_TRUE(trace::ReadRecordedMapping(*t2.space, nullptr));
+  EXPECT_TRUE(trace::ReadRecordedMappings(*t2.space, nullptr));
 }
 
 // A page read "ok" that then goes stale (its agent's solves stopped coming)
@@ -249,6 +250,43 @@ TEST_F(ClockPageTest, APageThatLapsesIsCounted) {
   agent.Publish(Mapping(60'000'000'000));
   EXPECT_EQ(state_after_export(), "ok");
   EXPECT_EQ(c->Status().clock_page_lapses, 1u);
+}
+
+// Every mapping read "ok" is kept for the run's record, one per instant,
+// also through a lapse and after its agent stopped: each holds at its own
+// instant (align --recorded-mapping interpolates between them).
+TEST_F(ClockPageTest, EveryMappingReadOkIsKeptThroughALapse) {
+  CollectorOptions o = Simulated();
+  o.clock_page = path_;
+  std::string error;
+  ClockMappingPublisher agent;
+  ASSERT_TRUE(agent.Open(path_, 1, &error)) << error;
+  auto c = Collector::Create(o, &error);
+  ASSERT_TRUE(c) << error;
+  DeviceExportStats stats;
+  const auto recorded_after_export = [&] {
+    trace::HostTrace t;
+    EXPECT_TRUE(c->ExportTo(&t, &stats, &error)) << error;
+    return trace::ReadRecordedMappings(*t.space, nullptr);
+  };
+  ClockMapping first = Mapping(60'000'000'000);
+  agent.Publish(first);
+  ASSERT_TRUE(recorded_after_export());
+  EXPECT_EQ(recorded_after_export()->mappings.size(), 1u);  // the same instant read again: one
+  ClockMapping second = Mapping(60'000'000'000);
+  second.local_ref_ns = first.local_ref_ns + 2'000'000'000;
+  second.offset_ns = 12'400;
+  agent.Publish(second);
+  EXPECT_EQ(recorded_after_export()->mappings.size(), 2u);
+  agent.Publish(Mapping(-1'000'000'000));  // its agent stopped
+  const auto kept = recorded_after_export();
+  EXPECT_EQ(c->Status().clock_page_state, "stale");
+  ASSERT_TRUE(kept);
+  ASSERT_EQ(kept->mappings.size(), 2u);  // the stale one is not among them
+  EXPECT_EQ(kept->mappings[0].offset_ns, 12'345);
+  EXPECT_EQ(kept->mappings[1].offset_ns, 12'400);
+  EXPECT_GT(kept->mappings[0].read_ns, 0);
+  EXPECT_EQ(c->Status().clock_page_mappings, 2u);
 }
 
 TEST_F(ClockPageTest, APageLeftMidUpdateIsNotRecorded) {

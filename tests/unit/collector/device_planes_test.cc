@@ -176,9 +176,11 @@ TEST(DevicePlanesTest, TheClockPlaneRecordsTheConversionAndTheClusterMapping) {
   const FixedOffsetConversion conv(1'000, 1'000'000);
   DeviceExportOptions o;
   o.backend = "rocprof import";
-  o.have_cluster_mapping = true;
-  o.cluster_offset_ns = -12'345;
-  o.cluster_uncertainty_ns = 800;
+  // Two mappings read during the run, each of an instant before its read.
+  o.cluster_mappings.node_id = 4;
+  o.cluster_mappings.mappings = {
+      {.ref_ns = kOffset - 5'000, .offset_ns = -12'000, .uncertainty_ns = 700, .read_ns = kOffset + 2'100},
+      {.ref_ns = kOffset - 3'000, .offset_ns = -12'345, .uncertainty_ns = 800, .read_ns = kOffset + 2'600}};
   trace::HostTrace t;
   DeviceExportStats stats;
   std::string error;
@@ -194,15 +196,28 @@ TEST(DevicePlanesTest, TheClockPlaneRecordsTheConversionAndTheClusterMapping) {
   EXPECT_EQ(trace::GetPlaneStatInt64(*clock, "cluster_offset_ns").value_or(0), -12'345);
   EXPECT_EQ(trace::GetPlaneStatInt64(*clock, "cluster_uncertainty_ns").value_or(0), 800);
   EXPECT_EQ(trace::GetPlaneStatInt64(*clock, "events_written").value_or(-1), 2);
-  ASSERT_EQ(clock->lines_size(), 1);
+  ASSERT_EQ(clock->lines_size(), 2);
   const std::vector<Ev> ev = Events(t, kGpuClockPlane);
-  ASSERT_EQ(ev.size(), 3u);  // the map's span, then its two samples
+  ASSERT_EQ(ev.size(), 5u);  // the map's span, its two samples, the two mappings
   EXPECT_EQ(ev[0].name, "map");
   EXPECT_EQ(ev[0].stats.at("domain")->str_value(), "test");
   EXPECT_EQ(ev[1].name, "knot");
   EXPECT_EQ(ev[1].start_ns, 1'000 + kOffset);
   EXPECT_EQ(ev[1].stats.at("device_ns")->int64_value(), 1'000);
   EXPECT_EQ(ev[2].stats.at("error_ns")->int64_value(), 60);
+  // Each mapping where it was read, its instant a stat.
+  EXPECT_EQ(ev[3].line, trace::kRecordedMappingLine);
+  EXPECT_EQ(ev[3].start_ns, kOffset + 2'100);
+  EXPECT_EQ(ev[3].stats.at(trace::kRecordedRefStat)->int64_value(), kOffset - 5'000);
+  EXPECT_EQ(ev[4].stats.at(trace::kRecordedOffsetStat)->int64_value(), -12'345);
+  // As chronolink-trace align --recorded-mapping reads them back.
+  const auto read = trace::ReadRecordedMappings(*t.space, nullptr);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->node_id, 4u);
+  ASSERT_EQ(read->mappings.size(), 2u);
+  EXPECT_EQ(read->mappings[0].offset_ns, -12'000);
+  EXPECT_EQ(read->mappings[0].read_ns, kOffset + 2'100);
+  EXPECT_EQ(read->mappings[1].uncertainty_ns, 800);
 }
 
 TEST(DevicePlanesTest, WhatCannotBePlacedIsCountedAndSummarisedOncePerDevice) {
