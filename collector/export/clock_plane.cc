@@ -100,13 +100,9 @@ void SetPlaneStats(xspace::XPlane* plane, const DeviceExportOptions& o, const De
   trace::SetPlaneStatInt64(plane, "max_gpu_bound_ns", stats.max_bound_ns);
   if (o.cluster_mappings.mappings.empty()) return;
   // The last mapping as plane stats too: what readers before the line read.
-  const trace::RecordedMapping& last = o.cluster_mappings.mappings.back();
-  trace::SetPlaneStatInt64(plane, trace::kRecordedRefStat, last.ref_ns);
-  trace::SetPlaneStatInt64(plane, trace::kRecordedOffsetStat, last.offset_ns);
-  trace::SetPlaneStatInt64(plane, trace::kRecordedDriftStat, last.drift_ppt);
-  trace::SetPlaneStatInt64(plane, trace::kRecordedUncertaintyStat, last.uncertainty_ns);
-  trace::SetPlaneStatInt64(plane, trace::kRecordedGrowthStat, last.growth_ppt);
-  trace::SetPlaneStatInt64(plane, trace::kRecordedValidUntilStat, last.valid_until_ns);
+  for (const auto& [name, value] : trace::RecordedMappingStats(o.cluster_mappings.mappings.back())) {
+    trace::SetPlaneStatInt64(plane, name, value);
+  }
   trace::SetPlaneStatInt64(plane, trace::kRecordedNodeStat, o.cluster_mappings.node_id);
 }
 
@@ -119,12 +115,7 @@ void WriteClusterMappings(PlaneWriter* w, const trace::RecordedMappings& recorde
     xspace::XEvent* e = w->AddEvent(line, trace::kRecordedMappingEvent, at, at);
     if (e == nullptr) continue;  // out of read order, or beyond the line's picosecond range
     w->AddInt(e, trace::kRecordedReadStat, m.read_ns);
-    w->AddInt(e, trace::kRecordedRefStat, m.ref_ns);
-    w->AddInt(e, trace::kRecordedOffsetStat, m.offset_ns);
-    w->AddInt(e, trace::kRecordedDriftStat, m.drift_ppt);
-    w->AddInt(e, trace::kRecordedUncertaintyStat, m.uncertainty_ns);
-    w->AddInt(e, trace::kRecordedGrowthStat, m.growth_ppt);
-    w->AddInt(e, trace::kRecordedValidUntilStat, m.valid_until_ns);
+    for (const auto& [name, value] : trace::RecordedMappingStats(m)) w->AddInt(e, name, value);
   }
 }
 

@@ -67,6 +67,15 @@ bool ReadLine(const xspace::XPlane& plane, std::vector<RecordedMapping>* out) {
 
 }  // namespace
 
+std::array<std::pair<const char*, int64_t>, 6> RecordedMappingStats(const RecordedMapping& m) {
+  return {{{kRecordedRefStat, m.ref_ns},
+           {kRecordedOffsetStat, m.offset_ns},
+           {kRecordedDriftStat, m.drift_ppt},
+           {kRecordedUncertaintyStat, m.uncertainty_ns},
+           {kRecordedGrowthStat, m.growth_ppt},
+           {kRecordedValidUntilStat, m.valid_until_ns}}};
+}
+
 std::optional<RecordedMappings> ReadRecordedMappings(const xspace::XSpace& space, std::string* why) {
   std::string ignored;
   if (why == nullptr) why = &ignored;

@@ -11,9 +11,11 @@
 // one (the plane's stats): a series of one, extrapolated both ways.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proto/xplane.pb.h"
@@ -47,6 +49,10 @@ struct RecordedMapping {
   int64_t valid_until_ns = 0;
   int64_t read_ns = 0;  // when the collector first read it, host clock (0: not recorded)
 };
+
+// A mapping's fields as the stats it is written as (the names above; its
+// read instant apart), in one place for the writer and its tests.
+std::array<std::pair<const char*, int64_t>, 6> RecordedMappingStats(const RecordedMapping& m);
 
 struct RecordedMappings {
   uint32_t node_id = 0;  // 0: not recorded

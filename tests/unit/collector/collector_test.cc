@@ -145,6 +145,17 @@ class ClockPageTest : public ::testing::Test {
     return m;
   }
 
+  // A collector on this test's page, and the page's writer opened as its agent.
+  std::unique_ptr<Collector> CollectorWithAgent(ClockMappingPublisher* agent) {
+    std::string error;
+    EXPECT_TRUE(agent->Open(path_, 1, &error)) << error;
+    CollectorOptions o = Simulated();
+    o.clock_page = path_;
+    auto c = Collector::Create(o, &error);
+    EXPECT_TRUE(c) << error;
+    return c;
+  }
+
   std::string path_;
   bool cluster_recorded_ = false;
   trace::RecordedMappings recorded_;
@@ -227,14 +238,11 @@ TEST_F(ClockPageTest, ARestartedAgentsNewPageIsFound) {
 // A page read "ok" that then goes stale (its agent's solves stopped coming)
 // is counted: a running agent's page must never lapse.
 TEST_F(ClockPageTest, APageThatLapsesIsCounted) {
-  CollectorOptions o = Simulated();
-  o.clock_page = path_;
-  std::string error;
   ClockMappingPublisher agent;
-  ASSERT_TRUE(agent.Open(path_, 1, &error)) << error;
+  auto c = CollectorWithAgent(&agent);
+  ASSERT_TRUE(c);
   agent.Publish(Mapping(60'000'000'000));
-  auto c = Collector::Create(o, &error);
-  ASSERT_TRUE(c) << error;
+  std::string error;
   DeviceExportStats stats;
   const auto state_after_export = [&] {
     trace::HostTrace t;
@@ -256,13 +264,10 @@ TEST_F(ClockPageTest, APageThatLapsesIsCounted) {
 // also through a lapse and after its agent stopped: each holds at its own
 // instant (align --recorded-mapping interpolates between them).
 TEST_F(ClockPageTest, EveryMappingReadOkIsKeptThroughALapse) {
-  CollectorOptions o = Simulated();
-  o.clock_page = path_;
-  std::string error;
   ClockMappingPublisher agent;
-  ASSERT_TRUE(agent.Open(path_, 1, &error)) << error;
-  auto c = Collector::Create(o, &error);
-  ASSERT_TRUE(c) << error;
+  auto c = CollectorWithAgent(&agent);
+  ASSERT_TRUE(c);
+  std::string error;
   DeviceExportStats stats;
   const auto recorded_after_export = [&] {
     trace::HostTrace t;

@@ -46,12 +46,7 @@ struct TrueHostClock {
 };
 
 void SetPlaneStats(xspace::XPlane* plane, const RecordedMapping& m) {
-  SetPlaneStatInt64(plane, kRecordedRefStat, m.ref_ns);
-  SetPlaneStatInt64(plane, kRecordedOffsetStat, m.offset_ns);
-  SetPlaneStatInt64(plane, kRecordedDriftStat, m.drift_ppt);
-  SetPlaneStatInt64(plane, kRecordedUncertaintyStat, m.uncertainty_ns);
-  SetPlaneStatInt64(plane, kRecordedGrowthStat, m.growth_ppt);
-  SetPlaneStatInt64(plane, kRecordedValidUntilStat, m.valid_until_ns);
+  for (const auto& [name, value] : RecordedMappingStats(m)) SetPlaneStatInt64(plane, name, value);
 }
 
 // A space as collectors write it: every mapping on the line (in the order
@@ -72,12 +67,7 @@ xspace::XSpace SpaceWith(const std::vector<RecordedMapping>& mappings, uint32_t 
   for (const RecordedMapping& m : mappings) {
     xspace::XEvent* e = line->add_events();
     e->set_metadata_id(event_id);
-    add(e, kRecordedRefStat, m.ref_ns);
-    add(e, kRecordedOffsetStat, m.offset_ns);
-    add(e, kRecordedDriftStat, m.drift_ppt);
-    add(e, kRecordedUncertaintyStat, m.uncertainty_ns);
-    add(e, kRecordedGrowthStat, m.growth_ppt);
-    add(e, kRecordedValidUntilStat, m.valid_until_ns);
+    for (const auto& [name, value] : RecordedMappingStats(m)) add(e, name, value);
   }
   return space;
 }
