@@ -321,6 +321,9 @@ void ProbeEngine::OnFollowUp(const ProbeMessage& m, int64_t now_ns) {
 
 void ProbeEngine::OnForward(const ProbeMessage& m, const DualStamp& local_rx, bool spoiled,
                             int64_t now_ns) {
+  // A node shutting down starts no exchange: the stamps of an answer sent
+  // while it drains may never be collected, and no follow-up would carry them.
+  if (shut_down_) return;
   Responder& r = responders_[m.sender_node];
   if (r.prober_epoch != m.sender_epoch) {
     // The session was admitted as the peer's newest: an earlier one never
@@ -818,6 +821,7 @@ std::map<uint32_t, PeerCounters> ProbeEngine::peer_counters() const {
 }
 
 void ProbeEngine::Shutdown(int64_t now_ns) {
+  shut_down_ = true;
   for (auto& [peer, r] : responders_) {
     if (r.second_due_ns >= 0) SendReverse(peer, r, 1);
     if (r.previous.valid && !r.previous.carried_complete) SendFollowUp(peer, r, r.previous, true);

@@ -149,6 +149,7 @@ class ProbeEngine {
   void FinalizeTuples(int64_t now_ns, int64_t before_ns);
 
   // Last words: follow-ups with every undelivered TX stamp (flag final).
+  // From then on no forward probe is answered.
   void Shutdown(int64_t now_ns);
 
   // Our clock stepped by step_ns (now_ns already reads after it): pending
@@ -297,6 +298,7 @@ class ProbeEngine {
 
   std::map<uint32_t, std::unique_ptr<Prober>> probers_;
   std::map<uint32_t, Responder> responders_;
+  bool shut_down_ = false;  // Shutdown ran: no forward probe is answered
   std::vector<SentPacket> sent_ring_;  // stamped sends, indexed by op_id % size
   std::map<uint32_t, TxStampNeed> tx_need_;  // by peer
   EngineCounters counters_;

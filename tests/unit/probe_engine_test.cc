@@ -216,6 +216,26 @@ TEST_F(ProbeEngineTest, ShutdownFollowUpDeliversTheLastTxStamps) {
   EXPECT_GE(b.engine->peer_counters().at(1).followups_sent, 1u);
 }
 
+// While a node drains after Shutdown it answers no new probe: the stamps
+// of an answer sent then may never be collected (CI once logged such a
+// reverse probe with its userspace stamp alone), and no follow-up would
+// carry them to the prober.
+TEST_F(ProbeEngineTest, AfterShutdownNoProbeIsAnswered) {
+  Node a(1), b(2);
+  const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
+  a.Start(ports, {2}, 0xA1, TestKey(1));
+  b.Start(ports, {}, 0xB2, TestKey(1));
+  RunFor({&a, &b}, 100);
+  ASSERT_GT(b.engine->peer_counters().at(1).packets_sent, 0u);
+  b.engine->Shutdown(b.clock.Now());
+  const uint64_t sent_at_shutdown = b.engine->peer_counters().at(1).packets_sent;
+  const int pairs_before = a.pairs_sent;
+  // a goes on probing; b only reads its socket, as the agent's drain does.
+  RunFor({&a}, 100, [&] { PumpSocket(b.socket, b.clock, *b.engine); });
+  EXPECT_GT(a.pairs_sent, pairs_before + 2);
+  EXPECT_EQ(b.engine->peer_counters().at(1).packets_sent, sent_at_shutdown);
+}
+
 TEST_F(ProbeEngineTest, CountsAndDropsForgedAndMisaddressedPackets) {
   Node a(1), b(2);
   const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
