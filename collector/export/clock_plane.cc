@@ -106,16 +106,25 @@ void SetPlaneStats(xspace::XPlane* plane, const DeviceExportOptions& o, const De
   trace::SetPlaneStatInt64(plane, trace::kRecordedNodeStat, o.cluster_mappings.node_id);
 }
 
+// Where a mapping's event goes: where the collector first read it.
+int64_t PlacedAt(const trace::RecordedMapping& m) { return m.read_ns != 0 ? m.read_ns : m.ref_ns; }
+
 // Every mapping the page showed, where the collector first read it.
 void WriteClusterMappings(PlaneWriter* w, const trace::RecordedMappings& recorded) {
   if (recorded.mappings.empty()) return;
   xspace::XLine* line = trace::GetOrCreateLine(w->plane(), trace::kRecordedMappingLine);
-  for (const trace::RecordedMapping& m : recorded.mappings) {
-    const int64_t at = m.read_ns != 0 ? m.read_ns : m.ref_ns;
-    xspace::XEvent* e = w->AddEvent(line, trace::kRecordedMappingEvent, at, at);
-    if (e == nullptr) continue;  // out of read order, or beyond the line's picosecond range
-    w->AddInt(e, trace::kRecordedReadStat, m.read_ns);
-    for (const auto& [name, value] : trace::RecordedMappingStats(m)) w->AddInt(e, name, value);
+  // In placement order, as a line needs: reads come in order but across a
+  // host clock step.
+  std::vector<const trace::RecordedMapping*> order;
+  for (const trace::RecordedMapping& m : recorded.mappings) order.push_back(&m);
+  std::stable_sort(order.begin(), order.end(), [](const trace::RecordedMapping* a, const trace::RecordedMapping* b) {
+    return PlacedAt(*a) < PlacedAt(*b);
+  });
+  for (const trace::RecordedMapping* m : order) {
+    xspace::XEvent* e = w->AddEvent(line, trace::kRecordedMappingEvent, PlacedAt(*m), PlacedAt(*m));
+    if (e == nullptr) continue;  // beyond the line's picosecond range: cannot occur within 106 days
+    w->AddInt(e, trace::kRecordedReadStat, m->read_ns);
+    for (const auto& [name, value] : trace::RecordedMappingStats(*m)) w->AddInt(e, name, value);
   }
 }
 
@@ -125,7 +134,7 @@ bool ClockPlaneSpan(const std::vector<DeviceExport>& devices, const DeviceExport
                     int64_t* last_ns) {
   bool any = false;
   for (const trace::RecordedMapping& m : options.cluster_mappings.mappings) {
-    const int64_t at = m.read_ns != 0 ? m.read_ns : m.ref_ns;
+    const int64_t at = PlacedAt(m);
     *first_ns = any ? std::min(*first_ns, at) : at;
     *last_ns = any ? std::max(*last_ns, at) : at;
     any = true;

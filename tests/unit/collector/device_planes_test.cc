@@ -220,6 +220,30 @@ TEST(DevicePlanesTest, TheClockPlaneRecordsTheConversionAndTheClusterMapping) {
   EXPECT_EQ(read->mappings[1].uncertainty_ns, 800);
 }
 
+// A host clock step back between two reads: the later read is placed
+// earlier. Both are written, the line in placement order.
+TEST(DevicePlanesTest, MappingsReadAcrossAHostClockStepAreAllWritten) {
+  const FixedOffsetConversion conv(1'000, 1'000'000);
+  DeviceExportOptions o;
+  o.cluster_mappings.node_id = 2;
+  o.cluster_mappings.mappings = {{.ref_ns = kOffset - 5'000, .offset_ns = 10, .read_ns = kOffset + 2'600},
+                                 {.ref_ns = kOffset - 3'000, .offset_ns = 20, .read_ns = kOffset + 2'100}};
+  trace::HostTrace t;
+  DeviceExportStats stats;
+  std::string error;
+  ASSERT_TRUE(AppendDevicePlanes({TestDevice(0, &conv, {Act(ActivityKind::kKernel, 1, 1, 2'000, 3'000, "k")})}, o,
+                                 &t, &stats, &error))
+      << error;
+  std::vector<int64_t> placed;
+  for (const Ev& e : Events(t, kGpuClockPlane)) {
+    if (e.line == trace::kRecordedMappingLine) placed.push_back(e.start_ns);
+  }
+  EXPECT_EQ(placed, (std::vector<int64_t>{kOffset + 2'100, kOffset + 2'600}));
+  const auto read = trace::ReadRecordedMappings(*t.space, nullptr);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->mappings.size(), 2u);
+}
+
 TEST(DevicePlanesTest, WhatCannotBePlacedIsCountedAndSummarisedOncePerDevice) {
   const FixedOffsetConversion conv(1'000, 1'000'000);
   std::vector<GpuActivity> acts = {Act(ActivityKind::kKernel, 1, 1, 2'000, 3'000, "ok"),
