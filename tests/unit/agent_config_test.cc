@@ -985,6 +985,11 @@ TEST_F(AgentConfigTest, DeployExamplesLoad) {
   EXPECT_EQ(r.config->cluster.cluster_id, cf.cluster_id);
   EXPECT_FALSE(r.config->test_mode);
   EXPECT_EQ(r.config->peers.size(), cf.nodes.size() - 1);
+  // Copied to every node with only node_id edited: each node's page must be
+  // its own, where `chronolink-collect --node-id N` looks for it.
+  Result node3 = Load({"--config", (deploy / "example-config.json").string(), "--key-hex", kKeyHex, "--node-id", "3"});
+  ASSERT_TRUE(node3.config) << node3.error;
+  EXPECT_EQ(node3.config->cluster_settings.clock_page_path, "/dev/shm/chronolink-3");
   // What an operator copies probes at the measured defaults (docs/PERFORMANCE.md §3).
   const AgentConfig defaults;
   EXPECT_EQ(r.config->probe.interval_ns, defaults.probe.interval_ns);
