@@ -114,6 +114,26 @@ void PrintSummary(const CollectorStatus& s, const DeviceExportStats& stats, cons
   std::printf("  wrote %s\n", where.c_str());
 }
 
+// The final status, and what the export wrote: the summary's figures.
+bool WriteStatusJson(const std::string& path, const CollectorStatus& s, const DeviceExportStats& stats,
+                     std::string* error) {
+  nlohmann::json j = StatusJson(s);
+  j["export"] = {{"events_written", stats.events_written},
+                 {"events_unconvertible", stats.events_unconvertible},
+                 {"events_invalid", stats.events_invalid},
+                 {"launch_events_written", stats.launch_events_written},
+                 {"mean_bound_ns", stats.mean_bound_ns},
+                 {"max_bound_ns", stats.max_bound_ns}};
+  std::ofstream out(path);
+  out << j.dump(1) << "\n";
+  out.close();
+  if (!out) {
+    *error = "cannot write --status-json " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
 struct Loop {
   pid_t child = -1;
   int child_status = 0;
@@ -211,9 +231,7 @@ int RunCollect(const RunFlags& f) {
   const CollectorStatus status = collector->Status();
   PrintSummary(status, stats, where);
   if (!f.truth.empty() && !WriteTruth(*collector, f.truth, &error)) return Fail(error);
-  if (!f.status_json.empty()) {
-    std::ofstream(f.status_json) << StatusJson(status).dump(1) << "\n";
-  }
+  if (!f.status_json.empty() && !WriteStatusJson(f.status_json, status, stats, &error)) return Fail(error);
   if (loop.child_done) {
     if (WIFEXITED(loop.child_status)) return WEXITSTATUS(loop.child_status);
     return 128 + WTERMSIG(loop.child_status);

@@ -2,6 +2,7 @@
 // (a test double for a device) and on this machine's missing GPUs, its exit
 // codes, its one-line messages, and what it leaves on disk.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -71,7 +72,19 @@ TEST_F(CollectCliTest, RunWritesARunDirectoryAndSaysWhatItDid) {
   const fs::path file = dir_ / "plugins/profile/r1/simhost.xplane.pb";
   ASSERT_TRUE(fs::exists(file));
   EXPECT_EQ(DevicePlanes(file), 1);
-  EXPECT_TRUE(fs::exists(dir_ / "status.json"));
+  std::ifstream in(dir_ / "status.json");
+  const nlohmann::json status = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_FALSE(status.is_discarded());
+  EXPECT_EQ(status["backend"], "simulated");
+  EXPECT_EQ(status["running"], false);
+  // The summary's figures: what the export wrote, and its bound.
+  EXPECT_GT(status["export"]["events_written"].get<int64_t>(), 0) << status.dump();
+  EXPECT_GT(status["export"]["max_bound_ns"].get<int64_t>(), 0) << status.dump();
+
+  const ProcessResult bad = Run(Simulated({"--duration-s", "0.2", "--logdir", dir_.string(), "--run", "r2",
+                                           "--status-json", (dir_ / "no/such/dir/status.json").string()}));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("cannot write --status-json"), std::string::npos) << bad.err;
 }
 
 TEST_F(CollectCliTest, NoDeviceFailsOrContinuesAsAsked) {
