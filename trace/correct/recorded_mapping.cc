@@ -3,13 +3,15 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "trace/correct/offsets_file.h"
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::trace {
 namespace {
 
-constexpr int64_t kMaxAbsDriftPpt = 1'000'000'000;             // 1000 ppm
-constexpr int64_t kMaxAbsRecordedOffsetNs = 86'400'000'000'000;  // a day, as offsets.jsonl
+// offsets.jsonl's limits (offsets_file.h), in the page's units.
+constexpr auto kMaxAbsDriftPpt = static_cast<int64_t>(kMaxAbsDrift * 1e12);
+constexpr auto kMaxAbsRecordedOffsetNs = static_cast<int64_t>(kMaxAbsOffsetNs);
 
 // The stat ids of one plane, found once.
 struct MappingStatIds {
