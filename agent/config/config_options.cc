@@ -87,7 +87,7 @@ const Spec kSpecs[] = {
      "(default: 0)"},
 
     {"estimation.window_s", "window-s", Kind::kNsFromSec, "SEC", kEstimation,
-     "Estimation window; >= 0.1 s and >= 10x probe interval (default: 2)"},
+     "Estimation window; >= 0.1 s, and its shortest fit span >= 10x probe interval (default: 2)"},
     {"estimation.fit_span_s", "fit-span-s", Kind::kNsFromSec, "SEC", kEstimation,
      "Each window's fit takes the probes of this span centred on the window: more pairs per fit at "
      "the same cadence, for the wander error docs/estimator.md §10 measures. 0: chosen per edge from "
