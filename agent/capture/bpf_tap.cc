@@ -170,6 +170,30 @@ DeviceTimestamping QueryDeviceTimestamping(const std::string& ifname) {
   return d;
 }
 
+// Checks the options and resolves every device first: a name that does not
+// exist is a configuration error, not a partial success. Repeats are dropped.
+bool ResolveDevices(const BpfTapOptions& o, std::vector<std::pair<std::string, int>>* devs, std::string* error) {
+  if (o.interfaces.empty()) {
+    *error = "eBPF tap: no interfaces to hook";
+    return false;
+  }
+  if (o.tc_mode != "auto" && o.tc_mode != "tcx" && o.tc_mode != "classic") {
+    *error = "eBPF tap: tc_mode must be auto, tcx or classic, not '" + o.tc_mode + "'";
+    return false;
+  }
+  for (const auto& name : o.interfaces) {
+    const unsigned idx = if_nametoindex(name.c_str());
+    if (idx == 0) {
+      *error = "eBPF tap: no network device '" + name + "' in this network namespace (" + Errno(errno) + ")";
+      return false;
+    }
+    bool dup = false;
+    for (const auto& [n, i] : *devs) dup |= (i == static_cast<int>(idx));
+    if (!dup) devs->emplace_back(name, static_cast<int>(idx));
+  }
+  return true;
+}
+
 }  // namespace
 
 struct BpfTap::Impl {
@@ -353,6 +377,123 @@ struct BpfTap::Impl {
     d.xdp_link = link;
     return true;
   }
+
+  // Opens and loads the object (the XDP program only when asked) and maps
+  // the ring buffer. A kernel without tp_btf for net_dev_start_xmit
+  // refuses that program: load once more without it, *dev_xmit false and
+  // the reason in *note.
+  bool Load(const BpfTapOptions& o, uint32_t netns_ino, bool* dev_xmit, std::string* note, std::string* error) {
+    LogCapture cap;
+    for (int attempt = 0;; ++attempt) {
+      skel = probe_tap_bpf__open();
+      if (skel == nullptr) {
+        *error = "eBPF tap: cannot open the BPF object: " + Errno(errno);
+        return false;
+      }
+      Configure(skel, o, netns_ino);
+      bpf_program__set_autoload(skel->progs.chronolink_xdp_hw, false);
+      bpf_program__set_autoload(skel->progs.chronolink_xdp, o.attach_xdp);
+      bpf_program__set_autoload(skel->progs.chronolink_dev_xmit, *dev_xmit);
+      const int r = probe_tap_bpf__load(skel);
+      if (r == 0) break;
+      const std::string log = cap.Take();
+      probe_tap_bpf__destroy(skel);
+      skel = nullptr;
+      if (r == -EPERM || r == -EACCES) {
+        *error = "eBPF tap: loading BPF programs was refused (" + Errno(r) +
+                 "): the tap needs CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN (or root)";
+        return false;
+      }
+      if (*dev_xmit && attempt == 0 && log.find("chronolink_dev_xmit") != std::string::npos) {
+        *dev_xmit = false;
+        *note = "tp_btf/net_dev_start_xmit unavailable (" + Errno(r) + ")";
+        continue;
+      }
+      *error = "eBPF tap: loading the BPF programs failed: " + Errno(r) + (log.empty() ? "" : ": ") + log;
+      return false;
+    }
+    rb = ring_buffer__new(bpf_map__fd(skel->maps.tap_records), &Impl::OnRecord, this, nullptr);
+    if (rb == nullptr) {
+      *error = "eBPF tap: cannot map the ring buffer: " + Errno(errno);
+      CloseAll();
+      return false;
+    }
+    return true;
+  }
+
+  // tc: tcx links where the kernel has them (6.6+), classic cls_bpf otherwise.
+  void AttachTc(Device& d, const BpfTapOptions& o, BpfTapAttachment* a, std::vector<std::string>* notes) {
+    std::string why;
+    if (o.tc_mode != "classic" && AttachTcx(d, a, &why)) {
+      a->tc_mode = "tcx";
+      return;
+    }
+    if (o.tc_mode == "tcx") {
+      notes->push_back("tcx unavailable (" + why + "), tc_mode=tcx: no tc hooks");
+      return;
+    }
+    if (!why.empty()) notes->push_back("tcx unavailable (" + why + "), using classic tc");
+    std::string classic_why;
+    if (AttachClassicTc(d, a, &classic_why)) a->tc_mode = "tc";
+    if (!classic_why.empty()) notes->push_back(classic_why);
+  }
+
+  // XDP, unless another program holds the device or it is a veth (where
+  // XDP would delay every RX stamp): device-bound with the NIC's RX stamp
+  // where the device has one, else the plain program.
+  void AttachXdp(Device& d, const BpfTapOptions& o, uint32_t netns_ino, BpfTapAttachment* a,
+                 std::vector<std::string>* notes) {
+    bpf_xdp_query_opts q{};
+    q.sz = sizeof(q);
+    uint32_t owner = 0;
+    if (bpf_xdp_query(d.ifindex, 0, &q) == 0) {
+      owner = q.prog_id ? q.prog_id : (q.drv_prog_id ? q.drv_prog_id : q.skb_prog_id);
+    }
+    const DeviceTimestamping ts = QueryDeviceTimestamping(d.name);
+    const std::string driver = ts.driver.empty() ? "unknown driver" : ts.driver;
+    if (owner != 0) {
+      notes->push_back("XDP on " + d.name + " is taken by program '" + ProgName(owner) + "' (id " +
+                       std::to_string(owner) + "): left alone, no XDP stamps there");
+      return;
+    }
+    if (!o.xdp_on_veth && ts.driver == "veth") {
+      notes->push_back("no XDP on " + d.name + " (veth): XDP would move its receive path into "
+                       "NAPI and delay every RX stamp; tc ingress is the earliest RX hook there");
+      return;
+    }
+    if (ts.rx_hardware || o.force_device_bound_xdp) {
+      std::string why;
+      if (AttachXdpHw(d, o, netns_ino, &why)) {
+        a->xdp = true;
+        a->xdp_hw_rx_timestamp = ts.rx_hardware;
+        if (!ts.rx_hardware) {
+          notes->push_back("device-bound XDP forced on " + d.name + " (" + driver +
+                           "), which reports no RX hardware timestamps: hw_rx_ns stays 0");
+        }
+        return;
+      }
+      notes->push_back(why + "; using plain XDP");
+    } else {
+      notes->push_back("no RX hardware timestamp on " + d.name + " (" + driver + ")");
+    }
+    d.xdp_link = bpf_program__attach_xdp(skel->progs.chronolink_xdp, d.ifindex);
+    if (d.xdp_link != nullptr) {
+      a->xdp = true;
+    } else {
+      notes->push_back("XDP attach failed on " + d.name + ": " + Errno(errno));
+    }
+  }
+
+  // The driver-level TX stamp (tp_btf/net_dev_start_xmit). False, with the
+  // reason in *note, when it cannot attach.
+  bool AttachDevXmit(std::string* note) {
+    dev_xmit_link = bpf_program__attach(skel->progs.chronolink_dev_xmit);
+    if (dev_xmit_link == nullptr) {
+      *note = "tp_btf/net_dev_start_xmit attach failed: " + Errno(errno);
+      return false;
+    }
+    return true;
+  }
 };
 
 BpfTap::BpfTap() : impl_(std::make_unique<Impl>()) {}
@@ -368,72 +509,13 @@ void BpfTap::Close() {
 bool BpfTap::Open(const BpfTapOptions& options, std::string* error) {
   Close();
   InstallLibbpfPrint();
-  if (options.interfaces.empty()) {
-    *error = "eBPF tap: no interfaces to hook";
-    return false;
-  }
-  if (options.tc_mode != "auto" && options.tc_mode != "tcx" && options.tc_mode != "classic") {
-    *error = "eBPF tap: tc_mode must be auto, tcx or classic, not '" + options.tc_mode + "'";
-    return false;
-  }
-  // Resolve every device first: a name that does not exist is a
-  // configuration error, not a partial success.
   std::vector<std::pair<std::string, int>> devs;
-  for (const auto& name : options.interfaces) {
-    const unsigned idx = if_nametoindex(name.c_str());
-    if (idx == 0) {
-      *error = "eBPF tap: no network device '" + name + "' in this network namespace (" +
-               Errno(errno) + ")";
-      return false;
-    }
-    bool dup = false;
-    for (const auto& [n, i] : devs) dup |= (i == static_cast<int>(idx));
-    if (!dup) devs.emplace_back(name, static_cast<int>(idx));
-  }
-
+  if (!ResolveDevices(options, &devs, error)) return false;
   const uint32_t netns_ino = CurrentNetnsInode();
   Impl& im = *impl_;
-  LogCapture cap;
+  bool dev_xmit = options.attach_dev_xmit;
   std::string dev_xmit_note;
-  bool want_dev_xmit = options.attach_dev_xmit;
-  for (int attempt = 0;; ++attempt) {
-    im.skel = probe_tap_bpf__open();
-    if (im.skel == nullptr) {
-      *error = "eBPF tap: cannot open the BPF object: " + Errno(errno);
-      return false;
-    }
-    im.Configure(im.skel, options, netns_ino);
-    bpf_program__set_autoload(im.skel->progs.chronolink_xdp_hw, false);
-    bpf_program__set_autoload(im.skel->progs.chronolink_xdp, options.attach_xdp);
-    bpf_program__set_autoload(im.skel->progs.chronolink_dev_xmit, want_dev_xmit);
-    const int r = probe_tap_bpf__load(im.skel);
-    if (r == 0) break;
-    const std::string log = cap.Take();
-    probe_tap_bpf__destroy(im.skel);
-    im.skel = nullptr;
-    if (r == -EPERM || r == -EACCES) {
-      *error = "eBPF tap: loading BPF programs was refused (" + Errno(r) +
-               "): the tap needs CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN (or root)";
-      return false;
-    }
-    if (want_dev_xmit && attempt == 0 && log.find("chronolink_dev_xmit") != std::string::npos) {
-      // Kernels without tp_btf (or without this tracepoint's BTF): carry on
-      // without the driver-level TX stamp.
-      want_dev_xmit = false;
-      dev_xmit_note = "tp_btf/net_dev_start_xmit unavailable (" + Errno(r) + ")";
-      continue;
-    }
-    *error = "eBPF tap: loading the BPF programs failed: " + Errno(r) + (log.empty() ? "" : ": ") +
-             log;
-    return false;
-  }
-
-  im.rb = ring_buffer__new(bpf_map__fd(im.skel->maps.tap_records), &Impl::OnRecord, &im, nullptr);
-  if (im.rb == nullptr) {
-    *error = "eBPF tap: cannot map the ring buffer: " + Errno(errno);
-    im.CloseAll();
-    return false;
-  }
+  if (!im.Load(options, netns_ino, &dev_xmit, &dev_xmit_note, error)) return false;
 
   int hooks = 0;
   im.devices.reserve(devs.size());
@@ -443,85 +525,18 @@ bool BpfTap::Open(const BpfTapOptions& options, std::string* error) {
     a.ifindex = ifindex;
     std::vector<std::string> notes;
     std::string stale_log;
-    const int stale = RemoveStaleHooks(ifindex, &stale_log);
-    if (stale > 0) notes.push_back(stale_log);
-
+    if (RemoveStaleHooks(ifindex, &stale_log) > 0) notes.push_back(stale_log);
     im.devices.emplace_back();
     Impl::Device& d = im.devices.back();
     d.name = name;
     d.ifindex = ifindex;
-
-    // tc: tcx links where the kernel has them (6.6+), classic cls_bpf otherwise.
-    std::string why;
-    if (options.tc_mode != "classic" && im.AttachTcx(d, &a, &why)) {
-      a.tc_mode = "tcx";
-    } else {
-      if (options.tc_mode == "tcx") {
-        notes.push_back("tcx unavailable (" + why + "), tc_mode=tcx: no tc hooks");
-      } else {
-        if (!why.empty()) notes.push_back("tcx unavailable (" + why + "), using classic tc");
-        std::string cwhy;
-        if (im.AttachClassicTc(d, &a, &cwhy)) a.tc_mode = "tc";
-        if (!cwhy.empty()) notes.push_back(cwhy);
-      }
-    }
-
-    if (options.attach_xdp) {
-      bpf_xdp_query_opts q{};
-      q.sz = sizeof(q);
-      const int qr = bpf_xdp_query(ifindex, 0, &q);
-      uint32_t owner = 0;
-      if (qr == 0) owner = q.prog_id ? q.prog_id : (q.drv_prog_id ? q.drv_prog_id : q.skb_prog_id);
-      const DeviceTimestamping ts = QueryDeviceTimestamping(name);
-      if (owner != 0) {
-        notes.push_back("XDP on " + name + " is taken by program '" + ProgName(owner) + "' (id " +
-                        std::to_string(owner) + "): left alone, no XDP stamps there");
-      } else if (!options.xdp_on_veth && ts.driver == "veth") {
-        notes.push_back("no XDP on " + name + " (veth): XDP would move its receive path into "
-                        "NAPI and delay every RX stamp; tc ingress is the earliest RX hook there");
-      } else {
-        bool hw_done = false;
-        if (ts.rx_hardware || options.force_device_bound_xdp) {
-          std::string hwhy;
-          if (im.AttachXdpHw(d, options, netns_ino, &hwhy)) {
-            hw_done = true;
-            a.xdp = true;
-            a.xdp_hw_rx_timestamp = ts.rx_hardware;
-            if (!ts.rx_hardware) {
-              notes.push_back("device-bound XDP forced on " + name + " (" +
-                              (ts.driver.empty() ? "unknown driver" : ts.driver) +
-                              "), which reports no RX hardware timestamps: hw_rx_ns stays 0");
-            }
-          } else {
-            notes.push_back(hwhy + "; using plain XDP");
-          }
-        } else {
-          notes.push_back("no RX hardware timestamp on " + name + " (" +
-                          (ts.driver.empty() ? "unknown driver" : ts.driver) + ")");
-        }
-        if (!hw_done) {
-          d.xdp_link = bpf_program__attach_xdp(im.skel->progs.chronolink_xdp, ifindex);
-          if (d.xdp_link != nullptr) {
-            a.xdp = true;
-          } else {
-            notes.push_back("XDP attach failed on " + name + ": " + Errno(errno));
-          }
-        }
-      }
-    }
+    im.AttachTc(d, options, &a, &notes);
+    if (options.attach_xdp) im.AttachXdp(d, options, netns_ino, &a, &notes);
     hooks += (a.tc_egress ? 1 : 0) + (a.tc_ingress ? 1 : 0) + (a.xdp ? 1 : 0);
     for (size_t i = 0; i < notes.size(); ++i) a.note += (i ? "; " : "") + notes[i];
     attachments_.push_back(std::move(a));
   }
-
-  if (want_dev_xmit) {
-    im.dev_xmit_link = bpf_program__attach(im.skel->progs.chronolink_dev_xmit);
-    if (im.dev_xmit_link == nullptr) {
-      dev_xmit_note = "tp_btf/net_dev_start_xmit attach failed: " + Errno(errno);
-    } else {
-      ++hooks;
-    }
-  }
+  if (dev_xmit && im.AttachDevXmit(&dev_xmit_note)) ++hooks;
   if (!dev_xmit_note.empty()) {
     for (auto& a : attachments_) a.note += (a.note.empty() ? "" : "; ") + dev_xmit_note;
   }
