@@ -114,9 +114,13 @@ class ClockStepTest : public ClusterFixture {
       std::printf("node %d edges: %d windows estimated (worst |error| %.0f ns), %d discarded for a step\n", n,
                   estimated, worst, discarded);
       for (int peer : PeersSeen(n)) {
-        if (StepOf(peer) != nullptr) EXPECT_GE(discarded_near_step[peer], 1) << "node " << n << "'s edge to " << peer;
+        if (StepOf(peer) != nullptr) {
+          EXPECT_GE(discarded_near_step[peer], 1) << "node " << n << "'s edge to " << peer;
+        }
       }
-      if (StepOf(n) != nullptr) EXPECT_GE(discarded_near_step[n], 1) << "node " << n << " (stepped) reports none";
+      if (StepOf(n) != nullptr) {
+        EXPECT_GE(discarded_near_step[n], 1) << "node " << n << " (stepped) reports none";
+      }
     }
   }
 

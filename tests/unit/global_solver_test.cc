@@ -293,7 +293,7 @@ TEST(GlobalSolver, SigmaMatchesTheErrorsWhenEachDirectionStatesItsSharedPart) {
   const Truth t = MakeTruth(nodes, 29);
   std::mt19937 rng(43);
   const auto pairs = RingAndRandomLinks(nodes, 100, rng);
-  for (const auto [shared_sigma, own_sigma] : {std::pair{80.0, 30.0}, std::pair{10.0, 60.0}}) {
+  for (const auto& [shared_sigma, own_sigma] : {std::pair{80.0, 30.0}, std::pair{10.0, 60.0}}) {
     const double u = std::hypot(shared_sigma, own_sigma);
     std::normal_distribution<double> shared(0, shared_sigma), own(0, own_sigma);
     SolverOptions opt;
@@ -327,7 +327,9 @@ TEST(GlobalSolver, SigmaMatchesTheErrorsWhenEachDirectionStatesItsSharedPart) {
     }
     const double count = nodes.size() - 1;
     EXPECT_NEAR(stated_sum / count, 1.0, 0.08) << "shared " << shared_sigma;
-    if (shared_sigma < own_sigma) EXPECT_GT(unstated_sum / count, 1.25) << "rho = 1 overstates a small shared part";
+    if (shared_sigma < own_sigma) {
+      EXPECT_GT(unstated_sum / count, 1.25) << "rho = 1 overstates a small shared part";
+    }
   }
 }
 

@@ -151,7 +151,9 @@ TEST(ChromeJsonExport, XSpaceHostBecomesProcessesThreadsAndArgs) {
   std::set<std::string> threads;
   for (const auto& e : doc["traceEvents"]) {
     if (e["name"] == "thread_name") threads.insert(e["args"]["name"].get<std::string>());
-    if (e["name"] == "process_labels") EXPECT_EQ(e["args"]["labels"], "hostA");
+    if (e["name"] == "process_labels") {
+      EXPECT_EQ(e["args"]["labels"], "hostA");
+    }
   }
   EXPECT_EQ(threads, (std::set<std::string>{"python3", "Stream #7(Kernel)"}));
 
