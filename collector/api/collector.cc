@@ -106,6 +106,7 @@ bool Collector::Start(std::string* error) {
     std::lock_guard<std::mutex> w(wake_mu_);
     stop_requested_ = false;
   }
+  stopped_at_ns_ = 0;
   running_ = true;
   sampler_ = std::thread([this] { SamplerLoop(); });
   return true;
@@ -121,6 +122,7 @@ void Collector::Stop() {
   wake_.notify_all();
   if (sampler_.joinable()) sampler_.join();
   running_ = false;
+  stopped_at_ns_ = clock_.Now();
   if (backend_ && activity_started_) {
     backend_->StopActivity();
     activity_started_ = false;
@@ -128,6 +130,15 @@ void Collector::Stop() {
   std::lock_guard<std::mutex> lock(sample_mu_);
   SampleAllDevices();  // a pair after the last activity, so it interpolates
   DrainActivity();
+}
+
+int64_t Collector::stopped_at_ns() const { return stopped_at_ns_; }
+
+std::optional<int64_t> Collector::ReadClockPageNow() {
+  std::lock_guard<std::mutex> lock(sample_mu_);
+  ReadClockPage();
+  if (page_mappings_.empty()) return std::nullopt;
+  return page_mappings_.recorded().mappings.back().ref_ns;
 }
 
 void Collector::SamplerLoop() {
@@ -250,6 +261,11 @@ bool Collector::ExportTo(trace::HostTrace* trace, DeviceExportStats* stats, std:
   if (trace->host.empty()) trace->host = options_.host;
   if (trace->space->hostnames_size() == 0) trace::SetHostnames(trace->space, {options_.host});
   if (!backend_message_.empty()) trace->space->add_warnings("chronolink collector: no GPU data: " + backend_message_);
+  // A stopped run ends at its stop, however long after it the export comes
+  // (a wait for the clock page to map the stop, docs/collector.md).
+  if (stopped_at_ns_ != 0 && !trace::ProfileStopTime(*trace->space)) {
+    trace::SetProfileStopTime(trace->space, static_cast<uint64_t>(stopped_at_ns_.load()));
+  }
   return AppendDevicePlanes(devices, eo, trace, stats, error);
 }
 

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,8 +68,18 @@ class Collector {
 
   bool Start(std::string* error);
   // Stops sampling and activity (bounded: at most a few sample periods).
-  // Idempotent.
+  // Idempotent. The instant it stopped is the profile's stop in every export
+  // after it.
   void Stop();
+  int64_t stopped_at_ns() const;  // host clock; 0 until Stop
+
+  // Reads the agent's clock page now (the sampler does so every period
+  // while running, and every export) and returns the newest recorded
+  // mapping's reference instant, host clock; nullopt when none is. The
+  // page's newest mapping trails the host clock by the leader's solve lag
+  // (docs/leader.md): a caller that wants a run's last instants mapped,
+  // not extrapolated, reads on after Stop until it passes stopped_at_ns().
+  std::optional<int64_t> ReadClockPageNow();
 
   // Appends the device planes, host launch events and the clock plane to
   // *trace (a space the host profiler built, or an empty one). Sets the
@@ -136,6 +147,7 @@ class Collector {
   bool stop_requested_ = false;
   std::thread sampler_;
   std::atomic<bool> running_{false};
+  std::atomic<int64_t> stopped_at_ns_{0};
   bool activity_started_ = false;
 };
 

@@ -39,6 +39,7 @@ struct RunFlags {
   std::string truth;
   std::string status_json;
   double checkpoint_s = 30;
+  double page_wait_s = 15;
   std::vector<std::string> command;
 };
 
@@ -134,6 +135,12 @@ bool WriteStatusJson(const std::string& path, const CollectorStatus& s, const De
   return true;
 }
 
+double SecondsSince(const timespec& start) {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<double>(now.tv_sec - start.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec - start.tv_nsec);
+}
+
 struct Loop {
   pid_t child = -1;
   int child_status = 0;
@@ -146,11 +153,7 @@ void RunLoop(Collector& c, const RunFlags& f, const std::string& run, const trac
              const sigset_t& signals, Loop* loop) {
   timespec start{};
   clock_gettime(CLOCK_MONOTONIC, &start);
-  auto elapsed = [&start] {
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return static_cast<double>(now.tv_sec - start.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec - start.tv_nsec);
-  };
+  auto elapsed = [&start] { return SecondsSince(start); };
   double next_checkpoint = f.checkpoint_s, next_progress = 10, signalled_at = -1;
   bool killed = false;
   while (true) {
@@ -190,6 +193,42 @@ void RunLoop(Collector& c, const RunFlags& f, const std::string& run, const trac
   }
 }
 
+// The clock page's newest mapping trails the host clock by the leader's
+// solve lag (7.3 s at the defaults): read on, after the stop, until one
+// maps the run's stop, so that align --recorded-mapping interpolates the
+// run's last seconds instead of extrapolating them. Only while the page
+// gives mappings; at most wait_s; a signal ends it.
+void AwaitStopMapped(Collector& c, double wait_s, const sigset_t& signals) {
+  const int64_t stop = c.stopped_at_ns();
+  std::optional<int64_t> newest = c.ReadClockPageNow();
+  if (!newest || *newest >= stop) return;  // no mapping at all, or the stop is mapped
+  spdlog::info("waiting up to {:.0f} s for the clock page to map the run's last {:.1f} s (--page-wait-s 0: do not)",
+               wait_s, static_cast<double>(stop - *newest) / 1e9);
+  timespec start{};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  while (SecondsSince(start) < wait_s) {
+    const timespec tick{0, 200'000'000};
+    const int sig = sigtimedwait(&signals, nullptr, &tick);
+    if (sig == SIGINT || sig == SIGTERM) {
+      spdlog::warn("signal: not waiting for the clock page");
+      break;
+    }
+    newest = c.ReadClockPageNow();
+    if (newest && *newest >= stop) {
+      spdlog::info("clock page: the run's end is mapped (waited {:.1f} s)", SecondsSince(start));
+      return;
+    }
+    const std::string state = c.Status().clock_page_state;
+    if (state == "stale" || state == "absent") {
+      spdlog::warn("clock page {}: not waiting for it", state);
+      break;
+    }
+  }
+  spdlog::warn("clock page: the run's last {:.1f} s have no mapping: align --recorded-mapping extrapolates them "
+               "(the leader's offsets.jsonl has them solved)",
+               static_cast<double>(stop - newest.value_or(stop)) / 1e9);
+}
+
 int RunCollect(const RunFlags& f) {
   CollectorOptions options;
   std::vector<std::string> warnings;
@@ -225,6 +264,7 @@ int RunCollect(const RunFlags& f) {
   }
   RunLoop(*collector, f, run, base.get(), signals, &loop);
   collector->Stop();
+  if (f.page_wait_s > 0) AwaitStopMapped(*collector, f.page_wait_s, signals);
   std::string where;
   DeviceExportStats stats;
   if (!WriteOutput(*collector, f, run, base.get(), &where, &stats, &error)) return Fail(error);
@@ -258,6 +298,11 @@ void AddRunCommand(CLI::App& app, std::function<void(int)> done) {
   cmd->add_option("--out", f->out, "write the XSpace to this file instead of a run directory")->group("Output");
   cmd->add_option("--checkpoint-s", f->checkpoint_s, "rewrite the output this often while collecting; 0: only at the end (default: 30)")
       ->check(CLI::Range(0.0, 1e6))->group("Output");
+  cmd->add_option("--page-wait-s", f->page_wait_s,
+                  "after the stop, wait up to this long for the agent's clock page to map the run's last "
+                  "seconds (it trails by the solve's lag), so that they are interpolated, not extrapolated; "
+                  "0: do not wait (default: 15)")
+      ->check(CLI::Range(0.0, 600.0))->group("Output");
   cmd->add_option("--status-json", f->status_json, "also write the final status as JSON here")->group("Output");
   cmd->add_option("--truth", f->truth, "simulated backend: write each record's true times (JSONL) here, for tests")
       ->group("Output");

@@ -146,6 +146,11 @@ def main(argv=None) -> int:
             check(st.get("clock_page_mappings", 0) >= a.seconds / 2,
                   f"node {n}: the collector recorded a page mapping per window "
                   f"({st.get('clock_page_mappings')} in {a.seconds:.0f} s)", failures)
+        # The page trails by the solve's lag: the collector waits for a mapping
+        # of the run's stop, so that the recorded path interpolates its end.
+        with open(os.path.join(out, f"collect{n}.log")) as f:
+            check("the run's end is mapped" in f.read(),
+                  f"node {n}: the collector waited until its page mapped the run's stop", failures)
     offsets = [pth for pth in (os.path.join(out, f"node{i}", "offsets.jsonl") for i in range(1, NODES + 1))
                if os.path.exists(pth) and os.path.getsize(pth) > 0]
     hosts = []

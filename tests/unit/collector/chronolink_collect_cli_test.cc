@@ -4,12 +4,17 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "agent/clock/clock_reader.h"
+#include "agent/export/clock_mapping_publisher.h"
 #include "tests/support/run_process.h"
+#include "trace/correct/recorded_mapping.h"
 #include "trace/exporters/xspace_writer.h"
 #include "trace/importers/xspace/xspace_reader.h"
 #include "trace/model/xplane_edit.h"
@@ -85,6 +90,82 @@ TEST_F(CollectCliTest, RunWritesARunDirectoryAndSaysWhatItDid) {
                                            "--status-json", (dir_ / "no/such/dir/status.json").string()}));
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("cannot write --status-json"), std::string::npos) << bad.err;
+}
+
+// An agent's clock page as the leader's solve lag leaves it: every 100 ms a
+// mapping for the instant `lag_ns` ago (a page writer standing in for the
+// agent, which this unit test does not start).
+class LaggingPage {
+ public:
+  LaggingPage(const fs::path& path, int64_t lag_ns) : lag_ns_(lag_ns) {
+    std::string error;
+    EXPECT_TRUE(pub_.Open(path.string(), 1, &error)) << error;
+    Publish();
+    writer_ = std::thread([this] {
+      while (!stop_) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        Publish();
+      }
+    });
+  }
+  ~LaggingPage() {
+    stop_ = true;
+    writer_.join();
+  }
+
+ private:
+  void Publish() {
+    ClockMapping m;
+    m.node_id = 1;
+    m.valid = true;
+    const int64_t now = ReadClockNs(CLOCK_REALTIME);
+    m.local_ref_ns = now - lag_ns_;
+    m.offset_ns = 12'345;
+    m.uncertainty_ns = 100;
+    m.valid_until_ns = now + 60'000'000'000;
+    m.published_local_ns = now;
+    m.published_monotonic_ns = ReadClockNs(CLOCK_MONOTONIC);
+    pub_.Publish(m);
+  }
+  ClockMappingPublisher pub_;
+  int64_t lag_ns_;
+  std::atomic<bool> stop_{false};
+  std::thread writer_;
+};
+
+// The page trails the run by the solve's lag: after the stop, run waits
+// until a mapping maps the stop, so the run's last instants are recorded.
+TEST_F(CollectCliTest, RunWaitsForTheClockPageToMapItsStop) {
+  const fs::path page = dir_ / "page";
+  LaggingPage agent(page, 1'000'000'000);
+  const ProcessResult r = Run(Simulated({"--duration-s", "1", "--out", (dir_ / "run.xplane.pb").string(),
+                                         "--clock-page", page.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("the run's end is mapped"), std::string::npos) << r.out << r.err;
+  trace::HostTrace t;
+  std::string error;
+  ASSERT_TRUE(trace::ReadXSpaceFile(dir_ / "run.xplane.pb", &t, &error)) << error;
+  const auto stop = trace::ProfileStopTime(*t.space);
+  const auto mappings = trace::ReadRecordedMappings(*t.space, &error);
+  ASSERT_TRUE(stop.has_value());
+  ASSERT_TRUE(mappings.has_value()) << error;
+  EXPECT_GE(mappings->mappings.back().ref_ns, static_cast<int64_t>(*stop)) << "the stop is interpolated";
+}
+
+TEST_F(CollectCliTest, RunWaitsNoLongerThanAskedForAPageThatNeverMapsItsStop) {
+  const fs::path page = dir_ / "page";
+  LaggingPage agent(page, 600'000'000'000);  // ten minutes behind
+  const auto start = std::chrono::steady_clock::now();
+  const ProcessResult r = Run(Simulated({"--duration-s", "0.5", "--out", (dir_ / "run.xplane.pb").string(),
+                                         "--clock-page", page.string(), "--page-wait-s", "1"}));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("have no mapping"), std::string::npos) << r.out << r.err;
+  EXPECT_LT(took, 30) << "bounded by --page-wait-s, not by the page";
+  const ProcessResult no_wait = Run(Simulated({"--duration-s", "0.3", "--out", (dir_ / "run2.xplane.pb").string(),
+                                               "--clock-page", page.string(), "--page-wait-s", "0"}));
+  ASSERT_EQ(no_wait.exit_code, 0) << no_wait.err;
+  EXPECT_EQ((no_wait.out + no_wait.err).find("waiting up to"), std::string::npos) << no_wait.err;
 }
 
 TEST_F(CollectCliTest, NoDeviceFailsOrContinuesAsAsked) {
