@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "trace/align/correction_record.h"
+#include "trace/correct/recorded_mapping.h"
 #include "trace/model/host_span.h"
 #include "trace/model/xplane_edit.h"
 
@@ -27,6 +28,7 @@ class HostRewriter {
   bool Run(std::string* error) {
     for (auto& plane : *host_->space->mutable_planes()) {
       if (plane.name() == kTaskEnvPlaneName) continue;
+      counted_ = CountsInAlignmentStats(plane.name());
       if (annotate_) bound_stat_id_ = GetOrCreateStatMetadata(&plane, kEventBoundStat)->id();
       source_bound_stat_id_ = FindStatMetadataId(plane, kSourceBoundStat);
       for (auto& line : *plane.mutable_lines()) {
@@ -88,7 +90,7 @@ class HostRewriter {
       stat->set_metadata_id(bound_stat_id_);
       stat->set_double_value(std::max(ms->uncertainty_ns, me->uncertainty_ns) + SourceBound(*event));
     }
-    Count(*ms);
+    if (counted_) Count(*ms);
     return true;
   }
 
@@ -116,6 +118,7 @@ class HostRewriter {
   std::optional<int64_t> source_bound_stat_id_;
   int64_t bound_stat_id_ = 0;
   HostAlignment* stats_;
+  bool counted_ = true;  // the plane's events count in stats_
   double uncertainty_sum_ = 0;
 };
 
@@ -157,6 +160,8 @@ void CountMappedEvent(const MappedInstant& m, HostAlignment* stats, double* unce
     stats->max_beyond_span_ns = std::max(stats->max_beyond_span_ns, m.beyond_span_ns);
   }
 }
+
+bool CountsInAlignmentStats(std::string_view plane_name) { return plane_name != kRecordedMappingPlane; }
 
 bool CheckPlannedBound(const HostAlignment& stats, const AlignOptions& options, std::string* error) {
   return CheckBound(stats, options, error);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trace/align/host_clock_map.h"
@@ -94,6 +95,12 @@ bool AlignPlannedHost(size_t index, HostTrace* host, const HostClockMap& map, co
 // Counts one re-timed event, mapped at its start, into `stats` (events,
 // gaps, extrapolation, bound min/max) and `*uncertainty_sum` (for the mean).
 void CountMappedEvent(const MappedInstant& start, HostAlignment* stats, double* uncertainty_sum);
+// Whether a plane's events count in those statistics: all but the GPU
+// collector's clock record (trace/correct/recorded_mapping.h), re-timed
+// like the rest but not the profile: each clock page mapping sits where the
+// collector read it, the solve's lag after the instant it maps, so its last
+// ones always lie past the correction's span.
+bool CountsInAlignmentStats(std::string_view plane_name);
 bool CheckPlannedBound(const HostAlignment& stats, const AlignOptions& options, std::string* error);
 void SetSessionOnPlan(const HostClockMap& map, const HostAlignment& stats, const AlignResult& result,
                       xspace::XSpace* task_env);

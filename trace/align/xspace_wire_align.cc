@@ -684,6 +684,7 @@ class WireAligner {
       return true;
     }
     const bool counters = index == counters_.plane;
+    counted_ = CountsInAlignmentStats(plane.name);
     int width = 0;
     const size_t length_at = OpenField(kSpacePlane, static_cast<size_t>(plane.end - plane.begin), &width);
     if (counters) Append(reinterpret_cast<Ptr>(counters_.head.data()),
@@ -924,7 +925,7 @@ class WireAligner {
     const auto new_offset = DiffPs(ms->cluster, new_base_);
     const auto new_duration = DiffPs(*me, ms->cluster);
     if (!new_offset || !new_duration) return Fail("an event overflows int64 ps on the common origin");
-    CountMappedEvent(*ms, stats_, &uncertainty_sum_);
+    if (counted_) CountMappedEvent(*ms, stats_, &uncertainty_sum_);
     WriteEvent(field, begin, end, f, *new_offset, *new_duration);
     return true;
   }
@@ -1047,6 +1048,7 @@ class WireAligner {
   TraceInstant line_start_;
   TraceInstant new_base_;
   double uncertainty_sum_ = 0;
+  bool counted_ = true;  // the current plane's events count in stats_ (CountsInAlignmentStats)
   HostSpanInstants span_;
   bool any_ = false;
   bool span_overflow_ = false;

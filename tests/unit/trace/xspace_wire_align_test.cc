@@ -20,6 +20,7 @@
 #include "trace/align/xspace_wire_align.h"
 #include "trace/correct/clock_correction.h"
 #include "trace/correct/node_clock_map.h"
+#include "trace/correct/recorded_mapping.h"
 #include "trace/exporters/xspace_writer.h"
 #include "trace/importers/xspace/xspace_reader.h"
 #include "trace/model/host_span.h"
@@ -237,6 +238,35 @@ TEST(XSpaceWireAlignTest, GapsAndExtrapolationCountTheSame) {
   EXPECT_EQ(both.model_bytes, both.wire_bytes);
   EXPECT_GT(both.wire.events_gap, 0);
   EXPECT_GT(both.wire.events_extrapolated, 0);
+}
+
+// The GPU collector's clock record places each clock page mapping where it
+// read it, the solve's lag after the instant it maps: its events are
+// re-timed like the profile's, but they are not the profile and do not make
+// it "extrapolated" (on both paths alike).
+TEST(XSpaceWireAlignTest, TheCollectorsClockRecordIsRetimedButNotCounted) {
+  const Correction c = MakeCorrection(0, 6);  // solved to kStart + 12 s
+  xspace::XSpace space;
+  SetProfileStartTime(&space, static_cast<uint64_t>(kStart));
+  SetProfileStopTime(&space, static_cast<uint64_t>(kStart + 11 * kPeriod / 2));
+  SetHostnames(&space, {"h"});
+  xspace::XPlane* cpu = GetOrCreatePlane(&space, "/host:CPU");
+  xspace::XLine* thread = GetOrCreateLine(cpu, "thread");
+  for (int i = 1; i <= 10; ++i) thread->add_events()->set_offset_ps(i * 1'000'000'000'000LL);  // 1..10 s
+  xspace::XPlane* record = GetOrCreatePlane(&space, kRecordedMappingPlane);
+  xspace::XLine* mappings = GetOrCreateLine(record, kRecordedMappingLine);
+  for (int i = 0; i < 4; ++i) mappings->add_events()->set_offset_ps((8 + 2 * i) * 1'000'000'000'000LL);  // to 14 s
+  const BothPaths both = AlignBoth(Serialize(space), *c.map, {});
+  ExpectSameXSpace(both);
+  EXPECT_EQ(both.model.events, 10) << "the profile's events only";
+  EXPECT_EQ(both.model.events_extrapolated, 0) << "the record's last ones lie past the solved span";
+  EXPECT_EQ(both.wire.events, 10);
+  EXPECT_EQ(both.wire.events_extrapolated, 0);
+  xspace::XSpace out;
+  ASSERT_TRUE(out.ParseFromString(both.wire_bytes));
+  const xspace::XPlane* retimed = FindPlane(out, kRecordedMappingPlane);
+  ASSERT_NE(retimed, nullptr);
+  EXPECT_NE(retimed->lines(0).events(0).offset_ps(), 8'000'000'000'000LL) << "re-timed onto cluster time";
 }
 
 // ---- Hand-made wire bytes.
