@@ -95,6 +95,19 @@ void chronolink_collector_stop(chronolink_collector* c) {
   }
 }
 
+int chronolink_collector_stop_mapped(chronolink_collector* c) {
+  if (c == nullptr) return -1;
+  try {
+    switch (c->impl->ReadStopMapping().state) {
+      case chronolink::collector::Collector::StopMapping::kMapped: return 1;
+      case chronolink::collector::Collector::StopMapping::kPending: return 0;
+      case chronolink::collector::Collector::StopMapping::kNever: return -1;
+    }
+  } catch (...) {
+  }
+  return -1;
+}
+
 int chronolink_collector_export_xspace(chronolink_collector* c, const void* in, size_t in_len, void** out,
                                        size_t* out_len, char* err, size_t err_len) {
   if (c == nullptr || out == nullptr || out_len == nullptr) return Fail(err, err_len, "null argument");

@@ -134,11 +134,18 @@ void Collector::Stop() {
 
 int64_t Collector::stopped_at_ns() const { return stopped_at_ns_; }
 
-std::optional<int64_t> Collector::ReadClockPageNow() {
+Collector::StopMapping Collector::ReadStopMapping() {
+  const int64_t stop = stopped_at_ns_;
   std::lock_guard<std::mutex> lock(sample_mu_);
   ReadClockPage();
-  if (page_mappings_.empty()) return std::nullopt;
-  return page_mappings_.recorded().mappings.back().ref_ns;
+  // Nothing will come: no page, never a mapping, or an agent that stopped.
+  if (stop == 0 || page_mappings_.empty() || page_state_ == "stale" || page_state_ == "absent" ||
+      page_state_ == "none") {
+    return {};
+  }
+  const int64_t newest = page_mappings_.recorded().mappings.back().ref_ns;
+  if (newest >= stop) return {StopMapping::kMapped, 0};
+  return {StopMapping::kPending, stop - newest};
 }
 
 void Collector::SamplerLoop() {

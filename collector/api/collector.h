@@ -16,7 +16,6 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,13 +72,16 @@ class Collector {
   void Stop();
   int64_t stopped_at_ns() const;  // host clock; 0 until Stop
 
-  // Reads the agent's clock page now (the sampler does so every period
-  // while running, and every export) and returns the newest recorded
-  // mapping's reference instant, host clock; nullopt when none is. The
-  // page's newest mapping trails the host clock by the leader's solve lag
-  // (docs/leader.md): a caller that wants a run's last instants mapped,
-  // not extrapolated, reads on after Stop until it passes stopped_at_ns().
-  std::optional<int64_t> ReadClockPageNow();
+  // The page's newest mapping trails the host clock by the leader's solve
+  // lag (docs/leader.md), so a run's last instants have none when it stops.
+  // After Stop, reads the page now and says whether a mapping covers the
+  // stop: a caller that wants those instants interpolated, not
+  // extrapolated, asks again (every few hundred ms, bounded) while pending.
+  struct StopMapping {
+    enum State { kMapped, kPending, kNever } state = kNever;  // kNever: no page, no mapping, not stopped
+    int64_t unmapped_ns = 0;  // the stop minus the newest mapping's instant, while pending
+  };
+  StopMapping ReadStopMapping();
 
   // Appends the device planes, host launch events and the clock plane to
   // *trace (a space the host profiler built, or an empty one). Sets the

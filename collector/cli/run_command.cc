@@ -199,13 +199,13 @@ void RunLoop(Collector& c, const RunFlags& f, const std::string& run, const trac
 // run's last seconds instead of extrapolating them. Only while the page
 // gives mappings; at most wait_s; a signal ends it.
 void AwaitStopMapped(Collector& c, double wait_s, const sigset_t& signals) {
-  const int64_t stop = c.stopped_at_ns();
-  std::optional<int64_t> newest = c.ReadClockPageNow();
-  if (!newest || *newest >= stop) return;  // no mapping at all, or the stop is mapped
+  Collector::StopMapping m = c.ReadStopMapping();
+  if (m.state != Collector::StopMapping::kPending) return;  // mapped, or nothing will come
   spdlog::info("waiting up to {:.0f} s for the clock page to map the run's last {:.1f} s (--page-wait-s 0: do not)",
-               wait_s, static_cast<double>(stop - *newest) / 1e9);
+               wait_s, static_cast<double>(m.unmapped_ns) / 1e9);
   timespec start{};
   clock_gettime(CLOCK_MONOTONIC, &start);
+  int64_t unmapped_ns = m.unmapped_ns;
   while (SecondsSince(start) < wait_s) {
     const timespec tick{0, 200'000'000};
     const int sig = sigtimedwait(&signals, nullptr, &tick);
@@ -213,20 +213,20 @@ void AwaitStopMapped(Collector& c, double wait_s, const sigset_t& signals) {
       spdlog::warn("signal: not waiting for the clock page");
       break;
     }
-    newest = c.ReadClockPageNow();
-    if (newest && *newest >= stop) {
+    m = c.ReadStopMapping();
+    if (m.state == Collector::StopMapping::kMapped) {
       spdlog::info("clock page: the run's end is mapped (waited {:.1f} s)", SecondsSince(start));
       return;
     }
-    const std::string state = c.Status().clock_page_state;
-    if (state == "stale" || state == "absent") {
-      spdlog::warn("clock page {}: not waiting for it", state);
+    if (m.state == Collector::StopMapping::kNever) {
+      spdlog::warn("clock page {}: not waiting for it", c.Status().clock_page_state);
       break;
     }
+    unmapped_ns = m.unmapped_ns;
   }
   spdlog::warn("clock page: the run's last {:.1f} s have no mapping: align --recorded-mapping extrapolates them "
                "(the leader's offsets.jsonl has them solved)",
-               static_cast<double>(stop - newest.value_or(stop)) / 1e9);
+               static_cast<double>(unmapped_ns) / 1e9);
 }
 
 int RunCollect(const RunFlags& f) {

@@ -9,6 +9,7 @@
  *   chronolink_collector_start(c, err, sizeof err);
  *   ... the application runs ...
  *   chronolink_collector_stop(c);            (optional before export)
+ *   while (chronolink_collector_stop_mapped(c) == 0 && waited < 15 s) sleep 200 ms;
  *   chronolink_collector_write_run(c, "/tmp/logdir", "run1", err, sizeof err);
  *   chronolink_collector_destroy(c);
  *
@@ -28,7 +29,7 @@
 extern "C" {
 #endif
 
-#define CHRONOLINK_COLLECTOR_API_VERSION 1
+#define CHRONOLINK_COLLECTOR_API_VERSION 2  /* 2: chronolink_collector_stop_mapped */
 
 typedef struct chronolink_collector chronolink_collector;
 
@@ -39,6 +40,14 @@ void chronolink_collector_destroy(chronolink_collector* c);
 
 int chronolink_collector_start(chronolink_collector* c, char* err, size_t err_len);
 void chronolink_collector_stop(chronolink_collector* c);
+
+/* After stop: whether the agent's clock page maps the stop yet (it trails
+ * the host clock by the leader's solve lag, 7.3 s at the defaults; reads
+ * the page now). 1: mapped, export now; 0: not yet, ask again (every few
+ * hundred ms, for up to ~15 s; exported earlier, a run's last seconds are
+ * extrapolated); -1: none will come (no page, no mapping at all, the agent
+ * stopped, or not stopped). docs/collector.md. */
+int chronolink_collector_stop_mapped(chronolink_collector* c);
 
 /* Appends the device planes and the clock plane to a serialized XSpace the
  * host profiler built (in, in_len; NULL/0 for an empty one) and returns the

@@ -260,6 +260,32 @@ TEST_F(ClockPageTest, APageThatLapsesIsCounted) {
   EXPECT_EQ(c->Status().clock_page_lapses, 1u);
 }
 
+// After the stop, the page's mappings still trail it by the solve's lag:
+// pending until one covers the stop, then mapped; never when the agent
+// stopped too.
+TEST_F(ClockPageTest, TheStopIsMappedOnceAMappingCoversIt) {
+  ClockMappingPublisher agent;
+  auto c = CollectorWithAgent(&agent);
+  ASSERT_TRUE(c);
+  std::string error;
+  ASSERT_TRUE(c->Start(&error)) << error;
+  EXPECT_EQ(c->ReadStopMapping().state, Collector::StopMapping::kNever) << "running: no stop to map";
+  ClockMapping lagging = Mapping(60'000'000'000);
+  lagging.local_ref_ns -= 7'000'000'000;  // the solve's lag
+  agent.Publish(lagging);
+  c->Stop();
+  Collector::StopMapping m = c->ReadStopMapping();
+  EXPECT_EQ(m.state, Collector::StopMapping::kPending);
+  EXPECT_GE(m.unmapped_ns, 7'000'000'000);
+  EXPECT_LT(m.unmapped_ns, 60'000'000'000);
+  ClockMapping covering = Mapping(60'000'000'000);
+  covering.local_ref_ns = c->stopped_at_ns() + 1;
+  agent.Publish(covering);
+  EXPECT_EQ(c->ReadStopMapping().state, Collector::StopMapping::kMapped);
+  agent.Publish(Mapping(-1'000'000'000));  // the agent stopped: its page goes stale
+  EXPECT_EQ(c->ReadStopMapping().state, Collector::StopMapping::kNever);
+}
+
 // Every mapping read "ok" is kept for the run's record, one per instant,
 // also through a lapse and after its agent stopped: each holds at its own
 // instant (align --recorded-mapping interpolates between them).

@@ -57,7 +57,9 @@ TEST(CApiTest, LifecycleAppendsToTheProfilersSpace) {
   EXPECT_EQ(j["backend"], "simulated");
   EXPECT_EQ(j["running"], true);
 
+  EXPECT_EQ(chronolink_collector_stop_mapped(c), -1) << "not stopped";
   chronolink_collector_stop(c);
+  EXPECT_EQ(chronolink_collector_stop_mapped(c), -1) << "no clock page: no mapping will come";
   const auto dir = std::filesystem::temp_directory_path() / ("capi-" + std::to_string(getpid()));
   ASSERT_EQ(chronolink_collector_write_run(c, dir.c_str(), "run1", err, sizeof err), 1) << err;
   EXPECT_TRUE(std::filesystem::exists(dir / "plugins/profile/run1/capi.xplane.pb"));
@@ -81,6 +83,7 @@ TEST(CApiTest, ErrorsAreReturnedNotThrown) {
   chronolink_collector_stop(nullptr);
   chronolink_collector_destroy(nullptr);
   EXPECT_EQ(chronolink_collector_status_json(nullptr), nullptr);
+  EXPECT_EQ(chronolink_collector_stop_mapped(nullptr), -1);
 
   chronolink_collector* c = chronolink_collector_create(kSimulated, err, sizeof err);
   ASSERT_NE(c, nullptr) << err;
