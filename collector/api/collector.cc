@@ -122,7 +122,6 @@ void Collector::Stop() {
   wake_.notify_all();
   if (sampler_.joinable()) sampler_.join();
   running_ = false;
-  stopped_at_ns_ = clock_.Now();
   if (backend_ && activity_started_) {
     backend_->StopActivity();
     activity_started_ = false;
@@ -130,6 +129,7 @@ void Collector::Stop() {
   std::lock_guard<std::mutex> lock(sample_mu_);
   SampleAllDevices();  // a pair after the last activity, so it interpolates
   DrainActivity();
+  stopped_at_ns_ = clock_.Now();  // after that pair: the profile holds all of it
 }
 
 int64_t Collector::stopped_at_ns() const { return stopped_at_ns_; }
@@ -250,7 +250,10 @@ int Collector::DeviceIndex(uint32_t ordinal) const {
 
 bool Collector::ExportTo(trace::HostTrace* trace, DeviceExportStats* stats, std::string* error) {
   std::lock_guard<std::mutex> lock(sample_mu_);
-  SampleAllDevices();  // so activity up to now is bracketed by pairs
+  const int64_t stopped_at = stopped_at_ns_;
+  // So activity up to now is bracketed by pairs; a stopped run's maps end
+  // with the pair Stop took.
+  if (stopped_at == 0) SampleAllDevices();
   DrainActivity();
   ReadClockPage();
   std::vector<DeviceExport> devices(devices_.size());
@@ -265,13 +268,14 @@ bool Collector::ExportTo(trace::HostTrace* trace, DeviceExportStats* stats, std:
   DeviceExportOptions eo;
   eo.backend = backend_name_.empty() ? "none" : backend_name_;
   eo.cluster_mappings = page_mappings_.recorded();
+  eo.stopped_at_ns = stopped_at;
   if (trace->host.empty()) trace->host = options_.host;
   if (trace->space->hostnames_size() == 0) trace::SetHostnames(trace->space, {options_.host});
   if (!backend_message_.empty()) trace->space->add_warnings("chronolink collector: no GPU data: " + backend_message_);
   // A stopped run ends at its stop, however long after it the export comes
   // (a wait for the clock page to map the stop, docs/collector.md).
-  if (stopped_at_ns_ != 0 && !trace::ProfileStopTime(*trace->space)) {
-    trace::SetProfileStopTime(trace->space, static_cast<uint64_t>(stopped_at_ns_.load()));
+  if (stopped_at != 0 && !trace::ProfileStopTime(*trace->space)) {
+    trace::SetProfileStopTime(trace->space, static_cast<uint64_t>(stopped_at));
   }
   return AppendDevicePlanes(devices, eo, trace, stats, error);
 }

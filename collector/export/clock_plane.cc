@@ -106,22 +106,27 @@ void SetPlaneStats(xspace::XPlane* plane, const DeviceExportOptions& o, const De
   trace::SetPlaneStatInt64(plane, trace::kRecordedNodeStat, o.cluster_mappings.node_id);
 }
 
-// Where a mapping's event goes: where the collector first read it.
-int64_t PlacedAt(const trace::RecordedMapping& m) { return m.read_ns != 0 ? m.read_ns : m.ref_ns; }
+// Where a mapping's event goes: where the collector first read it, or a
+// stopped run's stop for one read after it.
+int64_t PlacedAt(const trace::RecordedMapping& m, int64_t stopped_at_ns) {
+  const int64_t read = m.read_ns != 0 ? m.read_ns : m.ref_ns;
+  return stopped_at_ns != 0 ? std::min(read, stopped_at_ns) : read;
+}
 
 // Every mapping the page showed, where the collector first read it.
-void WriteClusterMappings(PlaneWriter* w, const trace::RecordedMappings& recorded) {
+void WriteClusterMappings(PlaneWriter* w, const trace::RecordedMappings& recorded, int64_t stopped_at_ns) {
   if (recorded.mappings.empty()) return;
   xspace::XLine* line = trace::GetOrCreateLine(w->plane(), trace::kRecordedMappingLine);
   // In placement order, as a line needs: reads come in order but across a
   // host clock step.
   std::vector<const trace::RecordedMapping*> order;
   for (const trace::RecordedMapping& m : recorded.mappings) order.push_back(&m);
-  std::stable_sort(order.begin(), order.end(), [](const trace::RecordedMapping* a, const trace::RecordedMapping* b) {
-    return PlacedAt(*a) < PlacedAt(*b);
+  const auto placed = [stopped_at_ns](const trace::RecordedMapping& m) { return PlacedAt(m, stopped_at_ns); };
+  std::stable_sort(order.begin(), order.end(), [&](const trace::RecordedMapping* a, const trace::RecordedMapping* b) {
+    return placed(*a) < placed(*b);
   });
   for (const trace::RecordedMapping* m : order) {
-    xspace::XEvent* e = w->AddEvent(line, trace::kRecordedMappingEvent, PlacedAt(*m), PlacedAt(*m));
+    xspace::XEvent* e = w->AddEvent(line, trace::kRecordedMappingEvent, placed(*m), placed(*m));
     if (e == nullptr) continue;  // beyond the line's picosecond range: cannot occur within 106 days
     w->AddInt(e, trace::kRecordedReadStat, m->read_ns);
     for (const auto& [name, value] : trace::RecordedMappingStats(*m)) w->AddInt(e, name, value);
@@ -134,7 +139,7 @@ bool ClockPlaneSpan(const std::vector<DeviceExport>& devices, const DeviceExport
                     int64_t* last_ns) {
   bool any = false;
   for (const trace::RecordedMapping& m : options.cluster_mappings.mappings) {
-    const int64_t at = PlacedAt(m);
+    const int64_t at = PlacedAt(m, options.stopped_at_ns);
     *first_ns = any ? std::min(*first_ns, at) : at;
     *last_ns = any ? std::max(*last_ns, at) : at;
     any = true;
@@ -156,7 +161,7 @@ void WriteClockPlane(const std::vector<DeviceExport>& devices, const DeviceExpor
   SetPlaneStats(plane, options, stats);
   PlaneWriter writer(plane, line_base_ns);
   for (const ClockSource& s : CollectSources(devices)) WriteSource(&writer, s);
-  WriteClusterMappings(&writer, options.cluster_mappings);
+  WriteClusterMappings(&writer, options.cluster_mappings, options.stopped_at_ns);
 }
 
 }  // namespace chronolink::collector

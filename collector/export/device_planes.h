@@ -72,6 +72,11 @@ struct DeviceExportOptions {
   // align --recorded-mapping applies them when no offsets file is at hand
   // (trace/correct/recorded_mapping.h). Empty: none was read "ok".
   trace::RecordedMappings cluster_mappings;
+  // A stopped run's stop (host clock; 0: still running). Mappings read after
+  // it (the collector waits for one that maps the stop) are placed at it,
+  // so that the clock plane stays within the profile; their read stat says
+  // when they were read.
+  int64_t stopped_at_ns = 0;
 };
 
 struct DeviceExportStats {

@@ -15,6 +15,7 @@
 #include "agent/export/clock_mapping_publisher.h"
 #include "tests/support/run_process.h"
 #include "trace/correct/recorded_mapping.h"
+#include "trace/model/host_span.h"
 #include "trace/exporters/xspace_writer.h"
 #include "trace/importers/xspace/xspace_reader.h"
 #include "trace/model/xplane_edit.h"
@@ -150,6 +151,12 @@ TEST_F(CollectCliTest, RunWaitsForTheClockPageToMapItsStop) {
   ASSERT_TRUE(stop.has_value());
   ASSERT_TRUE(mappings.has_value()) << error;
   EXPECT_GE(mappings->mappings.back().ref_ns, static_cast<int64_t>(*stop)) << "the stop is interpolated";
+  EXPECT_GT(mappings->mappings.back().read_ns, static_cast<int64_t>(*stop)) << "read after the stop";
+  // The wait does not lengthen the profile: nothing in the file lies past its
+  // stop, so an aligned profile ends where the run did.
+  trace::HostSpanInstants span;
+  ASSERT_TRUE(trace::HostSpan(t, &span, &error)) << error;
+  EXPECT_EQ(span.last, (trace::TraceInstant{static_cast<int64_t>(*stop), 0}));
 }
 
 TEST_F(CollectCliTest, RunWaitsNoLongerThanAskedForAPageThatNeverMapsItsStop) {

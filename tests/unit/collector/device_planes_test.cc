@@ -244,6 +244,34 @@ TEST(DevicePlanesTest, MappingsReadAcrossAHostClockStepAreAllWritten) {
   EXPECT_EQ(read->mappings.size(), 2u);
 }
 
+// A stopped run's mappings read after its stop (the wait for one that maps
+// the stop) sit at the stop, so the clock plane stays within the profile;
+// their read stat keeps when they were read.
+TEST(DevicePlanesTest, MappingsReadAfterTheStopArePlacedAtIt) {
+  const FixedOffsetConversion conv(1'000, 1'000'000);
+  DeviceExportOptions o;
+  o.cluster_mappings.node_id = 2;
+  o.cluster_mappings.mappings = {{.ref_ns = kOffset - 5'000, .offset_ns = 10, .read_ns = kOffset + 2'100},
+                                 {.ref_ns = kOffset + 4'000, .offset_ns = 20, .read_ns = kOffset + 9'000}};
+  o.stopped_at_ns = kOffset + 3'500;
+  trace::HostTrace t;
+  DeviceExportStats stats;
+  std::string error;
+  ASSERT_TRUE(AppendDevicePlanes({TestDevice(0, &conv, {Act(ActivityKind::kKernel, 1, 1, 2'000, 3'000, "k")})}, o,
+                                 &t, &stats, &error))
+      << error;
+  std::vector<int64_t> placed;
+  for (const Ev& e : Events(t, kGpuClockPlane)) {
+    if (e.line == trace::kRecordedMappingLine) placed.push_back(e.start_ns);
+  }
+  EXPECT_EQ(placed, (std::vector<int64_t>{kOffset + 2'100, kOffset + 3'500}));
+  const auto read = trace::ReadRecordedMappings(*t.space, nullptr);
+  ASSERT_TRUE(read);
+  ASSERT_EQ(read->mappings.size(), 2u);
+  EXPECT_EQ(read->mappings[1].ref_ns, kOffset + 4'000);
+  EXPECT_EQ(read->mappings[1].read_ns, kOffset + 9'000);
+}
+
 TEST(DevicePlanesTest, WhatCannotBePlacedIsCountedAndSummarisedOncePerDevice) {
   const FixedOffsetConversion conv(1'000, 1'000'000);
   std::vector<GpuActivity> acts = {Act(ActivityKind::kKernel, 1, 1, 2'000, 3'000, "ok"),
