@@ -94,12 +94,21 @@ void ClusterLeader::Expire(int64_t now_ns) {
   std::erase_if(known_, [&](const auto& kv) { return kv.second < oldest; });
 }
 
-OffsetsSnapshot ClusterLeader::SolveInstant(int64_t t_ns, bool recomputed) {
+std::optional<OffsetsSnapshot> ClusterLeader::SolveInstant(int64_t t_ns, bool recomputed) {
   const int64_t horizon = options_.solver.validity_horizon_ns;
   std::vector<EdgeEstimate> edges;
   for (auto it = by_x0_.lower_bound(t_ns - horizon); it != by_x0_.end() && it->first <= t_ns + horizon;
        ++it) {
     if (!steps_.Crosses(it->second.second, t_ns)) edges.push_back(it->second.second);
+  }
+  // No estimate at all: nothing is known of this instant, and a snapshot of
+  // every node unreachable would replace what another leader solved (a
+  // leader before its backlog comes, a departing one). A summary that
+  // serves it later solves it (MarkLate finds it in solved_).
+  solved_.insert(t_ns);
+  if (edges.empty()) {
+    ++stats_.instants_empty;
+    return std::nullopt;
   }
   const auto started = std::chrono::steady_clock::now();
   // The last solution starts the solver near this one (a cheaper solve, the
@@ -125,7 +134,6 @@ OffsetsSnapshot ClusterLeader::SolveInstant(int64_t t_ns, bool recomputed) {
   }
   std::sort(s.nodes.begin(), s.nodes.end(),
             [](const NodeSolution& a, const NodeSolution& b) { return a.node < b.node; });
-  solved_.insert(t_ns);
   if (recomputed) {
     ++stats_.instants_recomputed;
   } else {
@@ -153,13 +161,15 @@ std::vector<OffsetsSnapshot> ClusterLeader::SolveDue(int64_t now_ns) {
     stats_.instants_skipped += static_cast<uint64_t>(skip);
     next_index_ += skip;
   }
-  for (; next_index_ <= last_due; ++next_index_) out.push_back(SolveInstant(InstantAt(next_index_), false));
+  for (; next_index_ <= last_due; ++next_index_) {
+    if (auto s = SolveInstant(InstantAt(next_index_), false)) out.push_back(std::move(*s));
+  }
   for (auto it = late_.begin(); it != late_.end();) {
     if (now_ns - it->second < options_.late_settle_ns) {
       ++it;
       continue;
     }
-    out.push_back(SolveInstant(it->first, true));
+    if (auto s = SolveInstant(it->first, true)) out.push_back(std::move(*s));
     it = late_.erase(it);
   }
   return out;

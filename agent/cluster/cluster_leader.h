@@ -56,6 +56,10 @@ struct ClusterLeaderStats {
   uint64_t instants_solved = 0;
   uint64_t instants_recomputed = 0;
   uint64_t instants_skipped = 0;   // fell behind: never solved
+  // Instants for which no estimate was held at all (a new leader before its
+  // backlog, or every link down): not published; solved, as recomputed, if
+  // a summary that serves one comes later.
+  uint64_t instants_empty = 0;
   double last_solve_ms = 0;
 };
 
@@ -86,7 +90,7 @@ class ClusterLeader {
 
  private:
   using WindowId = std::tuple<uint32_t, uint32_t, int64_t, uint64_t>;  // node, peer, start, session
-  OffsetsSnapshot SolveInstant(int64_t t_ns, bool recomputed);
+  std::optional<OffsetsSnapshot> SolveInstant(int64_t t_ns, bool recomputed);
   void AddStepMarker(const WindowSummary& w, int64_t now_ns);
   // Instants solved in [from, to] are to be solved again; whether there were any.
   bool MarkLate(int64_t from_ns, int64_t to_ns, int64_t now_ns);

@@ -310,6 +310,7 @@ nlohmann::ordered_json ClusterService::Stats() const {
   j["leader_instants_solved"] = leader_stats_.instants_solved;
   j["leader_instants_recomputed"] = leader_stats_.instants_recomputed;
   j["leader_instants_skipped"] = leader_stats_.instants_skipped;
+  j["leader_instants_empty"] = leader_stats_.instants_empty;
   j["leader_last_solve_ms"] = leader_stats_.last_solve_ms;
   return j;
 }

@@ -161,6 +161,40 @@ TEST(ClusterLeader, LateWindowsMakeARecomputedInstant) {
   EXPECT_EQ(leader.stats().instants_recomputed, 1u);
 }
 
+// A leader that holds no estimate for an instant (its backlog not read yet,
+// or leaving office before it comes) publishes nothing for it: a snapshot of
+// every node unreachable would replace what another leader solved. The
+// backlog, when it comes, solves the instant as recomputed.
+TEST(ClusterLeader, AnInstantWithNoEstimateIsNotPublishedUntilOneComes) {
+  ClusterLeader leader(1, Options());
+  leader.TakeOffice(kBase);
+  const int64_t t = kBase + 10 * kStep + kStep / 2;
+  // Only windows far before t (beyond the validity horizon) are held.
+  leader.Add(AllWindows(kBase), kBase + kStep);
+  const auto due = leader.SolveDue(t + kStep);
+  for (const OffsetsSnapshot& s : due) {
+    for (const NodeSolution& n : s.nodes) {
+      EXPECT_TRUE(n.reachable) << "node " << n.node << " published unreachable at " << s.reference_instant_ns;
+    }
+  }
+  EXPECT_GT(leader.stats().instants_empty, 0u);
+  // The windows around t come: t is solved, recomputed, every node reachable.
+  const int64_t arrival = t + 2 * kStep;
+  leader.Add(AllWindows(t - kStep / 2), arrival);
+  const OffsetsSnapshot* at_t = nullptr;
+  const auto later = leader.SolveDue(arrival + kSecond);
+  for (const OffsetsSnapshot& s : later) {
+    if (s.reference_instant_ns == t) at_t = &s;
+  }
+  ASSERT_NE(at_t, nullptr);
+  EXPECT_TRUE(at_t->recomputed);
+  for (uint32_t n : {1u, 2u, 3u, 4u}) {
+    const NodeSolution* s = at_t->Find(n);
+    ASSERT_NE(s, nullptr) << n;
+    EXPECT_TRUE(s->reachable) << n;
+  }
+}
+
 WindowSummary StepMarker(uint32_t a, uint32_t b, int64_t window_start) {
   WindowSummary w;
   w.estimate.node = a;
@@ -248,7 +282,7 @@ TEST(ClusterLeader, FallingBehindSkipsAheadBounded) {
   o.max_instants_per_call = 3;
   ClusterLeader leader(1, o);
   leader.TakeOffice(kBase);
-  leader.Add(AllWindows(kBase), kBase + kStep);
+  for (int k = 0; k < 20; ++k) leader.Add(AllWindows(kBase + k * kStep), kBase + kStep);
   const auto solved = leader.SolveDue(kBase + 20 * kStep);
   EXPECT_EQ(solved.size(), 3u);
   EXPECT_GT(leader.stats().instants_skipped, 0u);
