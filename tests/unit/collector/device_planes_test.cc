@@ -220,26 +220,36 @@ TEST(DevicePlanesTest, TheClockPlaneRecordsTheConversionAndTheClusterMapping) {
   EXPECT_EQ(read->mappings[1].uncertainty_ns, 800);
 }
 
+// One kernel exported with these mapping options: the trace, and where its
+// clock plane placed each mapping event.
+struct MappingExport {
+  trace::HostTrace trace;
+  std::vector<int64_t> placed;
+};
+MappingExport ExportWithMappings(const DeviceExportOptions& o) {
+  const FixedOffsetConversion conv(1'000, 1'000'000);
+  MappingExport out;
+  DeviceExportStats stats;
+  std::string error;
+  EXPECT_TRUE(AppendDevicePlanes({TestDevice(0, &conv, {Act(ActivityKind::kKernel, 1, 1, 2'000, 3'000, "k")})}, o,
+                                 &out.trace, &stats, &error))
+      << error;
+  for (const Ev& e : Events(out.trace, kGpuClockPlane)) {
+    if (e.line == trace::kRecordedMappingLine) out.placed.push_back(e.start_ns);
+  }
+  return out;
+}
+
 // A host clock step back between two reads: the later read is placed
 // earlier. Both are written, the line in placement order.
 TEST(DevicePlanesTest, MappingsReadAcrossAHostClockStepAreAllWritten) {
-  const FixedOffsetConversion conv(1'000, 1'000'000);
   DeviceExportOptions o;
   o.cluster_mappings.node_id = 2;
   o.cluster_mappings.mappings = {{.ref_ns = kOffset - 5'000, .offset_ns = 10, .read_ns = kOffset + 2'600},
                                  {.ref_ns = kOffset - 3'000, .offset_ns = 20, .read_ns = kOffset + 2'100}};
-  trace::HostTrace t;
-  DeviceExportStats stats;
-  std::string error;
-  ASSERT_TRUE(AppendDevicePlanes({TestDevice(0, &conv, {Act(ActivityKind::kKernel, 1, 1, 2'000, 3'000, "k")})}, o,
-                                 &t, &stats, &error))
-      << error;
-  std::vector<int64_t> placed;
-  for (const Ev& e : Events(t, kGpuClockPlane)) {
-    if (e.line == trace::kRecordedMappingLine) placed.push_back(e.start_ns);
-  }
-  EXPECT_EQ(placed, (std::vector<int64_t>{kOffset + 2'100, kOffset + 2'600}));
-  const auto read = trace::ReadRecordedMappings(*t.space, nullptr);
+  const MappingExport x = ExportWithMappings(o);
+  EXPECT_EQ(x.placed, (std::vector<int64_t>{kOffset + 2'100, kOffset + 2'600}));
+  const auto read = trace::ReadRecordedMappings(*x.trace.space, nullptr);
   ASSERT_TRUE(read);
   EXPECT_EQ(read->mappings.size(), 2u);
 }
@@ -248,24 +258,14 @@ TEST(DevicePlanesTest, MappingsReadAcrossAHostClockStepAreAllWritten) {
 // the stop) sit at the stop, so the clock plane stays within the profile;
 // their read stat keeps when they were read.
 TEST(DevicePlanesTest, MappingsReadAfterTheStopArePlacedAtIt) {
-  const FixedOffsetConversion conv(1'000, 1'000'000);
   DeviceExportOptions o;
   o.cluster_mappings.node_id = 2;
   o.cluster_mappings.mappings = {{.ref_ns = kOffset - 5'000, .offset_ns = 10, .read_ns = kOffset + 2'100},
                                  {.ref_ns = kOffset + 4'000, .offset_ns = 20, .read_ns = kOffset + 9'000}};
   o.stopped_at_ns = kOffset + 3'500;
-  trace::HostTrace t;
-  DeviceExportStats stats;
-  std::string error;
-  ASSERT_TRUE(AppendDevicePlanes({TestDevice(0, &conv, {Act(ActivityKind::kKernel, 1, 1, 2'000, 3'000, "k")})}, o,
-                                 &t, &stats, &error))
-      << error;
-  std::vector<int64_t> placed;
-  for (const Ev& e : Events(t, kGpuClockPlane)) {
-    if (e.line == trace::kRecordedMappingLine) placed.push_back(e.start_ns);
-  }
-  EXPECT_EQ(placed, (std::vector<int64_t>{kOffset + 2'100, kOffset + 3'500}));
-  const auto read = trace::ReadRecordedMappings(*t.space, nullptr);
+  const MappingExport x = ExportWithMappings(o);
+  EXPECT_EQ(x.placed, (std::vector<int64_t>{kOffset + 2'100, kOffset + 3'500}));
+  const auto read = trace::ReadRecordedMappings(*x.trace.space, nullptr);
   ASSERT_TRUE(read);
   ASSERT_EQ(read->mappings.size(), 2u);
   EXPECT_EQ(read->mappings[1].ref_ns, kOffset + 4'000);
