@@ -659,7 +659,9 @@ class WireAligner {
     return length_at;
   }
 
-  void CloseField(size_t length_at, int width) {
+  // Returns how far the content moved (the length's width less the one
+  // opened): whatever was placed inside the field moved with it.
+  ptrdiff_t CloseField(size_t length_at, int width) {
     const size_t content = length_at + static_cast<size_t>(width);
     const size_t length = out_->size() - content;
     const int needed = VarintSize(length);
@@ -670,6 +672,7 @@ class WireAligner {
       out_->Resize(length_at + static_cast<size_t>(needed) + length);
     }
     PutVarint(out_->data() + length_at, length);
+    return needed - width;
   }
 
   bool EmitPlane(size_t index) {
@@ -709,7 +712,8 @@ class WireAligner {
       Append(reinterpret_cast<Ptr>(counters_.tail.data()),
              reinterpret_cast<Ptr>(counters_.tail.data() + counters_.tail.size()));
     }
-    CloseField(length_at, width);
+    const ptrdiff_t moved = CloseField(length_at, width);
+    if (counters) counters_line_at_ += moved;  // patched there on a predicted plan (TakeFoundSpan)
     return true;
   }
 

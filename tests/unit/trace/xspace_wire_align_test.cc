@@ -622,6 +622,66 @@ TEST(XSpaceWireAlignPredictedTest, GivesTheExactPlansOutputOrSaysMispredicted) {
   EXPECT_TRUE(out.bytes().empty());
 }
 
+// A CPU plane whose length, once the `_counters_` line is in it, takes one
+// more varint byte (its content moves one byte on): on a predicted plan the
+// counters line, patched in place on the found span, must land where the
+// line is now, not where it was before the move (a user's three-host run
+// came out unparseable and exited 0). Swept over the sizes around each
+// width boundary a plane of this kind can reach.
+xspace::XSpace CpuPlaneOfEvents(int events) {
+  xspace::XSpace space;
+  SetProfileStartTime(&space, static_cast<uint64_t>(kStart + 2 * kPeriod));
+  SetProfileStopTime(&space, static_cast<uint64_t>(kStart + 4 * kPeriod));
+  SetHostnames(&space, {"h"});
+  xspace::XPlane* cpu = GetOrCreatePlane(&space, "/host:CPU");
+  const int64_t md = GetOrCreateEventMetadata(cpu, "op")->id();
+  xspace::XLine* line = GetOrCreateLine(cpu, "thread");
+  line->set_timestamp_ns(1'000);
+  for (int i = 0; i < events; ++i) {
+    xspace::XEvent* e = line->add_events();
+    e->set_metadata_id(md);
+    e->set_offset_ps(i * 1'000'000LL);
+    e->set_duration_ps(500'000);
+  }
+  return space;
+}
+
+size_t CpuPlaneBytes(const xspace::XSpace& space) { return FindPlane(space, "/host:CPU")->ByteSizeLong(); }
+
+TEST(XSpaceWireAlignPredictedTest, APlaneWhoseLengthGrowsAVarintByteIsPatchedWhereItsLineIsNow) {
+  const Correction c = MakeCorrection(0, 10);
+  AlignOptions options;
+  int crossings = 0;
+  for (const size_t boundary : {size_t{128}, size_t{16'384}}) {
+    int events = 1;
+    while (CpuPlaneBytes(CpuPlaneOfEvents(events)) + 400 < boundary) ++events;
+    for (; CpuPlaneBytes(CpuPlaneOfEvents(events)) < boundary + 8; ++events) {
+      const std::string bytes = Serialize(CpuPlaneOfEvents(events));
+      SCOPED_TRACE("plane of " + std::to_string(CpuPlaneBytes(CpuPlaneOfEvents(events))) + " bytes");
+      const AlignResult plan = Plan(bytes, *c.map, options);
+      AlignResult model = plan;
+      const std::string model_bytes = ModelPath(bytes, *c.map, options, &model);
+      xspace::XSpace aligned;
+      ASSERT_TRUE(aligned.ParseFromString(model_bytes));
+      crossings += CpuPlaneBytes(aligned) >= boundary;
+      for (const bool guessed_right : {true, false}) {
+        AlignResult guessed;
+        std::string error, why;
+        const HostSpanInstants guess{plan.hosts[0].first_host,
+                                     guessed_right ? plan.hosts[0].last_host : plan.hosts[0].first_host};
+        ASSERT_TRUE(PlanAlignment({"h"}, {guess}, {c.map.get()}, options, &guessed, &error)) << error;
+        WireOutput out;
+        std::vector<std::string> notes;
+        ASSERT_EQ(WireAlignPredictedHost(bytes, "h.xplane.pb", "h", 0, *c.map, options, &guessed, &out, &notes, &why),
+                  WireAlignOutcome::kAligned)
+            << why;
+        EXPECT_EQ(out.bytes(), model_bytes) << (guessed_right ? "last guessed right" : "last guessed at the first");
+      }
+    }
+  }
+  EXPECT_GT(crossings, 0) << "no plane crossed a width boundary: the sweep tests nothing";
+}
+
 // A Task Environment whose stat metadata sits under a key other than its id
 // (xspace_reader_fuzz found it): setting the session on it twice is not
 // setting it once, so a predicted plan's rewrite that sets it again on the
