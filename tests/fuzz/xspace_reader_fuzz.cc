@@ -14,6 +14,10 @@
 // does not decline parses to the XSpace the model path writes (unknown
 // fields included) with the same HostAlignment.
 //
+// The wire rewrite's output check (xspace_wire_check.h) walks any bytes: it
+// accepts only what protobuf parses, and sums up what it accepts as the
+// parsed message says.
+//
 // protobuf's own log lines (e.g. invalid UTF-8) are silenced: the reader's
 // message is what a user sees.
 #include <google/protobuf/stubs/logging.h>
@@ -29,6 +33,7 @@
 #include <vector>
 
 #include "trace/align/xspace_wire_align.h"
+#include "trace/align/xspace_wire_check.h"
 #include "trace/correct/clock_correction.h"
 #include "trace/correct/node_clock_map.h"
 
@@ -151,6 +156,19 @@ void CheckWireAlign(std::string_view bytes, const chronolink::trace::HostTrace* 
   Check(SameStats(model_result.hosts[0], wire.hosts[0]));
 }
 
+// The output check's walk against protobuf's parser, on the input itself.
+void CheckWireWalk(std::string_view bytes) {
+  using namespace chronolink::trace;
+  WireSpaceSummary summary;
+  std::string why;
+  if (!SummarizeXSpaceWire(bytes, &summary, &why)) return;
+  chronolink::xspace::XSpace parsed;
+  Check(parsed.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
+  WireSummaryBuilder meant;
+  for (const auto& plane : parsed.planes()) meant.AddPlane(plane);
+  Check(summary == meant.summary());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -162,6 +180,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using chronolink::trace::HostTrace;
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  CheckWireWalk(bytes);
   HostTrace trace;
   std::string error;
   if (!chronolink::trace::ParseXSpace(bytes, &trace, &error)) {

@@ -193,6 +193,10 @@ struct WireRewrite {
       input.Close();
     }
     timer->End("align");
+    if (why.starts_with(kWireCheckFailed)) {  // a bug of the rewrite, caught: said whatever the flags
+      notes->push_back("host " + file.host + ": the wire-level rewrite " + why +
+                       "; aligned through the model instead (please report this with the input file)");
+    }
     if (log) {
       const bool aligned = outcome == WireAlignOutcome::kAligned;
       const char* path = aligned ? "wire-level rewrite"

@@ -14,6 +14,7 @@
 
 #include "proto/xplane.pb.h"
 #include "trace/align/correction_record.h"
+#include "trace/align/xspace_wire_check.h"
 #include "trace/importers/xspace/line_base.h"
 #include "trace/importers/xspace/xspace_reader.h"
 #include "trace/model/host_span.h"
@@ -319,7 +320,7 @@ class WireAligner {
     const bool seed_any = any_;
     if (!Emit()) return false;
     if (predicted_ && !TakeFoundSpan(planned)) {
-      if (reason_ != nullptr) return false;
+      if (!reason_.empty()) return false;
       // The span planes changed size: the host again, on the found span.
       const HostAlignment counts = *stats_;
       *stats_ = planned;
@@ -334,19 +335,19 @@ class WireAligner {
     if (!CheckPlannedBound(*stats_, options_, &bound_error)) return Fail("the bound is over the limit");
     if (!EmitRecordPlaneAtEnd()) return false;
     if (out_->size() > kMaxMessageBytes) return Fail("the output would be over protobuf's 2 GiB limit");
-    return true;
+    return CheckOutput();
   }
 
-  const char* reason() const { return reason_; }
+  const std::string& reason() const { return reason_; }
   bool mispredicted() const { return mispredicted_; }
 
  private:
-  bool Fail(const char* reason) {
-    if (reason_ == nullptr) reason_ = reason;
+  bool Fail(std::string_view reason) {
+    if (reason_.empty()) reason_ = reason;
     return false;
   }
 
-  bool Mispredicted(const char* reason) {
+  bool Mispredicted(std::string_view reason) {
     mispredicted_ = true;
     return Fail(reason);
   }
@@ -355,6 +356,10 @@ class WireAligner {
   bool Emit() {
     if (!PrepareSpanPlanes()) return false;
     out_->Clear();
+    meant_.Clear();
+    later_task_env_index_ = 0;
+    task_env_slot_ = SIZE_MAX;
+    counters_line_at_ = SIZE_MAX;
     out_->Reserve(static_cast<size_t>(end_ - begin_) + static_cast<size_t>(end_ - begin_) / 8 + 65536);
     if (!EmitSpace()) return false;
     if (stats_->events > 0) uncertainty_sum_ /= static_cast<double>(stats_->events);
@@ -495,11 +500,11 @@ class WireAligner {
     }
     // The first Task Environment plane, parsed: its stats read as the model reads them.
     // Later ones are parsed too: they must parse, and their events count in the span.
-    std::vector<xspace::XPlane> later_task_envs;
+    later_task_envs_.clear();
     for (const PlaneInfo& plane : planes_) {
       if (!plane.task_env) continue;
       xspace::XPlane* parsed =
-          task_env_.planes().empty() ? task_env_.add_planes() : &later_task_envs.emplace_back();
+          task_env_.planes().empty() ? task_env_.add_planes() : &later_task_envs_.emplace_back();
       if (!parsed->ParseFromArray(plane.begin, static_cast<int>(plane.end - plane.begin))) {
         return Fail("a Task Environment plane does not parse");
       }
@@ -514,7 +519,7 @@ class WireAligner {
     // Task Environment planes are not re-timed, but their events and the
     // session bounds (read before they are set on the plan) count in the span.
     for (const auto& plane : task_env_.planes()) AddParsedLines(plane);
-    for (const auto& plane : later_task_envs) AddParsedLines(plane);
+    for (const auto& plane : later_task_envs_) AddParsedLines(plane);
     if (span_overflow_) return Fail("an event of a Task Environment plane lies outside int64 ns");
     TakeSessionBounds(task_env_, &span_, &any_);
     return true;
@@ -552,6 +557,7 @@ class WireAligner {
       xspace::XSpace session = task_env_;
       SetSessionOnPlan(map_, *stats_, result_, &session);
       SerializeDeterministic(session.planes(0), &task_env_bytes_);
+      task_env_plane_ = session.planes(0);
     }
     return counters_.plane == SIZE_MAX || PrepareCountersPlane();
   }
@@ -596,6 +602,7 @@ class WireAligner {
     AddCountersLine(map_, *stats_, result_, &cpu);
     if (cpu.lines_size() != static_cast<int>(plane.lines) + 1) return Fail("internal: no counters line was added");
     SerializeDeterministic(cpu.lines(cpu.lines_size() - 1), &counters_.new_line);
+    counters_line_ = cpu.lines(cpu.lines_size() - 1);
     cpu.clear_lines();
     std::string all;
     SerializeDeterministic(cpu, &all);
@@ -681,11 +688,14 @@ class WireAligner {
       if (index == FirstTaskEnv()) {
         AppendField(kSpacePlane, task_env_bytes_);
         task_env_at_ = out_->size() - task_env_bytes_.size();
+        task_env_slot_ = meant_.ReservePlane();
       } else {
         AppendField(kSpacePlane, View(plane.begin, plane.end));
+        meant_.AddPlane(later_task_envs_.at(later_task_env_index_++));
       }
       return true;
     }
+    meant_.BeginPlane(plane.id);
     const bool counters = index == counters_.plane;
     counted_ = CountsInAlignmentStats(plane.name);
     int width = 0;
@@ -709,6 +719,7 @@ class WireAligner {
     if (counters) {
       AppendField(kPlaneLine, counters_.new_line);
       counters_line_at_ = out_->size() - counters_.new_line.size();
+      counters_slot_ = meant_.ReserveLine();
       Append(reinterpret_cast<Ptr>(counters_.tail.data()),
              reinterpret_cast<Ptr>(counters_.tail.data() + counters_.tail.size()));
     }
@@ -741,6 +752,7 @@ class WireAligner {
       return Fail("a line's start cannot be mapped");
     }
     const TraceInstant mapped_start = mapped->cluster;
+    meant_.BeginLine(info.id, new_ts, 0);
     line_start_ = start;
     new_base_ = TraceInstant{mapped->cluster.ns, 0};  // origin + new_ts
     int width = 0;
@@ -797,6 +809,7 @@ class WireAligner {
     const auto mapped_end = line_end ? cursor_.Map(*line_end) : std::nullopt;
     const auto d = mapped_end ? DiffPs(mapped_end->cluster, mapped_start) : std::nullopt;
     if (!d) return Fail("a line's duration cannot be mapped");
+    meant_.SetLineDuration(*d);
     if (*d != 0) {
       char* w = out_->Reserve(12);
       *w++ = static_cast<char>(kLineDuration);
@@ -834,6 +847,7 @@ class WireAligner {
     Ptr after2 = nullptr;  // the first field numbered above 2 (where an offset goes in)
     Ptr after3 = nullptr;  // ... above 3 (a duration)
     bool occurrences = false;
+    uint64_t occurrences_value = 0;
   };
 
   // The usual event, read straight: metadata_id, offset_ps and duration_ps,
@@ -894,7 +908,7 @@ class WireAligner {
         }
         case kEventOccurrences:
           if (f->occurrences || f->offset_at != nullptr) return Fail(kMergedEvent);
-          if (!ReadVarint(p, end, &ignored)) return Fail(kMalformedEvent);
+          if (!ReadVarint(p, end, &f->occurrences_value)) return Fail(kMalformedEvent);
           f->occurrences = true;
           break;
         default:
@@ -916,6 +930,7 @@ class WireAligner {
     }
     if (f.occurrences) {  // not timed: unchanged
       Append(field, end);
+      meant_.AddCountedEvent(static_cast<int64_t>(f.occurrences_value), static_cast<int64_t>(f.duration));
       return true;
     }
     const auto start = AddPs(line_start_, static_cast<int64_t>(f.offset));
@@ -931,6 +946,7 @@ class WireAligner {
     if (!new_offset || !new_duration) return Fail("an event overflows int64 ps on the common origin");
     if (counted_) CountMappedEvent(*ms, stats_, &uncertainty_sum_);
     WriteEvent(field, begin, end, f, *new_offset, *new_duration);
+    meant_.AddTimedEvent(*new_offset, *new_duration);
     return true;
   }
 
@@ -979,6 +995,16 @@ class WireAligner {
     out_->Resize(static_cast<size_t>(w - out_->data()));
   }
 
+  // The output walked as protobuf parses it, against what was meant: any
+  // difference is a bug here, and the host goes through the model instead.
+  bool CheckOutput() {
+    if (task_env_slot_ != SIZE_MAX) meant_.FillPlane(task_env_slot_, task_env_plane_);
+    if (counters_line_at_ != SIZE_MAX) meant_.FillLine(counters_slot_, counters_line_);
+    std::string why;
+    if (!CheckXSpaceWire(out_->bytes(), meant_.summary(), &why)) return Fail(std::string(kWireCheckFailed) + ": " + why);
+    return true;
+  }
+
   // The span the plan was made on must be this file's (AlignPlannedHost's check).
   bool CheckSpan() {
     if (!any_ || span_.first != stats_->first_host || span_.last != stats_->last_host) {
@@ -1009,6 +1035,7 @@ class WireAligner {
     xspace::XPlane* record = GetOrCreatePlane(&stubs_, kCorrectionPlane);
     RecordCorrectionPlane(map_, *stats_, result_, options_, record);
     SerializeDeterministic(*record, &record_bytes_);
+    meant_.AddPlane(*record);
     const size_t tail = out_->size() - record_at_;
     const size_t header = 1 + static_cast<size_t>(VarintSize(record_bytes_.size()));
     const size_t insert = header + record_bytes_.size();
@@ -1031,7 +1058,7 @@ class WireAligner {
   const bool predicted_;
   HostAlignment* stats_;
   WireOutput* out_;
-  const char* reason_ = nullptr;
+  std::string reason_;
   bool mispredicted_ = false;
 
   std::vector<PlaneInfo> planes_;
@@ -1048,6 +1075,16 @@ class WireAligner {
   size_t record_at_ = 0;
   size_t task_env_at_ = SIZE_MAX;  // where the span planes' bytes went, to patch
   size_t counters_line_at_ = SIZE_MAX;
+
+  // What the output should say once parsed (xspace_wire_check.h), and the
+  // final messages of the planes and line that went in whole.
+  WireSummaryBuilder meant_;
+  std::vector<xspace::XPlane> later_task_envs_;  // the Task Environment planes after the first, as parsed
+  size_t later_task_env_index_ = 0;
+  xspace::XPlane task_env_plane_;
+  xspace::XLine counters_line_;
+  size_t task_env_slot_ = SIZE_MAX;
+  WireSummaryBuilder::LineSlot counters_slot_;
 
   TraceInstant line_start_;
   TraceInstant new_base_;
@@ -1094,7 +1131,7 @@ WireAlignOutcome AlignHost(std::string_view bytes, std::string_view file_name, c
   WireAligner aligner(bytes, map, options, *result, predicted, &stats, out);
   std::string hostname0;
   if (!aligner.Run(&hostname0)) {
-    *why = aligner.reason() ? aligner.reason() : "declined";
+    *why = aligner.reason().empty() ? "declined" : aligner.reason();
     out->Clear();
     return aligner.mispredicted() ? WireAlignOutcome::kMispredicted : WireAlignOutcome::kDeclined;
   }

@@ -14,6 +14,9 @@
 // in protobuf's canonical order, such as every file this project writes,
 // the same bytes), and the host's HostAlignment is the same to the bit.
 //
+// Before it returns an output it walks it as protobuf parses it and checks
+// that it says what was meant (xspace_wire_check.h); where not, it declines.
+//
 // It never guesses. Anything it does not decide exactly as parsing, the
 // model path and serialising would — annotate_events, groups, malformed or
 // truncated bytes, a varint or length protobuf would read otherwise,
@@ -64,6 +67,11 @@ class WireOutput {
   size_t size_ = 0;
   size_t capacity_ = 0;
 };
+
+// The start of the reason a host is declined with when the rewrite's own
+// output failed its check (xspace_wire_check.h): a bug here, never the
+// input's fault, so callers say it whatever their verbosity.
+inline constexpr std::string_view kWireCheckFailed = "output failed its check";
 
 // Aligns the host `file_host` (its file's name rule; empty declines) whose
 // file bytes are `bytes`, as plan entry `index`: true with the aligned file
