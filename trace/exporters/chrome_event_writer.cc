@@ -2,7 +2,7 @@
 
 #include "trace/importers/chrome_json/chrome_schema.h"
 #include "trace/importers/chrome_json/json_text.h"
-#include "trace/importers/chrome_json/micros_text.h"
+#include "trace/exporters/micros_grid.h"
 #include "trace/model/trace_time.h"
 
 namespace chronolink::trace {
@@ -141,22 +141,33 @@ bool ChromeEventWriter::AppendTimes(const ChromeEventPlace& place, const xspace:
                                     std::string* out, std::string* error) const {
   if (ph == "M") return true;  // metadata ts/dur are fields, written verbatim
   const bool timed = event.data_case() != xspace::XEvent::kNumOccurrences;
+  const int grid = place.grid_exponent;
+  std::optional<int64_t> start_ticks;
+  __int128 start_ps = 0;
   if ((keys & chrome::kHasTs) != 0 && timed) {
     // Relative first, so a relative trace with a far base never overflows.
     int64_t base_rel = 0;
     const auto start = __builtin_sub_overflow(place.line_base_ns, place.origin_ns, &base_rel)
                            ? std::nullopt
                            : EventStart(base_rel, line, event);
-    if (!start) {
+    if (start) start_ps = static_cast<__int128>(start->ns) * 1000 + start->ps;
+    if (start) start_ticks = GridTicks(start_ps, grid);
+    if (!start_ticks) {
       *error = "an event's time does not fit int64 ns relative to the output's origin";
       return false;
     }
     out->append(",\"ts\":");
-    AppendMicros({start->ns, start->ps}, out);
+    AppendGridMicros(*start_ticks, grid, out);
   }
   if ((keys & chrome::kHasDur) != 0) {
+    // The end rounded as any instant is, so that ends equal in the model are equal as read.
+    const auto end_ticks = GridTicks(start_ps + event.duration_ps(), grid);
+    if (!end_ticks) {
+      *error = "an event's end does not fit the output's time grid";
+      return false;
+    }
     out->append(",\"dur\":");
-    AppendMicrosFromPs(event.duration_ps(), out);
+    AppendGridMicros(*end_ticks - start_ticks.value_or(0), grid, out);
   }
   return true;
 }

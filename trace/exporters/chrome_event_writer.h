@@ -2,7 +2,9 @@
 // whichever format the event came from: the keys a Chrome event had are
 // rebuilt from the reserved stats (trace/importers/chrome_json/
 // chrome_schema.h), every other stat becomes an arg, and ts/dur are
-// printed exactly from ns + ps as decimal microseconds.
+// printed on a binary grid of microseconds (micros_grid.h): ts is the
+// event's start rounded to the grid, dur the rounded end less ts, so a
+// reader that parses doubles gets ts + dur exactly and nesting as it is.
 //
 // An event without a `chrome.ph` stat is a complete event ("X"), or a
 // counter ("C") on a `_counters_` line. Arg values: int64/uint64/double as
@@ -31,6 +33,7 @@ struct ChromeEventPlace {
   std::optional<std::string> tid_text;  // JSON text of the tid; nullopt: no "tid" key
   int64_t line_base_ns = 0;           // HostTrace::line_base_ns
   int64_t origin_ns = 0;              // ts are written relative to this epoch ns
+  int grid_exponent = 10;             // on multiples of 2^-grid_exponent µs (micros_grid.h)
   bool counters_line = false;         // a `_counters_` line: events default to "C"
   // Metadata events ("M") process_name / thread_name have their args.name
   // replaced by these (the model's current plane and line names).

@@ -8,6 +8,7 @@
 
 #include "trace/exporters/atomic_output_file.h"
 #include "trace/exporters/chrome_event_writer.h"
+#include "trace/exporters/micros_grid.h"
 #include "trace/importers/chrome_json/chrome_schema.h"
 #include "trace/importers/chrome_json/json_text.h"
 #include "trace/model/trace_time.h"
@@ -68,6 +69,43 @@ std::map<int64_t, std::optional<std::string>> StringTids(const xspace::XPlane& p
   return tids;
 }
 
+// Calls `visit(line_base_ns, line, event)` for every event with an instant.
+template <typename Visit>
+void ForEachTimedEvent(const std::vector<const HostTrace*>& hosts, Visit visit) {
+  for (const HostTrace* h : hosts) {
+    for (const auto& plane : h->space->planes()) {
+      for (const auto& line : plane.lines()) {
+        for (const auto& event : line.events()) {
+          if (event.data_case() != xspace::XEvent::kNumOccurrences) visit(h->line_base_ns, line, event);
+        }
+      }
+    }
+  }
+}
+
+// The earliest event's instant floored to a whole second (0 without events):
+// an origin for traces that name none.
+int64_t EarliestEventSecond(const std::vector<const HostTrace*>& hosts) {
+  std::optional<int64_t> earliest;
+  ForEachTimedEvent(hosts, [&](int64_t base, const xspace::XLine& line, const xspace::XEvent& event) {
+    const auto t = EventStart(base, line, event);
+    if (t && (!earliest || t->ns < *earliest)) earliest = t->ns;
+  });
+  const int64_t e = earliest.value_or(0);
+  return e / kNsPerSecond * kNsPerSecond - (e % kNsPerSecond < 0 ? kNsPerSecond : 0);
+}
+
+// The finest time grid on which every event's start and end, relative to
+// `origin`, is a double exactly (micros_grid.h).
+int TimeGridFor(const std::vector<const HostTrace*>& hosts, int64_t origin) {
+  __int128 max_abs = 0;
+  ForEachTimedEvent(hosts, [&](int64_t base, const xspace::XLine& line, const xspace::XEvent& event) {
+    const __int128 start = (static_cast<__int128>(base) - origin + line.timestamp_ns()) * 1000 + event.offset_ps();
+    for (const __int128 t : {start, start + event.duration_ps()}) max_abs = std::max(max_abs, t < 0 ? -t : t);
+  });
+  return GridExponentFor(max_abs);
+}
+
 bool XProfDraws(const xspace::XPlane& plane) {
   if (plane.name() == kTaskEnvPlaneName || plane.name() == kHostMetadataPlane ||
       plane.name() == chrome::kTopLevelPlane) {
@@ -111,15 +149,25 @@ class DocumentWriter {
       object_form = form == nullptr || form->str_value() != "array";
       had_base = PlaneStat(*top, chrome::kHadBaseTime, chrome::StatKind::kField) != nullptr;
     }
-    if (!options_.top_level_extra.empty()) object_form = true;
-    // Relative to the (possibly new) base when the document had one; a
-    // known non-zero base without one is a legacy trace given its origin:
-    // absolute. Unknown: as read.
-    const int64_t origin = had_base || !host.line_base_known ? host.line_base_ns : 0;
+    // ts relative to a base written as baseTimeNanoseconds (Kineto's
+    // form), so that a double holds them exactly: the document's own (the
+    // model's current, after align the common origin), else a known start
+    // (a legacy trace given its origin), else, for absolute times, the
+    // earliest event's second. A trace relative to an unknown start stays
+    // as read: there is no base to name.
+    std::optional<int64_t> base;
+    if (had_base || (host.line_base_known && host.line_base_ns != 0)) {
+      base = host.line_base_ns;
+    } else if (host.line_base_known) {
+      base = EarliestEventSecond(hosts_);
+    }
+    if (!options_.top_level_extra.empty() || base) object_form = true;
+    const int64_t origin = base.value_or(host.line_base_ns);
+    grid_exponent_ = TimeGridFor(hosts_, origin);
     if (object_form) {
       out_->append("{");
       if (top != nullptr) AppendTopLevelStats(*top);
-      if (had_base) AppendMember(chrome::kBaseTimeKey, std::to_string(host.line_base_ns));
+      if (base) AppendMember(chrome::kBaseTimeKey, std::to_string(*base));
       AppendExtra();
       out_->append("\"traceEvents\":[");
     } else {
@@ -139,6 +187,7 @@ class DocumentWriter {
     place.plane = &plane;
     place.line_base_ns = host.line_base_ns;
     place.origin_ns = origin;
+    place.grid_exponent = grid_exponent_;
     place.process_name = &plane.name();
     const auto* pid = PlaneStat(plane, chrome::kPid, chrome::StatKind::kFieldJson);
     place.pid_text = pid != nullptr ? pid->str_value() : std::to_string(plane.id());
@@ -159,6 +208,7 @@ class DocumentWriter {
   bool WriteExport(std::string* error) {
     int64_t origin = 0;
     if (!ChooseOrigin(&origin, error)) return false;
+    grid_exponent_ = TimeGridFor(hosts_, origin);
     out_->append("{");
     AppendMember(chrome::kBaseTimeKey, std::to_string(origin));
     AppendHostsMetadata();
@@ -194,6 +244,7 @@ class DocumentWriter {
     place.plane = &plane;
     place.line_base_ns = host.line_base_ns;
     place.origin_ns = origin;
+    place.grid_exponent = grid_exponent_;
     place.pid_text = std::to_string(pid);
     std::string label = plane.name();
     if (label.empty()) {
@@ -293,24 +344,7 @@ class DocumentWriter {
     for (const HostTrace* h : hosts_) {
       if (h->line_base_ns != 0 && (!base || h->line_base_ns < *base)) base = h->line_base_ns;
     }
-    if (base) {
-      *origin = *base;
-      return true;
-    }
-    std::optional<int64_t> earliest;
-    for (const HostTrace* h : hosts_) {
-      for (const auto& plane : h->space->planes()) {
-        for (const auto& line : plane.lines()) {
-          for (const auto& event : line.events()) {
-            if (event.data_case() == xspace::XEvent::kNumOccurrences) continue;
-            const auto t = EventStart(h->line_base_ns, line, event);
-            if (t && (!earliest || t->ns < *earliest)) earliest = t->ns;
-          }
-        }
-      }
-    }
-    const int64_t e = earliest.value_or(0);
-    *origin = e / kNsPerSecond * kNsPerSecond - (e % kNsPerSecond < 0 ? kNsPerSecond : 0);
+    *origin = base ? *base : EarliestEventSecond(hosts_);
     return true;
   }
 
@@ -418,6 +452,7 @@ class DocumentWriter {
   std::string* out_;
   Flush flush_;
   ChromeEventWriter writer_;
+  int grid_exponent_ = kFinestGridExponent;
   bool first_event_ = true;
 };
 

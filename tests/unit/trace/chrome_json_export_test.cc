@@ -162,8 +162,10 @@ TEST(ChromeJsonExport, XSpaceHostBecomesProcessesThreadsAndArgs) {
   EXPECT_EQ((*step)["ph"], "X");
   EXPECT_EQ((*step)["pid"], 1);
   EXPECT_EQ((*step)["tid"], 11);
-  EXPECT_EQ((*step)["ts"], "#num:1.0025");  // (1000 ns + 2.5 ns) after the base
-  EXPECT_EQ((*step)["dur"], "#num:1000.000123");
+  // (1000 ns + 2.5 ns) after the base: 1 026.56 ticks of 2^-10 µs, 1 027;
+  // its end 1 001.0025 µs, 1 025 026.56 ticks, 1 025 027: 1 024 000 ticks long.
+  EXPECT_EQ((*step)["ts"], "#num:1.0029296875");
+  EXPECT_EQ((*step)["dur"], 1000);
   EXPECT_EQ((*step)["args"]["step_num"], 3);
   EXPECT_EQ((*step)["args"]["hlo_op"], "all-reduce.1");  // ref_value resolved
   EXPECT_EQ((*step)["args"]["blob"], "01ab");            // bytes as hex
@@ -214,18 +216,18 @@ TEST(ChromeJsonExport, SeveralHostsShareOneOriginWithoutPidCollisions) {
   EXPECT_TRUE(unique.count("rank1: GPU 0"));
   EXPECT_TRUE(unique.count("rank1: pid \"Spans\""));
 
-  // Each event's instant survives exactly: ts + origin = its own base + offset.
+  // Each event's instant survives to the grid's tick: ts + origin = its own base + offset.
   const int64_t origin = kineto.line_base_ns;
   std::map<std::string, std::string> steps;  // host label -> ts
   for (const auto& e : doc["traceEvents"]) {
-    if (e.value("name", "") == "TrainStep") steps[names.at(e["pid"])] = testing::ExactMicros(e["ts"]);
+    if (e.value("name", "") == "TrainStep") steps[names.at(e["pid"])] = testing::GridTick(testing::WrittenPs(e["ts"]));
     if (e.value("name", "") == "aten::add") {
-      EXPECT_EQ(testing::ExactMicros(e["ts"]), "ns:5391843215123+0");
+      EXPECT_EQ(testing::GridTick(testing::WrittenPs(e["ts"])), testing::GridTick(5391843215123'000));
       EXPECT_EQ(e["args"]["Input Dims"], json::parse("[[2, 3], [2, 3], []]"));
     }
   }
   auto expected = [&](int64_t base) {
-    return "ns:" + std::to_string(base + 1002 - origin) + "+500";
+    return testing::GridTick(static_cast<__int128>(base + 1002 - origin) * 1000 + 500);
   };
   EXPECT_EQ(steps["hostA: /host:CPU"], expected(kStart));
   EXPECT_EQ(steps["hostB: /host:CPU"], expected(kStart - 2'000'000'000));

@@ -1,6 +1,6 @@
 // Helpers shared by the Chrome trace tests: a DOM parse that keeps every
 // float's text (so values are compared exactly as written, not as doubles),
-// event comparison with ts/dur compared as exact decimals, and sample
+// event comparison with ts/dur compared on the writer's time grid, and sample
 // documents in the flavours real producers write.
 #pragma once
 
@@ -34,28 +34,58 @@ inline nlohmann::json ParseKeepingNumbers(std::string_view text) {
   return doc;
 }
 
-// "ns:<ns>+<ps>" for a µs value written as an integer or a kept float.
-inline std::string ExactMicros(const nlohmann::json& v) {
+// A µs value as written (an integer or a kept float's text), in ps.
+inline __int128 WrittenPs(const nlohmann::json& v) {
   NsPs t;
   if (v.is_number_integer()) {
     EXPECT_TRUE(MicrosIntToNs(v.get<int64_t>(), &t));
-  } else if (v.is_string() && v.get<std::string>().rfind("#num:", 0) == 0) {
-    EXPECT_EQ(ParseMicrosText(v.get<std::string>().substr(5), &t), MicrosParse::kOk);
   } else {
-    return "not a number: " + v.dump();
+    EXPECT_TRUE(v.is_string() && v.get<std::string>().rfind("#num:", 0) == 0) << v.dump();
+    EXPECT_EQ(ParseMicrosText(v.get<std::string>().substr(5), &t), MicrosParse::kOk);
   }
-  return "ns:" + std::to_string(t.ns) + "+" + std::to_string(t.ps);
+  return static_cast<__int128>(t.ns) * 1000 + t.ps;
 }
 
-// The document's events with ts/dur replaced by their exact decimal value.
+// The writer puts times on a grid of 2^-10 µs (trace/exporters/micros_grid.h):
+// an instant is rounded to the nearest tick, about 0.98 ns. These compare
+// times on that grid, counted from the epoch (every base in these tests is
+// a whole microsecond, so the writer's ticks from its base are these).
+inline std::string GridTick(__int128 ps) {
+  const __int128 twice = 2 * ps * 1024 + 1'000'000;  // round half up: floor((2·ps·1024 + 10^6) / 2·10^6)
+  __int128 q = twice / 2'000'000;
+  if (twice % 2'000'000 != 0 && twice < 0) --q;
+  std::string digits;
+  for (__int128 m = q < 0 ? -q : q; digits.empty() || m != 0; m /= 10) digits.insert(digits.begin(), char('0' + m % 10));
+  return std::string("tick:") + (q < 0 ? "-" : "") + digits;
+}
+
+// Whether a value as written is on the grid: exactly a double, ts + dur too.
+inline bool OnTimeGrid(const nlohmann::json& v) {
+  const __int128 scaled = WrittenPs(v) * 1024;
+  return scaled % 1'000'000 == 0;
+}
+
+// The document's events with ts replaced by its grid tick and dur by the
+// end's tick less the start's (what the writer writes), both from the
+// epoch, so that a document and what was written from it compare equal.
 inline std::vector<nlohmann::json> NormalisedEvents(const nlohmann::json& doc) {
   const nlohmann::json& events = doc.is_array() ? doc : doc.at("traceEvents");
+  const __int128 base_ps =
+      doc.is_object() && doc.contains("baseTimeNanoseconds")
+          ? static_cast<__int128>(doc["baseTimeNanoseconds"].get<int64_t>()) * 1000
+          : 0;
   std::vector<nlohmann::json> out;
   for (auto e : events) {
-    for (const char* key : {"ts", "dur"}) {
-      // Metadata events keep ts verbatim; every other ts/dur is a time.
-      if (e.contains(key) && e.value("ph", "") != "M") e[key] = ExactMicros(e[key]);
+    if (e.value("ph", "") == "M") {  // metadata events keep ts verbatim
+      out.push_back(e);
+      continue;
     }
+    const bool has_ts = e.contains("ts");
+    const __int128 start = has_ts ? base_ps + WrittenPs(e["ts"]) : 0;
+    if (e.contains("dur")) {
+      e["dur"] = "end " + GridTick(start + WrittenPs(e["dur"])) + " from " + (has_ts ? GridTick(start) : "0");
+    }
+    if (has_ts) e["ts"] = GridTick(start);
     out.push_back(e);
   }
   return out;
