@@ -4,6 +4,10 @@
 // starting "byte N: "; whatever parses is written back (faithful layout)
 // without error, that output parses again, and writing it once more gives
 // the same bytes (the writer's output is a fixed point of read + write).
+// What it writes is also read as a viewer reads it (nlohmann::json, numbers
+// as doubles): it parses, and every event's ts and dur lie on the 2^-10 µs
+// grid (a coarser one past 2^53 ticks), so a reader's ts + dur is exact
+// (trace/exporters/micros_grid.h).
 //
 // Sources it needs (the lead's tests/fuzz/CMakeLists.txt compiles them with
 // the fuzzer flags): trace/importers/chrome_json/*.cc,
@@ -13,12 +17,15 @@
 //
 // Built with -DCHRONOLINK_FUZZ_CORPUS_GEN the same file is a small program
 // that writes a seed corpus into a directory: `chrome_json_corpus_gen DIR`.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "trace/exporters/chrome_json_writer.h"
 #include "trace/importers/chrome_json/chrome_json_reader.h"
@@ -43,6 +50,29 @@ std::string WriteBack(const HostTrace& trace) {
   return out;
 }
 
+// A time as a double reader gets it must be a whole number of ticks of the
+// finest grid (2^-10 µs, coarser only past 2^53 ticks) that holds it.
+bool ExactForDoubleReaders(const nlohmann::json& v) {
+  if (!v.is_number()) return false;
+  for (int e = 10; e >= -60; --e) {
+    const double ticks = std::ldexp(v.get<double>(), e);
+    if (std::fabs(ticks) < 9007199254740992.0) return std::trunc(ticks) == ticks;
+  }
+  return false;
+}
+
+void CheckAsAViewerReadsIt(const std::string& written) {
+  const auto doc = nlohmann::json::parse(written, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) Violated("the output is not JSON to nlohmann::json", written);
+  const nlohmann::json& events = doc.is_array() ? doc : doc["traceEvents"];
+  for (const auto& e : events) {
+    if (e.value("ph", "") == "M") continue;  // metadata ts are kept verbatim
+    for (const char* key : {"ts", "dur"}) {
+      if (e.contains(key) && !ExactForDoubleReaders(e[key])) Violated("a time off the grid", e.dump());
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -54,6 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const std::string first = WriteBack(trace);
+  CheckAsAViewerReadsIt(first);
   HostTrace again;
   if (!ParseChromeJson(first, {}, &again, &error)) Violated("written output does not parse", error);
   const std::string second = WriteBack(again);

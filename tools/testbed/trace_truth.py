@@ -26,6 +26,10 @@ def load_json(path):
         return json.load(f, parse_float=Decimal, parse_int=Decimal)
 
 
+# Half of 2^-10 us, the JSON writer's time grid (trace/exporters/micros_grid.h).
+JSON_GRID_HALF_TICK_NS = 1000 / 1024 / 2
+
+
 def events_of(doc):
     evs = doc["traceEvents"] if isinstance(doc, dict) else doc
     return [e for e in evs if isinstance(e, dict) and e.get("ph") not in ("M",) and "ts" in e]
@@ -54,7 +58,9 @@ def chrome_errors(original_path, origin_ns, aligned_path, clock: VClock):
         host_ns = Fraction(origin_ns) + Fraction(e["ts"]) * 1000
         true_ns = clock.true_time(host_ns)
         got_ns = base + Fraction(b["ts"]) * 1000
-        bound = float(b.get("args", {}).get("chronolink_bound_ns", "nan"))
+        # The JSON writer puts every instant on a 2^-10 us grid (docs/chrome-trace.md):
+        # half a tick more than the correction's own bound.
+        bound = float(b.get("args", {}).get("chronolink_bound_ns", "nan")) + JSON_GRID_HALF_TICK_NS
         out.append((float(got_ns - true_ns), bound))
     return out
 

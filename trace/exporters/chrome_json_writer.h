@@ -6,10 +6,13 @@
 // Two layouts (docs/chrome-trace.md, "What is written"):
 //  * Faithful: one host that was read from Chrome JSON comes back in its own
 //    flavour: array or object form, its top-level keys, pids/tids and every
-//    event key. ts are relative to baseTimeNanoseconds when the document had
-//    one (the model's current line_base_ns is written as the new base),
-//    absolute epoch µs when the host's base is known and not 0 (a legacy
-//    relative trace given its origin), else as they were read.
+//    event key. ts are relative to a base written as baseTimeNanoseconds:
+//    the document's own (the model's current line_base_ns), else a known
+//    start (a legacy trace given its origin), else the earliest event's
+//    second (absolute inputs); a trace relative to an unknown start stays
+//    relative to it.
+//  * Times, in both layouts, lie on a binary grid of microseconds that a
+//    reader parsing doubles reads exactly (micros_grid.h).
 //  * Export: XSpace hosts, or several hosts (combine). Each drawn plane of
 //    each host becomes a process with a fresh pid (1, 2, ...), named
 //    "<host>: <plane or process name>", labelled with the host, sorted in
