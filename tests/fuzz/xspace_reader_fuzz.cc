@@ -21,6 +21,7 @@
 // protobuf's own log lines (e.g. invalid UTF-8) are silenced: the reader's
 // message is what a user sees.
 #include <google/protobuf/stubs/logging.h>
+#include <google/protobuf/util/field_comparator.h>
 #include <google/protobuf/util/message_differencer.h>
 
 #include <cmath>
@@ -152,7 +153,11 @@ void CheckWireAlign(std::string_view bytes, const chronolink::trace::HostTrace* 
   Check(SerializeXSpace(*model.space, &model_bytes, &error));
   chronolink::xspace::XSpace model_space;
   Check(model_space.ParseFromString(model_bytes));
-  Check(google::protobuf::util::MessageDifferencer::Equals(model_space, wire_space));
+  google::protobuf::util::DefaultFieldComparator comparator;
+  comparator.set_treat_nan_as_equal(true);  // a NaN stat is the same NaN on both paths
+  google::protobuf::util::MessageDifferencer differ;
+  differ.set_field_comparator(&comparator);
+  Check(differ.Compare(model_space, wire_space));
   Check(SameStats(model_result.hosts[0], wire.hosts[0]));
 }
 

@@ -19,6 +19,36 @@ std::string Where(const HostTrace& host, const xspace::XPlane& plane, const xspa
   return "host " + host.host + ", plane '" + plane.name() + "', line '" + line.name() + "'";
 }
 
+}  // namespace
+
+std::optional<EmptyLineRebased> EmptyLineTimes(const HostClockMap& map, int64_t line_base_ns, int64_t timestamp_ns,
+                                               int64_t duration_ps, int64_t origin_ns) {
+  int64_t start_ns = 0;
+  if (!__builtin_add_overflow(line_base_ns, timestamp_ns, &start_ns)) {
+    const TraceInstant start{start_ns, 0};
+    const auto mapped = map.Map(start);
+    EmptyLineRebased out{.timestamp_ns = 0, .duration_ps = duration_ps};
+    if (mapped && !__builtin_sub_overflow(mapped->cluster.ns, origin_ns, &out.timestamp_ns)) {
+      const auto end = duration_ps != 0 ? AddPs(start, duration_ps) : std::nullopt;
+      const auto mapped_end = end ? map.Map(*end) : std::nullopt;
+      const auto d = mapped_end ? DiffPs(mapped_end->cluster, mapped->cluster) : std::nullopt;
+      if (d) out.duration_ps = *d;  // else kept, as where nothing maps
+      return out;
+    }
+  }
+  // Unmapped: the base's distance to the origin first, so that a far
+  // timestamp on a near base still fits.
+  EmptyLineRebased out{.timestamp_ns = 0, .duration_ps = duration_ps};
+  int64_t shift = 0;
+  if (__builtin_sub_overflow(line_base_ns, origin_ns, &shift) ||
+      __builtin_add_overflow(shift, timestamp_ns, &out.timestamp_ns)) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+namespace {
+
 class HostRewriter {
  public:
   HostRewriter(HostTrace* host, const HostClockMap& map, int64_t origin_ns, bool annotate,
@@ -42,6 +72,7 @@ class HostRewriter {
 
  private:
   bool RewriteLine(const xspace::XPlane& plane, xspace::XLine* line, std::string* error) {
+    if (line->events_size() == 0) return RebaseEmptyLine(plane, line, error);
     const TraceInstant line_start{host_->line_base_ns + line->timestamp_ns(), 0};
     const auto mapped_start = map_.Map(line_start);
     int64_t new_ts = 0;
@@ -70,6 +101,22 @@ class HostRewriter {
       line->set_duration_ps(*d);
     }
     line->set_timestamp_ns(new_ts);
+    return true;
+  }
+
+  // An empty line has nothing to re-time: its start is mapped like any
+  // line's where it can be, and otherwise (a timestamp further from the
+  // solved offsets than int64 picoseconds reach, ~106 days: producers put
+  // any value there) only re-based on the common origin, its duration kept
+  // (EmptyLineTimes, shared with the wire-level rewrite).
+  bool RebaseEmptyLine(const xspace::XPlane& plane, xspace::XLine* line, std::string* error) {
+    const auto times = EmptyLineTimes(map_, host_->line_base_ns, line->timestamp_ns(), line->duration_ps(), origin_ns_);
+    if (!times) {
+      *error = Where(*host_, plane, *line) + ": the empty line's start cannot be re-based on the common origin";
+      return false;
+    }
+    line->set_timestamp_ns(times->timestamp_ns);
+    line->set_duration_ps(times->duration_ps);
     return true;
   }
 

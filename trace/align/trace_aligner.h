@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,6 +86,18 @@ bool PlanHostSpan(const std::string& host, const HostSpanInstants& span, const H
                   std::string* error);
 bool AlignPlannedHost(size_t index, HostTrace* host, const HostClockMap& map, const AlignOptions& options,
                       AlignResult* result, std::string* error);
+
+// An empty line's new timestamp (on the common origin) and duration: its
+// start and end mapped as any line's, or, where they cannot be (a timestamp
+// ~106 days or more from the solved offsets, which producers may leave in
+// an empty line), only re-based, the duration kept. nullopt when even that
+// passes int64 ns. Shared by the model path and the wire-level rewrite.
+struct EmptyLineRebased {
+  int64_t timestamp_ns = 0;
+  int64_t duration_ps = 0;
+};
+std::optional<EmptyLineRebased> EmptyLineTimes(const HostClockMap& map, int64_t line_base_ns, int64_t timestamp_ns,
+                                               int64_t duration_ps, int64_t origin_ns);
 
 // AlignPlannedHost's steps after the events, for a caller that re-times the
 // events itself (the wire-level rewrite, trace/align/xspace_wire_align.h):

@@ -282,6 +282,7 @@ struct LineInfo {
   int64_t timestamp_ns = 0;
   bool has_timestamp = false;
   bool nonempty = false;  // has an event
+  int64_t duration_ps = 0;  // read only in an empty line (the rewrite reads the others')
 };
 
 struct PlaneInfo {
@@ -484,7 +485,11 @@ class WireAligner {
         case kLineName:
           if (!ReadString(p, end, &line.name)) return Fail("a line name is not UTF-8 or malformed");
           break;
-        default:  // the duration and display name are checked where the rewrite meets them
+        case kLineDuration:  // twice: declined where the rewrite meets it
+          if (!ReadVarint(p, end, &v)) return false;
+          line.duration_ps = static_cast<int64_t>(v);
+          break;
+        default:  // the display name is checked where the rewrite meets it
           if (!SkipField(p, end, tag & 7)) return false;
       }
     }
@@ -744,17 +749,25 @@ class WireAligner {
   // One line: its start and duration mapped as the model maps them, then
   // every event in it.
   bool EmitLine(const LineInfo& info, Ptr begin, Ptr end) {
-    TraceInstant start;
-    if (__builtin_add_overflow(base_ns_, info.timestamp_ns, &start.ns)) return Fail("a line's start overflows");
-    const auto mapped = cursor_.Map(start);
     int64_t new_ts = 0;
-    if (!mapped || __builtin_sub_overflow(mapped->cluster.ns, result_.origin_ns, &new_ts)) {
-      return Fail("a line's start cannot be mapped");
+    TraceInstant start, mapped_start;
+    std::optional<int64_t> empty_duration;  // an empty line's, as the model re-bases it
+    if (!info.nonempty) {
+      const auto times = EmptyLineTimes(map_, base_ns_, info.timestamp_ns, info.duration_ps, result_.origin_ns);
+      if (!times) return Fail("an empty line's start cannot be re-based on the common origin");
+      new_ts = times->timestamp_ns;
+      empty_duration = times->duration_ps;
+    } else {
+      if (__builtin_add_overflow(base_ns_, info.timestamp_ns, &start.ns)) return Fail("a line's start overflows");
+      const auto mapped = cursor_.Map(start);
+      if (!mapped || __builtin_sub_overflow(mapped->cluster.ns, result_.origin_ns, &new_ts)) {
+        return Fail("a line's start cannot be mapped");
+      }
+      mapped_start = mapped->cluster;
+      line_start_ = start;
+      new_base_ = TraceInstant{mapped->cluster.ns, 0};  // origin + new_ts
     }
-    const TraceInstant mapped_start = mapped->cluster;
     meant_.BeginLine(info.id, new_ts, 0);
-    line_start_ = start;
-    new_base_ = TraceInstant{mapped->cluster.ns, 0};  // origin + new_ts
     int width = 0;
     const size_t length_at = OpenField(kPlaneLine, static_cast<size_t>(end - begin), &width);
     bool timestamp_pending = !info.has_timestamp && new_ts != 0;
@@ -781,7 +794,11 @@ class WireAligner {
         uint64_t duration = 0;
         if (has_duration || !ReadVarint(p, end, &duration)) return Fail("a line's duration twice, or malformed");
         has_duration = true;
-        if (duration != 0 && !PutLineDuration(start, mapped_start, static_cast<int64_t>(duration))) return false;
+        if (empty_duration) {
+          PutDuration(*empty_duration);
+        } else if (duration != 0 && !PutLineDuration(start, mapped_start, static_cast<int64_t>(duration))) {
+          return false;
+        }
         continue;
       }
       if (tag == kLineDisplayName) {
@@ -809,13 +826,17 @@ class WireAligner {
     const auto mapped_end = line_end ? cursor_.Map(*line_end) : std::nullopt;
     const auto d = mapped_end ? DiffPs(mapped_end->cluster, mapped_start) : std::nullopt;
     if (!d) return Fail("a line's duration cannot be mapped");
-    meant_.SetLineDuration(*d);
-    if (*d != 0) {
-      char* w = out_->Reserve(12);
-      *w++ = static_cast<char>(kLineDuration);
-      out_->Resize(static_cast<size_t>(PutVarint(w, static_cast<uint64_t>(*d)) - out_->data()));
-    }
+    PutDuration(*d);
     return true;
+  }
+
+  // A line's new duration: written unless 0, as proto3 writes it.
+  void PutDuration(int64_t duration_ps) {
+    meant_.SetLineDuration(duration_ps);
+    if (duration_ps == 0) return;
+    char* w = out_->Reserve(12);
+    *w++ = static_cast<char>(kLineDuration);
+    out_->Resize(static_cast<size_t>(PutVarint(w, static_cast<uint64_t>(duration_ps)) - out_->data()));
   }
 
   // One replaced or inserted field of an event: [begin, end) of the input

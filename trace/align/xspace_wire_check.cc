@@ -300,8 +300,10 @@ class XSpaceWalk {
     });
   }
 
-  // Any other field of its wire type; groups are not vouched for.
-  bool Unknown() {
+  // Any other field of its wire type. An unknown group (a newer or older
+  // producer's) parses when its end tag matches and what is inside is well
+  // formed, to protobuf's depth limit.
+  bool Unknown(int depth = 0) {
     uint64_t u64 = 0;
     uint32_t u32 = 0;
     int length = 0;
@@ -311,11 +313,26 @@ class XSpaceWalk {
       case WireFormat::WIRETYPE_FIXED32: return in_.ReadLittleEndian32(&u32) || Fail("a fixed32 past the end");
       case WireFormat::WIRETYPE_LENGTH_DELIMITED:
         return Length(&length) && (in_.Skip(length) || Fail("a field past the end"));
-      case WireFormat::WIRETYPE_START_GROUP:
-      case WireFormat::WIRETYPE_END_GROUP: return Fail("a group");
+      case WireFormat::WIRETYPE_START_GROUP: return Group(Field(), depth + 1);
+      case WireFormat::WIRETYPE_END_GROUP: return Fail("a group's end without its start");
       default: return Fail("an invalid wire type");
     }
   }
+
+  bool Group(uint32_t field, int depth) {
+    if (depth > kMaxGroupDepth) return Fail("groups nested past protobuf's limit");
+    while (NextField()) {
+      if (Kind() == WireFormat::WIRETYPE_END_GROUP) {
+        return Field() == field || Fail("a group's end that is not its start's");
+      }
+      if (!Unknown(depth)) return false;
+    }
+    return Fail(stop_ == Stop::kEnd ? "a group without its end" : "a malformed tag in a group");
+  }
+
+  // protobuf's default recursion limit, less the nesting of the schema's own
+  // messages around an unknown field.
+  static constexpr int kMaxGroupDepth = 90;
 
   CodedInputStream in_;
   uint32_t tag_ = 0;

@@ -7,9 +7,8 @@
 // id, timestamp, duration and event count, and a digest of every event's
 // time fields as protobuf would read them: the last value of a field wins,
 // a oneof's last member wins) and compares that with what the rewrite meant
-// to write. A mismatch or anything the walk cannot vouch for (groups,
-// among them) is a failure with a reason: the host then goes through the
-// model. No model is built; the walk costs about what reading the events
+// to write. A mismatch or anything the walk cannot vouch for is a failure
+// with a reason: the host then goes through the model. No model is built; the walk costs about what reading the events
 // once costs.
 //
 // Pure functions and a small value type; thread-compatible.

@@ -178,15 +178,22 @@ TEST(XSpaceWireCheckTest, OutputThatParsesButSaysOtherThanMeantIsNamed) {
   EXPECT_NE(why.find("2 planes, meant 3"), std::string::npos) << why;
 }
 
-TEST(XSpaceWireCheckTest, GroupsAndInvalidUtf8AreNotVouchedFor) {
+TEST(XSpaceWireCheckTest, UnknownGroupsAsProtobufParsesThemAndInvalidUtf8Refused) {
   std::string why;
   WireSpaceSummary summary;
-  // An unknown group (field 20: start 0xa3 0x01, end 0xa4 0x01) that protobuf parses.
-  const std::string group("\xa3\x01\xa4\x01", 4);
   xspace::XSpace parsed;
+  // An unknown group (field 20: start 0xa3 0x01, end 0xa4 0x01) holding a
+  // varint and a nested group (field 21): protobuf parses it, so does the walk.
+  const std::string group("\xa3\x01\x08\x05\xab\x01\xac\x01\xa4\x01", 10);
   ASSERT_TRUE(parsed.ParseFromString(group));
-  EXPECT_FALSE(SummarizeXSpaceWire(group, &summary, &why));
-  EXPECT_NE(why.find("group"), std::string::npos) << why;
+  EXPECT_TRUE(SummarizeXSpaceWire(group, &summary, &why)) << why;
+  // Its end tag for another field, or missing: protobuf refuses, so does the walk.
+  for (const std::string& bad : {std::string("\xa3\x01\xac\x01", 4), std::string("\xa3\x01\x08\x05", 4),
+                                 std::string("\xa4\x01", 2)}) {
+    EXPECT_FALSE(parsed.ParseFromString(bad));
+    EXPECT_FALSE(SummarizeXSpaceWire(bad, &summary, &why));
+    EXPECT_NE(why.find("group"), std::string::npos) << why;
+  }
   // A hostname (field 4) that is not UTF-8: protobuf refuses it, so does the walk.
   const std::string bad_utf8("\x22\x02\xc3\x28", 4);
   google::protobuf::SetLogHandler(nullptr);
