@@ -18,6 +18,7 @@ under_ci() {
 }
 
 scripts/install-deps.sh
+scripts/install-viewer.sh  # speedscope (npm) for the real-viewer checks of the JSON output
 scripts/build.sh
 # The probe-loss tool pins its counters on the bpffs at /sys/fs/bpf, which a
 # fresh container may lack, and which it cannot mount itself from inside

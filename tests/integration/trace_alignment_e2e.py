@@ -14,7 +14,10 @@ Then, with the leader's offsets.jsonl:
     inverts the virtual clock) has p99 <= 1 µs and lies within the event's
     own reported bound for >= 99 % of events;
   * the same for an XLA-like XSpace run made by chronolink-trace-fixture with
-    the same clocks, over the same span.
+    the same clocks, over the same span;
+  * a real viewer (speedscope in headless Chromium, tools/viewer/) loads
+    every aligned rank with no more nesting errors than the rank as
+    recorded, and the combined file with no more than all ranks as recorded.
 
 Prints the figures. Needs root (network namespaces) and /usr/bin/python3
 with torch. Exit 0 pass, 1 fail, 77 skip (not root / no torch): under CI
@@ -37,10 +40,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tools", "testbed"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "viewer"))
 
 import testbed as tbm  # noqa: E402
 import trace_truth as tt  # noqa: E402
 import trace_workload as tw  # noqa: E402
+import viewer_compare as vc  # noqa: E402
 from truth import VClock  # noqa: E402
 
 NODES = 4
@@ -223,6 +228,7 @@ def main(argv=None) -> int:
             errs += tt.chrome_errors(r["trace"], r["origin_ns"],
                                   os.path.join(aligned_dir, os.path.basename(r["trace"])), clock)
         figures["pytorch"] = summarize("PyTorch gloo traces", errs, failures)
+        figures["viewer"] = viewer_part(a, out, work.ranks, offsets, hosts, failures)
 
     # the same for an XLA-like XSpace run over the same span
     figures["xspace"] = xspace_part(a, out, clocks, offsets, fixture_start, failures)
@@ -230,6 +236,38 @@ def main(argv=None) -> int:
         json.dump(figures, f, indent=1)
     print("PASS" if not failures else f"FAIL: {len(failures)} check(s)")
     return 0 if not failures else 1
+
+
+def viewer_part(a, out, ranks, offsets, hosts, failures):
+    """The recorded and aligned ranks and the combined file in speedscope.
+
+    Aligned as a user aligns (no --annotate-events): speedscope breaks ties
+    between a begin and an end at one instant by the events' names and args,
+    and a bound arg on every event makes every key distinct.
+    """
+    traces = [r["trace"] for r in ranks]
+    aligned_dir = os.path.join(out, "aligned-plain")
+    combined = os.path.join(out, "all-ranks.json")
+    for argv in (["align", *traces, "--offsets", *offsets, *hosts, "--out", aligned_dir],
+                 ["combine", *traces, "--offsets", *offsets, *hosts, "--out", combined]):
+        cp = run([a.trace, *argv])
+        check(cp.returncode == 0, f"{argv[0]} ran ({cp.stderr.strip()[:300]})", failures)
+        if cp.returncode != 0:
+            return {}
+    pairs = [(t, os.path.join(aligned_dir, os.path.basename(t))) for t in traces]
+    try:
+        result = vc.compare_in_viewer(pairs, combined)
+    except vc.ViewerMissing as e:
+        check(not under_ci(), f"a real viewer is installed ({e}; scripts/install-viewer.sh)", failures)
+        return {}
+    for line in vc.describe(result):
+        print("  viewer: " + line)
+    for r in result["ranks"]:
+        check(r["ok"], f"speedscope: {os.path.basename(r['aligned'])} loads with no more nesting errors than "
+                       f"as recorded", failures)
+    check(result["combined"]["ok"], "speedscope: the combined file loads with no more nesting errors than "
+                                    "the ranks as recorded", failures)
+    return result
 
 
 def xspace_part(a, out, clocks, offsets, start_ns, failures):
