@@ -55,18 +55,24 @@ void AddSummaryStats(const HostAlignment& s, const AlignResult& result, const Al
   SetPlaneStatInt64(plane, "max_beyond_span_ns", s.max_beyond_span_ns);
 }
 
-// One event per sample instant, on cluster time relative to the origin, with
-// the correction and its bound as stats. `counters` lines carry numbers only.
+// One event per sample instant, on cluster time, with the correction and its
+// bound as stats. `counters` lines carry numbers only.
 void AddSampleLine(const HostClockMap& map, const HostAlignment& s, int64_t origin_ns,
                    bool counters, xspace::XPlane* plane) {
   xspace::XLine* line = GetOrCreateLine(plane, counters ? kCountersLine : kCorrectionLine);
+  // A producer's own `_counters_` line may be there already: the samples go
+  // after its events, relative to its start; an empty one's start means
+  // nothing (the reader's base rule ignores it), so it becomes the origin.
+  if (line->events_size() == 0) line->set_timestamp_ns(0);
+  int64_t line_start_ns = 0;
+  if (__builtin_add_overflow(origin_ns, line->timestamp_ns(), &line_start_ns)) return;
   const int64_t event_id =
       GetOrCreateEventMetadata(plane, counters ? "chronolink correction (ns)" : "clock correction")->id();
   const auto span = DiffPs(s.last_host, s.first_host).value_or(0);
   for (int i = 0; i < kSamples; ++i) {
     const auto at = AddPs(s.first_host, span / (kSamples - 1) * i);
     const auto m = at ? map.Map(*at) : std::nullopt;
-    const auto offset = m ? DiffPs(m->cluster, {origin_ns, 0}) : std::nullopt;
+    const auto offset = m ? DiffPs(m->cluster, {line_start_ns, 0}) : std::nullopt;
     if (!offset) continue;
     xspace::XEvent* e = line->add_events();
     e->set_metadata_id(event_id);
