@@ -144,6 +144,40 @@ TEST(TraceAlignerTest, TheCorrectionAndItsSourceAreRecordedInTheTrace) {
   EXPECT_TRUE(counters);
 }
 
+// A producer's own `_counters_` line (XProf draws it as counter tracks):
+// the correction's samples join it at their own instants, whatever the
+// line's start, and an empty one's far timestamp is not kept (the output
+// would mix absolute and relative line times and not read back).
+TEST(TraceAlignerTest, ACountersLineAlreadyThereGetsTheSamplesAtTheirInstants) {
+  const SkewedClockMap a(5'000'000, 20.0);
+  const std::vector<int64_t> truth = {kT0 + 1'000'000'000, kT0 + 3'000'000'000};
+  for (const bool empty : {false, true}) {
+    HostTrace ha = MakeHost("a", a, truth, 1'000);
+    xspace::XLine* own = GetOrCreateLine(GetOrCreatePlane(ha.space, "/host:CPU"), kCountersLine);
+    own->set_timestamp_ns(empty ? 4'000'000'000'000'000'000 : 700'000'000);
+    if (!empty) own->add_events()->set_offset_ps(1'000'000);
+    AlignResult result;
+    std::string error;
+    ASSERT_TRUE(AlignHosts({&ha}, {&a}, AlignOptions{}, &result, &error)) << error;
+    const xspace::XPlane* cpu = FindPlane(*ha.space, "/host:CPU");
+    int lines = 0, samples = 0;
+    for (const auto& line : cpu->lines()) {
+      if (line.name() != kCountersLine) continue;
+      ++lines;
+      for (const auto& e : line.events()) {
+        if (e.stats_size() == 0) continue;  // the producer's own
+        ++samples;
+        const auto t = EventStart(ha.line_base_ns, line, e);
+        ASSERT_TRUE(t);
+        EXPECT_GE(t->ns, truth.front() - 2'000) << "a sample before the profile";  // the session starts 1 µs early
+        EXPECT_LE(t->ns, truth.back() + 3'000) << "a sample after the profile";
+      }
+    }
+    EXPECT_EQ(lines, 1);
+    EXPECT_GT(samples, 0);
+  }
+}
+
 TEST(TraceAlignerTest, AnnotatedEventsCarryTheirOwnBound) {
   const SkewedClockMap a(5'000'000, 20.0);
   HostTrace ha = MakeHost("a", a, {kT0 + 1'000'000'000}, 1'000);
