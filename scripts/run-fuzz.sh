@@ -5,7 +5,7 @@
 # coordination channel's frames and handshake, the coordination messages,
 # sealed etcd values and etcd's answers, the config and cluster files,
 # XSpace, Chrome/Kineto JSON, offsets.jsonl, rocprof CSV and JSON,
-# host-clocks recordings). Exits non-zero if the build fails or a fuzzer
+# host-clocks recordings), and the XSpace writers on generated valid hosts. Exits non-zero if the build fails or a fuzzer
 # finds a crash, leak, sanitizer report or timeout.
 #
 # Environment:
@@ -64,7 +64,8 @@ cmake -S "$repo" -B "$build" \
   -DCHRONOLINK_BUILD_FUZZ=ON -DCHRONOLINK_BUILD_TESTS=OFF -DCHRONOLINK_BUILD_BENCH=OFF \
   >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
 all_targets="probe_decoder_fuzz channel_frame_fuzz cluster_messages_fuzz etcd_value_fuzz etcd_gateway_fuzz"
-all_targets+=" cluster_file_fuzz agent_config_fuzz xspace_reader_fuzz chrome_json_reader_fuzz offsets_reader_fuzz"
+all_targets+=" cluster_file_fuzz agent_config_fuzz xspace_reader_fuzz xspace_align_paths_fuzz chrome_json_reader_fuzz"
+all_targets+=" offsets_reader_fuzz"
 all_targets+=" rocprof_csv_fuzz rocprof_json_fuzz host_clocks_fuzz"
 targets="${FUZZ_TARGETS:-$all_targets}"
 # shellcheck disable=SC2086
