@@ -5,5 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+scripts/install-viewer.sh  # speedscope (npm): the demo opens its aligned traces in a real viewer
 scripts/build.sh
 exec tools/demo/chronolink-demo "$@"

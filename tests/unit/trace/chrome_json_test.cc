@@ -176,6 +176,24 @@ TEST(ChromeJsonRoundTrip, TwoSpellingsOfOneNumericTidAreOneThread) {
   EXPECT_EQ(Write(Read(once)), once);
 }
 
+// A viewer's JSON parser reads 5 and 5.0 as one number, and every integer
+// past int64 as the double nearest to it: one process each, here too.
+TEST(ChromeJsonRoundTrip, IdsAreTheirValuesAsAViewerReadsThem) {
+  const std::string doc = R"({"traceEvents":[)"
+                          R"({"ph":"X","name":"a","pid":5,"tid":1,"ts":1,"dur":1},)"
+                          R"({"ph":"X","name":"b","pid":5.0,"tid":1.0,"ts":2,"dur":1},)"
+                          R"({"ph":"X","name":"c","pid":18446744073709551615,"tid":1,"ts":3,"dur":1},)"
+                          R"({"ph":"X","name":"d","pid":1.8446744073709551615e19,"tid":1,"ts":4,"dur":1}]})";
+  const HostTrace trace = Read(doc, {.origin_ns = 1'000'000'000'000'000'000, .host = "h"});
+  ASSERT_EQ(trace.space->planes_size(), 3);  // and the top-level keys' plane
+  EXPECT_NE(chrome::FindTopLevelPlane(*trace.space), &trace.space->planes(0));
+  EXPECT_NE(chrome::FindTopLevelPlane(*trace.space), &trace.space->planes(1));
+  EXPECT_EQ(trace.space->planes(0).id(), 5);
+  EXPECT_EQ(trace.space->planes(0).lines_size(), 1);
+  EXPECT_EQ(trace.space->planes(0).lines(0).events_size(), 2);
+  EXPECT_EQ(trace.space->planes(1).lines(0).events_size(), 2);
+}
+
 TEST(ChromeJsonRoundTrip, AbsoluteEpochMicrosecondsAreReadExactlyAndWrittenRelative) {
   const std::string in =
       R"([{"ph":"X","name":"a","pid":1,"tid":2,"ts":1699999999999999.123,"dur":0.001},)"

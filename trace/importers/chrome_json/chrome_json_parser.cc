@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -25,11 +27,17 @@ const std::string kTidsName(chrome::kTids);
 const std::string kFormName(chrome::kForm);
 const std::string kHadBaseTimeName(chrome::kHadBaseTime);
 
-// An integer pid/tid that fits int64, which becomes the plane/line id.
+// An integer pid/tid that fits int64, which becomes the plane/line id. A
+// float with such a value is that integer ("5.0" is pid 5 to any viewer).
 std::optional<int64_t> IntId(const JsonScalar& v) {
   if (v.kind == Kind::kInt) return v.i;
   if (v.kind == Kind::kUint && v.u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     return static_cast<int64_t>(v.u);
+  }
+  // [-2^63, 2^63): every double in it converts exactly when it is whole.
+  if (v.kind == Kind::kDouble && v.d >= -9223372036854775808.0 && v.d < 9223372036854775808.0 &&
+      std::trunc(v.d) == v.d) {
+    return static_cast<int64_t>(v.d);
   }
   return std::nullopt;
 }
@@ -41,6 +49,7 @@ std::optional<int64_t> IntId(const JsonScalar& v) {
 // read, written and read again keeps its processes and threads.
 std::string IdentityText(const JsonScalar& v) {
   if (v.kind == Kind::kDouble) return nlohmann::json(v.d).dump();
+  if (v.kind == Kind::kUint) return nlohmann::json(static_cast<double>(v.u)).dump();  // past int64: a double's value
   if (v.kind == Kind::kJson) {
     const auto j = nlohmann::json::parse(v.text, nullptr, /*allow_exceptions=*/false);
     if (!j.is_discarded()) return j.dump();
@@ -63,12 +72,40 @@ bool ToNsPs(const JsonScalar& v, std::string_view key, NsPs* out, std::string* e
   return ok;
 }
 
+// The last member named `key`, as a JSON parser that builds an object
+// (every viewer) keeps it.
 const JsonScalar* FindArg(const PendingEvent& e, std::string_view key) {
+  const JsonScalar* found = nullptr;
   for (const auto& m : e.args()) {
-    if (m.key == key) return &m.value;
+    if (m.key == key) found = &m.value;
   }
-  return nullptr;
+  return found;
 }
+
+// Ids for the pids/tids that are not int64: past the largest int64 one,
+// or, where that is INT64_MAX, the first ones unused from 0 up.
+class FreshIds {
+ public:
+  void Use(int64_t id) {
+    used_.insert(id);
+    largest_ = std::max(largest_, id);
+  }
+  int64_t Next() {
+    if (!started_) {
+      started_ = true;
+      next_ = used_.empty() ? 0 : largest_ == std::numeric_limits<int64_t>::max() ? 0 : largest_ + 1;
+    }
+    while (used_.contains(next_)) ++next_;
+    used_.insert(next_);
+    return next_++;
+  }
+
+ private:
+  std::unordered_set<int64_t> used_;
+  int64_t largest_ = std::numeric_limits<int64_t>::min();
+  int64_t next_ = 0;
+  bool started_ = false;
+};
 
 }  // namespace
 
@@ -339,25 +376,25 @@ bool ChromeTraceBuilder::OnEvent(const PendingEvent& e, std::string* error) {
 }
 
 void ChromeTraceBuilder::AssignIds() {
-  int64_t next_plane = 0;
+  FreshIds plane_ids;
   for (const auto& p : planes_) {
-    if (p->int_pid && p->plane->id() >= next_plane) next_plane = p->plane->id() + 1;
+    if (p->int_pid) plane_ids.Use(p->plane->id());
   }
   for (const auto& p : planes_) {
     if (!p->int_pid) {
-      p->plane->set_id(next_plane++);
+      p->plane->set_id(plane_ids.Next());
       xspace::XStat* s = p->plane->add_stats();
       s->set_metadata_id(StatMetadataId(p.get(), kPidName, StatKind::kFieldJson));
       s->set_str_value(p->raw_pid);
     }
-    int64_t next_line = 0;
+    FreshIds line_ids;
     for (const auto& l : p->lines) {
-      if (l->int_tid && l->line->id() >= next_line) next_line = l->line->id() + 1;
+      if (l->int_tid) line_ids.Use(l->line->id());
     }
     std::string tids;  // {"<line id>": <tid JSON or null>, ...}
     for (const auto& l : p->lines) {
       if (l->int_tid) continue;
-      l->line->set_id(next_line++);
+      l->line->set_id(line_ids.Next());
       tids += tids.empty() ? "{" : ",";
       tids += "\"" + std::to_string(l->line->id()) + "\":" + (l->raw_tid.empty() ? "null" : l->raw_tid);
     }

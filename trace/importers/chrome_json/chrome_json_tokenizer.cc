@@ -240,8 +240,14 @@ class ChromeSaxHandler {
     return true;
   }
 
+  // Depth counted as in a bare array: inside the events of the object form
+  // its top object does not count, so that a document written back in the
+  // other form (a legacy array given a base becomes an object) reads back.
   bool Deeper() {
-    if (++depth_ <= kMaxDepth) return true;
+    ++depth_;
+    const bool in_object_events =
+        stack_.size() >= 2 && stack_[0] == Context::kTopObject && stack_[1] == Context::kEventsArray;
+    if (depth_ - (in_object_events ? 1 : 0) <= kMaxDepth) return true;
     return Fail("nesting deeper than " + std::to_string(kMaxDepth) + " levels");
   }
 
