@@ -81,21 +81,11 @@ void CountCrossings(std::string_view in, std::string_view out, AlignPathsTally* 
 
 // ---- Comparisons.
 
-std::string Canonical(const xspace::XSpace& space) {
-  std::string out;
-  google::protobuf::io::StringOutputStream stream(&out);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);
-  space.SerializeToCodedStream(&coded);
-  coded.Trim();
-  return out;
-}
-
 // Equal messages serialise to equal bytes (deterministically: maps sorted,
 // unknown fields as stored), which is quick; where the bytes differ the
 // differencer decides (a NaN's other bits) and says where.
 bool SameXSpace(const xspace::XSpace& a, const xspace::XSpace& b, std::string* report) {
-  if (Canonical(a) == Canonical(b)) return true;
+  if (CanonicalBytes(a) == CanonicalBytes(b)) return true;
   google::protobuf::util::DefaultFieldComparator comparator;
   comparator.set_treat_nan_as_equal(true);  // a NaN stat is the same NaN on both paths
   google::protobuf::util::MessageDifferencer differ;
@@ -272,6 +262,16 @@ bool RunWirePaths(std::string_view bytes, const HostClockMap& map, const AlignOp
 }
 
 }  // namespace
+
+std::string CanonicalBytes(const xspace::XSpace& space) {
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  space.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return out;
+}
 
 TestClockMap MakeTestClockMap(int64_t from_ns, int64_t to_ns, uint64_t variant) {
   static constexpr double kOffsetsNs[] = {1.234567e6, -50.5e6, 12'345.678, -3.2e6, 0.0};

@@ -25,6 +25,7 @@
 
 #include "trace/align/host_clock_map.h"
 #include "trace/align/trace_aligner.h"
+#include "proto/xplane.pb.h"
 #include "trace/correct/clock_correction.h"
 
 namespace chronolink::trace::testing {
@@ -38,6 +39,10 @@ struct TestClockMap {
   std::unique_ptr<HostClockMap> map;
 };
 TestClockMap MakeTestClockMap(int64_t from_ns, int64_t to_ns, uint64_t variant);
+
+// An XSpace's bytes as protobuf writes them deterministically (maps sorted,
+// unknown fields as stored): equal messages give equal bytes.
+std::string CanonicalBytes(const xspace::XSpace& space);
 
 struct AlignPathsTally {
   int64_t hosts = 0;

@@ -14,56 +14,6 @@
 namespace chronolink::trace::testing {
 
 // ---------------------------------------------------------------------------
-// JsonGenRandom
-
-namespace {
-
-uint64_t SplitMix64(uint64_t* x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
-
-JsonGenRandom::JsonGenRandom(uint64_t seed) : state_(seed) {}
-
-JsonGenRandom::JsonGenRandom(const uint8_t* data, size_t size) : fuzz_(true), data_(data), size_(size) {}
-
-uint64_t JsonGenRandom::FuzzBytes(int count) {
-  uint64_t v = 0;
-  for (int i = 0; i < count; ++i) v = (v << 8) | (pos_ < size_ ? data_[pos_++] : 0);
-  return v;
-}
-
-uint64_t JsonGenRandom::Next() { return fuzz_ ? FuzzBytes(8) : SplitMix64(&state_); }
-
-uint64_t JsonGenRandom::Below(uint64_t n) {
-  if (n <= 1) return 0;
-  // A fuzzer's bytes are spent sparingly: only as many as n needs.
-  if (fuzz_) return FuzzBytes(static_cast<int>((std::bit_width(n - 1) + 7) / 8)) % n;
-  const uint64_t threshold = (0 - n) % n;  // rejection keeps it unbiased
-  for (;;) {
-    const uint64_t r = Next();
-    if (r >= threshold) return r % n;
-  }
-}
-
-int64_t JsonGenRandom::Between(int64_t lo, int64_t hi) {
-  const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
-  if (range == std::numeric_limits<uint64_t>::max()) return static_cast<int64_t>(Next());
-  return static_cast<int64_t>(static_cast<uint64_t>(lo) + Below(range + 1));
-}
-
-bool JsonGenRandom::Chance(double p) {
-  // A zero fuzz byte reads as "no" for any p < 1: exhausted input means the
-  // plain choice.
-  if (fuzz_) return (255.5 - static_cast<double>(FuzzBytes(1))) / 256.0 < p;
-  return static_cast<double>(Next() >> 11) * 0x1.0p-53 < p;
-}
-
-// ---------------------------------------------------------------------------
 // Names
 
 namespace {
@@ -257,12 +207,12 @@ using U128 = unsigned __int128;
 constexpr int64_t kTrimonthNs = 7'889'238'000'000'000;  // Kineto's base interval (_trimonths)
 
 template <typename T, size_t N>
-const T& Pick(JsonGenRandom& r, const T (&items)[N]) {
+const T& Pick(GeneratorRandom& r, const T (&items)[N]) {
   return items[r.Below(N)];
 }
 
 // Log-uniform in [lo, hi] (0 <= lo <= hi), integers only: small values common.
-int64_t LogUniform(JsonGenRandom& r, int64_t lo, int64_t hi) {
+int64_t LogUniform(GeneratorRandom& r, int64_t lo, int64_t hi) {
   if (hi <= lo) return lo;
   const int bits = static_cast<int>(
       r.Between(std::bit_width(static_cast<uint64_t>(lo)), std::bit_width(static_cast<uint64_t>(hi))));
@@ -347,7 +297,7 @@ std::string Spell(const Decimal& d, const Spelling& s) {
 
 // The mantissa's point lands anywhere from 3 places past the last digit
 // (1234000e-3) to 2 before the first (0.001234e4).
-Spelling RandomSpelling(JsonGenRandom& r, const Decimal& d, double exponent_rate, double zeros_rate) {
+Spelling RandomSpelling(GeneratorRandom& r, const Decimal& d, double exponent_rate, double zeros_rate) {
   Spelling s;
   if (r.Chance(zeros_rate)) s.extra_zeros = static_cast<int>(r.Chance(0.1) ? r.Between(4, 12) : r.Between(1, 3));
   if (r.Chance(exponent_rate)) {
@@ -605,7 +555,7 @@ void NumberProcessesAndThreads(GeneratedChromeTrace* trace, const std::vector<st
 
 class DocumentGenerator {
  public:
-  DocumentGenerator(JsonGenRandom& random, const ChromeGenOptions& options) : r_(random), options_(options) {}
+  DocumentGenerator(GeneratorRandom& random, const ChromeGenOptions& options) : r_(random), options_(options) {}
 
   GeneratedChromeTrace Generate();
 
@@ -669,7 +619,7 @@ class DocumentGenerator {
 
   void Count(F f, int64_t n = 1) { trace_.features[f] += n; }
 
-  JsonGenRandom& r_;
+  GeneratorRandom& r_;
   const ChromeGenOptions& options_;
   GeneratedChromeTrace trace_;
 
@@ -2006,7 +1956,7 @@ void CheckOptions(const ChromeGenOptions& o) {
 
 }  // namespace
 
-GeneratedChromeTrace GenerateChromeTrace(JsonGenRandom& random, const ChromeGenOptions& options) {
+GeneratedChromeTrace GenerateChromeTrace(GeneratorRandom& random, const ChromeGenOptions& options) {
   CheckOptions(options);
   DocumentGenerator generator(random, options);
   return generator.Generate();

@@ -32,7 +32,7 @@
 // is compiled into a libFuzzer target too, so no gtest here.
 //
 // Deterministic: the same randomness gives the same bytes. Not thread-safe
-// per JsonGenRandom; separate generators may run in separate threads.
+// per GeneratorRandom; separate generators may run in separate threads.
 #pragma once
 
 #include <array>
@@ -45,33 +45,10 @@
 
 #include "trace/model/trace_time.h"
 
+#include "tests/support/generator_random.h"
+
 namespace chronolink::trace::testing {
 
-// Randomness that is either a seeded PRNG (splitmix64) or a byte string a
-// fuzzer gives, consumed in order, zeros once it is exhausted: one
-// generator serves property tests and a fuzz target. Zero bytes mean the
-// plain choice everywhere (Below gives 0, Chance gives false), so a short or
-// empty input still yields a small, ordinary document, and no loop depends
-// on randomness to end.
-class JsonGenRandom {
- public:
-  explicit JsonGenRandom(uint64_t seed);
-  JsonGenRandom(const uint8_t* data, size_t size);
-
-  uint64_t Next();                          // 64 bits (8 fuzz bytes)
-  uint64_t Below(uint64_t n);               // [0, n); 0 when n <= 1
-  int64_t Between(int64_t lo, int64_t hi);  // [lo, hi], lo <= hi
-  bool Chance(double p);                    // true with probability p
-
- private:
-  uint64_t FuzzBytes(int count);  // big-endian, zeros past the end
-
-  bool fuzz_ = false;
-  uint64_t state_ = 0;
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-  size_t pos_ = 0;
-};
 
 enum class ChromeFlavour : int {
   kKinetoBase,      // object, baseTimeNanoseconds, ts relative to it, "{}.{:03}" mostly
@@ -324,7 +301,7 @@ struct GeneratedChromeTrace {
 };
 
 // Throws std::invalid_argument when `options` break their stated bounds.
-GeneratedChromeTrace GenerateChromeTrace(JsonGenRandom& random, const ChromeGenOptions& options);
+GeneratedChromeTrace GenerateChromeTrace(GeneratorRandom& random, const ChromeGenOptions& options);
 
 // An event's exact epoch instant (origin_ns + ts) and end (+ dur); nullopt
 // for an event without an instant.

@@ -15,22 +15,12 @@ i128 FloorDiv(i128 a, i128 b) {
 
 i128 Abs(i128 v) { return v < 0 ? -v : v; }
 
-void AppendUnsigned(unsigned __int128 v, std::string* out) {
-  char buf[40];
-  int n = 0;
-  do {
-    buf[n++] = static_cast<char>('0' + static_cast<int>(v % 10));
-    v /= 10;
-  } while (v != 0);
-  while (n > 0) out->push_back(buf[--n]);
-}
-
 }  // namespace
 
 std::optional<int64_t> GridTicks(i128 ps, int exponent) {
   // ticks = ps · 2^e / 10^6, rounded half up: floor((2·ps·2^e + 10^6) / (2·10^6)).
   constexpr i128 kLimit = i128{1} << 100;  // far past any int64 ns instant: no overflow below
-  if (Abs(ps) >= kLimit || exponent > 20 || exponent < -60) return std::nullopt;
+  if (Abs(ps) >= kLimit || exponent > kFinestGridExponent || exponent < kCoarsestGridExponent) return std::nullopt;
   const i128 num = exponent >= 0 ? ps * (i128{1} << exponent) : ps;
   const i128 den = exponent >= 0 ? kPsPerMicro : kPsPerMicro * (i128{1} << -exponent);
   const i128 ticks = FloorDiv(2 * num + den, 2 * den);
@@ -40,19 +30,19 @@ std::optional<int64_t> GridTicks(i128 ps, int exponent) {
 
 int GridExponentFor(i128 max_abs_ps) {
   int exponent = kFinestGridExponent;
-  while (!GridTicks(Abs(max_abs_ps), exponent) && exponent > -60) --exponent;
+  while (!GridTicks(Abs(max_abs_ps), exponent) && exponent > kCoarsestGridExponent) --exponent;
   return exponent;
 }
 
 void AppendGridMicros(int64_t ticks, int exponent, std::string* out) {
   uint64_t mag = ticks < 0 ? 0 - static_cast<uint64_t>(ticks) : static_cast<uint64_t>(ticks);
   if (ticks < 0) out->push_back('-');
-  if (exponent <= 0) {  // a coarse grid: whole microseconds
-    AppendUnsigned(static_cast<unsigned __int128>(mag) << -exponent, out);
+  if (exponent <= 0) {  // a coarse grid: whole microseconds (below 2^63: see the header)
+    out->append(std::to_string(mag << -exponent));
     return;
   }
   const uint64_t mask = (uint64_t{1} << exponent) - 1;
-  AppendUnsigned(mag >> exponent, out);
+  out->append(std::to_string(mag >> exponent));
   uint64_t frac = mag & mask;
   if (frac == 0) return;
   // frac / 2^e = frac · 5^e / 10^e: e decimal digits, exactly.

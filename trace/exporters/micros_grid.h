@@ -24,6 +24,9 @@ namespace chronolink::trace {
 
 // The finest grid: 2^-10 µs. Its 2^53 ticks reach ±101.8 days.
 inline constexpr int kFinestGridExponent = 10;
+// The coarsest: 2^10 µs ticks, far past any int64-ns instant's need (2^53
+// ticks of 2^-1 µs already reach past int64 ns), and ticks · 2^10 < 2^63.
+inline constexpr int kCoarsestGridExponent = -10;
 // A double holds every integer up to 2^53 exactly.
 inline constexpr int64_t kExactDoubleTicks = int64_t{1} << 53;
 

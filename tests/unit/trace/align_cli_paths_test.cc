@@ -5,8 +5,6 @@
 // --no-wire-rewrite and --hold-all must all exit 0 and write files that
 // protobuf parses to the same XSpace, or all refuse the run; and no host
 // may need the "output failed its check" fallback.
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "proto/xplane.pb.h"
+#include "tests/support/align_paths_check.h"
 #include "tests/support/run_process.h"
 #include "tests/support/xspace_generator.h"
 #include "trace/align/xspace_wire_align.h"
@@ -59,13 +58,7 @@ void WriteOffsets(const fs::path& path, int64_t span_ns, uint64_t seed) {
 std::string Canonical(const std::string& bytes) {
   xspace::XSpace space;
   if (!space.ParseFromString(bytes)) return "<does not parse>";
-  std::string out;
-  google::protobuf::io::StringOutputStream stream(&out);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);
-  space.SerializeToCodedStream(&coded);
-  coded.Trim();
-  return out;
+  return testing::CanonicalBytes(space);
 }
 
 std::string ReadFile(const fs::path& p) {

@@ -37,7 +37,7 @@ namespace {
 using testing::ChromeGenOptions;
 using testing::ChromeTimeOrigin;
 using testing::GeneratedChromeTrace;
-using testing::JsonGenRandom;
+using testing::GeneratorRandom;
 
 int64_t CasesFromEnvironment(int64_t fallback) {
   const char* text = std::getenv("CHRONOLINK_PROPERTY_CASES");
@@ -183,7 +183,7 @@ TEST(ChromeJsonPathsTest, EveryGeneratedDocumentIsWrittenAsAViewerNeedsItOnEvery
   const int64_t cases = CasesFromEnvironment(1500);
   int64_t pairs = 0, aligned = 0, exported = 0;
   for (int64_t seed = 1; seed <= cases; ++seed) {
-    JsonGenRandom random(static_cast<uint64_t>(seed));
+    GeneratorRandom random(static_cast<uint64_t>(seed));
     ChromeGenOptions options;
     const GeneratedChromeTrace gen = GenerateChromeTrace(random, options);
     ChromeReadOptions read;
@@ -218,7 +218,7 @@ TEST(ChromeJsonPathsTest, EveryGeneratedDocumentIsWrittenAsAViewerNeedsItOnEvery
     }
 
     // Several hosts in one document (combine, export-chrome).
-    JsonGenRandom other_random(static_cast<uint64_t>(seed) * 31 + 7);
+    GeneratorRandom other_random(static_cast<uint64_t>(seed) * 31 + 7);
     const GeneratedChromeTrace other_gen = GenerateChromeTrace(other_random, options);
     ChromeReadOptions other_read;
     other_read.host = "other";

@@ -245,7 +245,7 @@ TEST(ChromeTraceGenerator, EverySeedIsReadExactly) {
   std::vector<int> flavours(kChromeFlavours, 0);
   int64_t events = 0, timed = 0, sub_ps = 0;
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
-    JsonGenRandom random(seed);
+    GeneratorRandom random(seed);
     const GeneratedChromeTrace gen = GenerateChromeTrace(random, {});
     ASSERT_TRUE(Valid(gen)) << "seed " << seed;
     total += gen.features;
@@ -287,7 +287,7 @@ TEST(ChromeTraceGenerator, EveryFlavourAtTheOptionsEdges) {
     for (ChromeGenOptions options : EdgeOptions()) {
       options.flavour = static_cast<ChromeFlavour>(f);
       for (uint64_t seed = 1; seed <= (options.max_events > 1000 ? 5 : 50); ++seed) {
-        JsonGenRandom random(seed);
+        GeneratorRandom random(seed);
         const GeneratedChromeTrace gen = GenerateChromeTrace(random, options);
         ASSERT_EQ(gen.flavour, options.flavour);
         ASSERT_LE(gen.events.size(), options.max_events);
@@ -300,14 +300,14 @@ TEST(ChromeTraceGenerator, EveryFlavourAtTheOptionsEdges) {
 TEST(ChromeTraceGenerator, FuzzBytesGiveValidDocuments) {
   std::vector<std::vector<uint8_t>> inputs = {{}, {0}, std::vector<uint8_t>(64, 0)};
   for (size_t n : {1, 7, 64, 1000, 100000}) inputs.emplace_back(n, 0xff);
-  JsonGenRandom bytes(42);
+  GeneratorRandom bytes(42);
   for (int i = 0; i < 300; ++i) {
     std::vector<uint8_t> input(bytes.Below(4096));
     for (auto& b : input) b = static_cast<uint8_t>(bytes.Below(256));
     inputs.push_back(std::move(input));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    JsonGenRandom random(inputs[i].data(), inputs[i].size());
+    GeneratorRandom random(inputs[i].data(), inputs[i].size());
     const GeneratedChromeTrace gen = GenerateChromeTrace(random, {});
     ASSERT_TRUE(Valid(gen)) << "input " << i << " (" << inputs[i].size() << " bytes)";
   }
@@ -315,13 +315,13 @@ TEST(ChromeTraceGenerator, FuzzBytesGiveValidDocuments) {
 
 TEST(ChromeTraceGenerator, SameRandomnessSameDocument) {
   for (uint64_t seed = 1; seed <= 50; ++seed) {
-    JsonGenRandom a(seed), b(seed);
+    GeneratorRandom a(seed), b(seed);
     EXPECT_EQ(GenerateChromeTrace(a, {}).text, GenerateChromeTrace(b, {}).text) << "seed " << seed;
   }
   const std::vector<uint8_t> input = {1, 2, 3, 250, 251, 252, 7, 0, 9};
-  JsonGenRandom a(input.data(), input.size()), b(input.data(), input.size());
+  GeneratorRandom a(input.data(), input.size()), b(input.data(), input.size());
   EXPECT_EQ(GenerateChromeTrace(a, {}).text, GenerateChromeTrace(b, {}).text);
-  JsonGenRandom c(1), d(2);
+  GeneratorRandom c(1), d(2);
   EXPECT_NE(GenerateChromeTrace(c, {}).text, GenerateChromeTrace(d, {}).text);
 }
 
@@ -343,7 +343,7 @@ TEST(ChromeTraceGenerator, Int64MaxIdsKeepThreadsApart) {
   ChromeGenOptions options;
   options.int64_max_ids = true;
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
-    JsonGenRandom random(seed);
+    GeneratorRandom random(seed);
     ASSERT_TRUE(Valid(GenerateChromeTrace(random, options))) << "seed " << seed;
   }
 }
@@ -361,7 +361,7 @@ TEST(ChromeTraceGenerator, MetadataNameArgWrittenTwiceLastWins) {
   ChromeGenOptions options;
   options.duplicate_metadata_names = true;
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
-    JsonGenRandom random(seed);
+    GeneratorRandom random(seed);
     ASSERT_TRUE(Valid(GenerateChromeTrace(random, options))) << "seed " << seed;
   }
 }
@@ -373,7 +373,7 @@ TEST(ChromeTraceGenerator, RefusesOptionsOutOfBounds) {
   bad[2].span_ns = 10'000'000'000'001;
   bad[3].max_events = 0;
   for (const auto& options : bad) {
-    JsonGenRandom random(1);
+    GeneratorRandom random(1);
     EXPECT_THROW(GenerateChromeTrace(random, options), std::invalid_argument);
   }
 }
