@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "trace/align/xspace_wire_align.h"
+#include "trace/align/xspace_wire_check.h"
 #include "trace/correct/node_clock_map.h"
 #include "trace/exporters/xspace_writer.h"
 #include "trace/importers/xspace/xspace_reader.h"
@@ -148,6 +149,30 @@ struct ModelPath {
   std::string bytes;
   xspace::XSpace parsed;
 };
+
+// The rewrite's output check reads any valid input as protobuf does: it
+// accepts it (groups nested past its depth limit aside) and sums it up as
+// the parsed message says.
+bool CheckWalkReadsAsProtobuf(std::string_view bytes, std::string* failure) {
+  xspace::XSpace parsed;
+  if (!parsed.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    *failure = "a generated input does not parse with protobuf";
+    return false;
+  }
+  WireSpaceSummary summary;
+  std::string why;
+  if (!SummarizeXSpaceWire(bytes, &summary, &why)) {
+    *failure = "the output check's walk refused a valid input: " + why;
+    return false;
+  }
+  WireSummaryBuilder meant;
+  for (const auto& plane : parsed.planes()) meant.AddPlane(plane);
+  if (!(summary == meant.summary())) {
+    *failure = "the output check's walk read a valid input otherwise than protobuf";
+    return false;
+  }
+  return true;
+}
 
 bool RunModelPath(std::string_view bytes, const HostClockMap& map, const AlignOptions& options, ModelPath* model,
                   AlignPathsTally* tally, std::string* failure) {
@@ -340,6 +365,7 @@ std::string AlignPathsTally::Summary() const {
 bool CheckAlignPaths(std::string_view bytes, const HostClockMap& map, const AlignOptions& options,
                      AlignPathsTally* tally, std::string* failure) {
   ++tally->hosts;
+  if (!CheckWalkReadsAsProtobuf(bytes, failure)) return false;
   ModelPath model;
   if (!RunModelPath(bytes, map, options, &model, tally, failure)) {
     if (!model.unrepresentable) return false;

@@ -1,32 +1,30 @@
 #include "trace/align/xspace_wire_check.h"
 
-#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/stubs/common.h>
 #include <google/protobuf/wire_format_lite.h>
 
+#include <bit>
 #include <limits>
 
 namespace chronolink::trace {
 namespace {
 
-using google::protobuf::io::CodedInputStream;
 using WireFormat = google::protobuf::internal::WireFormatLite;
 
-// splitmix64's finaliser: every input bit moves every output bit.
-uint64_t Scramble(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
+// One word into the digest: xor, then a multiply and a rotation, so that
+// every bit of every word moves many bits of the result. Not a defence
+// against a forger (there is none here), a catch for a value written wrong.
+inline uint64_t Mix(uint64_t digest, uint64_t word) {
+  return std::rotl((digest ^ word) * 0x9e3779b97f4a7c15ULL, 29);
 }
 
 enum class EventData : uint64_t { kOffset = 1, kOccurrences = 2, kNone = 3 };
 
 // One event into a line's digest: which oneof member, its value, the duration.
-uint64_t DigestEvent(uint64_t digest, EventData data, int64_t value, int64_t duration_ps) {
-  digest = Scramble(digest ^ static_cast<uint64_t>(data));
-  digest = Scramble(digest ^ static_cast<uint64_t>(value));
-  return Scramble(digest ^ static_cast<uint64_t>(duration_ps));
+inline uint64_t DigestEvent(uint64_t digest, EventData data, int64_t value, int64_t duration_ps) {
+  digest = Mix(digest, static_cast<uint64_t>(data));
+  digest = Mix(digest, static_cast<uint64_t>(value));
+  return Mix(digest, static_cast<uint64_t>(duration_ps));
 }
 
 EventData DataOf(const xspace::XEvent& event) {
@@ -54,14 +52,59 @@ WirePlaneSummary SummaryOf(const xspace::XPlane& plane) {
   return s;
 }
 
+// ---- The bytes, read as protobuf's parser reads them (parse_context.h):
+// tags and lengths of at most 5 bytes, values of at most 10 (the bits past
+// 64 dropped), every read within the message it is in. Plain pointer
+// code: protobuf's CodedInputStream made the walk cost four times the
+// rewrite it checks; tests hold it to protobuf's own parse.
+
+class WireCursor {
+ public:
+  WireCursor(const uint8_t* begin, const uint8_t* end) : begin_(begin), p_(begin), end_(end) {}
+
+  size_t Left() const { return static_cast<size_t>(end_ - p_); }
+  size_t Position() const { return static_cast<size_t>(p_ - begin_); }
+  const uint8_t* Here() const { return p_; }
+
+  // A varint of at most `max_bytes`, within the current message.
+  bool Varint(uint64_t* out, int max_bytes = 10) {
+    uint64_t v = 0;
+    for (int i = 0; i < max_bytes && p_ < end_; ++i) {
+      const uint8_t b = *p_++;
+      if (i < 10) v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+      if ((b & 0x80) == 0) {
+        *out = v;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool Skip(size_t n) {
+    if (n > Left()) return false;
+    p_ += n;
+    return true;
+  }
+  // Enters a nested message of `length` bytes (within what is left); Leave
+  // restores the outer end.
+  const uint8_t* Enter(size_t length) {
+    const uint8_t* outer = end_;
+    end_ = p_ + length;
+    return outer;
+  }
+  void Leave(const uint8_t* outer) { end_ = outer; }
+
+ private:
+  const uint8_t* begin_;
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
 // ---- The walk: each message of the schema, as protobuf's parser reads it.
 
 class XSpaceWalk {
  public:
   explicit XSpaceWalk(std::string_view bytes)
-      : in_(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size())) {
-    in_.PushLimit(static_cast<int>(bytes.size()));  // the end of the space reads as the end of a message
-  }
+      : in_(reinterpret_cast<const uint8_t*>(bytes.data()), reinterpret_cast<const uint8_t*>(bytes.data()) + bytes.size()) {}
 
   bool Space(WireSpaceSummary* out) {
     while (NextField()) {
@@ -156,13 +199,24 @@ class XSpaceWalk {
 
   bool Stat() {
     while (NextField()) {
-      const uint32_t field = Field();
-      if (Kind() == WireFormat::WIRETYPE_LENGTH_DELIMITED && field == 5) {
-        if (!Utf8String()) return false;
-        continue;
+      uint64_t ignored = 0;
+      switch (Kind()) {  // the usual kinds first, without a call
+        case WireFormat::WIRETYPE_VARINT:
+          if (!in_.Varint(&ignored)) return Fail("a malformed varint");
+          continue;
+        case WireFormat::WIRETYPE_FIXED64:
+          if (!in_.Skip(8)) return Fail("a fixed64 past the end");
+          continue;
+        case WireFormat::WIRETYPE_LENGTH_DELIMITED:
+          if (Field() == 5) {
+            if (!Utf8String()) return false;
+            continue;
+          }
+          break;
+        default: break;
       }
-      // The rest (metadata_id, the numbers, bytes and compressed bytes) read
-      // as any field of their wire type does.
+      // The rest (bytes and compressed bytes, unknown fields) read as any
+      // field of their wire type does.
       if (!Unknown()) return false;
     }
     return End();
@@ -216,7 +270,7 @@ class XSpaceWalk {
   // most 5 bytes below 2^32 (CodedInputStream::ReadTag would take 10).
   bool NextField() {
     tag_ = 0;
-    if (in_.BytesUntilLimit() == 0) {
+    if (in_.Left() == 0) {
       stop_ = Stop::kEnd;
       return false;
     }
@@ -232,10 +286,7 @@ class XSpaceWalk {
   }
 
   // A varint of at most 5 bytes, as protobuf reads tags and lengths.
-  bool ShortVarint(uint64_t* out) {
-    const int at = in_.CurrentPosition();
-    return in_.ReadVarint64(out) && in_.CurrentPosition() - at <= 5;
-  }
+  bool ShortVarint(uint64_t* out) { return in_.Varint(out, 5); }
 
   uint32_t Field() const { return WireFormat::GetTagFieldNumber(tag_); }
   WireFormat::WireType Kind() const { return WireFormat::GetTagWireType(tag_); }
@@ -247,44 +298,41 @@ class XSpaceWalk {
   }
 
   bool Fail(const char* what) {
-    if (why_.empty()) why_ = std::string(what) + " at byte " + std::to_string(in_.CurrentPosition());
+    if (why_.empty()) why_ = std::string(what) + " at byte " + std::to_string(in_.Position());
     return false;
   }
 
   bool Int64(int64_t* out) {
     uint64_t v = 0;
-    if (!in_.ReadVarint64(&v)) return Fail("a malformed varint");
+    if (!in_.Varint(&v)) return Fail("a malformed varint");
     *out = static_cast<int64_t>(v);
     return true;
   }
 
   // A length prefix, within the bytes its parent has left.
-  bool Length(int* length) {
+  bool Length(size_t* length) {
     uint64_t n = 0;
     if (!ShortVarint(&n)) return Fail("a malformed length");
-    if (n > static_cast<uint64_t>(in_.BytesUntilLimit())) return Fail("a length past the end of its message");
-    *length = static_cast<int>(n);
+    if (n > in_.Left()) return Fail("a length past the end of its message");
+    *length = static_cast<size_t>(n);
     return true;
   }
 
   template <typename Walk>
   bool Nested(Walk walk) {
-    int length = 0;
+    size_t length = 0;
     if (!Length(&length)) return false;
-    const auto limit = in_.PushLimit(length);
+    const uint8_t* outer = in_.Enter(length);
     if (!walk()) return false;
-    in_.PopLimit(limit);
+    in_.Leave(outer);
     return true;
   }
 
   bool Utf8String() {
-    int length = 0;
+    size_t length = 0;
     if (!Length(&length)) return false;
-    if (length == 0) return true;
-    const void* data = nullptr;
-    int available = 0;
-    if (!in_.GetDirectBufferPointer(&data, &available) || available < length) return Fail("a string past the end");
-    if (!google::protobuf::internal::IsStructurallyValidUTF8(static_cast<const char*>(data), length)) {
+    if (!google::protobuf::internal::IsStructurallyValidUTF8(reinterpret_cast<const char*>(in_.Here()),
+                                                             static_cast<int>(length))) {
       return Fail("a string that is not UTF-8");
     }
     return in_.Skip(length) || Fail("a string past the end");
@@ -293,8 +341,8 @@ class XSpaceWalk {
   bool PackedVarints() {
     return Nested([&] {
       uint64_t ignored = 0;
-      while (in_.BytesUntilLimit() > 0) {
-        if (!in_.ReadVarint64(&ignored)) return Fail("a malformed packed varint");
+      while (in_.Left() > 0) {
+        if (!in_.Varint(&ignored)) return Fail("a malformed packed varint");
       }
       return true;
     });
@@ -305,12 +353,11 @@ class XSpaceWalk {
   // formed, to protobuf's depth limit.
   bool Unknown(int depth = 0) {
     uint64_t u64 = 0;
-    uint32_t u32 = 0;
-    int length = 0;
+    size_t length = 0;
     switch (Kind()) {
-      case WireFormat::WIRETYPE_VARINT: return in_.ReadVarint64(&u64) || Fail("a malformed varint");
-      case WireFormat::WIRETYPE_FIXED64: return in_.ReadLittleEndian64(&u64) || Fail("a fixed64 past the end");
-      case WireFormat::WIRETYPE_FIXED32: return in_.ReadLittleEndian32(&u32) || Fail("a fixed32 past the end");
+      case WireFormat::WIRETYPE_VARINT: return in_.Varint(&u64) || Fail("a malformed varint");
+      case WireFormat::WIRETYPE_FIXED64: return in_.Skip(8) || Fail("a fixed64 past the end");
+      case WireFormat::WIRETYPE_FIXED32: return in_.Skip(4) || Fail("a fixed32 past the end");
       case WireFormat::WIRETYPE_LENGTH_DELIMITED:
         return Length(&length) && (in_.Skip(length) || Fail("a field past the end"));
       case WireFormat::WIRETYPE_START_GROUP: return Group(Field(), depth + 1);
@@ -334,7 +381,7 @@ class XSpaceWalk {
   // messages around an unknown field.
   static constexpr int kMaxGroupDepth = 90;
 
-  CodedInputStream in_;
+  WireCursor in_;
   uint32_t tag_ = 0;
   enum class Stop { kEnd, kMalformedTag, kFieldZero };
   Stop stop_ = Stop::kEnd;  // why the last field loop stopped

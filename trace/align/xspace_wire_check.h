@@ -1,6 +1,7 @@
 // The check the wire-level rewrite (xspace_wire_align.h) runs on its own
-// output before anyone sees it: a walk of the bytes, with protobuf's own
-// CodedInputStream, through every message of the XSpace schema (every
+// output before anyone sees it: a walk of the bytes, by protobuf's parsing
+// rules (its code is its own, not the rewrite's, and tests hold it to
+// protobuf's parser), through every message of the XSpace schema (every
 // length prefix within its parent, every tag and wire type, every proto3
 // string valid UTF-8, packed fields whole: what protobuf's parser would
 // refuse), that also sums up what the bytes say (planes, lines, each line's
