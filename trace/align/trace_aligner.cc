@@ -9,6 +9,7 @@
 #include "trace/correct/recorded_mapping.h"
 #include "trace/model/host_span.h"
 #include "trace/model/xplane_edit.h"
+#include "trace/model/quoted_name.h"
 
 namespace chronolink::trace {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 bool Timed(const xspace::XEvent& e) { return e.data_case() != xspace::XEvent::kNumOccurrences; }
 
 std::string Where(const HostTrace& host, const xspace::XPlane& plane, const xspace::XLine& line) {
-  return "host " + host.host + ", plane '" + plane.name() + "', line '" + line.name() + "'";
+  return "host " + host.host + ", plane " + QuotedName(plane.name()) + ", line " + QuotedName(line.name());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "trace/model/xplane_edit.h"
+#include "trace/model/quoted_name.h"
 
 namespace chronolink::trace {
 namespace {
@@ -45,7 +46,7 @@ bool Rebase(xspace::XPlane* plane, int64_t shift_ns, const std::string& host, st
   for (auto& line : *plane->mutable_lines()) {
     int64_t ts;
     if (__builtin_add_overflow(line.timestamp_ns(), shift_ns, &ts)) {
-      *error = "host " + host + ", plane '" + plane->name() + "': timestamps overflow when combined";
+      *error = "host " + host + ", plane " + QuotedName(plane->name()) + ": timestamps overflow when combined";
       return false;
     }
     line.set_timestamp_ns(ts);

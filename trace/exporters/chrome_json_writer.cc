@@ -13,6 +13,7 @@
 #include "trace/importers/chrome_json/json_text.h"
 #include "trace/model/trace_time.h"
 #include "trace/model/xplane_edit.h"
+#include "trace/model/quoted_name.h"
 
 namespace chronolink::trace {
 namespace {
@@ -292,7 +293,7 @@ class DocumentWriter {
       if (skip_process_metadata && IsProcessMetadata(plane, event, place->counters_line)) continue;
       BeginEvent();
       if (!writer_.Write(*place, line, event, out_, error)) {
-        *error = "plane '" + plane.name() + "', line '" + line.name() + "': " + *error;
+        *error = "plane " + QuotedName(plane.name()) + ", line " + QuotedName(line.name()) + ": " + *error;
         return false;
       }
       if (out_->size() >= (1 << 20) && !flush_(error)) return false;

@@ -306,6 +306,28 @@ TEST(XSpaceIoTest, CorruptFilesGiveOneClearError) {
   EXPECT_NE(ReadError(dir, "").find("empty"), std::string::npos);
 }
 
+// A name may hold anything UTF-8 allows (xspace_reader_fuzz found a line
+// name with a newline and NULs): a message naming it stays one printable
+// line.
+TEST(XSpaceIoTest, ARefusalNamingAnOddLineStaysOneLine) {
+  xspace::XSpace space;
+  SetProfileStartTime(&space, 1'795'320'926'000'000'000);
+  xspace::XPlane* cpu = GetOrCreatePlane(&space, "/host:CPU");
+  xspace::XLine* odd = GetOrCreateLine(cpu, std::string("a\nb\0c\x1f'd", 8));
+  odd->set_timestamp_ns(432'345'564'227'567'615);  // absolute epoch ns
+  odd->add_events()->set_offset_ps(1);
+  xspace::XLine* relative = GetOrCreateLine(cpu, "python3");
+  relative->set_timestamp_ns(200'012);
+  relative->add_events()->set_offset_ps(1);
+  std::string bytes;
+  ASSERT_TRUE(space.SerializeToString(&bytes));
+  HostTrace trace;
+  std::string error;
+  ASSERT_FALSE(ParseXSpace(bytes, &trace, &error));
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  EXPECT_NE(error.find("'a\\nb\\x00c\\x1f\\'d'"), std::string::npos) << error;
+}
+
 TEST(XSpaceIoTest, ReadRefusesWhatIsNotAFile) {
   TempDir dir;
   HostTrace trace;

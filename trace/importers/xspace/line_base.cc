@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "trace/model/xplane_edit.h"
+#include "trace/model/quoted_name.h"
 
 namespace chronolink::trace {
 namespace {
@@ -19,7 +20,7 @@ bool LooksAbsolute(int64_t ts, std::optional<int64_t> start) {
 }
 
 std::string DescribeLine(const xspace::XPlane& plane, const xspace::XLine& line) {
-  return "plane '" + plane.name() + "' line '" + line.name() + "' (timestamp_ns " +
+  return "plane " + QuotedName(plane.name()) + " line " + QuotedName(line.name()) + " (timestamp_ns " +
          std::to_string(line.timestamp_ns()) + ")";
 }
 
