@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <optional>
 
-#include "trace/model/xplane_edit.h"
 #include "trace/model/quoted_name.h"
+#include "trace/model/xplane_edit.h"
 
 namespace chronolink::trace {
 namespace {
@@ -77,8 +78,8 @@ class Combiner {
   }
 
   void Finish() {
-    if (start_) SetProfileStartTime(out_->space, *start_);
-    if (stop_) SetProfileStopTime(out_->space, *stop_);
+    if (start_ != kNoStart) SetProfileStartTime(out_->space, start_);
+    if (stop_ != kNoStop) SetProfileStopTime(out_->space, stop_);
   }
 
  private:
@@ -93,15 +94,20 @@ class Combiner {
   }
 
   void TakeSessionBounds(const xspace::XSpace& space) {
-    if (const auto s = ProfileStartTime(space)) start_ = std::min(start_.value_or(*s), *s);
-    if (const auto s = ProfileStopTime(space)) stop_ = std::max(stop_.value_or(*s), *s);
+    if (const auto s = ProfileStartTime(space)) start_ = std::min(start_, *s);
+    if (const auto s = ProfileStopTime(space)) stop_ = std::max(stop_, *s);
   }
 
   HostTrace* out_;
   int64_t base_ns_;
   int64_t next_gpu_ = 0;
   int64_t next_other_ = kFirstHostPlaneId;
-  std::optional<uint64_t> start_, stop_;
+  // The session over all hosts (plain values: GCC 12 took an empty
+  // std::optional's payload here for uninitialised memory).
+  static constexpr uint64_t kNoStart = std::numeric_limits<uint64_t>::max();
+  static constexpr uint64_t kNoStop = 0;
+  uint64_t start_ = kNoStart;
+  uint64_t stop_ = kNoStop;
 };
 
 }  // namespace
