@@ -8,8 +8,8 @@
 #include "trace/align/correction_record.h"
 #include "trace/correct/recorded_mapping.h"
 #include "trace/model/host_span.h"
-#include "trace/model/xplane_edit.h"
 #include "trace/model/quoted_name.h"
+#include "trace/model/xplane_edit.h"
 
 namespace chronolink::trace {
 namespace {

@@ -11,9 +11,9 @@
 #include "trace/exporters/micros_grid.h"
 #include "trace/importers/chrome_json/chrome_schema.h"
 #include "trace/importers/chrome_json/json_text.h"
+#include "trace/model/quoted_name.h"
 #include "trace/model/trace_time.h"
 #include "trace/model/xplane_edit.h"
-#include "trace/model/quoted_name.h"
 
 namespace chronolink::trace {
 namespace {

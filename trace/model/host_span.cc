@@ -2,8 +2,8 @@
 
 #include <cstdint>
 
-#include "trace/model/xplane_edit.h"
 #include "trace/model/quoted_name.h"
+#include "trace/model/xplane_edit.h"
 
 namespace chronolink::trace {
 

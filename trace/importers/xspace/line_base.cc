@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "trace/model/xplane_edit.h"
 #include "trace/model/quoted_name.h"
+#include "trace/model/xplane_edit.h"
 
 namespace chronolink::trace {
 namespace {
