@@ -139,7 +139,7 @@ class XSpaceWalk {
           case 3: ok = Nested([&] { return Line(&out->lines.emplace_back()); }); break;
           case 4: ok = Nested([&] { return MapEntry(&XSpaceWalk::EventMetadata); }); break;
           case 5: ok = Nested([&] { return MapEntry(&XSpaceWalk::StatMetadata); }); break;
-          case 6: ok = Nested([&] { return Stat(); }); break;
+          case 6: ok = StatField(); break;
           default: ok = Unknown();
         }
         if (!ok) return false;
@@ -187,7 +187,7 @@ class XSpaceWalk {
         continue;
       }
       if (Kind() == WireFormat::WIRETYPE_LENGTH_DELIMITED && Field() == 4) {
-        if (!Nested([&] { return Stat(); })) return false;
+        if (!StatField()) return false;
         continue;
       }
       if (!Unknown()) return false;
@@ -195,6 +195,34 @@ class XSpaceWalk {
     line->event_digest = DigestEvent(line->event_digest, data, value, duration);
     ++line->events;
     return End();
+  }
+
+  // A stat field: the usual shapes (metadata_id of one byte, then one
+  // double, one varint value or one short ASCII string that ends the stat)
+  // decided with a few loads; anything else walked field by field.
+  bool StatField() {
+    size_t length = 0;
+    if (!Length(&length)) return false;
+    const uint8_t* p = in_.Here();
+    if (length >= 4 && p[0] == 0x08 && p[1] < 0x80) {
+      const uint8_t tag = p[2];
+      if (tag == (2 << 3 | WireFormat::WIRETYPE_FIXED64) && length == 11) return in_.Skip(length);
+      const bool varint_value = tag == (3 << 3) || tag == (4 << 3) || tag == (7 << 3);
+      if (varint_value && length <= 13 && p[length - 1] < 0x80) {
+        size_t i = 3;
+        while (i < length - 1 && p[i] >= 0x80) ++i;
+        if (i == length - 1) return in_.Skip(length);  // one varint, ending the stat
+      }
+      if (tag == (5 << 3 | WireFormat::WIRETYPE_LENGTH_DELIMITED) && p[3] < 0x80 && p[3] + 4u == length) {
+        uint8_t high = 0;  // an ASCII str_value (UTF-8 by construction) ending the stat
+        for (size_t i = 4; i < length; ++i) high |= p[i];
+        if (high < 0x80) return in_.Skip(length);
+      }
+    }
+    const uint8_t* outer = in_.Enter(length);
+    if (!Stat()) return false;
+    in_.Leave(outer);
+    return true;
   }
 
   bool Stat() {
@@ -228,7 +256,7 @@ class XSpaceWalk {
         bool ok = true;
         switch (Field()) {
           case 2: case 4: ok = Utf8String(); break;
-          case 5: ok = Nested([&] { return Stat(); }); break;
+          case 5: ok = StatField(); break;
           case 6: ok = PackedVarints(); break;
           default: ok = Unknown();  // 3: metadata bytes
         }
