@@ -46,23 +46,11 @@ import testbed as tbm  # noqa: E402
 import trace_truth as tt  # noqa: E402
 import trace_workload as tw  # noqa: E402
 import viewer_compare as vc  # noqa: E402
+from ci_rule import skip, under_ci  # noqa: E402
 from truth import VClock  # noqa: E402
 
 NODES = 4
 WINDOW_S = 1
-SKIP = 77
-
-
-def under_ci() -> bool:
-    return os.environ.get("CI", "") not in ("", "0", "false", "False", "FALSE")
-
-
-def skip(reason: str) -> int:
-    if under_ci():
-        print(f"FAIL (CI must run this test): {reason}")
-        return 1
-    print(f"SKIP: {reason}")
-    return SKIP
 
 
 def run(argv, **kw):

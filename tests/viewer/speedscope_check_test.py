@@ -38,26 +38,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TOOL = os.path.join(ROOT, "tools", "viewer", "speedscope_check.py")
 sys.path.insert(0, os.path.dirname(TOOL))
+sys.path.insert(0, os.path.join(ROOT, "tools", "testbed"))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
 import speedscope_check as sc  # noqa: E402
+from ci_rule import skip  # noqa: E402
 
-SKIP = 77
 TRACE_IMPORTER = "Trace Event Format profile"
 # 1.8e15 µs lies in [2^50, 2^51): a double there is exact to 0.25 µs only.
 EPOCH_US = 1_800_000_000_000_000
-
-
-def under_ci() -> bool:
-    return os.environ.get("CI", "") not in ("", "0", "false", "False", "FALSE")
-
-
-def skip(reason: str) -> int:
-    if under_ci():
-        print(f"FAIL (CI must run this test): {reason}")
-        return 1
-    print(f"SKIP: {reason}")
-    return SKIP
 
 
 def check(cond: bool, what: str, failures: list[str]) -> None:
