@@ -71,7 +71,7 @@ class WireCursor {
     uint64_t v = 0;
     for (int i = 0; i < max_bytes && p_ < end_; ++i) {
       const uint8_t b = *p_++;
-      if (i < 10) v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+      v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);  // a tenth byte's bits past 64 drop, as protobuf's do
       if ((b & 0x80) == 0) {
         *out = v;
         return true;

@@ -150,8 +150,10 @@ bool ChromeEventWriter::AppendTimes(const ChromeEventPlace& place, const xspace:
     const auto start = __builtin_sub_overflow(place.line_base_ns, place.origin_ns, &base_rel)
                            ? std::nullopt
                            : EventStart(base_rel, line, event);
-    if (start) start_ps = static_cast<__int128>(start->ns) * 1000 + start->ps;
-    if (start) start_ticks = GridTicks(start_ps, grid);
+    if (start) {
+      start_ps = static_cast<__int128>(start->ns) * 1000 + start->ps;
+      start_ticks = GridTicks(start_ps, grid);
+    }
     if (!start_ticks) {
       *error = "an event's time does not fit int64 ns relative to the output's origin";
       return false;

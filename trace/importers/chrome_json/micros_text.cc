@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <limits>
+#include <string>
 
 namespace chronolink::trace {
 namespace {
@@ -89,39 +90,6 @@ bool FromSignedPs(i128 total, NsPs* out) {
   return true;
 }
 
-void AppendUnsigned(u128 v, std::string* out) {
-  char buf[48];
-  int n = 0;
-  do {
-    buf[n++] = static_cast<char>('0' + static_cast<int>(v % 10));
-    v /= 10;
-  } while (v != 0);
-  while (n > 0) out->push_back(buf[--n]);
-}
-
-void AppendPsAsMicros(i128 total_ps, std::string* out) {
-  u128 mag;
-  if (total_ps < 0) {
-    out->push_back('-');
-    mag = static_cast<u128>(-total_ps);
-  } else {
-    mag = static_cast<u128>(total_ps);
-  }
-  constexpr u128 kPsPerMicro = 1'000'000;
-  AppendUnsigned(mag / kPsPerMicro, out);
-  auto frac = static_cast<uint32_t>(mag % kPsPerMicro);
-  if (frac == 0) return;
-  char digits[6];
-  for (int k = 5; k >= 0; --k) {
-    digits[k] = static_cast<char>('0' + frac % 10);
-    frac /= 10;
-  }
-  int len = 6;
-  while (digits[len - 1] == '0') --len;
-  out->push_back('.');
-  out->append(digits, static_cast<size_t>(len));
-}
-
 }  // namespace
 
 MicrosParse ParseMicrosText(std::string_view text, NsPs* out) {
@@ -142,11 +110,5 @@ bool MicrosUintToNs(uint64_t micros, NsPs* out) {
   if (micros > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
   return MicrosIntToNs(static_cast<int64_t>(micros), out);
 }
-
-void AppendMicros(const NsPs& value, std::string* out) {
-  AppendPsAsMicros(static_cast<i128>(value.ns) * 1000 + value.ps, out);
-}
-
-void AppendMicrosFromPs(int64_t ps, std::string* out) { AppendPsAsMicros(ps, out); }
 
 }  // namespace chronolink::trace

@@ -2,14 +2,14 @@
 // with fractional digits ("1699999999999999.123"). A double holds 15-16
 // significant digits, so an epoch value read through a double loses its
 // sub-microsecond part; these functions convert the number's own text to
-// integer nanoseconds plus a picosecond remainder, and back, with no
-// floating point anywhere.
+// integer nanoseconds plus a picosecond remainder with no floating point
+// anywhere. (Writing is trace/exporters/micros_grid.h: times on a binary
+// grid that a reader's doubles hold exactly.)
 //
 // Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <string_view>
 
 namespace chronolink::trace {
@@ -36,12 +36,5 @@ MicrosParse ParseMicrosText(std::string_view text, NsPs* out);
 // Whole microseconds (a JSON integer) to ns; false on overflow.
 bool MicrosIntToNs(int64_t micros, NsPs* out);
 bool MicrosUintToNs(uint64_t micros, NsPs* out);
-
-// Decimal microseconds with as many fractional digits as needed (none for
-// whole microseconds, at most 6): {1699999999999999123, 0} ->
-// "1699999999999999.123". Appends to *out.
-void AppendMicros(const NsPs& value, std::string* out);
-// The same for a duration in picoseconds.
-void AppendMicrosFromPs(int64_t ps, std::string* out);
 
 }  // namespace chronolink::trace
