@@ -202,9 +202,17 @@ bool RunModelPath(std::string_view bytes, const HostClockMap& map, const AlignOp
   return ParseOutput(model->bytes, "model path", &model->parsed, tally, failure);
 }
 
-// A host the model refuses as unrepresentable: the rewrite must decline it.
-bool WireDeclinesToo(std::string_view bytes, const HostClockMap& map, const AlignOptions& options,
-                     const ModelPath& model, std::string* failure) {
+// A host the model refuses as unrepresentable: the hold-all path refuses
+// it too, and the rewrite declines it.
+bool OtherPathsRefuseToo(std::string_view bytes, const HostClockMap& map, const AlignOptions& options,
+                         const ModelPath& model, std::string* failure) {
+  HostTrace host;
+  AlignResult held;
+  std::string error;
+  if (ParseXSpace(bytes, &host, &error) && AlignHosts({&host}, {&map}, options, &held, &error)) {
+    *failure = "the hold-all path aligned a host the model refused as unrepresentable";
+    return false;
+  }
   AlignResult result = model.plan;
   WireOutput out;
   std::vector<std::string> notes;
@@ -370,7 +378,7 @@ bool CheckAlignPaths(std::string_view bytes, const HostClockMap& map, const Alig
   if (!RunModelPath(bytes, map, options, &model, tally, failure)) {
     if (!model.unrepresentable) return false;
     ++tally->unrepresentable;
-    return WireDeclinesToo(bytes, map, options, model, failure);
+    return OtherPathsRefuseToo(bytes, map, options, model, failure);
   }
   return RunHoldAllPath(bytes, map, options, model, tally, failure) &&
          RunWirePaths(bytes, map, options, model, tally, failure);
