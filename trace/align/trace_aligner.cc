@@ -8,7 +8,7 @@
 #include "trace/align/correction_record.h"
 #include "trace/correct/recorded_mapping.h"
 #include "trace/model/host_span.h"
-#include "trace/model/quoted_name.h"
+#include "common/quoted_text.h"
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::trace {
@@ -17,7 +17,7 @@ namespace {
 bool Timed(const xspace::XEvent& e) { return e.data_case() != xspace::XEvent::kNumOccurrences; }
 
 std::string Where(const HostTrace& host, const xspace::XPlane& plane, const xspace::XLine& line) {
-  return "host " + host.host + ", plane " + QuotedName(plane.name()) + ", line " + QuotedName(line.name());
+  return "host " + host.host + ", plane " + QuotedText(plane.name()) + ", line " + QuotedText(line.name());
 }
 
 }  // namespace

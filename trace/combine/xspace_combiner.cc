@@ -5,7 +5,7 @@
 #include <limits>
 #include <optional>
 
-#include "trace/model/quoted_name.h"
+#include "common/quoted_text.h"
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::trace {
@@ -47,7 +47,7 @@ bool Rebase(xspace::XPlane* plane, int64_t shift_ns, const std::string& host, st
   for (auto& line : *plane->mutable_lines()) {
     int64_t ts;
     if (__builtin_add_overflow(line.timestamp_ns(), shift_ns, &ts)) {
-      *error = "host " + host + ", plane " + QuotedName(plane->name()) + ": timestamps overflow when combined";
+      *error = "host " + host + ", plane " + QuotedText(plane->name()) + ": timestamps overflow when combined";
       return false;
     }
     line.set_timestamp_ns(ts);

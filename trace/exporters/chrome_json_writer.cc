@@ -11,7 +11,7 @@
 #include "trace/exporters/micros_grid.h"
 #include "trace/importers/chrome_json/chrome_schema.h"
 #include "trace/importers/chrome_json/json_text.h"
-#include "trace/model/quoted_name.h"
+#include "common/quoted_text.h"
 #include "trace/model/trace_time.h"
 #include "trace/model/xplane_edit.h"
 
@@ -293,7 +293,7 @@ class DocumentWriter {
       if (skip_process_metadata && IsProcessMetadata(plane, event, place->counters_line)) continue;
       BeginEvent();
       if (!writer_.Write(*place, line, event, out_, error)) {
-        *error = "plane " + QuotedName(plane.name()) + ", line " + QuotedName(line.name()) + ": " + *error;
+        *error = "plane " + QuotedText(plane.name()) + ", line " + QuotedText(line.name()) + ": " + *error;
         return false;
       }
       if (out_->size() >= (1 << 20) && !flush_(error)) return false;

@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "trace/model/quoted_name.h"
+#include "common/quoted_text.h"
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::trace {
@@ -16,8 +16,8 @@ bool HostSpan(const HostTrace& host, HostSpanInstants* span, std::string* error)
         const auto s = EventStart(host.line_base_ns, line, event);
         const auto e = s ? AddPs(*s, event.duration_ps()) : std::nullopt;
         if (!s || !e) {
-          *error = "host " + host.host + ": an event of plane " + QuotedName(plane.name()) + " line " +
-                   QuotedName(line.name()) + " lies outside int64 nanoseconds";
+          *error = "host " + host.host + ": an event of plane " + QuotedText(plane.name()) + " line " +
+                   QuotedText(line.name()) + " lies outside int64 nanoseconds";
           return false;
         }
         TakeInstant(*s, span, &any);

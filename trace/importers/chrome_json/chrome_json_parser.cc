@@ -11,7 +11,7 @@
 #include "trace/importers/chrome_json/json_text.h"
 #include "trace/importers/chrome_json/micros_text.h"
 #include "trace/importers/xspace/line_base.h"
-#include "trace/model/quoted_name.h"
+#include "common/quoted_text.h"
 
 namespace chronolink::trace {
 namespace {
@@ -423,7 +423,7 @@ bool ChromeTraceBuilder::NormaliseLines(std::string* error) {
           if (ev.data_case() != xspace::XEvent::kOffsetPs) continue;
           int64_t moved = 0;
           if (__builtin_add_overflow(ev.offset_ps(), shift_ns * 1000, &moved)) {
-            *error = "thread " + QuotedName(line->name()) + " of pid " + std::to_string(p->plane->id()) +
+            *error = "thread " + QuotedText(line->name()) + " of pid " + std::to_string(p->plane->id()) +
                      " spans more than 106 days";
             return false;
           }

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "trace/model/quoted_name.h"
+#include "common/quoted_text.h"
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::trace {
@@ -20,7 +20,7 @@ bool LooksAbsolute(int64_t ts, std::optional<int64_t> start) {
 }
 
 std::string DescribeLine(const xspace::XPlane& plane, const xspace::XLine& line) {
-  return "plane " + QuotedName(plane.name()) + " line " + QuotedName(line.name()) + " (timestamp_ns " +
+  return "plane " + QuotedText(plane.name()) + " line " + QuotedText(line.name()) + " (timestamp_ns " +
          std::to_string(line.timestamp_ns()) + ")";
 }
 

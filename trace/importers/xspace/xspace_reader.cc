@@ -19,7 +19,7 @@
 
 #include "trace/importers/xspace/line_base.h"
 #include "trace/importers/xspace/wire_diagnosis.h"
-#include "trace/model/quoted_name.h"
+#include "common/quoted_text.h"
 
 namespace chronolink::trace {
 namespace {
@@ -178,8 +178,8 @@ class FileCloser {
 
 std::string HostnameWarning(std::string_view name, std::string_view file_host, std::string_view listed) {
   if (file_host.empty() || listed.empty() || listed == file_host) return "";
-  return std::string(name) + ": hostnames[0] is " + QuotedName(listed) + " but the file name says " +
-         QuotedName(file_host) + "; using the file name, as XProf does";
+  return std::string(name) + ": hostnames[0] is " + QuotedText(listed) + " but the file name says " +
+         QuotedText(file_host) + "; using the file name, as XProf does";
 }
 
 void SetXSpaceBlockReuse(size_t max_bytes) { BlockPool().SetLimit(max_bytes); }
