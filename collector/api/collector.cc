@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/quoted_text.h"
 #include "collector/device/backend_registry.h"
 #include "trace/exporters/xspace_writer.h"
 #include "trace/model/xplane_edit.h"
@@ -32,7 +33,8 @@ NodeClock MakeClock(const CollectorOptions& o) {
 
 }  // namespace
 
-Collector::Collector(const CollectorOptions& options) : options_(options), clock_(MakeClock(options)) {}
+Collector::Collector(const CollectorOptions& options)
+    : options_(options), clock_(MakeClock(options)), page_reader_(ClockPageOwners{options.clock_page_owner_uid}) {}
 
 Collector::~Collector() {
   Stop();
@@ -43,12 +45,10 @@ std::unique_ptr<Collector> Collector::Create(const CollectorOptions& options, st
   std::unique_ptr<Collector> c(new Collector(options));
   if (!c->OpenBackend(error)) return nullptr;
   if (!options.clock_page.empty()) {
-    c->page_open_ = c->page_reader_.Open(options.clock_page);
-    c->page_state_ = c->page_open_ ? "ok" : "absent";
-    if (!c->page_open_) {
-      spdlog::warn("collector: clock page {} is absent (is the agent running on this node?); exporting "
-                   "host time only, align with offsets.jsonl later",
-                   options.clock_page);
+    std::lock_guard<std::mutex> lock(c->sample_mu_);
+    if (!c->OpenClockPage()) {
+      spdlog::warn("collector: clock page {} {}; exporting host time only, align with offsets.jsonl later",
+                   QuotedText(options.clock_page), c->page_refusal_.empty() ? "is absent" : c->page_refusal_);
     }
   }
   return c;
@@ -193,12 +193,35 @@ void Collector::DrainActivity() {
   activity_dropped_store_ += fresh.size() - keep;
 }
 
+bool Collector::OpenClockPage() {
+  const ClockPageOpen opened = page_reader_.Open(options_.clock_page);
+  page_open_ = static_cast<bool>(opened);
+  if (page_open_) {
+    page_state_ = "ok";
+    page_refusal_.clear();
+  } else if (opened.state == ClockPageOpen::kRefused) {
+    // Something is at the path that the agent did not leave: nothing from
+    // it is trusted (include/chronolink/clock_mapping_page.h ClockPageOwners).
+    page_state_ = "refused";
+    page_refusal_ = opened.why;
+    ++page_refusals_;
+  } else {
+    page_state_ = "absent";
+    page_refusal_.clear();
+  }
+  return page_open_;
+}
+
 void Collector::ReadClockPage() {
   if (options_.clock_page.empty()) return;
   if (!page_open_) {
-    page_open_ = page_reader_.Open(options_.clock_page);  // the agent may start later
-    if (!page_open_) {
-      page_state_ = "absent";
+    const std::string was = page_state_;
+    if (!OpenClockPage()) {  // the agent may start later
+      if (page_state_ == "refused" && (was != "refused" || page_refusal_ != last_logged_refusal_)) {
+        spdlog::warn("collector: clock page {} {}: refused, not read", QuotedText(options_.clock_page),
+                     page_refusal_);
+        last_logged_refusal_ = page_refusal_;
+      }
       return;
     }
   }
@@ -222,10 +245,10 @@ void Collector::ReadClockPage() {
   }
   if (state != page_state_) {
     if (state == "ok") {
-      spdlog::info("collector: clock page {}: mapping to cluster time available", options_.clock_page);
+      spdlog::info("collector: clock page {}: mapping to cluster time available", QuotedText(options_.clock_page));
     } else {
       spdlog::warn("collector: clock page {}: {} (not recorded; align with offsets.jsonl instead)",
-                   options_.clock_page, state);
+                   QuotedText(options_.clock_page), state);
     }
   }
   page_state_ = state;
@@ -345,6 +368,8 @@ CollectorStatus Collector::Status() const {
   s.snapshot_read_failures = read_failures_;
   s.last_read_failure = last_read_failure_;
   s.clock_page_state = page_state_;
+  s.clock_page_refusal = page_refusal_;
+  s.clock_page_refusals = page_refusals_;
   s.clock_page_lapses = page_lapses_;
   s.clock_page_mappings = page_mappings_.recorded().mappings.size();
   s.running = running_;

@@ -45,9 +45,13 @@ struct CollectorStatus {
   uint64_t activity_dropped_store = 0;  // over max_activity_records
   uint64_t snapshot_read_failures = 0;
   std::string last_read_failure;
-  // The agent's clock page: "none", "ok", "absent", "invalid" (no solved
-  // mapping yet), "stale" (agent stopped), "busy" (writer died mid-update).
+  // The agent's clock page: "none", "ok", "absent", "refused" (something
+  // at the path the collector does not trust: clock_page_refusal says
+  // what), "invalid" (no solved mapping yet), "stale" (agent stopped),
+  // "busy" (writer died mid-update, or the page shrank).
   std::string clock_page_state = "none";
+  std::string clock_page_refusal;   // why the page was last refused, while "refused"
+  uint64_t clock_page_refusals = 0;  // times a file at the path was refused
   // Times the page went from "ok" to any other state: 0 while its agent runs.
   uint64_t clock_page_lapses = 0;
   // Mappings read "ok" and kept for the clock plane (one per solved instant).
@@ -120,6 +124,7 @@ class Collector {
   void SampleAllDevices();   // needs sample_mu_
   void DrainActivity();      // needs sample_mu_
   void ReadClockPage();      // needs sample_mu_
+  bool OpenClockPage();      // needs sample_mu_; sets the page state
   int DeviceIndex(uint32_t ordinal) const;
 
   CollectorOptions options_;
@@ -139,6 +144,9 @@ class Collector {
   ClockMappingReader page_reader_;
   bool page_open_ = false;
   std::string page_state_ = "none";
+  std::string page_refusal_;
+  std::string last_logged_refusal_;
+  uint64_t page_refusals_ = 0;
   uint64_t page_lapses_ = 0;
   bool page_ok_ = false;  // the last read was "ok"
   ClusterMappingSeries page_mappings_;

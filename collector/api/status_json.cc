@@ -35,6 +35,8 @@ nlohmann::json StatusJson(const CollectorStatus& s) {
           {"snapshot_read_failures", s.snapshot_read_failures},
           {"last_read_failure", s.last_read_failure},
           {"clock_page", s.clock_page_state},
+          {"clock_page_refusal", s.clock_page_refusal},
+          {"clock_page_refusals", s.clock_page_refusals},
           {"clock_page_lapses", s.clock_page_lapses},
           {"clock_page_mappings", s.clock_page_mappings},
           {"running", s.running}};

@@ -2,6 +2,7 @@
 // flags or embedding JSON), parsed with the agent's value parsers.
 #include "collector/config/collector_options.h"
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/config/config_options.h"
+#include "common/quoted_text.h"
 
 namespace chronolink::collector {
 namespace {
@@ -52,6 +54,9 @@ const Spec kSpecs[] = {
     {"clock_page", "clock-page", Kind::kString, "PATH", kCluster,
      "The agent's clock page to record host -> cluster time from: a path, 'auto' "
      "(/dev/shm/chronolink-<node-id>) or 'none' (default: auto when --node-id is given, else none)"},
+    {"clock_page_owner", "clock-page-owner", Kind::kString, "USER", kCluster,
+     "The agent's user (a name or uid), trusted to own the clock page besides root and this process's "
+     "user, e.g. 10001 for the DaemonSet's agent; a page anyone else owns is refused (default: none)"},
     {"node_id", "node-id", Kind::kId, "N", kCluster, "This node's id in the cluster (names the clock page)"},
     {"host", "host", Kind::kString, "NAME", kCluster,
      "Host name written into the XSpace (default: this machine's host name)"},
@@ -202,6 +207,28 @@ std::vector<std::string> SplitSettings(const std::string& text) {
   return out;
 }
 
+// A user name or a uid; "" names none. Root needs no naming (always trusted).
+bool ResolvePageOwner(const std::string& text, const std::string& from, uint32_t* uid, std::string* error) {
+  if (text.empty() || text == "none") return true;
+  if (text.find_first_not_of("0123456789") == std::string::npos && text.size() <= 10) {
+    const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+    if (v < static_cast<uint32_t>(-1)) {
+      *uid = static_cast<uint32_t>(v);
+      return true;
+    }
+  } else {
+    struct passwd pw {};
+    struct passwd* found = nullptr;
+    std::vector<char> buf(16384);
+    if (::getpwnam_r(text.c_str(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
+      *uid = found->pw_uid;
+      return true;
+    }
+  }
+  *error = from + ": clock_page_owner '" + QuotedText(text) + "' is neither a uid nor a known user";
+  return false;
+}
+
 bool Resolve(const Layer& l, CollectorOptions* o, std::string* error) {
   o->backend = Get<std::string>(l, "backend", o->backend);
   if (o->backend != "auto" && o->backend != "rocm" && o->backend != "cuda" && o->backend != "simulated") {
@@ -244,6 +271,10 @@ bool Resolve(const Layer& l, CollectorOptions* o, std::string* error) {
     o->clock_page = "/dev/shm/chronolink-" + std::to_string(o->node_id);
   } else {
     o->clock_page = page;
+  }
+  if (!ResolvePageOwner(Get<std::string>(l, "clock_page_owner", ""), From(l, "clock_page_owner"),
+                        &o->clock_page_owner_uid, error)) {
+    return false;
   }
   o->host = Get<std::string>(l, "host", "");
   if (o->host.empty()) {
@@ -325,6 +356,9 @@ std::string DescribeOptions(const CollectorOptions& o) {
             {"max_knots", o.max_knots},
             {"max_activity_records", o.max_activity_records},
             {"clock_page", o.clock_page.empty() ? "none" : o.clock_page},
+            {"clock_page_owner", o.clock_page_owner_uid == static_cast<uint32_t>(-1)
+                                     ? json("none")
+                                     : json(o.clock_page_owner_uid)},
             {"node_id", o.node_id},
             {"host", o.host},
             {"test_mode", o.test_mode}};

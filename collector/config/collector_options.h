@@ -30,6 +30,9 @@ struct CollectorOptions {
   int max_knots = 4096;                       // per device map: bounds its memory
   int max_activity_records = 1'000'000;       // kept per collector; beyond, counted drops
   std::string clock_page;                     // agent clock page to read; "" = none
+  // The agent's user, trusted to own the page besides root and this
+  // process's user (include/chronolink/clock_mapping_page.h ClockPageOwners).
+  uint32_t clock_page_owner_uid = static_cast<uint32_t>(-1);
   uint32_t node_id = 0;                       // 0 = unknown; names the default clock page
   std::string host;                           // host name for the XSpace (default: gethostname)
   std::string log_level = "info";

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include <atomic>
 #include <chrono>
@@ -115,7 +116,7 @@ TEST(ClockMappingPage, ReadersNeverSeeATornMapping) {
       // writes, or the reads race nothing (and find no valid mapping).
       const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       while (!writing.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
-      for (int i = 0; i < 200'000; ++i) {
+      for (int i = 0; i < 50'000; ++i) {
         ClockMapping m;
         if (!reader.Read(&m) || !m.valid) continue;
         ++reads;
@@ -143,6 +144,7 @@ TEST(ClockMappingPage, RefusesAFileThatIsNotAPage) {
   fputs("not a clock page, but long enough to map: ................................"
         "................................................................", f);
   fclose(f);
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);  // whatever the umask: a page must not be writable by others
   ClockMappingReader reader;
   ASSERT_TRUE(reader.Open(path));
   ClockMapping m;
@@ -226,6 +228,102 @@ TEST(ClockMappingPage, AHardLinkedPageIsRefused) {
   EXPECT_NE(error.find("hard links"), std::string::npos) << error;
   unlink(path.c_str());
   unlink(other.c_str());
+}
+
+// The reader's side: what a local user may have left at the path before
+// the agent started is trusted only when the agent (or root, or the
+// reader's own user) could be its owner; nothing at the path can block,
+// kill or mislead the reader.
+
+// A page with a valid mapping made by the publisher at `path`.
+void WriteValidPage(const std::string& path) {
+  ClockMappingPublisher pub;
+  std::string error;
+  ASSERT_TRUE(pub.Open(path, 4, &error)) << error;
+  ClockMapping m;
+  m.node_id = 4;
+  m.valid = true;
+  m.offset_ns = 5'000'000'000;
+  pub.Publish(m);
+}
+
+TEST(ClockMappingReader, APageOfAnotherUserIsRefusedUnlessItIsTheAgentsUser) {
+  if (geteuid() != 0) CHRONOLINK_SKIP_OR_FAIL_OUTSIDE_CI("giving a file to another user needs root");
+  const std::string path = TestPath() + "-planted";
+  WriteValidPage(path);
+  ASSERT_EQ(chown(path.c_str(), 65534, 65534), 0);
+  ClockMappingReader reader;
+  const ClockPageOpen opened = reader.Open(path);
+  EXPECT_EQ(opened.state, ClockPageOpen::kRefused);
+  EXPECT_NE(opened.why.find("owned by uid 65534"), std::string::npos) << opened.why;
+  ClockMapping m;
+  EXPECT_FALSE(reader.Read(&m));
+  ClockMappingReader trusting(ClockPageOwners{65534});
+  ASSERT_TRUE(trusting.Open(path));
+  ASSERT_TRUE(trusting.Read(&m));
+  EXPECT_EQ(m.offset_ns, 5'000'000'000);
+  unlink(path.c_str());
+}
+
+TEST(ClockMappingReader, ALinkAHardLinkAndAWritablePageAreRefused) {
+  const std::string page = TestPath() + "-real";
+  const std::string link = TestPath() + "-symlink";
+  const std::string hard = TestPath() + "-hardlink";
+  WriteValidPage(page);
+  ASSERT_EQ(symlink(page.c_str(), link.c_str()), 0);
+  ClockMappingReader reader;
+  ClockPageOpen opened = reader.Open(link);
+  EXPECT_EQ(opened.state, ClockPageOpen::kRefused);
+  EXPECT_NE(opened.why.find("symbolic link"), std::string::npos) << opened.why;
+  ASSERT_EQ(::link(page.c_str(), hard.c_str()), 0);
+  opened = reader.Open(hard);
+  EXPECT_EQ(opened.state, ClockPageOpen::kRefused);
+  EXPECT_NE(opened.why.find("2 hard links"), std::string::npos) << opened.why;
+  unlink(hard.c_str());
+  ASSERT_TRUE(reader.Open(page));
+  ASSERT_EQ(chmod(page.c_str(), 0666), 0);
+  opened = reader.Open(page);
+  EXPECT_EQ(opened.state, ClockPageOpen::kRefused);
+  EXPECT_NE(opened.why.find("writable by its group or others"), std::string::npos) << opened.why;
+  EXPECT_EQ(reader.Open(page + "-missing").state, ClockPageOpen::kAbsent);
+  unlink(link.c_str());
+  unlink(page.c_str());
+}
+
+// Run in a child process: a reader that blocks or dies shows as the
+// child's fate (alarm: a blocked open is killed after 5 s), not the
+// test runner's.
+TEST(ClockMappingReaderDeathTest, AFifoAtThePathIsRefusedWithoutBlocking) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string path = TestPath() + "-fifo";
+  ASSERT_EQ(mkfifo(path.c_str(), 0644), 0);
+  EXPECT_EXIT(
+      {
+        alarm(5);
+        ClockMappingReader reader;
+        const ClockPageOpen opened = reader.Open(path);
+        std::exit(opened.state == ClockPageOpen::kRefused && opened.why.find("FIFO") != std::string::npos ? 0
+                                                                                                         : 3);
+      },
+      ::testing::ExitedWithCode(0), "");
+  unlink(path.c_str());
+}
+
+TEST(ClockMappingReaderDeathTest, APageShortenedUnderTheReaderFailsTheReadNotTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string path = TestPath() + "-shrinks";
+  WriteValidPage(path);
+  EXPECT_EXIT(
+      {
+        ClockMappingReader reader;
+        if (!reader.Open(path)) std::exit(4);
+        ClockMapping m;
+        if (!reader.Read(&m)) std::exit(5);
+        if (truncate(path.c_str(), 0) != 0) std::exit(6);
+        std::exit(reader.Read(&m) ? 7 : 0);  // SIGBUS, when the page was mapped
+      },
+      ::testing::ExitedWithCode(0), "");
+  unlink(path.c_str());
 }
 
 // A page is created 0644 whatever the umask (readers are other users), and

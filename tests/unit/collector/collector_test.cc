@@ -16,6 +16,7 @@
 #include "agent/clock/clock_reader.h"
 #include "agent/export/clock_mapping_publisher.h"
 #include "trace/correct/recorded_mapping.h"
+#include "tests/support/ci_rule.h"
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::collector {
@@ -177,6 +178,52 @@ TEST_F(ClockPageTest, AMappingWrittenBeforeAClockStepIsRefused) {
   pub.Publish(m);
   EXPECT_EQ(StateAfterStart(), "clock stepped");
   EXPECT_FALSE(cluster_recorded_);
+}
+
+// A page another local user planted at the path before the agent started
+// (the agent then refuses to start on it): with a false mapping 5 s off,
+// it once was recorded "ok" and align --recorded-mapping moved every event
+// by 5 s. Now it is refused, said in the status, and nothing is recorded;
+// naming that user as the agent's (--clock-page-owner) is what trusts it.
+TEST_F(ClockPageTest, APagePlantedByAnotherUserIsRefusedAndNotRecorded) {
+  if (geteuid() != 0) CHRONOLINK_SKIP_OR_FAIL_OUTSIDE_CI("giving a file to another user needs root");
+  {
+    ClockMappingPublisher squatter;
+    std::string error;
+    ASSERT_TRUE(squatter.Open(path_, 1, &error)) << error;
+    ClockMapping m = Mapping(60'000'000'000);
+    m.offset_ns = 5'000'000'000;
+    squatter.Publish(m);
+  }
+  ASSERT_EQ(chown(path_.c_str(), 65534, 65534), 0);
+  EXPECT_EQ(StateAfterStart(), "refused");
+  EXPECT_FALSE(cluster_recorded_);
+
+  CollectorOptions o = Simulated();
+  o.clock_page = path_;
+  std::string error;
+  auto c = Collector::Create(o, &error);
+  ASSERT_TRUE(c) << error;
+  const CollectorStatus s = c->Status();
+  EXPECT_NE(s.clock_page_refusal.find("owned by uid 65534"), std::string::npos) << s.clock_page_refusal;
+  EXPECT_GE(s.clock_page_refusals, 1u);
+
+  o.clock_page_owner_uid = 65534;
+  auto trusting = Collector::Create(o, &error);
+  ASSERT_TRUE(trusting) << error;
+  EXPECT_EQ(trusting->Status().clock_page_state, "ok");
+}
+
+TEST_F(ClockPageTest, ASymlinkToAValidPageIsRefused) {
+  const std::string target = path_ + "-target";
+  ClockMappingPublisher pub;
+  std::string error;
+  ASSERT_TRUE(pub.Open(target, 1, &error)) << error;
+  pub.Publish(Mapping(60'000'000'000));
+  ASSERT_EQ(symlink(target.c_str(), path_.c_str()), 0);
+  EXPECT_EQ(StateAfterStart(), "refused");
+  EXPECT_FALSE(cluster_recorded_);
+  std::filesystem::remove(target);
 }
 
 TEST_F(ClockPageTest, AValidPageIsRecorded) {
