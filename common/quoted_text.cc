@@ -5,7 +5,6 @@
 namespace chronolink {
 namespace {
 
-constexpr size_t kMaxShown = 120;
 constexpr char kHex[] = "0123456789abcdef";
 
 void AppendHexByte(unsigned char c, std::string* out) {
@@ -43,10 +42,10 @@ size_t Utf8SequenceAt(std::string_view s, size_t i) {
 
 }  // namespace
 
-std::string QuotedText(std::string_view text) {
+std::string QuotedText(std::string_view text, size_t max_bytes) {
   std::string out = "'";
   size_t i = 0;
-  while (i < text.size() && i < kMaxShown) {
+  while (i < text.size() && i < max_bytes) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c >= 0x80) {
       const size_t n = Utf8SequenceAt(text, i);
@@ -59,7 +58,7 @@ std::string QuotedText(std::string_view text) {
         out += kHex[text[i + 1] & 15];
         i += 2;
       } else {
-        if (i + n > kMaxShown) break;  // never cut a character in two
+        if (i + n > max_bytes) break;  // never cut a character in two
         out.append(text.substr(i, n));
         i += n;
       }

@@ -3,7 +3,7 @@
 // in single quotes, with control characters, quotes, backslashes and bytes
 // that are not UTF-8 escaped (\n, \t, \', \\, \x1b), C1 controls
 // (U+0080..U+009F, which some terminals act on) escaped as \u0085, and long
-// strings cut with "..." after 120 bytes at a character boundary. A
+// strings cut with "..." after 120 bytes (or max_bytes) at a character boundary. A
 // message then stays one line whatever a sender put in the string, and a
 // terminal prints it as text: a key with a newline cannot forge a log line,
 // an escape sequence cannot drive the terminal. Every outside string that
@@ -12,11 +12,13 @@
 // Pure function; thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace chronolink {
 
-std::string QuotedText(std::string_view text);
+constexpr size_t kQuotedTextBytes = 120;
+std::string QuotedText(std::string_view text, size_t max_bytes = kQuotedTextBytes);
 
 }  // namespace chronolink

@@ -137,7 +137,7 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
       last_failure_ = EtcdFailure::kAnswer;
       reply->too_large = true;
       *error = where + "answer to " + path + " larger than " + std::to_string(options_.max_answer_bytes) +
-               " bytes: \"" + Excerpt(answer) + "\"";
+               " bytes: " + Excerpt(answer) + "";
     } else if (too_slow) {
       *error = where + "no complete answer within " + std::to_string(options_.request_timeout_ms) + " ms";
     } else {
@@ -157,7 +157,7 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
       // certificate that has a CommonName: no request gets through.
       last_failure_ = EtcdFailure::kTls;
       reply->message = "etcd refuses gateway requests whose client certificate has a CommonName while its auth "
-                       "is on (\"" + Excerpt(answer) + "\"): issue the agents' certificate (--etcd-cert) "
+                       "is on (" + Excerpt(answer) + "): issue the agents' certificate (--etcd-cert) "
                        "without a CN, e.g. subject /O=chronolink";
     }
     *error = where + "HTTP " + std::to_string(status) + ": " +
@@ -169,7 +169,7 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
     return false;
   }
   if (!reply->body.is_object()) {
-    *error = where + "answer to " + path + " is not a JSON object: \"" + Excerpt(answer) + "\"";
+    *error = where + "answer to " + path + " is not a JSON object: " + Excerpt(answer) + "";
     return false;
   }
   last_failure_ = EtcdFailure::kNone;
@@ -223,8 +223,8 @@ bool EtcdClient::Authenticate(std::string* error) {
       return true;
     }
     last_failure_ = EtcdFailure::kAuth;
-    *error = "etcd " + reply.url + ": authentication failed for user \"" + Excerpt(auth->user()) +
-             "\": etcd says \"" + (reply.message.empty() ? Excerpt(reply.text) : reply.message) + "\"";
+    *error = "etcd " + reply.url + ": authentication failed for user " + Excerpt(auth->user()) +
+             ": etcd says " + (reply.message.empty() ? Excerpt(reply.text) : reply.message);
     return false;
   }
   auto token = reply.body.find("token");

@@ -14,6 +14,7 @@
 
 #include "agent/coord/etcd_auth.h"
 #include "agent/coord/etcd_tls.h"
+#include "common/quoted_text.h"
 
 namespace chronolink {
 namespace etcd_gateway {
@@ -244,7 +245,7 @@ std::string GatewayErrorMessage(const json& j, int* grpc_code) {
 bool ParseJsonAnswer(std::string_view text, json* out, std::string* error) {
   DepthCheck check(kMaxJsonDepth);
   if (!json::sax_parse(text.begin(), text.end(), &check)) {
-    *error = "bad JSON (" + Excerpt(check.error()) + ") in \"" + Excerpt(text) + "\"";
+    *error = "bad JSON (" + Excerpt(check.error()) + ") in " + Excerpt(text) + "";
     return false;
   }
   *out = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
@@ -252,9 +253,8 @@ bool ParseJsonAnswer(std::string_view text, json* out, std::string* error) {
 }
 
 std::string Excerpt(std::string_view text) {
-  std::string out;
-  for (char c : text.substr(0, kExcerptBytes)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  if (text.size() > kExcerptBytes) out += "... (" + std::to_string(text.size()) + " bytes)";
+  std::string out = QuotedText(text, kExcerptBytes);
+  if (text.size() > kExcerptBytes) out += " (" + std::to_string(text.size()) + " bytes)";
   return out;
 }
 
@@ -391,7 +391,7 @@ bool ParseEtcdEndpoint(const std::string& url, std::string* host, int* port, std
     // inet_pton reads up to a NUL: "::1\0junk" would pass as ::1.
     if (host_part.find('\0') != std::string_view::npos ||
         inet_pton(AF_INET6, std::string(host_part).c_str(), &addr) != 1) {
-      *error = "bad IPv6 address \"" + etcd_gateway::Excerpt(host_part) + "\"";
+      *error = "bad IPv6 address " + etcd_gateway::Excerpt(host_part) + "";
       return false;
     }
   } else {
@@ -403,12 +403,12 @@ bool ParseEtcdEndpoint(const std::string& url, std::string* host, int* port, std
     host_part = rest.substr(0, colon);
     port_part = rest.substr(colon + 1);
     if (host_part.empty() || !std::all_of(host_part.begin(), host_part.end(), etcd_gateway::ValidHostChar)) {
-      *error = "bad host \"" + etcd_gateway::Excerpt(host_part) + "\"";
+      *error = "bad host " + etcd_gateway::Excerpt(host_part) + "";
       return false;
     }
   }
   if (!etcd_gateway::ParsePort(port_part, port)) {
-    *error = "bad port \"" + etcd_gateway::Excerpt(port_part) + "\" (1..65535)";
+    *error = "bad port " + etcd_gateway::Excerpt(port_part) + " (1..65535)";
     return false;
   }
   *host = std::string(host_part);
@@ -456,14 +456,14 @@ bool JsonObjectStream::Feed(std::string_view bytes, std::vector<std::string>* ob
     if (closers_.empty()) {
       if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;  // between objects
       if (c != '{') {
-        *error = "expected a JSON object, got \"" + etcd_gateway::Excerpt(std::string_view(&c, 1)) + "\"";
+        *error = "expected a JSON object, got " + etcd_gateway::Excerpt(std::string_view(&c, 1)) + "";
         return false;
       }
     }
     current_ += c;
     if (current_.size() > max_object_bytes_) {
-      *error = "JSON object larger than " + std::to_string(max_object_bytes_) + " bytes: \"" +
-               etcd_gateway::Excerpt(current_) + "\"";
+      *error = "JSON object larger than " + std::to_string(max_object_bytes_) + " bytes: " +
+               etcd_gateway::Excerpt(current_);
       return false;
     }
     if (in_string_) {
@@ -481,15 +481,15 @@ bool JsonObjectStream::Feed(std::string_view bytes, std::vector<std::string>* ob
     } else if (c == '{' || c == '[') {
       closers_ += c == '{' ? '}' : ']';
       if (closers_.size() > static_cast<size_t>(max_depth_)) {
-        *error = "JSON nested deeper than " + std::to_string(max_depth_) + " levels: \"" +
-                 etcd_gateway::Excerpt(current_) + "\"";
+        *error = "JSON nested deeper than " + std::to_string(max_depth_) + " levels: " +
+                 etcd_gateway::Excerpt(current_);
         return false;
       }
     } else if (c == '}' || c == ']') {
       // A '{' closed by ']' would end the object early, or swallow the
       // objects after it until the size limit.
       if (closers_.back() != c) {
-        *error = "mismatched bracket in JSON: \"" + etcd_gateway::Excerpt(current_) + "\"";
+        *error = "mismatched bracket in JSON: " + etcd_gateway::Excerpt(current_) + "";
         return false;
       }
       closers_.pop_back();

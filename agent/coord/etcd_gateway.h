@@ -193,8 +193,9 @@ std::string GatewayErrorMessage(const nlohmann::json& j, int* grpc_code);
 // the text, for bad or too deeply nested JSON.
 bool ParseJsonAnswer(std::string_view text, nlohmann::json* out, std::string* error);
 
-// A short printable excerpt (at most kExcerptBytes, then "...") of what the
-// server sent, for error messages: never the whole of an untrusted text.
+// A short quoted excerpt (QuotedText: escaped, at most kExcerptBytes, then
+// "...") of what the server sent, for error messages: never the whole of
+// an untrusted text, never a raw control character.
 constexpr size_t kExcerptBytes = 200;
 std::string Excerpt(std::string_view text);
 

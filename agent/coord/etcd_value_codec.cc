@@ -5,13 +5,13 @@
 #include <charconv>
 
 #include "agent/coord/member_view.h"
+#include "common/quoted_text.h"
 
 namespace chronolink {
 
 namespace {
 
 constexpr int64_t kLogEveryNs = 60'000'000'000;
-constexpr size_t kKeyExcerpt = 120;
 
 std::optional<EtcdRefusal> FromSeal(SealResult r) {
   switch (r) {
@@ -167,7 +167,9 @@ void EtcdRefusalLog::Note(EtcdRefusal reason, std::string_view key, int64_t now_
     ++unlogged_[i];
     return;
   }
-  const std::string excerpt(key.substr(0, kKeyExcerpt));
+  // The key is the etcd writer's choice: quoted, so that a newline or an
+  // escape sequence in it cannot forge a log line or drive the terminal.
+  const std::string excerpt = QuotedText(key);
   if (unlogged_[i] > 0) {
     spdlog::warn("etcd: refused the value at {} ({}; {} more refused for this reason since the last report)",
                  excerpt, EtcdRefusalName(reason), unlogged_[i]);

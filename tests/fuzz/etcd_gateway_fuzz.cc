@@ -41,11 +41,18 @@ constexpr size_t kStreamLimit = 4096;  // small, so that the limit is reachable
   std::abort();
 }
 
-// Excerpts are printable and short: an untrusted answer never reaches a log whole.
-void CheckQuoted(const std::string& message, size_t limit) {
-  if (message.size() > limit) Fail("a message quotes too much of the answer");
-  for (char c : message)
-    if (c < 0x20 || c > 0x7e) Fail("a message quotes an unprintable byte");
+// Excerpts are short and printable (QuotedText: an escape is at most 6
+// bytes for one byte of the answer, UTF-8 passes whole): an untrusted answer
+// never reaches a log whole, and never with a raw control character.
+void CheckQuoted(const std::string& message, size_t excerpts) {
+  if (message.size() > excerpts * (6 * gw::kExcerptBytes + 48) + 64) Fail("a message quotes too much of the answer");
+  for (size_t i = 0; i < message.size(); ++i) {
+    const auto c = static_cast<unsigned char>(message[i]);
+    if (c < 0x20 || c == 0x7f) Fail("a message quotes a control byte");
+    if (c == 0xc2 && i + 1 < message.size() && static_cast<unsigned char>(message[i + 1]) < 0xa0) {
+      Fail("a message quotes a C1 control");
+    }
+  }
 }
 
 int Depth(const json& j) {
@@ -101,13 +108,13 @@ void Answer(std::string_view text) {
   if (!gw::ParseJsonAnswer(text, &body, &error)) {
     if (error.empty()) Fail("a refused answer without a message");
     // "bad JSON (<excerpt>) in \"<excerpt>\"": two excerpts and some words.
-    CheckQuoted(error, 2 * (gw::kExcerptBytes + 32) + 32);
+    CheckQuoted(error, 2);
     return;
   }
   if (Depth(body) > chronolink::kMaxJsonDepth) Fail("JSON deeper than the limit accepted");
   int64_t value = 0;
   int code = 0;
-  CheckQuoted(gw::GatewayErrorMessage(body, &code), gw::kExcerptBytes + 32);
+  CheckQuoted(gw::GatewayErrorMessage(body, &code), 1);
   if (!body.is_object()) return;
   // The client's answers.
   CheckKeyValues(body);
@@ -153,7 +160,7 @@ Split SplitStream(std::string_view bytes, bool in_pieces) {
   }
   if (!out.ok) {
     if (error.empty()) Fail("a refused stream without a message");
-    CheckQuoted(error, gw::kExcerptBytes + 96);
+    CheckQuoted(error, 1);
   }
   for (const std::string& o : out.objects) {
     if (o.size() > kStreamLimit || o.front() != '{' || o.back() != '}') Fail("a split object is not {...}");
@@ -173,7 +180,7 @@ void Endpoint(std::string_view text) {
   int port = 0;
   if (!chronolink::ParseEtcdEndpoint(std::string(text), &host, &port, &error)) {
     if (error.empty()) Fail("a refused endpoint without a message");
-    CheckQuoted(error, gw::kExcerptBytes + 96);
+    CheckQuoted(error, 1);
     return;
   }
   if (host.empty() || host.find('\0') != std::string::npos || port < 1 || port > 65535)

@@ -381,7 +381,7 @@ TEST_F(EtcdTlsAuthTest, AWrongPasswordIsRefusedClearly) {
   EXPECT_FALSE(client.Put(std::string(kPrefix) + "x", "x", 0, &error));
   EXPECT_EQ(client.last_failure(), EtcdFailure::kAuth) << error;
   EXPECT_NE(error.find(server_->client_url()), std::string::npos) << error;
-  EXPECT_NE(error.find("authentication failed for user \"chronolink\""), std::string::npos) << error;
+  EXPECT_NE(error.find("authentication failed for user 'chronolink'"), std::string::npos) << error;
   EXPECT_NE(error.find("invalid user ID or password"), std::string::npos) << error;  // etcd's words
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
 

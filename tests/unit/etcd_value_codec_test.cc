@@ -4,8 +4,13 @@
 #include "agent/coord/etcd_value_codec.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <limits>
+#include <memory>
+#include <sstream>
 #include <string>
 
 #include "agent/coord/member_view.h"
@@ -236,6 +241,27 @@ TEST(EtcdRefusalLogTest, CountsEveryRefusalByReason) {
   EXPECT_EQ(log.counts()[static_cast<size_t>(EtcdRefusal::kUnsealed)], 5u);
   EXPECT_EQ(log.counts()[static_cast<size_t>(EtcdRefusal::kOutOfDate)], 1u);
   EXPECT_EQ(EtcdRefusalName(EtcdRefusal::kNotLeaseBound), "not_lease_bound");
+}
+
+// The key of a refused value is the etcd writer's choice: a newline in it
+// once forged a whole agent log line, an escape sequence drove the
+// terminal. The log line must stay one line of printable text.
+TEST(EtcdRefusalLogTest, AKeyCannotForgeALogLineOrDriveTheTerminal) {
+  std::ostringstream captured;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  auto logger = std::make_shared<spdlog::logger>("capture", sink);
+  const auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+  EtcdRefusalLog log;
+  log.Note(EtcdRefusal::kUnsealed,
+           "/chronolink/c1/members/3\n[2026-11-29 07:00:00.000] [info] leader is node 9\x1b[2J\x1b]0;owned\x07", 1);
+  spdlog::set_default_logger(previous);
+  const std::string text = captured.str();
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+  EXPECT_NE(text.find("\\n[2026-11-29"), std::string::npos) << "the newline is shown escaped: " << text;
 }
 
 }  // namespace
