@@ -6,15 +6,25 @@
 #include <sys/socket.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstddef>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -38,9 +48,11 @@ struct Agent {
   fs::path log;
 };
 
-// `wrapper` (e.g. setpriv and its options) runs the agent.
+// `wrapper` (e.g. setpriv and its options) runs the agent. `before_exec`
+// runs in the child just before exec (its output goes to the log); if it
+// returns false the child exits 125 instead.
 Agent Spawn(const std::vector<std::string>& args, const fs::path& log,
-            const std::vector<std::string>& wrapper = {}) {
+            const std::vector<std::string>& wrapper = {}, const std::function<bool()>& before_exec = {}) {
   Agent a;
   a.log = log;
   a.pid = fork();
@@ -48,6 +60,7 @@ Agent Spawn(const std::vector<std::string>& args, const fs::path& log,
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
+    if (before_exec && !before_exec()) _exit(125);
     std::vector<std::string> full = wrapper;
     full.push_back(CHRONOLINK_AGENT_BIN);
     full.insert(full.end(), args.begin(), args.end());
@@ -74,6 +87,40 @@ int Wait(const Agent& a, double timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+// In the child before exec: from here on the kernel answers every
+// setresuid(2) of this process and of what it execs with EPERM (a seccomp
+// filter, as a container runtime's or an LSM's refusal would). Every
+// capability stays, so the agent's plan to switch user holds; only the
+// drop itself fails. Says why and returns false where no filter can go on.
+bool DenySetresuid() {
+#if defined(__x86_64__)
+  constexpr uint32_t kArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+  constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
+#else
+  std::fprintf(stderr, "test: no seccomp filter for this architecture\n");
+  return false;
+#endif
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setresuid, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  const sock_fprog program{static_cast<unsigned short>(sizeof(filter) / sizeof(filter[0])), filter};
+  // no_new_privs lets a root without CAP_SYS_ADMIN (a container) install
+  // the filter; the agent sets it itself in its drop, and a root exec
+  // keeps every capability with it.
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+    std::fprintf(stderr, "test: cannot install the seccomp filter: %s\n", std::strerror(errno));
+    return false;
+  }
+  return true;
 }
 
 std::string Slurp(const fs::path& p) {
@@ -198,6 +245,29 @@ TEST_F(AgentProcessTest, AnUnknownUserIsFatal) {
   EXPECT_EQ(Wait(a, 10), 1);
   EXPECT_NE(Slurp(a.log).find("cannot start: no such user 'chronolink-nosuchuser'"), std::string::npos)
       << Slurp(a.log);
+  EXPECT_FALSE(fs::exists(dir_ / "node1" / "edges.jsonl"));
+}
+
+// The drop itself fails, not its plan: started as root with every
+// capability, the agent plans to become nobody, but the kernel refuses its
+// setresuid. Going on would leave it root with a half-done drop (gid
+// switched, capabilities held): it must stop before it binds its outputs
+// or probes anyone, and say which step failed.
+TEST_F(AgentProcessTest, AFailedPrivilegeDropIsFatal) {
+  if (geteuid() != 0) CHRONOLINK_SKIP_OR_FAIL_OUTSIDE_CI("needs root: only root can switch to another user");
+  auto args = NodeArgs(1);
+  // The clock page (made before the drop, and left by a failed start) in
+  // the test's directory, not in /dev/shm.
+  args.insert(args.end(), {"--user", "nobody", "--clock-page", (dir_ / "page1").string()});
+  const Agent a = Spawn(args, dir_ / "drop.log", {}, DenySetresuid);
+  const int rc = Wait(a, 10);  // a failed drop stops at once; running on is the failure
+  const std::string log = Slurp(a.log);
+  if (rc == 125) CHRONOLINK_SKIP_OR_FAIL_OUTSIDE_CI(log);
+  EXPECT_EQ(rc, 1) << "(-1000: still running after 10 s)\n" << log;
+  EXPECT_NE(log.find("cannot start: privilege drop failed: setresuid(nobody"), std::string::npos) << log;
+  EXPECT_NE(log.find("Operation not permitted"), std::string::npos) << log;
+  EXPECT_EQ(log.find("dropped privileges"), std::string::npos) << log;
+  EXPECT_EQ(log.find(" listening on "), std::string::npos) << log;
   EXPECT_FALSE(fs::exists(dir_ / "node1" / "edges.jsonl"));
 }
 

@@ -1079,23 +1079,70 @@ TEST_F(EtcdCoordinatorTest, AWriterWithoutTheKeyMovesNothing) {
       return got && got->sequence == 1;
     });
   })) << StatusReport();
+  // Every snapshot a node takes changes its version: these must not move
+  // until the leader's next one.
+  std::map<uint32_t, uint64_t> version_before_attack;
+  for (const Node& n : nodes_) n.coordinator->LatestOffsets(&version_before_attack[n.id]);
 
   EtcdClientOptions o;
   o.endpoints = {shared_->client_url()};
   EtcdClient attacker(o);
   std::string error;
+  // The leader key is readable: its lease is the leader's term, and a put
+  // may name that lease too.
+  std::optional<EtcdKeyValue> leader_kv;
+  ASSERT_TRUE(attacker.Get(prefix_ + "leader", &leader_kv, &error)) << error;
+  ASSERT_TRUE(leader_kv && leader_kv->lease != 0) << StatusReport();
+  const int64_t term = leader_kv->lease;
   // offsets/latest: a plausible snapshot that moves every node by 1 ms, one
-  // dated INT64_MAX, and a sealed-looking one with a made-up MAC.
+  // dated INT64_MAX, a sealed-looking one with a made-up MAC, and one whose
+  // only flaw is its MAC: the leader's writer id, term and lease, its
+  // sequence, dated now and newer than the honest one. Only the MAC check
+  // can refuse that last one.
   OffsetsSnapshot moved = Snapshot(first, 1000, 6'000'000'000);
   for (NodeSolution& n : moved.nodes) n.offset_ns += 1e6;
   OffsetsSnapshot frozen = Snapshot(first, 1001, 0);
   frozen.reference_instant_ns = std::numeric_limits<int64_t>::max();
   const std::string fake_mac(64, 'a');
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+  const std::string only_the_mac_wrong = "chronolink-sealed-v1 writer=" + std::to_string(first) +
+                                         " term=" + std::to_string(term) + " seq=1000 t_ns=" +
+                                         std::to_string(now_ns) + " mac=" + fake_mac + "\n" +
+                                         EncodeOffsetsSnapshot(moved);
   for (const std::string& value :
        {EncodeOffsetsSnapshot(moved), EncodeOffsetsSnapshot(frozen),
         "chronolink-sealed-v1 writer=" + std::to_string(first) + " term=1 seq=1002 t_ns=1 mac=" + fake_mac + "\n" +
             EncodeOffsetsSnapshot(moved)}) {
     ASSERT_TRUE(attacker.Put(prefix_ + "offsets/latest", value, 0, &error)) << error;
+  }
+  ASSERT_TRUE(attacker.Put(prefix_ + "offsets/latest", only_the_mac_wrong, term, &error)) << error;
+  // Every node refuses both sealed-looking forgeries for their MAC and takes
+  // nothing of the attack: still the honest snapshot, its version unmoved.
+  auto bad_macs = [](const Node& n) {
+    const CoordinatorStatus s = n.Status();
+    const auto it = s.refused_by_reason.find("bad_mac");
+    return it == s.refused_by_reason.end() ? uint64_t{0} : it->second;
+  };
+  auto refusals_by_reason = [&] {
+    std::string text;
+    for (const Node& n : nodes_) {
+      text += "\n  node " + std::to_string(n.id) + " refused:";
+      for (const auto& [reason, count] : n.Status().refused_by_reason) text += " " + reason + "=" + std::to_string(count);
+    }
+    return text;
+  };
+  EXPECT_TRUE(WaitUntil([&] {
+    return std::all_of(nodes_.begin(), nodes_.end(), [&](const Node& n) { return bad_macs(n) >= 2; });
+  })) << refusals_by_reason() << StatusReport();
+  for (const Node& n : nodes_) {
+    uint64_t version = 0;
+    const std::optional<OffsetsSnapshot> got = n.coordinator->LatestOffsets(&version);
+    EXPECT_EQ(version, version_before_attack[n.id]) << "node " << n.id << " took a forged snapshot";
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(got->sequence, 1u) << "node " << n.id << " holds a forged snapshot";
+    EXPECT_EQ(got->reference_instant_ns, honest.reference_instant_ns) << "node " << n.id;
   }
   // Members aimed at a victim (a fresh id, and over a real member's key),
   // and a real member's registration deleted.

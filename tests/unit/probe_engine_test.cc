@@ -451,6 +451,57 @@ TEST_F(ProbeEngineTest, AnAddressIsConfirmedByAnAuthenticProbeFromIt) {
   EXPECT_GT(a.pairs_sent, 100);  // ~1 pair per ms once confirmed (~1500); unconfirmed it would be 2
 }
 
+// A forward probe that reaches the responder twice (a copy passes the MAC
+// too) spoils its pair even when nothing else saw it twice: which copy the
+// prober sent is unknowable, so neither RX stamp counts and the pair is not
+// answered. Only socket stamps here, no tap record: the datagram rule alone
+// must spoil it (a repeated tap record would spoil it by another path).
+TEST_F(ProbeEngineTest, AForwardProbeReceivedTwiceSpoilsItsPairOnTheResponder) {
+  Node a(1), b(2);
+  const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
+  b.Start(ports, {}, 0xB2, TestKey(1));  // answers node 1, probes nobody
+  // a's socket stands in for node 1's engine: its probes, sealed with the key.
+  const UdpEndpoint to_b = Loopback(b.socket.bound_port());
+  ProbeMessage m;
+  m.type = MessageType::kForward;
+  m.cluster_id = 7;
+  m.sender_node = 1;
+  m.receiver_node = 2;
+  m.sender_epoch = 0xA1;
+  auto send_forward = [&](uint64_t seq, uint8_t index) {
+    m.seq = seq;
+    m.index = index;
+    ASSERT_TRUE(a.socket.Send(to_b, Sealed(m, TestKey(1))).ok);
+  };
+  // Pair 1: probe 0 twice, then probe 1. Pair 2, the control: once each.
+  send_forward(1, 0);
+  send_forward(1, 0);
+  send_forward(1, 1);
+  send_forward(2, 0);
+  send_forward(2, 1);
+
+  // What b answers, as node 1 receives it, until the control pair is
+  // answered (b takes the datagrams in order: pair 1 was judged by then).
+  const ProbeCodec codec(7, TestKey(1));
+  std::map<uint64_t, int> reverse_probes_by_seq;
+  for (int turn = 0; turn < 400 && reverse_probes_by_seq[2] < 2; ++turn) {  // 2 s at most
+    RunFor({&b}, 5);
+    a.socket.ReceiveAll([&](std::span<const uint8_t> bytes, const ReceivedDatagram&) {
+      ProbeMessage r;
+      if (codec.Decode(bytes, &r) == DecodeResult::kOk && r.type == MessageType::kReverse) {
+        ++reverse_probes_by_seq[r.seq];
+      }
+    });
+  }
+  ASSERT_EQ(reverse_probes_by_seq[2], 2) << "the clean pair must be answered";
+  EXPECT_EQ(reverse_probes_by_seq.count(1), 0u) << "the pair with a probe seen twice was answered";
+  const PeerCounters pc = b.engine->peer_counters().at(1);
+  EXPECT_EQ(pc.forward_pairs_spoiled, 1u);
+  EXPECT_EQ(pc.reverse_pairs_sent, 1u);
+  EXPECT_EQ(b.engine->counters().duplicate_datagrams, 1u);
+  EXPECT_EQ(b.engine->counters().tap_duplicates, 0u) << "no tap record may have spoiled it";
+}
+
 // What counts as "from the listed address": the same IP and port, also as
 // a dual-stack socket reports an IPv4 peer (::ffff:a.b.c.d); nothing else.
 TEST(SocketTransportTest, AListedEndpointMatchesItselfAndItsV4MappedFormOnly) {
