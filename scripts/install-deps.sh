@@ -12,6 +12,7 @@ PACKAGES=(
   protobuf-compiler libprotobuf-dev python3-protobuf python3-torch chromium librsvg2-bin
   libamdhip64-dev libhsakmt-dev libhsa-runtime-dev
   python3-yaml
+  systemd  # systemd-analyze verify/security for the unit files (tests/deploy/systemd_units_test.sh); not booted
 )
 # kubectl for the Kubernetes manifest check (tests/deploy/): Debian's
 # kubernetes-client, unless a kubectl is installed already (another package

@@ -4,7 +4,9 @@
 # the ConfigMap's agent.json, the node id from the node-ids table. It must
 # attach the eBPF tap, then hold no capability: CapEff, CapPrm, CapInh and
 # CapAmb 0 in /proc/<pid>/status, no_new_privs, still uid 10001, still
-# holding its BPF links, serving /metrics.
+# holding its BPF links, serving /metrics on the node's address only (the
+# entry point's --metrics NODE_IP:PORT, no wildcard); under podman, the
+# image holds no setuid/setgid file.
 #
 # Two ways to start it, and the output says which ran:
 #   podman   the image (scripts/build-image.sh; CHRONOLINK_IMAGE, default
@@ -77,7 +79,9 @@ sc = agent["securityContext"]
 (work / "uid").write_text(f"{sc['runAsUser']}\n")
 cfg = json.loads(cm["data"]["agent.json"])
 (work / "agent.json").write_text(json.dumps(cfg))
-(work / "metrics").write_text(cfg["metrics"].rsplit(":", 1)[1] + "\n")
+# The metrics port the entry point binds on the node's address (NODE_IP).
+env = {e["name"]: e.get("value") for e in agent.get("env", [])}
+(work / "metrics").write_text(env["CHRONOLINK_METRICS_PORT"] + "\n")
 EOF
 read -r -a CAPS <"$work/caps"
 [ "$(cat "$work/drop")" = ALL ] || fail "the DaemonSet does not drop ALL"
@@ -124,12 +128,19 @@ if [ "$mode" = podman ]; then
     seccomp=(--security-opt "seccomp=$work/seccomp.json")
     echo "capability test: seccomp: $default_profile with bpf gated on CAP_BPF"
   fi
+  # The image holds no setuid or setgid file (deploy/Containerfile strips
+  # them): nothing a process in the container could exec to gain a uid.
+  suid=$("${PODMAN[@]}" run --rm "${PODMAN_RUN[@]}" --user 0:0 --network none --entrypoint /usr/bin/find \
+    "$IMAGE" / -xdev -perm /6000 -type f) || fail "cannot list the image's setuid/setgid files"
+  [ -z "$suid" ] || fail "the image holds setuid/setgid files: $(echo $suid)"
+  echo "capability test: the image holds no setuid/setgid file"
   "${PODMAN[@]}" run -d --name "$name" "${PODMAN_RUN[@]}" "${seccomp[@]}" \
     --network "ns:/run/netns/$NS" --user "$UID_AGENT:$UID_AGENT" --read-only --read-only-tmpfs=false \
     --cap-drop ALL --cap-add "$caps_csv" \
     -v "$work/config:$cfgdir:ro" -v "$work/key:/run/chronolink-key:ro" \
     -v "$work/out:/var/lib/chronolink" -v "$work/page:/run/chronolink" \
     -e NODE_NAME=captest-node -e CHRONOLINK_NODE_ID_TABLE=$cfgdir/node-ids \
+    -e NODE_IP=10.231.7.1 -e CHRONOLINK_METRICS_PORT="$metrics_port" \
     -e CHRONOLINK_CLUSTER_FILE=$cfgdir/cluster.json \
     "$IMAGE" --config $cfgdir/agent.json --duration-s 60 >/dev/null
   pid_of_agent() { "${PODMAN[@]}" inspect --format '{{.State.Pid}}' "$name"; }
@@ -150,6 +161,7 @@ PY
   ip netns exec "$NS" setpriv --reuid "$UID_AGENT" --regid "$UID_AGENT" --clear-groups \
     --inh-caps "-all,$lower" --ambient-caps "-all,$lower" --bounding-set "-all,$lower" \
     env NODE_NAME=captest-node CHRONOLINK_NODE_ID_TABLE="$work/config/node-ids" \
+    NODE_IP=10.231.7.1 CHRONOLINK_METRICS_PORT="$metrics_port" \
     CHRONOLINK_CLUSTER_FILE="$work/config/cluster.json" CHRONOLINK_AGENT="$AGENT_BIN" \
     sh "$ROOT/deploy/container/chronolink-agent-entrypoint" --config "$work/config/agent.json" --duration-s 60 \
     >"$log" 2>&1 &
@@ -190,5 +202,9 @@ body=$(ip netns exec "$NS" "$PY" -c "import urllib.request; print(urllib.request
   'http://10.231.7.1:$metrics_port/metrics', timeout=5).read().decode())") ||
   fail "/metrics on port $metrics_port does not answer ($mode)"
 echo "$body" | grep -q "^chronolink_" || fail "/metrics has no chronolink series ($mode)"
+# ... and only there: the node's address (NODE_IP), no wildcard.
+listeners=$(ip netns exec "$NS" ss -Hltn "sport = :$metrics_port" | awk '{print $4}')
+[ "$listeners" = "10.231.7.1:$metrics_port" ] ||
+  fail "metrics listen on '$(echo $listeners)', not only on the node's address 10.231.7.1:$metrics_port ($mode)"
 echo "PASS ($mode): tap attached ($links BPF links), then CapEff/CapPrm/CapInh/CapAmb 0, uid $UID_AGENT," \
-     "no_new_privs, /metrics up; peak RSS $(status VmHWM)"
+     "no_new_privs, /metrics up on the node's address only; peak RSS $(status VmHWM)"

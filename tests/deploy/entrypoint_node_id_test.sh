@@ -2,7 +2,8 @@
 # The image's entry point (deploy/container/chronolink-agent-entrypoint)
 # finds the node id from the node's name: found, missing, listed twice, a
 # last line without a newline, no NODE_NAME, a preset CHRONOLINK_NODE_ID,
-# and the arguments passed on untouched. The agent is replaced by a stub
+# and the arguments passed on untouched; and the metrics address it adds
+# (the node's IP from NODE_IP, never a wildcard). The agent is replaced by a stub
 # that prints what it got (CHRONOLINK_AGENT).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -42,4 +43,18 @@ expect "no table: agent's own rules" 0 "id=unset args=--node-id 5" -- sh "$ENTRY
 # A prefix of a name is not the name.
 expect "no prefix match" 2 "has no id" -- NODE_NAME=gpu "$T" sh "$ENTRY"
 
-[ "$failures" -eq 0 ] && echo "PASS: entry point node id lookup" || exit 1
+# Metrics on the node's own address (NODE_IP, the downward API's
+# status.podIP), ahead of the container's arguments.
+M="CHRONOLINK_METRICS_PORT=9319"
+expect "metrics on the node's IPv4 address" 0 "args=--metrics 10.77.1.2:9319 --config a.json" -- \
+  NODE_NAME=gpu-a "$T" NODE_IP=10.77.1.2 "$M" sh "$ENTRY" --config a.json
+expect "metrics on an IPv6 node address, bracketed" 0 "args=--metrics [fd00:77::2]:9319" -- \
+  NODE_IP=fd00:77::2 "$M" sh "$ENTRY"
+expect "metrics port without NODE_IP" 2 "CHRONOLINK_METRICS_PORT is set but NODE_IP is not" -- "$M" sh "$ENTRY"
+expect "metrics on the IPv4 wildcard refused" 2 "NODE_IP '0.0.0.0' is a wildcard" -- NODE_IP=0.0.0.0 "$M" sh "$ENTRY"
+expect "metrics on the IPv6 wildcard refused" 2 "NODE_IP '::' is a wildcard" -- NODE_IP=:: "$M" sh "$ENTRY"
+expect "metrics port not a number" 2 "CHRONOLINK_METRICS_PORT '93x9' is not a port number" -- \
+  NODE_IP=10.77.1.2 CHRONOLINK_METRICS_PORT=93x9 sh "$ENTRY"
+expect "no metrics port: no --metrics" 0 "id=unset args=--config a.json" -- NODE_IP=10.77.1.2 sh "$ENTRY" --config a.json
+
+[ "$failures" -eq 0 ] && echo "PASS: entry point node id lookup and metrics address" || exit 1

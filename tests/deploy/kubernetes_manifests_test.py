@@ -13,8 +13,9 @@ the manifests"):
    so a misspelt field shows up as a missing key.
 2. The invariants the agent needs, read from the YAML (python3-yaml):
    host network, exactly drop ALL / add BPF NET_ADMIN PERFMON, non-root,
-   read-only root, probes and the Prometheus annotation on the metrics port
-   the agent's config serves, the key, clock page and output volumes where
+   read-only root, metrics on the node's own address (NODE_IP from the
+   downward API, never a wildcard), probes and the Prometheus annotation on
+   that metrics port, the key, clock page and output volumes where
    the config puts them, the node id table, resources.
 3. That the checks can fail: broken copies of the manifests (a misspelt
    field, a wrong type, a YAML error, an extra capability, the probe on
@@ -198,11 +199,24 @@ def check_invariants(directory):
     check(cfg.get("capture", {}).get("bpf") == "on", "agent.json: capture.bpf must be on (the image exists for the tap)")
     check("node_id" not in cfg, "agent.json: node_id must not be fixed (one ConfigMap for all nodes)")
 
-    # Metrics: the port the agent serves, the container port, the probes and
-    # the scrape annotation agree.
-    maddr, mport = cfg["metrics"].rsplit(":", 1)
+    # Metrics: served on the node's own address, which the entry point passes
+    # as --metrics $NODE_IP:$CHRONOLINK_METRICS_PORT; never on a wildcard,
+    # which serves every network the node is on. The kubelet's probes and
+    # Prometheus connect to the pod IP: with hostNetwork, the node's.
+    env = {e["name"]: e for e in agent.get("env", [])}
+    check("metrics" not in cfg, "agent.json must not set metrics: the entry point binds them to the node's "
+          f"address (is {cfg.get('metrics')!r})")
+    check(not any(a == "--metrics" or a.startswith("--metrics=") for a in agent.get("args", [])),
+          "agent args must not set --metrics: the entry point binds them to the node's address")
+    check("CHRONOLINK_METRICS" not in env, "env CHRONOLINK_METRICS must not be set: the entry point binds "
+          "metrics to the node's address")
+    node_ip = env.get("NODE_IP", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+    check(node_ip in ("status.podIP", "status.hostIP"),
+          f"NODE_IP must come from the downward API status.podIP (the node's IP with hostNetwork), is {node_ip}")
+    mport = env.get("CHRONOLINK_METRICS_PORT", {}).get("value")
+    check(mport is not None and mport.isdigit() and 1024 <= int(mport) <= 65535,
+          f"CHRONOLINK_METRICS_PORT must be a port 1024..65535 (the agent binds it unprivileged), is {mport!r}")
     mport = int(mport)
-    check(maddr in ("0.0.0.0", "[::]"), "metrics must listen on every address (probes come to the node's IP)")
     check(port_number(agent, "metrics") == mport, "container port 'metrics' must be the agent's metrics port")
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
         p = agent.get(probe)
@@ -232,7 +246,6 @@ def check_invariants(directory):
           "the key copy must be on a Memory emptyDir")
 
     # Node id: from the node's name through the table.
-    env = {e["name"]: e for e in agent.get("env", [])}
     check(env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "spec.nodeName",
           "NODE_NAME must come from the downward API spec.nodeName")
     table = env.get("CHRONOLINK_NODE_ID_TABLE", {}).get("value")
@@ -321,8 +334,14 @@ BROKEN = [
     ("scrape annotation on another port",
      edit_daemonset(lambda d: d["spec"]["template"]["metadata"]["annotations"].update({"prometheus.io/port": "9320"})),
      "invariants"),
-    ("metrics moved in agent.json only", edit_text('"metrics": "0.0.0.0:9319"', '"metrics": "0.0.0.0:9400"',
+    ("metrics port moved in the env only", edit_text('value: "9319"', 'value: "9400"'), "invariants"),
+    ("metrics on 0.0.0.0 in agent.json", edit_text('"log_level"', '"metrics": "0.0.0.0:9319",\n      "log_level"',
                                                    "configmap.yaml"), "invariants"),
+    ("--metrics 0.0.0.0 in the agent's args",
+     edit_daemonset(lambda d: agent_of(d)["args"].extend(["--metrics", "0.0.0.0:9319"])), "invariants"),
+    ("NODE_IP from the node's name", edit_text("fieldPath: status.podIP", "fieldPath: spec.nodeName"), "invariants"),
+    ("no metrics port", edit_daemonset(lambda d: agent_of(d)["env"].__setitem__(
+        slice(None), [e for e in agent_of(d)["env"] if e["name"] != "CHRONOLINK_METRICS_PORT"])), "invariants"),
     ("clock page outside the hostPath", edit_text('"/run/chronolink/clock-page"', '"/dev/shm/chronolink-page"',
                                                   "configmap.yaml"), "invariants"),
     ("no node name from the downward API",
