@@ -1,4 +1,4 @@
-#include "trace/exporters/atomic_output_file.h"
+#include "common/atomic_output_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-namespace chronolink::trace {
+namespace chronolink {
 namespace {
 
 constexpr size_t kFlushBytes = 1 << 20;
@@ -99,4 +99,11 @@ bool AtomicOutputFile::Commit(std::string* error) {
   return true;
 }
 
-}  // namespace chronolink::trace
+bool WriteFileAtomically(const std::filesystem::path& path, std::string_view contents, std::string* error) {
+  AtomicOutputFile out;
+  if (!out.Open(path, error)) return false;
+  out.buffer()->append(contents);
+  return out.Commit(error);
+}
+
+}  // namespace chronolink

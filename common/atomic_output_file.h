@@ -4,6 +4,11 @@
 // Destroyed without Commit() (any failure on the way), the temporary file
 // is closed and removed, and the destination is untouched.
 //
+// The temporary file is made by mkstemp (a new name, O_EXCL): a link or file
+// another user planted at the destination or at a guessable temporary name
+// is never written through, and rename replaces a link at the destination
+// rather than following it.
+//
 // Streaming: text goes into buffer() and out in 1 MiB pieces, so the caller
 // never holds the whole document; a writer with its own buffering (protobuf's
 // FileOutputStream) writes to descriptor() instead. Not thread-safe.
@@ -14,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-namespace chronolink::trace {
+namespace chronolink {
 
 class AtomicOutputFile {
  public:
@@ -31,6 +36,9 @@ class AtomicOutputFile {
   // The temporary file's descriptor, for writers that stream through it
   // themselves; do not mix with buffer(). -1 when not open.
   int descriptor() const;
+  // The temporary file's path, for a tool that writes it by name (e.g. a
+  // converter run as a child process) before Commit().
+  const std::filesystem::path& temp_path() const { return temp_; }
   bool Commit(std::string* error);
 
  private:
@@ -43,4 +51,7 @@ class AtomicOutputFile {
   std::string buffer_;
 };
 
-}  // namespace chronolink::trace
+// `contents` into `path` through an AtomicOutputFile, mode 0644.
+bool WriteFileAtomically(const std::filesystem::path& path, std::string_view contents, std::string* error);
+
+}  // namespace chronolink

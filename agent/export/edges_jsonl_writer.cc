@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "common/own_output_file.h"
+
 namespace chronolink {
 
 std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext& context) {
@@ -96,11 +98,8 @@ bool EdgesJsonlWriter::Open(const std::string& dir, const EdgeRecordContext& con
     return false;
   }
   path_ = (std::filesystem::path(dir) / "edges.jsonl").string();
-  file_ = std::fopen(path_.c_str(), "a");
-  if (file_ == nullptr) {
-    *error = "cannot open '" + path_ + "' for append: " + std::strerror(errno);
-    return false;
-  }
+  file_ = OpenOwnOutputForAppend(path_, error);  // never through a link another user planted
+  if (file_ == nullptr) return false;
   context_ = context;
   return true;
 }

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "common/own_output_file.h"
+
 namespace chronolink {
 
 namespace {
@@ -43,11 +45,8 @@ bool OffsetsJsonlWriter::Open(const std::string& dir, std::string* error) {
     return false;
   }
   path_ = (std::filesystem::path(dir) / "offsets.jsonl").string();
-  file_ = std::fopen(path_.c_str(), "a");
-  if (file_ == nullptr) {
-    *error = "cannot open " + path_ + ": " + std::strerror(errno);
-    return false;
-  }
+  file_ = OpenOwnOutputForAppend(path_, error);  // never through a link another user planted
+  if (file_ == nullptr) return false;
   return true;
 }
 

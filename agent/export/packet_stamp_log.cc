@@ -4,6 +4,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "common/own_output_file.h"
+
 namespace chronolink {
 
 namespace {
@@ -22,9 +24,9 @@ const char* TypeName(MessageType t) {
 PacketStampLog::~PacketStampLog() { Close(); }
 
 bool PacketStampLog::Open(const std::string& path, std::string* error) {
-  file_ = std::fopen(path.c_str(), "a");
+  file_ = OpenOwnOutputForAppend(path, error);  // never through a link another user planted
   if (file_ == nullptr) {
-    *error = "cannot open stamp log '" + path + "': " + std::strerror(errno);
+    *error = "stamp log: " + *error;
     return false;
   }
   return true;

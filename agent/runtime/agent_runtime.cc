@@ -17,7 +17,6 @@
 #include <filesystem>
 #include <limits>
 #include <set>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "agent/cluster/probe_graph.h"
@@ -26,6 +25,7 @@
 #include "agent/export/prometheus_text.h"
 #include "agent/runtime/run_as.h"
 #include "agent/runtime/socket_transport.h"
+#include "common/atomic_output_file.h"
 
 namespace chronolink {
 
@@ -357,16 +357,13 @@ void AgentRuntime::WriteStats(bool final) {
   }
   j["peers"] = peers;
   j["cluster"] = cluster_.Stats();
-  // Write then rename, so a reader never sees half a file.
-  const std::filesystem::path dir(config_.output_dir);
-  const auto tmp = dir / "agent_stats.json.tmp";
-  {
-    std::ofstream f(tmp);
-    f << j.dump(2) << "\n";
-    if (!f) return;
+  // Whole or not at all, and never through a file another user left at a
+  // guessable temporary name (mkstemp, then rename).
+  std::string error;
+  if (!WriteFileAtomically(std::filesystem::path(config_.output_dir) / "agent_stats.json", j.dump(2) + "\n",
+                           &error)) {
+    spdlog::warn("agent_stats.json not written: {}", error);
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, dir / "agent_stats.json", ec);
 }
 
 std::string AgentRuntime::RenderMetrics() const {

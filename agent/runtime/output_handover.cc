@@ -41,7 +41,12 @@ std::string ForeignEntry(int dir_fd, const std::vector<std::string>& own) {
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    if (std::find(own.begin(), own.end(), name) == own.end()) {
+    // A temporary file of an atomic write (".agent_stats.json.tmp.XXXXXX",
+    // common/atomic_output_file.h) a crash left behind is the agent's too.
+    const bool own_temp = std::any_of(own.begin(), own.end(), [&](const std::string& o) {
+      return name.rfind("." + o + ".tmp.", 0) == 0;
+    });
+    if (!own_temp && std::find(own.begin(), own.end(), name) == own.end()) {
       foreign = name;
       break;
     }
@@ -70,6 +75,7 @@ bool HandOverOwnFile(int dir_fd, const std::string& name, uid_t uid, gid_t gid, 
 }  // namespace
 
 std::vector<std::string> AgentOutputFileNames() {
+  // agent_stats.json.tmp: the fixed temporary name of agents before issue 29.
   return {"edges.jsonl", "agent_stats.json", "agent_stats.json.tmp", "offsets.jsonl"};
 }
 

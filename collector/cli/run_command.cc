@@ -14,7 +14,6 @@
 #include <cstring>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +21,7 @@
 #include "collector/api/status_json.h"
 #include "collector/cli/child_command.h"
 #include "collector/cli/collect_commands.h"
+#include "common/atomic_output_file.h"
 #include "trace/exporters/xspace_writer.h"
 #include "trace/importers/xspace/xspace_reader.h"
 
@@ -79,19 +79,19 @@ bool WriteOutput(Collector& c, const RunFlags& f, const std::string& run, const 
 }
 
 bool WriteTruth(const Collector& c, const std::string& path, std::string* error) {
-  std::ofstream out(path, std::ios::trunc);
+  AtomicOutputFile out;
+  if (!out.Open(path, error)) return false;
   for (const GpuActivity& a : c.ActivitySnapshot()) {
     if (a.sim_true_start_ns == 0) continue;
-    out << nlohmann::json{{"device", a.device},          {"stream", a.stream},
-                          {"correlation_id", a.correlation_id}, {"name", a.name},
-                          {"kind", std::string(ActivityKindName(a.kind))},
-                          {"true_start_ns", a.sim_true_start_ns}, {"true_end_ns", a.sim_true_end_ns}}
-                .dump()
-        << "\n";
+    *out.buffer() += nlohmann::json{{"device", a.device},          {"stream", a.stream},
+                                    {"correlation_id", a.correlation_id}, {"name", a.name},
+                                    {"kind", std::string(ActivityKindName(a.kind))},
+                                    {"true_start_ns", a.sim_true_start_ns}, {"true_end_ns", a.sim_true_end_ns}}
+                         .dump() +
+                     "\n";
+    if (!out.MaybeFlush(error)) return false;
   }
-  out.flush();
-  if (!out) *error = "cannot write " + path;
-  return static_cast<bool>(out);
+  return out.Commit(error);
 }
 
 void PrintSummary(const CollectorStatus& s, const DeviceExportStats& stats, const std::string& where) {
@@ -125,11 +125,8 @@ bool WriteStatusJson(const std::string& path, const CollectorStatus& s, const De
                  {"launch_events_written", stats.launch_events_written},
                  {"mean_bound_ns", stats.mean_bound_ns},
                  {"max_bound_ns", stats.max_bound_ns}};
-  std::ofstream out(path);
-  out << j.dump(1) << "\n";
-  out.close();
-  if (!out) {
-    *error = "cannot write --status-json " + path + ": " + std::strerror(errno);
+  if (!WriteFileAtomically(path, j.dump(1) + "\n", error)) {
+    *error = "cannot write --status-json: " + *error;
     return false;
   }
   return true;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/clock/clock_reader.h"
+#include "common/own_output_file.h"
 
 namespace chronolink::collector {
 
@@ -157,11 +158,10 @@ HostClocksWriter::~HostClocksWriter() {
 
 bool HostClocksWriter::Open(const std::filesystem::path& path, const HostClocksHeader& header,
                             std::string* error) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    *error = "cannot create " + path.string() + ": " + std::strerror(errno);
-    return false;
-  }
+  // Streamed as it is recorded (a crash keeps what was written), so not
+  // through a temporary file; never through a link another user planted.
+  fd_ = OpenOwnOutput(path, OwnOutputMode::kTruncate, error);
+  if (fd_ < 0) return false;
   path_ = path;
   return WriteLine(HeaderLine(header), error);
 }

@@ -21,6 +21,7 @@
 #include "agent/solve/clock_step_barriers.h"
 #include "agent/solve/global_solver.h"
 #include "agent/solve/spanning_tree_solver.h"
+#include "common/atomic_output_file.h"
 
 namespace {
 
@@ -188,15 +189,15 @@ int main(int argc, char** argv) {
   std::sort(edges.begin(), edges.end(),
             [](const EdgeEstimate& a, const EdgeEstimate& b) { return a.x0_ns < b.x0_ns; });
 
-  std::ofstream file;
-  std::ostream* out = &std::cout;
+  // A file appears whole or not at all, never through a link planted at its
+  // name or a temporary one (common/atomic_output_file.h).
+  chronolink::AtomicOutputFile file;
   if (out_path != "-") {
-    file.open(out_path, std::ios::trunc);
-    if (!file) {
-      std::cerr << "chronolink-solve: cannot write " << out_path << "\n";
+    std::string error;
+    if (!file.Open(out_path, &error)) {
+      std::cerr << "chronolink-solve: " << error << "\n";
       return 1;
     }
-    out = &file;
   }
 
   // Reference instants: the centres of windows of the step (k·step +
@@ -214,6 +215,7 @@ int main(int argc, char** argv) {
   context.reference_node = opt.reference_node;
   context.method = method == "spanning-tree" ? "spanning_tree" : "global";
   size_t lines = 0;
+  std::string error;
   for (int64_t t : instants) {
     const auto begin = std::lower_bound(edges.begin(), edges.end(), t - opt.validity_horizon_ns,
                                         [](const EdgeEstimate& e, int64_t v) { return e.x0_ns < v; });
@@ -226,12 +228,24 @@ int main(int argc, char** argv) {
     const auto r = solve(usable, t, opt);
     context.reference_instant_ns = t;
     for (const auto& s : r.nodes) {
-      *out << chronolink::OffsetLineJson(s, context) << "\n";
+      const std::string line = chronolink::OffsetLineJson(s, context) + "\n";
+      if (out_path == "-") {
+        std::cout << line;
+      } else if (file.buffer()->append(line); !file.MaybeFlush(&error)) {
+        std::cerr << "chronolink-solve: " << error << "\n";
+        return 1;
+      }
       ++lines;
     }
   }
-  out->flush();
+  if (out_path == "-") {
+    std::cout.flush();
+    if (!std::cout.good()) return 1;
+  } else if (!file.Commit(&error)) {
+    std::cerr << "chronolink-solve: " << error << "\n";
+    return 1;
+  }
   std::cerr << "chronolink-solve: " << edges.size() << " estimates (" << skipped << " lines skipped), "
             << instants.size() << " instants, " << lines << " lines\n";
-  return out->good() ? 0 : 1;
+  return 0;
 }

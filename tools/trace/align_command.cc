@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/atomic_output_file.h"
 #include "tools/trace/trace_cli_common.h"
 #include "tools/trace/trace_commands.h"
 #include "trace/exporters/chrome_json_writer.h"
@@ -117,9 +117,8 @@ int Report(const AlignFlags& f, const std::vector<std::string>& notes, const Hos
   PrintAlignSummary(notes, maps, result);
   std::printf("wrote %s\n", written.c_str());
   if (!f.summary_json.empty()) {
-    std::ofstream file(f.summary_json);
-    file << summary.dump(1) << "\n";
-    if (!file) return Fail("align", "cannot write " + f.summary_json);
+    std::string error;
+    if (!WriteFileAtomically(f.summary_json, summary.dump(1) + "\n", &error)) return Fail("align", error);
   }
   return 0;
 }

@@ -2,8 +2,8 @@
 // uncertainty over time, the correction applied to each trace, and the
 // validate results before and after alignment (docs/report.md).
 #include <cstdio>
-#include <fstream>
 
+#include "common/atomic_output_file.h"
 #include "tools/trace/offsets_clock_map.h"
 #include "tools/trace/trace_cli_common.h"
 #include "tools/trace/trace_commands.h"
@@ -52,13 +52,8 @@ int RunReport(const ReportFlags& f) {
   if (!ReadOffsetsFiles(f.correction.offsets, read, &data.offsets, &error)) return Fail("report", error);
   if (!f.inputs.empty() && !AddTraces(f, &data, &error)) return Fail("report", error);
   const std::string svg = RenderSvgReport(data);
-  const std::string tmp = f.out + ".tmp";
-  {
-    std::ofstream file(tmp, std::ios::binary);
-    file << svg;
-    if (!file.flush()) return Fail("report", "cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), f.out.c_str()) != 0) return Fail("report", "cannot write " + f.out);
+  // Not through "<out>.tmp": a link planted there was followed.
+  if (!WriteFileAtomically(f.out, svg, &error)) return Fail("report", error);
   std::printf("wrote %s\n", f.out.c_str());
   if (!f.png.empty()) {
     if (!ConvertSvgToPng(f.out, f.png, 1.0, &error)) return Fail("report", error);

@@ -2,8 +2,8 @@
 // transfers across hosts (docs/validate.md), on the traces as recorded and,
 // with --offsets, after alignment, so the two can be compared.
 #include <cstdio>
-#include <fstream>
 
+#include "common/atomic_output_file.h"
 #include "tools/trace/trace_cli_common.h"
 #include "tools/trace/trace_commands.h"
 #include "trace/validate/validate.h"
@@ -62,9 +62,8 @@ int RunValidate(const ValidateFlags& f) {
                 FormatDurationPs(last.start_skew.p99_ps).c_str());
   }
   if (!f.json.empty()) {
-    std::ofstream file(f.json);
-    file << out.dump(1) << "\n";
-    if (!file) return Fail("validate", "cannot write " + f.json);
+    std::string error;
+    if (!WriteFileAtomically(f.json, out.dump(1) + "\n", &error)) return Fail("validate", error);
   }
   return f.strict && last.violations_total > 0 ? kExitViolations : 0;
 }

@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "trace/exporters/atomic_output_file.h"
+#include "common/atomic_output_file.h"
 #include "trace/exporters/chrome_event_writer.h"
 #include "trace/exporters/micros_grid.h"
 #include "trace/importers/chrome_json/chrome_schema.h"

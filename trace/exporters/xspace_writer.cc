@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "trace/exporters/atomic_output_file.h"
+#include "common/atomic_output_file.h"
 
 namespace chronolink::trace {
 namespace {

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/atomic_output_file.h"
 #include "trace/report/svg_text.h"
 
 extern char** environ;
@@ -87,14 +88,17 @@ bool ConvertSvgToPng(const std::string& svg_path, const std::string& png_path, d
     *error = "rsvg-convert not found on PATH: install Debian's librsvg2-bin for PNG output (the SVG is written)";
     return false;
   }
-  const std::string partial = png_path + ".partial";
+  // rsvg-convert writes a fresh mkstemp file, renamed into place once it is
+  // a PNG: never a guessable name (a link another user planted there would
+  // be written through), never half a PNG at png_path.
+  AtomicOutputFile out;
+  if (!out.Open(png_path, error)) return false;
+  const std::string partial = out.temp_path().string();
   std::string complaint;
   const int status = RunCapturingStderr(
       {*tool, "--format", "png", "--zoom", report::Printf("%g", zoom), "--output", partial, svg_path}, &complaint,
       error);
-  std::error_code ec;
   if (status != 0 || !StartsWithPngSignature(partial)) {
-    std::filesystem::remove(partial, ec);
     if (status > 0) {
       *error = "rsvg-convert " + svg_path + " exited with status " + std::to_string(status) +
                (complaint.empty() ? "" : ": " + complaint);
@@ -104,13 +108,7 @@ bool ConvertSvgToPng(const std::string& svg_path, const std::string& png_path, d
     while (!error->empty() && error->back() == '\n') error->pop_back();
     return false;
   }
-  std::filesystem::rename(partial, png_path, ec);
-  if (ec) {
-    *error = png_path + ": " + ec.message();
-    std::filesystem::remove(partial, ec);
-    return false;
-  }
-  return true;
+  return out.Commit(error);
 }
 
 }  // namespace chronolink::trace

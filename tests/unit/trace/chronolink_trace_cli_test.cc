@@ -315,6 +315,33 @@ TEST_F(TraceCliTest, ValidateStrictFailsOnViolationsAndPassesAfterAlignment) {
   EXPECT_EQ(v["after"]["violations_total"].get<int>(), 0);
 }
 
+// report wrote "<out>.tmp" and followed a link planted there: in a
+// directory others can write, another user chose the file it overwrote.
+// Every output goes through mkstemp and rename now; the link's target is
+// untouched, and a link at the output's own name is replaced, not followed.
+TEST_F(TraceCliTest, ReportNeverWritesThroughALinkAnotherUserPlanted) {
+  const fs::path offsets = WriteOffsets();
+  const fs::path victim = dir_ / "victim";
+  { std::ofstream(victim) << "precious"; }
+  const fs::path out = dir_ / "report.svg";
+  fs::create_symlink(victim, dir_ / "report.svg.tmp");
+  const fs::path summary = dir_ / "summary.json";
+  fs::create_symlink(victim, summary);
+  ProcessResult r = Run({"report", "--offsets", offsets.string(), "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "precious") << "a planted link was written through";
+  EXPECT_FALSE(fs::is_symlink(out));
+  EXPECT_GT(fs::file_size(out), 100u);
+  WriteHost("a", 3);
+  r = Run({"validate", (dir_ / "logs").string(), "--json", summary.string()});
+  EXPECT_FALSE(fs::is_symlink(summary)) << r.err;
+  std::ifstream again(victim);
+  std::string after((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(after, "precious") << "validate --json wrote through a link";
+}
+
 TEST_F(TraceCliTest, CombineAndExportWriteOneFileEach) {
   WriteHost("a", 3);
   WriteHost("b", 3);
