@@ -11,7 +11,7 @@
 //
 // Sources it needs (the lead's tests/fuzz/CMakeLists.txt compiles them with
 // the fuzzer flags): trace/importers/chrome_json/*.cc,
-// trace/exporters/{chrome_json_writer,chrome_event_writer,atomic_output_file}.cc,
+// trace/exporters/{chrome_json_writer,chrome_event_writer}.cc, common/atomic_output_file.cc,
 // trace/model/{trace_time,xplane_edit}.cc and the generated proto/xplane.pb.cc;
 // libprotobuf.
 //
