@@ -1,5 +1,6 @@
 #include "common/quoted_text.h"
 
+#include <algorithm>
 #include <cstddef>
 
 namespace chronolink {
@@ -81,6 +82,14 @@ std::string QuotedText(std::string_view text, size_t max_bytes) {
   }
   if (i < text.size()) out += "...";
   return out + "'";
+}
+
+std::string ShownName(std::string_view name) {
+  const bool plain = !name.empty() && name.size() <= kQuotedTextBytes &&
+                     std::all_of(name.begin(), name.end(), [](char c) {
+                       return c > 0x20 && c < 0x7f && c != '\'' && c != '"' && c != '\\';
+                     });
+  return plain ? std::string(name) : QuotedText(name);
 }
 
 }  // namespace chronolink

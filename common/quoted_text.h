@@ -21,4 +21,10 @@ namespace chronolink {
 constexpr size_t kQuotedTextBytes = 120;
 std::string QuotedText(std::string_view text, size_t max_bytes = kQuotedTextBytes);
 
+// A name (a host's, a file's) as messages show it: as it is when it is
+// short, printable ASCII without quotes, backslashes or spaces (the usual
+// host name), else QuotedText. Summaries stay readable; a name with a
+// newline or an escape sequence is shown escaped.
+std::string ShownName(std::string_view name);
+
 }  // namespace chronolink

@@ -43,6 +43,15 @@ TEST(QuotedText, LongTextIsCutAtACharacterBoundary) {
   EXPECT_EQ(QuotedText(std::string(120, 'x')), "'" + std::string(120, 'x') + "'");
 }
 
+TEST(ShownName, PlainNamesAsTheyAreOthersQuoted) {
+  EXPECT_EQ(ShownName("gpu-17.cluster.local"), "gpu-17.cluster.local");
+  EXPECT_EQ(ShownName("a b"), "'a b'");
+  EXPECT_EQ(ShownName("a\nb"), "'a\\nb'");
+  EXPECT_EQ(ShownName(""), "''");
+  EXPECT_EQ(ShownName("h\x1b[2J"), "'h\\x1b[2J'");
+  EXPECT_EQ(ShownName("it's"), "'it\\'s'");
+}
+
 // Random bytes: the result is always printable ASCII or whole UTF-8
 // characters of U+00A0 and up, between two quotes, with no raw control.
 TEST(QuotedText, AnyBytesGiveOnePrintableLine) {

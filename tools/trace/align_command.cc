@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_output_file.h"
+#include "common/quoted_text.h"
 #include "tools/trace/trace_cli_common.h"
 #include "tools/trace/trace_commands.h"
 #include "trace/exporters/chrome_json_writer.h"
@@ -193,7 +194,7 @@ struct WireRewrite {
     }
     timer->End("align");
     if (why.starts_with(kWireCheckFailed)) {  // a bug of the rewrite, caught: said whatever the flags
-      notes->push_back("host " + file.host + ": the wire-level rewrite " + why +
+      notes->push_back("host " + ShownName(file.host) + ": the wire-level rewrite " + why +
                        "; aligned through the model instead (please report this with the input file)");
     }
     if (log) {
@@ -201,7 +202,7 @@ struct WireRewrite {
       const char* path = aligned ? "wire-level rewrite"
                          : outcome == WireAlignOutcome::kMispredicted ? "its predicted span was wrong: "
                                                                        : "through the model: ";
-      std::fprintf(stderr, "align: host %s: %s%s\n", file.host.c_str(), path, aligned ? "" : why.c_str());
+      std::fprintf(stderr, "align: host %s: %s%s\n", ShownName(file.host).c_str(), path, aligned ? "" : why.c_str());
     }
     if (outcome != WireAlignOutcome::kAligned) return outcome;
     if (!WriteXSpaceBytesFile(output.bytes(), dir / (file.host + ".xplane.pb"), error)) return outcome;
@@ -271,7 +272,7 @@ int RunStreamingAlign(const AlignFlags& f, const TraceInputOptions& options, con
       return Fail("align", error);
     }
     if (progress) {
-      std::fprintf(stderr, "align: %s done (%zu/%zu hosts, %lld events)\n", list.files[i].host.c_str(), i + 1,
+      std::fprintf(stderr, "align: %s done (%zu/%zu hosts, %lld events)\n", ShownName(list.files[i].host).c_str(), i + 1,
                    list.files.size(), static_cast<long long>(result.hosts[i].events));
     }
   }

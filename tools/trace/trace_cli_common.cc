@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "common/quoted_text.h"
 #include "agent/config/agent_config.h"
 #include "tools/trace/offsets_clock_map.h"
 #include "trace/align/correction_record.h"
@@ -105,7 +106,7 @@ bool BuildRecordedMaps(const std::vector<HostTrace>& hosts, HostMaps* out, std::
   out->source = "clock page mappings recorded by the GPU collector";
   for (const auto& h : hosts) {
     std::string why;
-    const std::string where = "host " + h.host + " (" + h.source.string() + ")";
+    const std::string where = "host " + ShownName(h.host) + " (" + h.source.string() + ")";
     const auto recorded = ReadRecordedMappings(*h.space, &why);
     if (!recorded) {
       *error = where + ": " + why + "; give --offsets instead";
@@ -140,7 +141,7 @@ bool BuildOffsetsHostMaps(const CorrectionFlags& flags, const std::vector<std::s
   for (size_t i = 0; i < names.size(); ++i) {
     auto map = offsets.ForNode(out->matches[i].node, error);
     if (!map) {
-      *error = "host " + names[i] + " (node " + std::to_string(out->matches[i].node) + ", " +
+      *error = "host " + ShownName(names[i]) + " (node " + std::to_string(out->matches[i].node) + ", " +
                out->matches[i].rule + "): " + *error;
       return false;
     }
@@ -166,7 +167,7 @@ bool BuildHostMaps(const CorrectionFlags& flags, const std::vector<HostTrace>& h
 bool MarkAligned(TraceInputs* in, std::string* error) {
   for (const auto& h : in->hosts) {
     if (FindPlane(*h.space, kCorrectionPlane) == nullptr) {
-      *error = "host " + h.host + " (" + h.source.string() +
+      *error = "host " + ShownName(h.host) + " (" + h.source.string() +
                ") is not aligned: give --offsets, or inputs written by chronolink-trace align";
       return false;
     }
@@ -209,7 +210,7 @@ void PrintAlignSummary(const std::vector<std::string>& notes, const HostMaps& ma
               "correction@1st", "correction@end", "bound max", "in gaps", "extrapol.");
   for (size_t i = 0; i < result.hosts.size(); ++i) {
     const HostAlignment& h = result.hosts[i];
-    std::printf("%-20s %5u %12lld %11.3f ms %11.3f ms %9.0f ns %10lld %10lld\n", h.host.c_str(),
+    std::printf("%-20s %5u %12lld %11.3f ms %11.3f ms %9.0f ns %10lld %10lld\n", ShownName(h.host).c_str(),
                 maps.matches[i].node, static_cast<long long>(h.events), h.correction_first_ns / 1e6,
                 h.correction_last_ns / 1e6, h.uncertainty_max_ns,
                 static_cast<long long>(h.events_gap), static_cast<long long>(h.events_extrapolated));
@@ -217,7 +218,7 @@ void PrintAlignSummary(const std::vector<std::string>& notes, const HostMaps& ma
   for (size_t i = 0; i < result.hosts.size(); ++i) {
     if (result.hosts[i].events_extrapolated > 0) {
       std::printf("note: %s: events reach %.3f s outside the solved offsets (extrapolated on the drift)\n",
-                  result.hosts[i].host.c_str(), result.hosts[i].max_beyond_span_ns / 1e9);
+                  ShownName(result.hosts[i].host).c_str(), result.hosts[i].max_beyond_span_ns / 1e9);
     }
   }
   for (const auto& note : notes) std::printf("note: %s\n", note.c_str());

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <optional>
 
+#include "common/quoted_text.h"
+
 namespace chronolink::trace {
 namespace {
 
@@ -102,7 +104,7 @@ bool ParseNodeId(const std::string& text, uint32_t* id) {
 bool ParseHostPattern(const std::string& text, HostPattern* out, std::string* error) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq + 1 == text.size() || !ParseNodeId(text.substr(0, eq), &out->node)) {
-    *error = "--host '" + text + "': expected NODE=HOST (a node id, '=', a host name or glob)";
+    *error = "--host " + QuotedText(text) + ": expected NODE=HOST (a node id, '=', a host name or glob)";
     return false;
   }
   out->pattern = text.substr(eq + 1);
@@ -122,7 +124,7 @@ bool LoadHostMapFile(const std::string& path, std::vector<HostPattern>* out, std
   }
   for (const auto& [host, node] : doc.items()) {
     if (!node.is_number_unsigned() || node.get<uint64_t>() > UINT32_MAX) {
-      *error = "host map " + path + ": the node of '" + host + "' must be a node id";
+      *error = "host map " + path + ": the node of " + QuotedText(host) + " must be a node id";
       return false;
     }
     out->push_back({node.get<uint32_t>(), host});
@@ -142,7 +144,7 @@ bool MapHostsToNodes(const std::vector<std::string>& hosts, const HostNodeRules&
   if (unmapped.empty()) return true;
   *error = "no node for host";
   *error += unmapped.size() > 1 ? "s " : " ";
-  for (size_t i = 0; i < unmapped.size(); ++i) *error += (i ? ", '" : "'") + unmapped[i] + "'";
+  for (size_t i = 0; i < unmapped.size(); ++i) *error += (i ? ", " : "") + QuotedText(unmapped[i]);
   *error += ": name them with --host NODE=HOST (or --host-map FILE), or give the cluster file "
             "with each node's \"hostname\"";
   return false;

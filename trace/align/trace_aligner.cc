@@ -17,7 +17,7 @@ namespace {
 bool Timed(const xspace::XEvent& e) { return e.data_case() != xspace::XEvent::kNumOccurrences; }
 
 std::string Where(const HostTrace& host, const xspace::XPlane& plane, const xspace::XLine& line) {
-  return "host " + host.host + ", plane " + QuotedText(plane.name()) + ", line " + QuotedText(line.name());
+  return "host " + ShownName(host.host) + ", plane " + QuotedText(plane.name()) + ", line " + QuotedText(line.name());
 }
 
 }  // namespace
@@ -177,7 +177,7 @@ bool CheckBound(const HostAlignment& h, const AlignOptions& options, std::string
                 "host %s: events would be placed with a bound of up to %.1f us (limit %.1f us, "
                 "--max-bound-us): %lld events fall in gaps of the offsets and %lld outside them. "
                 "Were the agents running and connected during the profile?",
-                h.host.c_str(), h.uncertainty_max_ns / 1e3, options.max_bound_ns / 1e3,
+                ShownName(h.host).c_str(), h.uncertainty_max_ns / 1e3, options.max_bound_ns / 1e3,
                 static_cast<long long>(h.events_gap), static_cast<long long>(h.events_extrapolated));
   *error = text;
   return false;
@@ -235,11 +235,11 @@ bool AlignOnPlan(HostTrace* host, const HostClockMap& map, const AlignOptions& o
 
 bool CheckAlignable(const HostTrace& h, std::string* error) {
   if (h.clock != TraceClock::kHostRealtime) {
-    *error = "host " + h.host + " is already on cluster time (aligned twice?)";
+    *error = "host " + ShownName(h.host) + " is already on cluster time (aligned twice?)";
     return false;
   }
   if (!h.line_base_known) {
-    *error = "host " + h.host + " (" + h.source.string() +
+    *error = "host " + ShownName(h.host) + " (" + h.source.string() +
              "): its timestamps are relative to an unknown start; give the start "
              "(--origin HOST=NS, or the .chronolink-origin.json sidecar)";
     return false;
@@ -257,12 +257,12 @@ bool PlanHostSpan(const std::string& host, const HostSpanInstants& span, const H
   const auto first = map.Map(span.first);
   const auto last = map.Map(span.last);
   if (!first || !last) {
-    *error = "host " + host + ": no clock correction covers its trace (" + map.Describe() + ")";
+    *error = "host " + ShownName(host) + ": no clock correction covers its trace (" + map.Describe() + ")";
     return false;
   }
   const int64_t beyond = std::max(first->beyond_span_ns, last->beyond_span_ns);
   if (beyond > options.max_extrapolation_ns) {
-    *error = "host " + host + ": its trace reaches " + std::to_string(beyond / 1'000'000) +
+    *error = "host " + ShownName(host) + ": its trace reaches " + std::to_string(beyond / 1'000'000) +
              " ms outside the solved offsets (limit " +
              std::to_string(options.max_extrapolation_ns / 1'000'000) +
              " ms, --max-extrapolation-s): were the offsets recorded during this profile?";
@@ -290,7 +290,7 @@ bool PlanAlignment(const std::vector<std::string>& hosts, const std::vector<Host
   int64_t origin = std::numeric_limits<int64_t>::max();
   for (size_t i = 0; i < hosts.size(); ++i) {
     if (maps[i] == nullptr) {
-      *error = "host " + hosts[i] + " has no clock correction";
+      *error = "host " + ShownName(hosts[i]) + " has no clock correction";
       return false;
     }
     TraceInstant mapped_first;
@@ -312,7 +312,7 @@ bool AlignPlannedHost(size_t index, HostTrace* host, const HostClockMap& map, co
   HostSpanInstants span;
   if (!HostSpan(*host, &span, error)) return false;
   if (span.first != stats.first_host || span.last != stats.last_host) {
-    *error = "host " + host->host + ": its span read from the parsed file differs from the span planned " +
+    *error = "host " + ShownName(host->host) + ": its span read from the parsed file differs from the span planned " +
              "before (a bug in the span scan, or the file changed in between: please report it)";
     return false;
   }

@@ -29,12 +29,12 @@ bool CheckHosts(const std::vector<const HostTrace*>& hosts, std::string* error) 
   }
   for (const HostTrace* h : hosts) {
     if (h->clock != hosts.front()->clock) {
-      *error = "host " + h->host + " is on another clock than host " + hosts.front()->host +
+      *error = "host " + ShownName(h->host) + " is on another clock than host " + ShownName(hosts.front()->host) +
                ": align before combining";
       return false;
     }
     if (!h->line_base_known) {
-      *error = "host " + h->host + ": its times are relative to an unknown start";
+      *error = "host " + ShownName(h->host) + ": its times are relative to an unknown start";
       return false;
     }
   }
@@ -47,7 +47,7 @@ bool Rebase(xspace::XPlane* plane, int64_t shift_ns, const std::string& host, st
   for (auto& line : *plane->mutable_lines()) {
     int64_t ts;
     if (__builtin_add_overflow(line.timestamp_ns(), shift_ns, &ts)) {
-      *error = "host " + host + ", plane " + QuotedText(plane->name()) + ": timestamps overflow when combined";
+      *error = "host " + ShownName(host) + ", plane " + QuotedText(plane->name()) + ": timestamps overflow when combined";
       return false;
     }
     line.set_timestamp_ns(ts);

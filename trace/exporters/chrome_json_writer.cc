@@ -331,7 +331,7 @@ class DocumentWriter {
   bool ChooseOrigin(int64_t* origin, std::string* error) const {
     for (const HostTrace* h : hosts_) {
       if (!h->line_base_known) {
-        *error = "host " + h->host + " (" + h->source.string() +
+        *error = "host " + ShownName(h->host) + " (" + h->source.string() +
                  "): its timestamps are relative to an unknown start, so it cannot share a "
                  "timeline with others; give its start (--origin HOST=NS)";
         return false;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/quoted_text.h"
 #include "trace/importers/chrome_json/chrome_json_reader.h"
 #include "trace/importers/xspace/run_directory.h"
 #include "trace/importers/xspace/xspace_reader.h"
@@ -109,7 +110,7 @@ bool CheckDistinctFiles(const TraceInputList& list, std::string* error) {
   std::set<std::string> seen;
   for (const auto& f : list.files) {
     if (!seen.insert(f.host).second) {
-      *error = "two inputs are both host '" + f.host + "' (" + f.path.string() +
+      *error = "two inputs are both host " + QuotedText(f.host) + " (" + f.path.string() +
                "): outputs are named by host, rename one";
       return false;
     }

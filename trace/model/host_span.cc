@@ -16,7 +16,7 @@ bool HostSpan(const HostTrace& host, HostSpanInstants* span, std::string* error)
         const auto s = EventStart(host.line_base_ns, line, event);
         const auto e = s ? AddPs(*s, event.duration_ps()) : std::nullopt;
         if (!s || !e) {
-          *error = "host " + host.host + ": an event of plane " + QuotedText(plane.name()) + " line " +
+          *error = "host " + ShownName(host.host) + ": an event of plane " + QuotedText(plane.name()) + " line " +
                    QuotedText(line.name()) + " lies outside int64 nanoseconds";
           return false;
         }
@@ -26,7 +26,7 @@ bool HostSpan(const HostTrace& host, HostSpanInstants* span, std::string* error)
     }
   }
   TakeSessionBounds(*host.space, span, &any);
-  if (!any) *error = "host " + host.host + ": the trace has no timed event";
+  if (!any) *error = "host " + ShownName(host.host) + ": the trace has no timed event";
   return any;
 }
 

@@ -257,6 +257,18 @@ TEST_F(TraceCliTest, AHostWithNoNodeIsNamed) {
   ExpectNoOutput(out);
 }
 
+// A host is named by its file: whoever can write the logdir chooses the
+// name. A newline or an escape sequence in it reaches the output escaped.
+TEST_F(TraceCliTest, AHostNameCannotForgeALineOrDriveTheTerminal) {
+  WriteHost("gpu\n[fake] align: all hosts aligned\x1b[2J", 5);
+  const ProcessResult r =
+      Run({"align", (dir_ / "logs").string(), "--offsets", WriteOffsets().string(), "--out", (dir_ / "o").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("\n[fake]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\\n[fake]"), std::string::npos) << r.err;
+}
+
 TEST_F(TraceCliTest, ATraceInALongGapOfTheOffsetsIsRefusedWithWhy) {
   WriteHost("b", 5);  // events at kStart + 1 s .. + 1.005 s
   // Node 2 unreachable from instant 0 to 9: the trace sits 17 s from its
