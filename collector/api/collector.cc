@@ -49,6 +49,7 @@ std::unique_ptr<Collector> Collector::Create(const CollectorOptions& options, st
     if (!c->OpenClockPage()) {
       spdlog::warn("collector: clock page {} {}; exporting host time only, align with offsets.jsonl later",
                    QuotedText(options.clock_page), c->page_refusal_.empty() ? "is absent" : c->page_refusal_);
+      c->last_logged_refusal_ = c->page_refusal_;  // said once, until what is found there changes
     }
   }
   return c;
