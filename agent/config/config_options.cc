@@ -39,8 +39,9 @@ const Spec kSpecs[] = {
      "Directory for edges.jsonl and offsets.jsonl (default: .)"},
     {"peers", "peers", Kind::kIdList, "IDS", kGeneral,
      "Comma-separated node ids to probe (default: every other node of the cluster)"},
-    {"metrics", "metrics", Kind::kString, "ADDR:PORT", kGeneral,
-     "Serve Prometheus metrics at http://ADDR:PORT/metrics, e.g. 127.0.0.1:9319 (default: off)"},
+    {"metrics", "metrics", Kind::kString, "[ADDR:]PORT", kGeneral,
+     "Serve Prometheus metrics at http://ADDR:PORT/metrics; a bare PORT is 127.0.0.1:PORT (loopback), "
+     "ADDR:PORT another address, e.g. the node's 10.0.0.1:9319 (default: off)"},
     {"log_level", "log-level", Kind::kLogLevel, "LEVEL", kGeneral,
      "trace|debug|info|warn|error (default: info)"},
     {"duration_s", "duration-s", Kind::kNsFromSec, "SEC", kGeneral,

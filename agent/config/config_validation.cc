@@ -468,10 +468,12 @@ bool ValidateOutputs(const Merged& m, AgentConfig* c, std::string* error) {
   c->log_level = m.Get<std::string>("log_level", c->log_level);
   const std::string metrics = m.Get<std::string>("metrics", "off");
   if (metrics == "off") return true;
+  // A bare PORT serves on loopback only: the port takes no authentication,
+  // so reaching it from the network must be asked for by address.
   const size_t colon = metrics.rfind(':');
-  std::string host = colon == std::string::npos ? "" : metrics.substr(0, colon);
+  std::string host = colon == std::string::npos ? "127.0.0.1" : metrics.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  const std::string port = colon == std::string::npos ? "" : metrics.substr(colon + 1);
+  const std::string port = colon == std::string::npos ? metrics : metrics.substr(colon + 1);
   int64_t port_value = -1;
   try {
     size_t used = 0;
@@ -482,7 +484,17 @@ bool ValidateOutputs(const Merged& m, AgentConfig* c, std::string* error) {
   }
   if (!IsIpAddressLiteral(host) || port_value < 0 || port_value > 65535) {
     return Fail(error, "metrics address '" + metrics + "' (" + m.From("metrics") +
-                           ") must be IP:PORT, e.g. 127.0.0.1:9319 ([::1]:9319 for IPv6; port 0 picks one), or off");
+                           ") must be IP:PORT, e.g. 10.0.0.1:9319 ([::1]:9319 for IPv6), or a bare PORT for "
+                           "127.0.0.1:PORT (port 0 picks one), or off");
+  }
+  unsigned char any[16] = {};
+  unsigned char bytes[16] = {};
+  const int family = AddressFamily(host);
+  if (inet_pton(family, host.c_str(), bytes) == 1 &&
+      std::memcmp(bytes, any, family == AF_INET ? 4 : 16) == 0) {
+    c->warnings.push_back("metrics on the wildcard address " + metrics + " (" + m.From("metrics") +
+                          "): the metrics port is then reachable from every network this node is on; "
+                          "bind the node's own address (IP:PORT) or loopback (a bare PORT) instead");
   }
   c->metrics_address = host;
   c->metrics_port = static_cast<uint16_t>(port_value);

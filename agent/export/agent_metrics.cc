@@ -119,6 +119,14 @@ void AppendAgentMetrics(const AgentMetricsSnapshot& s, PrometheusText& t) {
   t.Sample("chronolink_windows_written_total", {{"node", node}}, static_cast<double>(s.windows_written));
   t.Family("chronolink_clock_steps_total", "Steps of this node's clock seen (their windows are discarded)", "counter");
   t.Sample("chronolink_clock_steps_total", {{"node", node}}, static_cast<double>(s.clock_steps));
+  if (!s.metrics_requests_refused.empty()) {
+    t.Family("chronolink_metrics_requests_refused_total",
+             "Connections to the metrics port refused (no metrics served), by reason", "counter");
+    for (const auto& [reason, n] : s.metrics_requests_refused) {
+      t.Sample("chronolink_metrics_requests_refused_total", {{"node", node}, {"reason", reason}},
+               static_cast<double>(n));
+    }
+  }
 }
 
 }  // namespace chronolink

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "agent/estimate/edge_windows.h"
 #include "agent/export/prometheus_text.h"
@@ -25,6 +27,8 @@ struct AgentMetricsSnapshot {
   std::map<uint32_t, int64_t> probe_interval_ns;  // per probed peer; absent or 0: not probed
   int64_t windows_written = 0;
   uint64_t clock_steps = 0;
+  // Requests the metrics HTTP server refused, by reason (MetricsRefusalName).
+  std::vector<std::pair<std::string, uint64_t>> metrics_requests_refused;
 };
 
 void AppendAgentMetrics(const AgentMetricsSnapshot& s, PrometheusText& t);

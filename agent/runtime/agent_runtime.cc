@@ -375,6 +375,10 @@ std::string AgentRuntime::RenderMetrics() const {
   for (const auto& [peer, pc] : snap.peers) snap.probe_interval_ns[peer] = engine_->IntervalOf(peer);
   snap.windows_written = windows_written_;
   snap.clock_steps = clock_steps_;
+  const MetricsRefusalCounts refused = metrics_.refused();
+  for (size_t i = 0; i < kNumMetricsRefusals; ++i) {
+    snap.metrics_requests_refused.emplace_back(MetricsRefusalName(static_cast<MetricsRefusal>(i)), refused[i]);
+  }
   PrometheusText t;
   AppendAgentMetrics(snap, t);
   cluster_.AppendMetrics(t);

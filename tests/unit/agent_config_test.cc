@@ -1258,5 +1258,57 @@ TEST_F(AgentConfigTest, ClusterSettingsFromTheFileAndClockPageOff) {
   EXPECT_EQ(again.config->cluster_settings.backend, CoordinationBackend::kNone);
 }
 
+
+// ---------------------------------------------------------------------------
+// The metrics port.
+
+TEST_F(AgentConfigTest, MetricsBarePortIsLoopbackAndAWildcardWarns) {
+  auto wildcard_warnings = [](const AgentConfig& c) {
+    return std::count_if(c.warnings.begin(), c.warnings.end(), [](const std::string& w) {
+      return w.find("reachable from every network") != std::string::npos;
+    });
+  };
+  Result r = LoadMinimal();
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(r.config->metrics_address.empty()) << "off by default";
+
+  r = LoadMinimal({"--metrics", "9319"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->metrics_address, "127.0.0.1");
+  EXPECT_EQ(r.config->metrics_port, 9319);
+  EXPECT_EQ(wildcard_warnings(*r.config), 0);
+  // From the file too, and the effective configuration spells it out.
+  const std::string cfg = Write("m.json", R"({"metrics": "0"})");
+  r = LoadMinimal({"--config", cfg});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->metrics_address, "127.0.0.1");
+  EXPECT_EQ(r.config->metrics_port, 0);
+  EXPECT_CONTAINS(EffectiveConfigJson(*r.config), "\"metrics\": \"127.0.0.1:0\"");
+
+  for (const auto& [given, address] : {std::pair{"10.0.0.1:9319", "10.0.0.1"}, std::pair{"[::1]:9319", "::1"},
+                                       std::pair{"127.0.0.1:9319", "127.0.0.1"}}) {
+    r = LoadMinimal({"--metrics", given});
+    ASSERT_TRUE(r.config) << given << ": " << r.error;
+    EXPECT_EQ(r.config->metrics_address, address);
+    EXPECT_EQ(r.config->metrics_port, 9319);
+    EXPECT_EQ(wildcard_warnings(*r.config), 0) << given;
+  }
+  for (const char* given : {"0.0.0.0:9319", "[::]:9319", "[0:0::0]:9319"}) {
+    r = LoadMinimal({"--metrics", given});
+    ASSERT_TRUE(r.config) << given << ": " << r.error;
+    ASSERT_EQ(wildcard_warnings(*r.config), 1) << given;
+    for (const std::string& w : r.config->warnings) {
+      if (w.find("reachable from every network") != std::string::npos) {
+        EXPECT_CONTAINS(w, given);
+        EXPECT_CONTAINS(w, "--metrics");
+        EXPECT_CONTAINS(w, "node's own address");
+      }
+    }
+  }
+  for (const char* bad : {"localhost:9319", "70000", "-1", "9319x", "10.0.0.1:"}) {
+    ExpectError(LoadMinimal({"--metrics", bad}), {"must be IP:PORT", "bare PORT", "--metrics"});
+  }
+}
+
 }  // namespace
 }  // namespace chronolink
