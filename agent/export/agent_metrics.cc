@@ -102,7 +102,8 @@ void AppendAgentMetrics(const AgentMetricsSnapshot& s, PrometheusText& t) {
                                   std::pair{"tx_not_sent", c.tap_tx_not_sent},
                                   std::pair{"rx_unverified", c.tap_rx_unverified},
                                   std::pair{"rx_late", c.tap_rx_late},
-                                  std::pair{"duplicate", c.tap_duplicates}}) {
+                                  std::pair{"duplicate", c.tap_duplicates},
+                                  std::pair{"bucket_full", c.tap_bucket_full}}) {
     t.Sample("chronolink_tap_records_unused_total", {{"node", node}, {"reason", reason}},
              static_cast<double>(n));
   }

@@ -655,6 +655,7 @@ void ProbeEngine::OnTapReceived(const TapStamp& t) {
       Observe(key, false, t.stamp);
       return;
     case TapStampBook::Verdict::kDuplicate: return;  // counted if an authentic datagram comes
+    case TapStampBook::Verdict::kBucketFull: return;  // counted by the book
     case TapStampBook::Verdict::kDuplicateAfterRead:
       ++counters_.tap_duplicates;
       SpoilReceived(key);
@@ -804,6 +805,7 @@ void ProbeEngine::FinalizeTuples(int64_t now_ns, int64_t before_ns) {
 EngineCounters ProbeEngine::counters() const {
   EngineCounters c = counters_;
   c.tap_rx_unverified = tap_book_.unverified_dropped();
+  c.tap_bucket_full = tap_book_.bucket_full();
   return c;
 }
 

@@ -81,6 +81,7 @@ struct EngineCounters {
   uint64_t tap_rx_unverified = 0;    // receive hook, no authentic datagram with its key and MAC came
   uint64_t tap_rx_late = 0;          // receive hook, after its datagram was read
   uint64_t tap_duplicates = 0;       // the packet was already seen at this hook and device
+  uint64_t tap_bucket_full = 0;      // a new id whose bucket in the book was full (keyed hash: flood)
   uint64_t duplicate_datagrams = 0;  // authentic datagrams received twice (copies, replays)
   uint64_t not_for_us = 0;          // authentic, but addressed to another node
   uint64_t unknown_sender = 0;      // authentic, from a node not in the cluster

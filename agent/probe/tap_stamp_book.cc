@@ -1,14 +1,77 @@
 #include "agent/probe/tap_stamp_book.h"
 
+#include <sodium.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
 namespace chronolink {
 
-TapStampBook::Entries::iterator TapStampBook::Insert(const Id& id, Pool pool) {
-  auto [it, inserted] = entries_.try_emplace(id);
-  if (inserted) {
-    std::list<Id>& list = ListOf(pool);
-    it->second.pool = pool;
-    it->second.pos = list.insert(list.end(), id);
+static_assert(std::tuple_size_v<TapStampBook::HashKey> == crypto_shorthash_KEYBYTES);
+
+namespace {
+
+TapStampBook::HashKey RandomHashKey() {
+  if (sodium_init() < 0) std::abort();  // no usable randomness source
+  TapStampBook::HashKey key;
+  randombytes_buf(key.data(), key.size());
+  return key;
+}
+
+void PutLe(uint8_t* p, uint64_t v, size_t bytes) {
+  for (size_t i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+}  // namespace
+
+TapStampBook::TapStampBook(Limits limits) : TapStampBook(limits, RandomHashKey()) {}
+
+TapStampBook::TapStampBook(Limits limits, const HashKey& hash_key)
+    : limits_(limits), entries_(0, IdHash{hash_key}) {
+  // Room for every entry the bounds allow (plus the one inserted before a
+  // trim) at a load of at most 1: the table never rehashes, and the bucket
+  // bound's odds (kMaxBucket) hold.
+  entries_.max_load_factor(1.0f);
+  entries_.reserve(limits_.held + limits_.remembered + 1);
+}
+
+size_t TapStampBook::IdHash::operator()(const Id& id) const {
+  // Every field, little-endian at fixed offsets (no struct padding).
+  const PacketKey& k = id.first;
+  uint8_t in[1 + 4 + 4 + 8 + 8 + 1 + kProbeMacSize];
+  in[0] = static_cast<uint8_t>(k.type);
+  PutLe(in + 1, k.sender, 4);
+  PutLe(in + 5, k.receiver, 4);
+  PutLe(in + 9, k.sender_epoch, 8);
+  PutLe(in + 17, k.seq, 8);
+  in[25] = k.index;
+  std::memcpy(in + 26, id.second.data(), kProbeMacSize);
+  uint8_t out[crypto_shorthash_BYTES];
+  crypto_shorthash(out, in, sizeof(in), key.data());
+  uint64_t h = 0;
+  std::memcpy(&h, out, sizeof(h));
+  return static_cast<size_t>(h);
+}
+
+size_t TapStampBook::longest_bucket() const {
+  size_t longest = 0;
+  for (size_t b = 0; b < entries_.bucket_count(); ++b) longest = std::max(longest, entries_.bucket_size(b));
+  return longest;
+}
+
+TapStampBook::Entries::iterator TapStampBook::Insert(const Id& id, Pool pool, bool* inserted) {
+  auto [it, is_new] = entries_.try_emplace(id);
+  if (inserted != nullptr) *inserted = is_new;
+  if (!is_new) return it;
+  if (entries_.bucket_size(entries_.bucket(id)) > kMaxBucket) {
+    entries_.erase(it);
+    ++bucket_full_;
+    return entries_.end();
   }
+  std::list<Id>& list = ListOf(pool);
+  it->second.pool = pool;
+  it->second.pos = list.insert(list.end(), id);
   return it;
 }
 
@@ -51,6 +114,7 @@ bool TapStampBook::AddSeen(Entry& e, const TapStamp& t, bool* no_room) {
 
 void TapStampBook::ExpectSent(const PacketKey& key, const PacketMac& mac) {
   auto it = Insert(Id{key, mac}, Pool::kRemembered);
+  if (it == entries_.end()) return;  // its send records will be counted as not sent
   MoveTo(it, Pool::kRemembered);
   it->second.sent = true;
   Trim();
@@ -69,11 +133,10 @@ TapStampBook::Verdict TapStampBook::OnRecord(const TapStamp& t) {
     }
     return no_room ? Verdict::kNoRoom : Verdict::kUse;
   }
-  auto it = entries_.find(id);
-  if (it == entries_.end()) {
-    it = Insert(id, Pool::kHeld);
-    it->second.held_since_ns = t.stamp.ns;
-  }
+  bool inserted = false;
+  auto it = Insert(id, Pool::kHeld, &inserted);
+  if (it == entries_.end()) return Verdict::kBucketFull;
+  if (inserted) it->second.held_since_ns = t.stamp.ns;
   Entry& e = it->second;
   bool no_room = false;
   if (!AddSeen(e, t, &no_room)) {
@@ -91,6 +154,7 @@ TapStampBook::Received TapStampBook::OnAuthenticDatagram(const PacketKey& key,
                                                          const PacketMac& mac) {
   Received out;
   auto it = Insert(Id{key, mac}, Pool::kRemembered);
+  if (it == entries_.end()) return out;  // held nothing (it would be in the bucket); not remembered
   Entry& e = it->second;
   out.duplicate = e.duplicate;
   if (!e.read) {

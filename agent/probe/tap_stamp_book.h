@@ -13,6 +13,10 @@
 // Memory is bounded: held receive records expire after a time-to-live or
 // when too many wait (forgeries never find their datagram), and the
 // packets remembered for duplicate detection are the most recent ones.
+// Work is bounded too: records are filed before any MAC is checked, so
+// their ids are the sender's choice; the table hashes them with SipHash
+// under a secret drawn per book, and refuses a new id whose bucket is full
+// (issue 29: a flood of ids colliding under an unkeyed hash cost 15x).
 // Single-threaded: the agent loop owns it, through the probe engine.
 #pragma once
 
@@ -20,7 +24,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
-#include <cstring>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -46,6 +49,7 @@ class TapStampBook {
     kDuplicateAfterRead, // the same, but the packet's stamps may already be in use
     kNotSent,            // send hook: not a packet we sent (key and MAC), or forgotten
     kNoRoom,             // more hooks and devices than one packet can pass: ignored
+    kBucketFull,         // receive hook: a new packet whose hash bucket is full: refused
   };
 
   // What the book held for an authentic datagram.
@@ -55,8 +59,20 @@ class TapStampBook {
     uint32_t duplicate_records = 0;  // records that repeated a hook and device before it came
   };
 
+  // The secret of the table's hash (crypto_shorthash_KEYBYTES).
+  using HashKey = std::array<uint8_t, 16>;
+  // More entries than this in one bucket: a new id there is refused. With a
+  // keyed hash and the table's load at most 1, an honest id meets a full
+  // bucket with probability about e^-1/16! = 2e-14 per insert (never, in
+  // practice); only someone who knows the secret can fill one.
+  static constexpr size_t kMaxBucket = 16;
+
   TapStampBook() : TapStampBook(Limits{}) {}
-  explicit TapStampBook(Limits limits) : limits_(limits) {}
+  // A random hash secret, drawn here (per run: an attacker cannot
+  // precompute colliding ids).
+  explicit TapStampBook(Limits limits);
+  // A fixed hash secret: tests and benchmarks only.
+  TapStampBook(Limits limits, const HashKey& hash_key);
 
   // This node is sending the packet (key, mac): its send-hook records follow.
   void ExpectSent(const PacketKey& key, const PacketMac& mac);
@@ -74,8 +90,20 @@ class TapStampBook {
   // their key and MAC (repeats included): forgeries, or packets whose
   // datagram never came.
   uint64_t unverified_dropped() const { return unverified_dropped_; }
+  // New ids refused because their hash bucket held kMaxBucket entries
+  // (records, sent packets and datagrams alike).
+  uint64_t bucket_full() const { return bucket_full_; }
   size_t held() const { return held_.size(); }
   size_t remembered() const { return remembered_.size(); }
+
+  // For tests: the keyed hash of an id, its bucket, and the longest bucket.
+  uint64_t HashOf(const PacketKey& key, const PacketMac& mac) const {
+    return entries_.hash_function()(Id{key, mac});
+  }
+  size_t BucketOf(const PacketKey& key, const PacketMac& mac) const {
+    return entries_.bucket(Id{key, mac});
+  }
+  size_t longest_bucket() const;
 
  private:
   using Id = std::pair<PacketKey, PacketMac>;
@@ -99,18 +127,19 @@ class TapStampBook {
   };
   // Hashed, not ordered: every probe passes the book several times, and on
   // the ordered map the key comparisons were the agent's largest user-space
-  // cost (PERFORMANCE §3). The MAC is a keyed hash already: its first
-  // bytes, mixed with the sequence number, spread the entries.
+  // cost (PERFORMANCE §3). Keyed SipHash-2-4 over every byte of the id: a
+  // sender chooses all of them (records are filed before the MAC check).
+  // Not noexcept on purpose: the table then stores each hash, so a lookup
+  // compares stored hashes before ids and a rehash does not hash again.
   struct IdHash {
-    size_t operator()(const Id& id) const {
-      uint64_t mac_head = 0;
-      std::memcpy(&mac_head, id.second.data(), sizeof(mac_head));
-      return static_cast<size_t>(mac_head ^ (id.first.seq * 0x9E3779B97F4A7C15ULL) ^ id.first.index);
-    }
+    HashKey key{};
+    size_t operator()(const Id& id) const;
   };
   using Entries = std::unordered_map<Id, Entry, IdHash>;
 
-  Entries::iterator Insert(const Id& id, Pool pool);
+  // The id's entry, new in `pool` if it was not there (*inserted); end()
+  // if it was not there and its bucket is full (counted).
+  Entries::iterator Insert(const Id& id, Pool pool, bool* inserted = nullptr);
   void MoveTo(Entries::iterator it, Pool pool);
   void Erase(Entries::iterator it);
   void Trim();
@@ -123,6 +152,7 @@ class TapStampBook {
   std::list<Id> held_;        // oldest first
   std::list<Id> remembered_;  // oldest first
   uint64_t unverified_dropped_ = 0;
+  uint64_t bucket_full_ = 0;
 };
 
 }  // namespace chronolink

@@ -320,7 +320,8 @@ void AgentRuntime::WriteStats(bool final) {
   // eBPF records the engine did not use, by reason (docs/bpf-tap.md).
   j["tap_records"] = {{"unrouted", c.tap_stamps_unrouted},  {"rx_own_sender", c.tap_rx_own_sender},
                       {"tx_not_sent", c.tap_tx_not_sent},   {"rx_unverified", c.tap_rx_unverified},
-                      {"rx_late", c.tap_rx_late},           {"duplicates", c.tap_duplicates}};
+                      {"rx_late", c.tap_rx_late},           {"duplicates", c.tap_duplicates},
+                      {"bucket_full", c.tap_bucket_full}};
   // Coverage: per direction, packets and how many got a stamp from each source.
   for (int dir = 0; dir < 2; ++dir) {
     nlohmann::ordered_json cov;

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 namespace chronolink {
 namespace {
 
@@ -104,6 +107,96 @@ TEST(TapStampBook, StaysWithinItsBoundsUnderAFloodOfForgeries) {
   // The newest packet is still remembered, an old one is forgotten.
   EXPECT_EQ(book.OnRecord(Record(CHRONOLINK_HOOK_TC_EGRESS, Key(999, 1, 2), Mac(1), 5)), Verdict::kUse);
   EXPECT_EQ(book.OnRecord(Record(CHRONOLINK_HOOK_TC_EGRESS, Key(0, 1, 2), Mac(1), 5)), Verdict::kNotSent);
+}
+
+// Records are filed before any MAC is checked, so a sender chooses every
+// byte of their ids. Under the old unkeyed hash (MAC bytes 0-7, sequence
+// number, index) these thousands of ids all shared one bucket, and every
+// lookup walked the whole chain (issue 29: 15x the agent's loop cost at
+// 15 k datagrams/s). Under the keyed hash they spread, and none is refused.
+TEST(TapStampBook, IdsCollidingInTheBytesASenderChoosesDoNotShareABucket) {
+  TapStampBook book(TapStampBook::Limits{}, TapStampBook::HashKey{1, 2, 3});
+  constexpr uint32_t kForged = 3000;
+  for (uint32_t i = 0; i < kForged; ++i) {
+    PacketKey key = Key(77, 2 + (i & 1));
+    key.sender_epoch = 0xE + i;
+    PacketMac mac = Mac(0x5A);                        // same first 8 bytes
+    for (int b = 8; b < 16; ++b) mac[b] = static_cast<uint8_t>(i >> (b & 3));
+    ASSERT_EQ(book.OnRecord(Record(CHRONOLINK_HOOK_XDP, key, mac, 100 + i)), Verdict::kHeld) << i;
+  }
+  EXPECT_EQ(book.held(), kForged);
+  EXPECT_EQ(book.bucket_full(), 0u);
+  EXPECT_LE(book.longest_bucket(), 12u);  // a handful for 3000 random hashes in 12k buckets
+  // A real packet after the flood: held, then given to its datagram.
+  EXPECT_EQ(book.OnRecord(Record(CHRONOLINK_HOOK_XDP, Key(78), Mac(3), 5000)), Verdict::kHeld);
+  const TapStampBook::Received r = book.OnAuthenticDatagram(Key(78), Mac(3));
+  ASSERT_EQ(r.stamps.size(), 1u);
+  EXPECT_EQ(r.stamps[0].ns, 5000);
+}
+
+// The hash secret is the book's own: drawn per book (per run), so colliding
+// ids cannot be computed ahead; a fixed secret gives a fixed hash.
+TEST(TapStampBook, TheHashDependsOnTheBooksSecret) {
+  const PacketKey key = Key(5);
+  const PacketMac mac = Mac(9);
+  TapStampBook a(TapStampBook::Limits{}, TapStampBook::HashKey{1});
+  TapStampBook a_again(TapStampBook::Limits{}, TapStampBook::HashKey{1});
+  TapStampBook b(TapStampBook::Limits{}, TapStampBook::HashKey{2});
+  EXPECT_EQ(a.HashOf(key, mac), a_again.HashOf(key, mac));
+  EXPECT_NE(a.HashOf(key, mac), b.HashOf(key, mac));
+  TapStampBook random_1, random_2;
+  EXPECT_NE(random_1.HashOf(key, mac), random_2.HashOf(key, mac));
+  // Every byte of the id counts, also those the old hash ignored.
+  PacketMac tail = mac;
+  tail[15] ^= 1;
+  PacketKey epoch = key;
+  ++epoch.sender_epoch;
+  PacketKey sender = key;
+  ++sender.sender;
+  PacketKey receiver = key;
+  ++receiver.receiver;
+  PacketKey type = key;
+  type.type = MessageType::kReverse;
+  for (const auto& [k, m] : {std::pair{key, tail}, std::pair{epoch, mac}, std::pair{sender, mac},
+                             std::pair{receiver, mac}, std::pair{type, mac}}) {
+    EXPECT_NE(a.HashOf(k, m), a.HashOf(key, mac));
+  }
+}
+
+// Someone who knew the secret could still fill one bucket: past kMaxBucket
+// entries a new id there is refused and counted, so no lookup walks further.
+TEST(TapStampBook, AFullBucketRefusesNewIdsAndCountsThem) {
+  TapStampBook::Limits limits;
+  limits.held = 64;
+  limits.remembered = 32;
+  TapStampBook book(limits, TapStampBook::HashKey{7});
+  // Find kMaxBucket + 2 ids in one bucket (about 100 buckets: a few
+  // thousand tries).
+  const size_t target = book.BucketOf(Key(0), Mac(1));
+  std::vector<uint64_t> seqs;
+  for (uint64_t seq = 0; seqs.size() < TapStampBook::kMaxBucket + 2 && seq < 1'000'000; ++seq) {
+    if (book.BucketOf(Key(seq), Mac(1)) == target) seqs.push_back(seq);
+  }
+  ASSERT_EQ(seqs.size(), TapStampBook::kMaxBucket + 2);
+  for (size_t i = 0; i < TapStampBook::kMaxBucket; ++i) {
+    EXPECT_EQ(book.OnRecord(Record(CHRONOLINK_HOOK_XDP, Key(seqs[i]), Mac(1), 10)), Verdict::kHeld);
+  }
+  EXPECT_EQ(book.longest_bucket(), TapStampBook::kMaxBucket);
+  const uint64_t over = seqs[TapStampBook::kMaxBucket];
+  EXPECT_EQ(book.OnRecord(Record(CHRONOLINK_HOOK_XDP, Key(over), Mac(1), 10)), Verdict::kBucketFull);
+  EXPECT_EQ(book.bucket_full(), 1u);
+  EXPECT_EQ(book.held(), TapStampBook::kMaxBucket);
+  EXPECT_EQ(book.longest_bucket(), TapStampBook::kMaxBucket);
+  // Its datagram finds nothing held; a packet we send there is not remembered.
+  EXPECT_TRUE(book.OnAuthenticDatagram(Key(over), Mac(1)).stamps.empty());
+  book.ExpectSent(Key(seqs.back()), Mac(1));
+  EXPECT_EQ(book.OnRecord(Record(CHRONOLINK_HOOK_TC_EGRESS, Key(seqs.back()), Mac(1), 20)),
+            Verdict::kNotSent);
+  EXPECT_EQ(book.bucket_full(), 3u);
+  // Ids already in the bucket are still found.
+  const TapStampBook::Received r = book.OnAuthenticDatagram(Key(seqs[0]), Mac(1));
+  ASSERT_EQ(r.stamps.size(), 1u);
+  EXPECT_EQ(r.stamps[0].ns, 10);
 }
 
 }  // namespace
