@@ -177,7 +177,7 @@ TEST_F(EtcdAttackTest, AWriterWithoutTheKeyMovesNoClock) {
     EXPECT_GE(cluster.value("refused", 0u), 3u) << "node " << n << ": " << cluster.dump();
     EXPECT_TRUE(cluster.contains("refused_by_reason") && cluster["refused_by_reason"].value("unsealed", 0u) >= 3u)
         << "node " << n << ": " << cluster.dump();
-    EXPECT_NE(AgentLog(n).find("etcd: refused the value at /test/"), std::string::npos) << "node " << n;
+    EXPECT_NE(AgentLog(n).find("etcd: refused the value at '/test/"), std::string::npos) << "node " << n;
     // Every address came from etcd alone: each was proved by the peer's
     // first answer, a pair or two into the run; none is the victim's.
     for (const auto& [peer, pc] : stats["peers"].items()) {
