@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 
 namespace chronolink {
 

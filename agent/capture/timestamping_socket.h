@@ -21,7 +21,7 @@
 #include <span>
 #include <string>
 
-#include "agent/clock/timestamp.h"
+#include "clock/timestamp.h"
 
 namespace chronolink {
 

@@ -10,10 +10,11 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/clock/timestamp.h"
-#include "agent/clock/virtual_clock.h"
 #include "agent/estimate/fit_span_range.h"
 #include "agent/wire/probe_codec.h"
+#include "clock/timestamp.h"
+#include "clock/virtual_clock.h"
+#include "options/option_values.h"
 
 namespace chronolink {
 
@@ -195,8 +196,8 @@ bool LoadClusterFile(const std::string& path, ClusterFile* out, std::string* err
 // fuzz target reads no file).
 bool ParseClusterFile(const std::string& text, const std::string& path, ClusterFile* out, std::string* error);
 
-// True if `text` is an IPv4 or IPv6 address literal (inet_pton).
-bool IsIpAddressLiteral(const std::string& text);
+// True if `text` is an IPv4 or IPv6 address literal (the options library's).
+using options::IsIpAddressLiteral;
 
 // The effective configuration as JSON text in the config-file format, for the
 // agent's startup log and run reports. Key material is never included: the

@@ -64,7 +64,6 @@ const ClusterNode* ClusterFile::Find(uint32_t id) const {
   return nullptr;
 }
 
-bool IsIpAddressLiteral(const std::string& text) { return ParseAddress(text, nullptr); }
 
 bool LoadClusterFile(const std::string& path, ClusterFile* out, std::string* error) {
   std::string text, why;

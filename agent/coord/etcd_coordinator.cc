@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "agent/clock/clock_reader.h"
 #include "agent/cluster/probe_graph.h"
 #include "agent/coord/member_view.h"
+#include "clock/clock_reader.h"
 
 namespace chronolink {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 
 namespace chronolink {
 

@@ -14,11 +14,11 @@
 #include <optional>
 #include <vector>
 
-#include "agent/clock/timestamp.h"
 #include "agent/estimate/fit_span_chooser.h"
 #include "agent/estimate/window_estimator.h"
 #include "agent/estimate/window_scatter.h"
 #include "agent/pair/tuple_assembler.h"
+#include "clock/timestamp.h"
 
 namespace chronolink {
 

@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "agent/clock/virtual_clock.h"
 #include "agent/estimate/edge_windows.h"
+#include "clock/virtual_clock.h"
 
 namespace chronolink {
 

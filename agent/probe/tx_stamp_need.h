@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-#include "agent/clock/timestamp.h"
+#include "clock/timestamp.h"
 
 namespace chronolink {
 

@@ -9,8 +9,6 @@
 #include <string>
 
 #include "agent/capture/timestamping_socket.h"
-#include "agent/clock/clock_reader.h"
-#include "agent/clock/clock_step_detector.h"
 #include "agent/config/agent_config.h"
 #include "agent/estimate/edge_windows.h"
 #include "agent/estimate/probe_cadence.h"
@@ -18,10 +16,12 @@
 #include "agent/export/metrics_http_server.h"
 #include "agent/export/packet_stamp_log.h"
 #include "agent/probe/probe_engine.h"
-#include "agent/runtime/socket_transport.h"
 #include "agent/runtime/cluster_service.h"
 #include "agent/runtime/hardware_stamps.h"
+#include "agent/runtime/socket_transport.h"
 #include "agent/runtime/tap_capture.h"
+#include "clock/clock_reader.h"
+#include "clock/clock_step_detector.h"
 
 namespace chronolink {
 

@@ -17,7 +17,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/clock/clock_reader.h"
 #include "agent/cluster/cluster_leader.h"
 #include "agent/config/agent_config.h"
 #include "agent/coord/coordinator.h"
@@ -25,6 +24,7 @@
 #include "agent/export/clock_mapping_publisher.h"
 #include "agent/export/offsets_jsonl_writer.h"
 #include "agent/export/prometheus_text.h"
+#include "clock/clock_reader.h"
 
 namespace chronolink {
 

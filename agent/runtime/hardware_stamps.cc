@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/capture/hw_timestamping.h"
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 
 namespace chronolink {
 

@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/clock/phc_mapping.h"
 #include "agent/config/agent_config.h"
+#include "clock/phc_mapping.h"
 
 namespace chronolink {
 

@@ -6,8 +6,8 @@
 #include <map>
 
 #include "agent/capture/timestamping_socket.h"
-#include "agent/clock/clock_reader.h"
 #include "agent/probe/probe_transport.h"
+#include "clock/clock_reader.h"
 
 namespace chronolink {
 

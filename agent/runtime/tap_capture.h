@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/capture/bpf_tap.h"
-#include "agent/clock/clock_reader.h"
-#include "agent/clock/kernel_clock_mapping.h"
 #include "agent/config/agent_config.h"
+#include "clock/clock_reader.h"
+#include "clock/kernel_clock_mapping.h"
 
 namespace chronolink {
 

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 #include "collector/clock/cluster_mapping_series.h"
 #include "collector/clock/device_clock_map.h"
 #include "collector/clock/device_counter.h"

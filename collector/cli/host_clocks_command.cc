@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 #include "collector/cli/child_command.h"
 #include "collector/cli/collect_commands.h"
 #include "collector/importers/host_clock_domains.h"

@@ -17,7 +17,7 @@
 #include <bit>
 #include <limits>
 
-#include "agent/clock/phc_mapping.h"
+#include "clock/phc_mapping.h"
 
 namespace chronolink::collector {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/clock/kernel_clock_mapping.h"  // ConvertedStamp
+#include "clock/kernel_clock_mapping.h"  // ConvertedStamp
 #include "collector/clock/snapshot_reading.h"
 
 namespace chronolink::collector {

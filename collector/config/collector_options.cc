@@ -13,15 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/config/config_options.h"
 #include "common/quoted_text.h"
+#include "options/option_values.h"
 
 namespace chronolink::collector {
 namespace {
 
-using config_internal::Kind;
-using config_internal::Payload;
-using config_internal::Spec;
+using options::Kind;
+using options::Payload;
+using options::Spec;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -91,7 +91,7 @@ bool AddText(const Spec& spec, const std::string& text, const std::string& origi
              std::string* error) {
   Payload value;
   std::string why;
-  if (!config_internal::ParseText(spec, text, fs::current_path(), &value, &why)) {
+  if (!options::ParseText(spec, text, fs::current_path(), &value, &why)) {
     *error = origin + ": " + why;
     return false;
   }
@@ -111,12 +111,12 @@ bool AddJsonObject(const json& object, const std::string& prefix, const fs::path
     }
     const Spec* spec = FindSpec(key);
     if (spec == nullptr) {
-      *error = "unknown key \"" + key + "\" in " + what + config_internal::DidYouMean(key, Keys());
+      *error = "unknown key \"" + key + "\" in " + what + options::DidYouMean(key, Keys());
       return false;
     }
     Payload parsed;
     std::string why;
-    if (!config_internal::ParseJsonValue(*spec, value, base, &parsed, &why)) {
+    if (!options::ParseJsonValue(*spec, value, base, &parsed, &why)) {
       *error = "\"" + key + "\" in " + what + ": " + why;
       return false;
     }
@@ -153,7 +153,7 @@ bool ReadConfigFile(const std::string& path, Layer* layer, std::string* error) {
 
 bool ReadEnvironment(Layer* layer, std::string* error) {
   for (const Spec& s : kSpecs) {
-    const std::string name = config_internal::EnvName(s);
+    const std::string name = options::EnvName(s);
     const char* v = std::getenv(name.c_str());
     if (v == nullptr || *v == '\0') continue;
     if (!AddText(s, v, name, layer, error)) return false;
@@ -183,7 +183,7 @@ bool ParseOrdinals(const std::string& text, std::vector<uint32_t>* out, std::str
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
-    item = config_internal::Trim(item);
+    item = options::Trim(item);
     char* end = nullptr;
     errno = 0;
     const unsigned long v = std::strtoul(item.c_str(), &end, 10);
@@ -201,7 +201,7 @@ std::vector<std::string> SplitSettings(const std::string& text) {
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
-    item = config_internal::Trim(item);
+    item = options::Trim(item);
     if (!item.empty()) out.push_back(item);
   }
   return out;
@@ -333,7 +333,7 @@ void AddCollectorFlags(CLI::App* app, OptionTexts* flags, std::string* config_fi
   for (const Spec& s : kSpecs) {
     const std::string key = s.key;
     const std::string name = std::string("--") + s.flag;
-    const std::string help = std::string(s.help) + " [env " + config_internal::EnvName(s) + "]";
+    const std::string help = std::string(s.help) + " [env " + options::EnvName(s) + "]";
     if (s.kind == Kind::kBool) {
       app->add_flag_callback(name, [flags, key] { (*flags)[key] = "true"; }, help)->group(s.group);
     } else {

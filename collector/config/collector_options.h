@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/clock/virtual_clock.h"
+#include "clock/virtual_clock.h"
 
 namespace chronolink::collector {
 

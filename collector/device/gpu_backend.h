@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 #include "collector/clock/snapshot_reading.h"
 #include "collector/device/gpu_activity.h"
 

@@ -11,7 +11,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 #include "common/own_output_file.h"
 
 namespace chronolink::collector {

@@ -5,7 +5,7 @@
 //
 // A measurement brackets one REALTIME read between two reads of the domain's
 // clock and keeps the tightest of a few such brackets (the idea of
-// agent/clock/kernel_clock_mapping.h, applied to BOOTTIME, MONOTONIC and
+// clock/kernel_clock_mapping.h, applied to BOOTTIME, MONOTONIC and
 // MONOTONIC_RAW): the REALTIME read happened at some domain instant inside
 // the bracket, so REALTIME - domain at the bracket's midpoint is known to
 // half its width plus the clocks' read granularity.
@@ -30,8 +30,8 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/clock/kernel_clock_mapping.h"  // ClockReadFn
-#include "agent/clock/timestamp.h"
+#include "clock/kernel_clock_mapping.h"  // ClockReadFn
+#include "clock/timestamp.h"
 
 namespace chronolink::collector {
 

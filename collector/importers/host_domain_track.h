@@ -1,6 +1,6 @@
 // One recorded host clock domain -> REALTIME for the importers: the samples
 // of a host-clocks file (host_clock_domains.h) held in ClockOffsetTracks
-// (agent/clock/kernel_clock_mapping.h: interpolation between the samples
+// (clock/kernel_clock_mapping.h: interpolation between the samples
 // around an instant with a bound from their errors and the rate-change
 // limit, a step between two samples making the instants between them
 // unconvertible). A recording holds thousands of samples and a track
@@ -30,7 +30,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "agent/clock/kernel_clock_mapping.h"
+#include "clock/kernel_clock_mapping.h"
 #include "collector/export/device_planes.h"
 #include "collector/importers/host_clock_domains.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "agent/clock/virtual_clock.h"
+#include "clock/virtual_clock.h"
 #include "tests/integration/testbed_fixture.h"
 
 #ifdef CHRONOLINK_HAVE_BPF

@@ -15,7 +15,7 @@
 #include <map>
 #include <memory>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 #include "tests/integration/cluster_fixture.h"
 
 namespace chronolink::testing {

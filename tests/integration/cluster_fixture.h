@@ -28,8 +28,8 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include "agent/clock/virtual_clock.h"
 #include "agent/coord/etcd_client.h"
+#include "clock/virtual_clock.h"
 #include "include/chronolink/clock_mapping_page.h"
 #include "tests/integration/testbed_fixture.h"
 #include "tests/support/etcd_server.h"

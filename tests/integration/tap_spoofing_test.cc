@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/clock/virtual_clock.h"
+#include "clock/virtual_clock.h"
 #include "tests/integration/testbed_fixture.h"
 
 namespace chronolink::testing {

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/clock/virtual_clock.h"
+#include "clock/virtual_clock.h"
 #include "tests/support/ci_rule.h"
 
 namespace chronolink::testing {

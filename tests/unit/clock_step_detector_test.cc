@@ -1,4 +1,4 @@
-#include "agent/clock/clock_step_detector.h"
+#include "clock/clock_step_detector.h"
 
 #include <gtest/gtest.h>
 

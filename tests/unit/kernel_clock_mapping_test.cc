@@ -1,4 +1,4 @@
-#include "agent/clock/kernel_clock_mapping.h"
+#include "clock/kernel_clock_mapping.h"
 
 #include <gtest/gtest.h>
 #include <time.h>
@@ -9,7 +9,7 @@
 #include <functional>
 #include <random>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 
 namespace chronolink {
 namespace {

@@ -1,4 +1,4 @@
-#include "agent/clock/phc_mapping.h"
+#include "clock/phc_mapping.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -15,8 +15,8 @@
 #include <map>
 #include <vector>
 
-#include "agent/clock/clock_reader.h"
 #include "agent/runtime/socket_transport.h"
+#include "clock/clock_reader.h"
 #include "tests/support/fast_probing.h"
 
 namespace chronolink {

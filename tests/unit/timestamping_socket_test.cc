@@ -9,7 +9,7 @@
 #include <map>
 #include <vector>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 
 namespace chronolink {
 namespace {

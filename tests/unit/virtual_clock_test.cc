@@ -1,10 +1,10 @@
-#include "agent/clock/virtual_clock.h"
+#include "clock/virtual_clock.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 
 namespace chronolink {
 namespace {

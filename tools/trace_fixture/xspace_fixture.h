@@ -4,7 +4,7 @@
 //
 // Every event is laid out on one TRUE timeline shared by all hosts, then
 // stamped with its host's virtual clock, the same formula the agent's
-// test clocks use (agent/clock/virtual_clock.h):
+// test clocks use (clock/virtual_clock.h):
 //     v = t + offset_ns + llround(drift_ppm * 1e-6 * (t - t0_ns))
 // so the true instant of any event is VirtualClock(host).Invert(stamp).
 //
@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/clock/virtual_clock.h"
+#include "clock/virtual_clock.h"
 #include "trace/model/host_trace.h"
 
 namespace chronolink::trace {

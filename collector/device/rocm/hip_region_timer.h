@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 #include "collector/device/gpu_activity.h"
 #include "collector/device/gpu_backend.h"
 #include "collector/device/rocm/hip_api.h"

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <string>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 #include "collector/clock/device_counter.h"
 #include "collector/clock/snapshot_reading.h"
 #include "collector/device/rocm/boot_device_map.h"

@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 #include "collector/device/gpu_activity.h"
 #include "collector/device/simulated/simulated_settings.h"
 

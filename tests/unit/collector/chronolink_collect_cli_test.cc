@@ -11,13 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include "agent/clock/clock_reader.h"
 #include "agent/export/clock_mapping_publisher.h"
+#include "clock/clock_reader.h"
 #include "tests/support/run_process.h"
 #include "trace/correct/recorded_mapping.h"
-#include "trace/model/host_span.h"
 #include "trace/exporters/xspace_writer.h"
 #include "trace/importers/xspace/xspace_reader.h"
+#include "trace/model/host_span.h"
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::collector {

@@ -13,10 +13,10 @@
 #include <filesystem>
 #include <thread>
 
-#include "agent/clock/clock_reader.h"
 #include "agent/export/clock_mapping_publisher.h"
-#include "trace/correct/recorded_mapping.h"
+#include "clock/clock_reader.h"
 #include "tests/support/ci_rule.h"
+#include "trace/correct/recorded_mapping.h"
 #include "trace/model/xplane_edit.h"
 
 namespace chronolink::collector {

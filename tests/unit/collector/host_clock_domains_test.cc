@@ -13,7 +13,7 @@
 #include <fstream>
 #include <thread>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 #include "collector/importers/host_clocks_loader.h"
 #include "collector/importers/host_domain_track.h"
 

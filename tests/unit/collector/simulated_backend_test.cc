@@ -13,7 +13,7 @@
 #include <set>
 #include <thread>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 #include "collector/device/simulated/simulated_settings.h"
 
 namespace chronolink::collector {

@@ -1,5 +1,5 @@
 // Test helper: a cluster of virtual clocks with exactly known truth (the
-// agent's test-mode clock, agent/clock/virtual_clock.h, and
+// agent's test-mode clock, clock/virtual_clock.h, and
 // tools/testbed/truth.py: v(t) = t + offset_ns + rate·(t − t0), t a shared
 // true clock) and the offsets.jsonl lines a solver would write for it.
 // Instants are handled relative to t0 in long double (64-bit mantissa:

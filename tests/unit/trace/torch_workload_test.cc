@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/clock/virtual_clock.cc"  // the agent's arithmetic, without linking the agent
+#include "clock/virtual_clock.cc"  // the agent's arithmetic, without linking the agent
 #include "tests/support/ci_rule.h"
 #include "tests/support/run_process.h"
 

@@ -8,7 +8,7 @@
 // time, timespec_get, hence std::chrono::system_clock and Python's
 // time.time/time_ns) read
 //     v = t + offset_ns + llround(drift_ppm * 1e-6 * (t - t0_ns))
-// the expression of VirtualClock::Apply (agent/clock/virtual_clock.cc),
+// the expression of VirtualClock::Apply (clock/virtual_clock.cc),
 // evaluated in the same order so the int64 result is identical bit for bit.
 // TAI is the wall clock plus the kernel's TAI offset, so its drift term is
 // taken against t - tai_offset (the same instant as the wall clock's t).

@@ -1,4 +1,4 @@
-#include "agent/clock/virtual_clock.h"
+#include "clock/virtual_clock.h"
 
 #include <cmath>
 

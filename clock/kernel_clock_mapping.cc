@@ -1,9 +1,9 @@
-#include "agent/clock/kernel_clock_mapping.h"
+#include "clock/kernel_clock_mapping.h"
 
 #include <algorithm>
 #include <limits>
 
-#include "agent/clock/clock_reader.h"
+#include "clock/clock_reader.h"
 
 namespace chronolink {
 

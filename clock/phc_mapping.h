@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/clock/kernel_clock_mapping.h"
+#include "clock/kernel_clock_mapping.h"
 
 namespace chronolink {
 

@@ -1,4 +1,4 @@
-#include "agent/clock/timestamp.h"
+#include "clock/timestamp.h"
 
 namespace chronolink {
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "agent/clock/virtual_clock.h"
+#include "clock/virtual_clock.h"
 
 namespace chronolink {
 
