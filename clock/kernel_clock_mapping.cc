@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "clock/clock_bracket.h"
 #include "clock/clock_reader.h"
 
 namespace chronolink {
@@ -174,28 +175,20 @@ KernelClockMapping::KernelClockMapping(const KernelClockMappingOptions& options,
 }
 
 bool KernelClockMapping::Bracket(clockid_t ref, ClockOffsetSample* out) {
-  int64_t best_width = std::numeric_limits<int64_t>::max();
-  int64_t best_before = 0;
-  int64_t best_real = 0;
+  TightestBracket tightest;
   for (int i = 0; i < options_.reads_per_sample; ++i) {
-    const int64_t before = read_(ref);
-    const int64_t real = read_(CLOCK_REALTIME);
-    const int64_t after = read_(ref);
-    const int64_t width = after - before;
-    if (width < 0 || width >= best_width) continue;
-    best_width = width;
-    best_before = before;
-    best_real = real;
+    ClockBracket b;
+    b.before_ns = read_(ref);
+    b.other_ns = read_(CLOCK_REALTIME);
+    b.after_ns = read_(ref);
+    tightest.Offer(b);
   }
-  if (best_width == std::numeric_limits<int64_t>::max()) return false;
-  // The REALTIME read latched at some reference instant in (before, after);
-  // with read values floored to the granularity g, the true offset lies in
-  // (real - after - g, real - before + g) and the midpoint estimate is within
-  // ceil(w / 2) + g of it.
-  out->ref_ns = best_before + best_width / 2;
-  out->offset_ns = best_real - out->ref_ns;
-  out->error_ns = (best_width + 1) / 2 + granularity_ns_;
-  out->bracket_ns = best_width;
+  if (!tightest.found()) return false;
+  const BracketOffset o = tightest.OffsetAtMidpoint(granularity_ns_);
+  out->ref_ns = o.ref_ns;
+  out->offset_ns = o.offset_ns;
+  out->error_ns = o.error_ns;
+  out->bracket_ns = o.bracket_ns;
   return true;
 }
 

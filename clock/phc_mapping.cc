@@ -13,6 +13,8 @@
 #include <limits>
 #include <vector>
 
+#include "clock/clock_bracket.h"
+
 namespace chronolink {
 
 namespace {
@@ -94,30 +96,24 @@ bool PhcOffsetFromTriplets(std::span<const PhcTriplet> triplets, PhcMethod metho
   PhcOffset best;
   best.method = method;
   best.samples = static_cast<int>(triplets.size());
-  int64_t best_width = std::numeric_limits<int64_t>::max();
+  TightestBracket tightest;
   for (const PhcTriplet& t : triplets) {
-    const int64_t width = t.sys_after_ns - t.sys_before_ns;
-    if (t.sys_before_ns <= 0 || t.sys_after_ns <= 0 || t.phc_ns < 0 || width < 0 ||
-        width > kPhcMaxBracketNs) {
-      ++best.rejected;
-      continue;
-    }
-    if (width >= best_width) continue;
-    best_width = width;
-    best.sys_ns = t.sys_before_ns + width / 2;
-    best.phc_ns = t.phc_ns;
+    const bool plausible = t.sys_before_ns > 0 && t.sys_after_ns > 0 && t.phc_ns >= 0 &&
+                           t.sys_after_ns - t.sys_before_ns <= kPhcMaxBracketNs;
+    if (!plausible || !tightest.Offer({t.sys_before_ns, t.phc_ns, t.sys_after_ns})) ++best.rejected;
   }
-  if (best_width == std::numeric_limits<int64_t>::max()) {
+  if (!tightest.found()) {
     *error = std::string(PhcMethodName(method)) + ": no valid sample among " +
              std::to_string(triplets.size()) +
              " (zero times, negative or over-wide brackets)";
     return false;
   }
-  // The PHC read latched at a system instant inside (before, after); see
-  // KernelClockMapping::Bracket for the granularity term.
-  best.offset_ns = best.phc_ns - best.sys_ns;
-  best.bracket_ns = best_width;
-  best.error_ns = (best_width + 1) / 2 + kPhcReadGranularityNs;
+  const BracketOffset o = tightest.OffsetAtMidpoint(kPhcReadGranularityNs);
+  best.sys_ns = o.ref_ns;
+  best.phc_ns = o.ref_ns + o.offset_ns;
+  best.offset_ns = o.offset_ns;
+  best.bracket_ns = o.bracket_ns;
+  best.error_ns = o.error_ns;
   *out = best;
   return true;
 }

@@ -11,6 +11,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "clock/clock_bracket.h"
 #include "clock/clock_reader.h"
 #include "common/own_output_file.h"
 
@@ -89,28 +90,21 @@ HostClockRecorder::HostClockRecorder(const HostClockRecorderOptions& options, Cl
 
 bool HostClockRecorder::Bracket(HostClockDomain domain, HostClockSample* out) {
   const clockid_t id = HostClockId(domain);
-  int64_t best_width = std::numeric_limits<int64_t>::max();
-  int64_t best_before = 0;
-  int64_t best_real = 0;
+  TightestBracket tightest;
   for (int i = 0; i < options_.reads_per_sample; ++i) {
-    const int64_t before = read_(id);
-    const int64_t real = read_(CLOCK_REALTIME);
-    const int64_t after = read_(id);
-    const int64_t width = after - before;
-    if (width < 0 || width >= best_width) continue;  // a clock going backwards is no bracket
-    best_width = width;
-    best_before = before;
-    best_real = real;
+    ClockBracket b;
+    b.before_ns = read_(id);
+    b.other_ns = read_(CLOCK_REALTIME);
+    b.after_ns = read_(id);
+    tightest.Offer(b);
   }
-  if (best_width > options_.max_bracket_ns) return false;  // also: no valid bracket at all
-  // The REALTIME read latched at a domain instant in [before, after]; values
-  // floored to the granularity g widen that by g on each side, so the
-  // midpoint's offset is within ceil(w / 2) + g of the truth.
+  if (tightest.width_ns() > options_.max_bracket_ns) return false;  // also: no valid bracket at all
+  const BracketOffset o = tightest.OffsetAtMidpoint(granularity_ns_);
   out->domain = domain;
-  out->ref_ns = best_before + best_width / 2;
-  out->offset_ns = best_real - out->ref_ns;
-  out->error_ns = (best_width + 1) / 2 + granularity_ns_;
-  out->bracket_ns = best_width;
+  out->ref_ns = o.ref_ns;
+  out->offset_ns = o.offset_ns;
+  out->error_ns = o.error_ns;
+  out->bracket_ns = o.bracket_ns;
   return true;
 }
 
