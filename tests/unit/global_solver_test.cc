@@ -488,6 +488,44 @@ TEST(GlobalSolver, HuberBoundsTheInfluenceOfABadEdge) {
     EXPECT_NEAR(r.Find(n)->offset_ns, TrueOffset(t, n, 1), 500.0) << n;  // ≈ k·u·loop/4
 }
 
+// Every estimate of a complete graph of 5 is right about the offset, and
+// node 2's estimate of peer 4 reports a drift 50 ppm off with the same
+// uncertainty as the rest. The offset pass cannot see it (its offset at the
+// instant evaluated is right: x0 sits there); only the drift pass's own
+// re-weighting can. Plain least squares would move 2 and 4 by about 5 ppm
+// each (the link's two directions average to 25 ppm; the link carries 2/5
+// of it in K5), so 1 ppm tells the two apart.
+TEST(GlobalSolver, AnEdgeWhoseDriftAloneIsOffLosesItsWeightForTheDrifts) {
+  const auto nodes = Range(1, 5);
+  const Truth t = MakeTruth(nodes, 17);
+  std::vector<EdgeEstimate> edges;
+  constexpr double kBadDrift = 50e-6;
+  for (uint32_t a : nodes)
+    for (uint32_t b : nodes) {
+      if (a == b) continue;
+      if (a == 2 && b == 4) {
+        // x0 where the solver evaluates node 2's estimates (T + its offset
+        // against the reference): the wrong slope changes no offset there.
+        EdgeEstimate e = Estimate(t, a, b, kT + std::llround(TrueOffset(t, a, 1)), 100.0);
+        e.alpha += kBadDrift;
+        edges.push_back(e);
+      } else {
+        edges.push_back(Estimate(t, a, b, a < b ? kT - kSecond : kT + kSecond / 2, 100.0));
+      }
+    }
+  SolverOptions opt;
+  opt.reference_node = 1;
+  const SolveResult r = Solve(edges, kT, opt);
+  EXPECT_TRUE(r.converged);
+  const double rd = t.drift.at(1);
+  for (uint32_t n : nodes) {
+    EXPECT_NEAR(r.Find(n)->offset_ns, TrueOffset(t, n, 1), 5.0) << "node " << n;
+    EXPECT_NEAR(r.Find(n)->drift, (t.drift.at(n) - rd) / (1 + rd), 1e-6) << "node " << n;
+  }
+  for (const auto& e : r.edges)  // its offset is fine: the offset pass keeps it
+    EXPECT_GT(e.robust_weight, 0.9) << e.node << "->" << e.peer;
+}
+
 TEST(GlobalSolver, DisconnectedComponentsAreUnreachable) {
   const auto big = Range(1, 5);
   const auto small = Range(20, 3);

@@ -409,6 +409,56 @@ TEST(DeviceClockMapTest, ExtrapolationGrowsWithDistanceAndStopsAtTheLimit) {
   EXPECT_FALSE(fitted.ToHost(last + fitted.options().max_extrapolation_ns + 1).ok);
 }
 
+// A sampler that stalls: 1 s samples, then nothing for a minute, then
+// nothing for ten minutes. The rate drifts 10 ppb/s, so across the 600 s gap
+// it moves by 6 ppm and the truth bows off the chord by a/2 (D/2)^2 = 450 us
+// at the middle, far beyond the knots' ~1 us errors: only the curvature
+// term (rho times the periods the gap spans) covers it, and it grows with
+// the gap (about rho p D / 4: 1 ms for the minute, 90 ms for ten).
+TEST(DeviceClockMapTest, TheBoundBetweenFarApartKnotsCoversTheRateChangeInTheGap) {
+  SimulatedGpuClock gpu;
+  gpu.bits = 64;  // a 32-bit counter would wrap unseen in the gaps
+  gpu.drift_ppb_per_s = 10;
+  gpu.wander_ppb = 0;
+  ReadModel reads;
+  reads.slow_fraction = 0;  // every sample kept: the gaps are where they are put
+  Sampler sampler(gpu, reads, 15);
+  DeviceClockMap map(OptionsFor(gpu));
+  std::vector<int64_t> sample_s;
+  for (int64_t s = 0; s <= 60; ++s) sample_s.push_back(s);
+  for (int64_t s = 120; s <= 180; ++s) sample_s.push_back(s);  // after a 60 s gap
+  for (int64_t s = 780; s <= 840; ++s) sample_s.push_back(s);  // after a 600 s gap
+  for (int64_t s : sample_s) {
+    ASSERT_EQ(map.AddSample(sampler.ReadsAt(s * kSec)), SampleOutcome::kAccepted) << s;
+  }
+  const std::vector<DeviceClockKnot> knots = map.Knots();
+  ASSERT_EQ(knots.size(), sample_s.size());
+  // Knot indices: 60 -> 61 spans the minute, 121 -> 122 the ten minutes.
+  const auto gap_mid = [&](size_t hi) { return (knots[hi - 1].device_ns + knots[hi].device_ns) / 2; };
+  const int64_t sampled_mid = gap_mid(30);
+  const int64_t minute_mid = gap_mid(61);
+  const int64_t ten_minutes_mid = gap_mid(122);
+
+  const ConvertedStamp far = map.ToHost(ten_minutes_mid);
+  ASSERT_TRUE(far.ok);
+  const int64_t miss = std::llabs(far.realtime_ns - gpu.TrueHostNs(ten_minutes_mid));
+  EXPECT_GT(miss, 300'000);  // the truth really is far off the chord
+  EXPECT_LE(miss, far.error_ns + 1) << "bound " << far.error_ns << " ns";
+  Coverage c = CheckToHost(map, gpu, knots[121].device_ns, knots[122].device_ns, 2'000, 16);
+  EXPECT_EQ(c.violations, 0) << "worst excess " << c.worst_excess_ns << " ns";
+  EXPECT_EQ(c.converted, c.checked);
+
+  const ConvertedStamp sampled = map.ToHost(sampled_mid);
+  const ConvertedStamp minute = map.ToHost(minute_mid);
+  ASSERT_TRUE(sampled.ok);
+  ASSERT_TRUE(minute.ok);
+  EXPECT_LE(std::llabs(minute.realtime_ns - gpu.TrueHostNs(minute_mid)), minute.error_ns + 1);
+  EXPECT_LT(sampled.error_ns, 3'000);  // about half a bracket where sampled
+  EXPECT_GT(minute.error_ns, 10 * sampled.error_ns);
+  EXPECT_GT(far.error_ns, 10 * minute.error_ns);
+  EXPECT_LT(far.error_ns, kSec);  // loose, but still a bound
+}
+
 TEST(DeviceClockMapTest, ToDeviceInvertsWithTheSameBound) {
   SimulatedGpuClock gpu;
   gpu.step_at_ns = 30 * kSec + 50 * kMs;

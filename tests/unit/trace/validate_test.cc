@@ -412,6 +412,28 @@ TEST(ValidateTest, ReceiveBeforeItsSendIsAViolation) {
   EXPECT_EQ(xla_send.unmatched_events, 1);
 }
 
+// The tolerance bounds transfers as it does collectives: a receive that ends
+// exactly the tolerance (300 us) before its send started is not reported;
+// the send starting 1 ps later makes it a violation of 300 us + 1 ps.
+TEST(ValidateTest, TransferToleranceAbsorbsExactlyItsValue) {
+  ValidateOptions options;
+  options.tolerance_ns = 300'000;
+  auto hosts = SendRecvHosts(-500'000);
+  auto r = ValidateTraces(Ptrs(hosts), options);
+  EXPECT_EQ(Family(r, "gloo:recv").checked_instances, 1);
+  EXPECT_EQ(r.violations_total, 0);
+
+  // Host a's first plane, first line, first event: the gloo:send to rank 1.
+  auto* send = hosts[0].space->mutable_planes(0)->mutable_lines(0)->mutable_events(0);
+  send->set_offset_ps(send->offset_ps() + 1);
+  send->set_duration_ps(send->duration_ps() - 1);
+  r = ValidateTraces(Ptrs(hosts), options);
+  ASSERT_EQ(r.violations_total, 1);
+  EXPECT_TRUE(r.violations[0].transfer);
+  EXPECT_EQ(r.violations[0].by_ps, 300 * kUs + 1);
+  EXPECT_EQ(r.violations[0].started_last, "a");
+}
+
 // Kineto copies "Collective name" and the peer onto the NCCL kernel, so a
 // SendRecv kernel is a checkable transfer half on the device. Ranks from
 // `distributedInfo` on the importer's `chrome.top_level` plane. a (rank 0)
