@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <span>
 
-#include "agent/estimate/offset_bound.h"
+#include "agent/pair/offset_bound.h"
 
 namespace chronolink {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "agent/estimate/offset_bound.h"
+#include "agent/pair/offset_bound.h"
 #include "agent/pair/probe_tuple.h"
 
 namespace chronolink {

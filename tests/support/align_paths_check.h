@@ -23,10 +23,10 @@
 #include <string>
 #include <string_view>
 
-#include "trace/align/host_clock_map.h"
-#include "trace/align/trace_aligner.h"
 #include "proto/xplane.pb.h"
+#include "trace/align/trace_aligner.h"
 #include "trace/correct/clock_correction.h"
+#include "trace/correct/host_clock_map.h"
 
 namespace chronolink::trace::testing {
 

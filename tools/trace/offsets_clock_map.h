@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "trace/align/host_clock_map.h"
 #include "trace/correct/clock_correction.h"
+#include "trace/correct/host_clock_map.h"
 
 namespace chronolink::trace::cli {
 

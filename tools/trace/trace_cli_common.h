@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "trace/align/host_clock_map.h"
 #include "trace/align/host_node_map.h"
 #include "trace/align/trace_aligner.h"
+#include "trace/correct/host_clock_map.h"
 #include "trace/importers/trace_inputs.h"
 
 namespace chronolink::trace::cli {

@@ -6,8 +6,8 @@
 // host's CPU plane that XProf draws as counter tracks (docs/traces.md).
 #pragma once
 
-#include "trace/align/host_clock_map.h"
 #include "trace/align/trace_aligner.h"
+#include "trace/correct/host_clock_map.h"
 #include "trace/model/host_trace.h"
 
 namespace chronolink::trace {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trace/align/host_clock_map.h"
+#include "trace/correct/host_clock_map.h"
 #include "trace/model/host_span.h"
 #include "trace/model/host_trace.h"
 

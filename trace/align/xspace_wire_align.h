@@ -38,8 +38,8 @@
 #include <string_view>
 #include <vector>
 
-#include "trace/align/host_clock_map.h"
 #include "trace/align/trace_aligner.h"
+#include "trace/correct/host_clock_map.h"
 
 namespace chronolink::trace {
 

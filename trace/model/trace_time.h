@@ -78,7 +78,7 @@ inline std::optional<TraceInstant> SubPs(const TraceInstant& x, int64_t ps) {
 // to the ps (monotone, as order needs; |slope·(x − anchor)| stays far below
 // 2^62). The correction (trace/correct/node_correction.h) computes every
 // instant through one, and callers that map many instants of one piece
-// (trace/align/host_clock_map.h, MapCursor) through the same one.
+// (trace/correct/host_clock_map.h, MapCursor) through the same one.
 struct LinearClockPiece {
   TraceInstant anchor;
   int64_t offset_ps = 0;
@@ -101,7 +101,7 @@ struct LinearClockPiece {
 // function of its distance d (ps, 0 <= d < the segment's length) from the
 // left knot: trace/correct/node_correction.cc's interpolation bound,
 // written once, so that the correction (Interpolate) and a caller that
-// keeps a piece (trace/align/host_clock_map.h, MapCursor) compute it with
+// keeps a piece (trace/correct/host_clock_map.h, MapCursor) compute it with
 // the same operations in the same order: the same double, to the bit.
 // Edge holes widen it further; a piece that overlaps one has none of these.
 struct InterpolationBound {

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "tests/unit/trace/offsets_truth.h"
-#include "trace/align/host_clock_map.h"
 #include "trace/correct/clock_correction.h"
+#include "trace/correct/host_clock_map.h"
 #include "trace/correct/node_clock_map.h"
 
 namespace chronolink::trace {
