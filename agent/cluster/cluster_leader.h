@@ -18,7 +18,7 @@
 #include <tuple>
 #include <vector>
 
-#include "agent/coord/cluster_messages.h"
+#include "agent/cluster/cluster_messages.h"
 #include "agent/solve/clock_step_barriers.h"
 #include "agent/solve/global_solver.h"
 

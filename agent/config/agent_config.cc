@@ -241,6 +241,32 @@ int64_t SolutionLifetimeNs(const AgentConfig& c) {
   return SolveLagNs(c) + kSolvesMissed * c.estimation.window_ns;
 }
 
+CoordinationOptions CoordinationOptionsFrom(const AgentConfig& c) {
+  const ClusterSettings& cs = c.cluster_settings;
+  CoordinationOptions o;
+  o.backend = cs.backend;
+  o.node_id = c.node_id;
+  o.listen_address = c.listen_address;
+  o.listen_port = c.listen_port;
+  o.key = c.key;
+  o.cluster_id = c.cluster.cluster_id;
+  o.probe_k = cs.probe_k;
+  o.retention_ns = cs.retention_ns;
+  o.offsets_max_age_ns = SolutionLifetimeNs(c);
+  for (const ClusterNode& n : c.cluster.nodes) o.members.push_back(Member{n.id, n.address, n.port});
+  o.members_source = c.cluster_file_path;
+  o.coordination_port = cs.coordination_port;
+  o.etcd_endpoints = cs.etcd_endpoints;
+  o.etcd_prefix = cs.etcd_prefix;
+  o.etcd_cacert_pem = cs.etcd_cacert_pem;
+  o.etcd_cert_pem = cs.etcd_cert_pem;
+  o.etcd_key_pem = cs.etcd_key_pem;
+  o.etcd_user = cs.etcd_user;
+  o.etcd_password = cs.etcd_password;
+  o.lease_ttl_s = cs.lease_ttl_s;
+  return o;
+}
+
 std::string_view CoordinationBackendName(CoordinationBackend b) {
   switch (b) {
     case CoordinationBackend::kNone: return "none";

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/coord/coordination_options.h"
 #include "agent/estimate/fit_span_range.h"
 #include "agent/wire/probe_codec.h"
 #include "clock/timestamp.h"
@@ -100,11 +101,6 @@ struct EstimationSettings {
 };
 
 // How nodes find each other and elect the leader (docs/cluster.md).
-enum class CoordinationBackend : uint8_t {
-  kNone = 0,    // probe and write edges.jsonl only: no leader, no offsets
-  kStatic = 1,  // the cluster file; the lowest live node id leads
-  kEtcd = 2,    // members, leader, windows and offsets in etcd
-};
 std::string_view CoordinationBackendName(CoordinationBackend b);
 
 struct ClusterSettings {
@@ -184,6 +180,11 @@ int64_t SolveLagNs(const AgentConfig& config);
 // agent's page never lapses between solves, whatever its fit span, and
 // lapses once five solves in a row have not come.
 int64_t SolutionLifetimeNs(const AgentConfig& config);
+
+// What the coordinator needs of the configuration (coord/ knows nothing of
+// config/): identity, addresses, the key, the cluster file's members, the
+// backend's settings.
+CoordinationOptions CoordinationOptionsFrom(const AgentConfig& config);
 
 // Parses argv (flags), the environment and the config file; on any problem
 // returns nullopt with a human-readable message in *error (and for --help,

@@ -15,19 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "agent/coord/cluster_messages.h"
+#include "agent/cluster/cluster_messages.h"
+#include "agent/coord/coordination_options.h"
 
 namespace chronolink {
 
-struct AgentConfig;
-
-// A live member and where it listens for probes.
-struct Member {
-  uint32_t id = 0;
-  std::string address;
-  uint16_t port = 0;
-  friend bool operator==(const Member&, const Member&) = default;
-};
 
 struct CoordinatorStatus {
   std::string backend;            // "static" or "etcd"
@@ -81,7 +73,7 @@ class Coordinator {
   virtual CoordinatorStatus Status() const = 0;
 };
 
-// The backend the configuration names, or nullptr for "none".
-std::unique_ptr<Coordinator> MakeCoordinator(const AgentConfig& config);
+// The backend the options name, or nullptr for "none".
+std::unique_ptr<Coordinator> MakeCoordinator(const CoordinationOptions& options);
 
 }  // namespace chronolink

@@ -30,30 +30,30 @@ bool Supersedes(const OffsetsSnapshot& candidate, int64_t candidate_term, const 
 
 int64_t RealtimeNs() { return ReadClockNs(CLOCK_REALTIME); }
 
-EtcdDateLimits DateLimits(const AgentConfig& config) {
+EtcdDateLimits DateLimits(const CoordinationOptions& options) {
   EtcdDateLimits limits;
-  limits.max_age_ns = config.cluster_settings.retention_ns;
+  limits.max_age_ns = options.retention_ns;
   // As long as a clock page trusts a solution: older offsets are of no use
   // to a reader, and refusing them bounds what a replay of an authentic
   // snapshot can do.
-  limits.offsets_max_age_ns = SolutionLifetimeNs(config);
+  limits.offsets_max_age_ns = options.offsets_max_age_ns;
   return limits;
 }
 
 }  // namespace
 
-EtcdCoordinator::EtcdCoordinator(const AgentConfig& config)
-    : config_(config),
-      prefix_(config.cluster_settings.etcd_prefix),
-      codec_(config.key, prefix_, config.node_id, DateLimits(config)),
-      members_(Member{config.node_id, config.listen_address, config.listen_port}, codec_.MembersPrefix(),
+EtcdCoordinator::EtcdCoordinator(const CoordinationOptions& options)
+    : options_(options),
+      prefix_(options.etcd_prefix),
+      codec_(options.key, prefix_, options.node_id, DateLimits(options)),
+      members_(Member{options.node_id, options.listen_address, options.listen_port}, codec_.MembersPrefix(),
                [this](const EtcdKeyValue& kv, uint32_t id, Member* out) {
                  const std::optional<EtcdRefusal> refused = codec_.OpenMember(kv, id, out);
                  if (refused) Refuse(*refused, kv.key);
                  return !refused;
                }),
-      outbox_(config.cluster_settings.retention_ns) {
-  const ClusterSettings& cs = config.cluster_settings;
+      outbox_(options.retention_ns) {
+  const CoordinationOptions& cs = options;
   client_options_.endpoints = cs.etcd_endpoints;
   client_options_.connect_timeout_ms = 1000;
   client_options_.request_timeout_ms = 2000;
@@ -64,7 +64,7 @@ EtcdCoordinator::EtcdCoordinator(const AgentConfig& config)
 EtcdCoordinator::~EtcdCoordinator() { Stop(); }
 
 bool EtcdCoordinator::Start(std::string* error) {
-  const ClusterSettings& cs = config_.cluster_settings;
+  const CoordinationOptions& cs = options_;
   if (!cs.etcd_cacert_pem.empty()) {
     std::string why;
     client_options_.tls = EtcdTlsCredentials::Parse({cs.etcd_cacert_pem, cs.etcd_cert_pem, cs.etcd_key_pem}, &why);
@@ -191,11 +191,11 @@ void EtcdCoordinator::FlushLastWindows() {
 }
 
 bool EtcdCoordinator::EnsureMemberLease(int64_t now_ns) {
-  const int64_t ttl = config_.cluster_settings.lease_ttl_s;
+  const int64_t ttl = options_.lease_ttl_s;
   std::string error;
   if (member_lease_ != 0 && registration_lost_.exchange(false)) {
     // Deleted or overwritten by someone else: put it back under our lease.
-    const Member self{config_.node_id, config_.listen_address, config_.listen_port};
+    const Member self{options_.node_id, options_.listen_address, options_.listen_port};
     if (client_->Put(codec_.MemberKey(self.id), codec_.SealMember(self, member_lease_, RealtimeNs()), member_lease_,
                      &error)) {
       spdlog::warn("etcd: this node's registration was deleted or overwritten; registered again");
@@ -223,7 +223,7 @@ bool EtcdCoordinator::EnsureMemberLease(int64_t now_ns) {
     NoteError("granting the member lease", error);
     return false;
   }
-  const Member self{config_.node_id, config_.listen_address, config_.listen_port};
+  const Member self{options_.node_id, options_.listen_address, options_.listen_port};
   if (!client_->Put(codec_.MemberKey(self.id), codec_.SealMember(self, lease, RealtimeNs()), lease, &error)) {
     NoteError("registering this node", error);
     return false;
@@ -233,7 +233,7 @@ bool EtcdCoordinator::EnsureMemberLease(int64_t now_ns) {
   registration_lost_ = false;
   std::lock_guard<std::mutex> lock(mutex_);
   campaign_needed_ = true;  // a leader key on the old lease is gone with it
-  spdlog::info("etcd: registered as member {} (lease {:x}, {} s)", config_.node_id, lease, ttl);
+  spdlog::info("etcd: registered as member {} (lease {:x}, {} s)", options_.node_id, lease, ttl);
   return true;
 }
 
@@ -255,7 +255,7 @@ bool EtcdCoordinator::LoadMembers() {
   std::string error;
   // Our own key, whatever it holds, and authentic registrations only, page
   // by page (MemberView checks them again, counting nothing twice).
-  const std::string mine = codec_.MemberKey(config_.node_id);
+  const std::string mine = codec_.MemberKey(options_.node_id);
   auto wanted = [&](const EtcdKeyValue& kv) {
     if (kv.key == mine) return true;
     const std::optional<uint32_t> id = codec_.MemberIdOf(kv.key);
@@ -277,9 +277,9 @@ bool EtcdCoordinator::LoadMembers() {
 
 bool EtcdCoordinator::IsOwnRegistration(const EtcdKeyValue& kv) {
   Member m;
-  const std::optional<EtcdRefusal> refused = codec_.OpenMember(kv, config_.node_id, &m);
+  const std::optional<EtcdRefusal> refused = codec_.OpenMember(kv, options_.node_id, &m);
   if (refused) Refuse(*refused, kv.key);
-  return !refused && m == Member{config_.node_id, config_.listen_address, config_.listen_port};
+  return !refused && m == Member{options_.node_id, options_.listen_address, options_.listen_port};
 }
 
 bool EtcdCoordinator::LoadLeader() {
@@ -401,7 +401,7 @@ bool EtcdCoordinator::ManageWindowWatch() {
 }
 
 bool EtcdCoordinator::EnsureWindowLease(int64_t now_ns) {
-  const int64_t retention_s = std::max<int64_t>(10, config_.cluster_settings.retention_ns / 1'000'000'000);
+  const int64_t retention_s = std::max<int64_t>(10, options_.retention_ns / 1'000'000'000);
   // A fresh lease every half retention: each summary lives between one half
   // and one whole retention, and no lease needs keeping alive.
   if (window_lease_ != 0 && now_ns - window_lease_granted_ns_ < retention_s * 500'000'000) return true;
@@ -469,11 +469,11 @@ bool EtcdCoordinator::PublishGraph() {
   std::vector<uint32_t> ids;
   for (const Member& m : members) ids.push_back(m.id);
   ProbeGraphOptions go;
-  go.k = config_.cluster_settings.probe_k;
+  go.k = options_.probe_k;
   const ProbeGraph g = ProbeGraph::Build(ids, go);
   nlohmann::json edges = nlohmann::json::array();
   for (const ProbeEdge& e : g.edges()) edges.push_back({e.first, e.second});
-  const nlohmann::json j = {{"leader", config_.node_id}, {"members", ids}, {"k", g.k()}, {"edges", edges}};
+  const nlohmann::json j = {{"leader", options_.node_id}, {"members", ids}, {"k", g.k()}, {"edges", edges}};
   std::string error;
   if (!client_->Put(codec_.GraphKey(), codec_.SealGraph(j.dump(), member_lease_, RealtimeNs()), member_lease_,
                     &error)) {
@@ -487,7 +487,7 @@ bool EtcdCoordinator::PublishGraph() {
 void EtcdCoordinator::OnMemberEvents(const std::vector<EtcdEvent>& events) {
   // Our own key: MemberView keeps us a member whatever it says, but the
   // others see what etcd holds, so a deleted or forged one is put back.
-  const std::string mine = codec_.MemberKey(config_.node_id);
+  const std::string mine = codec_.MemberKey(options_.node_id);
   for (const EtcdEvent& e : events) {
     if (e.kv.key != mine || (e.type == EtcdEvent::Type::kPut && IsOwnRegistration(e.kv))) continue;
     registration_lost_ = true;
@@ -561,7 +561,7 @@ void EtcdCoordinator::OnOffsetsValue(const EtcdKeyValue& kv, bool retry) {
     latest_term_ = header.term;
     ++latest_version_;
   } else if (header.term == latest_term_ && s.reference_instant_ns == latest_->reference_instant_ns &&
-             s.sequence < latest_->sequence && header.writer != config_.node_id) {
+             s.sequence < latest_->sequence && header.writer != options_.node_id) {
     // An older solve of what we hold: a replay (our own put coming back
     // after a newer solve is not one).
     Refuse(EtcdRefusal::kStale, kv.key);
@@ -594,7 +594,7 @@ bool EtcdCoordinator::UpdateLeader(std::optional<LeaderClaim> leader, int64_t re
     if (!applied) return false;
     if (leader == before) return true;
     if (leader) {
-      spdlog::info("etcd: {} leads", leader->id == config_.node_id
+      spdlog::info("etcd: {} leads", leader->id == options_.node_id
                                          ? "this node (id " + std::to_string(leader->id) + ")"
                                          : "node " + std::to_string(leader->id));
       ++status_.leader_changes;
@@ -645,7 +645,7 @@ void EtcdCoordinator::PublishWindows(std::span<const WindowSummary> windows) {
 
 bool EtcdCoordinator::IsLeader() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return leader_view_.claim() && leader_view_.claim()->id == config_.node_id;
+  return leader_view_.claim() && leader_view_.claim()->id == options_.node_id;
 }
 
 std::vector<WindowSummary> EtcdCoordinator::TakeLeaderInbox() {
@@ -679,7 +679,7 @@ CoordinatorStatus EtcdCoordinator::Status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   CoordinatorStatus s = status_;
   const std::optional<LeaderClaim>& leader = leader_view_.claim();
-  s.is_leader = leader && leader->id == config_.node_id;
+  s.is_leader = leader && leader->id == options_.node_id;
   if (leader) s.leader = leader->id;
   s.refused = refusals_.total();
   const auto counts = refusals_.counts();

@@ -24,7 +24,6 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/config/agent_config.h"
 #include "agent/coord/coordinator.h"
 #include "agent/coord/etcd_auth.h"
 #include "agent/coord/etcd_client.h"
@@ -39,7 +38,7 @@ namespace chronolink {
 
 class EtcdCoordinator : public Coordinator {
  public:
-  explicit EtcdCoordinator(const AgentConfig& config);
+  explicit EtcdCoordinator(const CoordinationOptions& options);
   ~EtcdCoordinator() override;
 
   bool Start(std::string* error) override;
@@ -91,7 +90,7 @@ class EtcdCoordinator : public Coordinator {
   // first (a watch reconnected or was compacted: events may be missing).
   void Wake(bool reload);
 
-  const AgentConfig& config_;
+  const CoordinationOptions options_;
   const std::string prefix_;
   EtcdValueCodec codec_;
   EtcdRefusalLog refusals_;

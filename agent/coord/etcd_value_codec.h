@@ -25,7 +25,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/coord/cluster_messages.h"
+#include "agent/cluster/cluster_messages.h"
 #include "agent/coord/coordinator.h"
 #include "agent/coord/etcd_gateway.h"
 #include "agent/coord/etcd_value_seal.h"

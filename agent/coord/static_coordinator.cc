@@ -23,9 +23,8 @@ bool Supersedes(const OffsetsSnapshot& candidate, const std::optional<OffsetsSna
 
 }  // namespace
 
-StaticCoordinator::StaticCoordinator(const AgentConfig& config)
-    : config_(config), outbox_(config.cluster_settings.retention_ns) {
-  for (const ClusterNode& n : config.cluster.nodes) members_.push_back(Member{n.id, n.address, n.port});
+StaticCoordinator::StaticCoordinator(const CoordinationOptions& options)
+    : options_(options), members_(options.members), outbox_(options.retention_ns) {
   std::sort(members_.begin(), members_.end(), [](const Member& a, const Member& b) { return a.id < b.id; });
   status_.backend = "static";
 }
@@ -33,29 +32,29 @@ StaticCoordinator::StaticCoordinator(const AgentConfig& config)
 StaticCoordinator::~StaticCoordinator() { Stop(); }
 
 bool StaticCoordinator::Start(std::string* error) {
-  const uint16_t fixed_port = config_.cluster_settings.coordination_port;
+  const uint16_t fixed_port = options_.coordination_port;
   auto port_of = [&](const Member& m) { return fixed_port != 0 ? fixed_port : m.port; };
   ChannelIdentity identity;
-  identity.cluster_id = config_.cluster.cluster_id;
-  identity.node_id = config_.node_id;
-  identity.key = config_.key;
+  identity.cluster_id = options_.cluster_id;
+  identity.node_id = options_.node_id;
+  identity.key = options_.key;
   hub_ = std::make_unique<SecureChannelHub>(
       identity, ChannelOptions{},
       [this](uint32_t peer, uint16_t type, std::string_view payload) { OnMessage(peer, type, payload); },
       [](uint32_t peer, bool up) { spdlog::debug("coordination link to node {} {}", peer, up ? "up" : "down"); });
-  const uint16_t my_port = fixed_port != 0 ? fixed_port : config_.listen_port;
-  if (!hub_->Listen(config_.listen_address, my_port, error)) {
-    *error = "static coordination: cannot listen on TCP " + config_.listen_address + ":" +
+  const uint16_t my_port = fixed_port != 0 ? fixed_port : options_.listen_port;
+  if (!hub_->Listen(options_.listen_address, my_port, error)) {
+    *error = "static coordination: cannot listen on TCP " + options_.listen_address + ":" +
              std::to_string(my_port) + ": " + *error;
     return false;
   }
   // A connection to every lower id: the lowest one that answers leads.
   for (const Member& m : members_) {
-    if (m.id < config_.node_id) hub_->Connect(m.id, m.address, port_of(m));
+    if (m.id < options_.node_id) hub_->Connect(m.id, m.address, port_of(m));
   }
   thread_ = std::thread([this] { Loop(); });
   spdlog::info("static coordination on TCP port {}; {} member(s) from {}", hub_->listen_port(),
-               members_.size(), config_.cluster_file_path);
+               members_.size(), options_.members_source);
   return true;
 }
 
@@ -84,7 +83,7 @@ void StaticCoordinator::Loop() {
     // A new leader -- another node, or this one -- has not seen what went to
     // the old one, and a leader whose link comes back may have restarted:
     // everything held goes to it again (the leader drops duplicates).
-    const bool remote = leader && *leader != config_.node_id;
+    const bool remote = leader && *leader != options_.node_id;
     const bool up = remote && hub_->IsUp(*leader);
     if (leader && (leader != target || (remote && up && !target_link_up))) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -101,7 +100,7 @@ std::optional<uint32_t> StaticCoordinator::ElectLeader() const {
   // Lowest live id; a lower node not yet tried keeps the answer open, so
   // that a starting cluster does not elect every node for a moment.
   for (const Member& m : members_) {
-    if (m.id == config_.node_id) return m.id;
+    if (m.id == options_.node_id) return m.id;
     if (hub_->IsUp(m.id)) return m.id;
     if (!hub_->ConnectAttemptFailed(m.id)) return std::nullopt;
   }
@@ -111,10 +110,10 @@ std::optional<uint32_t> StaticCoordinator::ElectLeader() const {
 void StaticCoordinator::UpdateLeader() {
   const std::optional<uint32_t> elected = ElectLeader();
   std::lock_guard<std::mutex> lock(mutex_);
-  status_.connected = elected && (*elected == config_.node_id || hub_->IsUp(*elected));
+  status_.connected = elected && (*elected == options_.node_id || hub_->IsUp(*elected));
   if (!elected || elected == leader_) return;
-  if (*elected == config_.node_id) {
-    spdlog::info("static coordination: no lower node answers; this node (id {}) leads", config_.node_id);
+  if (*elected == options_.node_id) {
+    spdlog::info("static coordination: no lower node answers; this node (id {}) leads", options_.node_id);
   } else {
     spdlog::info("static coordination: node {} leads", *elected);
   }
@@ -129,7 +128,7 @@ void StaticCoordinator::FlushOutbox() {
   incoming_.clear();
   outbox_.Expire(now);
   if (!leader_) return;
-  if (*leader_ == config_.node_id) {
+  if (*leader_ == options_.node_id) {
     const std::vector<WindowSummary> mine = outbox_.Pending(outbox_.pending());
     inbox_.insert(inbox_.end(), mine.begin(), mine.end());
     outbox_.MarkDelivered(mine.size());
@@ -235,7 +234,7 @@ void StaticCoordinator::PublishWindows(std::span<const WindowSummary> windows) {
 
 bool StaticCoordinator::IsLeader() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return leader_ == config_.node_id;
+  return leader_ == options_.node_id;
 }
 
 std::vector<WindowSummary> StaticCoordinator::TakeLeaderInbox() {
@@ -277,7 +276,7 @@ CoordinatorStatus StaticCoordinator::Status() const {
                {"idle_timeouts", c.idle_timeouts},
                {"disconnects", c.disconnects},
                {"send_queue_full", c.send_queue_full}};
-  s.is_leader = leader_ == config_.node_id;
+  s.is_leader = leader_ == options_.node_id;
   s.leader = leader_;
   s.windows_published = outbox_.published() + incoming_.size();
   s.windows_delivered = outbox_.delivered();

@@ -21,7 +21,6 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/config/agent_config.h"
 #include "agent/coord/coordinator.h"
 #include "agent/coord/secure_channel.h"
 #include "agent/coord/window_outbox.h"
@@ -30,7 +29,7 @@ namespace chronolink {
 
 class StaticCoordinator : public Coordinator {
  public:
-  explicit StaticCoordinator(const AgentConfig& config);
+  explicit StaticCoordinator(const CoordinationOptions& options);
   ~StaticCoordinator() override;
 
   bool Start(std::string* error) override;
@@ -58,7 +57,7 @@ class StaticCoordinator : public Coordinator {
   void FlushOutbox();
   void SendOffsets();
 
-  const AgentConfig& config_;
+  const CoordinationOptions options_;
   std::vector<Member> members_;
   std::unique_ptr<SecureChannelHub> hub_;
   std::thread thread_;

@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "agent/coord/cluster_messages.h"
+#include "agent/cluster/cluster_messages.h"
 
 namespace chronolink {
 

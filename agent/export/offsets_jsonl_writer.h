@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "agent/coord/cluster_messages.h"
+#include "agent/cluster/cluster_messages.h"
 #include "agent/solve/global_solver.h"
 
 namespace chronolink {

@@ -66,7 +66,7 @@ bool ClusterService::OpenClockPage(std::string* error) {
 
 bool ClusterService::Start(std::string* error) {
   if (!OpenClockPage(error)) return false;
-  coordinator_ = MakeCoordinator(config_);
+  coordinator_ = MakeCoordinator(CoordinationOptionsFrom(config_));
   if (coordinator_ == nullptr) return true;
   if (!coordinator_->Start(error)) return false;
   leader_thread_ = std::thread([this] { LeaderLoop(); });

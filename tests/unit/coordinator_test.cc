@@ -284,7 +284,7 @@ class CoordinatorTestBase : public ::testing::Test {
 
   // Makes and starts the node's backend from its configuration.
   void StartNode(Node& node) {
-    node.coordinator = MakeCoordinator(*node.config);
+    node.coordinator = MakeCoordinator(CoordinationOptionsFrom(*node.config));
     ASSERT_NE(node.coordinator, nullptr);
     std::string error;
     ASSERT_TRUE(node.coordinator->Start(&error)) << "node " << node.id << ": " << error;
@@ -1241,7 +1241,7 @@ TEST_F(EtcdCoordinatorTest, WorksOverTlsWithAuthAndRefusesAWrongPassword) {
 
   // Start refuses, in one line, what no retry can fix.
   auto expect_start_refused = [&](const std::string& why) {
-    std::unique_ptr<Coordinator> refused = MakeCoordinator(*node(1).config);
+    std::unique_ptr<Coordinator> refused = MakeCoordinator(CoordinationOptionsFrom(*node(1).config));
     ASSERT_NE(refused, nullptr);
     std::string start_error;
     EXPECT_FALSE(refused->Start(&start_error));

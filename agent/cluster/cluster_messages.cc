@@ -1,4 +1,4 @@
-#include "agent/coord/cluster_messages.h"
+#include "agent/cluster/cluster_messages.h"
 
 #include <charconv>
 #include <cmath>

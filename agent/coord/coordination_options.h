@@ -1,0 +1,56 @@
+// What a coordinator needs to know, and nothing more: the caller gathers it
+// from the agent's configuration (CoordinationOptionsFrom,
+// agent/config/agent_config.h), so coord/ knows nothing of config/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/wire/cluster_key.h"
+
+namespace chronolink {
+
+enum class CoordinationBackend : uint8_t {
+  kNone = 0,    // probe and write edges.jsonl only: no leader, no offsets
+  kStatic = 1,  // the cluster file; the lowest live node id leads
+  kEtcd = 2,    // members, leader, windows and offsets in etcd
+};
+
+// A live member and where it listens for probes.
+struct Member {
+  uint32_t id = 0;
+  std::string address;
+  uint16_t port = 0;
+  friend bool operator==(const Member&, const Member&) = default;
+};
+
+struct CoordinationOptions {
+  CoordinationBackend backend = CoordinationBackend::kStatic;
+  uint32_t node_id = 0;
+  std::string listen_address;  // this node's probe address and port
+  uint16_t listen_port = 0;
+  ClusterKey key{};
+  uint32_t cluster_id = 0;
+  int probe_k = 0;                        // peers per node in the probe graph; 0: min(6, nodes - 1)
+  int64_t retention_ns = 120'000'000'000;  // windows kept for catch-up and failover
+  int64_t offsets_max_age_ns = 0;          // how long a clock page trusts a solution: older offsets are refused
+
+  // The static backend: every member, from the cluster file, and where
+  // they came from (for messages).
+  std::vector<Member> members;
+  std::string members_source;
+  uint16_t coordination_port = 0;  // TCP on every node; 0: each one's probe port
+
+  // The etcd backend (docs/deployment.md): endpoints (all http:// or all
+  // https://), the key prefix, TLS material (PEM text, read before the
+  // privilege drop), user/password auth, the member lease.
+  std::vector<std::string> etcd_endpoints;
+  std::string etcd_prefix = "/chronolink/";
+  std::string etcd_cacert_pem, etcd_cert_pem, etcd_key_pem;
+  std::string etcd_user;  // empty: no etcd auth
+  std::string etcd_password;
+  int64_t lease_ttl_s = 5;
+};
+
+}  // namespace chronolink
