@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/coord/cluster_messages.h"
+#include "agent/cluster/cluster_messages.h"
 #include "agent/coord/member_view.h"
 
 namespace {

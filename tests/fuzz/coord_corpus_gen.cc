@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/coord/cluster_messages.h"
+#include "agent/cluster/cluster_messages.h"
 #include "agent/coord/etcd_gateway.h"
 #include "agent/coord/etcd_value_codec.h"
 #include "agent/coord/member_view.h"

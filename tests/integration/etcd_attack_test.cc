@@ -12,7 +12,7 @@
 #include <fstream>
 #include <limits>
 
-#include "agent/coord/cluster_messages.h"
+#include "agent/cluster/cluster_messages.h"
 #include "agent/coord/member_view.h"
 #include "tests/integration/cluster_fixture.h"
 

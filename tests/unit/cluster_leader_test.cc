@@ -1,5 +1,5 @@
 // Tests of what the leader does (agent/cluster/cluster_leader.h) and of the
-// messages it exchanges (agent/coord/cluster_messages.h) and the outbox that
+// messages it exchanges (agent/cluster/cluster_messages.h) and the outbox that
 // carries them (agent/coord/window_outbox.h): instants at window centres,
 // solved once ready, duplicates dropped, late windows re-solved, dead nodes
 // reported unreachable, bad messages refused with a reason.
@@ -11,7 +11,7 @@
 #include <limits>
 #include <map>
 
-#include "agent/coord/cluster_messages.h"
+#include "agent/cluster/cluster_messages.h"
 #include "agent/coord/window_outbox.h"
 #include "agent/export/clock_mapping_publisher.h"
 #include "agent/export/offsets_jsonl_writer.h"
