@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "agent/cluster/probe_graph.h"
-#include "agent/coord/etcd_tls.h"
+#include "agent/coord/etcd/etcd_tls.h"
 #include "agent/wire/private_file.h"
 
 namespace chronolink::config_internal {

@@ -1,6 +1,6 @@
 #include "agent/coord/coordinator.h"
 
-#include "agent/coord/etcd_coordinator.h"
+#include "agent/coord/etcd/etcd_coordinator.h"
 #include "agent/coord/static_coordinator.h"
 
 namespace chronolink {

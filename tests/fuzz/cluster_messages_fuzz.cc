@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/cluster/cluster_messages.h"
-#include "agent/coord/member_view.h"
+#include "agent/coord/etcd/member_view.h"
 
 namespace {
 

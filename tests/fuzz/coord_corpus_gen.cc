@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/cluster/cluster_messages.h"
-#include "agent/coord/etcd_gateway.h"
-#include "agent/coord/etcd_value_codec.h"
-#include "agent/coord/member_view.h"
+#include "agent/coord/etcd/etcd_gateway.h"
+#include "agent/coord/etcd/etcd_value_codec.h"
+#include "agent/coord/etcd/member_view.h"
 
 namespace {
 

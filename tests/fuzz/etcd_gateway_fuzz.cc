@@ -25,7 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/coord/etcd_gateway.h"
+#include "agent/coord/etcd/etcd_gateway.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer target for the sealed etcd values (agent/coord/etcd_value_seal.h)
+// libFuzzer target for the sealed etcd values (agent/coord/etcd/etcd_value_seal.h)
 // and their readers (etcd_value_codec.h): whatever anyone who can write to
 // etcd puts under chronolink's prefix. The first byte picks what the rest is:
 //  0  a raw value read at one of the codec's keys, with a lease: the seal's
@@ -24,7 +24,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/coord/etcd_value_codec.h"
+#include "agent/coord/etcd/etcd_value_codec.h"
 
 namespace {
 

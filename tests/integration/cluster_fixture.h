@@ -28,7 +28,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include "agent/coord/etcd_client.h"
+#include "agent/coord/etcd/etcd_client.h"
 #include "clock/virtual_clock.h"
 #include "include/chronolink/clock_mapping_page.h"
 #include "tests/integration/testbed_fixture.h"

@@ -13,7 +13,7 @@
 #include <limits>
 
 #include "agent/cluster/cluster_messages.h"
-#include "agent/coord/member_view.h"
+#include "agent/coord/etcd/member_view.h"
 #include "tests/integration/cluster_fixture.h"
 
 namespace chronolink::testing {

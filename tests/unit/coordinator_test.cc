@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "agent/config/agent_config.h"
-#include "agent/coord/etcd_client.h"
+#include "agent/coord/etcd/etcd_client.h"
 #include "tests/support/connection_flood.h"
 #include "tests/support/etcd_server.h"
 #include "tests/support/etcd_tls_pki.h"

@@ -2,8 +2,8 @@
 // and, for what a real etcd never does (garbage, silence), against small
 // fake servers. Without etcd the real-server tests skip, except under CI
 // (CI set), where that is a failure.
-#include "agent/coord/etcd_client.h"
-#include "agent/coord/etcd_watcher.h"
+#include "agent/coord/etcd/etcd_client.h"
+#include "agent/coord/etcd/etcd_watcher.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>

@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "agent/coord/etcd_auth.h"
-#include "agent/coord/etcd_client.h"
-#include "agent/coord/etcd_tls.h"
-#include "agent/coord/etcd_watcher.h"
+#include "agent/coord/etcd/etcd_auth.h"
+#include "agent/coord/etcd/etcd_client.h"
+#include "agent/coord/etcd/etcd_tls.h"
+#include "agent/coord/etcd/etcd_watcher.h"
 #include "tests/support/etcd_server.h"
 #include "tests/support/etcd_tls_pki.h"
 #include "tests/support/require_etcd.h"

@@ -1,7 +1,7 @@
-// Sealed etcd values (agent/coord/etcd_value_seal.h, etcd_value_codec.h):
+// Sealed etcd values (agent/coord/etcd/etcd_value_seal.h, etcd_value_codec.h):
 // what a writer without the cluster key, or a replay of an honest value,
 // can put under the prefix, and that each is refused for the right reason.
-#include "agent/coord/etcd_value_codec.h"
+#include "agent/coord/etcd/etcd_value_codec.h"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "agent/coord/member_view.h"
+#include "agent/coord/etcd/member_view.h"
 
 namespace chronolink {
 namespace {

@@ -1,7 +1,7 @@
 // Who leads, as reads, watch events and campaigns tell it, merged by
-// revision (agent/coord/leader_view.h): an answer that is older than what
+// revision (agent/coord/etcd/leader_view.h): an answer that is older than what
 // was applied must not bring back an old leader.
-#include "agent/coord/leader_view.h"
+#include "agent/coord/etcd/leader_view.h"
 
 #include <gtest/gtest.h>
 

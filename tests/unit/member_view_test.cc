@@ -1,8 +1,8 @@
 // The etcd backend's member list: reads of members/ and watch events merged
-// by revision (agent/coord/member_view.h). Each case is one interleaving that
+// by revision (agent/coord/etcd/member_view.h). Each case is one interleaving that
 // a live cluster produces only by chance: a registration racing a read, a
 // watch replaying from a compaction, etcd restored to an older revision.
-#include "agent/coord/member_view.h"
+#include "agent/coord/etcd/member_view.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-#include "agent/coord/etcd_value_codec.h"
+#include "agent/coord/etcd/etcd_value_codec.h"
 
 #include <spdlog/spdlog.h>
 
 #include <charconv>
 
-#include "agent/coord/member_view.h"
+#include "agent/coord/etcd/member_view.h"
 #include "common/quoted_text.h"
 
 namespace chronolink {

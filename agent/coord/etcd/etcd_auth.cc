@@ -1,4 +1,4 @@
-#include "agent/coord/etcd_auth.h"
+#include "agent/coord/etcd/etcd_auth.h"
 
 #include <sodium.h>
 

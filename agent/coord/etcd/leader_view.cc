@@ -1,4 +1,4 @@
-#include "agent/coord/leader_view.h"
+#include "agent/coord/etcd/leader_view.h"
 
 #include <algorithm>
 

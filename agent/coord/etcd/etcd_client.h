@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/coord/etcd_gateway.h"
+#include "agent/coord/etcd/etcd_gateway.h"
 
 namespace chronolink {
 

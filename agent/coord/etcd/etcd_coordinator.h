@@ -25,13 +25,13 @@
 #include <thread>
 
 #include "agent/coord/coordinator.h"
-#include "agent/coord/etcd_auth.h"
-#include "agent/coord/etcd_client.h"
-#include "agent/coord/etcd_tls.h"
-#include "agent/coord/etcd_value_codec.h"
-#include "agent/coord/etcd_watcher.h"
-#include "agent/coord/leader_view.h"
-#include "agent/coord/member_view.h"
+#include "agent/coord/etcd/etcd_auth.h"
+#include "agent/coord/etcd/etcd_client.h"
+#include "agent/coord/etcd/etcd_tls.h"
+#include "agent/coord/etcd/etcd_value_codec.h"
+#include "agent/coord/etcd/etcd_watcher.h"
+#include "agent/coord/etcd/leader_view.h"
+#include "agent/coord/etcd/member_view.h"
 #include "agent/coord/window_outbox.h"
 
 namespace chronolink {

@@ -1,4 +1,4 @@
-#include "agent/coord/etcd_value_seal.h"
+#include "agent/coord/etcd/etcd_value_seal.h"
 
 #include <sodium.h>
 

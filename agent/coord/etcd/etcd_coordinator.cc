@@ -1,4 +1,4 @@
-#include "agent/coord/etcd_coordinator.h"
+#include "agent/coord/etcd/etcd_coordinator.h"
 
 #include <spdlog/spdlog.h>
 
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/cluster/probe_graph.h"
-#include "agent/coord/member_view.h"
+#include "agent/coord/etcd/member_view.h"
 #include "clock/clock_reader.h"
 
 namespace chronolink {

@@ -27,8 +27,8 @@
 
 #include "agent/cluster/cluster_messages.h"
 #include "agent/coord/coordinator.h"
-#include "agent/coord/etcd_gateway.h"
-#include "agent/coord/etcd_value_seal.h"
+#include "agent/coord/etcd/etcd_gateway.h"
+#include "agent/coord/etcd/etcd_value_seal.h"
 
 namespace chronolink {
 

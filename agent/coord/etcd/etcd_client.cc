@@ -1,4 +1,4 @@
-#include "agent/coord/etcd_client.h"
+#include "agent/coord/etcd/etcd_client.h"
 
 #include <httplib.h>
 #include <sodium.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "agent/coord/etcd_auth.h"
+#include "agent/coord/etcd/etcd_auth.h"
 
 namespace chronolink {
 

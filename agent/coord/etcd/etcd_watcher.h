@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/coord/etcd_client.h"
-#include "agent/coord/etcd_gateway.h"
+#include "agent/coord/etcd/etcd_client.h"
+#include "agent/coord/etcd/etcd_gateway.h"
 
 namespace chronolink {
 

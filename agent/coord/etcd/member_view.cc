@@ -1,4 +1,4 @@
-#include "agent/coord/member_view.h"
+#include "agent/coord/etcd/member_view.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "agent/coord/coordinator.h"
-#include "agent/coord/etcd_gateway.h"
+#include "agent/coord/etcd/etcd_gateway.h"
 
 namespace chronolink {
 

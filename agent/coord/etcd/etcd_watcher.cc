@@ -1,4 +1,4 @@
-#include "agent/coord/etcd_watcher.h"
+#include "agent/coord/etcd/etcd_watcher.h"
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "agent/coord/etcd_auth.h"
+#include "agent/coord/etcd/etcd_auth.h"
 
 namespace chronolink {
 

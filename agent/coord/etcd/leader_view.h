@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "agent/coord/etcd_value_codec.h"
+#include "agent/coord/etcd/etcd_value_codec.h"
 
 namespace chronolink {
 

@@ -1,4 +1,4 @@
-#include "agent/coord/etcd_gateway.h"
+#include "agent/coord/etcd/etcd_gateway.h"
 
 #include <arpa/inet.h>
 #include <httplib.h>
@@ -12,8 +12,8 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-#include "agent/coord/etcd_auth.h"
-#include "agent/coord/etcd_tls.h"
+#include "agent/coord/etcd/etcd_auth.h"
+#include "agent/coord/etcd/etcd_tls.h"
 #include "common/quoted_text.h"
 
 namespace chronolink {

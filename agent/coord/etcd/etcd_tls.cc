@@ -1,4 +1,4 @@
-#include "agent/coord/etcd_tls.h"
+#include "agent/coord/etcd/etcd_tls.h"
 
 #include <arpa/inet.h>
 #include <signal.h>
