@@ -23,6 +23,7 @@
 #include "agent/probe/peer_sessions.h"
 #include "agent/export/agent_metrics.h"
 #include "agent/export/prometheus_text.h"
+#include "agent/runtime/periodic_tasks.h"
 #include "agent/runtime/run_as.h"
 #include "agent/runtime/socket_transport.h"
 #include "common/atomic_output_file.h"
@@ -402,10 +403,22 @@ void AgentRuntime::OnClockStep(int64_t before, int64_t after) {
 int AgentRuntime::Run() {
   start_monotonic_ns_ = ReadClockNs(CLOCK_MONOTONIC);
   const int64_t stop_at = config_.duration_ns ? start_monotonic_ns_ + *config_.duration_ns : -1;
-  int64_t next_window_check = 0;
-  int64_t next_progress = start_monotonic_ns_ + kProgressEveryNs;
-  int64_t next_metrics = 0;
-  int64_t next_cluster_check = 0;
+  PeriodicTasks tasks;
+  tasks.Add(kWindowCheckNs, 0, [this](int64_t now) {
+    CloseWindows(now, false);
+    stamp_log_.Flush(now);
+  });
+  tasks.Add(kClusterCheckNs, 0, [this](int64_t now) {
+    if (auto members = cluster_.TakeMembershipChange()) ApplyMembership(*members, now);
+    cluster_.RefreshClockPage();
+  });
+  if (!config_.metrics_address.empty()) {
+    tasks.Add(kMetricsEveryNs, 0, [this](int64_t) { metrics_.Update(RenderMetrics()); });
+  }
+  tasks.Add(kProgressEveryNs, start_monotonic_ns_ + kProgressEveryNs, [this](int64_t now) {
+    LogProgress(now);
+    WriteStats(false);
+  });
   int exit_code = 0;
 
   for (;;) {
@@ -426,25 +439,7 @@ int AgentRuntime::Run() {
     if (socket_.stamped_since_drain() > 0) {
       PumpSocket(socket_, clock_, *engine_, false, true, &hardware_, transport_.get());
     }
-    if (mono >= next_window_check) {
-      CloseWindows(now, false);
-      stamp_log_.Flush(now);
-      next_window_check = mono + kWindowCheckNs;
-    }
-    if (mono >= next_cluster_check) {
-      if (auto members = cluster_.TakeMembershipChange()) ApplyMembership(*members, now);
-      cluster_.RefreshClockPage();
-      next_cluster_check = mono + kClusterCheckNs;
-    }
-    if (mono >= next_metrics && !config_.metrics_address.empty()) {
-      metrics_.Update(RenderMetrics());
-      next_metrics = mono + kMetricsEveryNs;
-    }
-    if (mono >= next_progress) {
-      LogProgress(now);
-      WriteStats(false);
-      next_progress = mono + kProgressEveryNs;
-    }
+    tasks.RunDue(mono, now);
 
     const int64_t sleep_ns = std::clamp<int64_t>(next - clock_.Now(), 0, kMaxSleepNs);
     pollfd fds[2] = {{socket_.fd(), POLLIN, 0}, {signal_fd_, POLLIN, 0}};
