@@ -327,7 +327,12 @@ bool Collector::TimeHsaDispatch(const HsaDispatch& dispatch, std::string* why) {
     *why = "no GPU backend";
     return false;
   }
-  return backend_->TimeHsaDispatch(dispatch, why);
+  HsaDispatchTimer* timer = backend_->hsa_dispatch_timer();
+  if (timer == nullptr) {
+    *why = "the " + std::string(backend_->name()) + " backend does not time HSA dispatches (rocm does)";
+    return false;
+  }
+  return timer->TimeHsaDispatch(dispatch, why);
 }
 
 uint64_t Collector::BeginRegion(uint32_t device, void* stream, const std::string& name, std::string* why) {

@@ -97,7 +97,7 @@ class Collector {
                 DeviceExportStats* stats, std::string* error);
 
   // Times a kernel the application dispatched through HSA itself, after its
-  // completion signal completed (rocm; GpuBackend::TimeHsaDispatch). The
+  // completion signal completed (rocm: GpuBackend::hsa_dispatch_timer). The
   // record is exported with the other activity. False with *why.
   bool TimeHsaDispatch(const HsaDispatch& dispatch, std::string* why);
 

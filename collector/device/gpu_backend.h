@@ -85,6 +85,17 @@ struct HsaDispatch {
   std::string name;     // the kernel's name
 };
 
+// ROCm's extension: times dispatches the application submitted through HSA
+// itself (the generic interface above knows nothing of HSA; a backend that
+// offers this returns it from hsa_dispatch_timer(), as chrony's refclock
+// drivers keep their extras out of the one driver interface). The record
+// comes back from DrainActivity. False with *why.
+class HsaDispatchTimer {
+ public:
+  virtual ~HsaDispatchTimer() = default;
+  virtual bool TimeHsaDispatch(const HsaDispatch& dispatch, std::string* why) = 0;
+};
+
 class GpuBackend {
  public:
   virtual ~GpuBackend() = default;
@@ -118,13 +129,9 @@ class GpuBackend {
   // by the backend; valid between Open and Close.
   virtual RegionTimer* region_timer() { return nullptr; }
 
-  // Times one HSA dispatch from its completion signal (ROCm); the record
-  // comes back from DrainActivity. False with *why, here: not offered.
-  virtual bool TimeHsaDispatch(const HsaDispatch& dispatch, std::string* why) {
-    (void)dispatch;
-    *why = "the " + std::string(name()) + " backend does not time HSA dispatches (rocm does)";
-    return false;
-  }
+  // The HSA dispatch timer, where the backend offers it (ROCm; nullptr
+  // otherwise). Owned by the backend; valid between Open and Close.
+  virtual HsaDispatchTimer* hsa_dispatch_timer() { return nullptr; }
 };
 
 }  // namespace chronolink::collector

@@ -48,7 +48,7 @@ std::string RateText(uint64_t hz) {
   return std::to_string(hz / 1000) + " kHz";
 }
 
-class RocmBackend final : public GpuBackend {
+class RocmBackend final : public GpuBackend, public HsaDispatchTimer {
  public:
   ~RocmBackend() override { Close(); }
 
@@ -147,6 +147,7 @@ class RocmBackend final : public GpuBackend {
   }
 
   RegionTimer* region_timer() override { return timer_.get(); }
+  HsaDispatchTimer* hsa_dispatch_timer() override { return this; }
 
   bool TimeHsaDispatch(const HsaDispatch& d, std::string* why) override {
     RocmDeviceClock* clock = ClockOf(d.device);
