@@ -16,6 +16,7 @@
 #include <random>
 #include <utility>
 
+#include "agent/solve/edge_measurements.h"
 #include "agent/solve/link_covariance.h"
 #include "agent/solve/node_index.h"
 
@@ -28,15 +29,6 @@ const NodeSolution* SolveResult::Find(uint32_t node) const {
 }
 
 namespace {
-
-struct Meas {
-  int a = 0, b = 0;      // global node indices: y ≈ x[b] − x[a]
-  int64_t x0 = 0;
-  double y = 0;          // offset at T
-  double yd = 0;         // drift
-  double u = 0;          // effective uncertainty
-  double s = -1;         // the part of u the link's other direction shares; < 0 unknown
-};
 
 struct UnionFind {
   std::vector<int> parent;
@@ -81,7 +73,7 @@ constexpr double kProbeTolerance = 1e-2;
 class ComponentSystem {
  public:
   ComponentSystem(const std::vector<int>& comp_nodes, int anchor_local,
-                  const std::vector<const Meas*>& meas, const std::vector<int>& local_of,
+                  const std::vector<const EdgeMeasurement*>& meas, const std::vector<int>& local_of,
                   const SolverOptions& opt)
       : n_(static_cast<int>(comp_nodes.size())), anchor_(anchor_local), meas_(meas),
         local_of_(local_of), opt_(opt) {
@@ -144,7 +136,7 @@ class ComponentSystem {
     if (m <= 0) return C;
     Eigen::MatrixXd L = Eigen::MatrixXd::Zero(m, m);
     for (size_t e = 0; e < meas_.size(); ++e) {
-      const int va = Var(local_of_[meas_[e]->a]), vb = Var(local_of_[meas_[e]->b]);
+      const int va = Var(local_of_[meas_[e]->from]), vb = Var(local_of_[meas_[e]->to]);
       if (va >= 0) L(va, va) += w[e];
       if (vb >= 0) L(vb, vb) += w[e];
       if (va >= 0 && vb >= 0) { L(va, vb) -= w[e]; L(vb, va) -= w[e]; }
@@ -206,8 +198,8 @@ class ComponentSystem {
     // smaller than that of L⁺ (unbiased whatever M is).
     std::vector<double> deg(n_, 0.0);
     for (size_t e = 0; e < meas_.size(); ++e) {
-      deg[local_of_[meas_[e]->a]] += w[e];
-      deg[local_of_[meas_[e]->b]] += w[e];
+      deg[local_of_[meas_[e]->from]] += w[e];
+      deg[local_of_[meas_[e]->to]] += w[e];
     }
     Eigen::VectorXd dinv(n_);
     for (int i = 0; i < n_; ++i) dinv[i] = deg[i] > 0 ? 1.0 / deg[i] : 0.0;
@@ -215,8 +207,8 @@ class ComponentSystem {
     std::vector<int> ia(meas_.size()), ib(meas_.size());
     std::vector<double> ca(meas_.size()), cb(meas_.size());
     for (size_t e = 0; e < meas_.size(); ++e) {
-      ia[e] = local_of_[meas_[e]->a];
-      ib[e] = local_of_[meas_[e]->b];
+      ia[e] = local_of_[meas_[e]->from];
+      ib[e] = local_of_[meas_[e]->to];
       ca[e] = w[e] * dinv[ib[e]];  // into a, from b
       cb[e] = w[e] * dinv[ia[e]];
     }
@@ -293,7 +285,7 @@ class ComponentSystem {
   std::vector<double> PathVariance(const std::vector<double>& w) const {
     std::vector<std::map<int, double>> adj(n_);
     for (size_t e = 0; e < meas_.size(); ++e) {
-      const int a = local_of_[meas_[e]->a], b = local_of_[meas_[e]->b];
+      const int a = local_of_[meas_[e]->from], b = local_of_[meas_[e]->to];
       adj[a][b] += w[e];
       adj[b][a] += w[e];
     }
@@ -323,8 +315,8 @@ class ComponentSystem {
     if (m <= 0) return;
     std::vector<Eigen::Triplet<double>> trip;
     trip.reserve(meas_.size() * 4);
-    for (const Meas* e : meas_) {
-      const int va = Var(local_of_[e->a]), vb = Var(local_of_[e->b]);
+    for (const EdgeMeasurement* e : meas_) {
+      const int va = Var(local_of_[e->from]), vb = Var(local_of_[e->to]);
       if (va >= 0) trip.emplace_back(va, va, 1.0);
       if (vb >= 0) trip.emplace_back(vb, vb, 1.0);
       if (va >= 0 && vb >= 0) { trip.emplace_back(va, vb, 1.0); trip.emplace_back(vb, va, 1.0); }
@@ -335,7 +327,7 @@ class ComponentSystem {
     slots_.resize(meas_.size());
     auto offset = [&](int r, int c) { return static_cast<int>(&L_.coeffRef(r, c) - L_.valuePtr()); };
     for (size_t k = 0; k < meas_.size(); ++k) {
-      const int va = Var(local_of_[meas_[k]->a]), vb = Var(local_of_[meas_[k]->b]);
+      const int va = Var(local_of_[meas_[k]->from]), vb = Var(local_of_[meas_[k]->to]);
       slots_[k] = {va >= 0 ? offset(va, va) : -1, vb >= 0 ? offset(vb, vb) : -1,
                    va >= 0 && vb >= 0 ? offset(va, vb) : -1, va >= 0 && vb >= 0 ? offset(vb, va) : -1};
     }
@@ -348,8 +340,8 @@ class ComponentSystem {
     for (size_t e = 0; e < meas_.size(); ++e) {
       const Slots& s = slots_[e];
       const double we = w[e];
-      if (s.aa >= 0) { v[s.aa] += we; (*rhs)[Var(local_of_[meas_[e]->a])] -= we * y[e]; }
-      if (s.bb >= 0) { v[s.bb] += we; (*rhs)[Var(local_of_[meas_[e]->b])] += we * y[e]; }
+      if (s.aa >= 0) { v[s.aa] += we; (*rhs)[Var(local_of_[meas_[e]->from])] -= we * y[e]; }
+      if (s.bb >= 0) { v[s.bb] += we; (*rhs)[Var(local_of_[meas_[e]->to])] += we * y[e]; }
       if (s.ab >= 0) { v[s.ab] -= we; v[s.ba] -= we; }
     }
   }
@@ -365,7 +357,7 @@ class ComponentSystem {
     std::vector<std::vector<std::pair<int, double>>> adj(n_);  // (neighbour, x[nb] − x[self])
     for (size_t e = 0; e < meas_.size(); ++e) {
       if (w[e] <= 0) continue;
-      const int a = local_of_[meas_[e]->a], b = local_of_[meas_[e]->b];
+      const int a = local_of_[meas_[e]->from], b = local_of_[meas_[e]->to];
       adj[a].emplace_back(b, y[e]);
       adj[b].emplace_back(a, -y[e]);
     }
@@ -389,7 +381,7 @@ class ComponentSystem {
 
   int n_;
   int anchor_;
-  const std::vector<const Meas*>& meas_;
+  const std::vector<const EdgeMeasurement*>& meas_;
   const std::vector<int>& local_of_;
   const SolverOptions& opt_;
   Eigen::SparseMatrix<double> L_;
@@ -404,14 +396,14 @@ class ComponentSystem {
 // measurements (what the solve takes of them) has a larger variance than
 // 1/Σwᵢ: each direction's weight is scaled by the ratio, so that the link
 // counts once in the covariance as one measurement of that variance.
-std::vector<double> CovarianceWeights(const std::vector<const Meas*>& meas, const std::vector<double>& w,
+std::vector<double> CovarianceWeights(const std::vector<const EdgeMeasurement*>& meas, const std::vector<double>& w,
                                       double rho) {
   std::vector<double> out = w;
   // Measurements by link: (lower, higher) node as one sorted key.
   std::vector<std::pair<uint64_t, uint32_t>> order(meas.size());
   for (size_t e = 0; e < meas.size(); ++e) {
-    const auto lo = static_cast<uint64_t>(std::min(meas[e]->a, meas[e]->b));
-    const auto hi = static_cast<uint64_t>(std::max(meas[e]->a, meas[e]->b));
+    const auto lo = static_cast<uint64_t>(std::min(meas[e]->from, meas[e]->to));
+    const auto hi = static_cast<uint64_t>(std::max(meas[e]->from, meas[e]->to));
     order[e] = {lo << 32 | hi, static_cast<uint32_t>(e)};
   }
   std::sort(order.begin(), order.end());
@@ -419,7 +411,7 @@ std::vector<double> CovarianceWeights(const std::vector<const Meas*>& meas, cons
     size_t j = i;
     LinkCovariance link;
     for (; j < order.size() && order[j].first == order[i].first; ++j) {
-      link.Add(w[order[j].second], meas[order[j].second]->s);
+      link.Add(w[order[j].second], meas[order[j].second]->shared_ns);
     }
     const double denom = link.sum_w() + link.Cross(rho);
     const double f = denom > 0 ? link.sum_w() / denom : 1.0;
@@ -473,42 +465,6 @@ SolveResult Solve(std::span<const EdgeEstimate> edges, int64_t T, const SolverOp
 
 namespace {
 
-// Per directed edge, the valid estimate closest to T (ties: the smaller
-// uncertainty, then the first given), in (node, peer) order. A sort of the
-// candidates, not a map: at 60 000 estimates the map's allocations were a
-// tenth of a solve.
-std::vector<const EdgeEstimate*> ChooseEstimates(std::span<const EdgeEstimate> edges, int64_t T,
-                                                 const SolverOptions& opt) {
-  struct Candidate {
-    uint32_t node, peer;
-    int64_t dt;
-    const EdgeEstimate* e;
-  };
-  std::vector<Candidate> c;
-  c.reserve(edges.size());
-  for (const auto& e : edges) {
-    if (e.node == e.peer) continue;
-    if (!std::isfinite(e.beta_ns) || !std::isfinite(e.alpha) || !std::isfinite(e.uncertainty_ns) ||
-        e.uncertainty_ns < 0)
-      continue;
-    // |T − x0| in int64 (saturating against absurd inputs) before any double.
-    const int64_t dt = (T >= e.x0_ns) ? (T - e.x0_ns) : (e.x0_ns - T);
-    if (dt < 0 || dt > opt.validity_horizon_ns) continue;
-    c.push_back({e.node, e.peer, dt, &e});
-  }
-  std::stable_sort(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.node != b.node) return a.node < b.node;
-    if (a.peer != b.peer) return a.peer < b.peer;
-    if (a.dt != b.dt) return a.dt < b.dt;
-    return a.e->uncertainty_ns < b.e->uncertainty_ns;
-  });
-  std::vector<const EdgeEstimate*> out;
-  for (size_t i = 0; i < c.size(); ++i) {
-    if (i == 0 || c[i].node != c[i - 1].node || c[i].peer != c[i - 1].peer) out.push_back(c[i].e);
-  }
-  return out;
-}
-
 // A nearby solution's offsets (carried to T on its drifts) and drifts for
 // the component's nodes, relative to the anchor as the system solves them;
 // false when it lacks a node.
@@ -533,6 +489,265 @@ bool WarmStart(const SolveResult& warm, int64_t T, const std::vector<int>& comp_
   return true;
 }
 
+// Which nodes the measurements connect, and which group is the reference's.
+struct Components {
+  std::vector<int> root;    // per node: its component's root (the smallest index in it)
+  int reference_root = -1;  // -1: nothing to solve
+  std::vector<int> label;   // per node: 0 the reference component, 1.. the others
+  int count = 0;
+};
+
+// The reference component: the named reference's, else the largest (of at
+// least two nodes; ties to the lowest id).
+Components FindComponents(const std::vector<EdgeMeasurement>& meas, int node_count, const NodeIndex& index_of,
+                          const SolverOptions& opt) {
+  UnionFind uf(node_count);
+  for (const auto& m : meas) uf.Join(m.from, m.to);
+  Components c;
+  c.root.resize(node_count);
+  for (int i = 0; i < node_count; ++i) c.root[i] = uf.Root(i);
+  std::vector<int> root_size(node_count, 0);
+  for (int i = 0; i < node_count; ++i) root_size[c.root[i]]++;
+  if (opt.reference_node) {
+    c.reference_root = c.root[index_of(*opt.reference_node)];
+  } else {
+    for (int i = 0; i < node_count; ++i) {  // roots are the smallest index: ties go to the lowest id
+      const int r = c.root[i];
+      if (r == i && root_size[r] >= 2 && (c.reference_root < 0 || root_size[r] > root_size[c.reference_root])) {
+        c.reference_root = r;
+      }
+    }
+  }
+  std::vector<int> label_of_root(node_count, -1);
+  int next_label = 1;
+  for (int i = 0; i < node_count; ++i) {
+    const int r = c.root[i];
+    if (label_of_root[r] < 0) label_of_root[r] = (r == c.reference_root) ? 0 : next_label++;
+  }
+  c.label.resize(node_count);
+  for (int i = 0; i < node_count; ++i) c.label[i] = label_of_root[c.root[i]];
+  c.count = next_label - 1 + (c.reference_root >= 0 ? 1 : 0);
+  return c;
+}
+
+struct ReferenceComponent {
+  std::vector<int> nodes;     // node indices, ascending
+  std::vector<int> local_of;  // per node: its index in `nodes`, or -1
+  std::vector<const EdgeMeasurement*> meas;  // those between its nodes, in order
+  int size() const { return static_cast<int>(nodes.size()); }
+};
+
+ReferenceComponent ReferenceComponentOf(const Components& c, const std::vector<EdgeMeasurement>& meas) {
+  const int node_count = static_cast<int>(c.root.size());
+  ReferenceComponent rc;
+  rc.local_of.assign(node_count, -1);
+  if (c.reference_root < 0) return rc;
+  for (int i = 0; i < node_count; ++i) {
+    if (c.root[i] == c.reference_root) {
+      rc.local_of[i] = static_cast<int>(rc.nodes.size());
+      rc.nodes.push_back(i);
+    }
+  }
+  for (const auto& m : meas) {
+    if (c.root[m.from] == c.reference_root) rc.meas.push_back(&m);
+  }
+  return rc;
+}
+
+// The reference component's solution: per node (its local index) and per
+// measurement (its index in ReferenceComponent::meas).
+struct ComponentSolution {
+  std::vector<double> offset, drift, variance;
+  std::vector<double> weight;  // the offsets' final weights: 1/u² × robust
+  std::vector<double> robust;  // the robust factor alone
+  int robust_iterations = 0;
+  bool converged = false;
+  bool exact_uncertainty = true;
+};
+
+// The offsets: iteratively re-weighted least squares. False when a linear
+// solve failed.
+bool SolveOffsets(ComponentSystem& sys, const ReferenceComponent& rc, const std::vector<double>& y,
+                  const std::vector<double>& w0, const SolverOptions& opt, const std::vector<double>* warm_offset,
+                  ComponentSolution* sol) {
+  const auto& meas = rc.meas;
+  std::vector<double>& x = sol->offset;
+  std::vector<double>& w = sol->weight;
+  w = w0;
+  bool ok = sys.SolveFor(y, w, x, warm_offset);
+  int iter = 0;
+  bool converged = opt.loss == RobustLoss::kNone;
+  while (ok && opt.loss != RobustLoss::kNone && iter < opt.robust_iterations) {
+    ++iter;
+    // Residuals in units of their uncertainty, scaled by a robust estimate
+    // of their spread (1.4826·MAD), floored at 1: while a gross outlier
+    // still spreads its error over the good edges of its loops, the
+    // scale grows with it, so the good edges keep their weight and the
+    // outlier stands out (the far tail of a loss at a fixed scale would
+    // shrink all of them alike and never escape).
+    std::vector<double> z(meas.size()), absz(meas.size());
+    for (size_t e = 0; e < meas.size(); ++e) {
+      const double r = y[e] - (x[rc.local_of[meas[e]->to]] - x[rc.local_of[meas[e]->from]]);
+      z[e] = r / meas[e]->uncertainty_ns;
+      absz[e] = std::fabs(z[e]);
+    }
+    // Huber is convex: its minimum does not depend on the start, so it
+    // keeps the nominal scale.
+    const double scale = opt.loss != RobustLoss::kHuber ? std::max(1.0, 1.4826 * Median(absz)) : 1.0;
+    for (size_t e = 0; e < meas.size(); ++e) {
+      sol->robust[e] = std::max(RobustFactor(opt.loss, opt.robust_threshold, z[e] / scale), 1e-12);
+      w[e] = w0[e] * sol->robust[e];
+    }
+    std::vector<double> xn;
+    ok = sys.SolveFor(y, w, xn, &x);
+    double moved = 0;
+    for (int i = 0; i < rc.size() && ok; ++i) moved = std::max(moved, std::fabs(xn[i] - x[i]));
+    if (ok) x = std::move(xn);
+    if (moved <= opt.robust_tolerance_ns && scale == 1.0) {
+      converged = true;
+      break;
+    }
+  }
+  sol->robust_iterations = iter;
+  sol->converged = ok && converged;
+  return ok;
+}
+
+// The drifts: the same system with the offsets' weights (an edge rejected
+// for its offset is not trusted for its drift), re-weighted again against a
+// robust scale of the drift residuals (1.4826·MAD). False when a linear
+// solve failed, here or (offsets_ok) for the offsets.
+bool SolveDrifts(ComponentSystem& sys, const ReferenceComponent& rc, const std::vector<double>& yd,
+                 const SolverOptions& opt, const std::vector<double>* warm_drift, bool offsets_ok,
+                 ComponentSolution* sol) {
+  const auto& meas = rc.meas;
+  std::vector<double>& xd = sol->drift;
+  std::vector<double> wd = sol->weight;
+  bool ok = sys.SolveFor(yd, wd, xd, warm_drift) && offsets_ok;
+  for (int it = 0; ok && opt.loss != RobustLoss::kNone && it < 5; ++it) {
+    std::vector<double> rd(meas.size());
+    for (size_t e = 0; e < meas.size(); ++e) rd[e] = yd[e] - (xd[rc.local_of[meas[e]->to]] - xd[rc.local_of[meas[e]->from]]);
+    std::vector<double> absr(rd.size());
+    for (size_t e = 0; e < rd.size(); ++e) absr[e] = std::fabs(rd[e]);
+    const double scale = std::max(1.4826 * Median(absr), 1e-12);
+    for (size_t e = 0; e < meas.size(); ++e) {
+      wd[e] = sol->weight[e] * std::max(RobustFactor(opt.loss, opt.robust_threshold, rd[e] / scale), 1e-12);
+    }
+    const std::vector<double> xd_prev = xd;
+    ok = sys.SolveFor(yd, wd, xd, &xd_prev);
+  }
+  return ok;
+}
+
+// Each node's variance, with the offsets' final weights and the two
+// directions of a link counted as correlated: exact up to
+// exact_uncertainty_max_nodes, then stochastic or along paths.
+void NodeVariances(ComponentSystem& sys, const ReferenceComponent& rc, const SolverOptions& opt,
+                   ComponentSolution* sol) {
+  const int n = rc.size();
+  const bool mean_ref = !opt.reference_node.has_value();
+  const std::vector<double> wc = CovarianceWeights(rc.meas, sol->weight, opt.direction_correlation);
+  std::vector<double>& var = sol->variance;
+  if (n <= opt.exact_uncertainty_max_nodes) {
+    const Eigen::MatrixXd C = sys.Covariance(wc);
+    if (mean_ref) {
+      const Eigen::VectorXd row = C.rowwise().sum();
+      const double total = row.sum();
+      for (int i = 0; i < n; ++i) var[i] = C(i, i) - 2.0 * row[i] / n + total / (double(n) * n);
+    } else {
+      for (int i = 0; i < n; ++i) var[i] = C(i, i);
+    }
+  } else if (opt.uncertainty_probes > 0) {
+    sol->exact_uncertainty = false;
+    var = sys.StochasticVariance(wc, mean_ref, opt.uncertainty_probes);
+  } else {
+    sol->exact_uncertainty = false;
+    var = sys.PathVariance(wc);
+  }
+}
+
+// Offsets, drifts and (final pass) variances of the reference component.
+// The prober-offsets pass skips the drifts and the variances.
+bool SolveReferenceComponent(const ReferenceComponent& rc, int64_t T, const std::vector<uint32_t>& ids,
+                             const NodeIndex& index_of, const SolverOptions& opt, const SolveResult* warm,
+                             SolvePass pass, ComponentSolution* sol) {
+  const int n = rc.size();
+  const int anchor = opt.reference_node ? rc.local_of[index_of(*opt.reference_node)] : 0;
+  ComponentSystem sys(rc.nodes, anchor, rc.meas, rc.local_of, opt);
+  std::vector<double> y(rc.meas.size()), yd(rc.meas.size()), w0(rc.meas.size());
+  for (size_t e = 0; e < rc.meas.size(); ++e) {
+    y[e] = rc.meas[e]->offset_ns;
+    yd[e] = rc.meas[e]->drift;
+    w0[e] = 1.0 / (rc.meas[e]->uncertainty_ns * rc.meas[e]->uncertainty_ns);
+  }
+  std::vector<double> warm_x, warm_xd;
+  const bool warmed = warm != nullptr && WarmStart(*warm, T, rc.nodes, ids, anchor, &warm_x, &warm_xd);
+
+  bool ok = SolveOffsets(sys, rc, y, w0, opt, warmed ? &warm_x : nullptr, sol);
+  if (pass == SolvePass::kFinal) {
+    ok = SolveDrifts(sys, rc, yd, opt, warmed ? &warm_xd : nullptr, ok, sol);
+    sol->converged = sol->converged && ok;
+    NodeVariances(sys, rc, opt, sol);
+  }
+  if (!opt.reference_node.has_value()) {  // the mean of the nodes is the reference
+    const double mx = std::accumulate(sol->offset.begin(), sol->offset.end(), 0.0) / n;
+    const double md = std::accumulate(sol->drift.begin(), sol->drift.end(), 0.0) / n;
+    for (int i = 0; i < n; ++i) {
+      sol->offset[i] -= mx;
+      sol->drift[i] -= md;
+    }
+  }
+  return ok;
+}
+
+// Per node: offset, drift, uncertainty and the weighted RMS residual of
+// its measurements; per measurement: its residual and robust weight.
+void WriteSolution(const std::vector<EdgeMeasurement>& meas, const ReferenceComponent& rc,
+                   const ComponentSolution& sol, const std::vector<uint32_t>& ids, SolveResult* result) {
+  const int node_count = static_cast<int>(ids.size());
+  const std::vector<double>& x = sol.offset;
+  std::vector<double> sum_wr2(node_count, 0.0), sum_w(node_count, 0.0);
+  for (size_t e = 0; e < rc.meas.size(); ++e) {
+    const EdgeMeasurement& m = *rc.meas[e];
+    const double r = m.offset_ns - (x[rc.local_of[m.to]] - x[rc.local_of[m.from]]);
+    for (int k : {m.from, m.to}) {
+      sum_wr2[k] += sol.weight[e] * r * r;
+      sum_w[k] += sol.weight[e];
+    }
+  }
+  for (int i = 0; i < node_count; ++i) {
+    NodeSolution& s = result->nodes[i];
+    const int l = rc.local_of[i];
+    if (l < 0) continue;
+    s.reachable = true;
+    s.offset_ns = x[l];
+    s.drift = sol.drift[l];
+    s.uncertainty_ns = std::sqrt(std::max(sol.variance[l], 0.0));
+    s.residual_ns = sum_w[i] > 0 ? std::sqrt(sum_wr2[i] / sum_w[i]) : 0.0;
+  }
+  size_t ce = 0;
+  result->edges.reserve(meas.size());
+  for (const auto& m : meas) {
+    EdgeResidual er;
+    er.node = ids[m.from];
+    er.peer = ids[m.to];
+    er.x0_ns = m.x0_ns;
+    er.measured_ns = m.offset_ns;
+    er.uncertainty_ns = m.uncertainty_ns;
+    result->nodes[m.from].edges_used++;
+    result->nodes[m.to].edges_used++;
+    if (ce < rc.meas.size() && rc.meas[ce] == &m) {
+      er.in_reference_component = true;
+      er.residual_ns = m.offset_ns - (x[rc.local_of[m.to]] - x[rc.local_of[m.from]]);
+      er.robust_weight = sol.robust[ce];
+      ++ce;
+    }
+    result->edges.push_back(er);
+  }
+}
+
+// One solve at T: measurements, components, the reference component's
+// solution, the outputs.
 SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& options,
                       const SolveResult* warm, SolvePass pass) {
   SolverOptions opt = options;
@@ -540,215 +755,38 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
     opt.cg_tolerance = std::max(opt.cg_tolerance, kProberPassTolerance);
     opt.robust_iterations = std::min(opt.robust_iterations, kProberPassRobustIterations);
   }
+  const std::vector<uint32_t> ids = SortedNodeIds(edges, opt.reference_node);
+  const int node_count = static_cast<int>(ids.size());
+  const NodeIndex index_of(ids);
+  const std::vector<EdgeMeasurement> meas = MeasurementsAt(edges, T, opt, index_of);
+  const Components components = FindComponents(meas, node_count, index_of, opt);
+
   SolveResult result;
   result.reference_instant_ns = T;
   result.reference_node = opt.reference_node;
-
-  // Every node seen, sorted, plus a named reference.
-  const std::vector<uint32_t> ids = SortedNodeIds(edges, opt.reference_node);
-  const int N = static_cast<int>(ids.size());
-  const NodeIndex index_of(ids);
-
-  std::vector<Meas> meas;
-  const std::vector<const EdgeEstimate*> chosen = ChooseEstimates(edges, T, opt);
-  meas.reserve(chosen.size());
-  for (const EdgeEstimate* e : chosen) {
-    const int64_t dt = T - e->x0_ns;  // bounded by the horizon
-    Meas m;
-    m.a = index_of(e->node);
-    m.b = index_of(e->peer);
-    m.x0 = e->x0_ns;
-    m.y = e->beta_ns + e->alpha * static_cast<double>(dt);
-    m.yd = e->alpha;
-    m.u = std::max(e->uncertainty_ns, opt.min_uncertainty_ns) +
-          opt.extrapolation_ns_per_s * std::fabs(static_cast<double>(dt)) * 1e-9;
-    // Extrapolation error is each direction's own (its own drift estimate).
-    if (e->shared_ns && std::isfinite(*e->shared_ns)) m.s = std::clamp(*e->shared_ns, 0.0, m.u);
-    meas.push_back(m);
-  }
-
-  // Connected components at T.
-  UnionFind uf(N);
-  for (const auto& m : meas) uf.Join(m.a, m.b);
-  std::vector<int> root_size(N, 0);
-  for (int i = 0; i < N; ++i) root_size[uf.Root(i)]++;
-  int ref_root = -1;
-  if (opt.reference_node) {
-    ref_root = uf.Root(index_of(*opt.reference_node));
-  } else {
-    for (int i = 0; i < N; ++i) {  // roots are the smallest index: ties go to the lowest id
-      const int r = uf.Root(i);
-      if (r == i && root_size[r] >= 2 && (ref_root < 0 || root_size[r] > root_size[ref_root])) ref_root = r;
-    }
-  }
-  std::vector<int> comp_label(N, -1);
-  int next_label = 1;
-  for (int i = 0; i < N; ++i) {
-    const int r = uf.Root(i);
-    if (comp_label[r] < 0) comp_label[r] = (r == ref_root) ? 0 : next_label++;
-  }
-  result.components = next_label - 1 + (ref_root >= 0 ? 1 : 0);
-
-  result.nodes.resize(N);
-  for (int i = 0; i < N; ++i) {
+  result.components = components.count;
+  result.nodes.resize(node_count);
+  for (int i = 0; i < node_count; ++i) {
     result.nodes[i].node = ids[i];
-    result.nodes[i].component = comp_label[uf.Root(i)];
+    result.nodes[i].component = components.label[i];
   }
 
-  // The reference component.
-  std::vector<int> comp_nodes;
-  std::vector<int> local_of(N, -1);
-  if (ref_root >= 0) {
-    for (int i = 0; i < N; ++i)
-      if (uf.Root(i) == ref_root) { local_of[i] = static_cast<int>(comp_nodes.size()); comp_nodes.push_back(i); }
+  const ReferenceComponent rc = ReferenceComponentOf(components, meas);
+  ComponentSolution sol;
+  sol.offset.assign(rc.size(), 0.0);
+  sol.drift.assign(rc.size(), 0.0);
+  sol.variance.assign(rc.size(), 0.0);
+  sol.weight.assign(rc.meas.size(), 0.0);
+  sol.robust.assign(rc.meas.size(), 1.0);
+  if (rc.size() > 0) {
+    SolveReferenceComponent(rc, T, ids, index_of, opt, warm, pass, &sol);
+    result.robust_iterations = sol.robust_iterations;
+    result.converged = sol.converged;
+    result.exact_uncertainty = sol.exact_uncertainty;
   }
-  std::vector<const Meas*> cmeas;
-  for (const auto& m : meas)
-    if (ref_root >= 0 && uf.Root(m.a) == ref_root) cmeas.push_back(&m);
-
-  const int n = static_cast<int>(comp_nodes.size());
-  std::vector<double> x(n, 0.0), xd(n, 0.0), var(n, 0.0);
-  std::vector<double> w0(cmeas.size()), rob(cmeas.size(), 1.0), w(cmeas.size());
-  if (n > 0) {
-    const int anchor = opt.reference_node ? local_of[index_of(*opt.reference_node)] : 0;
-    ComponentSystem sys(comp_nodes, anchor, cmeas, local_of, opt);
-    std::vector<double> y(cmeas.size()), yd(cmeas.size());
-    for (size_t e = 0; e < cmeas.size(); ++e) {
-      y[e] = cmeas[e]->y;
-      yd[e] = cmeas[e]->yd;
-      w0[e] = 1.0 / (cmeas[e]->u * cmeas[e]->u);
-      w[e] = w0[e];
-    }
-
-    std::vector<double> warm_x, warm_xd;
-    const bool warmed = warm != nullptr && WarmStart(*warm, T, comp_nodes, ids, anchor, &warm_x, &warm_xd);
-
-    // Offsets: iteratively re-weighted least squares.
-    bool ok = sys.SolveFor(y, w, x, warmed ? &warm_x : nullptr);
-    int iter = 0;
-    bool converged = opt.loss == RobustLoss::kNone;
-    while (ok && opt.loss != RobustLoss::kNone && iter < opt.robust_iterations) {
-      ++iter;
-      // Residuals in units of their uncertainty, scaled by a robust estimate
-      // of their spread (1.4826·MAD), floored at 1: while a gross outlier
-      // still spreads its error over the good edges of its loops, the
-      // scale grows with it, so the good edges keep their weight and the
-      // outlier stands out (the far tail of a loss at a fixed scale would
-      // shrink all of them alike and never escape).
-      std::vector<double> z(cmeas.size()), absz(cmeas.size());
-      for (size_t e = 0; e < cmeas.size(); ++e) {
-        const double r = y[e] - (x[local_of[cmeas[e]->b]] - x[local_of[cmeas[e]->a]]);
-        z[e] = r / cmeas[e]->u;
-        absz[e] = std::fabs(z[e]);
-      }
-      // Huber is convex: its minimum does not depend on the start, so it
-      // keeps the nominal scale.
-      const double scale =
-          opt.loss != RobustLoss::kHuber ? std::max(1.0, 1.4826 * Median(absz)) : 1.0;
-      for (size_t e = 0; e < cmeas.size(); ++e) {
-        rob[e] = std::max(RobustFactor(opt.loss, opt.robust_threshold, z[e] / scale), 1e-12);
-        w[e] = w0[e] * rob[e];
-      }
-      std::vector<double> xn;
-      ok = sys.SolveFor(y, w, xn, &x);
-      double moved = 0;
-      for (int i = 0; i < n && ok; ++i) moved = std::max(moved, std::fabs(xn[i] - x[i]));
-      if (ok) x = std::move(xn);
-      if (moved <= opt.robust_tolerance_ns && scale == 1.0) { converged = true; break; }
-    }
-    result.robust_iterations = iter;
-    result.converged = ok && converged;
-
-    // Drifts: the same system with the offsets' weights (an edge rejected
-    // for its offset is not trusted for its drift), re-weighted again
-    // against a robust scale of the drift residuals (1.4826·MAD).
-    std::vector<double> wd = w;
-    const bool final_pass = pass == SolvePass::kFinal;
-    if (final_pass) ok = sys.SolveFor(yd, wd, xd, warmed ? &warm_xd : nullptr) && ok;
-    for (int it = 0; final_pass && ok && opt.loss != RobustLoss::kNone && it < 5; ++it) {
-      std::vector<double> rd(cmeas.size());
-      for (size_t e = 0; e < cmeas.size(); ++e)
-        rd[e] = yd[e] - (xd[local_of[cmeas[e]->b]] - xd[local_of[cmeas[e]->a]]);
-      std::vector<double> absr(rd.size());
-      for (size_t e = 0; e < rd.size(); ++e) absr[e] = std::fabs(rd[e]);
-      const double scale = std::max(1.4826 * Median(absr), 1e-12);
-      for (size_t e = 0; e < cmeas.size(); ++e)
-        wd[e] = w[e] * std::max(RobustFactor(opt.loss, opt.robust_threshold, rd[e] / scale), 1e-12);
-      const std::vector<double> xd_prev = xd;
-      ok = sys.SolveFor(yd, wd, xd, &xd_prev);
-    }
-    result.converged = result.converged && ok;
-
-    // Uncertainty, with the final weights, the two directions of a link
-    // counted as correlated.
-    const bool mean_ref = !opt.reference_node.has_value();
-    const std::vector<double> wc =
-        final_pass ? CovarianceWeights(cmeas, w, opt.direction_correlation) : std::vector<double>();
-    if (!final_pass) {
-      // Not needed to carry x0: left 0.
-    } else if (n <= opt.exact_uncertainty_max_nodes) {
-      const Eigen::MatrixXd C = sys.Covariance(wc);
-      if (mean_ref) {
-        const Eigen::VectorXd row = C.rowwise().sum();
-        const double total = row.sum();
-        for (int i = 0; i < n; ++i) var[i] = C(i, i) - 2.0 * row[i] / n + total / (double(n) * n);
-      } else {
-        for (int i = 0; i < n; ++i) var[i] = C(i, i);
-      }
-    } else if (opt.uncertainty_probes > 0) {
-      result.exact_uncertainty = false;
-      var = sys.StochasticVariance(wc, mean_ref, opt.uncertainty_probes);
-    } else {
-      result.exact_uncertainty = false;
-      var = sys.PathVariance(wc);
-    }
-
-    if (mean_ref) {
-      const double mx = std::accumulate(x.begin(), x.end(), 0.0) / n;
-      const double md = std::accumulate(xd.begin(), xd.end(), 0.0) / n;
-      for (int i = 0; i < n; ++i) { x[i] -= mx; xd[i] -= md; }
-    }
-  }
-
-  // Per-node outputs and per-measurement residuals.
-  std::vector<double> sum_wr2(N, 0.0), sum_w(N, 0.0);
-  for (size_t e = 0; e < cmeas.size(); ++e) {
-    const Meas& m = *cmeas[e];
-    const double r = m.y - (x[local_of[m.b]] - x[local_of[m.a]]);
-    for (int k : {m.a, m.b}) { sum_wr2[k] += w[e] * r * r; sum_w[k] += w[e]; }
-  }
-  for (int i = 0; i < N; ++i) {
-    NodeSolution& s = result.nodes[i];
-    const int l = local_of[i];
-    if (l < 0) continue;
-    s.reachable = true;
-    s.offset_ns = x[l];
-    s.drift = xd[l];
-    s.uncertainty_ns = std::sqrt(std::max(var[l], 0.0));
-    s.residual_ns = sum_w[i] > 0 ? std::sqrt(sum_wr2[i] / sum_w[i]) : 0.0;
-  }
-  size_t ce = 0;
-  result.edges.reserve(meas.size());
-  for (const auto& m : meas) {
-    EdgeResidual er;
-    er.node = ids[m.a];
-    er.peer = ids[m.b];
-    er.x0_ns = m.x0;
-    er.measured_ns = m.y;
-    er.uncertainty_ns = m.u;
-    result.nodes[m.a].edges_used++;
-    result.nodes[m.b].edges_used++;
-    if (ce < cmeas.size() && cmeas[ce] == &m) {
-      er.in_reference_component = true;
-      er.residual_ns = m.y - (x[local_of[m.b]] - x[local_of[m.a]]);
-      er.robust_weight = rob[ce];
-      ++ce;
-    }
-    result.edges.push_back(er);
-  }
+  WriteSolution(meas, rc, sol, ids, &result);
   return result;
 }
-
 }  // namespace
 
 }  // namespace chronolink

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/solve/edge_measurements.h"
 #include "agent/solve/link_covariance.h"
 #include "agent/solve/node_index.h"
 
@@ -57,45 +58,21 @@ struct Problem {
   int IndexOf(uint32_t id) const { return index(id); }
 };
 
-// Per directed edge, the valid estimate closest to T (ties: the smaller
-// uncertainty), exactly as Solve picks it.
-std::map<std::pair<uint32_t, uint32_t>, const EdgeEstimate*> ChooseEstimates(
-    std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
-  std::map<std::pair<uint32_t, uint32_t>, const EdgeEstimate*> chosen;
-  for (const auto& e : edges) {
-    if (e.node == e.peer) continue;
-    if (!std::isfinite(e.beta_ns) || !std::isfinite(e.alpha) || !std::isfinite(e.uncertainty_ns) ||
-        e.uncertainty_ns < 0)
-      continue;
-    const int64_t dt = (T >= e.x0_ns) ? (T - e.x0_ns) : (e.x0_ns - T);  // int64 before any double
-    if (dt < 0 || dt > opt.validity_horizon_ns) continue;
-    auto& slot = chosen[{e.node, e.peer}];
-    if (!slot) {
-      slot = &e;
-      continue;
-    }
-    const int64_t dprev = std::llabs(T - slot->x0_ns);
-    if (dt < dprev || (dt == dprev && e.uncertainty_ns < slot->uncertainty_ns)) slot = &e;
-  }
-  return chosen;
-}
-
 Problem BuildProblem(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
   Problem p;
   p.ids = SortedNodeIds(edges, opt.reference_node);
   p.index = NodeIndex(p.ids);
   std::map<std::pair<int, int>, int> link_of;
-  for (const auto& [key, e] : ChooseEstimates(edges, T, opt)) {
-    const int64_t dt = T - e->x0_ns;  // bounded by the horizon
+  // The global solve's measurements (edge_measurements.h): the same choice.
+  for (const EdgeMeasurement& em : MeasurementsAt(edges, T, opt, p.index)) {
     Measurement m;
-    m.a = p.IndexOf(e->node);
-    m.b = p.IndexOf(e->peer);
-    m.x0 = e->x0_ns;
-    m.y = e->beta_ns + e->alpha * static_cast<double>(dt);
-    m.yd = e->alpha;
-    m.u = std::max(e->uncertainty_ns, opt.min_uncertainty_ns) +
-          opt.extrapolation_ns_per_s * std::fabs(static_cast<double>(dt)) * 1e-9;
-    if (e->shared_ns && std::isfinite(*e->shared_ns)) m.s = std::clamp(*e->shared_ns, 0.0, m.u);
+    m.a = em.from;
+    m.b = em.to;
+    m.x0 = em.x0_ns;
+    m.y = em.offset_ns;
+    m.yd = em.drift;
+    m.u = em.uncertainty_ns;
+    m.s = em.shared_ns;
     auto [it, added] =
         link_of.emplace(std::pair{std::min(m.a, m.b), std::max(m.a, m.b)}, static_cast<int>(link_of.size()));
     m.link = it->second;
