@@ -1,4 +1,5 @@
 #include "agent/runtime/cluster_service.h"
+#include "agent/cluster/edge_estimate_of.h"
 
 #include <spdlog/spdlog.h>
 
@@ -98,15 +99,10 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records, 
       out.push_back(StepMarker(r, session));
       continue;
     }
-    if (r.estimate.estimator == EstimatorKind::kNone || !r.estimate.fit.ok) continue;
+    const std::optional<EdgeEstimate> estimate = EdgeEstimateOf(r);
+    if (!estimate) continue;
     WindowSummary w;
-    w.estimate.node = r.node;
-    w.estimate.peer = r.peer;
-    w.estimate.x0_ns = r.x0_ns;
-    w.estimate.beta_ns = r.estimate.fit.beta_ns;
-    w.estimate.alpha = r.estimate.fit.alpha;
-    w.estimate.uncertainty_ns = r.SolveSigma();
-    w.estimate.shared_ns = r.SolveShared();
+    w.estimate = *estimate;
     w.session = session;
     w.window_start_ns = r.window_start_ns;
     w.estimator = std::string(EstimatorKindName(r.estimate.estimator));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <thread>
 
+#include "agent/cluster/edge_estimate_of.h"
 #include "agent/estimate/edge_windows.h"
 #include "agent/pair/tuple_assembler.h"
 #include "tools/sim/sim_exchange.h"
@@ -53,16 +54,11 @@ SimLink MakeLink(const SimConfig& c, uint32_t lo, uint32_t hi) {
 
 SimWindow ToSimWindow(const EdgeWindowRecord& r, const SimClock& node, const SimClock& peer) {
   SimWindow w;
-  w.estimate.node = r.node;
-  w.estimate.peer = r.peer;
-  w.estimate.x0_ns = r.x0_ns;
-  w.estimate.beta_ns = r.estimate.fit.beta_ns;
-  w.estimate.alpha = r.estimate.fit.alpha;
-  w.estimate.uncertainty_ns = r.SolveSigma();
-  w.estimate.shared_ns = r.SolveShared();
+  // The agent hands the solver exactly these (agent/cluster/edge_estimate_of.h).
+  const std::optional<EdgeEstimate> estimate = EdgeEstimateOf(r);
+  w.usable = estimate.has_value();
+  if (estimate) w.estimate = *estimate;  // unusable windows are counted, never solved
   w.estimator = r.estimate.estimator;
-  // The agent hands the solver exactly these (runtime/cluster_service.cc).
-  w.usable = r.estimate.estimator != EstimatorKind::kNone && r.estimate.fit.ok && !r.clock_step;
   w.pairs_sent = r.counts.pairs_sent;
   w.tuples = r.estimate.tuples;
   w.pure_forward = r.estimate.pure_forward;
