@@ -22,6 +22,7 @@
 #include "agent/cluster/probe_graph.h"
 #include "agent/probe/peer_sessions.h"
 #include "agent/export/agent_metrics.h"
+#include "agent/export/agent_stats_json.h"
 #include "agent/export/prometheus_text.h"
 #include "agent/runtime/periodic_tasks.h"
 #include "agent/runtime/run_as.h"
@@ -286,84 +287,32 @@ void AgentRuntime::LogProgress(int64_t now_ns) {
 }
 
 void AgentRuntime::WriteStats(bool final) {
-  const EngineCounters& c = engine_->counters();
-  nlohmann::ordered_json j;
-  j["schema"] = "chronolink.agent_stats.v1";
-  j["node"] = config_.node_id;
-  j["session"] = std::to_string(epoch_);
-  j["final"] = final;
-  j["uptime_s"] = static_cast<double>(ReadClockNs(CLOCK_MONOTONIC) - start_monotonic_ns_) / 1e9;
+  AgentStatsSnapshot s;
+  s.node_id = config_.node_id;
+  s.session_epoch = epoch_;
+  s.final = final;
+  s.uptime_s = static_cast<double>(ReadClockNs(CLOCK_MONOTONIC) - start_monotonic_ns_) / 1e9;
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  j["cpu_user_s"] = static_cast<double>(ru.ru_utime.tv_sec) + ru.ru_utime.tv_usec / 1e6;
-  j["cpu_system_s"] = static_cast<double>(ru.ru_stime.tv_sec) + ru.ru_stime.tv_usec / 1e6;
-  j["windows_written"] = windows_written_;
-  j["clock_steps"] = clock_steps_;
-  j["windows_estimated"] = windows_estimated_;
-  nlohmann::ordered_json decode;
-  for (size_t i = 0; i < c.decode.counts.size(); ++i) {
-    decode[std::string(DecodeResultName(static_cast<DecodeResult>(i)))] = c.decode.counts[i];
-  }
-  j["decode"] = decode;
-  j["not_for_us"] = c.not_for_us;
-  j["unknown_sender"] = c.unknown_sender;
-  j["retired_session"] = c.retired_session;
-  j["stale_session"] = c.stale_session;
-  j["stale_sequence"] = c.stale_sequence;
-  j["duplicate_datagrams"] = c.duplicate_datagrams;
-  j["tx_stamps"] = c.tx_stamps;
-  j["tx_stamps_unmatched"] = c.tx_stamps_unmatched;
-  j["pilots_received"] = c.pilots_received;
-  j["socket_receive_errors"] = socket_.receive_errors();
-  j["socket_receive_calls"] = socket_.receive_calls();
-  j["socket_error_queue_calls"] = socket_.error_queue_calls();
-  j["stamps_refused_by_policy"] = c.stamps_refused_by_policy;
-  // eBPF records the engine did not use, by reason (docs/bpf-tap.md).
-  j["tap_records"] = {{"unrouted", c.tap_stamps_unrouted},  {"rx_own_sender", c.tap_rx_own_sender},
-                      {"tx_not_sent", c.tap_tx_not_sent},   {"rx_unverified", c.tap_rx_unverified},
-                      {"rx_late", c.tap_rx_late},           {"duplicates", c.tap_duplicates},
-                      {"bucket_full", c.tap_bucket_full}};
-  // Coverage: per direction, packets and how many got a stamp from each source.
-  for (int dir = 0; dir < 2; ++dir) {
-    nlohmann::ordered_json cov;
-    cov["packets"] = c.packets[dir];
-    for (int src = 1; src < kNumStampSources; ++src) {
-      cov[std::string(StampSourceName(static_cast<StampSource>(src)))] = c.stamps[dir][src];
-    }
-    j[dir == 0 ? "rx_stamp_coverage" : "tx_stamp_coverage"] = cov;
-  }
-  j["ebpf_tap"] = tap_.Stats();
-  j["hardware_timestamping"] = hardware_.Stats();
-  nlohmann::ordered_json peers = nlohmann::ordered_json::object();
-  for (const auto& [peer, pc] : engine_->peer_counters()) {
-    peers[std::to_string(peer)] = {
-        {"packets_sent", pc.packets_sent},       {"bytes_sent", pc.bytes_sent},
-        {"packets_received", pc.packets_received}, {"bytes_received", pc.bytes_received},
-        {"pairs_sent", pc.pairs_sent},           {"reverse_pairs_sent", pc.reverse_pairs_sent},
-        {"followups_sent", pc.followups_sent},   {"send_errors", pc.send_errors},
-        {"pilots_sent", pc.pilots_sent},         {"pilots_received", pc.pilots_received},
-        {"late_tx_dropped", pc.late_tx_dropped},
-        {"probe_interval_us", engine_->IntervalOf(peer) / 1000},
-        {"probes_without_socket_tx", pc.probes_without_socket_tx},
-        {"stamps_unmatched", pc.stamps_unmatched},
-        {"stamps_wrong_domain", pc.stamps_wrong_domain},
-        {"forward_pairs_incomplete", pc.forward_pairs_incomplete},
-        {"forward_pairs_spoiled", pc.forward_pairs_spoiled},
-        {"tuples_spoiled", pc.tuples_spoiled},
-        {"tuples_stepped", pc.tuples_stepped},
-        {"peer_clock_steps", pc.peer_clock_steps},
-        {"peer_restarts", pc.peer_restarts},
-        {"address_confirmed", pc.address_confirmed},
-        {"pairs_sent_unconfirmed", pc.pairs_sent_unconfirmed},
-        {"forwards_unanswered_unconfirmed", pc.forwards_unanswered_unconfirmed}};
-  }
-  j["peers"] = peers;
-  j["cluster"] = cluster_.Stats();
+  s.cpu_user_s = static_cast<double>(ru.ru_utime.tv_sec) + ru.ru_utime.tv_usec / 1e6;
+  s.cpu_system_s = static_cast<double>(ru.ru_stime.tv_sec) + ru.ru_stime.tv_usec / 1e6;
+  s.windows_written = windows_written_;
+  s.windows_estimated = windows_estimated_;
+  s.clock_steps = clock_steps_;
+  s.counters = engine_->counters();
+  s.socket_receive_errors = socket_.receive_errors();
+  s.socket_receive_calls = socket_.receive_calls();
+  s.socket_error_queue_calls = socket_.error_queue_calls();
+  s.peers = engine_->peer_counters();
+  for (const auto& [peer, pc] : s.peers) s.probe_interval_ns[peer] = engine_->IntervalOf(peer);
+  s.ebpf_tap = tap_.Stats();
+  s.hardware_timestamping = hardware_.Stats();
+  s.cluster = cluster_.Stats();
   // Whole or not at all, and never through a file another user left at a
   // guessable temporary name (mkstemp, then rename).
   std::string error;
-  if (!WriteFileAtomically(std::filesystem::path(config_.output_dir) / "agent_stats.json", j.dump(2) + "\n",
-                           &error)) {
+  if (!WriteFileAtomically(std::filesystem::path(config_.output_dir) / "agent_stats.json",
+                           AgentStatsJson(s).dump(2) + "\n", &error)) {
     spdlog::warn("agent_stats.json not written: {}", error);
   }
 }
