@@ -54,7 +54,14 @@ AgentRuntime::~AgentRuntime() {
   if (signal_fd_ >= 0) ::close(signal_fd_);
 }
 
+// Start-up in three steps, split where the privileges go (docs/security.md
+// §5): what needs them, the drop itself, what must run without them.
 bool AgentRuntime::Start(std::string* error) {
+  RunAsPlan run_as;
+  return StartPrivileged(&run_as, error) && HandOverAndDrop(run_as, error) && StartUnprivileged(run_as, error);
+}
+
+bool AgentRuntime::StartPrivileged(RunAsPlan* run_as, std::string* error) {
   if (sodium_init() < 0) {
     *error = "libsodium failed to initialise";
     return false;
@@ -76,8 +83,7 @@ bool AgentRuntime::Start(std::string* error) {
 
   // Whom to become once the privileged work is done: decided (and an
   // impossible drop refused) before anything is attached or bound.
-  RunAsPlan run_as;
-  if (!PlanRunAs(config_, &run_as, error)) return false;
+  if (!PlanRunAs(config_, run_as, error)) return false;
 
   // The tap goes on before the socket is bound, so that every probe the
   // socket ever receives has passed the hooks.
@@ -90,7 +96,10 @@ bool AgentRuntime::Start(std::string* error) {
   socket_.SetAlwaysSched(config_.capture.forced_source == StampSource::kSocketSched || stamp_log);
   // Peers' pilots only warm the path here: dropped before they wake us.
   if (!socket_.DropDatagramsOfLength(kPilotWireSize, error)) return false;
+  return BuildEngine(error);
+}
 
+bool AgentRuntime::BuildEngine(std::string* error) {
   codec_ = std::make_unique<ProbeCodec>(config_.cluster.cluster_id, config_.key);
   transport_ = std::make_unique<SocketTransport>(socket_, clock_);
   ProbeEngineOptions eo;
@@ -100,7 +109,7 @@ bool AgentRuntime::Start(std::string* error) {
   eo.probed_peers = config_.peers;
   eo.probe = config_.probe;
   eo.forced_source = config_.capture.forced_source;
-  eo.every_socket_stamp = stamp_log;
+  eo.every_socket_stamp = !config_.capture.stamp_log_path.empty();
   for (const ClusterNode& n : config_.cluster.nodes) {
     eo.members.insert(n.id);
     if (n.id == config_.node_id) continue;
@@ -119,17 +128,22 @@ bool AgentRuntime::Start(std::string* error) {
     // round trip: its step lies within kPeerStepLeadNs before now.
     if (auto it = windows_.find(peer); it != windows_.end()) it->second->OnClockStep(now - kPeerStepLeadNs, now);
   });
+  return true;
+}
 
-  // Everything privileged is done (tap attached, socket bound, PHC open):
-  // the clock page is created as we are (so a root start's page stays
-  // root's), the output directory handed to the user we become, then every
-  // privilege goes, for good, or the agent does not run. SO_TIMESTAMPING
-  // needs none; the tap's links and ring buffer are descriptors we keep.
-  if (!cluster_.OpenClockPage(error)) return false;
-  if (!PrepareFilesForRunAs(config_, run_as, error)) return false;
-  if (!CarryOutRunAs(run_as, error)) return false;
+// Everything privileged is done (tap attached, socket bound, PHC open): the
+// clock page is created as we are (so a root start's page stays root's),
+// the output directory handed to the user we become, then every privilege
+// goes, for good, or the agent does not run. SO_TIMESTAMPING needs none;
+// the tap's links and ring buffer are descriptors we keep.
+bool AgentRuntime::HandOverAndDrop(const RunAsPlan& run_as, std::string* error) {
+  return cluster_.OpenClockPage(error) && PrepareFilesForRunAs(config_, run_as, error) &&
+         CarryOutRunAs(run_as, error);
+}
 
-  // Every file from here on is created as the unprivileged user.
+// Every file from here on is created as the unprivileged user, and threads
+// start only now (capabilities are per thread).
+bool AgentRuntime::StartUnprivileged(const RunAsPlan& run_as, std::string* error) {
   EdgeRecordContext context;
   context.session_epoch = epoch_;
   if (config_.capture.forced_source != StampSource::kNone) {
@@ -150,7 +164,6 @@ bool AgentRuntime::Start(std::string* error) {
     });
   }
 
-  // Threads only after the drop (capabilities are per thread).
   if (!cluster_.Start(error)) return false;
   if (!config_.metrics_address.empty()) {
     if (!metrics_.Start(config_.metrics_address, config_.metrics_port, error)) return false;

@@ -18,6 +18,7 @@
 #include "agent/probe/probe_engine.h"
 #include "agent/runtime/cluster_service.h"
 #include "agent/runtime/hardware_stamps.h"
+#include "agent/runtime/run_as.h"
 #include "agent/runtime/socket_transport.h"
 #include "agent/runtime/tap_capture.h"
 #include "clock/clock_reader.h"
@@ -30,12 +31,18 @@ class AgentRuntime {
   explicit AgentRuntime(AgentConfig config);
   ~AgentRuntime();
 
-  // Opens the socket and outputs; a clear message on failure.
+  // Attaches the tap, binds the socket, drops the privileges, opens the
+  // outputs and starts the threads; a clear message on failure.
   bool Start(std::string* error);
   // Runs until SIGINT/SIGTERM or the configured duration; returns the exit code.
   int Run();
 
  private:
+  // Start's steps, in order (agent_runtime.cc).
+  bool StartPrivileged(RunAsPlan* run_as, std::string* error);
+  bool BuildEngine(std::string* error);
+  bool HandOverAndDrop(const RunAsPlan& run_as, std::string* error);
+  bool StartUnprivileged(const RunAsPlan& run_as, std::string* error);
   void CloseWindows(int64_t now_ns, bool shutting_down);
   void LogSpanChange(const EdgeWindowRecord& r);
   void AdaptCadence(const EdgeWindowRecord& r, int64_t now_ns);
