@@ -81,21 +81,26 @@ const std::string& EtcdClient::current_endpoint() const {
   return endpoints_.empty() ? kNone : endpoints_[current_]->url;
 }
 
-bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std::string& body, bool with_token,
-                         Reply* reply, bool* may_retry, std::string* error) {
+// One POST and its answer, read within limits: the read timeout bounds each
+// wait, the deadline a server that dribbles its answer, the size limit one
+// that sends too much.
+struct EtcdClient::Exchange {
+  bool sent = false;
+  httplib::Error http_error = httplib::Error::Success;
+  int status = 0;
+  bool too_slow = false, too_large = false;
+  int64_t elapsed_ms = 0;
+};
+
+EtcdClient::Exchange EtcdClient::Post(Endpoint& endpoint, const std::string& path, const std::string& body,
+                                      bool with_token, std::string* answer) {
   if (!endpoint.http) endpoint.http = MakeHttpClient(endpoint.host, endpoint.port, endpoint.https, options_);
   ClearTlsFailure(endpoint.http.get());
-  reply->message.clear();
-  reply->url = endpoint.url;
   SetTimeouts(endpoint.http.get(), options_.connect_timeout_ms, options_.request_timeout_ms,
               options_.request_timeout_ms);
   const Clock::time_point start = Clock::now();
-  // The read timeout bounds each wait; the deadline bounds a server that
-  // dribbles its answer, the size limit one that sends too much.
-  std::string& answer = reply->text;
-  answer.clear();
-  reply->too_large = false;
-  bool too_slow = false, too_large = false;
+  Exchange x;
+  answer->clear();
   httplib::Request request;
   request.method = "POST";
   request.path = path;
@@ -103,65 +108,96 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
   if (with_token) AddAuthHeader(options_.auth.get(), &request);
   request.body = body;
   request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
-    too_large = answer.size() + size > options_.max_answer_bytes;
-    if (!too_large) answer.append(data, size);
-    too_slow = ElapsedMs(start) > options_.connect_timeout_ms + options_.request_timeout_ms;
-    return !too_large && !too_slow;
+    x.too_large = answer->size() + size > options_.max_answer_bytes;
+    if (!x.too_large) answer->append(data, size);
+    x.too_slow = ElapsedMs(start) > options_.connect_timeout_ms + options_.request_timeout_ms;
+    return !x.too_large && !x.too_slow;
   };
-  int status = 0;
   request.response_handler = [&](const httplib::Response& response) {
-    status = response.status;
+    x.status = response.status;
     return true;
   };
   httplib::Response response;
-  httplib::Error http_error = httplib::Error::Success;
+  x.sent = endpoint.http->send(request, response, x.http_error);
+  x.elapsed_ms = ElapsedMs(start);
+  return x;
+}
+
+// cpp-httplib 0.11 (the client's version): etcd ends its error answers with
+// an HTTP trailer, which httplib takes for a broken chunked body after it
+// delivered the body whole. Such an answer arrived.
+bool EtcdClient::TrailerOnlyFailure(const Exchange& x, const Reply& reply) {
+  return !x.sent && x.http_error == httplib::Error::Read && x.status != 0 && !x.too_slow && !x.too_large &&
+         reply.body.is_object();
+}
+
+// Nothing usable came back: why, and whether another endpoint may be tried.
+void EtcdClient::ClassifyTransportFailure(const Exchange& x, Endpoint& endpoint, const std::string& path,
+                                          const std::string& answer, Reply* reply, bool* may_retry,
+                                          std::string* error) {
   const std::string where = "etcd " + endpoint.url + ": ";
-  const bool sent = endpoint.http->send(request, response, http_error);
+  *may_retry = x.http_error == httplib::Error::Connection || x.http_error == httplib::Error::ConnectionTimeout ||
+               x.http_error == httplib::Error::SSLConnection;  // the handshake failed: nothing was sent
+  // A refusal OpenSSL named (a certificate, an alert), or etcd closing the
+  // connection under the first request, is a setting to fix; a handshake
+  // that merely failed may be a slow or restarting etcd.
+  const bool tls_refused = !TlsFailure(endpoint.http.get()).empty() ||
+                           TlsClosedAfterHandshake(x.http_error, x.elapsed_ms, options_, endpoint.http.get());
+  last_failure_ = tls_refused ? EtcdFailure::kTls : EtcdFailure::kUnreachable;
+  if (x.too_large) {
+    last_failure_ = EtcdFailure::kAnswer;
+    reply->too_large = true;
+    *error = where + "answer to " + path + " larger than " + std::to_string(options_.max_answer_bytes) +
+             " bytes: " + Excerpt(answer);
+  } else if (x.too_slow) {
+    *error = where + "no complete answer within " + std::to_string(options_.request_timeout_ms) + " ms";
+  } else {
+    *error = where + DescribeTransportError(x.http_error, endpoint.host, x.elapsed_ms, options_,
+                                            endpoint.http.get());
+  }
+}
+
+// etcd 3.4.10+ (the server's version): with auth on, its gateway refuses,
+// in plain text with HTTP 400, every request whose client certificate has
+// a CommonName. Says so and how to fix it, or "" for any other answer.
+std::string EtcdClient::CommonNameRefusal(const std::string& answer) {
+  if (answer.find(kGatewayRefusesCommonName) == std::string::npos) return "";
+  return "etcd refuses gateway requests whose client certificate has a CommonName while its auth is on (" +
+         Excerpt(answer) + "): issue the agents' certificate (--etcd-cert) without a CN, e.g. subject /O=chronolink";
+}
+
+// An answer other than 200: etcd's message, and what kind of failure.
+void EtcdClient::ClassifyHttpError(int status, const std::string& where, const std::string& answer, Reply* reply,
+                                   std::string* error) {
+  reply->message = GatewayErrorMessage(reply->body, &reply->grpc_code);
+  if (IsAuthRefusal(reply->message)) last_failure_ = EtcdFailure::kAuth;
+  if (std::string refusal = CommonNameRefusal(answer); !refusal.empty()) {
+    last_failure_ = EtcdFailure::kTls;
+    reply->message = std::move(refusal);
+  }
+  *error = where + "HTTP " + std::to_string(status) + ": " + (reply->message.empty() ? Excerpt(answer) : reply->message);
+}
+
+bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std::string& body, bool with_token,
+                         Reply* reply, bool* may_retry, std::string* error) {
+  reply->message.clear();
+  reply->url = endpoint.url;
+  reply->too_large = false;
+  std::string& answer = reply->text;
+  const Exchange x = Post(endpoint, path, body, with_token, &answer);
   std::string parse_error;
   reply->body = json();
-  const bool parsed = !too_large && !too_slow && ParseJsonAnswer(answer, &reply->body, &parse_error);
-  // etcd ends its error answers with an HTTP trailer, which cpp-httplib
-  // 0.11 takes for a broken chunked body after delivering the body whole.
-  const bool trailer_only = !sent && http_error == httplib::Error::Read && status != 0 && !too_slow &&
-                            !too_large && reply->body.is_object();
-  if (!sent && !trailer_only) {
-    *may_retry = http_error == httplib::Error::Connection || http_error == httplib::Error::ConnectionTimeout ||
-                 http_error == httplib::Error::SSLConnection;  // the handshake failed: nothing was sent
-    // A refusal OpenSSL named (a certificate, an alert), or etcd closing
-    // the connection under the first request, is a setting to fix; a
-    // handshake that merely failed may be a slow or restarting etcd.
-    const bool tls_refused = !TlsFailure(endpoint.http.get()).empty() ||
-                             TlsClosedAfterHandshake(http_error, ElapsedMs(start), options_, endpoint.http.get());
-    last_failure_ = tls_refused ? EtcdFailure::kTls : EtcdFailure::kUnreachable;
-    if (too_large) {
-      last_failure_ = EtcdFailure::kAnswer;
-      reply->too_large = true;
-      *error = where + "answer to " + path + " larger than " + std::to_string(options_.max_answer_bytes) +
-               " bytes: " + Excerpt(answer) + "";
-    } else if (too_slow) {
-      *error = where + "no complete answer within " + std::to_string(options_.request_timeout_ms) + " ms";
-    } else {
-      *error = where + DescribeTransportError(http_error, endpoint.host, ElapsedMs(start), options_,
-                                              endpoint.http.get());
-    }
+  const bool parsed = !x.too_large && !x.too_slow && ParseJsonAnswer(answer, &reply->body, &parse_error);
+  if (!x.sent && !TrailerOnlyFailure(x, *reply)) {
+    ClassifyTransportFailure(x, endpoint, path, answer, reply, may_retry, error);
     return false;
   }
+  const std::string where = "etcd " + endpoint.url + ": ";
   *may_retry = false;
-  reply->http_status = status;
+  reply->http_status = x.status;
   last_failure_ = EtcdFailure::kAnswer;
-  if (status != 200) {
-    reply->message = GatewayErrorMessage(reply->body, &reply->grpc_code);
-    if (IsAuthRefusal(reply->message)) last_failure_ = EtcdFailure::kAuth;
-    if (answer.find(kGatewayRefusesCommonName) != std::string::npos) {
-      // etcd 3.4.10+ (plain text, HTTP 400) with auth on and a client
-      // certificate that has a CommonName: no request gets through.
-      last_failure_ = EtcdFailure::kTls;
-      reply->message = "etcd refuses gateway requests whose client certificate has a CommonName while its auth "
-                       "is on (" + Excerpt(answer) + "): issue the agents' certificate (--etcd-cert) "
-                       "without a CN, e.g. subject /O=chronolink";
-    }
-    *error = where + "HTTP " + std::to_string(status) + ": " +
-             (reply->message.empty() ? Excerpt(answer) : reply->message);
+  if (x.status != 200) {
+    ClassifyHttpError(x.status, where, answer, reply, error);
     return false;
   }
   if (!parsed) {
@@ -169,7 +205,7 @@ bool EtcdClient::CallOne(Endpoint& endpoint, const std::string& path, const std:
     return false;
   }
   if (!reply->body.is_object()) {
-    *error = where + "answer to " + path + " is not a JSON object: " + Excerpt(answer) + "";
+    *error = where + "answer to " + path + " is not a JSON object: " + Excerpt(answer);
     return false;
   }
   last_failure_ = EtcdFailure::kNone;

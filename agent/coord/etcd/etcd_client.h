@@ -117,8 +117,20 @@ class EtcdClient {
             std::string* error);
   bool CallEndpoints(const std::string& path, const std::string& body, bool idempotent, bool with_token,
                      Reply* reply, std::string* error);
+  // One endpoint, one request: Post, then what the outcome was. The
+  // workarounds for the client's and the server's versions are their own
+  // functions (TrailerOnlyFailure, CommonNameRefusal).
   bool CallOne(Endpoint& endpoint, const std::string& path, const std::string& body, bool with_token,
                Reply* reply, bool* may_retry, std::string* error);
+  struct Exchange;
+  Exchange Post(Endpoint& endpoint, const std::string& path, const std::string& body, bool with_token,
+                std::string* answer);
+  static bool TrailerOnlyFailure(const Exchange& x, const Reply& reply);
+  void ClassifyTransportFailure(const Exchange& x, Endpoint& endpoint, const std::string& path,
+                                const std::string& answer, Reply* reply, bool* may_retry, std::string* error);
+  static std::string CommonNameRefusal(const std::string& answer);
+  void ClassifyHttpError(int status, const std::string& where, const std::string& answer, Reply* reply,
+                         std::string* error);
   // GetPrefix's one attempt. *compacted: it failed because read_revision
   // was compacted between pages.
   bool ReadPrefixPages(std::string_view prefix, std::vector<EtcdKeyValue>* out, int64_t* read_revision,
