@@ -33,15 +33,15 @@
 #include <memory>
 #include <vector>
 
-#include "trace/align/xspace_wire_align.h"
-#include "trace/align/xspace_wire_check.h"
 #include "trace/correct/clock_correction.h"
 #include "trace/correct/node_clock_map.h"
+#include "trace/wire/xspace_wire_align.h"
+#include "trace/wire/xspace_wire_check.h"
 
 #include "trace/exporters/xspace_writer.h"
 #include "trace/importers/xspace/xspace_reader.h"
-#include "trace/importers/xspace/xspace_span_scan.h"
 #include "trace/model/host_span.h"
+#include "trace/wire/xspace_span_scan.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 // wire-level rewrite decodes every event anyway and checks the prediction,
 // and where one was wrong (or a host must go through the model) the run
 // plans from every event (ScanXSpaceSpan) and starts again. Each host is first tried without a model at all:
-// the wire-level rewrite (trace/align/xspace_wire_align.h) copies its file
+// the wire-level rewrite (trace/wire/xspace_wire_align.h) copies its file
 // through with only the times re-encoded; where it declines, the host goes
 // through the model as before (--no-wire-rewrite: always). JSON inputs and --recorded-mapping (which reads the
 // mapping from each parsed trace) hold every host at once.
@@ -26,12 +26,12 @@
 #include "tools/trace/trace_cli_common.h"
 #include "tools/trace/trace_commands.h"
 #include "trace/exporters/chrome_json_writer.h"
-#include "trace/align/xspace_wire_align.h"
 #include "trace/exporters/xspace_writer.h"
 #include "trace/importers/xspace/mapped_file.h"
 #include "trace/importers/xspace/run_directory.h"
 #include "trace/importers/xspace/xspace_reader.h"
-#include "trace/importers/xspace/xspace_span_scan.h"
+#include "trace/wire/xspace_span_scan.h"
+#include "trace/wire/xspace_wire_align.h"
 
 namespace chronolink::trace::cli {
 namespace {

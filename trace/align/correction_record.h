@@ -24,7 +24,7 @@ inline constexpr char kSourceBoundStat[] = "chronolink_gpu_bound_ns";
 void RecordCorrection(const HostClockMap& map, const HostAlignment& stats, const AlignResult& result,
                       const AlignOptions& options, HostTrace* host);
 // The same on the planes alone, for callers that hold no model of the
-// whole trace (the wire-level rewrite, trace/align/xspace_wire_align.h):
+// whole trace (the wire-level rewrite, trace/wire/xspace_wire_align.h):
 // the record plane's stats and correction line, and the `_counters_` line
 // with its metadata on the host's counters plane (FindCountersPlane), which
 // reads only the host's span from `stats` and is drawn only when

@@ -64,7 +64,7 @@ bool AlignHosts(std::vector<HostTrace*> hosts, const std::vector<const HostClock
 
 // The same one host at a time, for runs too large to hold at once: first
 // the plan, from every host's span alone (HostSpan, or the wire-level scan
-// of its file, trace/importers/xspace/xspace_span_scan.h): the common
+// of its file, trace/wire/xspace_span_scan.h): the common
 // origin and each host's correction at its ends, checked against
 // max_extrapolation_ns. Then each host, read when its turn comes, is
 // aligned on that plan and can be written and freed before the next is read.
@@ -100,7 +100,7 @@ std::optional<EmptyLineRebased> EmptyLineTimes(const HostClockMap& map, int64_t 
                                                int64_t duration_ps, int64_t origin_ns);
 
 // AlignPlannedHost's steps after the events, for a caller that re-times the
-// events itself (the wire-level rewrite, trace/align/xspace_wire_align.h):
+// events itself (the wire-level rewrite, trace/wire/xspace_wire_align.h):
 // whether the host's bound is within options (false with the message the
 // model path gives), and the Task Environment's profile_start/stop_time set
 // on the plan in `task_env` (a space whose first Task Environment plane is

@@ -19,7 +19,7 @@
 #include "tests/support/align_paths_check.h"
 #include "tests/support/run_process.h"
 #include "tests/support/xspace_generator.h"
-#include "trace/align/xspace_wire_align.h"
+#include "trace/wire/xspace_wire_align.h"
 
 namespace chronolink::trace {
 namespace {

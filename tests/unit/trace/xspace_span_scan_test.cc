@@ -1,4 +1,4 @@
-// The wire-level span scan (trace/importers/xspace/xspace_span_scan.h)
+// The wire-level span scan (trace/wire/xspace_span_scan.h)
 // against the parsed model: the same line base and the same first and last
 // instants on generated runs (relative and absolute lines) and on messages
 // built to hit each rule (fields out of order, oneof members overriding
@@ -14,9 +14,9 @@
 
 #include "tools/trace_fixture/xspace_fixture.h"
 #include "trace/importers/xspace/xspace_reader.h"
-#include "trace/importers/xspace/xspace_span_scan.h"
 #include "trace/model/host_span.h"
 #include "trace/model/xplane_edit.h"
+#include "trace/wire/xspace_span_scan.h"
 
 namespace chronolink::trace {
 namespace {

@@ -1,4 +1,4 @@
-// The wire-level align (trace/align/xspace_wire_align.h) against the model
+// The wire-level align (trace/wire/xspace_wire_align.h) against the model
 // path (AlignPlannedHost, then serialised as WriteXSpaceFile does): the same
 // XSpace (MessageDifferencer, unknown fields included), the same bytes for
 // files in canonical order (the fixture's), and the same HostAlignment to
@@ -17,7 +17,6 @@
 #include "tools/trace_fixture/xspace_fixture.h"
 #include "trace/align/correction_record.h"
 #include "trace/align/trace_aligner.h"
-#include "trace/align/xspace_wire_align.h"
 #include "trace/correct/clock_correction.h"
 #include "trace/correct/node_clock_map.h"
 #include "trace/correct/recorded_mapping.h"
@@ -25,6 +24,7 @@
 #include "trace/importers/xspace/xspace_reader.h"
 #include "trace/model/host_span.h"
 #include "trace/model/xplane_edit.h"
+#include "trace/wire/xspace_wire_align.h"
 
 namespace chronolink::trace {
 namespace {

@@ -1,4 +1,4 @@
-// The wire rewrite's output check (trace/align/xspace_wire_check.h) against
+// The wire rewrite's output check (trace/wire/xspace_wire_check.h) against
 // protobuf's own parser: on protobuf's own bytes the walk's summary is the
 // parsed message's; on every corruption of them (each byte changed, cut
 // short, a length one off) the walk accepts only what protobuf parses, and
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "proto/xplane.pb.h"
-#include "trace/align/xspace_wire_check.h"
+#include "trace/wire/xspace_wire_check.h"
 
 namespace chronolink::trace {
 namespace {

@@ -1,4 +1,4 @@
-#include "trace/importers/xspace/xspace_span_scan.h"
+#include "trace/wire/xspace_span_scan.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "trace/align/xspace_wire_align.h"
+#include "trace/wire/xspace_wire_align.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -14,11 +14,11 @@
 
 #include "proto/xplane.pb.h"
 #include "trace/align/correction_record.h"
-#include "trace/align/xspace_wire_check.h"
 #include "trace/importers/xspace/line_base.h"
 #include "trace/importers/xspace/xspace_reader.h"
 #include "trace/model/host_span.h"
 #include "trace/model/xplane_edit.h"
+#include "trace/wire/xspace_wire_check.h"
 
 namespace chronolink::trace {
 namespace {

@@ -1,4 +1,4 @@
-#include "trace/align/xspace_wire_check.h"
+#include "trace/wire/xspace_wire_check.h"
 
 #include <google/protobuf/stubs/common.h>
 #include <google/protobuf/wire_format_lite.h>
