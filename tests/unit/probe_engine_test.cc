@@ -367,7 +367,11 @@ TEST_F(ProbeEngineTest, ReplayedProbesOfAnEarlierSessionAreDroppedAndCounted) {
   a.engine->FinalizeTuples(a.clock.Now(), a.clock.Now());
   int complete = 0;
   for (const FullTuple& t : a.tuples) complete += ClassifyTuple(t) == TupleOutcome::kComplete;
-  EXPECT_GT(complete, 150) << "of " << a.tuples.size() << " tuples, " << replayed << " replays";
+  // How many pairs 300 ms hold depends on the machine's load; the share that
+  // the replays break does not (it was almost all of them).
+  ASSERT_GE(a.tuples.size(), 30u) << replayed << " replays";
+  EXPECT_GE(complete * 10, static_cast<int>(a.tuples.size()) * 9)
+      << complete << " of " << a.tuples.size() << " tuples complete, " << replayed << " replays";
   EXPECT_GE(b.engine->counters().retired_session, static_cast<uint64_t>(replayed) * 9 / 10);
 
   // The prober's side: b restarts, and a reverse probe of b's old session
