@@ -27,8 +27,30 @@ find_library(CHRONOLINK_LIBZ z)
 if(NOT CHRONOLINK_LIBZ)
   list(APPEND _chronolink_bpf_missing "zlib (zlib1g-dev)")
 endif()
+# The programs are CO-RE, but bpf_tracing.h still needs the target's arch
+# (struct pt_regs layout behind its PT_REGS_* and BPF_KPROBE macros): it is
+# the arch the agent runs on, i.e. the one this build targets, not the build
+# machine's.
+string(TOLOWER "${CMAKE_SYSTEM_PROCESSOR}" _chronolink_cpu)
+if(_chronolink_cpu MATCHES "^(x86_64|amd64)$")
+  set(CHRONOLINK_BPF_TARGET_ARCH x86)
+elseif(_chronolink_cpu MATCHES "^(aarch64|arm64)$")
+  set(CHRONOLINK_BPF_TARGET_ARCH arm64)
+else()
+  message(FATAL_ERROR "chronolink: no eBPF target arch for CMAKE_SYSTEM_PROCESSOR "
+    "'${CMAKE_SYSTEM_PROCESSOR}' (known: x86_64/AMD64, aarch64/arm64); "
+    "configure with -DCHRONOLINK_WITH_BPF=OFF to build without the tap")
+endif()
+
+# vmlinux.h only declares the kernel types the programs name; CO-RE relocates
+# every field access at load time against the running kernel's BTF. So in a
+# cross build the build machine's (x86) BTF does: the programs use only uapi
+# contexts (__sk_buff, xdp_md) and sk_buff/net_device fields read through
+# BPF_CORE_READ, never pt_regs. A program that needs arch-specific types must
+# point this at the target kernel's BTF (e.g. an arm64 machine's
+# /sys/kernel/btf/vmlinux, copied here).
 set(CHRONOLINK_VMLINUX_BTF "/sys/kernel/btf/vmlinux" CACHE FILEPATH
-  "Kernel BTF that vmlinux.h is generated from")
+  "Kernel BTF that vmlinux.h is generated from (cross builds: the target kernel's, see above)")
 if(NOT EXISTS "${CHRONOLINK_VMLINUX_BTF}")
   list(APPEND _chronolink_bpf_missing "${CHRONOLINK_VMLINUX_BTF} (kernel built without BTF)")
 endif()
@@ -42,5 +64,6 @@ if(_chronolink_bpf_missing)
   set(CHRONOLINK_WITH_BPF OFF)
 else()
   message(STATUS "chronolink: eBPF tap ON (clang ${CHRONOLINK_BPF_CLANG}, bpftool "
-    "${CHRONOLINK_BPFTOOL}, libbpf ${LIBBPF_VERSION})")
+    "${CHRONOLINK_BPFTOOL}, libbpf ${LIBBPF_VERSION}, __TARGET_ARCH_${CHRONOLINK_BPF_TARGET_ARCH}, "
+    "BTF ${CHRONOLINK_VMLINUX_BTF})")
 endif()

@@ -15,6 +15,13 @@
 // Not thread-safe: the ROCm backend calls it under its lock.
 #pragma once
 
+// hsa.h (ROCm 5.2, Debian 12) finds the byte order on x86 only and stops
+// with #error on any other CPU, arm64 included: say it for every
+// little-endian one.
+#if !defined(LITTLEENDIAN_CPU) && !defined(BIGENDIAN_CPU) && \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define LITTLEENDIAN_CPU
+#endif
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 
