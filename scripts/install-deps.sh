@@ -20,31 +20,6 @@ PACKAGES=(
 # any kubectl from 1.20 on).
 command -v kubectl >/dev/null || PACKAGES+=(kubernetes-client)
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "install-deps: run as root (or install sudo)" >&2; exit 1; }
-  SUDO=sudo
-fi
-
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
-fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-# A chronyd started by the package would discipline the host clock: keep
-# services from starting during the install (containers have no init anyway).
-policy=/usr/sbin/policy-rc.d
-created_policy=0
-if [ ! -e "$policy" ]; then
-  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
-  $SUDO chmod +x "$policy"
-  created_policy=1
-fi
-trap '[ "$created_policy" = 1 ] && $SUDO rm -f "$policy"' EXIT
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# shellcheck source=scripts/lib/apt_install.sh
+source "$(dirname "$0")/lib/apt_install.sh"
+apt_install_missing install-deps "${PACKAGES[@]}"
