@@ -22,13 +22,8 @@ namespace chronolink {
 namespace {
 
 // One directed measurement at T, by node index: y ≈ x[b] − x[a].
-struct Measurement {
-  int a = 0, b = 0;
-  int64_t x0 = 0;
-  double y = 0;   // offset at T
-  double yd = 0;  // drift
-  double u = 0;   // effective (floored, extrapolated) uncertainty
-  double s = -1;  // the part of u the link's other direction shares; < 0 unknown
+// A measurement at T (edge_measurements.h) and the link it belongs to.
+struct Measurement : EdgeMeasurement {
   int link = -1;
 };
 
@@ -66,15 +61,9 @@ Problem BuildProblem(std::span<const EdgeEstimate> edges, int64_t T, const Solve
   // The global solve's measurements (edge_measurements.h): the same choice.
   for (const EdgeMeasurement& em : MeasurementsAt(edges, T, opt, p.index)) {
     Measurement m;
-    m.a = em.from;
-    m.b = em.to;
-    m.x0 = em.x0_ns;
-    m.y = em.offset_ns;
-    m.yd = em.drift;
-    m.u = em.uncertainty_ns;
-    m.s = em.shared_ns;
+    static_cast<EdgeMeasurement&>(m) = em;
     auto [it, added] =
-        link_of.emplace(std::pair{std::min(m.a, m.b), std::max(m.a, m.b)}, static_cast<int>(link_of.size()));
+        link_of.emplace(std::pair{std::min(m.from, m.to), std::max(m.from, m.to)}, static_cast<int>(link_of.size()));
     m.link = it->second;
     p.meas.push_back(m);
   }
@@ -85,11 +74,11 @@ Problem BuildProblem(std::span<const EdgeEstimate> edges, int64_t T, const Solve
   }
   for (const Measurement& m : p.meas) {
     Link& l = p.links[m.link];
-    const double w = 1.0 / (m.u * m.u);
-    const double sign = m.b == l.hi ? 1.0 : -1.0;  // a→b measures x[b] − x[a]
-    l.sum_wy += w * sign * m.y;
-    l.sum_wyd += w * sign * m.yd;
-    l.covariance.Add(w, m.s);
+    const double w = 1.0 / (m.uncertainty_ns * m.uncertainty_ns);
+    const double sign = m.to == l.hi ? 1.0 : -1.0;  // from→to measures x[to] − x[from]
+    l.sum_wy += w * sign * m.offset_ns;
+    l.sum_wyd += w * sign * m.drift;
+    l.covariance.Add(w, m.shared_ns);
   }
   return p;
 }
@@ -292,19 +281,19 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
   result.edges.reserve(p.meas.size());
   for (const Measurement& m : p.meas) {
     EdgeResidual er;
-    er.node = p.ids[m.a];
-    er.peer = p.ids[m.b];
-    er.x0_ns = m.x0;
-    er.measured_ns = m.y;
-    er.uncertainty_ns = m.u;
-    ++result.nodes[m.a].edges_used;
-    ++result.nodes[m.b].edges_used;
-    er.in_reference_component = reachable[m.a] != 0;
+    er.node = p.ids[m.from];
+    er.peer = p.ids[m.to];
+    er.x0_ns = m.x0_ns;
+    er.measured_ns = m.offset_ns;
+    er.uncertainty_ns = m.uncertainty_ns;
+    ++result.nodes[m.from].edges_used;
+    ++result.nodes[m.to].edges_used;
+    er.in_reference_component = reachable[m.from] != 0;
     if (er.in_reference_component) {
-      er.residual_ns = m.y - (x[m.b] - x[m.a]);
+      er.residual_ns = m.offset_ns - (x[m.to] - x[m.from]);
       er.robust_weight = in_tree[m.link] ? 1.0 : 0.0;
-      const double w = 1.0 / (m.u * m.u);
-      for (int k : {m.a, m.b}) {
+      const double w = 1.0 / (m.uncertainty_ns * m.uncertainty_ns);
+      for (int k : {m.from, m.to}) {
         sum_wr2[k] += w * er.residual_ns * er.residual_ns;
         sum_w[k] += w;
       }
