@@ -30,19 +30,6 @@ const NodeSolution* SolveResult::Find(uint32_t node) const {
 
 namespace {
 
-struct UnionFind {
-  std::vector<int> parent;
-  explicit UnionFind(int n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
-  int Root(int i) {
-    while (parent[i] != i) i = parent[i] = parent[parent[i]];
-    return i;
-  }
-  void Join(int i, int j) {
-    i = Root(i), j = Root(j);
-    if (i != j) parent[std::max(i, j)] = std::min(i, j);
-  }
-};
-
 double RobustFactor(RobustLoss loss, double k, double z) {
   z = std::fabs(z);
   switch (loss) {
@@ -489,47 +476,6 @@ bool WarmStart(const SolveResult& warm, int64_t T, const std::vector<int>& comp_
   return true;
 }
 
-// Which nodes the measurements connect, and which group is the reference's.
-struct Components {
-  std::vector<int> root;    // per node: its component's root (the smallest index in it)
-  int reference_root = -1;  // -1: nothing to solve
-  std::vector<int> label;   // per node: 0 the reference component, 1.. the others
-  int count = 0;
-};
-
-// The reference component: the named reference's, else the largest (of at
-// least two nodes; ties to the lowest id).
-Components FindComponents(const std::vector<EdgeMeasurement>& meas, int node_count, const NodeIndex& index_of,
-                          const SolverOptions& opt) {
-  UnionFind uf(node_count);
-  for (const auto& m : meas) uf.Join(m.from, m.to);
-  Components c;
-  c.root.resize(node_count);
-  for (int i = 0; i < node_count; ++i) c.root[i] = uf.Root(i);
-  std::vector<int> root_size(node_count, 0);
-  for (int i = 0; i < node_count; ++i) root_size[c.root[i]]++;
-  if (opt.reference_node) {
-    c.reference_root = c.root[index_of(*opt.reference_node)];
-  } else {
-    for (int i = 0; i < node_count; ++i) {  // roots are the smallest index: ties go to the lowest id
-      const int r = c.root[i];
-      if (r == i && root_size[r] >= 2 && (c.reference_root < 0 || root_size[r] > root_size[c.reference_root])) {
-        c.reference_root = r;
-      }
-    }
-  }
-  std::vector<int> label_of_root(node_count, -1);
-  int next_label = 1;
-  for (int i = 0; i < node_count; ++i) {
-    const int r = c.root[i];
-    if (label_of_root[r] < 0) label_of_root[r] = (r == c.reference_root) ? 0 : next_label++;
-  }
-  c.label.resize(node_count);
-  for (int i = 0; i < node_count; ++i) c.label[i] = label_of_root[c.root[i]];
-  c.count = next_label - 1 + (c.reference_root >= 0 ? 1 : 0);
-  return c;
-}
-
 struct ReferenceComponent {
   std::vector<int> nodes;     // node indices, ascending
   std::vector<int> local_of;  // per node: its index in `nodes`, or -1
@@ -759,7 +705,12 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
   const int node_count = static_cast<int>(ids.size());
   const NodeIndex index_of(ids);
   const std::vector<EdgeMeasurement> meas = MeasurementsAt(edges, T, opt, index_of);
-  const Components components = FindComponents(meas, node_count, index_of, opt);
+  const Components components = FindComponents(
+      node_count,
+      [&meas](const auto& join) {
+        for (const EdgeMeasurement& m : meas) join(m.from, m.to);
+      },
+      opt.reference_node ? std::optional<int>(index_of(*opt.reference_node)) : std::nullopt);
 
   SolveResult result;
   result.reference_instant_ns = T;

@@ -86,46 +86,6 @@ Problem BuildProblem(std::span<const EdgeEstimate> edges, int64_t T, const Solve
 // Connected components, labelled as Solve labels them: 0 for the
 // reference's (the named reference's, else the largest with at least two
 // nodes, ties to the lowest id), then 1, 2, … in order of lowest id.
-struct Components {
-  std::vector<int> label;  // per node index
-  int count = 0;
-};
-
-int Root(std::vector<int>& parent, int i) {
-  while (parent[i] != i) i = parent[i] = parent[parent[i]];
-  return i;
-}
-
-Components LabelComponents(const Problem& p, const SolverOptions& opt) {
-  const int n = static_cast<int>(p.ids.size());
-  std::vector<int> parent(n);
-  std::iota(parent.begin(), parent.end(), 0);
-  for (const Link& l : p.links) {
-    const int a = Root(parent, l.lo), b = Root(parent, l.hi);
-    if (a != b) parent[std::max(a, b)] = std::min(a, b);  // roots stay the lowest index
-  }
-  std::vector<int> size(n, 0);
-  for (int i = 0; i < n; ++i) ++size[Root(parent, i)];
-  int ref_root = -1;
-  if (opt.reference_node) {
-    ref_root = Root(parent, p.IndexOf(*opt.reference_node));
-  } else {
-    for (int i = 0; i < n; ++i) {
-      if (Root(parent, i) == i && size[i] >= 2 && (ref_root < 0 || size[i] > size[ref_root])) ref_root = i;
-    }
-  }
-  Components c;
-  std::vector<int> root_label(n, -1);
-  int next = 1;
-  for (int i = 0; i < n; ++i) {
-    const int r = Root(parent, i);
-    if (root_label[r] < 0) root_label[r] = r == ref_root ? 0 : next++;
-    c.label.push_back(root_label[r]);
-  }
-  c.count = next - 1 + (ref_root >= 0 ? 1 : 0);
-  return c;
-}
-
 // The shortest-path tree from the anchor, by link variance: each node's
 // least-variance chain of links to the anchor.
 struct Tree {
@@ -235,7 +195,12 @@ void SubtractMean(const Tree& t, std::vector<double>& x) {
 
 SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
   const Problem p = BuildProblem(edges, T, opt);
-  const Components comps = LabelComponents(p, opt);
+  const Components comps = FindComponents(
+      static_cast<int>(p.ids.size()),
+      [&p](const auto& join) {
+        for (const Link& l : p.links) join(l.lo, l.hi);
+      },
+      opt.reference_node ? std::optional<int>(p.IndexOf(*opt.reference_node)) : std::nullopt);
   const int n = static_cast<int>(p.ids.size());
 
   SolveResult result;
