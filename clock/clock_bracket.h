@@ -7,6 +7,8 @@
 // bracket's width.
 #pragma once
 
+#include <time.h>
+
 #include <cstdint>
 #include <limits>
 
@@ -57,5 +59,20 @@ class TightestBracket {
   ClockBracket best_;
   int64_t best_width_ = std::numeric_limits<int64_t>::max();
 };
+
+// The tightest of `reads` brackets of `other` between two reads of
+// `reference`, each taken with `read(clock)`.
+template <typename Read>
+TightestBracket TightestOfReads(int reads, const Read& read, clockid_t reference, clockid_t other) {
+  TightestBracket tightest;
+  for (int i = 0; i < reads; ++i) {
+    ClockBracket b;
+    b.before_ns = read(reference);
+    b.other_ns = read(other);
+    b.after_ns = read(reference);
+    tightest.Offer(b);
+  }
+  return tightest;
+}
 
 }  // namespace chronolink

@@ -175,14 +175,7 @@ KernelClockMapping::KernelClockMapping(const KernelClockMappingOptions& options,
 }
 
 bool KernelClockMapping::Bracket(clockid_t ref, ClockOffsetSample* out) {
-  TightestBracket tightest;
-  for (int i = 0; i < options_.reads_per_sample; ++i) {
-    ClockBracket b;
-    b.before_ns = read_(ref);
-    b.other_ns = read_(CLOCK_REALTIME);
-    b.after_ns = read_(ref);
-    tightest.Offer(b);
-  }
+  const TightestBracket tightest = TightestOfReads(options_.reads_per_sample, read_, ref, CLOCK_REALTIME);
   if (!tightest.found()) return false;
   const BracketOffset o = tightest.OffsetAtMidpoint(granularity_ns_);
   out->ref_ns = o.ref_ns;

@@ -90,14 +90,7 @@ HostClockRecorder::HostClockRecorder(const HostClockRecorderOptions& options, Cl
 
 bool HostClockRecorder::Bracket(HostClockDomain domain, HostClockSample* out) {
   const clockid_t id = HostClockId(domain);
-  TightestBracket tightest;
-  for (int i = 0; i < options_.reads_per_sample; ++i) {
-    ClockBracket b;
-    b.before_ns = read_(id);
-    b.other_ns = read_(CLOCK_REALTIME);
-    b.after_ns = read_(id);
-    tightest.Offer(b);
-  }
+  const TightestBracket tightest = TightestOfReads(options_.reads_per_sample, read_, id, CLOCK_REALTIME);
   if (tightest.width_ns() > options_.max_bracket_ns) return false;  // also: no valid bracket at all
   const BracketOffset o = tightest.OffsetAtMidpoint(granularity_ns_);
   out->domain = domain;

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <vector>
+
 namespace chronolink {
 namespace {
 
@@ -42,6 +45,24 @@ TEST(TightestBracket, AnOddWidthRoundsTheErrorUp) {
   // Both ends of the bracket are within the error of the midpoint estimate.
   EXPECT_LE(std::abs((100 - 0) - o.offset_ns), o.error_ns);
   EXPECT_LE(std::abs((100 - 7) - o.offset_ns), o.error_ns);
+}
+
+// Reads in the order before, other, after, and the tightest of them kept.
+TEST(TightestBracket, OfReadsTakesEachBracketInOrder) {
+  std::vector<int64_t> script = {100, 500, 180, 200, 600, 210, 300, 700, 400};  // widths 80, 10, 100
+  size_t next = 0;
+  std::vector<clockid_t> asked;
+  const auto read = [&](clockid_t c) {
+    asked.push_back(c);
+    return script[next++];
+  };
+  const TightestBracket t = TightestOfReads(3, read, CLOCK_MONOTONIC, CLOCK_REALTIME);
+  EXPECT_EQ(next, 9u);
+  EXPECT_EQ(asked[0], CLOCK_MONOTONIC);
+  EXPECT_EQ(asked[1], CLOCK_REALTIME);
+  EXPECT_EQ(asked[2], CLOCK_MONOTONIC);
+  EXPECT_EQ(t.width_ns(), 10);
+  EXPECT_EQ(t.OffsetAtMidpoint(0).offset_ns, 600 - 205);
 }
 
 }  // namespace
