@@ -10,10 +10,8 @@
 #include "common/quoted_text.h"
 
 namespace chronolink {
-namespace {
 
-// Why the opened file must not be written, or "".
-std::string Refusal(const struct stat& st) {
+std::string OwnFileRefusal(const struct stat& st) {
   if (!S_ISREG(st.st_mode)) return "is not a regular file";
   if (st.st_uid != ::geteuid()) {
     return "is owned by uid " + std::to_string(st.st_uid) + ", not by this process's user (uid " +
@@ -22,8 +20,6 @@ std::string Refusal(const struct stat& st) {
   if (st.st_nlink != 1) return "has " + std::to_string(st.st_nlink) + " hard links: it is also another file";
   return "";
 }
-
-}  // namespace
 
 int OpenOwnOutput(const std::filesystem::path& path, OwnOutputMode mode, std::string* error) {
   const std::string shown = QuotedText(path.string(), 300);
@@ -38,7 +34,7 @@ int OpenOwnOutput(const std::filesystem::path& path, OwnOutputMode mode, std::st
   }
   struct stat st {};
   std::string why = ::fstat(fd, &st) != 0 ? std::string("cannot be examined: ") + std::strerror(errno)
-                                          : Refusal(st);
+                                          : OwnFileRefusal(st);
   if (!why.empty()) {
     why += ": refusing to write it; remove it";
   } else if (mode == OwnOutputMode::kTruncate && ::ftruncate(fd, 0) != 0) {

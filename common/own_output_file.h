@@ -7,11 +7,19 @@
 // could be; refusing it there is the caller's message, with the fix.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
 namespace chronolink {
+
+// Why a file this process opened to write must not be used, or "": it is
+// not a regular file, another user's, or linked elsewhere too. The rule
+// the clock page (agent/export/clock_mapping_publisher.h) applies as well,
+// with one more check of its own.
+std::string OwnFileRefusal(const struct stat& st);
 
 enum class OwnOutputMode { kAppend, kTruncate };
 

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/own_output_file.h"
+
 namespace chronolink {
 
 namespace {
@@ -29,16 +31,13 @@ std::string Octal(mode_t mode) {
 // else owns, or can write, or that is linked elsewhere, could be fed a false
 // mapping behind the agent's back.
 std::string PageRefusal(const struct stat& st) {
-  if (!S_ISREG(st.st_mode)) return "is not a regular file";
-  if (st.st_uid != ::geteuid()) {
-    return "is owned by uid " + std::to_string(st.st_uid) + ", not by the agent (uid " +
-           std::to_string(::geteuid()) + "): another user could write a false mapping into it";
+  if (std::string why = OwnFileRefusal(st); !why.empty()) {
+    return why + ": a page the agent does not hold alone could carry a false mapping";
   }
   if (st.st_mode & (S_IWGRP | S_IWOTH)) {
     return "is writable by its group or others (mode " + Octal(st.st_mode) +
            "): they could write a false mapping into it";
   }
-  if (st.st_nlink != 1) return "has " + std::to_string(st.st_nlink) + " hard links: it is also another file";
   return "";
 }
 
