@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "agent/capture/packet_key.h"
-#include "agent/config/agent_config.h"
 #include "agent/pair/tuple_assembler.h"
 #include "agent/probe/peer_sessions.h"
+#include "agent/probe/probe_settings.h"
 #include "agent/probe/probe_transport.h"
 #include "agent/probe/tap_stamp_book.h"
 #include "agent/probe/tx_stamp_need.h"

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "agent/pair/probe_tuple.h"
+#include "clock/packet_stamp.h"
 
 namespace chronolink {
 

@@ -13,7 +13,12 @@ Fails (exit 1, each offending include named) when
   - a library includes a folder it must know nothing of (RULES below, the
     architecture's layering: the shared libraries include nothing of the
     programs, the trace library nothing of the agent or the collector, the
-    collector nothing of the agent, the agent nothing of the trace tools).
+    collector nothing of the agent, the agent nothing of the trace tools);
+    or
+  - a folder of agent/ includes another of agent/ that AGENT_ALLOWED does
+    not list for it (the agent's data flow, docs/architecture.md: the wire
+    format and the maths include nothing of the agent but the maths below
+    them; only config/, export/ and runtime/ see most of it).
 
   folder_graph_check.py [--root DIR] [--print]   (--print: the edges too)
 """
@@ -36,6 +41,23 @@ RULES = {
     "trace": ["agent", "collector", "tools"],
     "collector": ["agent", "tools"],
     "agent": ["trace", "collector", "tools"],
+}
+
+# agent/<folder> -> the other agent/ folders it may include (docs/
+# architecture.md's table). A folder of agent/ not named here may include
+# any of them.
+AGENT_ALLOWED = {
+    "agent/wire": set(),
+    "agent/pair": set(),
+    "agent/estimate": {"agent/pair"},
+    "agent/solve": set(),
+    "agent/cluster": {"agent/estimate", "agent/solve"},
+    "agent/capture": {"agent/wire"},
+    "agent/probe": {"agent/capture", "agent/pair", "agent/wire"},
+    "agent/coord": {"agent/cluster", "agent/wire"},
+    "agent/config": {"agent/cluster", "agent/coord", "agent/estimate", "agent/probe", "agent/wire"},
+    "agent/export": {"agent/capture", "agent/cluster", "agent/coord", "agent/estimate", "agent/pair",
+                     "agent/probe", "agent/solve"},
 }
 
 
@@ -105,6 +127,8 @@ def forbidden(edges):
         top = a.split("/")[0]
         for b, path, inc in targets:
             if any(b == p or b.startswith(p + "/") for p in RULES.get(top, [])):
+                bad.append((a, b, path, inc))
+            elif a in AGENT_ALLOWED and b.startswith("agent/") and b not in AGENT_ALLOWED[a]:
                 bad.append((a, b, path, inc))
     return bad
 
