@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_output_file.h"
@@ -27,11 +26,9 @@
 #include "tools/trace/trace_commands.h"
 #include "trace/exporters/chrome_json_writer.h"
 #include "trace/exporters/xspace_writer.h"
-#include "trace/importers/xspace/mapped_file.h"
 #include "trace/importers/xspace/run_directory.h"
 #include "trace/importers/xspace/xspace_reader.h"
-#include "trace/wire/xspace_span_scan.h"
-#include "trace/wire/xspace_wire_align.h"
+#include "trace/wire/xspace_wire_path.h"
 
 namespace chronolink::trace::cli {
 namespace {
@@ -89,25 +86,18 @@ bool WriteJsonFiles(const TraceInputs& in, const nlohmann::json& summary, const 
   return staged.Commit(error);
 }
 
-// One host's span for the plan: predicted from its headers when `predict`,
-// else (or where that cannot tell) from its wire bytes, or, where the scan
-// declines, from the parsed file (which also reports a bad file as the reader
-// does).
-bool PlanSpan(const TraceInputFile& file, bool predict, ScanBuffer* buffer, HostSpanInstants* span,
+// One host's span for the plan, from the wire path (predicted from its
+// headers when `predict`), or, where that declines, from the parsed file
+// (which also reports a bad file as the reader does).
+bool PlanSpan(const TraceInputFile& file, bool predict, XSpaceWirePath* wire, HostSpanInstants* span,
               bool* predicted, std::string* error) {
   std::string why;
-  *predicted = false;
-  if (predict) {
-    if (const auto guess = PredictXSpaceFileSpan(file.path, &why)) {
-      *span = guess->span;
-      *predicted = true;
-      return true;
-    }
-  }
-  if (const auto scanned = ScanXSpaceFileSpan(file.path, buffer, &why)) {
-    *span = scanned->span;
+  if (const auto planned = wire->SpanOf(file.path, predict, &why)) {
+    *span = planned->span;
+    *predicted = planned->predicted;
     return true;
   }
+  *predicted = false;
   HostTrace host;
   return ReadXSpaceFile(file.path, &host, error) && CheckAlignable(host, error) && HostSpan(host, span, error);
 }
@@ -134,10 +124,10 @@ bool PlanStreamedRun(const AlignFlags& f, const TraceInputList& list, const Host
   for (const auto& file : list.files) names.push_back(file.host);
   std::vector<HostSpanInstants> spans(list.files.size());
   predicted->assign(list.files.size(), false);
-  ScanBuffer buffer;
+  XSpaceWirePath wire;
   for (size_t i = 0; i < list.files.size(); ++i) {
     bool guess = false;
-    if (!PlanSpan(list.files[i], predict, &buffer, &spans[i], &guess, error)) return false;
+    if (!PlanSpan(list.files[i], predict, &wire, &spans[i], &guess, error)) return false;
     (*predicted)[i] = guess;
   }
   if (PlanAlignment(names, spans, maps.Pointers(), MakeAlignOptions(f.correction, maps), result, error)) return true;
@@ -153,63 +143,26 @@ void ReuseMemoryBetweenHosts() {
   ::mallopt(M_TRIM_THRESHOLD, static_cast<int>(kKeptHeapBytes));
 }
 
-// The wire-level rewrite of one host, when it does not decline: the file
-// mapped (not copied), rewritten into a reused buffer, written with one write.
-struct WireRewrite {
-  bool enabled = true;
-  bool log = false;  // which path each host took, on stderr (--timings)
-  MappedFile input;
-  WireOutput output;
-
-  // kAligned when the host is aligned and written; kDeclined (the model's
-  // turn) or kMispredicted (`predicted` was wrong) with *error empty; with
-  // *error set the output could not be written.
-  WireAlignOutcome Try(const TraceInputFile& file, size_t index, bool predicted, const HostClockMap& map,
-                       const AlignOptions& options, AlignResult* result, const fs::path& dir,
-                       std::vector<std::string>* notes, PhaseTimer* timer, std::string* error) {
-    error->clear();
-    if (!enabled) return WireAlignOutcome::kDeclined;
-    std::string why;
-    const bool mapped = input.Open(file.path, static_cast<size_t>(std::numeric_limits<int32_t>::max()), &why);
-    timer->End("read");
-    const std::string host = HostFromXSpaceFileName(file.path);
-    auto outcome = WireAlignOutcome::kDeclined;
-    if (mapped) {
-      const AlignResult before = *result;
-      const size_t notes_before = notes->size();
-      const std::string_view bytes = input.bytes();
-      outcome = predicted ? WireAlignPredictedHost(bytes, file.path.string(), host, index, map, options, result,
-                                                   &output, notes, &why)
-                          : (WireAlignHost(bytes, file.path.string(), host, index, map, options, result, &output,
-                                           notes, &why)
-                                 ? WireAlignOutcome::kAligned
-                                 : WireAlignOutcome::kDeclined);
-      if (input.torn()) {  // what was read is not the file: the model reads it again and says what it is
-        *result = before;
-        notes->resize(notes_before);
-        outcome = WireAlignOutcome::kDeclined;
-        why = "the file shrank while it was read";
-      }
-      input.Close();
-    }
-    timer->End("align");
-    if (why.starts_with(kWireCheckFailed)) {  // a bug of the rewrite, caught: said whatever the flags
-      notes->push_back("host " + ShownName(file.host) + ": the wire-level rewrite " + why +
-                       "; aligned through the model instead (please report this with the input file)");
-    }
-    if (log) {
-      const bool aligned = outcome == WireAlignOutcome::kAligned;
-      const char* path = aligned ? "wire-level rewrite"
-                         : outcome == WireAlignOutcome::kMispredicted ? "its predicted span was wrong: "
-                                                                       : "through the model: ";
-      std::fprintf(stderr, "align: host %s: %s%s\n", ShownName(file.host).c_str(), path, aligned ? "" : why.c_str());
-    }
-    if (outcome != WireAlignOutcome::kAligned) return outcome;
-    if (!WriteXSpaceBytesFile(output.bytes(), dir / (file.host + ".xplane.pb"), error)) return outcome;
-    timer->End("write");
-    return outcome;
+// The wire-level rewrite of one host (the wire path's entry point), with
+// which path it took on stderr when `log` (--timings). kAligned when the
+// host is aligned and written; else the model's turn, unless *error is set.
+WireAlignOutcome TryWirePath(XSpaceWirePath* wire, bool log, const TraceInputFile& file, size_t index, bool predicted,
+                             const HostClockMap& map, const AlignOptions& options, AlignResult* result,
+                             const fs::path& dir, std::vector<std::string>* notes, PhaseTimer* timer,
+                             std::string* error) {
+  std::string why;
+  const auto outcome = wire->AlignFile(file.path, index, predicted, map, options, result, dir / (file.host + ".xplane.pb"),
+                                       notes, [timer](const char* phase) { timer->End(phase); }, &why,
+                                       error);
+  if (log && error->empty()) {
+    const bool aligned = outcome == WireAlignOutcome::kAligned;
+    const char* path = aligned ? "wire-level rewrite"
+                       : outcome == WireAlignOutcome::kMispredicted ? "its predicted span was wrong: "
+                                                                     : "through the model: ";
+    std::fprintf(stderr, "align: host %s: %s%s\n", ShownName(file.host).c_str(), path, aligned ? "" : why.c_str());
   }
-};
+  return outcome;
+}
 
 // One host read into the model, aligned on the plan, written and freed.
 bool AlignThroughModel(const TraceInputFile& file, size_t index, const TraceInputOptions& options,
@@ -249,12 +202,12 @@ int RunStreamingAlign(const AlignFlags& f, const TraceInputOptions& options, con
   ReuseMemoryBetweenHosts();
   std::vector<std::string> notes = list.notes;
   const bool progress = ::isatty(STDERR_FILENO) && list.files.size() > 1;
-  WireRewrite wire;
-  wire.enabled = !f.no_wire_rewrite;
-  wire.log = f.timings;
+  XSpaceWirePath wire;
   for (size_t i = 0; i < list.files.size(); ++i) {
-    const auto outcome = wire.Try(list.files[i], i, predicted[i], *maps.maps[i], align_options, &result,
-                                  staged.path(), &notes, &timer, &error);
+    const auto outcome = f.no_wire_rewrite ? WireAlignOutcome::kDeclined
+                                           : TryWirePath(&wire, f.timings, list.files[i], i, predicted[i],
+                                                         *maps.maps[i], align_options, &result, staged.path(), &notes,
+                                                         &timer, &error);
     if (!error.empty()) return Fail("align", error);
     if (outcome == WireAlignOutcome::kMispredicted ||
         (outcome == WireAlignOutcome::kDeclined && predicted[i])) {  // the model needs the exact span

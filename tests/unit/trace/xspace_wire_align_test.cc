@@ -9,7 +9,10 @@
 #include <google/protobuf/unknown_field_set.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,7 +27,9 @@
 #include "trace/importers/xspace/xspace_reader.h"
 #include "trace/model/host_span.h"
 #include "trace/model/xplane_edit.h"
+#include "trace/wire/xspace_span_scan.h"
 #include "trace/wire/xspace_wire_align.h"
+#include "trace/wire/xspace_wire_path.h"
 
 namespace chronolink::trace {
 namespace {
@@ -739,6 +744,97 @@ TEST(MapCursorTest, GivesMapsValuesExactly) {
       EXPECT_EQ(got->correction_ns, want->correction_ns);
     }
   }
+}
+
+// The wire path's entry point (xspace_wire_path.h), on files: the span it
+// plans is the scan's; what it writes is the model path's bytes; a file it
+// must leave to the model is declined with a reason and nothing written.
+class XSpaceWirePathTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("wire_path_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path Write(const std::string& name, const std::string& bytes) {
+    const auto path = dir_ / name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+  static std::string Read(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(XSpaceWirePathTest, PlansTheScannedSpanAndWritesTheModelsBytes) {
+  const Correction c = FixtureCorrection();
+  const std::string bytes = FixtureHostBytes(/*absolute=*/false);
+  const auto in = Write("h.xplane.pb", bytes);
+  XSpaceWirePath wire;
+  std::string why, error;
+  const auto exact = wire.SpanOf(in, /*predict=*/false, &why);
+  ASSERT_TRUE(exact) << why;
+  EXPECT_FALSE(exact->predicted);
+  ScanBuffer buffer;
+  const auto scanned = ScanXSpaceFileSpan(in, &buffer, &why);
+  ASSERT_TRUE(scanned) << why;
+  EXPECT_TRUE(exact->span == scanned->span);
+  const auto guess = wire.SpanOf(in, /*predict=*/true, &why);
+  ASSERT_TRUE(guess) << why;
+  EXPECT_TRUE(guess->predicted);
+
+  AlignOptions options;
+  options.offsets_source = "test";
+  AlignResult model = Plan(bytes, *c.map, options);
+  AlignResult result = model;
+  const std::string model_bytes = ModelPath(bytes, *c.map, options, &model);
+  std::vector<std::string> phases, notes;
+  const auto out = dir_ / "out.xplane.pb";
+  const auto outcome = wire.AlignFile(in, 0, /*predicted=*/false, *c.map, options, &result, out, &notes,
+                                      [&](const char* phase) { phases.emplace_back(phase); }, &why, &error);
+  ASSERT_EQ(outcome, WireAlignOutcome::kAligned) << why << error;
+  EXPECT_EQ(Read(out), model_bytes);
+  ExpectSameStats(model.hosts[0], result.hosts[0]);
+  EXPECT_EQ(phases, (std::vector<std::string>{"read", "align", "write"}));
+}
+
+TEST_F(XSpaceWirePathTest, AFileItCannotRewriteIsDeclinedWithAReasonAndNothingWritten) {
+  const Correction c = FixtureCorrection();
+  const std::string bytes = FixtureHostBytes(/*absolute=*/false);
+  AlignOptions options;
+  options.offsets_source = "test";
+  const AlignResult plan = Plan(bytes, *c.map, options);
+  XSpaceWirePath wire;
+  for (const auto& [name, content] : std::vector<std::pair<std::string, std::string>>{
+           {"truncated.xplane.pb", bytes.substr(0, bytes.size() / 2)},
+           {"group.xplane.pb", std::string("\x0b\x0c", 2)}}) {
+    SCOPED_TRACE(name);
+    const auto in = Write(name, content);
+    std::string why, error;
+    EXPECT_FALSE(wire.SpanOf(in, /*predict=*/false, &why));
+    EXPECT_FALSE(why.empty());
+    AlignResult result = plan;
+    std::vector<std::string> notes;
+    const auto out = dir_ / ("out-" + name);
+    const auto outcome = wire.AlignFile(in, 0, /*predicted=*/false, *c.map, options, &result, out, &notes,
+                                        [](const char*) {}, &why, &error);
+    EXPECT_EQ(outcome, WireAlignOutcome::kDeclined);
+    EXPECT_FALSE(why.empty());
+    EXPECT_TRUE(error.empty()) << error;
+    EXPECT_TRUE(notes.empty());
+    EXPECT_FALSE(std::filesystem::exists(out));
+  }
+  std::string why, error;
+  AlignResult result = plan;
+  std::vector<std::string> notes;
+  EXPECT_EQ(wire.AlignFile(dir_ / "missing.xplane.pb", 0, false, *c.map, options, &result, dir_ / "o.xplane.pb",
+                           &notes, [](const char*) {}, &why, &error),
+            WireAlignOutcome::kDeclined);
+  EXPECT_FALSE(why.empty());
 }
 
 }  // namespace
