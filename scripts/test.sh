@@ -3,7 +3,9 @@
 # integration tests (network namespaces; need root), and a bounded fuzz run
 # of every decoder of untrusted bytes. Tests labelled `gpu` need a real GPU
 # and are left out here (no GPU on these machines): scripts/test-gpu.sh runs
-# them where one exists. Under CI (CI set, not empty, "0" or "false"; .ci/run
+# them where one exists. On an amd64 machine it then cross-builds the project
+# for arm64 and runs the unit tests under qemu-user (scripts/test-arm64.sh;
+# CHRONOLINK_ARM64=0 leaves that out, except under CI). Under CI (CI set, not empty, "0" or "false"; .ci/run
 # sets CI=true) a test that cannot run fails instead of skipping, and any
 # skip left over fails the run: CI must run everything.
 set -euo pipefail
@@ -52,13 +54,30 @@ trap - EXIT
 [ "$fuzz_status" -ne 124 ] || echo "test: the fuzz stage did not end within 40 min" >&2
 grep -E "^run-fuzz: .*(no crash|FAILED)" "$BUILD_DIR/fuzz-run.log" || tail -n 5 "$BUILD_DIR/fuzz-run.log"
 
+# arm64 (Grace) nodes: the unit tests of an arm64 build, under qemu-user.
+arm64_status=0
+stages=1  # the fuzz stage counts as one test in the summary, the arm64 stage as another
+if [ "$(dpkg --print-architecture 2>/dev/null || uname -m)" != amd64 ]; then
+  echo "== arm64 stage: not an amd64 machine; the native run above covers its own architecture"
+elif [ "${CHRONOLINK_ARM64:-1}" = 0 ] && ! under_ci; then
+  echo "== arm64 stage: left out (CHRONOLINK_ARM64=0)"
+else
+  [ "${CHRONOLINK_ARM64:-1}" = 0 ] && echo "test: CHRONOLINK_ARM64=0 is ignored under CI: CI must run everything" >&2
+  echo "== arm64 stage: cross-build and unit tests under qemu-user (log: $BUILD_DIR/arm64.log)"
+  stages=2
+  scripts/test-arm64.sh >"$BUILD_DIR/arm64.log" 2>&1 || arm64_status=$?
+  grep -E '^test-arm64:|tests passed' "$BUILD_DIR/arm64.log" || tail -n 20 "$BUILD_DIR/arm64.log"
+  [ "$arm64_status" -eq 0 ] || { echo "test: the arm64 stage failed:"; grep -E '^\s*[0-9]+ - .*\((Failed|Timeout|Not Run|SEGFAULT|Subprocess aborted)\)' "$BUILD_DIR/arm64.log" || tail -n 40 "$BUILD_DIR/arm64.log"; }
+fi
+
 total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n 1)
 failed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -n 1)
 skipped=$(grep -c '(Skipped)' "$log" || true)
 total=${total:-0}
 failed=${failed:-$total}
 [ "$fuzz_status" -eq 0 ] || failed=$((failed + 1))
-passed=$((total + 1 - failed - skipped))
+[ "$arm64_status" -eq 0 ] || failed=$((failed + 1))
+passed=$((total + stages - failed - skipped))
 echo "summary: $passed passed, $failed failed, $skipped skipped"
 skip_status=0
 if under_ci && [ "$skipped" -gt 0 ]; then
@@ -66,4 +85,5 @@ if under_ci && [ "$skipped" -gt 0 ]; then
   grep '(Skipped)' "$log" || true
   skip_status=1
 fi
-[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$skip_status" -eq 0 ] && [ "$total" -gt 0 ]
+[ "$status" -eq 0 ] && [ "$fuzz_status" -eq 0 ] && [ "$arm64_status" -eq 0 ] && [ "$skip_status" -eq 0 ] &&
+  [ "$total" -gt 0 ]
