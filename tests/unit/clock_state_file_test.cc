@@ -1,0 +1,233 @@
+// The test bed's shared node clock (clock/clock_state_file.h): what readers
+// see of the oscillator and of the discipline's changes, never a torn
+// state while a writer appends, refusals of what is not such a file, and
+// the same readings from the Python truth (tools/testbed/clock_trajectory.py)
+// to the nanosecond.
+#include "clock/clock_state_file.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "clock/oscillator_model.h"
+
+namespace chronolink {
+namespace {
+
+constexpr int64_t kT0 = 1'795'320'926'000'000'000;
+constexpr int64_t kSecond = 1'000'000'000;
+
+class ClockStateFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("clock_state_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "node1.clock").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static ClockTrajectory Oscillator(uint64_t seed = 1) {
+    OscillatorParams p;
+    p.offset_ns = 3'000'000;
+    p.frequency_ppm = -12.25;
+    p.white_fm_adev_1s = 2e-9;
+    p.random_walk_fm_adev_1s = 1e-11;
+    p.seed = seed;
+    return OscillatorTrajectory(p, kT0, kT0 + 120 * kSecond);
+  }
+
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+TEST_F(ClockStateFileTest, ReadersSeeTheOscillatorAndEachChangeOfTheDiscipline) {
+  const ClockTrajectory raw = Oscillator();
+  std::string error;
+  ASSERT_TRUE(CreateClockStateFile(path_, 1, raw, 64, &error)) << error;
+  ClockStateReader reader;
+  ASSERT_TRUE(reader.Open(path_, &error)) << error;
+  EXPECT_EQ(reader.node(), 1u);
+  EXPECT_EQ(reader.raw().knots(), raw.knots());
+  const int64_t t = kT0 + 10 * kSecond + 123;
+  EXPECT_EQ(reader.RealtimeAt(t), raw.ReadAt(t));
+  EXPECT_EQ(reader.MonotonicAt(t), raw.ReadAt(t));
+
+  ClockStateWriter writer;
+  ASSERT_TRUE(writer.Open(path_, &error)) << error;
+  // +0.1 ppm from 20 s, then a step of -5 µs at 30 s with the rate kept.
+  ASSERT_TRUE(writer.ChangeAt(kT0 + 20 * kSecond, 100'000'000, 0, &error)) << error;
+  ASSERT_TRUE(writer.ChangeAt(kT0 + 30 * kSecond, 100'000'000, static_cast<FineNs>(-5000) * kFinePerNs, &error));
+  EXPECT_FALSE(writer.ChangeAt(kT0 + 30 * kSecond, 0, 0, &error)) << "not after the last change";
+  ASSERT_TRUE(reader.Refresh(&error)) << error;
+  const int64_t before = kT0 + 19 * kSecond, mid = kT0 + 25 * kSecond, after = kT0 + 40 * kSecond;
+  EXPECT_EQ(reader.RealtimeAt(before), raw.ReadAt(before));
+  EXPECT_EQ(reader.RealtimeAt(mid) - raw.ReadAt(mid), 500);  // 5 s at 0.1 ppm (floors agree here)
+  EXPECT_NEAR(static_cast<double>(reader.RealtimeAt(after) - raw.ReadAt(after)), 2000 - 5000, 1);
+  EXPECT_NEAR(static_cast<double>(reader.MonotonicAt(after) - raw.ReadAt(after)), 2000, 1);
+  EXPECT_EQ(reader.RawAt(after), raw.ReadAt(after));
+  // The inverse used for deadlines.
+  for (int64_t v : {reader.RealtimeAt(mid), reader.RealtimeAt(after) + 17}) {
+    const int64_t when = reader.TrueInstantOfRealtime(v);
+    EXPECT_GE(reader.RealtimeAt(when), v);
+    EXPECT_LT(reader.RealtimeAt(when - 1), v);
+  }
+  // A withdrawal takes the later knots back.
+  ASSERT_TRUE(writer.WithdrawAfter(kT0 + 25 * kSecond, &error));
+  ASSERT_TRUE(reader.Refresh(&error)) << error;
+  EXPECT_EQ(reader.correction().knots().size(), 2u);
+  EXPECT_EQ(reader.MonotonicAt(after), reader.RealtimeAt(after));
+}
+
+TEST_F(ClockStateFileTest, AReaderNeverSeesAHalfWrittenChange) {
+  std::string error;
+  ASSERT_TRUE(CreateClockStateFile(path_, 1, Oscillator(), 20'000, &error)) << error;
+  std::atomic<bool> done{false}, reading{false};
+  ClockStateReader reader;
+  ASSERT_TRUE(reader.Open(path_, &error)) << error;
+  std::thread writing([&] {
+    struct SayDone {  // on every way out, a failed assertion's too
+      std::atomic<bool>& done;
+      ~SayDone() { done = true; }
+    } say_done{done};
+    ClockStateWriter writer;
+    std::string e;
+    ASSERT_TRUE(writer.Open(path_, &e)) << e;
+    for (int i = 0; i < 5000 && !reading; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (int i = 1; i < 20'000; ++i) {
+      // Knot i: slope i, value continuing; the reader checks that pattern.
+      ASSERT_TRUE(writer.ChangeAt(kT0 + i * 1000, i, 0, &e)) << e;
+      // Pauses, so that even a loaded machine runs the reader in between.
+      if (i % 1000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  // Every state a refresh gives is a whole prefix of what the writer wrote.
+  auto check = [&] {
+    const auto& knots = reader.correction().knots();
+    FineNs value = 0;
+    for (size_t i = 0; i < knots.size(); ++i) {
+      ASSERT_EQ(knots[i].t_ns, kT0 + static_cast<int64_t>(i) * 1000) << i;
+      ASSERT_EQ(knots[i].slope, static_cast<int64_t>(i)) << i;
+      ASSERT_TRUE(knots[i].value == value) << i;
+      value += static_cast<FineNs>(1000) * knots[i].slope;
+    }
+  };
+  size_t refreshes = 0, seen_midway = 0;
+  while (!done) {
+    reading = true;
+    ASSERT_TRUE(reader.Refresh(&error)) << error;
+    ++refreshes;
+    const size_t n = reader.correction().knots().size();
+    if (n > 1 && n < 20'000) ++seen_midway;
+    ASSERT_NO_FATAL_FAILURE(check());
+  }
+  writing.join();
+  ASSERT_TRUE(reader.Refresh(&error)) << error;
+  ASSERT_NO_FATAL_FAILURE(check());
+  EXPECT_EQ(reader.correction().knots().size(), 20'000u);
+  EXPECT_GT(seen_midway, 0u) << "the reader never ran beside the writer (" << refreshes << " refreshes)";
+}
+
+// A writer that died mid-change leaves seq odd: readers keep what they had
+// and say so within their patience, and the next writer carries on.
+TEST_F(ClockStateFileTest, AWriterThatDiedMidChangeStallsNoReaderAndTheNextOneCarriesOn) {
+  std::string error;
+  ASSERT_TRUE(CreateClockStateFile(path_, 1, Oscillator(), 8, &error)) << error;
+  ClockStateWriter writer;
+  ASSERT_TRUE(writer.Open(path_, &error)) << error;
+  ASSERT_TRUE(writer.ChangeAt(kT0 + kSecond, 5, 0, &error)) << error;
+  ClockStateReader reader;
+  ASSERT_TRUE(reader.Open(path_, &error)) << error;
+  ASSERT_EQ(reader.correction().knots().size(), 2u);
+  {
+    std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(16);  // the header's seq (clock_state_file.h)
+    const uint64_t odd = 7;
+    f.write(reinterpret_cast<const char*>(&odd), sizeof odd);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(reader.Refresh(&error));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_NE(error.find("did not finish"), std::string::npos) << error;
+  EXPECT_EQ(reader.correction().knots().size(), 2u) << "the last state read is kept";
+  ASSERT_TRUE(writer.ChangeAt(kT0 + 2 * kSecond, 9, 0, &error)) << error;
+  ASSERT_TRUE(reader.Refresh(&error)) << error;
+  EXPECT_EQ(reader.correction().knots().size(), 3u);
+}
+
+TEST_F(ClockStateFileTest, WhatIsNotAClockStateIsRefusedWithAReason) {
+  std::string error;
+  ClockStateReader reader;
+  EXPECT_FALSE(reader.Open((dir_ / "missing").string(), &error));
+  EXPECT_NE(error.find("cannot open"), std::string::npos) << error;
+  std::ofstream(dir_ / "text") << "not a clock";
+  EXPECT_FALSE(reader.Open((dir_ / "text").string(), &error));
+  EXPECT_NE(error.find("too short"), std::string::npos) << error;
+  ASSERT_TRUE(CreateClockStateFile(path_, 1, Oscillator(), 8, &error)) << error;
+  EXPECT_FALSE(CreateClockStateFile(path_, 1, Oscillator(), 8, &error)) << "an existing file is not overwritten";
+  // A file cut short no longer matches its capacities.
+  std::filesystem::resize_file(path_, std::filesystem::file_size(path_) - 48);
+  EXPECT_FALSE(reader.Open(path_, &error));
+  EXPECT_NE(error.find("capacities"), std::string::npos) << error;
+  ClockStateWriter writer;
+  EXPECT_FALSE(writer.Open(path_, &error));
+  // A full correction list refuses more.
+  const std::string small = (dir_ / "small.clock").string();
+  ASSERT_TRUE(CreateClockStateFile(small, 2, Oscillator(), 2, &error)) << error;
+  ASSERT_TRUE(writer.Open(small, &error)) << error;
+  EXPECT_TRUE(writer.ChangeAt(kT0 + kSecond, 1, 0, &error)) << error;
+  EXPECT_FALSE(writer.ChangeAt(kT0 + 2 * kSecond, 1, 0, &error));
+  EXPECT_NE(error.find("full"), std::string::npos) << error;
+}
+
+// The Python truth reads the same file and must read the same clocks.
+TEST_F(ClockStateFileTest, ThePythonTruthReadsTheSameClocks) {
+  const ClockTrajectory raw = Oscillator(7);
+  std::string error;
+  ASSERT_TRUE(CreateClockStateFile(path_, 3, raw, 64, &error)) << error;
+  ClockStateWriter writer;
+  ASSERT_TRUE(writer.Open(path_, &error)) << error;
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int64_t> slope(-300'000'000, 300'000'000), step(-100'000, 100'000);
+  for (int i = 1; i <= 20; ++i) {
+    ASSERT_TRUE(writer.ChangeAt(kT0 + i * 5 * kSecond + i * 7, slope(rng),
+                                i % 4 == 0 ? static_cast<FineNs>(step(rng)) * kFinePerNs + 123 : 0, &error));
+  }
+  ClockStateReader reader;
+  ASSERT_TRUE(reader.Open(path_, &error)) << error;
+  std::uniform_int_distribution<int64_t> instant(kT0 - kSecond, kT0 + 130 * kSecond);
+  std::vector<int64_t> at;
+  std::ostringstream command;
+  command << "python3 " << CHRONOLINK_SOURCE_DIR << "/tools/testbed/clock_trajectory.py " << path_;
+  for (int i = 0; i < 300; ++i) {
+    at.push_back(instant(rng));
+    command << ' ' << at.back();
+  }
+  FILE* out = ::popen(command.str().c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  size_t compared = 0;
+  long long t, raw_ns, realtime, monotonic;
+  while (std::fscanf(out, "%lld %lld %lld %lld", &t, &raw_ns, &realtime, &monotonic) == 4) {
+    ASSERT_LT(compared, at.size());
+    EXPECT_EQ(t, at[compared]);
+    EXPECT_EQ(raw_ns, reader.RawAt(t)) << t;
+    EXPECT_EQ(realtime, reader.RealtimeAt(t)) << t;
+    EXPECT_EQ(monotonic, reader.MonotonicAt(t)) << t;
+    ++compared;
+  }
+  EXPECT_EQ(::pclose(out), 0);
+  EXPECT_EQ(compared, at.size());
+}
+
+}  // namespace
+}  // namespace chronolink
