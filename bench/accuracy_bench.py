@@ -60,6 +60,7 @@ REPO = os.path.dirname(_HERE)
 sys.path.insert(0, _HERE)
 sys.path.insert(0, os.path.join(REPO, "tools", "testbed"))
 import baselines as bl  # noqa: E402
+import node_clocks  # noqa: E402
 import testbed as tbm  # noqa: E402
 from baselines import CLK_TCK, percentile, proc_cpu_ticks, summarize_abs_us  # noqa: E402
 from truth import (VClock, clock_quantum_ns, error_shape, format_error_shape,  # noqa: E402
@@ -160,7 +161,7 @@ def window_errors(records: Iterable[dict], clocks: dict[int, VClock], *,
                 skip("outside measurement span")
                 continue
         tb = true_beta(x0, own, other)
-        ta = true_alpha(own, other)
+        ta = true_alpha(own, other, own.true_time(x0))
         err = _frac(beta) - tb
         e: dict[str, Any] = {
             "node": node, "peer": peer,
@@ -294,10 +295,13 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
                            "seconds": a.seconds, "methods": {}, "agents": {}, "cross_traffic": []}
     os.makedirs(outdir, exist_ok=True)
     t0_ns = time.time_ns()
-    clocks = {1: VClock.make(0, 0, t0_ns), 2: VClock.make(a.node2_offset_ns, a.node2_drift_ppm, t0_ns)}
-    drift_arg = {1: "0", 2: str(a.node2_drift_ppm)}   # as typed: exact for the agent's parser
-    res["virtual_clocks"] = {str(k): {"offset_ns": v.offset_ns, "drift_ppm": str(v.drift_ppm),
-                                      "t0_ns": v.t0_ns} for k, v in clocks.items()}
+    # drift as typed: exact for the agent's parser
+    node_clock = {n: node_clocks.make_node_clock(
+        a.clock_model, n, off, drift, t0_ns, state_dir=outdir,
+        duration_s=a.warmup_s + a.seconds + 600, white_fm_adev=a.white_fm_adev,
+        random_walk_fm_adev=a.random_walk_fm_adev, seed=a.clock_seed + n - 1)
+        for n, off, drift in ((1, 0, "0"), (2, a.node2_offset_ns, str(a.node2_drift_ppm)))}
+    res["virtual_clocks"] = {str(n): c.describe() for n, c in node_clock.items()}
     agents: dict[int, dict] = {}
     with tbm.Testbed(f"{a.name}", nodes=2, topology=sc.topology, tbf=sc.tbf) as tb, \
             contextlib.ExitStack() as stack:
@@ -325,7 +329,7 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
             _write_cluster(tb, cluster, a.cluster_id)
             _write_key(key)
             for n in tb.nodes:
-                c = clocks[n.index]
+                c = node_clock[n.index]
                 adir = os.path.join(outdir, f"agent-n{n.index}")
                 os.makedirs(adir, exist_ok=True)
                 argv = [a.agent_bin, "--node-id", str(n.index), "--cluster-file", cluster,
@@ -334,10 +338,7 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
                         "--window-s", str(a.window_s), "--estimate-sources", "kernel,userspace",
                         "--reference", "1",  # the leader's offsets against node 1 (solved coverage)
                         "--duration-s", str(int(a.warmup_s + a.seconds + 60)),
-                        "--log-level", a.log_level, "--test-mode",
-                        "--virtual-offset-ns", str(c.offset_ns),
-                        "--virtual-drift-ppm", drift_arg[n.index],
-                        "--virtual-t0-ns", str(c.t0_ns)] + a.agent_arg
+                        "--log-level", a.log_level, "--test-mode"] + c.agent_args + a.agent_arg
                 # beside the output directory, not in it: started as root the agent
                 # hands that directory to its unprivileged user, and only if it holds
                 # nothing but the agent's own files (docs/deployment.md)
@@ -382,6 +383,9 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
             log("  cross traffic achieved: " + format_load(res["cross_traffic"]))
     res["span_ns"] = [span_t0, span_t1]
     res["wall_s"] = wall
+
+    # The truth, read now: a discipline's corrections are all in the state files.
+    clocks = {n: c.truth() for n, c in node_clock.items()}
 
     # ---- baselines
     baseline_results(res, baselines, span_t0, span_t1, bticks0, bticks1, wall)
@@ -883,6 +887,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--node2-offset-ns", type=int, default=3_700_000)
     ap.add_argument("--node2-drift-ppm", default="45")
     ap.add_argument("--cluster-id", type=int, default=7)
+    ap.add_argument("--clock-model", choices=node_clocks.MODELS, default="linear",
+                    help="the nodes' clocks: linear (offset and drift only) or wander (a crystal's "
+                         "white and random-walk FM on top; docs/testbed.md)")
+    ap.add_argument("--white-fm-adev", type=float, default=node_clocks.DEFAULT_WHITE_FM_ADEV,
+                    help="wander: Allan deviation at 1 s of white FM")
+    ap.add_argument("--random-walk-fm-adev", type=float, default=node_clocks.DEFAULT_RANDOM_WALK_FM_ADEV,
+                    help="wander: Allan deviation at 1 s of random-walk FM")
+    ap.add_argument("--clock-seed", type=int, default=1, help="wander: seed of node 1's noise (node n: +n-1)")
     ap.add_argument("--log-level", default="info")
     ap.add_argument("--probe-interval-us", type=float, default=50000.0,
                     help="probe cadence for the bytes/s estimate when the agent reports no counters")

@@ -5,7 +5,11 @@
 #include <time.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
 
+#include "clock/clock_state_file.h"
 #include "clock/virtual_clock.h"
 
 namespace chronolink {
@@ -20,26 +24,68 @@ inline int64_t ReadClockNs(clockid_t id) {
   return TimespecToNs(ts);
 }
 
+// Test mode: a test bed node's clock as its state file says (oscillator
+// wander, a daemon's discipline), shared by every copy of the NodeClock and
+// safe to read from any thread. A writer that died mid-change leaves the
+// last state read in force, tried again once a second.
+class TestbedNodeClock {
+ public:
+  bool Open(const std::string& path, std::string* error) {
+    path_ = path;
+    return reader_.Open(path, error);
+  }
+  int64_t RealtimeAt(int64_t real_ns) {
+    std::lock_guard lock(mutex_);
+    Refresh(real_ns);
+    return reader_.RealtimeAt(real_ns);
+  }
+  int64_t TrueInstantOfRealtime(int64_t node_ns) {
+    std::lock_guard lock(mutex_);
+    return reader_.TrueInstantOfRealtime(node_ns);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  void Refresh(int64_t real_ns) {
+    if (real_ns < retry_at_ns_) return;
+    std::string error;
+    retry_at_ns_ = reader_.Refresh(&error) ? 0 : real_ns + 1'000'000'000;
+  }
+  std::mutex mutex_;
+  ClockStateReader reader_;
+  std::string path_;
+  int64_t retry_at_ns_ = 0;
+};
+
 // The node clock as the agent sees it: CLOCK_REALTIME, through the virtual
-// clock when (and only when) test mode configured one.
+// clock (linear, or the test bed's node clock) when (and only when) test
+// mode configured one.
 class NodeClock {
  public:
   NodeClock() = default;
   explicit NodeClock(const VirtualClockParams& p) : virtual_(p), skewed_(!p.IsIdentity()) {}
+  explicit NodeClock(std::shared_ptr<TestbedNodeClock> testbed) : testbed_(std::move(testbed)) {}
 
   int64_t Now() const { return Ingest(ReadClockNs(CLOCK_REALTIME)); }
   // A CLOCK_REALTIME instant from elsewhere (a kernel packet stamp).
   int64_t Ingest(int64_t realtime_ns) const {
+    if (testbed_) return testbed_->RealtimeAt(realtime_ns);
     return skewed_ ? virtual_.Apply(realtime_ns) : realtime_ns;
   }
   // Back to the real clock, for deadlines handed to the kernel.
-  int64_t ToReal(int64_t node_ns) const { return skewed_ ? virtual_.Invert(node_ns) : node_ns; }
+  int64_t ToReal(int64_t node_ns) const {
+    if (testbed_) return testbed_->TrueInstantOfRealtime(node_ns);
+    return skewed_ ? virtual_.Invert(node_ns) : node_ns;
+  }
 
   const VirtualClock& virtual_clock() const { return virtual_; }
+  // The test bed's node clock, if this is one (its state file is the truth).
+  const TestbedNodeClock* testbed() const { return testbed_.get(); }
 
  private:
   VirtualClock virtual_;
   bool skewed_ = false;
+  std::shared_ptr<TestbedNodeClock> testbed_;
 };
 
 }  // namespace chronolink

@@ -132,6 +132,9 @@ struct AgentConfig {
   // Test-only. Refused unless test_mode is true.
   bool test_mode = false;
   VirtualClockParams virtual_clock;
+  // Test mode: the test bed's state file of this node's clock, in place of
+  // the linear virtual clock (empty: linear).
+  std::string virtual_clock_state_file;
   // True when test mode is on and no t0 was given: virtual_clock.t0_ns is then
   // the REALTIME instant at which LoadAgentConfig ran (the agent's start), and
   // the agent must report it so a test bed can compute the ground truth.

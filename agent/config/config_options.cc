@@ -174,6 +174,9 @@ const Spec kSpecs[] = {
      "The real instant (REALTIME ns) at which the virtual clock steps by --virtual-step-ns"},
     {"virtual_clock.step_ns", "virtual-step-ns", Kind::kInt64, "NS", kTestOnly,
      "A step of the virtual clock, forwards (> 0) or back (< 0), as settimeofday makes one (default: 0)"},
+    {"virtual_clock.state_file", "virtual-clock-state", Kind::kPath, "FILE", kTestOnly,
+     "The test bed's clock of this node (oscillator wander, a daemon's discipline: docs/testbed.md), "
+     "instead of the linear --virtual-offset-ns/--virtual-drift-ppm"},
 };
 
 // The file's nested objects.

@@ -95,6 +95,16 @@ bool ValidateTestMode(const Merged& m, const std::string& virtual_block_origin, 
                            ") needs the real instant it happens at (--virtual-step-at-ns)");
   }
   c->virtual_clock.step_at_ns = m.Get<int64_t>("virtual_clock.step_at_ns", 0);
+  c->virtual_clock_state_file = m.Get<std::string>("virtual_clock.state_file", "");
+  if (!c->virtual_clock_state_file.empty()) {
+    for (const char* linear : {"virtual_clock.offset_ns", "virtual_clock.drift_ppm", "virtual_clock.step_ns"}) {
+      if (m.Has(linear)) {
+        return Fail(error, "the test bed's clock state (" + m.From("virtual_clock.state_file") +
+                               ") replaces the linear virtual clock, but " + m.From(linear) +
+                               " was given too: give one or the other");
+      }
+    }
+  }
   return true;
 }
 

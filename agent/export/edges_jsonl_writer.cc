@@ -78,7 +78,9 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
   j["tx_stamps_missing"] = r.counts.tx_stamps_missing;
   j["lost"] = r.counts.lost;
   j["clock_step"] = r.clock_step;
-  if (test_clock) {
+  if (!context.test_clock_state.empty()) {
+    j["test_clock_state"] = context.test_clock_state;
+  } else if (test_clock) {
     j["test_virtual_clock"] = {{"offset_ns", test_clock->offset_ns},
                                {"drift_ppm", test_clock->drift_ppm},
                                {"t0_ns", test_clock->t0_ns}};

@@ -20,6 +20,8 @@ struct EdgeRecordContext {
   uint64_t session_epoch = 0;
   std::string timestamp_policy = "auto";  // or the forced kernel source
   std::optional<VirtualClockParams> test_clock;
+  // Test mode with the test bed's node clock: its state file (the truth).
+  std::string test_clock_state;
 };
 
 class EdgesJsonlWriter {

@@ -62,6 +62,12 @@ bool AgentRuntime::Start(std::string* error) {
 }
 
 bool AgentRuntime::StartPrivileged(RunAsPlan* run_as, std::string* error) {
+  if (config_.test_mode && !config_.virtual_clock_state_file.empty()) {
+    // The test bed's node clock replaces the linear one before anything reads it.
+    auto testbed = std::make_shared<TestbedNodeClock>();
+    if (!testbed->Open(config_.virtual_clock_state_file, error)) return false;
+    clock_ = NodeClock(std::move(testbed));
+  }
   if (sodium_init() < 0) {
     *error = "libsodium failed to initialise";
     return false;
@@ -150,6 +156,7 @@ bool AgentRuntime::StartUnprivileged(const RunAsPlan& run_as, std::string* error
     context.timestamp_policy = std::string(StampSourceName(config_.capture.forced_source));
   }
   if (config_.test_mode) context.test_clock = config_.virtual_clock;
+  if (const TestbedNodeClock* testbed = clock_.testbed()) context.test_clock_state = testbed->path();
   if (!writer_.Open(config_.output_dir, context, error)) {
     *error += RunAsFileHint(run_as);
     return false;

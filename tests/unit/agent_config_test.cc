@@ -724,6 +724,18 @@ TEST_F(AgentConfigTest, VirtualClockWithoutTestModeIsRefusedFromFlag) {
   ExpectError(LoadMinimal({"--virtual-t0-ns", "1"}), {"test-only", "--virtual-t0-ns"});
 }
 
+// The test bed's node clock (a state file) is test-only too, and replaces
+// the linear virtual clock: both at once is a contradiction, said as one.
+TEST_F(AgentConfigTest, TheTestbedClockStateIsTestOnlyAndExcludesTheLinearClock) {
+  ExpectError(LoadMinimal({"--virtual-clock-state", "/run/x.clock"}), {"test-only", "--virtual-clock-state"});
+  ExpectError(LoadMinimal({"--test-mode", "--virtual-clock-state", "/run/x.clock", "--virtual-drift-ppm", "3"}),
+              {"replaces the linear virtual clock", "--virtual-drift-ppm", "--virtual-clock-state"});
+  Result r = LoadMinimal({"--test-mode", "--virtual-clock-state", "/run/x.clock"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->virtual_clock_state_file, "/run/x.clock");
+  EXPECT_TRUE(r.config->virtual_clock.IsIdentity());
+}
+
 TEST_F(AgentConfigTest, VirtualClockWithoutTestModeIsRefusedFromEnv) {
   SetEnv("CHRONOLINK_VIRTUAL_DRIFT_PPM", "12.5");
   ExpectError(LoadMinimal(), {"test-only", "--test-mode", "CHRONOLINK_VIRTUAL_DRIFT_PPM"});

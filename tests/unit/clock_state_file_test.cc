@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "clock/clock_reader.h"
 #include "clock/oscillator_model.h"
 
 namespace chronolink {
@@ -188,6 +189,32 @@ TEST_F(ClockStateFileTest, WhatIsNotAClockStateIsRefusedWithAReason) {
   EXPECT_TRUE(writer.ChangeAt(kT0 + kSecond, 1, 0, &error)) << error;
   EXPECT_FALSE(writer.ChangeAt(kT0 + 2 * kSecond, 1, 0, &error));
   EXPECT_NE(error.find("full"), std::string::npos) << error;
+}
+
+// The agent's node clock in test mode reads the state file, and sees a
+// discipline's change made after it opened it.
+TEST_F(ClockStateFileTest, TheAgentsNodeClockFollowsTheStateFile) {
+  const ClockTrajectory raw = Oscillator(3);
+  std::string error;
+  ASSERT_TRUE(CreateClockStateFile(path_, 1, raw, 8, &error)) << error;
+  auto testbed = std::make_shared<TestbedNodeClock>();
+  ASSERT_TRUE(testbed->Open(path_, &error)) << error;
+  const NodeClock clock(testbed);
+  ASSERT_NE(clock.testbed(), nullptr);
+  EXPECT_EQ(clock.testbed()->path(), path_);
+  const int64_t t = kT0 + 50 * kSecond + 321;
+  EXPECT_EQ(clock.Ingest(t), raw.ReadAt(t));
+  ClockStateWriter writer;
+  ASSERT_TRUE(writer.Open(path_, &error)) << error;
+  ASSERT_TRUE(writer.ChangeAt(kT0 + 40 * kSecond, 0, static_cast<FineNs>(1'000'000) * kFinePerNs, &error));
+  EXPECT_EQ(clock.Ingest(t), raw.ReadAt(t) + 1'000'000) << "a step of 1 ms at 40 s";
+  const int64_t v = clock.Ingest(t);
+  const int64_t back = clock.ToReal(v);
+  EXPECT_EQ(clock.Ingest(back), v);
+  EXPECT_LT(clock.Ingest(back - 1), v);
+  const NodeClock linear;
+  EXPECT_EQ(linear.testbed(), nullptr);
+  EXPECT_EQ(linear.Ingest(t), t);
 }
 
 // The Python truth reads the same file and must read the same clocks.

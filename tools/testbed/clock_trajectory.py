@@ -108,6 +108,14 @@ class Trajectory:
         """dc/dt - 1 at true t: the clock's frequency error there."""
         return Fraction(self._segment(t).slope - FINE_PER_NS, FINE_PER_NS)
 
+    @staticmethod
+    def sum(a: "Trajectory", b: "Trajectory") -> "Trajectory":
+        """a + b at every instant (a clock and a correction): knots at the
+        union of both, each value and slope the sum."""
+        at = sorted({k.t_ns for k in a.knots} | {k.t_ns for k in b.knots})
+        return Trajectory([Knot(t, a.fine_at(t) + b.fine_at(t), a._segment(t).slope + b._segment(t).slope)
+                           for t in at])
+
     def true_time(self, v) -> Fraction:
         """The true instant at which the clock (continuous, not floored) is
         at v ns; across a step back the later one, skipped forward the step's
@@ -166,6 +174,10 @@ class NodeClockState:
 
         raw = Trajectory([knot(i)[0] for i in range(raw_n)])
         return cls(node, raw, [knot(raw_cap + i) for i in range(corr_n)])
+
+    def realtime(self) -> Trajectory:
+        """CLOCK_REALTIME as one trajectory (for truth.true_beta and kin)."""
+        return Trajectory.sum(self.raw, self.correction)
 
     def _steps_at(self, t) -> int:
         i = bisect.bisect_right([k.t_ns for k in self.correction.knots], t) - 1

@@ -50,6 +50,9 @@ class VClock:
         """Inverse of at(): the shared-clock instant at which this clock reads v."""
         return self.t0_ns + (Fraction(v) - self.offset_ns - self.t0_ns) / (1 + self.rate)
 
+    def rate_at(self, t=None) -> Fraction:
+        return self.rate
+
 
 def true_beta(x0_ns: Any, own: VClock, peer: VClock) -> Fraction:
     """True offset peer - own (ns) at the instant own's clock reads x0_ns."""
@@ -57,9 +60,31 @@ def true_beta(x0_ns: Any, own: VClock, peer: VClock) -> Fraction:
     return peer.at(t) - own.at(t)
 
 
-def true_alpha(own: VClock, peer: VClock) -> Fraction:
-    """True drift d(peer - own)/d(own)."""
-    return (peer.rate - own.rate) / (1 + own.rate)
+def true_alpha(own, peer, t=None) -> Fraction:
+    """True drift d(peer - own)/d(own) at true instant t (any t for linear
+    clocks; a test bed node clock's (clock_trajectory.Trajectory) drift
+    changes with its wander and discipline)."""
+    ro, rp = own.rate_at(t), peer.rate_at(t)
+    return (rp - ro) / (1 + ro)
+
+
+def load_record_clock(record: dict, cache: dict | None = None):
+    """The true clock of the node that wrote an edges.jsonl record in test
+    mode: its test bed clock state (CLOCK_REALTIME as a Trajectory) or its
+    linear virtual clock; None outside test mode."""
+    path = record.get("test_clock_state")
+    if path:
+        from clock_trajectory import NodeClockState
+        if cache is not None and path in cache:
+            return cache[path]
+        clock = NodeClockState.load(path).realtime()
+        if cache is not None:
+            cache[path] = clock
+        return clock
+    v = record.get("test_virtual_clock")
+    if v:
+        return VClock.make(v["offset_ns"], repr(v["drift_ppm"]), v["t0_ns"])
+    return None
 
 
 def sigma_coverage(errors_and_sigmas: list[tuple[float, float]]) -> dict | None:
