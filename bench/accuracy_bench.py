@@ -60,6 +60,7 @@ REPO = os.path.dirname(_HERE)
 sys.path.insert(0, _HERE)
 sys.path.insert(0, os.path.join(REPO, "tools", "testbed"))
 import baselines as bl  # noqa: E402
+import clock_discipline  # noqa: E402
 import node_clocks  # noqa: E402
 import testbed as tbm  # noqa: E402
 from baselines import CLK_TCK, percentile, proc_cpu_ticks, summarize_abs_us  # noqa: E402
@@ -305,6 +306,10 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
     agents: dict[int, dict] = {}
     with tbm.Testbed(f"{a.name}", nodes=2, topology=sc.topology, tbf=sc.tbf) as tb, \
             contextlib.ExitStack() as stack:
+        if a.clock_model in node_clocks.DISCIPLINED:
+            log("  starting chronyd on every node (it disciplines the node clocks)")
+            stack.enter_context(clock_discipline.ChronyDiscipline(
+                tb, 1, {n: c.state_file for n, c in node_clock.items()}, os.path.join(outdir, "discipline")))
         if sc.load:
             for s, d in ((1, 2), (2, 1)):
                 ct = stack.enter_context(tb.cross_traffic(s, d, sc.load))
@@ -888,8 +893,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--node2-drift-ppm", default="45")
     ap.add_argument("--cluster-id", type=int, default=7)
     ap.add_argument("--clock-model", choices=node_clocks.MODELS, default="linear",
-                    help="the nodes' clocks: linear (offset and drift only) or wander (a crystal's "
-                         "white and random-walk FM on top; docs/testbed.md)")
+                    help="the nodes' clocks: linear (offset and drift only), wander (a crystal's "
+                         "white and random-walk FM on top) or chronyd (wander, and a real chronyd "
+                         "disciplining every node's clock; docs/testbed.md)")
     ap.add_argument("--white-fm-adev", type=float, default=node_clocks.DEFAULT_WHITE_FM_ADEV,
                     help="wander: Allan deviation at 1 s of white FM")
     ap.add_argument("--random-walk-fm-adev", type=float, default=node_clocks.DEFAULT_RANDOM_WALK_FM_ADEV,

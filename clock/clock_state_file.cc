@@ -6,6 +6,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -83,9 +84,11 @@ const StoredKnot* Knots(const uint8_t* map) {
   return reinterpret_cast<const StoredKnot*>(map + kClockStateHeaderBytes);
 }
 
+// The system call itself: the test bed's discipline shim interposes
+// clock_gettime and reads this file from inside it.
 int64_t MonotonicNs() {
   timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
@@ -188,6 +191,7 @@ ClockStateReader::~ClockStateReader() {
 }
 
 bool ClockStateReader::Refresh(std::string* error) {
+  if (Seq(map_).load(std::memory_order_acquire) == seen_seq_) return true;  // nothing new: no clock read
   const int64_t give_up = MonotonicNs() + kReaderPatienceNs;
   while (MonotonicNs() < give_up) {
     const uint64_t seq = Seq(map_).load(std::memory_order_acquire);
@@ -202,28 +206,45 @@ bool ClockStateReader::Refresh(std::string* error) {
         h.correction_count > h.correction_capacity) {
       continue;  // torn: read again
     }
-    // The oscillator never changes: copied once.
-    ClockTrajectory raw, correction;
-    std::vector<FineNs> steps;
+    // The oscillator never changes: copied once. Corrections are appended:
+    // only the new ones are copied, unless some were withdrawn (generation).
+    const bool again = h.generation != seen_generation_ || h.correction_count < correction_.knots().size();
+    const size_t have = again ? 0 : correction_.knots().size();
+    ClockTrajectory raw;
+    std::vector<TrajectoryKnot> added;
+    std::vector<FineNs> added_steps;
     const StoredKnot* knots = Knots(map_);
     bool ordered = true;
     for (uint32_t i = 0; raw_.empty() && i < h.raw_count && ordered; ++i) {
       ordered = raw.Append({knots[i].t_ns, Join(knots[i].value_hi, knots[i].value_lo), knots[i].slope});
     }
     const StoredKnot* corr = knots + h.raw_capacity;
-    for (uint32_t i = 0; i < h.correction_count && ordered; ++i) {
-      ordered = correction.Append({corr[i].t_ns, Join(corr[i].value_hi, corr[i].value_lo), corr[i].slope});
-      steps.push_back(Join(corr[i].steps_hi, corr[i].steps_lo));
+    for (size_t i = have; i < h.correction_count; ++i) {
+      added.push_back({corr[i].t_ns, Join(corr[i].value_hi, corr[i].value_lo), corr[i].slope});
+      added_steps.push_back(Join(corr[i].steps_hi, corr[i].steps_lo));
     }
     std::atomic_thread_fence(std::memory_order_acquire);
     if (Seq(map_).load(std::memory_order_relaxed) != seq) continue;  // a writer came in between
     if (!ordered || (raw_.empty() && !raw.monotone())) {
-      *error = "the clock state's knots do not move forward in time";
+      *error = "the clock state's oscillator knots do not move forward in time";
       return false;
     }
     if (raw_.empty()) raw_ = std::move(raw);
-    correction_ = std::move(correction);
-    steps_ = std::move(steps);
+    if (again) {
+      correction_ = ClockTrajectory();
+      steps_.clear();
+    }
+    for (size_t i = 0; i < added.size(); ++i) {
+      if (!correction_.Append(added[i])) {
+        *error = "the clock state's corrections do not move forward in time";
+        correction_ = ClockTrajectory();
+        steps_.clear();
+        seen_seq_ = 1;
+        return false;
+      }
+      steps_.push_back(added_steps[i]);
+    }
+    seen_generation_ = h.generation;
     seen_seq_ = seq;
     return true;
   }

@@ -81,6 +81,7 @@ class ClockStateReader {
   size_t size_ = 0;
   uint32_t node_ = 0;
   uint64_t seen_seq_ = 1;  // odd: nothing copied yet
+  uint64_t seen_generation_ = 0;
   ClockTrajectory raw_;
   ClockTrajectory correction_;
   std::vector<FineNs> steps_;  // per correction knot

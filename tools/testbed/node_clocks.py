@@ -10,6 +10,9 @@ Two models:
           chronolink-testbed-clock into one state file per node, which the
           agent reads (--virtual-clock-state) and so does the truth
           (clock_trajectory.NodeClockState).
+  chronyd wander, and a real chronyd per node steering that clock against
+          the test bed's NTP server (clock_discipline.ChronyDiscipline), as
+          on a deployed node.
 """
 from __future__ import annotations
 
@@ -23,7 +26,8 @@ from truth import VClock
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_CLOCK_TOOL = os.path.join(REPO, "build", "tools", "chronolink-testbed-clock")
-MODELS = ("linear", "wander")
+MODELS = ("linear", "wander", "chronyd")
+DISCIPLINED = ("chronyd",)
 # A server's crystal over seconds to minutes: about 5 ns/sqrt(s) of phase
 # random walk (chronolink-sim's default wander) and a frequency that walks
 # by about 0.1 ppb/sqrt(s) (docs/testbed.md).
@@ -64,7 +68,7 @@ def make_node_clock(model: str, node: int, offset_ns: int, drift_ppm: str, t0_ns
     if model == "linear":
         return NodeClock(node, model, ["--virtual-offset-ns", str(offset_ns), "--virtual-drift-ppm", drift_ppm,
                                        "--virtual-t0-ns", str(t0_ns)], linear=VClock.make(offset_ns, drift_ppm, t0_ns))
-    if model != "wander":
+    if model not in ("wander", "chronyd"):
         raise ValueError(f"clock model {model!r}: one of {', '.join(MODELS)}")
     path = os.path.join(state_dir, f"node{node}.clock")
     if os.path.exists(path):

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""The discipline shim (tools/testbed/discipline_shim/) against its state file
+and against a real chronyd (docs/testbed.md "Clocks as deployed").
+
+  1. Without CHRONOLINK_CLOCK_STATE a program under the shim refuses to run.
+  2. Through the shim, in a child python3 (ctypes): clock_gettime reads the
+     node's clocks; adjtimex ADJ_FREQUENCY, ADJ_TICK and ADJ_SETOFFSET and
+     settimeofday land in the state file as the knots they mean; ADJ_OFFSET
+     (the kernel PLL, not emulated) is refused; ADJ_SETOFFSET clears
+     maxerror as the kernel does.
+  3. A real chronyd under the shim, without CAP_SYS_TIME, against an
+     unshimmed chronyd serving the kernel's time on loopback, steps the node
+     clock (offset -7.5 ms, drift -30 ppm, wander) onto true time and then
+     keeps it within 50 us: so it reads, steers and timestamps through the
+     file, never the kernel.
+
+Needs root (chronyd) and chronyd: exit 77 (skip) outside CI without them,
+fails under CI (docs/testbed.md "The CI rule").
+  discipline_shim_test.py --build BUILD_DIR
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tools", "testbed"))
+from ci_rule import skip as skip_or_fail  # noqa: E402
+from clock_trajectory import FINE_PER_NS, NodeClockState  # noqa: E402
+
+CHILD = r'''
+import ctypes, ctypes.util, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+class Timeval(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_usec", ctypes.c_long)]
+class Timex(ctypes.Structure):
+    _fields_ = [("modes", ctypes.c_uint), ("offset", ctypes.c_long), ("freq", ctypes.c_long),
+                ("maxerror", ctypes.c_long), ("esterror", ctypes.c_long), ("status", ctypes.c_int),
+                ("constant", ctypes.c_long), ("precision", ctypes.c_long), ("tolerance", ctypes.c_long),
+                ("time", Timeval), ("tick", ctypes.c_long), ("ppsfreq", ctypes.c_long),
+                ("jitter", ctypes.c_long), ("shift", ctypes.c_int), ("stabil", ctypes.c_long),
+                ("jitcnt", ctypes.c_long), ("calcnt", ctypes.c_long), ("errcnt", ctypes.c_long),
+                ("stbcnt", ctypes.c_long), ("tai", ctypes.c_int), ("pad", ctypes.c_int * 11)]
+ADJ_OFFSET, ADJ_FREQUENCY, ADJ_MAXERROR, ADJ_TICK, ADJ_SETOFFSET, ADJ_NANO = 0x1, 0x2, 0x4, 0x4000, 0x100, 0x2000
+def adj(**kw):
+    tx = Timex()
+    for k, v in kw.items():
+        if k == "sec": tx.time.tv_sec = v
+        elif k == "sub": tx.time.tv_usec = v
+        else: setattr(tx, k, v)
+    r = libc.adjtimex(ctypes.byref(tx))
+    return r, ctypes.get_errno(), tx
+class Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+def real_ns():  # the kernel's clock, past the shim (SYS_clock_gettime on x86-64 and arm64)
+    ts = Timespec()
+    libc.syscall(228 if ctypes.sizeof(ctypes.c_void_p) == 8 and __import__("platform").machine() == "x86_64"
+                 else 113, 0, ctypes.byref(ts))
+    return ts.tv_sec * 10**9 + ts.tv_nsec
+out = []
+before = real_ns()
+node = (time.time_ns(), time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW))
+out.append(("clocks", before, node[0], node[1], real_ns()))
+r, e, tx = adj(modes=ADJ_FREQUENCY, freq=655360)          # +10 ppm
+out.append(("freq", r, time.time_ns()))
+r, e, tx = adj(modes=ADJ_TICK, tick=10001)                 # +100 ppm more
+out.append(("tick", r, time.time_ns()))
+r, e, tx = adj(modes=ADJ_MAXERROR, maxerror=0)
+r, e, tx = adj(modes=ADJ_SETOFFSET | ADJ_NANO, sec=-1, sub=999_000_000)  # -1 ms
+out.append(("setoffset", r, tx.maxerror, time.time_ns()))
+r, e, tx = adj(modes=ADJ_OFFSET, offset=5000)
+out.append(("pll", r, e))
+tv = Timeval(); libc.gettimeofday(ctypes.byref(tv), None)
+target = Timeval(tv.tv_sec + 2, tv.tv_usec)
+r = libc.settimeofday(ctypes.byref(target), None)
+out.append(("settimeofday", r, time.time_ns()))
+print(repr(out))
+'''
+
+
+def fail(msg: str) -> None:
+    print(f"FAILED: {msg}")
+    sys.exit(1)
+
+
+def check(cond: bool, msg: str) -> None:
+    if not cond:
+        fail(msg)
+    print(f"ok: {msg}")
+
+
+def create_state(tool: str, path: str, **kw) -> None:
+    args = [tool, "create", path, "--node", "1", "--duration-s", "900"]
+    for k, v in kw.items():
+        args += ["--" + k.replace("_", "-"), str(v)]
+    subprocess.run(args, check=True, capture_output=True, timeout=30)
+
+
+def shim_calls(build: str, tool: str, work: str) -> None:
+    shim = os.path.join(build, "tools", "libchronolink_discipline_shim.so")
+    r = subprocess.run([sys.executable, "-c", "print(1)"], env=dict(os.environ, LD_PRELOAD=shim),
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode == 2 and "CHRONOLINK_CLOCK_STATE is not set" in r.stderr,
+          "without a state file a program under the shim refuses to run")
+    state = os.path.join(work, "calls.clock")
+    create_state(tool, state, offset_ns=5_000_000, drift_ppm=20)
+    env = dict(os.environ, LD_PRELOAD=shim, CHRONOLINK_CLOCK_STATE=state)
+    r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        fail(f"the child under the shim failed: {r.stderr.strip()}")
+    out = {row[0]: row for row in eval(r.stdout)}  # noqa: S307 (our own child's repr)
+    node = NodeClockState.load(state)
+    _, before, realtime, raw, after = out["clocks"]
+    check(node.realtime_at(before) <= realtime <= node.realtime_at(after),
+          "REALTIME reads the node's clock as the state file has it (+5 ms, +20 ppm)")
+    check(node.raw_at(before) <= raw <= node.raw_at(after), "MONOTONIC_RAW reads the oscillator")
+    knots = node.correction.knots
+    slopes = [k.slope for k in knots]
+    check(slopes[1] == 10_000 * 10**6 and slopes[2] == 110_000 * 10**6,
+          f"ADJ_FREQUENCY +10 ppm then ADJ_TICK +1 are the correction's slopes (fine/ns): {slopes[:3]}")
+    steps = [node._steps[i] - node._steps[i - 1] for i in range(1, len(knots))]
+    check(steps[2] == -1_000_000 * FINE_PER_NS, "ADJ_SETOFFSET of -1 ms is a -1 ms step")
+    check(out["setoffset"][1] >= 0 and out["setoffset"][2] == 16_000_000,
+          "ADJ_SETOFFSET clears maxerror as the kernel does (chronyd's probe)")
+    check(out["pll"][1] == -1 and out["pll"][2] == 22, "ADJ_OFFSET (the kernel PLL) is refused with EINVAL")
+    check(abs(steps[3] - 2 * 10**9 * FINE_PER_NS) < 10**6 * FINE_PER_NS,
+          "settimeofday(+2 s) is a step of about 2 s")
+    check(node.realtime_at(time.time_ns()) - time.time_ns() > 1_900_000_000,
+          "the truth file says the node's clock is now about 2 s ahead")
+
+
+def chronyd_run(build: str, tool: str, work: str, seconds: float) -> None:
+    shim = os.path.join(build, "tools", "libchronolink_discipline_shim.so")
+    state = os.path.join(work, "chronyd.clock")
+    create_state(tool, state, offset_ns=-7_500_000, drift_ppm=-30, white_fm_adev=5e-9,
+                 random_walk_fm_adev=2e-11)
+    common = "cmdport 0\nbindcmdaddress /\n"
+    sconf, cconf = os.path.join(work, "server.conf"), os.path.join(work, "client.conf")
+    with open(sconf, "w") as f:
+        f.write(f"local stratum 1\nallow 127.0.0.1\nport 11323\npidfile {work}/server.pid\n" + common)
+    with open(cconf, "w") as f:
+        f.write("server 127.0.0.1 port 11323 iburst xleave minpoll -2 maxpoll -2\nmakestep 0.001 3\n"
+                f"port 0\npidfile {work}/client.pid\nlogdir {work}\nlog tracking\n" + common)
+    procs = []
+    try:
+        procs.append(subprocess.Popen(["chronyd", "-x", "-d", "-u", "root", "-f", sconf],
+                                      stdout=open(os.path.join(work, "server.out"), "wb"),
+                                      stderr=subprocess.STDOUT, start_new_session=True))
+        env = dict(os.environ, LD_PRELOAD=shim, CHRONOLINK_CLOCK_STATE=state)
+        procs.append(subprocess.Popen(["setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time",
+                                       "chronyd", "-d", "-u", "root", "-f", cconf], env=env,
+                                      stdout=open(os.path.join(work, "client.out"), "wb"),
+                                      stderr=subprocess.STDOUT, start_new_session=True))
+        errors = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            time.sleep(1.0)
+            for p in procs:
+                if p.poll() is not None:
+                    with open(os.path.join(work, "client.out"), errors="replace") as f:
+                        fail(f"a chronyd exited ({p.returncode}): {f.read()[-400:]}")
+            t = time.time_ns()
+            errors.append(NodeClockState.load(state).realtime_at(t) - t)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+    node = NodeClockState.load(state)
+    print(f"node clock - true time, once a second: {errors}")
+    check(len(node.correction.knots) > 10, f"chronyd changed the clock {len(node.correction.knots) - 1} times")
+    check(abs(errors[0]) > 1_000_000 or any(abs(s) > 10**6 * FINE_PER_NS for s in node._steps),
+          "the clock started 7.5 ms off, and chronyd stepped it")
+    late = errors[len(errors) // 2:]
+    check(all(abs(e) < 50_000 for e in late), f"chronyd then keeps it within 50 us of true time: {late}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(REPO, "build"))
+    ap.add_argument("--seconds", type=float, default=20.0, help="how long chronyd runs")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        return skip_or_fail("needs root (chronyd)")
+    if shutil.which("chronyd") is None or shutil.which("setpriv") is None:
+        return skip_or_fail("needs chronyd and setpriv")
+    tool = os.path.join(a.build, "tools", "chronolink-testbed-clock")
+    with tempfile.TemporaryDirectory(prefix="discipline-shim-") as work:
+        shim_calls(a.build, tool, work)
+        chronyd_run(a.build, tool, work, a.seconds)
+    print("discipline shim: PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
