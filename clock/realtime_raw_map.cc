@@ -1,0 +1,85 @@
+#include "clock/realtime_raw_map.h"
+
+#include <cmath>
+#include <algorithm>
+#include <cstdlib>
+
+namespace chronolink {
+namespace {
+
+// y0 + (x - x0)·(y1 - y0)/(x1 - x0), rounded to nearest, x1 != x0.
+int64_t Interpolate(int64_t x, int64_t x0, int64_t y0, int64_t x1, int64_t y1) {
+  const __int128 num = static_cast<__int128>(x - x0) * (y1 - y0);
+  const __int128 den = x1 - x0;
+  __int128 q = num / den;
+  const __int128 r = num % den;
+  if (2 * (r < 0 ? -r : r) >= (den < 0 ? -den : den)) q += ((r < 0) != (den < 0)) ? -1 : 1;
+  return y0 + static_cast<int64_t>(q);
+}
+
+}  // namespace
+
+RealtimeRawMap::RealtimeRawMap(size_t capacity, double max_rate)
+    : capacity_(capacity < 2 ? 2 : capacity), max_rate_(max_rate) {}
+
+void RealtimeRawMap::Add(const ClockPairSample& s) {
+  bool step = false;
+  if (!samples_.empty()) {
+    const ClockPairSample& last = samples_.back();
+    if (s.raw_ns <= last.raw_ns) return;
+    const int64_t d_raw = s.raw_ns - last.raw_ns;
+    const int64_t d_rt = s.realtime_ns - last.realtime_ns;
+    const double allowed = max_rate_ * static_cast<double>(d_raw) + static_cast<double>(s.bracket_ns + last.bracket_ns);
+    step = std::fabs(static_cast<double>(d_rt - d_raw)) > allowed;
+    if (step) ++breaks_;
+  }
+  samples_.push_back(s);
+  break_before_.push_back(step);
+  while (samples_.size() > capacity_) {
+    samples_.pop_front();
+    break_before_.pop_front();
+  }
+}
+
+std::optional<int64_t> RealtimeRawMap::RawOf(int64_t realtime_ns, int64_t* bound_ns) const {
+  // From the newest: most questions are about the last few milliseconds.
+  for (size_t i = samples_.size(); i-- > 0;) {
+    const ClockPairSample& b = samples_[i];
+    if (b.realtime_ns == realtime_ns) {
+      if (bound_ns) *bound_ns = b.bracket_ns;
+      return b.raw_ns;
+    }
+    if (i == 0) break;
+    const ClockPairSample& a = samples_[i - 1];
+    if (break_before_[i]) {
+      // Past a step: REALTIME the step skipped (forward) or made the clock
+      // read twice (back) has no one answer. After a step back the clock read
+      // from b's reading less the whole interval on: only below that, and
+      // below a's, is one answer left (with the rate's margin).
+      const int64_t d_raw = b.raw_ns - a.raw_ns;
+      const auto margin = static_cast<int64_t>(max_rate_ * static_cast<double>(d_raw)) + a.bracket_ns + b.bracket_ns;
+      if (realtime_ns >= std::min(a.realtime_ns, b.realtime_ns - d_raw) - margin) return std::nullopt;
+      continue;
+    }
+    if (a.realtime_ns < realtime_ns && realtime_ns < b.realtime_ns) {
+      if (bound_ns) *bound_ns = std::max(a.bracket_ns, b.bracket_ns);
+      return Interpolate(realtime_ns, a.realtime_ns, a.raw_ns, b.realtime_ns, b.raw_ns);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> RealtimeRawMap::RealtimeOf(int64_t raw_ns) const {
+  for (size_t i = samples_.size(); i-- > 0;) {
+    const ClockPairSample& b = samples_[i];
+    if (b.raw_ns == raw_ns) return b.realtime_ns;
+    if (i == 0 || break_before_[i]) continue;
+    const ClockPairSample& a = samples_[i - 1];
+    if (a.raw_ns < raw_ns && raw_ns < b.raw_ns) {
+      return Interpolate(raw_ns, a.raw_ns, a.realtime_ns, b.raw_ns, b.realtime_ns);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace chronolink

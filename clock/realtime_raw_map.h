@@ -1,0 +1,57 @@
+// A node's CLOCK_REALTIME related to its CLOCK_MONOTONIC_RAW, from frequent
+// samples of both. A clock daemon changes REALTIME's rate at every update
+// (and may step it); MONOTONIC_RAW runs free of it. The agent relates the two
+// locally, so that what it fits between nodes is free of every node's
+// discipline (docs/clocks.md "Disciplined clocks").
+//
+// Between two samples the map is the straight line through them: a rate
+// change in between bends the truth away from it by at most
+// |rate change| x (the interval) / 4, 0.25 ns for 0.1 ppm over 10 ms, which
+// is why the agent samples every few milliseconds and on demand. Where
+// REALTIME moved against RAW by more than any rate explains (a step), the
+// interval is a break: nothing is mapped across it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+
+namespace chronolink {
+
+struct ClockPairSample {
+  int64_t realtime_ns = 0;  // the middle of the REALTIME reads around the RAW read
+  int64_t raw_ns = 0;
+  int64_t bracket_ns = 0;   // the width of those REALTIME reads (the sample's uncertainty)
+};
+
+class RealtimeRawMap {
+ public:
+  // Keeps the last `capacity` samples; rates beyond `max_rate` (fraction)
+  // between two samples are a step.
+  explicit RealtimeRawMap(size_t capacity = 8192, double max_rate = 0.001);
+
+  // A sample later (in RAW) than the last one; an earlier one is ignored.
+  void Add(const ClockPairSample& s);
+
+  // RAW at a REALTIME instant within the samples kept (between two of them
+  // with no break; on one exactly), else nullopt: also for a REALTIME a
+  // step skipped or made the clock read twice. With *bound_ns: the samples'
+  // brackets there.
+  std::optional<int64_t> RawOf(int64_t realtime_ns, int64_t* bound_ns = nullptr) const;
+  // REALTIME at a RAW instant, the inverse on the same terms.
+  std::optional<int64_t> RealtimeOf(int64_t raw_ns) const;
+
+  size_t size() const { return samples_.size(); }
+  uint64_t breaks() const { return breaks_; }
+  const std::deque<ClockPairSample>& samples() const { return samples_; }
+
+ private:
+  std::deque<ClockPairSample> samples_;
+  std::deque<bool> break_before_;  // a step between a sample and the one before it
+  size_t capacity_;
+  double max_rate_;
+  uint64_t breaks_ = 0;
+};
+
+}  // namespace chronolink

@@ -1,0 +1,125 @@
+// RealtimeRawMap (clock/realtime_raw_map.h): a disciplined REALTIME related
+// to its free-running RAW from samples every 10 ms, checked against the exact
+// clocks (ClockTrajectory) a test bed node has: within a nanosecond or two
+// while a daemon changes the rate every second, nothing mapped across a step.
+#include "clock/realtime_raw_map.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+
+#include "clock/clock_trajectory.h"
+#include "clock/oscillator_model.h"
+
+namespace chronolink {
+namespace {
+
+constexpr int64_t kT0 = 1'795'320'926'000'000'000;
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kSecond = 1'000'000'000;
+
+struct DisciplinedNode {
+  ClockTrajectory raw;
+  ClockTrajectory realtime;
+  int64_t step_at = 0;
+};
+
+// An oscillator with wander, and a daemon that changes the rate by up to
+// 0.1 ppm every second and steps the clock back by 3 ms at 30 s.
+DisciplinedNode MakeNode(uint64_t seed) {
+  OscillatorParams p;
+  p.offset_ns = 40'000;
+  p.frequency_ppm = 17;
+  p.white_fm_adev_1s = 5e-9;
+  p.random_walk_fm_adev_1s = 2e-11;
+  p.seed = seed;
+  DisciplinedNode n;
+  n.raw = OscillatorTrajectory(p, kT0, kT0 + 70 * kSecond);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> change(-100'000'000, 100'000'000);  // ±0.1 ppm
+  ClockTrajectory correction(kT0, 0, -17'000'000'000);
+  int64_t slope = -17'000'000'000;
+  n.step_at = kT0 + 30 * kSecond + 123'457'000;  // between two samples
+  for (int s = 1; s < 70; ++s) {
+    slope += change(rng);
+    const int64_t at = kT0 + s * kSecond + 777 * s;
+    if (at > n.step_at && at - kSecond < n.step_at) {
+      correction.ChangeAt(n.step_at, slope, static_cast<FineNs>(-3 * kMs) * kFinePerNs);
+    }
+    correction.ChangeAt(at, slope);
+  }
+  n.realtime = ClockTrajectory::Sum(n.raw, correction);
+  return n;
+}
+
+RealtimeRawMap Sampled(const DisciplinedNode& n, int64_t every_ns) {
+  RealtimeRawMap map;
+  for (int64_t t = kT0; t < kT0 + 60 * kSecond; t += every_ns) {
+    map.Add({n.realtime.ReadAt(t), n.raw.ReadAt(t), 0});
+  }
+  return map;
+}
+
+TEST(RealtimeRawMap, FollowsADisciplinedClockToANanosecond) {
+  const DisciplinedNode n = MakeNode(5);
+  const RealtimeRawMap map = Sampled(n, 10 * kMs);
+  EXPECT_EQ(map.breaks(), 1u) << "the step, and nothing else";
+  std::mt19937_64 rng(9);
+  std::uniform_int_distribution<int64_t> instant(kT0 + kSecond, kT0 + 59 * kSecond);
+  int64_t worst = 0;
+  size_t mapped = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    const int64_t t = instant(rng);
+    if (std::llabs(t - n.step_at) < 20 * kMs) continue;  // the interval of the step
+    const auto raw = map.RawOf(n.realtime.ReadAt(t));
+    ASSERT_TRUE(raw.has_value()) << t - kT0;
+    worst = std::max<int64_t>(worst, std::llabs(*raw - n.raw.ReadAt(t)));
+    const auto back = map.RealtimeOf(n.raw.ReadAt(t));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_LE(std::llabs(*back - n.realtime.ReadAt(t)), 2) << t - kT0;
+    ++mapped;
+  }
+  EXPECT_GT(mapped, 19'000u);
+  EXPECT_LE(worst, 2) << "rate changes of 0.1 ppm bend a 10 ms interval by 0.25 ns, readings floor by 1";
+}
+
+TEST(RealtimeRawMap, NothingIsMappedAcrossAStepOrOutsideTheSamples) {
+  const DisciplinedNode n = MakeNode(6);
+  const RealtimeRawMap map = Sampled(n, 10 * kMs);
+  // Past the sample after the step, the map answers again.
+  const int64_t after = n.step_at + 15 * kMs;
+  const auto raw = map.RawOf(n.realtime.ReadAt(after));
+  ASSERT_TRUE(raw.has_value());
+  EXPECT_LE(std::llabs(*raw - n.raw.ReadAt(after)), 2);
+  // The clock stepped back 3 ms: the REALTIME it read in the 3 ms before the
+  // step it read again after it. Those readings, and the interval of the
+  // step, have no one answer.
+  for (const int64_t t : {n.step_at - 1, n.step_at - 2 * kMs, n.step_at + 1, n.step_at + 2 * kMs}) {
+    EXPECT_FALSE(map.RawOf(n.realtime.ReadAt(t)).has_value()) << t - n.step_at;
+  }
+  // Well before the step, the one answer there is.
+  const int64_t before = n.step_at - 30 * kMs;
+  ASSERT_TRUE(map.RawOf(n.realtime.ReadAt(before)).has_value());
+  EXPECT_LE(std::llabs(*map.RawOf(n.realtime.ReadAt(before)) - n.raw.ReadAt(before)), 2);
+  // RAW never steps: only the interval of the step itself has no answer.
+  EXPECT_FALSE(map.RealtimeOf(n.raw.ReadAt(n.step_at + 1)).has_value());
+  EXPECT_FALSE(map.RawOf(n.realtime.ReadAt(kT0) - 1).has_value()) << "before the first sample";
+  EXPECT_FALSE(map.RawOf(n.realtime.ReadAt(kT0 + 61 * kSecond)).has_value()) << "after the last";
+}
+
+TEST(RealtimeRawMap, KeepsItsCapacityAndIgnoresSamplesOutOfOrder) {
+  RealtimeRawMap map(4);
+  for (int i = 0; i < 10; ++i) map.Add({kT0 + i * kMs, 5 * kSecond + i * kMs, 0});
+  map.Add({kT0, 5 * kSecond, 0});  // earlier in RAW: ignored
+  EXPECT_EQ(map.size(), 4u);
+  EXPECT_FALSE(map.RawOf(kT0 + kMs).has_value()) << "forgotten";
+  EXPECT_EQ(map.RawOf(kT0 + 8 * kMs + 500'000), 5 * kSecond + 8 * kMs + 500'000);
+  int64_t bound = -1;
+  map.Add({kT0 + 10 * kMs, 5 * kSecond + 10 * kMs, 40});
+  EXPECT_TRUE(map.RawOf(kT0 + 9 * kMs + 1, &bound).has_value());
+  EXPECT_EQ(bound, 40);
+}
+
+}  // namespace
+}  // namespace chronolink
