@@ -7,7 +7,11 @@
 # each with its reason) are left out, and run once more afterwards to say
 # whether they still need to be.
 #
-#   sudo scripts/test-arm64.sh
+#   sudo scripts/test-arm64.sh [--build-only | --test-only]
+#
+# --build-only installs, registers and builds; --test-only runs the tests of
+# a build already made (scripts/test.sh builds in the background while the
+# native tests run, then tests).
 #
 # Environment: BUILD_DIR_ARM64 (default build-arm64), JOBS (compile jobs,
 # default nproc), TEST_JOBS (ctest -j, default nproc: each test is one qemu
@@ -23,37 +27,58 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR_ARM64:-build-arm64}
 JOBS=${JOBS:-$(nproc)}
+build=1
+test=1
+case "${1:-}" in
+  "") ;;
+  --build-only) test=0 ;;
+  --test-only) build=0 ;;
+  *) echo "usage: $0 [--build-only | --test-only]" >&2; exit 2 ;;
+esac
 
-scripts/install-deps-arm64.sh
+# Packages and the binfmt_misc handler.
+prepare() {
+  scripts/install-deps-arm64.sh
 
-binfmt=/proc/sys/fs/binfmt_misc
-if [ ! -e "$binfmt/qemu-aarch64" ] && [ "$(id -u)" -eq 0 ]; then
-  [ -e "$binfmt/register" ] || mount -t binfmt_misc binfmt_misc "$binfmt" 2>/dev/null || true
-  if [ -w "$binfmt/register" ]; then
-    # qemu-user-static's own rule (/usr/lib/binfmt.d/qemu-aarch64.conf), F added.
-    rule=$(cat /usr/lib/binfmt.d/qemu-aarch64.conf)
-    case "$rule" in *F) ;; *) rule="${rule}F" ;; esac
-    printf '%s' "$rule" >"$binfmt/register" || echo "test-arm64: binfmt_misc registration failed" >&2
+  binfmt=/proc/sys/fs/binfmt_misc
+  if [ ! -e "$binfmt/qemu-aarch64" ] && [ "$(id -u)" -eq 0 ]; then
+    [ -e "$binfmt/register" ] || mount -t binfmt_misc binfmt_misc "$binfmt" 2>/dev/null || true
+    if [ -w "$binfmt/register" ]; then
+      # qemu-user-static's own rule (/usr/lib/binfmt.d/qemu-aarch64.conf), F added.
+      rule=$(cat /usr/lib/binfmt.d/qemu-aarch64.conf)
+      case "$rule" in *F) ;; *) rule="${rule}F" ;; esac
+      printf '%s' "$rule" >"$binfmt/register" || echo "test-arm64: binfmt_misc registration failed" >&2
+    fi
   fi
-fi
-[ -e "$binfmt/qemu-aarch64" ] ||
-  echo "test-arm64: no binfmt_misc handler for arm64: tests that start an arm64 program will fail" >&2
+  [ -e "$binfmt/qemu-aarch64" ] ||
+    echo "test-arm64: no binfmt_misc handler for arm64: tests that start an arm64 program will fail" >&2
+}
 
-t0=$SECONDS
-cmake -S . -B "$BUILD_DIR" -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64-linux-gnu.cmake \
-  -DCHRONOLINK_BUILD_BENCH=OFF
-# The unit tests only (ctest -L unit): tests/unit/**/<name>_test.cc, less the
-# GPU ones, and the C API's; their dependencies (libraries, the agent and the
-# tools they run) come with them.
-targets=()
-for src in tests/unit/*_test.cc tests/unit/trace/*_test.cc tests/unit/collector/*_test.cc; do
-  name=$(basename "$src" .cc)
-  case "$name" in *_gpu_test) continue ;; esac
-  targets+=("$name")
-done
-targets+=(c_api_test c_api_smoke)
-cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}"
-t_build=$((SECONDS - t0))
+# The arm64 build of the unit tests.
+build_tests() {
+  t0=$SECONDS
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64-linux-gnu.cmake \
+    -DCHRONOLINK_BUILD_BENCH=OFF
+  # The unit tests only (ctest -L unit): tests/unit/**/<name>_test.cc, less the
+  # GPU ones, and the C API's; their dependencies (libraries, the agent and the
+  # tools they run) come with them.
+  targets=()
+  for src in tests/unit/*_test.cc tests/unit/trace/*_test.cc tests/unit/collector/*_test.cc; do
+    name=$(basename "$src" .cc)
+    case "$name" in *_gpu_test) continue ;; esac
+    targets+=("$name")
+  done
+  targets+=(c_api_test c_api_smoke)
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}"
+  echo "test-arm64: build $((SECONDS - t0)) s"
+}
+
+if [ "$build" -eq 1 ]; then
+  prepare
+  build_tests
+fi
+[ "$test" -eq 1 ] || exit 0
+[ -f "$BUILD_DIR/CTestTestfile.cmake" ] || { echo "test-arm64: no arm64 build in $BUILD_DIR" >&2; exit 1; }
 
 # The tests qemu-user cannot run: every pattern must name a test, so that a
 # renamed test is not left out unseen.
@@ -86,5 +111,5 @@ if [ -n "$passing" ]; then
   echo "test-arm64: these left-out tests pass under this qemu; their lines in $excluded_list can go:"
   echo "$passing" | sed 's/^/  /'
 fi
-echo "test-arm64: build ${t_build} s, unit tests under qemu ${t_tests} s"
+echo "test-arm64: unit tests under qemu ${t_tests} s"
 exit "$status"

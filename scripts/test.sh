@@ -19,7 +19,22 @@ under_ci() {
   esac
 }
 
+# arm64 (Grace) nodes: on an amd64 machine the unit tests of an arm64 cross
+# build run under qemu-user too (scripts/test-arm64.sh).
+arm64=0
+if [ "$(dpkg --print-architecture 2>/dev/null || uname -m)" != amd64 ]; then
+  echo "== arm64 stage: not an amd64 machine; the native run covers its own architecture"
+elif [ "${CHRONOLINK_ARM64:-1}" = 0 ] && ! under_ci; then
+  echo "== arm64 stage: left out (CHRONOLINK_ARM64=0)"
+else
+  [ "${CHRONOLINK_ARM64:-1}" = 0 ] && echo "test: CHRONOLINK_ARM64=0 is ignored under CI: CI must run everything" >&2
+  arm64=1
+fi
+
 scripts/install-deps.sh
+# Before any test runs: apt may have to bring an amd64 library to the arm64
+# one's version, which must not happen under running tests.
+[ "$arm64" -eq 0 ] || scripts/install-deps-arm64.sh
 scripts/install-viewer.sh  # speedscope (npm) for the real-viewer checks of the JSON output
 scripts/build.sh
 # The probe-loss tool pins its counters on the bpffs at /sys/fs/bpf, which a
@@ -39,7 +54,14 @@ echo "== fuzzing every decoder of untrusted bytes, ${FUZZ_SECONDS:-10} s each, i
 # compilers and fuzzers too, not only the script).
 FUZZ_SECONDS="${FUZZ_SECONDS:-10}" setsid timeout 2400 nice -n 19 scripts/run-fuzz.sh >"$BUILD_DIR/fuzz-run.log" 2>&1 &
 fuzz_pid=$!
-trap 'kill -TERM -- "-$fuzz_pid" 2>/dev/null || true' EXIT
+# The arm64 cross build (docs/deployment.md "Building for arm64") the same
+# way, beside the fuzz stage: its tests run after the native ones.
+if [ "$arm64" -eq 1 ]; then
+  echo "== arm64 cross build in the background (log: $BUILD_DIR/arm64.log)"
+  setsid timeout 2400 nice -n 19 scripts/test-arm64.sh --build-only >"$BUILD_DIR/arm64.log" 2>&1 &
+  arm64_build_pid=$!
+fi
+trap 'kill -TERM -- "-$fuzz_pid" 2>/dev/null || true; [ -z "${arm64_build_pid:-}" ] || kill -TERM -- "-$arm64_build_pid" 2>/dev/null || true' EXIT
 echo "== unit and integration tests (the gpu-labelled tests need a GPU: scripts/test-gpu.sh)"
 log="$BUILD_DIR/ctest.log"
 status=0
@@ -50,25 +72,23 @@ status=0
 echo "== waiting for the fuzz stage"
 fuzz_status=0
 wait "$fuzz_pid" || fuzz_status=$?
-trap - EXIT
 [ "$fuzz_status" -ne 124 ] || echo "test: the fuzz stage did not end within 40 min" >&2
 grep -E "^run-fuzz: .*(no crash|FAILED)" "$BUILD_DIR/fuzz-run.log" || tail -n 5 "$BUILD_DIR/fuzz-run.log"
 
-# arm64 (Grace) nodes: the unit tests of an arm64 build, under qemu-user.
+# arm64 (Grace) nodes: the unit tests of the arm64 build, under qemu-user.
 arm64_status=0
 stages=1  # the fuzz stage counts as one test in the summary, the arm64 stage as another
-if [ "$(dpkg --print-architecture 2>/dev/null || uname -m)" != amd64 ]; then
-  echo "== arm64 stage: not an amd64 machine; the native run above covers its own architecture"
-elif [ "${CHRONOLINK_ARM64:-1}" = 0 ] && ! under_ci; then
-  echo "== arm64 stage: left out (CHRONOLINK_ARM64=0)"
-else
-  [ "${CHRONOLINK_ARM64:-1}" = 0 ] && echo "test: CHRONOLINK_ARM64=0 is ignored under CI: CI must run everything" >&2
-  echo "== arm64 stage: cross-build and unit tests under qemu-user (log: $BUILD_DIR/arm64.log)"
+if [ "$arm64" -eq 1 ]; then
   stages=2
-  scripts/test-arm64.sh >"$BUILD_DIR/arm64.log" 2>&1 || arm64_status=$?
+  echo "== arm64 stage: waiting for its build, then the unit tests under qemu-user"
+  wait "$arm64_build_pid" || arm64_status=$?
+  if [ "$arm64_status" -eq 0 ]; then
+    scripts/test-arm64.sh --test-only >>"$BUILD_DIR/arm64.log" 2>&1 || arm64_status=$?
+  fi
   grep -E '^test-arm64:|tests passed' "$BUILD_DIR/arm64.log" || tail -n 20 "$BUILD_DIR/arm64.log"
   [ "$arm64_status" -eq 0 ] || { echo "test: the arm64 stage failed:"; grep -E '^\s*[0-9]+ - .*\((Failed|Timeout|Not Run|SEGFAULT|Subprocess aborted)\)' "$BUILD_DIR/arm64.log" || tail -n 40 "$BUILD_DIR/arm64.log"; }
 fi
+trap - EXIT
 
 total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n 1)
 failed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -n 1)
