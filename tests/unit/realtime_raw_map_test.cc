@@ -1,7 +1,9 @@
-// RealtimeRawMap (clock/realtime_raw_map.h): a disciplined REALTIME related
-// to its free-running RAW from samples every 10 ms, checked against the exact
-// clocks (ClockTrajectory) a test bed node has: within a nanosecond or two
-// while a daemon changes the rate every second, nothing mapped across a step.
+// RealtimeRawMap (clock/realtime_raw_map.h) and TimebaseKnots
+// (clock/timebase_knots.h): a disciplined REALTIME related to its
+// free-running RAW from frequent samples, checked against the exact clocks
+// (ClockTrajectory) a test bed node has: within a nanosecond or two while a
+// daemon changes the rate every second, nothing mapped across a step, and
+// about one knot per change of rate.
 #include "clock/realtime_raw_map.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +13,7 @@
 
 #include "clock/clock_trajectory.h"
 #include "clock/oscillator_model.h"
+#include "clock/timebase_knots.h"
 
 namespace chronolink {
 namespace {
@@ -119,6 +122,45 @@ TEST(RealtimeRawMap, KeepsItsCapacityAndIgnoresSamplesOutOfOrder) {
   map.Add({kT0 + 10 * kMs, 5 * kSecond + 10 * kMs, 40});
   EXPECT_TRUE(map.RawOf(kT0 + 9 * kMs + 1, &bound).has_value());
   EXPECT_EQ(bound, 40);
+}
+
+TEST(TimebaseKnots, AKnotPerRateChangeAndTheClockWithinThreeNanoseconds) {
+  const DisciplinedNode n = MakeNode(7);
+  TimebaseKnots knots(/*tolerance_ns=*/1);
+  for (int64_t t = kT0; t < kT0 + 60 * kSecond; t += kMs) {
+    knots.Add({n.realtime.ReadAt(t), n.raw.ReadAt(t), 0});
+  }
+  // 59 rate changes and a step in 60 s; both readings floor to the ns,
+  // which within a 1 ns tolerance costs a change up to four knots, not 1 000.
+  EXPECT_GE(knots.knots().size(), 40u);
+  EXPECT_LE(knots.knots().size(), 240u) << "the 60 000 samples were not compressed";
+  size_t steps = 0;
+  for (const auto& k : knots.knots()) steps += k.after_step;
+  EXPECT_EQ(steps, 1u);
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<int64_t> instant(kT0, kT0 + 60 * kSecond - 2 * kMs);
+  int64_t worst = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    const int64_t t = instant(rng);
+    if (std::llabs(t - n.step_at) < 2 * kMs) continue;
+    const auto rt = knots.RealtimeAt(n.raw.ReadAt(t));
+    ASSERT_TRUE(rt.has_value()) << t - kT0;
+    worst = std::max<int64_t>(worst, std::llabs(*rt - n.realtime.ReadAt(t)));
+  }
+  // Twice the tolerance (chords), and a nanosecond of the readings' floor.
+  EXPECT_LE(worst, 3);
+  // Across the step there is no answer; before the first sample neither.
+  const TimebaseKnot* after_step = nullptr;
+  for (const auto& k : knots.knots()) after_step = k.after_step ? &k : after_step;
+  ASSERT_NE(after_step, nullptr);
+  EXPECT_FALSE(knots.RealtimeAt(after_step->raw_ns - 1).has_value());
+  EXPECT_EQ(knots.RealtimeAt(after_step->raw_ns), after_step->realtime_ns);
+  EXPECT_FALSE(knots.RealtimeAt(n.raw.ReadAt(kT0) - 1).has_value());
+  // Dropping the past keeps what the rest starts from.
+  const size_t before = knots.knots().size();
+  const size_t dropped = knots.DropBefore(n.raw.ReadAt(kT0 + 30 * kSecond));
+  EXPECT_EQ(knots.knots().size(), before - dropped);
+  EXPECT_TRUE(knots.RealtimeAt(n.raw.ReadAt(kT0 + 45 * kSecond)).has_value());
 }
 
 }  // namespace

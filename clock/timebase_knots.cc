@@ -1,0 +1,90 @@
+#include "clock/timebase_knots.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace chronolink {
+
+TimebaseKnots::TimebaseKnots(int64_t tolerance_ns, double max_rate)
+    : tolerance_ns_(tolerance_ns < 0 ? 0 : tolerance_ns), max_rate_(max_rate) {}
+
+void TimebaseKnots::StartSegment(const ClockPairSample& s, bool after_step) {
+  knots_.push_back({s.raw_ns, s.realtime_ns, after_step});
+  open_ = true;
+  start_ = last_ = s;
+  slope_lo_ = 1.0 - 2 * max_rate_;
+  slope_hi_ = 1.0 + 2 * max_rate_;
+}
+
+// Whether the open segment can pass within the tolerance of `s` too; the
+// slopes that still can, if so.
+bool TimebaseKnots::Fits(const ClockPairSample& s, double* lo, double* hi) const {
+  const auto d_raw = static_cast<double>(s.raw_ns - start_.raw_ns);
+  const auto d_rt = static_cast<double>(s.realtime_ns - start_.realtime_ns);
+  const auto slack = static_cast<double>(tolerance_ns_ + s.bracket_ns + start_.bracket_ns);
+  *lo = std::max(slope_lo_, (d_rt - slack) / d_raw);
+  *hi = std::min(slope_hi_, (d_rt + slack) / d_raw);
+  return *lo <= *hi;
+}
+
+void TimebaseKnots::Add(const ClockPairSample& s) {
+  ++samples_;
+  if (!open_) {
+    StartSegment(s, false);
+    return;
+  }
+  if (s.raw_ns <= last_.raw_ns) return;
+  const int64_t d_raw = s.raw_ns - last_.raw_ns;
+  const int64_t d_rt = s.realtime_ns - last_.realtime_ns;
+  const double allowed = max_rate_ * static_cast<double>(d_raw) + static_cast<double>(s.bracket_ns + last_.bracket_ns);
+  if (std::fabs(static_cast<double>(d_rt - d_raw)) > allowed) {  // a step
+    if (last_.raw_ns != start_.raw_ns) knots_.push_back({last_.raw_ns, last_.realtime_ns, false});
+    StartSegment(s, true);
+    return;
+  }
+  double lo = 0, hi = 0;
+  if (Fits(s, &lo, &hi)) {
+    slope_lo_ = lo;
+    slope_hi_ = hi;
+    last_ = s;
+    return;
+  }
+  // The segment ends at its last sample, which starts the next: knots are
+  // samples, and the polyline their chords, each within twice the
+  // tolerance of the samples it spans.
+  StartSegment(last_, false);
+  if (Fits(s, &lo, &hi)) {
+    slope_lo_ = lo;
+    slope_hi_ = hi;
+  }
+  last_ = s;
+}
+
+std::optional<int64_t> TimebaseKnots::RealtimeAt(int64_t raw_ns) const {
+  if (knots_.empty() || raw_ns < knots_.front().raw_ns) return std::nullopt;
+  const auto after = std::upper_bound(knots_.begin(), knots_.end(), raw_ns,
+                                      [](int64_t r, const TimebaseKnot& k) { return r < k.raw_ns; });
+  const TimebaseKnot& k = *(after - 1);
+  if (after == knots_.end()) {  // the open segment: its chord so far
+    if (!open_ || raw_ns > last_.raw_ns) return std::nullopt;
+    if (last_.raw_ns == k.raw_ns) return k.realtime_ns;
+    const __int128 num = static_cast<__int128>(raw_ns - k.raw_ns) * (last_.realtime_ns - k.realtime_ns);
+    const int64_t den = last_.raw_ns - k.raw_ns;
+    return k.realtime_ns + static_cast<int64_t>((num + (num >= 0 ? den / 2 : -den / 2)) / den);
+  }
+  if (after->after_step) return raw_ns == k.raw_ns ? std::optional<int64_t>(k.realtime_ns) : std::nullopt;
+  const __int128 num = static_cast<__int128>(raw_ns - k.raw_ns) * (after->realtime_ns - k.realtime_ns);
+  const int64_t den = after->raw_ns - k.raw_ns;
+  return k.realtime_ns + static_cast<int64_t>((num + (num >= 0 ? den / 2 : -den / 2)) / den);
+}
+
+size_t TimebaseKnots::DropBefore(int64_t raw_ns) {
+  const auto after = std::upper_bound(knots_.begin(), knots_.end(), raw_ns,
+                                      [](int64_t r, const TimebaseKnot& k) { return r < k.raw_ns; });
+  if (after == knots_.begin()) return 0;
+  const auto n = static_cast<size_t>((after - 1) - knots_.begin());
+  knots_.erase(knots_.begin(), after - 1);
+  return n;
+}
+
+}  // namespace chronolink

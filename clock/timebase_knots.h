@@ -1,0 +1,68 @@
+// A node's REALTIME as a function of its MONOTONIC_RAW, kept as few knots:
+// what a trace needs to follow the node's clock discipline between solved
+// instants (docs/clocks.md "Disciplined clocks"). A daemon changes REALTIME's
+// rate at discrete instants, so REALTIME over RAW is piecewise linear with a
+// knot per change; samples of both clocks every millisecond or so find them.
+//
+// Streaming, with the swing filter: a segment starts at a sample and keeps
+// the range of slopes that pass within `tolerance_ns` (plus each sample's
+// bracket) of every sample since; the sample that empties the range closes
+// it at the sample before, which starts the next. Knots are samples and the
+// polyline their chords, so every sample lies within twice the tolerance of
+// it, and a rate change between two samples d apart bends it by at most
+// |change|·d/4 more (0.4 ns for 1.6 ppm at 1 ms). A step (REALTIME against RAW beyond any rate) closes the segment
+// and starts one marked as after a step.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "clock/realtime_raw_map.h"
+
+namespace chronolink {
+
+struct TimebaseKnot {
+  int64_t raw_ns = 0;       // the node's MONOTONIC_RAW
+  int64_t realtime_ns = 0;  // its REALTIME there
+  bool after_step = false;  // REALTIME stepped between the previous knot and this one
+
+  friend bool operator==(const TimebaseKnot&, const TimebaseKnot&) = default;
+};
+
+class TimebaseKnots {
+ public:
+  explicit TimebaseKnots(int64_t tolerance_ns = 1, double max_rate = 0.001);
+
+  // A sample later in RAW than the last; an earlier one is ignored.
+  void Add(const ClockPairSample& s);
+
+  // The knots decided so far, in RAW order: each segment's start (the open
+  // segment's is the last); a writer appends them as they come.
+  const std::vector<TimebaseKnot>& knots() const { return knots_; }
+  // Forgets knots before `raw_ns` (keeping the one the rest starts from);
+  // returns how many went, for a writer's count.
+  size_t DropBefore(int64_t raw_ns);
+
+  // REALTIME at `raw_ns` by the knots and the open segment (its last
+  // sample); nullopt outside them or across a step.
+  std::optional<int64_t> RealtimeAt(int64_t raw_ns) const;
+
+  uint64_t samples() const { return samples_; }
+
+ private:
+  void StartSegment(const ClockPairSample& s, bool after_step);
+  bool Fits(const ClockPairSample& s, double* lo, double* hi) const;
+
+  int64_t tolerance_ns_;
+  double max_rate_;
+  std::vector<TimebaseKnot> knots_;
+  bool open_ = false;
+  ClockPairSample start_{};   // the open segment's first sample
+  ClockPairSample last_{};    // its last
+  double slope_lo_ = 0, slope_hi_ = 0;  // d(REALTIME)/d(RAW) still possible
+  uint64_t samples_ = 0;
+};
+
+}  // namespace chronolink
