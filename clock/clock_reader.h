@@ -9,7 +9,9 @@
 #include <mutex>
 #include <string>
 
+#include "clock/clock_bracket.h"
 #include "clock/clock_state_file.h"
+#include "clock/realtime_raw_map.h"
 #include "clock/virtual_clock.h"
 
 namespace chronolink {
@@ -42,6 +44,12 @@ class TestbedNodeClock {
   int64_t TrueInstantOfRealtime(int64_t node_ns) {
     std::lock_guard lock(mutex_);
     return reader_.TrueInstantOfRealtime(node_ns);
+  }
+  // The node's REALTIME and MONOTONIC_RAW at one real instant.
+  ClockPairSample PairAt(int64_t real_ns) {
+    std::lock_guard lock(mutex_);
+    Refresh(real_ns);
+    return {reader_.RealtimeAt(real_ns), reader_.RawAt(real_ns), 0};
   }
   const std::string& path() const { return path_; }
 
@@ -76,6 +84,22 @@ class NodeClock {
   int64_t ToReal(int64_t node_ns) const {
     if (testbed_) return testbed_->TrueInstantOfRealtime(node_ns);
     return skewed_ ? virtual_.Invert(node_ns) : node_ns;
+  }
+
+  // One sample of the node's REALTIME against its MONOTONIC_RAW, which no
+  // clock daemon steers (clock/realtime_raw_map.h): the tightest of three
+  // brackets of RAW between two REALTIME reads, at their midpoint. The test
+  // bed's node clock reads both at one real instant (bracket 0); a linear
+  // virtual clock is undisciplined, so its RAW is its REALTIME.
+  ClockPairSample SamplePair() const {
+    if (testbed_) return testbed_->PairAt(ReadClockNs(CLOCK_REALTIME));
+    if (skewed_) {
+      const int64_t now = Now();
+      return {now, now, 0};
+    }
+    const TightestBracket b = TightestOfReads(3, ReadClockNs, CLOCK_REALTIME, CLOCK_MONOTONIC_RAW);
+    const BracketOffset o = b.OffsetAtMidpoint(0);
+    return {o.ref_ns, o.ref_ns + o.offset_ns, o.bracket_ns};
   }
 
   const VirtualClock& virtual_clock() const { return virtual_; }

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "clock/clock_reader.h"
+#include "clock/node_timebase.h"
 #include "clock/oscillator_model.h"
 
 namespace chronolink {
@@ -215,6 +216,59 @@ TEST_F(ClockStateFileTest, TheAgentsNodeClockFollowsTheStateFile) {
   const NodeClock linear;
   EXPECT_EQ(linear.testbed(), nullptr);
   EXPECT_EQ(linear.Ingest(t), t);
+}
+
+// The agent's samples of REALTIME against RAW: on the test bed's node clock
+// both at one real instant, exactly as the state file has them; on the
+// kernel's clocks a narrow bracket; a linear virtual clock is its own RAW.
+TEST_F(ClockStateFileTest, TheAgentSamplesRealtimeAgainstRawAsEachClockHasThem) {
+  const ClockTrajectory raw = Oscillator(4);
+  std::string error;
+  ASSERT_TRUE(CreateClockStateFile(path_, 1, raw, 8, &error)) << error;
+  ClockStateWriter writer;
+  ASSERT_TRUE(writer.Open(path_, &error)) << error;
+  const int64_t now = ReadClockNs(CLOCK_REALTIME);
+  ASSERT_TRUE(writer.ChangeAt(now - kSecond, 250'000'000, static_cast<FineNs>(77'000) * kFinePerNs, &error));
+  auto testbed = std::make_shared<TestbedNodeClock>();
+  ASSERT_TRUE(testbed->Open(path_, &error)) << error;
+  const NodeClock clock(testbed);
+  const ClockPairSample s = clock.SamplePair();
+  ClockStateReader reader;
+  ASSERT_TRUE(reader.Open(path_, &error)) << error;
+  const int64_t t = reader.raw().TrueInstantOf(s.raw_ns);  // the real instant it was taken at
+  EXPECT_LE(std::llabs(reader.RealtimeAt(t) - s.realtime_ns), 1);
+  EXPECT_EQ(s.bracket_ns, 0);
+  // REALTIME is RAW plus the correction: a 77 µs step and 0.25 ppm since.
+  EXPECT_NEAR(static_cast<double>(s.realtime_ns - s.raw_ns), 77'000 + 0.25e-6 * static_cast<double>(t - (now - kSecond)),
+              2);
+
+  const NodeClock kernel;
+  const ClockPairSample k = kernel.SamplePair();
+  EXPECT_GE(k.bracket_ns, 0);
+  EXPECT_LT(k.bracket_ns, 1'000'000) << "three tries at a bracket of RAW between two REALTIME reads";
+  const int64_t kernel_offset = ReadClockNs(CLOCK_REALTIME) - ReadClockNs(CLOCK_MONOTONIC_RAW);
+  EXPECT_LT(std::llabs((k.realtime_ns - k.raw_ns) - kernel_offset), 1'000'000);
+
+  VirtualClockParams p;
+  p.offset_ns = 5'000;
+  p.drift_ppm = 3;
+  p.t0_ns = now;
+  const ClockPairSample linear = NodeClock(p).SamplePair();
+  EXPECT_EQ(linear.realtime_ns, linear.raw_ns);
+
+  NodeTimebase timebase(/*min_interval_ns=*/1'000'000);
+  EXPECT_TRUE(timebase.Poll(clock));
+  const int64_t start = ReadClockNs(CLOCK_MONOTONIC);
+  int polls = 0;
+  int64_t elapsed = 0;
+  while ((elapsed = ReadClockNs(CLOCK_MONOTONIC) - start) < 20'000'000 || timebase.samples() < 2) {
+    timebase.Poll(clock);
+    ++polls;
+    ASSERT_LT(elapsed, 5'000'000'000) << "no second sample in 5 s";
+  }
+  EXPECT_LE(timebase.samples(), static_cast<uint64_t>(elapsed / 1'000'000 + 2)) << "at most one a millisecond";
+  EXPECT_LT(timebase.samples(), static_cast<uint64_t>(polls)) << "the polls between samples took none";
+  EXPECT_EQ(timebase.map().size(), timebase.samples());
 }
 
 // The Python truth reads the same file and must read the same clocks.
