@@ -75,12 +75,18 @@ out.append(("tick", r, time.time_ns()))
 r, e, tx = adj(modes=ADJ_MAXERROR, maxerror=0)
 r, e, tx = adj(modes=ADJ_SETOFFSET | ADJ_NANO, sec=-1, sub=999_000_000)  # -1 ms
 out.append(("setoffset", r, tx.maxerror, time.time_ns()))
-r, e, tx = adj(modes=ADJ_OFFSET, offset=5000)
-out.append(("pll", r, e))
+r, e, tx = adj(modes=ADJ_OFFSET, offset=5000)                # STA_PLL off: no effect
+out.append(("pll_off", r, tx.offset))
 tv = Timeval(); libc.gettimeofday(ctypes.byref(tv), None)
 target = Timeval(tv.tv_sec + 2, tv.tv_usec)
 r = libc.settimeofday(ctypes.byref(target), None)
 out.append(("settimeofday", r, time.time_ns()))
+ADJ_STATUS, ADJ_TIMECONST, STA_PLL, STA_NANO = 0x10, 0x20, 0x1, 0x2000
+before_pll = real_ns()
+r, e, tx = adj(modes=ADJ_STATUS | ADJ_TIMECONST | ADJ_OFFSET | ADJ_NANO, status=STA_PLL | STA_NANO,
+               constant=0, offset=1_000_000)                 # the kernel PLL slews +1 ms
+r2, e2, tx2 = adj(modes=0)
+out.append(("pll_on", r, e, before_pll, tx2.offset, tx2.status, tx2.constant))
 print(repr(out))
 '''
 
@@ -125,15 +131,27 @@ def shim_calls(build: str, tool: str, work: str) -> None:
     slopes = [k.slope for k in knots]
     check(slopes[1] == 10_000 * 10**6 and slopes[2] == 110_000 * 10**6,
           f"ADJ_FREQUENCY +10 ppm then ADJ_TICK +1 are the correction's slopes (fine/ns): {slopes[:3]}")
-    steps = [node._steps[i] - node._steps[i - 1] for i in range(1, len(knots))]
-    check(steps[2] == -1_000_000 * FINE_PER_NS, "ADJ_SETOFFSET of -1 ms is a -1 ms step")
+    steps = [d for d in (node._steps[i] - node._steps[i - 1] for i in range(1, len(knots))) if d != 0]
+    check(len(steps) == 2 and steps[0] == -1_000_000 * FINE_PER_NS, "ADJ_SETOFFSET of -1 ms is a -1 ms step")
     check(out["setoffset"][1] >= 0 and out["setoffset"][2] == 16_000_000,
           "ADJ_SETOFFSET clears maxerror as the kernel does (chronyd's probe)")
-    check(out["pll"][1] == -1 and out["pll"][2] == 22, "ADJ_OFFSET (the kernel PLL) is refused with EINVAL")
-    check(abs(steps[3] - 2 * 10**9 * FINE_PER_NS) < 10**6 * FINE_PER_NS,
+    check(out["pll_off"][1] >= 0 and out["pll_off"][2] == 0, "ADJ_OFFSET without STA_PLL is taken and does nothing")
+    check(abs(steps[1] - 2 * 10**9 * FINE_PER_NS) < 10**6 * FINE_PER_NS,
           "settimeofday(+2 s) is a step of about 2 s")
     check(node.realtime_at(time.time_ns()) - time.time_ns() > 1_900_000_000,
           "the truth file says the node's clock is now about 2 s ahead")
+    # The kernel PLL, time constant 0 (shift 2): each second of the node clock
+    # slews a quarter of the phase left, so the rates written ahead add up to
+    # the whole 1 ms, over about 120 seconds.
+    _, r, e, before_pll, left, status, constant = out["pll_on"]
+    check(r >= 0 and 990_000 <= left <= 1_000_000 and status & 0x1 and constant == 0,
+          f"ADJ_OFFSET with STA_PLL is taken and read back ({left} ns left, constant {constant})")
+    pll = [k for k in knots if k.t_ns >= before_pll]
+    slewed = sum((a.slope - pll[-1].slope) * (b.t_ns - a.t_ns) for a, b in zip(pll, pll[1:])) / FINE_PER_NS
+    check(100 <= len(pll) <= 200, f"{len(pll)} knots written ahead, one a second until the chunk is 0")
+    gaps = [(b.t_ns - a.t_ns) / 1e9 for a, b in zip(pll[1:], pll[2:])]
+    check(all(abs(g - 1) < 1e-3 for g in gaps), "one knot at each second of the node clock")
+    check(abs(slewed - 1_000_000) < 1_000, f"the PLL's rates slew {slewed:.0f} ns of the 1 ms asked")
 
 
 def chronyd_run(build: str, tool: str, work: str, seconds: float) -> None:

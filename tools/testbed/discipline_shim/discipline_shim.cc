@@ -12,18 +12,24 @@
 //     MONOTONIC_RAW the oscillator, BOOTTIME MONOTONIC plus the kernel's
 //     suspended time; any other clock id is the kernel's);
 //   adjtimex / ntp_adjtime / clock_adjtime(CLOCK_REALTIME): the kernel's
-//     NTP interface as chronyd's Linux driver uses it (sys_linux.c,
-//     sys_timex.c): ADJ_FREQUENCY (scaled ppm, +/-500 ppm) and ADJ_TICK
-//     (9000..11000 us per 10 ms... of USER_HZ 100) change the correction's
-//     rate from the real instant of the call, ADJ_SETOFFSET steps the
-//     clock; ADJ_STATUS, ADJ_MAXERROR, ADJ_ESTERROR, ADJ_TIMECONST are kept
-//     and read back; ADJ_OFFSET_SINGLESHOT (the old adjtime() slew) only
-//     to cancel one, which is what chronyd does with it. The kernel multiplies the tick and frequency into the
-//     clocksource's rate; the shim adds them to the oscillator's
-//     (rate = raw + (tick - 10000)·1e-4 + freq·2^-16·1e-6), which differs
-//     by their product (below 1e-9 for 100 ppm and 10 ppm): the model, not
-//     the truth, is what differs, and the truth is this file. ADJ_OFFSET
-//     (the kernel PLL, for ntpd and timesyncd) is refused with EINVAL here.
+//     NTP interface (kernel/time/ntp.c), as chronyd's Linux driver uses it
+//     (sys_linux.c, sys_timex.c) and as ntpd and timesyncd do:
+//     - ADJ_FREQUENCY (scaled ppm, +/-500 ppm) and ADJ_TICK (9000..11000 us
+//       per USER_HZ tick) change the correction's rate from the real
+//       instant of the call;
+//     - ADJ_OFFSET with STA_PLL drives the kernel's PLL (kernel_pll.h),
+//       whose rate changes at every second of the node clock: those knots
+//       are written ahead, and withdrawn when a later call changes them;
+//     - ADJ_SETOFFSET steps the clock;
+//     - ADJ_STATUS, ADJ_MAXERROR, ADJ_ESTERROR and ADJ_TIMECONST are kept
+//       and read back;
+//     - ADJ_OFFSET_SINGLESHOT (the old adjtime() slew) only cancels one,
+//       which is all chronyd does with it.
+//     The kernel scales the clocksource's conversion by the second's
+//     length; the shim adds the tick, frequency and PLL rates to the
+//     oscillator's. The two differ by their product (below 1e-9 for 100 ppm
+//     and 10 ppm): that is a difference of model, not of truth, and the
+//     truth is this file.
 //   settimeofday / clock_settime(CLOCK_REALTIME): a step to the value given;
 //   recvmsg / recvmmsg: the kernel's receive and transmit (error queue)
 //     software timestamps in SCM_TIMESTAMP, SCM_TIMESTAMPNS and
@@ -51,6 +57,7 @@
 #include <string>
 
 #include "clock/clock_state_file.h"
+#include "tools/testbed/discipline_shim/kernel_pll.h"
 
 namespace {
 
@@ -58,6 +65,7 @@ using chronolink::ClockStateReader;
 using chronolink::ClockStateWriter;
 using chronolink::FineNs;
 using chronolink::kFinePerNs;
+using chronolink::testbed::KernelPll;
 
 constexpr int64_t kNsPerSec = 1'000'000'000;
 constexpr long kNtpPhaseLimitUs = 16'000'000;  // the kernel's NTP_PHASE_LIMIT
@@ -83,15 +91,16 @@ timespec ToTimespec(int64_t ns) {
   ::_exit(2);
 }
 
-// The kernel's NTP variables as adjtimex reports them.
-struct KernelNtpState {
-  long freq = 0;  // scaled ppm (2^-16 ppm)
+// The kernel's NTP variables that are not the PLL's, as adjtimex reports them.
+struct KernelNtpFields {
   long tick = 10000;
-  int status = STA_UNSYNC;
   long maxerror = kNtpPhaseLimitUs;
   long esterror = kNtpPhaseLimitUs;
-  long constant = 2;
 };
+
+// How far ahead the PLL's per-second knots are written: a daemon that polls
+// less often than this leaves the last rate in force after it.
+constexpr int kPllHorizonSeconds = 4096;
 
 class DisciplinedNodeClock {
  public:
@@ -133,6 +142,7 @@ class DisciplinedNodeClock {
     std::lock_guard lock(mutex_);
     const int64_t now = RealNs(CLOCK_REALTIME);
     Refresh();
+    AdvancePll(now);
     const unsigned modes = tx->modes;
     if ((modes & ADJ_OFFSET_SINGLESHOT) == ADJ_OFFSET_SINGLESHOT) {
       // The old adjtime() slew: chronyd only cancels one left pending
@@ -142,15 +152,11 @@ class DisciplinedNodeClock {
         return -1;
       }
       Report(tx);
-      return (state_.status & STA_UNSYNC) ? TIME_ERROR : TIME_OK;
-    }
-    if ((modes & ADJ_OFFSET) && tx->offset != 0) {  // the kernel PLL (ntpd, timesyncd): not emulated yet
-      errno = EINVAL;                                 // (chronyd sets offset 0 to reset it)
-      return -1;
+      return Result();
     }
     if (modes & ADJ_SETOFFSET) {
       // Validated as the kernel does (timekeeping_validate_timex).
-      const bool nano = (modes & ADJ_NANO) || (!(modes & ADJ_MICRO) && (state_.status & STA_NANO));
+      const bool nano = (modes & ADJ_NANO) || (!(modes & ADJ_MICRO) && (pll_.status() & STA_NANO));
       if (tx->time.tv_usec < 0 || tx->time.tv_usec >= (nano ? kNsPerSec : 1'000'000)) {
         errno = EINVAL;
         return -1;
@@ -158,38 +164,35 @@ class DisciplinedNodeClock {
       const int64_t sub = nano ? tx->time.tv_usec : tx->time.tv_usec * 1000;
       if (!Step(now, static_cast<int64_t>(tx->time.tv_sec) * kNsPerSec + sub)) return -1;
     }
-    bool rate_changed = false;
-    if (modes & ADJ_FREQUENCY) {
-      if (tx->freq > 500L * 65536 || tx->freq < -500L * 65536) {
-        errno = EINVAL;
-        return -1;
-      }
-      rate_changed = rate_changed || state_.freq != tx->freq;
-      state_.freq = tx->freq;
+    if ((modes & ADJ_FREQUENCY) && (tx->freq > 500L * 65536 || tx->freq < -500L * 65536)) {
+      errno = EINVAL;
+      return -1;
     }
-    if (modes & ADJ_TICK) {
-      if (tx->tick < 9000 || tx->tick > 11000) {
-        errno = EINVAL;
-        return -1;
-      }
-      rate_changed = rate_changed || state_.tick != tx->tick;
-      state_.tick = tx->tick;
+    if ((modes & ADJ_TICK) && (tx->tick < 9000 || tx->tick > 11000)) {
+      errno = EINVAL;
+      return -1;
     }
-    if (modes & ADJ_STATUS) state_.status = (state_.status & STA_RONLY) | (tx->status & ~STA_RONLY);
-    if (modes & ADJ_NANO) state_.status |= STA_NANO;
-    if (modes & ADJ_MICRO) state_.status &= ~STA_NANO;
-    if (modes & ADJ_MAXERROR) state_.maxerror = tx->maxerror;
-    if (modes & ADJ_ESTERROR) state_.esterror = tx->esterror;
-    if (modes & ADJ_TIMECONST) state_.constant = tx->constant;
-    if (rate_changed && !ChangeRate(now)) return -1;
+    // In the order of the kernel's process_adjtimex_modes.
+    const int64_t now_s = NodeSecond(now);
+    if (modes & ADJ_STATUS) pll_.SetStatus(tx->status, now_s);
+    if (modes & ADJ_NANO) pll_.SetNano(true);
+    if (modes & ADJ_MICRO) pll_.SetNano(false);
+    if (modes & ADJ_FREQUENCY) pll_.SetFrequency(tx->freq);
+    if (modes & ADJ_MAXERROR) fields_.maxerror = tx->maxerror;
+    if (modes & ADJ_ESTERROR) fields_.esterror = tx->esterror;
+    if (modes & ADJ_TIMECONST) pll_.SetTimeConstant(tx->constant);
+    if (modes & ADJ_TICK) fields_.tick = tx->tick;
+    if (modes & ADJ_OFFSET) pll_.UpdateOffset(tx->offset, now_s);
+    if ((modes & (ADJ_FREQUENCY | ADJ_TICK | ADJ_OFFSET | ADJ_STATUS)) && !Schedule(now)) return -1;
     Report(tx);
-    return (state_.status & STA_UNSYNC) ? TIME_ERROR : TIME_OK;
+    return Result();
   }
 
   int SetRealtime(int64_t ns) {
     std::lock_guard lock(mutex_);
     const int64_t now = RealNs(CLOCK_REALTIME);
     Refresh();
+    AdvancePll(now);
     return Step(now, ns - reader_.RealtimeAt(now)) ? 0 : -1;
   }
 
@@ -199,13 +202,41 @@ class DisciplinedNodeClock {
     if (!reader_.Refresh(&error)) std::fprintf(stderr, "chronolink discipline shim: %s\n", error.c_str());
   }
 
-  // The correction's rate: the tick's and the frequency's, fine units per ns.
-  int64_t Slope() const {
-    const FineNs tick_part = static_cast<FineNs>(state_.tick - 10000) * (kFinePerNs / 10000);
-    // freq·2^-16 ppm = freq·1e9/65536 fine units per ns, rounded to nearest.
-    const FineNs scaled = static_cast<FineNs>(state_.freq) * 1'000'000'000;
-    const FineNs freq_part = (scaled >= 0 ? scaled + 32768 : scaled - 32768) / 65536;
-    return static_cast<int64_t>(tick_part + freq_part);
+  int Result() const { return (pll_.status() & STA_UNSYNC) ? TIME_ERROR : TIME_OK; }
+
+  int64_t NodeSecond(int64_t real_ns) const {
+    const int64_t v = reader_.RealtimeAt(real_ns);
+    return v / kNsPerSec - (v % kNsPerSec < 0 ? 1 : 0);
+  }
+
+  // The PLL as it stands now: second_overflow for every second of the node
+  // clock since the last call (the chunks Schedule() wrote for them).
+  void AdvancePll(int64_t now) {
+    const int64_t now_s = NodeSecond(now);
+    if (!pll_started_) {
+      pll_started_ = true;
+      second_ = now_s;
+      return;
+    }
+    for (int i = 0; second_ < now_s && i < kPllHorizonSeconds; ++i) {
+      ++second_;
+      chunk_ = pll_.NextSecondChunk();
+    }
+    second_ = std::max(second_, now_s);
+  }
+
+  // ns/s << 32 as fine units per ns (1e15 / 1e9 / 2^32), rounded.
+  static FineNs ScaledToFine(int64_t scaled) {
+    const FineNs num = static_cast<FineNs>(scaled) * 1'000'000;
+    const FineNs half = FineNs{1} << 31;
+    return (num >= 0 ? num + half : num - half) / (FineNs{1} << 32);
+  }
+
+  // The correction's rate: the tick's, the frequency's and this second's
+  // PLL chunk (ntp_update_frequency and second_overflow), fine units per ns.
+  int64_t Slope(int64_t chunk) const {
+    const FineNs tick_part = static_cast<FineNs>(fields_.tick - 10000) * (kFinePerNs / 10000);
+    return static_cast<int64_t>(tick_part + ScaledToFine(pll_.frequency_scaled()) + ScaledToFine(chunk));
   }
 
   // A knot strictly after the last one (two changes in one ns go 1 ns apart).
@@ -214,26 +245,9 @@ class DisciplinedNodeClock {
     return knots.empty() || now > knots.back().t_ns ? now : knots.back().t_ns + 1;
   }
 
-  bool ChangeRate(int64_t now) {
+  bool Append(int64_t t, int64_t slope, FineNs step) {
     std::string error;
-    if (writer_.ChangeAt(KnotInstant(now), Slope(), 0, &error)) return true;
-    std::fprintf(stderr, "chronolink discipline shim: %s\n", error.c_str());
-    errno = ENOSPC;
-    return false;
-  }
-
-  // A step clears the kernel's NTP error state (ntp_clear(): chronyd's
-  // probe for ADJ_SETOFFSET looks for maxerror reset to its maximum).
-  bool Step(int64_t now, int64_t step_ns) {
-    std::string error;
-    if (step_ns == 0) {  // nothing moves, but the error state clears as the kernel's does
-      state_.maxerror = state_.esterror = kNtpPhaseLimitUs;
-      state_.status |= STA_UNSYNC;
-      return true;
-    }
-    if (writer_.ChangeAt(KnotInstant(now), Slope(), static_cast<FineNs>(step_ns) * kFinePerNs, &error)) {
-      state_.maxerror = state_.esterror = kNtpPhaseLimitUs;
-      state_.status |= STA_UNSYNC;
+    if (writer_.ChangeAt(KnotInstant(t), slope, step, &error)) {
       Refresh();
       return true;
     }
@@ -242,26 +256,66 @@ class DisciplinedNodeClock {
     return false;
   }
 
+  // The rate from now on, and the PLL's rate at each coming second of the
+  // node clock while its phase chunk is not zero (written ahead: nothing
+  // calls the shim at those seconds). What was written ahead before is
+  // withdrawn first: this call may have changed it.
+  bool Schedule(int64_t now) {
+    std::string error;
+    if (!writer_.WithdrawAfter(now, &error)) return false;
+    Refresh();
+    if (!Append(now, Slope(chunk_), 0)) return false;
+    KernelPll ahead = pll_;
+    for (int k = 1; k <= kPllHorizonSeconds; ++k) {
+      const int64_t chunk = ahead.NextSecondChunk();
+      const int64_t at = reader_.TrueInstantOfRealtime((second_ + k) * kNsPerSec);
+      if (!Append(at, Slope(chunk), 0)) return false;
+      if (chunk == 0) break;  // the rate stays
+    }
+    return true;
+  }
+
+  // A step clears the kernel's NTP error state (ntp_clear(): chronyd's
+  // probe for ADJ_SETOFFSET looks for maxerror reset to its maximum) and
+  // the PLL's phase; its seconds start again from the new reading.
+  bool Step(int64_t now, int64_t step_ns) {
+    fields_.maxerror = fields_.esterror = kNtpPhaseLimitUs;
+    pll_.SetStatus(pll_.status() | STA_UNSYNC, NodeSecond(now));
+    pll_.ClearPhase();
+    chunk_ = 0;
+    if (step_ns == 0) return true;  // nothing moves, but the error state clears as the kernel's does
+    std::string error;
+    if (!writer_.WithdrawAfter(now, &error)) return false;
+    Refresh();
+    if (!Append(now, Slope(0), static_cast<FineNs>(step_ns) * kFinePerNs)) return false;
+    second_ = NodeSecond(now);
+    return true;
+  }
+
   void Report(timex* tx) {
     const int64_t now = reader_.RealtimeAt(RealNs(CLOCK_REALTIME));
     const timespec ts = ToTimespec(now);
-    tx->offset = 0;
-    tx->freq = state_.freq;
-    tx->maxerror = state_.maxerror;
-    tx->esterror = state_.esterror;
-    tx->status = state_.status;
-    tx->constant = state_.constant;
+    tx->offset = pll_.ReportedOffset();
+    tx->freq = pll_.frequency_ppm16();
+    tx->maxerror = fields_.maxerror;
+    tx->esterror = fields_.esterror;
+    tx->status = pll_.status();
+    tx->constant = pll_.time_constant();
     tx->precision = 1;
     tx->tolerance = 500L * 65536;
     tx->time.tv_sec = ts.tv_sec;
-    tx->time.tv_usec = (state_.status & STA_NANO) ? ts.tv_nsec : ts.tv_nsec / 1000;
-    tx->tick = state_.tick;
+    tx->time.tv_usec = (pll_.status() & STA_NANO) ? ts.tv_nsec : ts.tv_nsec / 1000;
+    tx->tick = fields_.tick;
   }
 
   std::mutex mutex_;
   ClockStateReader reader_;
   ClockStateWriter writer_;
-  KernelNtpState state_;
+  KernelNtpFields fields_;
+  KernelPll pll_;
+  bool pll_started_ = false;
+  int64_t second_ = 0;  // the node clock's second the PLL stands at
+  int64_t chunk_ = 0;   // that second's phase chunk (ns/s << 32)
 };
 
 DisciplinedNodeClock& Clock() {
