@@ -415,6 +415,9 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
             "probe_bytes_per_s_per_edge": bps, "probe_bytes_source": bps_src,
             "log_counters": counters, "agent_stats": stats, "died": ag.get("died"), "returncode": ag["proc"].returncode,
         }
+        state = node_clock[i].state_file if i in node_clock else None
+        if state:
+            res["agents"][str(i)]["timebase"] = timebase_errors(os.path.join(ag["dir"], "timebase.jsonl"), state)
     if agents:
         sources = sorted({w["source"] for w in all_windows},
                          key=lambda s: ({"kernel": 0, "userspace": 1}.get(s, 2), s))
@@ -428,6 +431,42 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
         leader_dir = agents[min(agents)]["dir"]
         res["solved"] = solved_errors(os.path.join(leader_dir, "offsets.jsonl"), clocks, span_t0, span_t1)
     return res
+
+
+def timebase_errors(path: str, state_file: str) -> dict:
+    """How well the agent's timebase.jsonl (its REALTIME over its RAW, as
+    knots) follows the node's clock, against the exact truth of its state
+    file: at every knot and halfway between consecutive ones (where a
+    missed rate change would show), |recorded - true| REALTIME in ns."""
+    from clock_trajectory import NodeClockState
+    try:
+        state = NodeClockState.load(state_file)
+        with open(path) as f:
+            knots = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError) as e:
+        return {"error": str(e)}
+    if not knots:
+        return {"error": "no knots"}
+    truth = state.realtime()
+    errors = []
+
+    def err(raw_ns, rt_ns) -> float:
+        t = state.raw.true_time(raw_ns)
+        return float(abs(Fraction(rt_ns) - truth.fine_at(t) / 10**15))
+
+    for a, b in zip(knots, knots[1:]):
+        errors.append(err(a["raw_ns"], a["realtime_ns"]))
+        if b.get("after_step"):
+            continue
+        mid = (a["raw_ns"] + b["raw_ns"]) // 2
+        rt = a["realtime_ns"] + (b["realtime_ns"] - a["realtime_ns"]) * (mid - a["raw_ns"]) // (b["raw_ns"] - a["raw_ns"])
+        errors.append(err(mid, rt))
+    span_s = (knots[-1]["raw_ns"] - knots[0]["raw_ns"]) / 1e9
+    errors.sort()
+    return {"knots": len(knots), "span_s": span_s,
+            "knots_per_min": len(knots) / span_s * 60 if span_s > 0 else None,
+            "p99_abs_error_ns": errors[min(len(errors) - 1, int(0.99 * len(errors)))] if errors else None,
+            "max_abs_error_ns": errors[-1] if errors else None}
 
 
 def solved_errors(path: str, clocks: dict[int, VClock], since_ns: int, until_ns: int) -> list[dict]:
@@ -555,6 +594,13 @@ def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
                          f"{'-' if cpu is None else f'{cpu:.2f}'} % of a core per edge, probes "
                          f"{'-' if bps is None or math.isnan(bps) else f'{bps / 1e3:.1f}'} kB/s per edge "
                          f"({ag['probe_bytes_source']})" + (f"  [{ag['died']}]" if ag.get("died") else ""))
+            tb = ag.get("timebase")
+            if tb and "error" not in tb:
+                lines.append(f"{r['scenario']:<14} agent n{node}: timebase.jsonl {tb['knots']} knots "
+                             f"({tb['knots_per_min']:.1f}/min), |REALTIME error| at knots and between them "
+                             f"p99 {tb['p99_abs_error_ns']:.1f} ns, max {tb['max_abs_error_ns']:.1f} ns")
+            elif tb:
+                lines.append(f"{r['scenario']:<14} agent n{node}: timebase.jsonl: {tb['error']}")
     for r in results:
         line = format_purity(r.get("windows", []))
         if line:

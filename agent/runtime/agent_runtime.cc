@@ -157,7 +157,8 @@ bool AgentRuntime::StartUnprivileged(const RunAsPlan& run_as, std::string* error
   }
   if (config_.test_mode) context.test_clock = config_.virtual_clock;
   if (const TestbedNodeClock* testbed = clock_.testbed()) context.test_clock_state = testbed->path();
-  if (!writer_.Open(config_.output_dir, context, error)) {
+  if (!writer_.Open(config_.output_dir, context, error) ||
+      !timebase_writer_.Open(config_.output_dir, config_.node_id, epoch_, error)) {
     *error += RunAsFileHint(run_as);
     return false;
   }
@@ -369,6 +370,14 @@ void AgentRuntime::OnClockStep(int64_t before, int64_t after) {
   cluster_.OnClockStep(before, after);
 }
 
+void AgentRuntime::WriteTimebase() {
+  std::string error;
+  if (!timebase_writer_.WriteNew(&timebase_.knots(), &error)) {
+    if (!write_failed_) spdlog::error("{}", error);
+    write_failed_ = true;
+  }
+}
+
 int AgentRuntime::Run() {
   start_monotonic_ns_ = ReadClockNs(CLOCK_MONOTONIC);
   const int64_t stop_at = config_.duration_ns ? start_monotonic_ns_ + *config_.duration_ns : -1;
@@ -376,6 +385,7 @@ int AgentRuntime::Run() {
   tasks.Add(kWindowCheckNs, 0, [this](int64_t now) {
     CloseWindows(now, false);
     stamp_log_.Flush(now);
+    WriteTimebase();
   });
   tasks.Add(kClusterCheckNs, 0, [this](int64_t now) {
     if (auto members = cluster_.TakeMembershipChange()) ApplyMembership(*members, now);
@@ -398,6 +408,7 @@ int AgentRuntime::Run() {
     // The node clock as the agent sees it (a test bed's virtual clock steps too).
     if (step_detector_.Update(mono_before, now, mono)) OnClockStep(last_now_, now);
     last_now_ = now;
+    timebase_.Poll(clock_);
     if (stop_at >= 0 && mono >= stop_at) {
       spdlog::info("configured duration reached");
       break;
@@ -448,6 +459,7 @@ int AgentRuntime::Run() {
     PumpSocket(socket_, clock_, *engine_, true, true, &hardware_, transport_.get());
   }
   CloseWindows(clock_.Now(), true);
+  WriteTimebase();
   cluster_.Stop();
   stamp_log_.Close();
   LogProgress(clock_.Now());

@@ -13,6 +13,7 @@
 #include "agent/estimate/edge_windows.h"
 #include "agent/estimate/probe_cadence.h"
 #include "agent/export/edges_jsonl_writer.h"
+#include "agent/export/timebase_jsonl_writer.h"
 #include "agent/export/metrics_http_server.h"
 #include "agent/export/packet_stamp_log.h"
 #include "agent/probe/probe_engine.h"
@@ -23,6 +24,7 @@
 #include "agent/runtime/tap_capture.h"
 #include "clock/clock_reader.h"
 #include "clock/clock_step_detector.h"
+#include "clock/node_timebase.h"
 
 namespace chronolink {
 
@@ -49,6 +51,7 @@ class AgentRuntime {
   void EnsureWindows(uint32_t peer);
   void ApplyMembership(const std::vector<Member>& members, int64_t now_ns);
   void WriteStats(bool final);
+  void WriteTimebase();
   std::string RenderMetrics() const;
   void LogProgress(int64_t now_ns);
 
@@ -66,6 +69,10 @@ class AgentRuntime {
   std::map<uint32_t, std::unique_ptr<EdgeWindows>> windows_;
   std::map<uint32_t, ProbeCadence> cadence_;  // by probed peer, adaptive cadence only
   EdgesJsonlWriter writer_;
+  // This node's REALTIME over its MONOTONIC_RAW, sampled each turn and
+  // written as knots (docs/clocks.md "Disciplined clocks").
+  NodeTimebase timebase_;
+  TimebaseJsonlWriter timebase_writer_;
   PacketStampLog stamp_log_;
   TapCapture tap_;
   MetricsHttpServer metrics_;

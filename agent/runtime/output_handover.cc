@@ -76,7 +76,7 @@ bool HandOverOwnFile(int dir_fd, const std::string& name, uid_t uid, gid_t gid, 
 
 std::vector<std::string> AgentOutputFileNames() {
   // agent_stats.json.tmp: the fixed temporary name of agents before issue 29.
-  return {"edges.jsonl", "agent_stats.json", "agent_stats.json.tmp", "offsets.jsonl"};
+  return {"edges.jsonl", "timebase.jsonl", "agent_stats.json", "agent_stats.json.tmp", "offsets.jsonl"};
 }
 
 bool HandOverOutputDir(const std::string& dir, const std::vector<std::string>& own_files,
