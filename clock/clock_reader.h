@@ -2,6 +2,7 @@
 // clock is applied to every node-clock timestamp the agent ingests.
 #pragma once
 
+#include <sys/timex.h>
 #include <time.h>
 
 #include <cstdint>
@@ -45,11 +46,15 @@ class TestbedNodeClock {
     std::lock_guard lock(mutex_);
     return reader_.TrueInstantOfRealtime(node_ns);
   }
-  // The node's REALTIME and MONOTONIC_RAW at one real instant.
+  // The node's REALTIME and MONOTONIC_RAW at one real instant, and
+  // REALTIME's rate against RAW there (the correction's over the
+  // oscillator's).
   ClockPairSample PairAt(int64_t real_ns) {
     std::lock_guard lock(mutex_);
     Refresh(real_ns);
-    return {reader_.RealtimeAt(real_ns), reader_.RawAt(real_ns), 0};
+    const __int128 rate = static_cast<__int128>(reader_.correction().SlopeAt(real_ns)) * kFinePerNs /
+                          reader_.raw().SlopeAt(real_ns);
+    return {reader_.RealtimeAt(real_ns), reader_.RawAt(real_ns), 0, static_cast<int64_t>(rate)};
   }
   const std::string& path() const { return path_; }
 
@@ -99,7 +104,21 @@ class NodeClock {
     }
     const TightestBracket b = TightestOfReads(3, ReadClockNs, CLOCK_REALTIME, CLOCK_MONOTONIC_RAW);
     const BracketOffset o = b.OffsetAtMidpoint(0);
-    return {o.ref_ns, o.ref_ns + o.offset_ns, o.bracket_ns};
+    return {o.ref_ns, o.ref_ns + o.offset_ns, o.bracket_ns, KernelRealtimeRate()};
+  }
+
+  // REALTIME's rate against the clocksource (MONOTONIC_RAW) as the kernel
+  // has it (a read-only adjtimex): the tick's and the frequency's, 1e-15 per
+  // ns. Unknown while the kernel PLL slews a phase (STA_PLL with an offset
+  // left): that changes the rate every second.
+  static int64_t KernelRealtimeRate() {
+    timex tx{};
+    if (::adjtimex(&tx) < 0) return kRateUnknown;
+    if ((tx.status & STA_PLL) && tx.offset != 0) return kRateUnknown;
+    const __int128 tick = static_cast<__int128>(tx.tick - 10000) * (kFinePerNs / 10000);
+    const __int128 scaled = static_cast<__int128>(tx.freq) * 1'000'000'000;
+    const __int128 freq = (scaled >= 0 ? scaled + 32768 : scaled - 32768) / 65536;
+    return static_cast<int64_t>(tick + freq);
   }
 
   const VirtualClock& virtual_clock() const { return virtual_; }

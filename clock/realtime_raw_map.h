@@ -19,10 +19,18 @@
 
 namespace chronolink {
 
+// The rate a sample does not know.
+inline constexpr int64_t kRateUnknown = INT64_MIN;
+
 struct ClockPairSample {
   int64_t realtime_ns = 0;  // the middle of the REALTIME reads around the RAW read
   int64_t raw_ns = 0;
   int64_t bracket_ns = 0;   // the width of those REALTIME reads (the sample's uncertainty)
+  // REALTIME's rate against RAW there, less 1, in 1e-15 per ns, when the
+  // kernel says it (a read-only adjtimex: the daemon's frequency and tick;
+  // on the test bed the state file's correction): lets a knot go where the
+  // rate changed rather than where the agent happened to sample.
+  int64_t rate_fine = kRateUnknown;
 };
 
 class RealtimeRawMap {

@@ -11,7 +11,10 @@
 // polyline their chords, so every sample lies within twice the tolerance of
 // it, and a rate change between two samples d apart bends it by at most
 // |change|·d/4 more (0.4 ns for 1.6 ppm at 1 ms). A step (REALTIME against RAW beyond any rate) closes the segment
-// and starts one marked as after a step.
+// and starts one marked as after a step. Where the samples know REALTIME's
+// rate (the kernel says it) and it changed between two of them, the knot goes
+// where the two lines meet: exactly where it changed, however sparse the
+// samples.
 #pragma once
 
 #include <cstddef>
@@ -54,6 +57,8 @@ class TimebaseKnots {
  private:
   void StartSegment(const ClockPairSample& s, bool after_step);
   bool Fits(const ClockPairSample& s, double* lo, double* hi) const;
+  // Where the rate changed between two samples that know it, if it did.
+  static std::optional<ClockPairSample> Kink(const ClockPairSample& a, const ClockPairSample& b);
 
   int64_t tolerance_ns_;
   double max_rate_;

@@ -238,6 +238,7 @@ TEST_F(ClockStateFileTest, TheAgentSamplesRealtimeAgainstRawAsEachClockHasThem) 
   const int64_t t = reader.raw().TrueInstantOf(s.raw_ns);  // the real instant it was taken at
   EXPECT_LE(std::llabs(reader.RealtimeAt(t) - s.realtime_ns), 1);
   EXPECT_EQ(s.bracket_ns, 0);
+  EXPECT_NEAR(static_cast<double>(s.rate_fine), 250'000'000.0, 1e4) << "the correction's 0.25 ppm, against RAW";
   // REALTIME is RAW plus the correction: a 77 µs step and 0.25 ppm since.
   EXPECT_NEAR(static_cast<double>(s.realtime_ns - s.raw_ns), 77'000 + 0.25e-6 * static_cast<double>(t - (now - kSecond)),
               2);
@@ -246,6 +247,9 @@ TEST_F(ClockStateFileTest, TheAgentSamplesRealtimeAgainstRawAsEachClockHasThem) 
   const ClockPairSample k = kernel.SamplePair();
   EXPECT_GE(k.bracket_ns, 0);
   EXPECT_LT(k.bracket_ns, 1'000'000) << "three tries at a bracket of RAW between two REALTIME reads";
+  if (k.rate_fine != kRateUnknown) {
+    EXPECT_LT(std::llabs(k.rate_fine), 500'000'000'000 + 100'000'000'000) << "the kernel's tick and frequency";
+  }
   const int64_t kernel_offset = ReadClockNs(CLOCK_REALTIME) - ReadClockNs(CLOCK_MONOTONIC_RAW);
   EXPECT_LT(std::llabs((k.realtime_ns - k.raw_ns) - kernel_offset), 1'000'000);
 

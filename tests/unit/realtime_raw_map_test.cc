@@ -163,5 +163,52 @@ TEST(TimebaseKnots, AKnotPerRateChangeAndTheClockWithinThreeNanoseconds) {
   EXPECT_TRUE(knots.RealtimeAt(n.raw.ReadAt(kT0 + 45 * kSecond)).has_value());
 }
 
+// chronyd slewing an offset changes the rate by up to hundreds of ppm for a
+// fraction of a second. Sampled only every 50 ms (an idle agent loop), a
+// chord misses that by up to rate change x 50 ms / 4; with the rate the
+// kernel reports in each sample, the knot goes where the rate changed.
+TEST(TimebaseKnots, WithTheKernelsRateEachKnotGoesWhereTheRateChanged) {
+  OscillatorParams p;
+  p.frequency_ppm = -8;
+  p.white_fm_adev_1s = 5e-9;
+  p.seed = 11;
+  const ClockTrajectory raw = OscillatorTrajectory(p, kT0, kT0 + 70 * kSecond);
+  std::mt19937_64 rng(12);
+  std::uniform_int_distribution<int64_t> slew(-200'000'000'000, 200'000'000'000);  // ±200 ppm
+  std::uniform_int_distribution<int64_t> when(0, 999'999'999);
+  ClockTrajectory correction(kT0, 0, 8'000'000'000);
+  for (int s = 1; s < 60; ++s) correction.ChangeAt(kT0 + s * kSecond + when(rng), 8'000'000'000 + slew(rng));
+  const ClockTrajectory realtime = ClockTrajectory::Sum(raw, correction);
+  auto sample = [&](int64_t t, bool with_rate) {
+    ClockPairSample c{realtime.ReadAt(t), raw.ReadAt(t), 0};
+    if (with_rate) {
+      c.rate_fine = static_cast<int64_t>(static_cast<__int128>(correction.SlopeAt(t)) * kFinePerNs / raw.SlopeAt(t));
+    }
+    return c;
+  };
+  auto worst_error = [&](bool with_rate, size_t* knot_count) {
+    TimebaseKnots knots(1);
+    for (int64_t t = kT0; t < kT0 + 60 * kSecond; t += 50 * kMs) knots.Add(sample(t, with_rate));
+    *knot_count = knots.knots().size();
+    int64_t worst = 0;
+    std::mt19937_64 pick(13);
+    std::uniform_int_distribution<int64_t> instant(kT0, kT0 + 59 * kSecond);
+    for (int i = 0; i < 20'000; ++i) {
+      const int64_t t = instant(pick);
+      const auto rt = knots.RealtimeAt(raw.ReadAt(t));
+      if (!rt) return int64_t{-1};
+      worst = std::max<int64_t>(worst, std::llabs(*rt - realtime.ReadAt(t)));
+    }
+    return worst;
+  };
+  size_t with_knots = 0, without_knots = 0;
+  const int64_t with = worst_error(true, &with_knots);
+  const int64_t without = worst_error(false, &without_knots);
+  EXPECT_GE(with, 0);
+  EXPECT_LE(with, 4) << "knots where the rate changed";
+  EXPECT_GT(without, 100) << "the chords of samples 50 ms apart miss slews of up to 400 ppm";
+  EXPECT_LE(with_knots, 3u * 60u) << "about one knot per change";
+}
+
 }  // namespace
 }  // namespace chronolink
