@@ -6,6 +6,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/input_file.h"
+
 namespace chronolink::trace {
 
 namespace {
@@ -145,11 +147,8 @@ bool EdgeCoverage::AddText(std::string_view text, const std::string& name, std::
 }
 
 bool EdgeCoverage::AddFile(const std::string& path, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path + ": cannot open";
-    return false;
-  }
+  std::ifstream in;
+  if (!OpenInputFile(path, &in, error)) return false;
   files_.push_back(path);
   uint32_t line_number = 0;
   std::string line;

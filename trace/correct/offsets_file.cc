@@ -6,6 +6,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/input_file.h"
+
 namespace chronolink::trace {
 
 namespace {
@@ -251,11 +253,8 @@ bool OffsetsReader::AddText(std::string_view text, const std::string& name, std:
 
 // Streams line by line: an offsets file of a long run can be large.
 bool OffsetsReader::AddFile(const std::string& path, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path + ": cannot open";
-    return false;
-  }
+  std::ifstream in;
+  if (!OpenInputFile(path, &in, error)) return false;
   input_.files.push_back(path);
   const uint64_t before = input_.lines_read;
   uint32_t line_number = 0;

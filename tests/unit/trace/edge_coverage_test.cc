@@ -185,7 +185,9 @@ TEST(EdgeCoverageTest, BadLinesNameFileAndLine) {
   EdgeCoverage coverage;
   std::string error;
   EXPECT_FALSE(coverage.AddFile("/nonexistent/edges.jsonl", &error));
-  EXPECT_EQ(error, "/nonexistent/edges.jsonl: cannot open");
+  EXPECT_EQ(error, "/nonexistent/edges.jsonl: cannot open: No such file or directory");
+  EXPECT_FALSE(coverage.AddFile("/tmp", &error));
+  EXPECT_EQ(error, "/tmp: is a directory, not a file");
 }
 
 }  // namespace

@@ -228,7 +228,11 @@ TEST(OffsetsFileTest, ReadsFilesFromDisk) {
   EXPECT_EQ(input.records.size(), 3u);
   EXPECT_EQ(input.files, (std::vector<std::string>{a, b}));
   EXPECT_FALSE(ReadOffsetsFiles({(dir / "missing.jsonl").string()}, {}, &input, &error));
-  EXPECT_EQ(error, (dir / "missing.jsonl").string() + ": cannot open");
+  EXPECT_EQ(error, (dir / "missing.jsonl").string() + ": cannot open: No such file or directory");
+  // A directory named as the file says so (it once read as "read error
+  // after line 0").
+  EXPECT_FALSE(ReadOffsetsFiles({dir.string()}, {}, &input, &error));
+  EXPECT_EQ(error, dir.string() + ": is a directory, not a file");
   std::filesystem::remove_all(dir);
 }
 
