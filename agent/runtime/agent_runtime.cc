@@ -408,7 +408,7 @@ int AgentRuntime::Run() {
     // The node clock as the agent sees it (a test bed's virtual clock steps too).
     if (step_detector_.Update(mono_before, now, mono)) OnClockStep(last_now_, now);
     last_now_ = now;
-    timebase_.Poll(clock_);
+    timebase_.Poll(clock_, mono);
     if (stop_at >= 0 && mono >= stop_at) {
       spdlog::info("configured duration reached");
       break;
