@@ -266,11 +266,13 @@ class DisciplinedNodeClock {
     Refresh();
     if (!Append(now, Slope(chunk_), 0)) return false;
     KernelPll ahead = pll_;
+    int64_t previous = chunk_;
     for (int k = 1; k <= kPllHorizonSeconds; ++k) {
       const int64_t chunk = ahead.NextSecondChunk();
+      if (chunk == previous) break;  // the rate stays (with no phase to slew, from now on)
       const int64_t at = reader_.TrueInstantOfRealtime((second_ + k) * kNsPerSec);
       if (!Append(at, Slope(chunk), 0)) return false;
-      if (chunk == 0) break;  // the rate stays
+      previous = chunk;
     }
     return true;
   }
