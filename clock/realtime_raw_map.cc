@@ -1,13 +1,11 @@
 #include "clock/realtime_raw_map.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 namespace chronolink {
-namespace {
 
-// y0 + (x - x0)·(y1 - y0)/(x1 - x0), rounded to nearest, x1 != x0.
 int64_t Interpolate(int64_t x, int64_t x0, int64_t y0, int64_t x1, int64_t y1) {
   const __int128 num = static_cast<__int128>(x - x0) * (y1 - y0);
   const __int128 den = x1 - x0;
@@ -16,8 +14,6 @@ int64_t Interpolate(int64_t x, int64_t x0, int64_t y0, int64_t x1, int64_t y1) {
   if (2 * (r < 0 ? -r : r) >= (den < 0 ? -den : den)) q += ((r < 0) != (den < 0)) ? -1 : 1;
   return y0 + static_cast<int64_t>(q);
 }
-
-}  // namespace
 
 RealtimeRawMap::RealtimeRawMap(size_t capacity, double max_rate)
     : capacity_(capacity < 2 ? 2 : capacity), max_rate_(max_rate) {}

@@ -33,6 +33,11 @@ struct ClockPairSample {
   int64_t rate_fine = kRateUnknown;
 };
 
+// y0 + (x - x0)·(y1 - y0)/(x1 - x0) in exact integer arithmetic, rounded
+// to nearest (halves away from zero); x1 != x0. The straight line between
+// two samples or two knots.
+int64_t Interpolate(int64_t x, int64_t x0, int64_t y0, int64_t x1, int64_t y1);
+
 class RealtimeRawMap {
  public:
   // Keeps the last `capacity` samples; rates beyond `max_rate` (fraction)

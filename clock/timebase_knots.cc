@@ -95,14 +95,10 @@ std::optional<int64_t> TimebaseKnots::RealtimeAt(int64_t raw_ns) const {
   if (after == knots_.end()) {  // the open segment: its chord so far
     if (!open_ || raw_ns > last_.raw_ns) return std::nullopt;
     if (last_.raw_ns == k.raw_ns) return k.realtime_ns;
-    const __int128 num = static_cast<__int128>(raw_ns - k.raw_ns) * (last_.realtime_ns - k.realtime_ns);
-    const int64_t den = last_.raw_ns - k.raw_ns;
-    return k.realtime_ns + static_cast<int64_t>((num + (num >= 0 ? den / 2 : -den / 2)) / den);
+    return Interpolate(raw_ns, k.raw_ns, k.realtime_ns, last_.raw_ns, last_.realtime_ns);
   }
   if (after->after_step) return raw_ns == k.raw_ns ? std::optional<int64_t>(k.realtime_ns) : std::nullopt;
-  const __int128 num = static_cast<__int128>(raw_ns - k.raw_ns) * (after->realtime_ns - k.realtime_ns);
-  const int64_t den = after->raw_ns - k.raw_ns;
-  return k.realtime_ns + static_cast<int64_t>((num + (num >= 0 ? den / 2 : -den / 2)) / den);
+  return Interpolate(raw_ns, k.raw_ns, k.realtime_ns, after->raw_ns, after->realtime_ns);
 }
 
 size_t TimebaseKnots::DropBefore(int64_t raw_ns) {
