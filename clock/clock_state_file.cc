@@ -253,11 +253,7 @@ bool ClockStateReader::Refresh(std::string* error) {
 }
 
 FineNs ClockStateReader::StepsAt(int64_t t_ns) const {
-  const auto& k = correction_.knots();
-  const auto after = std::upper_bound(k.begin(), k.end(), t_ns,
-                                      [](int64_t t, const TrajectoryKnot& knot) { return t < knot.t_ns; });
-  const size_t i = after == k.begin() ? 0 : static_cast<size_t>(after - k.begin()) - 1;
-  return steps_.empty() ? 0 : steps_[i];
+  return steps_.empty() ? 0 : steps_[correction_.SegmentOf(t_ns)];
 }
 
 int64_t ClockStateReader::RealtimeAt(int64_t t_ns) const {

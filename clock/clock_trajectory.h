@@ -67,6 +67,9 @@ class ClockTrajectory {
 
   const std::vector<TrajectoryKnot>& knots() const { return knots_; }
   bool empty() const { return knots_.empty(); }
+  // The index of the knot whose segment holds true t (0 before the first;
+  // the trajectory must not be empty).
+  size_t SegmentOf(int64_t t_ns) const;
 
   // The sum of two trajectories (a clock and a discipline's correction):
   // knots at the union of both, each value and slope the sum. `b`'s values
@@ -74,7 +77,6 @@ class ClockTrajectory {
   static ClockTrajectory Sum(const ClockTrajectory& a, const ClockTrajectory& b);
 
  private:
-  size_t SegmentOf(int64_t t_ns) const;  // index of the knot whose segment holds t
   std::vector<TrajectoryKnot> knots_;
   bool monotone_ = true;
 };
