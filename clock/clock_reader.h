@@ -100,11 +100,19 @@ class NodeClock {
     if (testbed_) return testbed_->PairAt(ReadClockNs(CLOCK_REALTIME));
     if (skewed_) {
       const int64_t now = Now();
-      return {now, now, 0};
+      return {now, now, 0, 0};
     }
     const TightestBracket b = TightestOfReads(3, ReadClockNs, CLOCK_REALTIME, CLOCK_MONOTONIC_RAW);
     const BracketOffset o = b.OffsetAtMidpoint(0);
     return {o.ref_ns, o.ref_ns + o.offset_ns, o.bracket_ns, KernelRealtimeRate()};
+  }
+
+  // The node's MONOTONIC_RAW now: the test bed node's oscillator; a linear
+  // virtual clock's own reading (it is undisciplined: its RAW is itself).
+  int64_t RawNow() const {
+    if (testbed_) return testbed_->PairAt(ReadClockNs(CLOCK_REALTIME)).raw_ns;
+    if (skewed_) return Now();
+    return ReadClockNs(CLOCK_MONOTONIC_RAW);
   }
 
   // REALTIME's rate against the clocksource (MONOTONIC_RAW) as the kernel

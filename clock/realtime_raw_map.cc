@@ -15,6 +15,43 @@ int64_t Interpolate(int64_t x, int64_t x0, int64_t y0, int64_t x1, int64_t y1) {
   return y0 + static_cast<int64_t>(q);
 }
 
+std::optional<ClockPairSample> RateKink(const ClockPairSample& a, const ClockPairSample& b) {
+  if (a.rate_fine == kRateUnknown || b.rate_fine == kRateUnknown || a.rate_fine == b.rate_fine) return std::nullopt;
+  // a.rt + u·(1 + ra) = b.rt - (d_raw - u)·(1 + rb), u from a.
+  const long double ra = static_cast<long double>(a.rate_fine) * 1e-15L;
+  const long double rb = static_cast<long double>(b.rate_fine) * 1e-15L;
+  const auto d_raw = static_cast<long double>(b.raw_ns - a.raw_ns);
+  const auto d_rt = static_cast<long double>(b.realtime_ns - a.realtime_ns);
+  const long double u = (d_rt - d_raw - rb * d_raw) / (ra - rb);
+  if (!(u > 0 && u < d_raw)) return std::nullopt;
+  ClockPairSample k;
+  k.raw_ns = a.raw_ns + static_cast<int64_t>(std::llround(u));
+  k.realtime_ns = a.realtime_ns + static_cast<int64_t>(std::llround(u * (1 + ra)));
+  k.rate_fine = b.rate_fine;
+  return k;
+}
+
+namespace {
+
+// y at x on the line from a to b, through their kink where they have one.
+int64_t RawBetween(int64_t realtime_ns, const ClockPairSample& a, const ClockPairSample& b) {
+  if (const auto k = RateKink(a, b); k && k->realtime_ns > a.realtime_ns && k->realtime_ns < b.realtime_ns) {
+    if (realtime_ns <= k->realtime_ns) return Interpolate(realtime_ns, a.realtime_ns, a.raw_ns, k->realtime_ns, k->raw_ns);
+    return Interpolate(realtime_ns, k->realtime_ns, k->raw_ns, b.realtime_ns, b.raw_ns);
+  }
+  return Interpolate(realtime_ns, a.realtime_ns, a.raw_ns, b.realtime_ns, b.raw_ns);
+}
+
+int64_t RealtimeBetween(int64_t raw_ns, const ClockPairSample& a, const ClockPairSample& b) {
+  if (const auto k = RateKink(a, b); k && k->raw_ns > a.raw_ns && k->raw_ns < b.raw_ns) {
+    if (raw_ns <= k->raw_ns) return Interpolate(raw_ns, a.raw_ns, a.realtime_ns, k->raw_ns, k->realtime_ns);
+    return Interpolate(raw_ns, k->raw_ns, k->realtime_ns, b.raw_ns, b.realtime_ns);
+  }
+  return Interpolate(raw_ns, a.raw_ns, a.realtime_ns, b.raw_ns, b.realtime_ns);
+}
+
+}  // namespace
+
 RealtimeRawMap::RealtimeRawMap(size_t capacity, double max_rate)
     : capacity_(capacity < 2 ? 2 : capacity), max_rate_(max_rate) {}
 
@@ -59,7 +96,7 @@ std::optional<int64_t> RealtimeRawMap::RawOf(int64_t realtime_ns, int64_t* bound
     }
     if (a.realtime_ns < realtime_ns && realtime_ns < b.realtime_ns) {
       if (bound_ns) *bound_ns = std::max(a.bracket_ns, b.bracket_ns);
-      return Interpolate(realtime_ns, a.realtime_ns, a.raw_ns, b.realtime_ns, b.raw_ns);
+      return RawBetween(realtime_ns, a, b);
     }
   }
   return std::nullopt;
@@ -72,7 +109,7 @@ std::optional<int64_t> RealtimeRawMap::RealtimeOf(int64_t raw_ns) const {
     if (i == 0 || break_before_[i]) continue;
     const ClockPairSample& a = samples_[i - 1];
     if (a.raw_ns < raw_ns && raw_ns < b.raw_ns) {
-      return Interpolate(raw_ns, a.raw_ns, a.realtime_ns, b.raw_ns, b.realtime_ns);
+      return RealtimeBetween(raw_ns, a, b);
     }
   }
   return std::nullopt;

@@ -4,10 +4,11 @@
 // locally, so that what it fits between nodes is free of every node's
 // discipline (docs/clocks.md "Disciplined clocks").
 //
-// Between two samples the map is the straight line through them: a rate
-// change in between bends the truth away from it by at most
-// |rate change| x (the interval) / 4, 0.25 ns for 0.1 ppm over 10 ms, which
-// is why the agent samples every few milliseconds and on demand. Where
+// Between two samples the map is the straight line through them, or, where
+// both know REALTIME's rate and it changed, the two lines to where they meet
+// (RateKink). Without the rates a change in between bends the truth away
+// from the chord by at most |rate change| x (the interval) / 4, 0.25 ns for
+// 0.1 ppm over 10 ms, which is why the agent samples every millisecond. Where
 // REALTIME moved against RAW by more than any rate explains (a step), the
 // interval is a break: nothing is mapped across it.
 #pragma once
@@ -38,6 +39,11 @@ struct ClockPairSample {
 // two samples or two knots.
 int64_t Interpolate(int64_t x, int64_t x0, int64_t y0, int64_t x1, int64_t y1);
 
+// Where REALTIME's rate changed between two samples that both know it: the
+// point where their two lines meet, if it lies between them (else nullopt:
+// more than one change, or noise). Carries b's rate.
+std::optional<ClockPairSample> RateKink(const ClockPairSample& a, const ClockPairSample& b);
+
 class RealtimeRawMap {
  public:
   // Keeps the last `capacity` samples; rates beyond `max_rate` (fraction)
@@ -56,6 +62,8 @@ class RealtimeRawMap {
   std::optional<int64_t> RealtimeOf(int64_t raw_ns) const;
 
   size_t size() const { return samples_.size(); }
+  // Whether REALTIME stepped between sample i - 1 and sample i.
+  bool BreakBefore(size_t i) const { return break_before_[i]; }
   uint64_t breaks() const { return breaks_; }
   const std::deque<ClockPairSample>& samples() const { return samples_; }
 

@@ -45,7 +45,7 @@ void TimebaseKnots::Add(const ClockPairSample& s) {
   double lo = 0, hi = 0;
   // The kernel said the rate changed between the two samples: the knot goes
   // where the two lines meet, which is where it changed.
-  if (const auto kink = Kink(last_, s)) {
+  if (const auto kink = RateKink(last_, s)) {
     StartSegment(*kink, false);
     if (Fits(s, &lo, &hi)) {
       slope_lo_ = lo;
@@ -69,22 +69,6 @@ void TimebaseKnots::Add(const ClockPairSample& s) {
     slope_hi_ = hi;
   }
   last_ = s;
-}
-
-std::optional<ClockPairSample> TimebaseKnots::Kink(const ClockPairSample& a, const ClockPairSample& b) {
-  if (a.rate_fine == kRateUnknown || b.rate_fine == kRateUnknown || a.rate_fine == b.rate_fine) return std::nullopt;
-  // a.rt + u·(1 + ra) = b.rt - (d_raw - u)·(1 + rb), u from a.
-  const long double ra = static_cast<long double>(a.rate_fine) * 1e-15L;
-  const long double rb = static_cast<long double>(b.rate_fine) * 1e-15L;
-  const auto d_raw = static_cast<long double>(b.raw_ns - a.raw_ns);
-  const auto d_rt = static_cast<long double>(b.realtime_ns - a.realtime_ns);
-  const long double u = (d_rt - d_raw - rb * d_raw) / (ra - rb);
-  if (!(u > 0 && u < d_raw)) return std::nullopt;  // not between them: more than one change, or noise
-  ClockPairSample k;
-  k.raw_ns = a.raw_ns + static_cast<int64_t>(std::llround(u));
-  k.realtime_ns = a.realtime_ns + static_cast<int64_t>(std::llround(u * (1 + ra)));
-  k.rate_fine = b.rate_fine;
-  return k;
 }
 
 std::optional<int64_t> TimebaseKnots::RealtimeAt(int64_t raw_ns) const {

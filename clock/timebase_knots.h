@@ -57,8 +57,6 @@ class TimebaseKnots {
  private:
   void StartSegment(const ClockPairSample& s, bool after_step);
   bool Fits(const ClockPairSample& s, double* lo, double* hi) const;
-  // Where the rate changed between two samples that know it, if it did.
-  static std::optional<ClockPairSample> Kink(const ClockPairSample& a, const ClockPairSample& b);
 
   int64_t tolerance_ns_;
   double max_rate_;

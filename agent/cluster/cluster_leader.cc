@@ -11,7 +11,7 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0
 }  // namespace
 
 ClusterLeader::ClusterLeader(uint32_t leader_id, ClusterLeaderOptions options)
-    : leader_id_(leader_id), options_(std::move(options)) {
+    : leader_id_(leader_id), options_(std::move(options)), fit_points_(options_.solver.validity_horizon_ns) {
   if (options_.step_ns <= 0) options_.step_ns = 2'000'000'000;
 }
 
@@ -43,6 +43,7 @@ void ClusterLeader::Add(std::span<const WindowSummary> windows, int64_t now_ns) 
       ++stats_.windows_future;
       continue;
     }
+    fit_points_.Add(w, options_.step_ns);
     if (w.estimator == kClockStepMarker) {
       AddStepMarker(w, now_ns);
       continue;
@@ -89,6 +90,7 @@ void ClusterLeader::Expire(int64_t now_ns) {
   for (auto it = by_x0_.begin(); it != end; ++it) seen_.erase(it->second.first);
   by_x0_.erase(by_x0_.begin(), end);
   steps_.ExpireBefore(oldest);
+  fit_points_.ExpireBefore(oldest);
   solved_.erase(solved_.begin(), solved_.lower_bound(oldest));
   late_.erase(late_.begin(), late_.lower_bound(oldest));
   std::erase_if(known_, [&](const auto& kv) { return kv.second < oldest; });
@@ -134,6 +136,10 @@ std::optional<OffsetsSnapshot> ClusterLeader::SolveInstant(int64_t t_ns, bool re
   }
   std::sort(s.nodes.begin(), s.nodes.end(),
             [](const NodeSolution& a, const NodeSolution& b) { return a.node < b.node; });
+  const bool mapped = fit_points_.ToRealtime(&s);
+  stats_.nodes_unmapped = fit_points_.stats().nodes_unmapped;
+  stats_.instants_unmapped = fit_points_.stats().instants_unmapped;
+  if (!mapped) return std::nullopt;
   if (recomputed) {
     ++stats_.instants_recomputed;
   } else {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "agent/cluster/cluster_messages.h"
+#include "agent/cluster/fit_point_book.h"
 #include "agent/solve/clock_step_barriers.h"
 #include "agent/solve/global_solver.h"
 
@@ -60,6 +61,11 @@ struct ClusterLeaderStats {
   // backlog, or every link down): not published; solved, as recomputed, if
   // a summary that serves one comes later.
   uint64_t instants_empty = 0;
+  // Solved on the fit clocks, but no prober clock point near the instant to
+  // map back to REALTIME with (fit_point_book.h): a node published
+  // unreachable, or (the named reference's) an instant not published.
+  uint64_t nodes_unmapped = 0;
+  uint64_t instants_unmapped = 0;
   double last_solve_ms = 0;
 };
 
@@ -105,6 +111,7 @@ class ClusterLeader {
   std::multimap<int64_t, std::pair<WindowId, EdgeEstimate>> by_x0_;
   std::map<uint32_t, int64_t> known_;       // node -> newest x0 that mentions it
   ClockStepBarriers steps_;                 // step markers: estimates are not used across them
+  FitPointBook fit_points_;                 // the probers' REALTIME against their fit clocks
   std::optional<SolveResult> last_solution_;  // the warm start of the next solve
   std::set<int64_t> solved_;                // instants solved, within the retention
   std::map<int64_t, int64_t> late_;         // instant -> when its last late window came

@@ -62,6 +62,21 @@ uint64_t DecimalField(const json& j, const char* name) {
   return value;
 }
 
+// REALTIME's rate against the fit clock beyond 0.1 % is no clock's.
+constexpr int64_t kMaxFitRateFine = 1'000'000'000'000;
+
+FitPoint FitPointFromJson(const json& j) {
+  if (!j.is_object()) throw FieldError{"\"prober_clock\" is not a JSON object"};
+  FitPoint p;
+  p.fit_ns = IntField<int64_t>(j, "fit_ns");
+  p.realtime_ns = IntField<int64_t>(j, "realtime_ns");
+  p.rate_fine = IntField<int64_t>(j, "rate_fine");
+  if (p.rate_fine > kMaxFitRateFine || p.rate_fine < -kMaxFitRateFine) {
+    throw FieldError{"\"rate_fine\" beyond 1000 ppm"};
+  }
+  return p;
+}
+
 json SummaryToJson(const WindowSummary& w) {
   json j{{"node", w.estimate.node},
          {"peer", w.estimate.peer},
@@ -73,6 +88,11 @@ json SummaryToJson(const WindowSummary& w) {
          {"uncertainty_ns", w.estimate.uncertainty_ns},
          {"estimator", w.estimator}};
   if (w.estimate.shared_ns) j["shared_ns"] = *w.estimate.shared_ns;  // absent: unknown (and older agents)
+  if (w.prober_clock) {
+    j["prober_clock"] = {{"fit_ns", w.prober_clock->fit_ns},
+                         {"realtime_ns", w.prober_clock->realtime_ns},
+                         {"rate_fine", w.prober_clock->rate_fine}};
+  }
   return j;
 }
 
@@ -100,6 +120,7 @@ WindowSummary SummaryFromJson(const json& j) {
   const json& e = Field(j, "estimator");
   if (!e.is_string()) throw FieldError{"\"estimator\" is not a string"};
   w.estimator = e.get<std::string>();
+  if (j.contains("prober_clock")) w.prober_clock = FitPointFromJson(Field(j, "prober_clock"));
   return w;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agent/solve/global_solver.h"
+#include "clock/fit_point.h"
 
 namespace chronolink {
 
@@ -22,6 +23,11 @@ struct WindowSummary {
   uint64_t session = 0;         // the prober's session epoch (a restart changes it)
   int64_t window_start_ns = 0;  // prober clock
   std::string estimator;        // "max_margin", "min_delay", ... or kClockStepMarker
+  // The prober's REALTIME at the window's centre on its fit clock, which
+  // x0 and the estimate are on: the leader maps solutions back to REALTIME
+  // with it. Absent: the prober fits in REALTIME (older agents, --fit-clock
+  // realtime), the identity.
+  std::optional<FitPoint> prober_clock;
 
   // Identifies the window across resends: (node, peer, window_start, session).
   std::string Key() const;

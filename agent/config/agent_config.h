@@ -69,6 +69,10 @@ struct EstimationSettings {
   int64_t purity_tolerance_ns = 300;
   int min_points_per_side = 8;
   bool fit_every_probe = true;  // --estimate-points every|pure
+  // --fit-clock raw|realtime: fit in the node's MONOTONIC_RAW-based fit
+  // clock (clock/fit_clock.h), free of every daemon's discipline, or in
+  // REALTIME as before.
+  bool fit_on_raw = true;
   double path_asymmetry_ns = 0;  // --path-asymmetry-ns: counted in sigma_ns
   std::vector<SourceClass> source_classes = {SourceClass::kKernel};
   int64_t FitSpan() const { return FitSpans().longest_ns; }

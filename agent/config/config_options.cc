@@ -104,6 +104,10 @@ const Spec kSpecs[] = {
     {"estimation.points", "estimate-points", Kind::kString, "WHICH", kEstimation,
      "Bounds the max-margin fit rests on: every (every probe; pure pairs only when that fails) or pure "
      "(pure pairs only, Huygens' way; for comparisons) (default: every)"},
+    {"estimation.fit_clock", "fit-clock", Kind::kString, "CLOCK", kEstimation,
+     "The clock offsets are fitted in: raw (MONOTONIC_RAW scaled and set to REALTIME at the start: no "
+     "clock daemon's frequency changes, slews or steps enter a fit) or realtime (CLOCK_REALTIME itself, "
+     "for comparisons) (default: raw)"},
     {"estimation.path_asymmetry_ns", "path-asymmetry-ns", Kind::kDouble, "NS", kEstimation,
      "One-way delay asymmetry to expect on the paths (forward - reverse within +/- this): invisible to "
      "two-way probing, it is counted in each window's sigma_ns (default: 0, a symmetric path)"},

@@ -615,6 +615,11 @@ bool ValidateEstimationWindows(const Merged& m, AgentConfig* c, std::string* err
     return Fail(error, "estimate points '" + points + "' (" + m.From("estimation.points") + ") must be every or pure");
   }
   e.fit_every_probe = points == "every";
+  const std::string fit_clock = m.Get<std::string>("estimation.fit_clock", "raw");
+  if (fit_clock != "raw" && fit_clock != "realtime") {
+    return Fail(error, "fit clock '" + fit_clock + "' (" + m.From("estimation.fit_clock") + ") must be raw or realtime");
+  }
+  e.fit_on_raw = fit_clock == "raw";
   e.path_asymmetry_ns = m.Get<double>("estimation.path_asymmetry_ns", e.path_asymmetry_ns);
   if (!(e.path_asymmetry_ns >= 0) || !std::isfinite(e.path_asymmetry_ns) || e.path_asymmetry_ns > 1e9) {
     return Fail(error, "path asymmetry (" + m.From("estimation.path_asymmetry_ns") + ") must be 0..1e9 ns");

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "agent/estimate/edge_windows.h"
+#include "clock/fit_clock.h"
 #include "clock/virtual_clock.h"
 
 namespace chronolink {
@@ -22,6 +23,9 @@ struct EdgeRecordContext {
   std::optional<VirtualClockParams> test_clock;
   // Test mode with the test bed's node clock: its state file (the truth).
   std::string test_clock_state;
+  // The fit clock x0 and the offsets are on (clock/fit_clock.h); nullopt:
+  // REALTIME (--fit-clock realtime).
+  std::optional<FitAnchor> fit_clock;
 };
 
 class EdgesJsonlWriter {
@@ -33,7 +37,8 @@ class EdgesJsonlWriter {
 
   // Creates the directory if needed and opens <dir>/edges.jsonl for append.
   bool Open(const std::string& dir, const EdgeRecordContext& context, std::string* error);
-  bool Write(const EdgeWindowRecord& r, std::string* error);
+  // `point`: the node's REALTIME at the window's centre on its fit clock.
+  bool Write(const EdgeWindowRecord& r, const std::optional<FitPoint>& point, std::string* error);
   void Close();
 
   const std::string& path() const { return path_; }
@@ -47,6 +52,7 @@ class EdgesJsonlWriter {
 };
 
 // The JSON text of one record (no newline); exposed for tests and tools.
-std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext& context);
+std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext& context,
+                             const std::optional<FitPoint>& point = std::nullopt);
 
 }  // namespace chronolink

@@ -43,11 +43,15 @@ constexpr int64_t kMetricsEveryNs = 1'000'000'000;
 constexpr int64_t kShutdownDrainNs = 100'000'000;  // collect the last follow-ups
 constexpr int64_t kClusterCheckNs = 100'000'000;   // membership and clock-page refresh
 
+FitClockMode FitMode(const AgentConfig& c) {
+  return c.estimation.fit_on_raw ? FitClockMode::kRaw : FitClockMode::kRealtime;
+}
+
 }  // namespace
 
 AgentRuntime::AgentRuntime(AgentConfig config)
     : config_(std::move(config)),
-      clock_(config_.test_mode ? NodeClock(config_.virtual_clock) : NodeClock()),
+      clock_(config_.test_mode ? NodeClock(config_.virtual_clock) : NodeClock(), FitMode(config_)),
       cluster_(config_, clock_) {}
 
 AgentRuntime::~AgentRuntime() {
@@ -66,7 +70,7 @@ bool AgentRuntime::StartPrivileged(RunAsPlan* run_as, std::string* error) {
     // The test bed's node clock replaces the linear one before anything reads it.
     auto testbed = std::make_shared<TestbedNodeClock>();
     if (!testbed->Open(config_.virtual_clock_state_file, error)) return false;
-    clock_ = NodeClock(std::move(testbed));
+    clock_ = FitClock(NodeClock(std::move(testbed)), FitMode(config_));
   }
   if (sodium_init() < 0) {
     *error = "libsodium failed to initialise";
@@ -156,7 +160,8 @@ bool AgentRuntime::StartUnprivileged(const RunAsPlan& run_as, std::string* error
     context.timestamp_policy = std::string(StampSourceName(config_.capture.forced_source));
   }
   if (config_.test_mode) context.test_clock = config_.virtual_clock;
-  if (const TestbedNodeClock* testbed = clock_.testbed()) context.test_clock_state = testbed->path();
+  if (const TestbedNodeClock* testbed = clock_.node().testbed()) context.test_clock_state = testbed->path();
+  context.fit_clock = clock_.anchor();
   if (!writer_.Open(config_.output_dir, context, error) ||
       !timebase_writer_.Open(config_.output_dir, config_.node_id, epoch_, error)) {
     *error += RunAsFileHint(run_as);
@@ -244,9 +249,17 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
   engine_->FinalizeTuples(now_ns, closed_before);
   std::vector<EdgeWindowRecord> records;
   for (auto& [peer, w] : windows_) w->CloseUpTo(closed_before, &records);
+  // Our REALTIME at each window's centre on the fit clock, which x0 and the
+  // estimate are on: edges.jsonl and the leader map back to REALTIME with it.
+  std::vector<std::optional<FitPoint>> points;
   for (const EdgeWindowRecord& r : records) {
+    points.push_back(clock_.anchor() ? std::optional(clock_.PointAt(r.window_start_ns + config_.estimation.window_ns / 2))
+                                     : std::nullopt);
+  }
+  for (size_t i = 0; i < records.size(); ++i) {
+    const EdgeWindowRecord& r = records[i];
     std::string error;
-    if (!writer_.Write(r, &error)) {
+    if (!writer_.Write(r, points[i], &error)) {
       if (!write_failed_) spdlog::error("{}", error);
       write_failed_ = true;
       continue;
@@ -261,7 +274,7 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
                   EstimatorKindName(r.estimate.estimator), r.estimate.fit.beta_ns,
                   r.estimate.fit.alpha * 1e6, r.estimate.fit.uncertainty_ns);
   }
-  cluster_.OnWindowsClosed(records, epoch_);
+  cluster_.OnWindowsClosed(records, points, epoch_);
 }
 
 void AgentRuntime::LogSpanChange(const EdgeWindowRecord& r) {
@@ -359,7 +372,7 @@ std::string AgentRuntime::RenderMetrics() const {
   return t.str();
 }
 
-void AgentRuntime::OnClockStep(int64_t before, int64_t after) {
+void AgentRuntime::OnClockStep(int64_t before, int64_t after, int64_t realtime_before, int64_t realtime_after) {
   const int64_t step = step_detector_.last_step_ns();
   ++clock_steps_;
   spdlog::warn("the clock stepped by {:+.6f} s: discarding the windows of every edge around it, telling the peers, "
@@ -367,12 +380,16 @@ void AgentRuntime::OnClockStep(int64_t before, int64_t after) {
                static_cast<double>(step) / 1e9);
   for (auto& [peer, w] : windows_) w->OnClockStep(before, after);
   engine_->OnClockStep(step, after);
-  cluster_.OnClockStep(before, after);
+  cluster_.OnClockStep(realtime_before, realtime_after);
+}
+
+void AgentRuntime::SampleClock(int64_t monotonic_ns) {
+  if (const std::optional<ClockPairSample> s = clock_.Poll(monotonic_ns)) timebase_knots_.Add(*s);
 }
 
 void AgentRuntime::WriteTimebase() {
   std::string error;
-  if (!timebase_writer_.WriteNew(&timebase_.knots(), &error)) {
+  if (!timebase_writer_.WriteNew(&timebase_knots_, &error)) {
     if (!write_failed_) spdlog::error("{}", error);
     write_failed_ = true;
   }
@@ -404,11 +421,15 @@ int AgentRuntime::Run() {
     const int64_t mono_before = ReadClockNs(CLOCK_MONOTONIC);
     const int64_t real = ReadClockNs(CLOCK_REALTIME);
     const int64_t mono = ReadClockNs(CLOCK_MONOTONIC);
+    SampleClock(mono);
     const int64_t now = clock_.Ingest(real);
-    // The node clock as the agent sees it (a test bed's virtual clock steps too).
-    if (step_detector_.Update(mono_before, now, mono)) OnClockStep(last_now_, now);
+    // A step of REALTIME (a test bed's virtual clock steps too), which the
+    // fit clock does not take: the stamps around it may have been mapped
+    // across it, and the clock page maps REALTIME.
+    const int64_t realtime = clock_.node().Ingest(real);
+    if (step_detector_.Update(mono_before, realtime, mono)) OnClockStep(last_now_, now, last_realtime_, realtime);
     last_now_ = now;
-    timebase_.Poll(clock_, mono);
+    last_realtime_ = realtime;
     if (stop_at >= 0 && mono >= stop_at) {
       spdlog::info("configured duration reached");
       break;
@@ -431,6 +452,9 @@ int AgentRuntime::Run() {
       exit_code = 1;
       break;
     }
+    // A sample after the wake-up, so that the stamps read now lie between
+    // two samples rather than up to a sleep past the newest (clock/fit_clock.h).
+    SampleClock(ReadClockNs(CLOCK_MONOTONIC));
     // eBPF records first: a datagram's RX stamps from XDP and tc are in the
     // ring before the datagram reaches the socket.
     tap_.Pump(*engine_, clock_);

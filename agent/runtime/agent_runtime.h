@@ -24,7 +24,8 @@
 #include "agent/runtime/tap_capture.h"
 #include "clock/clock_reader.h"
 #include "clock/clock_step_detector.h"
-#include "clock/node_timebase.h"
+#include "clock/fit_clock.h"
+#include "clock/timebase_knots.h"
 
 namespace chronolink {
 
@@ -52,15 +53,20 @@ class AgentRuntime {
   void ApplyMembership(const std::vector<Member>& members, int64_t now_ns);
   void WriteStats(bool final);
   void WriteTimebase();
+  // A sample of REALTIME and RAW for the fit clock and the knots, at most one a millisecond.
+  void SampleClock(int64_t monotonic_ns);
   std::string RenderMetrics() const;
   void LogProgress(int64_t now_ns);
 
   AgentConfig config_;
-  NodeClock clock_;
+  FitClock clock_;
   ClockStepDetector step_detector_;
-  int64_t last_now_ = 0;       // the node clock at the previous loop turn
-  uint64_t clock_steps_ = 0;   // steps of our clock seen
-  void OnClockStep(int64_t before, int64_t after);
+  int64_t last_now_ = 0;       // the fit clock at the previous loop turn
+  int64_t last_realtime_ = 0;  // REALTIME then
+  uint64_t clock_steps_ = 0;   // steps of our REALTIME seen
+  // REALTIME stepped: windows around the step (in the fit clock) are spoiled,
+  // the clock page (REALTIME) is withdrawn.
+  void OnClockStep(int64_t before, int64_t after, int64_t realtime_before, int64_t realtime_after);
   uint64_t epoch_ = 0;
   TimestampingSocket socket_;
   std::unique_ptr<ProbeCodec> codec_;
@@ -69,9 +75,9 @@ class AgentRuntime {
   std::map<uint32_t, std::unique_ptr<EdgeWindows>> windows_;
   std::map<uint32_t, ProbeCadence> cadence_;  // by probed peer, adaptive cadence only
   EdgesJsonlWriter writer_;
-  // This node's REALTIME over its MONOTONIC_RAW, sampled each turn and
-  // written as knots (docs/clocks.md "Disciplined clocks").
-  NodeTimebase timebase_;
+  // This node's REALTIME over its MONOTONIC_RAW, sampled by the fit clock
+  // and written as knots (docs/clocks.md "Disciplined clocks").
+  TimebaseKnots timebase_knots_;
   TimebaseJsonlWriter timebase_writer_;
   PacketStampLog stamp_log_;
   TapCapture tap_;

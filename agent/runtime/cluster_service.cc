@@ -54,7 +54,7 @@ ClusterLeaderOptions LeaderOptionsFor(const AgentConfig& c) {
   return o;
 }
 
-ClusterService::ClusterService(const AgentConfig& config, const NodeClock& clock)
+ClusterService::ClusterService(const AgentConfig& config, const FitClock& clock)
     : config_(config), clock_(clock), leader_(config.node_id, LeaderOptionsFor(config)) {}
 
 ClusterService::~ClusterService() { Stop(); }
@@ -88,11 +88,13 @@ void ClusterService::Stop() {
   page_open_ = false;
 }
 
-void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records, uint64_t session) {
+void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records,
+                                     std::span<const std::optional<FitPoint>> points, uint64_t session) {
   if (coordinator_ == nullptr) return;
   const SourceClass wanted = config_.estimation.source_classes.front();
   std::vector<WindowSummary> out;
-  for (const EdgeWindowRecord& r : records) {
+  for (size_t i = 0; i < records.size(); ++i) {
+    const EdgeWindowRecord& r = records[i];
     if (r.source_class != wanted) continue;
     if (r.clock_step) {
       // No estimate, but the leader must know: this edge's estimates on
@@ -107,6 +109,7 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records, 
     w.session = session;
     w.window_start_ns = r.window_start_ns;
     w.estimator = std::string(EstimatorKindName(r.estimate.estimator));
+    w.prober_clock = points[i];
     out.push_back(std::move(w));
   }
   if (!out.empty()) coordinator_->PublishWindows(out);
@@ -154,7 +157,7 @@ void ClusterService::OnClockStep(int64_t before_ns, int64_t after_ns) {
 void ClusterService::PublishOnPage(ClockMapping m) {
   // Read together, so that readers can tell a step since (ClockSteppedSince).
   const int64_t mono_before = ReadClockNs(CLOCK_MONOTONIC);
-  m.published_local_ns = clock_.Now();
+  m.published_local_ns = clock_.node().Now();
   m.published_monotonic_ns = mono_before + (ReadClockNs(CLOCK_MONOTONIC) - mono_before) / 2;
   page_.Publish(m);
 }
@@ -252,6 +255,8 @@ nlohmann::ordered_json ClusterService::Stats() const {
   j["leader_instants_recomputed"] = leader_stats_.instants_recomputed;
   j["leader_instants_skipped"] = leader_stats_.instants_skipped;
   j["leader_instants_empty"] = leader_stats_.instants_empty;
+  j["leader_nodes_unmapped"] = leader_stats_.nodes_unmapped;
+  j["leader_instants_unmapped"] = leader_stats_.instants_unmapped;
   j["leader_last_solve_ms"] = leader_stats_.last_solve_ms;
   return j;
 }

@@ -24,7 +24,7 @@
 #include "agent/export/clock_mapping_publisher.h"
 #include "agent/export/offsets_jsonl_writer.h"
 #include "agent/export/prometheus_text.h"
-#include "clock/clock_reader.h"
+#include "clock/fit_clock.h"
 
 namespace chronolink {
 
@@ -35,7 +35,7 @@ ClusterLeaderOptions LeaderOptionsFor(const AgentConfig& config);
 
 class ClusterService {
  public:
-  ClusterService(const AgentConfig& config, const NodeClock& clock);
+  ClusterService(const AgentConfig& config, const FitClock& clock);
   ~ClusterService();
 
   // Opens (creates) the clock page. The agent calls it before dropping its
@@ -48,9 +48,11 @@ class ClusterService {
   void Stop();
   bool enabled() const { return coordinator_ != nullptr; }
 
-  // Closed windows of this node: the estimated ones of the first configured
-  // source class go to the leader.
-  void OnWindowsClosed(std::span<const EdgeWindowRecord> records, uint64_t session);
+  // Closed windows of this node, each with our REALTIME at its centre on the
+  // fit clock (nullopt when fitting in REALTIME): the estimated ones of the
+  // first configured source class go to the leader.
+  void OnWindowsClosed(std::span<const EdgeWindowRecord> records, std::span<const std::optional<FitPoint>> points,
+                       uint64_t session);
 
   // The member list, when it changed since the last call.
   std::optional<std::vector<Member>> TakeMembershipChange();
@@ -72,7 +74,7 @@ class ClusterService {
   void LeadOnce();
 
   const AgentConfig& config_;
-  const NodeClock& clock_;
+  const FitClock& clock_;
   std::unique_ptr<Coordinator> coordinator_;
   ClockMappingPublisher page_;
   bool page_open_ = false;

@@ -94,7 +94,7 @@ void SocketTransport::SendBurst(uint32_t peer, std::span<const BurstDatagram> da
   for (size_t i = 0; i < n; ++i) out[i] = Outcome(results[i]);
 }
 
-void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine& engine,
+void PumpSocket(TimestampingSocket& socket, const FitClock& clock, ProbeEngine& engine,
                 bool datagrams_ready, bool tx_stamps_ready, HardwareStamps* hardware,
                 const SocketTransport* transport) {
   if (tx_stamps_ready) {

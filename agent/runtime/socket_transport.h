@@ -7,13 +7,13 @@
 
 #include "agent/capture/timestamping_socket.h"
 #include "agent/probe/probe_transport.h"
-#include "clock/clock_reader.h"
+#include "clock/fit_clock.h"
 
 namespace chronolink {
 
 class SocketTransport : public ProbeTransport {
  public:
-  SocketTransport(TimestampingSocket& socket, const NodeClock& clock)
+  SocketTransport(TimestampingSocket& socket, const FitClock& clock)
       : socket_(socket), clock_(clock) {}
 
   // True when the peer is new or its endpoint changed.
@@ -28,7 +28,7 @@ class SocketTransport : public ProbeTransport {
   SendOutcome Outcome(const SendResult& r) const;
 
   TimestampingSocket& socket_;
-  const NodeClock& clock_;
+  const FitClock& clock_;
   std::map<uint32_t, UdpEndpoint> peers_;
 };
 
@@ -39,7 +39,7 @@ class SocketTransport : public ProbeTransport {
 // (without one, every address counts as listed).
 class ProbeEngine;
 class HardwareStamps;
-void PumpSocket(TimestampingSocket& socket, const NodeClock& clock, ProbeEngine& engine,
+void PumpSocket(TimestampingSocket& socket, const FitClock& clock, ProbeEngine& engine,
                 bool datagrams_ready = true, bool tx_stamps_ready = true,
                 HardwareStamps* hardware = nullptr, const SocketTransport* transport = nullptr);
 

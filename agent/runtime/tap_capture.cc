@@ -92,7 +92,7 @@ bool TapCapture::Start(const AgentConfig& config, std::string* error) {
   return true;
 }
 
-void TapCapture::Pump(ProbeEngine& engine, const NodeClock& clock) {
+void TapCapture::Pump(ProbeEngine& engine, const FitClock& clock) {
   if (!tap_.is_open()) return;
   // Sample right before draining: the drained stamps then lie between two
   // measurements and are interpolated (kernel_clock_mapping.h).

@@ -13,7 +13,7 @@
 
 #include "agent/capture/bpf_tap.h"
 #include "agent/config/agent_config.h"
-#include "clock/clock_reader.h"
+#include "clock/fit_clock.h"
 #include "clock/kernel_clock_mapping.h"
 
 namespace chronolink {
@@ -37,7 +37,7 @@ class TapCapture {
 
   // Measures the clock offsets (rate-limited) and hands every queued record
   // to the engine. Cheap: no system call when the ring is empty.
-  void Pump(ProbeEngine& engine, const NodeClock& clock);
+  void Pump(ProbeEngine& engine, const FitClock& clock);
   void Close() { tap_.Close(); }
 
   nlohmann::ordered_json Stats() const;

@@ -387,6 +387,82 @@ TEST(ClusterLeader, AColdStartSolvesFromTheFirstWindowHeld) {
   EXPECT_EQ(leader.stats().instants_skipped, 0u);
 }
 
+// Every prober fits on its fit clock (F = REALTIME - d, d its own): the
+// estimates are F offsets, and what the leader publishes is in REALTIME.
+TEST(ClusterLeader, SolvesOnTheFitClocksAndPublishesREALTIME) {
+  // d of each node at the window centre, and REALTIME's rate against F.
+  const std::map<uint32_t, std::pair<int64_t, int64_t>> d = {
+      {1, {2'500'000, 300'000'000}}, {2, {-40'000, -1'200'000'000}}, {3, {0, 0}}, {4, {987'654, 50'000'000}}};
+  ClusterLeader leader(1, Options());
+  std::vector<WindowSummary> windows = AllWindows(kBase);
+  for (WindowSummary& w : windows) {
+    // The F offset: the REALTIME offset less the two nodes' d.
+    w.estimate.beta_ns -= static_cast<double>(d.at(w.estimate.peer).first - d.at(w.estimate.node).first);
+    const int64_t centre = w.window_start_ns + kStep / 2;
+    if (w.estimate.node != 3) {  // node 3 fits in REALTIME: its summaries carry no point
+      w.prober_clock = FitPoint{centre, centre + d.at(w.estimate.node).first, d.at(w.estimate.node).second};
+    }
+  }
+  leader.TakeOffice(kBase);
+  leader.Add(windows, kBase);
+  const auto snaps = leader.SolveDue(kBase + 5 * kSecond);
+  ASSERT_FALSE(snaps.empty());
+  const OffsetsSnapshot& s = snaps.front();
+  EXPECT_EQ(s.reference_instant_ns, leader.InstantAt(kBase / kStep) + d.at(1).first) << "T on the reference's REALTIME";
+  for (const NodeSolution& n : s.nodes) {
+    ASSERT_TRUE(n.reachable) << n.node;
+    // The node's own instant of T lies its F offset from the reference's: d there, along its rate.
+    const double f_offset = kOffsets.at(n.node) - static_cast<double>(d.at(n.node).first - d.at(1).first);
+    const double d_there = static_cast<double>(d.at(n.node).first) + f_offset * static_cast<double>(d.at(n.node).second) * 1e-15;
+    EXPECT_NEAR(n.offset_ns, f_offset + d_there - static_cast<double>(d.at(1).first), 0.6) << n.node;
+    EXPECT_NEAR(n.drift, (static_cast<double>(d.at(n.node).second) - static_cast<double>(d.at(1).second)) * 1e-15, 1e-12)
+        << n.node;
+  }
+  EXPECT_EQ(leader.stats().nodes_unmapped, 0u);
+}
+
+TEST(ClusterLeader, WithoutTheReferencesPointNearTheInstantNothingIsPublished) {
+  ClusterLeader leader(1, Options());
+  std::vector<WindowSummary> windows = AllWindows(kBase);
+  // Node 1, the reference, sent no summary: its REALTIME against its fit clock is unknown.
+  for (WindowSummary& w : windows) w.prober_clock = FitPoint{w.window_start_ns + kStep / 2, w.window_start_ns + kStep / 2, 0};
+  std::erase_if(windows, [](const WindowSummary& w) { return w.estimate.node == 1; });
+  leader.TakeOffice(kBase);
+  leader.Add(windows, kBase);
+  EXPECT_TRUE(leader.SolveDue(kBase + 5 * kSecond).empty());
+  EXPECT_GE(leader.stats().instants_unmapped, 1u);
+}
+
+TEST(FitPointBook, TheMeanReferenceIsTheMeanOfTheNodesPublished) {
+  FitPointBook book(4 * kSecond);
+  const int64_t t = kBase + kStep / 2;
+  auto summary = [&](uint32_t node, int64_t d) {
+    WindowSummary w = Window(node, node == 1 ? 2 : 1, kBase);
+    w.prober_clock = FitPoint{t, t + d, 0};
+    return w;
+  };
+  book.Add(summary(1, 1'000), kStep);
+  book.Add(summary(2, -3'000), kStep);
+  book.Add(summary(3, 500), kStep);
+  OffsetsSnapshot s;
+  s.reference_instant_ns = t;
+  for (uint32_t n : {1u, 2u, 3u, 4u}) {
+    NodeSolution sol;
+    sol.node = n;
+    sol.reachable = true;
+    sol.offset_ns = n == 4 ? 30.0 : -10.0;  // F offsets against their mean
+    s.nodes.push_back(sol);
+  }
+  ASSERT_TRUE(book.ToRealtime(&s));
+  EXPECT_FALSE(s.nodes[3].reachable) << "node 4 sent no point: it cannot be said in REALTIME";
+  EXPECT_EQ(book.stats().nodes_unmapped, 1u);
+  double sum = 0;
+  for (int i = 0; i < 3; ++i) sum += s.nodes[i].offset_ns;
+  EXPECT_NEAR(sum, 0, 1e-9) << "against the mean of the nodes published";
+  EXPECT_NEAR(s.nodes[0].offset_ns - s.nodes[1].offset_ns, 4'000, 1e-9);
+  EXPECT_NEAR(s.nodes[2].offset_ns - s.nodes[0].offset_ns, -500, 1e-9);
+}
+
 TEST(ClusterLeader, NotInOfficeSolvesNothing) {
   ClusterLeader leader(1, Options());
   leader.Add(AllWindows(kBase), kBase + kStep);
@@ -412,6 +488,12 @@ TEST(ClusterMessages, WindowSummaryRoundTrip) {
   ASSERT_TRUE(DecodeWindowSummary(EncodeWindowSummary(w), &one, &error)) << error;
   ASSERT_TRUE(one.estimate.shared_ns.has_value());
   EXPECT_DOUBLE_EQ(*one.estimate.shared_ns, 0.25 * w.estimate.uncertainty_ns);
+  EXPECT_FALSE(one.prober_clock.has_value()) << "not stated: the prober fits in REALTIME";
+  // The prober's REALTIME against its fit clock, in exact integers.
+  w.prober_clock = FitPoint{kBase + kStep / 2, kBase + kStep / 2 + 123'456'789'012, -45'678'901'234};
+  ASSERT_TRUE(DecodeWindowSummary(EncodeWindowSummary(w), &one, &error)) << error;
+  ASSERT_TRUE(one.prober_clock.has_value());
+  EXPECT_EQ(*one.prober_clock, *w.prober_clock);
 }
 
 TEST(ClusterMessages, BadWindowSummariesAreRefusedWithAReason) {
@@ -441,6 +523,14 @@ TEST(ClusterMessages, BadWindowSummariesAreRefusedWithAReason) {
        "shared_ns"},
       {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"shared_ns":"x","estimator":"m"})",
        "shared_ns"},
+      {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m","prober_clock":7})",
+       "\"prober_clock\" is not a JSON object"},
+      {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m","prober_clock":{"fit_ns":1,"realtime_ns":2}})",
+       "missing field \"rate_fine\""},
+      {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m","prober_clock":{"fit_ns":1,"realtime_ns":2,"rate_fine":2000000000000}})",
+       "beyond 1000 ppm"},
+      {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m","prober_clock":{"fit_ns":1.5,"realtime_ns":2,"rate_fine":0}})",
+       "not an integer"},
   };
   for (const auto& [text, why] : bad) {
     error.clear();

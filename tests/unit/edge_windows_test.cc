@@ -11,6 +11,13 @@
 namespace chronolink {
 namespace {
 
+EdgeRecordContext Context(uint64_t epoch, std::optional<VirtualClockParams> test_clock = std::nullopt) {
+  EdgeRecordContext c;
+  c.session_epoch = epoch;
+  c.test_clock = test_clock;
+  return c;
+}
+
 constexpr int64_t kWindow = 2'000'000'000;
 constexpr int64_t kBase = 1'790'000'000'000'000'000LL;  // a multiple of the window
 
@@ -84,7 +91,7 @@ TEST(EdgeWindows, AClockStepDiscardsTheWindow) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(out[0].clock_step);
   EXPECT_EQ(out[0].estimate.estimator, EstimatorKind::kNone);
-  const auto j = nlohmann::json::parse(EdgeRecordToJson(out[0], EdgeRecordContext{42, "auto", std::nullopt}));
+  const auto j = nlohmann::json::parse(EdgeRecordToJson(out[0], Context(42)));
   EXPECT_EQ(j["estimator"], "none");
   EXPECT_TRUE(j["beta_ns"].is_null());
   EXPECT_TRUE(j["clock_step"].get<bool>());
@@ -279,7 +286,7 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   r.estimate.fit.ok = true;
   r.estimate.fit.beta_ns = -12.5;
   r.estimate.fit.alpha = 4.5e-5;
-  const auto j = nlohmann::json::parse(EdgeRecordToJson(r, EdgeRecordContext{7, "auto", VirtualClockParams{1, 2.0, 3}}));
+  const auto j = nlohmann::json::parse(EdgeRecordToJson(r, Context(7, VirtualClockParams{1, 2.0, 3})));
   for (const char* k : {"schema", "node", "peer", "session", "clock_domain", "window_start_ns",
                         "window_end_ns", "x0_ns", "fit_start_ns", "fit_end_ns", "timestamp_source", "estimator", "alpha",
                         "alpha_ppm", "beta_ns", "uncertainty_ns", "sigma_ns", "sigma_shared_ns",
@@ -299,7 +306,7 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   EXPECT_TRUE(j["sigma_shared_ns"].is_null());
   r.sigma_ns = 12;
   r.sigma_shared_ns = 5;
-  const auto k = nlohmann::json::parse(EdgeRecordToJson(r, EdgeRecordContext{7, "auto", VirtualClockParams{}}));
+  const auto k = nlohmann::json::parse(EdgeRecordToJson(r, Context(7, VirtualClockParams{})));
   EXPECT_DOUBLE_EQ(k["sigma_ns"].get<double>(), 12);
   EXPECT_DOUBLE_EQ(k["sigma_shared_ns"].get<double>(), 5);
 }

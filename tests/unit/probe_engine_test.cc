@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "agent/runtime/socket_transport.h"
-#include "clock/clock_reader.h"
+#include "clock/fit_clock.h"
 #include "tests/support/fast_probing.h"
 
 namespace chronolink {
@@ -30,7 +30,7 @@ ClusterKey TestKey(uint8_t seed) {
 
 struct Node {
   uint32_t id;
-  NodeClock clock;
+  FitClock clock;
   TimestampingSocket socket;
   std::unique_ptr<ProbeCodec> codec;
   std::unique_ptr<SocketTransport> transport;
@@ -38,7 +38,7 @@ struct Node {
   std::vector<FullTuple> tuples;
   int pairs_sent = 0;
 
-  Node(uint32_t id_, VirtualClockParams vc = {}) : id(id_), clock(vc) {
+  Node(uint32_t id_, VirtualClockParams vc = {}) : id(id_), clock(NodeClock(vc)) {
     std::string error;
     EXPECT_TRUE(socket.Open("127.0.0.1", 0, &error)) << error;
   }
@@ -510,7 +510,7 @@ TEST_F(ProbeEngineTest, AForwardProbeReceivedTwiceSpoilsItsPairOnTheResponder) {
 // a dual-stack socket reports an IPv4 peer (::ffff:a.b.c.d); nothing else.
 TEST(SocketTransportTest, AListedEndpointMatchesItselfAndItsV4MappedFormOnly) {
   TimestampingSocket socket;
-  NodeClock clock;
+  FitClock clock;
   SocketTransport transport(socket, clock);
   auto ep = [](const std::string& ip, uint16_t port) {
     UdpEndpoint e;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/cluster/fit_point_book.h"
 #include "agent/export/offsets_jsonl_writer.h"
 #include "agent/solve/clock_step_barriers.h"
 #include "agent/solve/global_solver.h"
@@ -38,8 +39,11 @@ struct ParseError : std::runtime_error {
 // (estimator "none", null beta/alpha/uncertainty) and lines of another
 // source class are skipped; windows discarded for a clock step become
 // barriers, as the leader keeps them.
+// Each line's `fit_point` (the prober's REALTIME at x0 on its fit clock)
+// goes into `points`: the solve is on the fit clocks, the output in
+// REALTIME, as the leader's (docs/leader.md).
 void ReadEdges(const std::string& path, const std::string& source, std::vector<EdgeEstimate>& out,
-               ClockStepBarriers& steps, size_t& skipped) {
+               ClockStepBarriers& steps, chronolink::FitPointBook& points, size_t& skipped) {
   std::ifstream in(path);
   if (!in) throw ParseError(path + ": cannot open");
   std::string line;
@@ -78,6 +82,12 @@ void ReadEdges(const std::string& path, const std::string& source, std::vector<E
       e.node = j.at("node").get<uint32_t>();
       e.peer = j.at("peer").get<uint32_t>();
       e.x0_ns = j.at("x0_ns").get<int64_t>();
+      chronolink::FitPoint point{e.x0_ns, e.x0_ns, 0};  // none: the prober fitted in REALTIME
+      if (j.contains("fit_point")) {
+        const json& p = j["fit_point"];
+        point = {p.at("fit_ns").get<int64_t>(), p.at("realtime_ns").get<int64_t>(), p.at("rate_fine").get<int64_t>()};
+      }
+      points.Add(e.node, point);
       e.beta_ns = j.at("beta_ns").get<double>();
       e.alpha = j.at("alpha").get<double>();
       // The window's one-sigma when the agent measured it (edges written
@@ -175,9 +185,10 @@ int main(int argc, char** argv) {
 
   std::vector<EdgeEstimate> edges;
   ClockStepBarriers steps;
+  chronolink::FitPointBook points(opt.validity_horizon_ns);
   size_t skipped = 0;
   try {
-    for (const auto& f : edge_files) ReadEdges(f, source, edges, steps, skipped);
+    for (const auto& f : edge_files) ReadEdges(f, source, edges, steps, points, skipped);
   } catch (const ParseError& e) {
     std::cerr << "chronolink-solve: " << e.what() << "\n";
     return 1;
@@ -225,9 +236,13 @@ int main(int argc, char** argv) {
     for (auto it = begin; it != end; ++it) {
       if (!steps.Crosses(*it, t)) usable.push_back(*it);
     }
-    const auto r = solve(usable, t, opt);
-    context.reference_instant_ns = t;
-    for (const auto& s : r.nodes) {
+    chronolink::OffsetsSnapshot solved;
+    solved.reference_instant_ns = t;
+    solved.reference_node = opt.reference_node;
+    solved.nodes = solve(usable, t, opt).nodes;
+    if (!points.ToRealtime(&solved)) continue;  // the reference's REALTIME is unknown there
+    context.reference_instant_ns = solved.reference_instant_ns;
+    for (const auto& s : solved.nodes) {
       const std::string line = chronolink::OffsetLineJson(s, context) + "\n";
       if (out_path == "-") {
         std::cout << line;
@@ -246,6 +261,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cerr << "chronolink-solve: " << edges.size() << " estimates (" << skipped << " lines skipped), "
-            << instants.size() << " instants, " << lines << " lines\n";
+            << instants.size() << " instants, " << lines << " lines";
+  if (points.stats().instants_unmapped + points.stats().nodes_unmapped > 0) {
+    std::cerr << "; not mapped to REALTIME (no fit_point of the reference, or of a node, near the instant): "
+              << points.stats().instants_unmapped << " instants, " << points.stats().nodes_unmapped << " node solutions";
+  }
+  std::cerr << "\n";
   return 0;
 }

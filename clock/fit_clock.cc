@@ -1,0 +1,161 @@
+#include "clock/fit_clock.h"
+
+#include "clock/clock_trajectory.h"
+
+namespace chronolink {
+
+int64_t FitAnchor::FitOfRaw(int64_t raw) const {
+  const int64_t d = raw - raw_ns;
+  return realtime_ns + d + RoundedQuotient(static_cast<__int128>(d) * rate_fine, kFinePerNs);
+}
+
+int64_t FitAnchor::RawOfFit(int64_t fit_ns) const {
+  const int64_t u = fit_ns - realtime_ns;
+  return raw_ns + RoundedQuotient(static_cast<__int128>(u) * kFinePerNs, kFinePerNs + static_cast<__int128>(rate_fine));
+}
+
+FitTimebase::FitTimebase(const ClockPairSample& first, size_t capacity) : map_(capacity) {
+  anchor_ = {first.raw_ns, first.realtime_ns, first.rate_fine == kRateUnknown ? 0 : first.rate_fine};
+  map_.Add(first);
+  stats_.samples = 1;
+}
+
+void FitTimebase::Add(const ClockPairSample& s) {
+  std::lock_guard lock(mutex_);
+  if (s.raw_ns > map_.samples().back().raw_ns) ++stats_.samples;  // the map ignores the rest
+  map_.Add(s);
+  stats_.steps = map_.breaks();
+}
+
+int64_t FitTimebase::RateAt(size_t i) const {
+  const auto& ss = map_.samples();
+  if (ss[i].rate_fine != kRateUnknown) return ss[i].rate_fine;
+  // The chord to a neighbour on the same side of every step.
+  size_t a = i, b = i;
+  if (i > 0 && !map_.BreakBefore(i)) {
+    a = i - 1;
+  } else if (i + 1 < ss.size() && !map_.BreakBefore(i + 1)) {
+    b = i + 1;
+  } else {
+    return 0;
+  }
+  const int64_t d_raw = ss[b].raw_ns - ss[a].raw_ns;
+  const int64_t d_rt = ss[b].realtime_ns - ss[a].realtime_ns;
+  return RoundedQuotient(static_cast<__int128>(d_rt - d_raw) * kFinePerNs, d_raw);
+}
+
+int64_t FitTimebase::RawAlong(const ClockPairSample& s, size_t index, int64_t realtime_ns) const {
+  const __int128 rate = kFinePerNs + static_cast<__int128>(RateAt(index));
+  return s.raw_ns + RoundedQuotient(static_cast<__int128>(realtime_ns - s.realtime_ns) * kFinePerNs, rate);
+}
+
+int64_t FitTimebase::RealtimeAlong(const ClockPairSample& s, size_t index, int64_t raw_ns) const {
+  const int64_t d = raw_ns - s.raw_ns;
+  return s.realtime_ns + d + RoundedQuotient(static_cast<__int128>(d) * RateAt(index), kFinePerNs);
+}
+
+size_t FitTimebase::NewestAtOrBeforeRaw(int64_t raw_ns) const {
+  const auto& ss = map_.samples();
+  for (size_t i = ss.size(); i-- > 0;) {
+    if (ss[i].raw_ns <= raw_ns) return i;
+  }
+  return 0;
+}
+
+int64_t FitTimebase::FitOfRealtime(int64_t realtime_ns) const {
+  std::lock_guard lock(mutex_);
+  if (const std::optional<int64_t> raw = map_.RawOf(realtime_ns)) return anchor_.FitOfRaw(*raw);
+  const auto& ss = map_.samples();
+  const size_t newest = ss.size() - 1;
+  if (realtime_ns > ss[newest].realtime_ns) {
+    ++stats_.extrapolated;
+    return anchor_.FitOfRaw(RawAlong(ss[newest], newest, realtime_ns));
+  }
+  if (realtime_ns < ss.front().realtime_ns && map_.breaks() == 0) {
+    ++stats_.extrapolated;
+    return anchor_.FitOfRaw(RawAlong(ss.front(), 0, realtime_ns));
+  }
+  // A REALTIME a step skipped or read twice: the newest sample at or before
+  // it decides (a stamp is converted soon after it was taken).
+  ++stats_.unmapped;
+  size_t i = newest;
+  while (i > 0 && ss[i].realtime_ns > realtime_ns) --i;
+  return anchor_.FitOfRaw(RawAlong(ss[i], i, realtime_ns));
+}
+
+int64_t FitTimebase::RealtimeOfFit(int64_t fit_ns) const {
+  const int64_t raw = anchor_.RawOfFit(fit_ns);
+  std::lock_guard lock(mutex_);
+  if (const std::optional<int64_t> rt = map_.RealtimeOf(raw)) return *rt;
+  const size_t i = NewestAtOrBeforeRaw(raw);
+  return RealtimeAlong(map_.samples()[i], i, raw);
+}
+
+FitPoint FitTimebase::PointAt(int64_t fit_ns) const {
+  FitPoint p;
+  p.fit_ns = fit_ns;
+  p.realtime_ns = RealtimeOfFit(fit_ns);
+  const int64_t raw = anchor_.RawOfFit(fit_ns);
+  std::lock_guard lock(mutex_);
+  const auto& ss = map_.samples();
+  size_t i = NewestAtOrBeforeRaw(raw);
+  // Past the kink between this sample and the next, the next one's rate holds.
+  if (i + 1 < ss.size() && !map_.BreakBefore(i + 1)) {
+    if (const auto k = RateKink(ss[i], ss[i + 1]); k && k->raw_ns <= raw) ++i;
+  }
+  const __int128 realtime_rate = kFinePerNs + static_cast<__int128>(RateAt(i));
+  const __int128 fit_rate = kFinePerNs + static_cast<__int128>(anchor_.rate_fine);
+  p.rate_fine = RoundedQuotient(realtime_rate * kFinePerNs, fit_rate) - kFinePerNs;
+  return p;
+}
+
+FitTimebaseStats FitTimebase::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+FitClock::FitClock(NodeClock node, FitClockMode mode, int64_t sample_interval_ns)
+    : node_(std::move(node)),
+      mode_(mode),
+      sample_interval_ns_(sample_interval_ns),
+      timebase_(std::make_shared<FitTimebase>(node_.SamplePair())) {}
+
+int64_t FitClock::Now() const {
+  if (mode_ == FitClockMode::kRealtime) return node_.Now();
+  return timebase_->anchor().FitOfRaw(node_.RawNow());
+}
+
+int64_t FitClock::Ingest(int64_t kernel_realtime_ns) const {
+  const int64_t realtime = node_.Ingest(kernel_realtime_ns);
+  if (mode_ == FitClockMode::kRealtime) return realtime;
+  return timebase_->FitOfRealtime(realtime);
+}
+
+int64_t FitClock::ToReal(int64_t fit_ns) const {
+  if (mode_ == FitClockMode::kRealtime) return node_.ToReal(fit_ns);
+  return node_.ToReal(timebase_->RealtimeOfFit(fit_ns));
+}
+
+FitPoint FitClock::PointAt(int64_t fit_ns) const {
+  if (mode_ == FitClockMode::kRealtime) return {fit_ns, fit_ns, 0};
+  return timebase_->PointAt(fit_ns);
+}
+
+std::optional<ClockPairSample> FitClock::Poll(int64_t monotonic_ns) {
+  if (last_sample_monotonic_ns_ != 0 && monotonic_ns - last_sample_monotonic_ns_ < sample_interval_ns_) {
+    return std::nullopt;
+  }
+  last_sample_monotonic_ns_ = monotonic_ns;
+  const ClockPairSample s = node_.SamplePair();
+  timebase_->Add(s);
+  return s;
+}
+
+std::optional<FitAnchor> FitClock::anchor() const {
+  if (mode_ == FitClockMode::kRealtime) return std::nullopt;
+  return timebase_->anchor();
+}
+
+FitTimebaseStats FitClock::stats() const { return timebase_->stats(); }
+
+}  // namespace chronolink

@@ -1,0 +1,29 @@
+// One point of a node's REALTIME against its fit clock (clock/fit_clock.h),
+// as window summaries carry it to the leader (docs/formats.md).
+#pragma once
+
+#include <cstdint>
+
+namespace chronolink {
+
+// round(num / den), halves away from zero; den > 0. The fit clock's
+// conversions in exact integer arithmetic.
+inline int64_t RoundedQuotient(__int128 num, __int128 den) {
+  return static_cast<int64_t>((num >= 0 ? num + den / 2 : num - den / 2) / den);
+}
+
+// A node's REALTIME at one instant of its fit clock, and REALTIME's rate
+// against F there (less 1, in 1e-15 per ns): what the leader needs to map
+// a solution in F back to REALTIME near that instant. A node fitting in
+// REALTIME itself has realtime_ns == fit_ns and rate 0.
+struct FitPoint {
+  int64_t fit_ns = 0;
+  int64_t realtime_ns = 0;
+  int64_t rate_fine = 0;
+
+  // REALTIME − F at fit instant `fit_ns` along this point's rate.
+  int64_t RealtimeMinusFitAt(int64_t fit_ns) const;
+  friend bool operator==(const FitPoint&, const FitPoint&) = default;
+};
+
+}  // namespace chronolink
