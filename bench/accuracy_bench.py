@@ -65,7 +65,8 @@ import node_clocks  # noqa: E402
 import testbed as tbm  # noqa: E402
 from baselines import CLK_TCK, percentile, proc_cpu_ticks, summarize_abs_us  # noqa: E402
 from truth import (VClock, clock_quantum_ns, error_shape, format_error_shape,  # noqa: E402
-                   format_sigma_coverage, quantum_from_steps, sigma_coverage, true_alpha, true_beta)
+                   FitClockTruth, fit_clock_truth, format_sigma_coverage, quantum_from_steps, sigma_coverage, true_alpha,
+                   true_beta)
 from truth import to_fraction as _frac  # noqa: E402
 
 DEFAULT_AGENT = os.path.join(REPO, "build", "agent", "chronolink-agent")
@@ -397,9 +398,14 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
 
     # ---- agents
     all_windows: list[dict] = []
+    edges_read = {i: read_edges(os.path.join(ag["dir"], "edges.jsonl")) for i, ag in agents.items()}
+    # Each agent's edges are on the fit clocks (its own and its peers'),
+    # the solved offsets on REALTIME.
+    fit_clocks = {n: fit_clock_truth(edges_read[n][0] if n in edges_read else [], clocks[n],
+                                     node_clock[n].raw_truth()) for n in clocks}
     for i, ag in agents.items():
-        recs, problems = read_edges(os.path.join(ag["dir"], "edges.jsonl"))
-        wins, skipped = window_errors(recs, clocks, since_ns=span_t0, until_ns=span_t1)
+        recs, problems = edges_read[i]
+        wins, skipped = window_errors(recs, fit_clocks, since_ns=span_t0, until_ns=span_t1)
         all_windows += wins
         edges = len({r.get("peer") for r in recs}) or (len(agents) - 1)
         cpu = None
@@ -750,6 +756,18 @@ def selftest(verbose: bool = True) -> int:
           "true alpha, own drift -12.5 ppm")
     # float inputs are taken as the decimal typed
     check(VClock.make(0, 0.1, 0).drift_ppm == Fraction(1, 10), "float ppm 0.1 is exactly 1/10")
+    # a fit clock over a RAW clock: its own inverse, its rate, and the
+    # identity for an undisciplined clock anchored on itself
+    anchor = {"raw_ns": t0 + 5_000_000, "realtime_ns": t0 + 77_000, "rate_fine": -12_345_678_901}
+    fit = FitClockTruth(own, anchor)
+    for t in (t0, t0 + 59_999_999_937):
+        check(fit.true_time(fit.at(t)) == t, f"fit clock: true_time(at(t)) == t at t0{t - t0:+d}")
+    check(fit.at(own.true_time(anchor["raw_ns"])) == anchor["realtime_ns"], "fit clock: F is realtime_ns at raw_ns")
+    check(fit.rate_at(t0) == (1 + own.rate) * (1 + Fraction(-12_345_678_901, 10**15)) - 1, "fit clock: its rate")
+    itself = FitClockTruth(peer, {"raw_ns": t0, "realtime_ns": t0, "rate_fine": 0})
+    check(itself.at(t0 + 10**9) == peer.at(t0 + 10**9), "fit clock of an undisciplined clock anchored on itself")
+    check(fit_clock_truth([{"x": 1}], peer, own) is peer, "no fit_clock in the records: REALTIME")
+    check(isinstance(fit_clock_truth([{"fit_clock": anchor}], peer, own), FitClockTruth), "fit_clock in the records")
 
     # synthetic edges.jsonl: known injected errors must come back exactly
     rnd = random.Random(7)

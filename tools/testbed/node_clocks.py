@@ -51,6 +51,14 @@ class NodeClock:
             return self.linear
         return NodeClockState.load(self.state_file).realtime()
 
+    def raw_truth(self) -> Any:
+        """The node's CLOCK_MONOTONIC_RAW as an exact clock: the state
+        file's oscillator; a linear virtual clock is undisciplined, its own
+        RAW."""
+        if self.linear is not None:
+            return self.linear
+        return NodeClockState.load(self.state_file).raw
+
     def describe(self) -> dict:
         if self.linear is not None:
             return {"model": "linear", "offset_ns": self.linear.offset_ns,

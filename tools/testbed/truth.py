@@ -60,6 +60,40 @@ def true_beta(x0_ns: Any, own: VClock, peer: VClock) -> Fraction:
     return peer.at(t) - own.at(t)
 
 
+class FitClockTruth:
+    """A node's fit clock (clock/fit_clock.h), which its agent fits offsets
+    in: F = realtime_ns + (raw - raw_ns)·(1 + rate_fine·1e-15), raw the
+    node's CLOCK_MONOTONIC_RAW (a test bed oscillator; a linear virtual
+    clock is its own RAW). The anchor is the "fit_clock" object of the
+    agent's edges.jsonl records. Exact, like the clocks it wraps."""
+
+    def __init__(self, raw, anchor: dict):
+        self.raw = raw
+        self.raw0 = int(anchor["raw_ns"])
+        self.f0 = int(anchor["realtime_ns"])
+        self.scale = 1 + Fraction(int(anchor["rate_fine"]), 10**15)
+
+    def at(self, t) -> Fraction:
+        return self.f0 + (self.raw.at(t) - self.raw0) * self.scale
+
+    def true_time(self, v) -> Fraction:
+        return self.raw.true_time(self.raw0 + (Fraction(v) - self.f0) / self.scale)
+
+    def rate_at(self, t=None) -> Fraction:
+        return (1 + self.raw.rate_at(t)) * self.scale - 1
+
+
+def fit_clock_truth(records, realtime, raw):
+    """The clock a node's edges.jsonl records are on: its fit clock over
+    `raw` where the records name one, else its REALTIME (`realtime`; an
+    agent run with --fit-clock realtime, or from before the fit clock)."""
+    for r in records:
+        anchor = r.get("fit_clock")
+        if isinstance(anchor, dict):
+            return FitClockTruth(raw, anchor)
+    return realtime
+
+
 def true_alpha(own, peer, t=None) -> Fraction:
     """True drift d(peer - own)/d(own) at true instant t (any t for linear
     clocks; a test bed node clock's (clock_trajectory.Trajectory) drift
