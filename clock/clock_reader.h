@@ -76,7 +76,10 @@ class TestbedNodeClock {
 class NodeClock {
  public:
   NodeClock() = default;
-  explicit NodeClock(const VirtualClockParams& p) : virtual_(p), skewed_(!p.IsIdentity()) {}
+  // Test mode's linear virtual clock: the node is simulated, its clock a
+  // function of the host's REALTIME (the test bed's true time) even where
+  // it is the identity, and undisciplined: its RAW is itself.
+  explicit NodeClock(const VirtualClockParams& p) : virtual_(p), skewed_(!p.IsIdentity()), linear_(true) {}
   explicit NodeClock(std::shared_ptr<TestbedNodeClock> testbed) : testbed_(std::move(testbed)) {}
 
   int64_t Now() const { return Ingest(ReadClockNs(CLOCK_REALTIME)); }
@@ -98,7 +101,7 @@ class NodeClock {
   // virtual clock is undisciplined, so its RAW is its REALTIME.
   ClockPairSample SamplePair() const {
     if (testbed_) return testbed_->PairAt(ReadClockNs(CLOCK_REALTIME));
-    if (skewed_) {
+    if (linear_) {
       const int64_t now = Now();
       return {now, now, 0, 0};
     }
@@ -111,7 +114,7 @@ class NodeClock {
   // virtual clock's own reading (it is undisciplined: its RAW is itself).
   int64_t RawNow() const {
     if (testbed_) return testbed_->PairAt(ReadClockNs(CLOCK_REALTIME)).raw_ns;
-    if (skewed_) return Now();
+    if (linear_) return Now();
     return ReadClockNs(CLOCK_MONOTONIC_RAW);
   }
 
@@ -136,6 +139,7 @@ class NodeClock {
  private:
   VirtualClock virtual_;
   bool skewed_ = false;
+  bool linear_ = false;
   std::shared_ptr<TestbedNodeClock> testbed_;
 };
 

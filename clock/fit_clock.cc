@@ -27,6 +27,17 @@ void FitTimebase::Add(const ClockPairSample& s) {
   stats_.steps = map_.breaks();
 }
 
+void FitTimebase::AddOnDemand(const ClockPairSample& s) {
+  Add(s);
+  std::lock_guard lock(mutex_);
+  ++stats_.on_demand;
+}
+
+int64_t FitTimebase::newest_realtime_ns() const {
+  std::lock_guard lock(mutex_);
+  return map_.samples().back().realtime_ns;
+}
+
 int64_t FitTimebase::RateAt(size_t i) const {
   const auto& ss = map_.samples();
   if (ss[i].rate_fine != kRateUnknown) return ss[i].rate_fine;
@@ -128,6 +139,8 @@ int64_t FitClock::Now() const {
 int64_t FitClock::Ingest(int64_t kernel_realtime_ns) const {
   const int64_t realtime = node_.Ingest(kernel_realtime_ns);
   if (mode_ == FitClockMode::kRealtime) return realtime;
+  // Taken before now: a sample now lies after it.
+  if (realtime > timebase_->newest_realtime_ns()) timebase_->AddOnDemand(node_.SamplePair());
   return timebase_->FitOfRealtime(realtime);
 }
 

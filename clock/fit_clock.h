@@ -12,10 +12,11 @@
 // maps solved offsets back to REALTIME with each node's FitPoint.
 //
 // Kernel and eBPF stamps are REALTIME; FitTimebase converts them through
-// the samples around them (RealtimeRawMap), or, for a stamp newer than the
-// newest sample (at most the sampling interval, 1 ms), along the newest
-// sample's rate: a rate change within that millisecond errs by
-// |change| x 1 ms, 1 ns for 1 ppm.
+// the samples around them (RealtimeRawMap). A stamp is read after it was
+// taken, so a stamp newer than the newest sample makes FitClock take one
+// there and then: every stamp lies between two samples. Extrapolating
+// instead would err by the rate change since the newest sample × the time
+// since it, and chronyd slews at up to 83 000 ppm (maxslewrate).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +42,7 @@ struct FitAnchor {
 
 struct FitTimebaseStats {
   uint64_t samples = 0;
+  uint64_t on_demand = 0;     // samples taken because a stamp was newer than the newest
   uint64_t extrapolated = 0;  // stamps newer (or older) than every sample: along the nearest one's rate
   uint64_t unmapped = 0;      // stamps at a REALTIME a step made ambiguous: along the newest sample before it
   uint64_t steps = 0;         // REALTIME steps between samples (the map's breaks)
@@ -54,7 +56,10 @@ class FitTimebase {
   explicit FitTimebase(const ClockPairSample& first, size_t capacity = 8192);
 
   void Add(const ClockPairSample& s);
+  // Takes `s` because a stamp was newer than the newest sample.
+  void AddOnDemand(const ClockPairSample& s);
   const FitAnchor& anchor() const { return anchor_; }
+  int64_t newest_realtime_ns() const;
 
   int64_t FitOfRealtime(int64_t realtime_ns) const;
   int64_t RealtimeOfFit(int64_t fit_ns) const;

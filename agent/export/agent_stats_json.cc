@@ -17,6 +17,7 @@ nlohmann::ordered_json AgentStatsJson(const AgentStatsSnapshot& s) {
   j["windows_written"] = s.windows_written;
   j["clock_steps"] = s.clock_steps;
   j["windows_estimated"] = s.windows_estimated;
+  if (!s.fit_clock.is_null()) j["fit_clock"] = s.fit_clock;
   nlohmann::ordered_json decode;
   for (size_t i = 0; i < c.decode.counts.size(); ++i) {
     decode[std::string(DecodeResultName(static_cast<DecodeResult>(i)))] = c.decode.counts[i];
@@ -76,6 +77,21 @@ nlohmann::ordered_json AgentStatsJson(const AgentStatsSnapshot& s) {
   }
   j["peers"] = peers;
   j["cluster"] = s.cluster;
+  return j;
+}
+
+nlohmann::ordered_json FitClockJson(const FitClock& clock) {
+  nlohmann::ordered_json j;
+  j["clock"] = clock.mode() == FitClockMode::kRaw ? "raw" : "realtime";
+  if (const std::optional<FitAnchor> a = clock.anchor()) {
+    j["anchor"] = {{"raw_ns", a->raw_ns}, {"realtime_ns", a->realtime_ns}, {"rate_fine", a->rate_fine}};
+  }
+  const FitTimebaseStats st = clock.stats();
+  j["samples"] = st.samples;
+  j["samples_on_demand"] = st.on_demand;
+  j["stamps_extrapolated"] = st.extrapolated;
+  j["stamps_unmapped"] = st.unmapped;
+  j["realtime_steps"] = st.steps;
   return j;
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/probe/probe_engine.h"
+#include "clock/fit_clock.h"
 
 namespace chronolink {
 
@@ -26,9 +27,11 @@ struct AgentStatsSnapshot {
   uint64_t socket_receive_errors = 0, socket_receive_calls = 0, socket_error_queue_calls = 0;
   std::map<uint32_t, PeerCounters> peers;
   std::map<uint32_t, int64_t> probe_interval_ns;  // per peer
-  nlohmann::ordered_json ebpf_tap, hardware_timestamping, cluster;
+  nlohmann::ordered_json ebpf_tap, hardware_timestamping, cluster, fit_clock;
 };
 
 nlohmann::ordered_json AgentStatsJson(const AgentStatsSnapshot& s);
+// The fit clock's section: what it is and how its stamps were mapped.
+nlohmann::ordered_json FitClockJson(const FitClock& clock);
 
 }  // namespace chronolink

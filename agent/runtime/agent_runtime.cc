@@ -333,6 +333,7 @@ void AgentRuntime::WriteStats(bool final) {
   s.windows_written = windows_written_;
   s.windows_estimated = windows_estimated_;
   s.clock_steps = clock_steps_;
+  s.fit_clock = FitClockJson(clock_);
   s.counters = engine_->counters();
   s.socket_receive_errors = socket_.receive_errors();
   s.socket_receive_calls = socket_.receive_calls();

@@ -205,6 +205,9 @@ TEST(FitClock, TheKernelsFitClockRunsWithRawAndNearREALTIME) {
   EXPECT_LT(std::llabs(f0 - ReadClockNs(CLOCK_REALTIME)), 10 * kMs) << "set to REALTIME at the start";
   const int64_t stamp = ReadClockNs(CLOCK_REALTIME);
   EXPECT_LT(std::llabs(fit.Ingest(stamp) - fit.Now()), 10 * kMs);
+  // The stamp was newer than every sample: one was taken then, after it.
+  EXPECT_GE(fit.stats().on_demand, 1u);
+  EXPECT_EQ(fit.stats().extrapolated, 0u) << "mapped between two samples";
   const int64_t f1 = fit.Now(), raw1 = ReadClockNs(CLOCK_MONOTONIC_RAW);
   EXPECT_GE(f1, f0);
   EXPECT_LT(std::llabs((f1 - f0) - (raw1 - raw0)), kMs) << "F runs with RAW (at most 0.05 % apart)";
