@@ -18,7 +18,8 @@ std::unique_ptr<HostClockMap> OffsetsMaps::ForNode(uint32_t node, std::string* e
 }
 
 bool LoadOffsetsMaps(const std::vector<std::string>& offsets, const std::vector<std::string>& edges,
-                     bool skip_bad_lines, OffsetsMaps* out, std::string* error) {
+                     const std::vector<std::string>& timebases, bool skip_bad_lines, OffsetsMaps* out,
+                     std::string* error) {
   OffsetsReadOptions read;
   read.skip_bad_lines = skip_bad_lines;
   OffsetsInput input;
@@ -28,9 +29,21 @@ bool LoadOffsetsMaps(const std::vector<std::string>& offsets, const std::vector<
     if (!coverage.AddFile(path, error)) return false;
   }
   coverage.Finish();
+  ClusterCorrection::Timebases shapes;
+  if (!timebases.empty()) {
+    TimebaseReader reader;
+    for (const auto& path : timebases) {
+      if (!reader.AddFile(path, error)) return false;
+    }
+    if (!reader.Finish(&shapes.nodes, error)) {
+      *error += " in " + std::to_string(timebases.size()) + " --timebase file(s)";
+      return false;
+    }
+    shapes.files = timebases;
+  }
   auto correction = std::make_shared<ClusterCorrection>();
   if (!ClusterCorrection::FromOffsets(input, correction.get(), error, CorrectionOptions{},
-                                      edges.empty() ? nullptr : &coverage)) {
+                                      edges.empty() ? nullptr : &coverage, timebases.empty() ? nullptr : &shapes)) {
     return false;
   }
   out->correction = std::move(correction);

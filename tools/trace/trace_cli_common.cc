@@ -52,6 +52,11 @@ void CorrectionFlags::Add(CLI::App* app, bool required) {
   if (required) o->required();
   app->add_option("--edges", edges,
                   "the nodes' edges.jsonl: stretches without a usable edge count as gaps");
+  app->add_option("--timebase", timebases,
+                  "the nodes' timebase.jsonl (the reference's too): between solved instants the correction "
+                  "follows each clock's discipline (its daemon's rate changes) instead of a straight line; "
+                  "needs a named reference")
+      ->check(CLI::ExistingFile);
   app->add_option("--cluster-file", cluster_file,
                   "the agents' cluster file: nodes' \"hostname\" and addresses name hosts");
   app->add_option("--host", hosts, "NODE=HOST: the trace of HOST (a glob) was recorded on NODE");
@@ -135,7 +140,9 @@ bool BuildOffsetsHostMaps(const CorrectionFlags& flags, const std::vector<std::s
   if (!LoadRules(flags, &rules, error)) return false;
   if (!MapHostsToNodes(names, rules, &out->matches, error)) return false;
   OffsetsMaps offsets;
-  if (!LoadOffsetsMaps(flags.offsets, flags.edges, flags.skip_bad_lines, &offsets, error)) return false;
+  if (!LoadOffsetsMaps(flags.offsets, flags.edges, flags.timebases, flags.skip_bad_lines, &offsets, error)) {
+    return false;
+  }
   out->source = offsets.Describe();
   out->warnings = offsets.warnings;
   for (size_t i = 0; i < names.size(); ++i) {

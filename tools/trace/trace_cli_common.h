@@ -35,6 +35,7 @@ struct InputFlags {
 struct CorrectionFlags {
   std::vector<std::string> offsets;
   std::vector<std::string> edges;
+  std::vector<std::string> timebases;  // the nodes' timebase.jsonl
   std::string cluster_file;
   std::vector<std::string> hosts;  // NODE=PATTERN
   std::string host_map;

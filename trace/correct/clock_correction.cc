@@ -47,16 +47,23 @@ std::string JoinNames(const std::vector<std::string>& names) {
 
 }  // namespace
 
-bool ClusterCorrection::FromOffsets(const OffsetsInput& input, ClusterCorrection* out, std::string* error,
-                                    const CorrectionOptions& options, const EdgeCoverage* edges) {
+bool ClusterCorrection::FromOffsets(const OffsetsInput& solved, ClusterCorrection* out, std::string* error,
+                                    const CorrectionOptions& options, const EdgeCoverage* edges,
+                                    const Timebases* timebases) {
   if (!CheckOptions(options, error)) return false;
-  if (input.records.empty()) {
-    *error = "no offsets to build a correction from (" + JoinNames(input.files) + ")";
+  if (solved.records.empty()) {
+    *error = "no offsets to build a correction from (" + JoinNames(solved.files) + ")";
+    return false;
+  }
+  if (timebases != nullptr && solved.reference.is_mean) {
+    *error = "following the clocks' discipline (timebase files) needs a named reference: the offsets are "
+             "against the mean of all nodes, whose REALTIME shape is every node's at once";
     return false;
   }
   ClusterCorrection c;
   c.options_ = options;
-  const std::vector<int64_t> instants = DistinctInstants(input.records);
+  const std::vector<int64_t> instants = DistinctInstants(solved.records);
+  OffsetsInput input = solved;
   CorrectionSource& s = c.source_;
   s.offsets_files = input.files;
   if (edges != nullptr) s.edges_files = edges->files();
@@ -68,6 +75,12 @@ bool ClusterCorrection::FromOffsets(const OffsetsInput& input, ClusterCorrection
   s.lines_read = input.lines_read;
   s.lines_replaced = input.lines_replaced;
   s.lines_skipped = input.lines_skipped;
+  if (timebases != nullptr) {
+    s.timebase_files = timebases->files;
+    input.records = FollowDiscipline(solved.records, solved.reference, instants,
+                                     options.gap_periods * static_cast<double>(s.period_ns), timebases->nodes,
+                                     &s.discipline);
+  }
   const std::vector<OffsetRecord>& records = input.records;
   for (size_t begin = 0; begin < records.size();) {
     size_t end = begin;
@@ -163,6 +176,14 @@ std::string ClusterCorrection::Describe() const {
   text += ": reference " + s.reference.ToString() + ", " + numbers + " from t_ns " + std::to_string(s.first_t_ns) +
           ", " + std::to_string(nodes_.size()) + " nodes";
   if (never > 0) text += " (" + std::to_string(never) + " never reachable)";
+  if (!s.timebase_files.empty()) {
+    text += "; following the clocks' discipline (timebases " + JoinNames(s.timebase_files) + "): " +
+            std::to_string(s.discipline.intervals_followed) + " intervals, " +
+            std::to_string(s.discipline.instants_added) + " instants between solved ones";
+    if (s.discipline.intervals_uncovered > 0) {
+      text += ", " + std::to_string(s.discipline.intervals_uncovered) + " a timebase did not cover";
+    }
+  }
   return text;
 }
 
@@ -182,6 +203,12 @@ nlohmann::json ClusterCorrection::ProvenanceJson() const {
   j["coverage_factor"] = options_.coverage_factor;
   j["drift_floor"] = options_.drift_floor;
   j["nodes"] = Nodes();
+  if (!s.timebase_files.empty()) {
+    j["timebase_files"] = s.timebase_files;
+    j["discipline"] = {{"intervals_followed", s.discipline.intervals_followed},
+                       {"intervals_uncovered", s.discipline.intervals_uncovered},
+                       {"instants_added", s.discipline.instants_added}};
+  }
   return j;
 }
 

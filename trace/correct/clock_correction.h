@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "trace/correct/discipline_knots.h"
 #include "trace/correct/edge_coverage.h"
 #include "trace/correct/node_correction.h"
 #include "trace/correct/offsets_file.h"
@@ -37,14 +38,25 @@ struct CorrectionSource {
   uint64_t lines_read = 0;
   uint64_t lines_replaced = 0;  // by later lines of the same (node, t_ns)
   uint64_t lines_skipped = 0;
+  // With the nodes' timebase.jsonl: the files, and what following their
+  // discipline between solved instants added (discipline_knots.h).
+  std::vector<std::string> timebase_files;
+  DisciplineStats discipline;
 };
 
 class ClusterCorrection {
  public:
   // False with `*error` naming file:line when the offsets cannot make a
-  // monotonic map. `edges` (finished) is optional.
+  // monotonic map. `edges` (finished) is optional; so are `timebases`, with
+  // which the map follows each node's and the reference's clock discipline
+  // between solved instants (`timebase_files` names them for the provenance).
+  struct Timebases {
+    std::map<uint32_t, NodeTimebase> nodes;
+    std::vector<std::string> files;
+  };
   static bool FromOffsets(const OffsetsInput& records, ClusterCorrection* out, std::string* error,
-                          const CorrectionOptions& options = {}, const EdgeCoverage* edges = nullptr);
+                          const CorrectionOptions& options = {}, const EdgeCoverage* edges = nullptr,
+                          const Timebases* timebases = nullptr);
 
   // nullptr for a node no line named.
   const NodeCorrection* Node(uint32_t id) const;

@@ -57,7 +57,11 @@ struct OffsetRecord {
   int32_t edges_used = 0;
   std::optional<uint32_t> leader;  // absent in offline output
   bool recomputed = false;
-  // Where the line was read: files[file_index]:line_number.
+  // Not solved: placed between two solved instants where a node's clock
+  // daemon bent its REALTIME (trace/correct/discipline_knots.h).
+  bool between_instants = false;
+  // Where the line was read: files[file_index]:line_number (for one placed
+  // between instants, the solved instant before it).
   uint32_t file_index = 0;
   uint32_t line_number = 0;
 };
