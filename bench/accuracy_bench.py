@@ -439,6 +439,10 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
     return res
 
 
+def _ns(v) -> str:
+    return "-" if v is None else f"{v:.1f} ns"
+
+
 def timebase_errors(path: str, state_file: str) -> dict:
     """How well the agent's timebase.jsonl (its REALTIME over its RAW, as
     knots) follows the node's clock, against the exact truth of its state
@@ -467,6 +471,7 @@ def timebase_errors(path: str, state_file: str) -> dict:
         mid = (a["raw_ns"] + b["raw_ns"]) // 2
         rt = a["realtime_ns"] + (b["realtime_ns"] - a["realtime_ns"]) * (mid - a["raw_ns"]) // (b["raw_ns"] - a["raw_ns"])
         errors.append(err(mid, rt))
+    errors.append(err(knots[-1]["raw_ns"], knots[-1]["realtime_ns"]))
     span_s = (knots[-1]["raw_ns"] - knots[0]["raw_ns"]) / 1e9
     errors.sort()
     return {"knots": len(knots), "span_s": span_s,
@@ -602,9 +607,10 @@ def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
                          f"({ag['probe_bytes_source']})" + (f"  [{ag['died']}]" if ag.get("died") else ""))
             tb = ag.get("timebase")
             if tb and "error" not in tb:
-                lines.append(f"{r['scenario']:<14} agent n{node}: timebase.jsonl {tb['knots']} knots "
-                             f"({tb['knots_per_min']:.1f}/min), |REALTIME error| at knots and between them "
-                             f"p99 {tb['p99_abs_error_ns']:.1f} ns, max {tb['max_abs_error_ns']:.1f} ns")
+                rate = "" if tb["knots_per_min"] is None else f" ({tb['knots_per_min']:.1f}/min)"
+                lines.append(f"{r['scenario']:<14} agent n{node}: timebase.jsonl {tb['knots']} knots{rate}, "
+                             f"|REALTIME error| at knots and between them "
+                             f"p99 {_ns(tb['p99_abs_error_ns'])}, max {_ns(tb['max_abs_error_ns'])}")
             elif tb:
                 lines.append(f"{r['scenario']:<14} agent n{node}: timebase.jsonl: {tb['error']}")
     for r in results:
