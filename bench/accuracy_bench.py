@@ -308,9 +308,10 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
     with tbm.Testbed(f"{a.name}", nodes=2, topology=sc.topology, tbf=sc.tbf) as tb, \
             contextlib.ExitStack() as stack:
         if a.clock_model in node_clocks.DISCIPLINED:
-            log("  starting chronyd on every node (it disciplines the node clocks)")
-            stack.enter_context(clock_discipline.ChronyDiscipline(
-                tb, 1, {n: c.state_file for n, c in node_clock.items()}, os.path.join(outdir, "discipline")))
+            log(f"  starting {a.clock_model} on every node (it disciplines the node clocks)")
+            stack.enter_context(clock_discipline.ClockDiscipline(
+                tb, 1, {n: c.state_file for n, c in node_clock.items()}, os.path.join(outdir, "discipline"),
+                client=a.clock_model))
         if sc.load:
             for s, d in ((1, 2), (2, 1)):
                 ct = stack.enter_context(tb.cross_traffic(s, d, sc.load))

@@ -6,13 +6,16 @@ and against a real chronyd (docs/testbed.md "Clocks as deployed").
   2. Through the shim, in a child python3 (ctypes): clock_gettime reads the
      node's clocks; adjtimex ADJ_FREQUENCY, ADJ_TICK and ADJ_SETOFFSET and
      settimeofday land in the state file as the knots they mean; ADJ_OFFSET
-     (the kernel PLL, not emulated) is refused; ADJ_SETOFFSET clears
-     maxerror as the kernel does.
+     with STA_PLL drives the emulated kernel PLL (a knot a second);
+     ADJ_SETOFFSET clears maxerror as the kernel does.
   3. A real chronyd under the shim, without CAP_SYS_TIME, against an
      unshimmed chronyd serving the kernel's time on loopback, steps the node
      clock (offset -7.5 ms, drift -30 ppm, wander) onto true time and then
      keeps it within 50 us: so it reads, steers and timestamps through the
      file, never the kernel.
+  4. The timesyncd model (tools/testbed/timesync_client.py) under the shim
+     steps a clock 600 ms off, then slews it through the emulated PLL: rate
+     changes a second apart, the clock within 5 ms of true time.
 
 Needs root (chronyd) and chronyd: exit 77 (skip) outside CI without them,
 fails under CI (docs/testbed.md "The CI rule").
@@ -21,6 +24,7 @@ fails under CI (docs/testbed.md "The CI rule").
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -204,6 +208,66 @@ def chronyd_run(build: str, tool: str, work: str, seconds: float) -> None:
     check(all(abs(e) < 50_000 for e in late), f"chronyd then keeps it within 50 us of true time: {late}")
 
 
+def timesyncd_run(build: str, tool: str, work: str, seconds: float) -> None:
+    """The timesyncd model (tools/testbed/timesync_client.py) under the shim:
+    it steps a clock 600 ms off (beyond timesyncd's 0.4 s), then tells the
+    emulated kernel PLL each offset, which slews with a rate change every
+    second."""
+    shim = os.path.join(build, "tools", "libchronolink_discipline_shim.so")
+    state = os.path.join(work, "timesyncd.clock")
+    create_state(tool, state, offset_ns=600_000_000, drift_ppm=12, white_fm_adev=5e-9,
+                 random_walk_fm_adev=2e-11)
+    sconf = os.path.join(work, "server2.conf")
+    with open(sconf, "w") as f:
+        f.write(f"local stratum 1\nallow 127.0.0.1\nport 11324\npidfile {work}/server2.pid\n"
+                "cmdport 0\nbindcmdaddress /\n")
+    polls = os.path.join(work, "polls.jsonl")
+    procs = []
+    try:
+        procs.append(subprocess.Popen(["chronyd", "-x", "-d", "-u", "root", "-f", sconf],
+                                      stdout=open(os.path.join(work, "server2.out"), "wb"),
+                                      stderr=subprocess.STDOUT, start_new_session=True))
+        time.sleep(1.0)  # the server's socket
+        env = dict(os.environ, LD_PRELOAD=shim, CHRONOLINK_CLOCK_STATE=state)
+        procs.append(subprocess.Popen(["setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time",
+                                       "/usr/bin/python3", os.path.join(REPO, "tools", "testbed", "timesync_client.py"),
+                                       "--server", "127.0.0.1", "--port", "11324", "--poll-s", "2", "--log", polls],
+                                      env=env, stdout=open(os.path.join(work, "timesync.out"), "wb"),
+                                      stderr=subprocess.STDOUT, start_new_session=True))
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            for p in procs:
+                if p.poll() is not None:
+                    with open(os.path.join(work, "timesync.out"), errors="replace") as f:
+                        fail(f"the timesyncd model or its server exited ({p.returncode}): {f.read()[-400:]}")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+    with open(polls) as f:
+        entries = [json.loads(line) for line in f if line.strip()]
+    actions = [e.get("action") for e in entries]
+    print(f"timesyncd model: {len(entries)} polls, offsets (us): "
+          f"{[round(e['offset_ns'] / 1e3) for e in entries if 'offset_ns' in e]}")
+    check(actions[:1] == ["step"], f"600 ms off: timesyncd steps first ({actions[:3]})")
+    check(actions.count("slew") >= 3, f"then it slews through the kernel PLL ({actions})")
+    node = NodeClockState.load(state)
+    check(any(abs(s) > 500_000_000 * FINE_PER_NS for s in node._steps), "the step reached the clock")
+    # The PLL changes the rate at each second it slews: knots about 1 s apart.
+    t = [k.t_ns for k in node.correction.knots]
+    seconds_apart = sum(1 for a, b in zip(t, t[1:]) if abs((b - a) / 1e9 - 1) < 0.01)
+    check(seconds_apart >= 5, f"{seconds_apart} rate changes one second apart (the PLL's)")
+    now = time.time_ns()
+    check(abs(node.realtime_at(now) - now) < 5_000_000,
+          f"the clock ends within 5 ms of true time ({(node.realtime_at(now) - now) / 1e6:.3f} ms)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(REPO, "build"))
@@ -217,6 +281,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="discipline-shim-") as work:
         shim_calls(a.build, tool, work)
         chronyd_run(a.build, tool, work, a.seconds)
+        timesyncd_run(a.build, tool, work, 15.0)
     print("discipline shim: PASS")
     return 0
 

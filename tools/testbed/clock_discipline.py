@@ -1,5 +1,6 @@
-"""A real chronyd disciplining each test bed node's clock (docs/testbed.md
-"Clocks as deployed").
+"""A clock daemon disciplining each test bed node's clock (docs/testbed.md
+"Clocks as deployed"): a real chronyd, or the model of systemd-timesyncd's
+servo that drives the kernel PLL (timesync_client.py).
 
 One unshimmed chronyd in the server node serves the test bed's true time
 (the kernel clock every namespace shares; `-x`: it never touches it, `local
@@ -11,9 +12,11 @@ network, and the state file records every change for the truth. The clients
 run without CAP_SYS_TIME (setpriv), so that a call the shim did not catch
 fails instead of moving the machine's clock.
 
-The client's configuration is a LAN client's: `server ... iburst xleave
+chronyd's configuration is a LAN client's: `server ... iburst xleave
 minpoll 2 maxpoll 4` (updates every 4-16 s); `makestep 0.001 3`
 (the start's offset stepped away, as a node that booted would have it).
+The timesyncd model polls every 2^minpoll s and tells the kernel PLL each
+offset as timesyncd does (ADJ_OFFSET with STA_PLL; a step beyond 0.4 s).
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ from typing import Any
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_SHIM = os.path.join(REPO, "build", "tools", "libchronolink_discipline_shim.so")
+TIMESYNC_CLIENT = os.path.join(REPO, "tools", "testbed", "timesync_client.py")
+CLIENTS = ("chronyd", "timesyncd")
 
 
 class DisciplineError(RuntimeError):
@@ -39,12 +44,16 @@ def _tail(path: str, n: int = 400) -> str:
         return ""
 
 
-class ChronyDiscipline:
-    """chronyd steering the clock state files of `clients` ({node index:
-    state file}) against a server in node `server`."""
+class ClockDiscipline:
+    """A daemon (`client`: chronyd, or the timesyncd model) steering the
+    clock state files of `clients` ({node index: state file}) against a
+    chronyd server in node `server`."""
 
-    def __init__(self, tb: Any, server: Any, clients: dict[int, str], workdir: str, *,
+    def __init__(self, tb: Any, server: Any, clients: dict[int, str], workdir: str, *, client: str = "chronyd",
                  minpoll: int = 2, maxpoll: int = 4, shim: str = DEFAULT_SHIM, binary: str = "chronyd") -> None:
+        if client not in CLIENTS:
+            raise ValueError(f"clock daemon {client!r}: one of {', '.join(CLIENTS)}")
+        self.client = client
         self.tb = tb
         self.server = tb.node(server)
         self.clients = {int(n): path for n, path in clients.items()}
@@ -68,7 +77,7 @@ class ChronyDiscipline:
         self.procs[role] = p
         return p
 
-    def start(self, ready_timeout: float = 20.0) -> "ChronyDiscipline":
+    def start(self, ready_timeout: float = 20.0) -> "ClockDiscipline":
         if shutil.which(self.binary) is None:
             raise DisciplineError(f"{self.binary} not found")
         if not os.path.exists(self.shim):
@@ -82,18 +91,23 @@ class ChronyDiscipline:
                     f"pidfile {sdir}/chronyd.pid\n" + common)
         self._spawn("server", self.server, [self.binary, "-x", "-d", "-u", "root", "-f", sconf])
         for node, state in sorted(self.clients.items()):
+            address = "127.0.0.1" if node == self.server.index else self.server.address
+            env = dict(os.environ, CHRONOLINK_CLOCK_STATE=state, LD_PRELOAD=self.shim)
+            no_sys_time = ["setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time"]
+            if self.client == "timesyncd":
+                cdir = self._dir(f"timesyncd-n{node}")
+                self._spawn(f"client-n{node}", node, no_sys_time + [
+                    "/usr/bin/python3", TIMESYNC_CLIENT, "--server", address, "--poll-s", str(2 ** self.minpoll),
+                    "--log", os.path.join(cdir, "log", "polls.jsonl")], env)
+                continue
             cdir = self._dir(f"chronyd-n{node}")
             conf = os.path.join(cdir, "chrony.conf")
-            address = "127.0.0.1" if node == self.server.index else self.server.address
             with open(conf, "w") as f:
                 f.write(f"# node {node}'s clock daemon, steering its clock state file {state}\n"
                         f"server {address} iburst xleave minpoll {self.minpoll} maxpoll {self.maxpoll}\n"
                         "makestep 0.001 3\nport 0\n"
                         f"pidfile {cdir}/chronyd.pid\nlogdir {cdir}/log\nlog tracking measurements\n" + common)
-            env = dict(os.environ, CHRONOLINK_CLOCK_STATE=state, LD_PRELOAD=self.shim)
-            argv = ["setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time",
-                    self.binary, "-d", "-u", "root", "-f", conf]
-            self._spawn(f"client-n{node}", node, argv, env)
+            self._spawn(f"client-n{node}", node, no_sys_time + [self.binary, "-d", "-u", "root", "-f", conf], env)
         deadline = time.monotonic() + ready_timeout
         pending = set(self.clients)
         try:
@@ -103,11 +117,10 @@ class ChronyDiscipline:
                         raise DisciplineError(f"chronyd {role} exited with status {p.returncode}: "
                                               f"{_tail(os.path.join(self.workdir, role + '.out'))}")
                 for node in list(pending):
-                    tracking = os.path.join(self.workdir, f"chronyd-n{node}", "log", "tracking.log")
-                    if os.path.exists(tracking) and os.path.getsize(tracking) > 0:
+                    if self._updated(node):
                         pending.discard(node)
                 if pending and time.monotonic() > deadline:
-                    raise DisciplineError(f"chronyd of node(s) {sorted(pending)} made no clock update in "
+                    raise DisciplineError(f"{self.client} of node(s) {sorted(pending)} made no clock update in "
                                           f"{ready_timeout:.0f} s")
                 time.sleep(0.2)
         except BaseException:
@@ -115,13 +128,24 @@ class ChronyDiscipline:
             raise
         return self
 
+    def _updated(self, node: int) -> bool:
+        """Whether node's daemon has adjusted its clock at least once."""
+        if self.client == "chronyd":
+            tracking = os.path.join(self.workdir, f"chronyd-n{node}", "log", "tracking.log")
+            return os.path.exists(tracking) and os.path.getsize(tracking) > 0
+        try:
+            with open(os.path.join(self.workdir, f"timesyncd-n{node}", "log", "polls.jsonl")) as f:
+                return any('"action"' in line for line in f)
+        except OSError:
+            return False
+
     def stop(self) -> None:
         self.tb.terminate(list(self.procs.values()), timeout=5.0)
         for f in self._files:
             f.close()
         self._files = []
 
-    def __enter__(self) -> "ChronyDiscipline":
+    def __enter__(self) -> "ClockDiscipline":
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

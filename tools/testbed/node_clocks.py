@@ -11,8 +11,12 @@ Two models:
           agent reads (--virtual-clock-state) and so does the truth
           (clock_trajectory.NodeClockState).
   chronyd wander, and a real chronyd per node steering that clock against
-          the test bed's NTP server (clock_discipline.ChronyDiscipline), as
+          the test bed's NTP server (clock_discipline.ClockDiscipline), as
           on a deployed node.
+  timesyncd
+          wander, and a model of systemd-timesyncd's servo per node
+          (timesync_client.py) telling the kernel PLL each offset: the rate
+          changes every second while the PLL slews one.
 """
 from __future__ import annotations
 
@@ -26,8 +30,8 @@ from truth import VClock
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_CLOCK_TOOL = os.path.join(REPO, "build", "tools", "chronolink-testbed-clock")
-MODELS = ("linear", "wander", "chronyd")
-DISCIPLINED = ("chronyd",)
+MODELS = ("linear", "wander", "chronyd", "timesyncd")
+DISCIPLINED = ("chronyd", "timesyncd")
 # A server's crystal over seconds to minutes: about 5 ns/sqrt(s) of phase
 # random walk (chronolink-sim's default wander) and a frequency that walks
 # by about 0.1 ppb/sqrt(s) (docs/testbed.md).
@@ -76,7 +80,7 @@ def make_node_clock(model: str, node: int, offset_ns: int, drift_ppm: str, t0_ns
     if model == "linear":
         return NodeClock(node, model, ["--virtual-offset-ns", str(offset_ns), "--virtual-drift-ppm", drift_ppm,
                                        "--virtual-t0-ns", str(t0_ns)], linear=VClock.make(offset_ns, drift_ppm, t0_ns))
-    if model not in ("wander", "chronyd"):
+    if model not in ("wander",) + DISCIPLINED:
         raise ValueError(f"clock model {model!r}: one of {', '.join(MODELS)}")
     path = os.path.join(state_dir, f"node{node}.clock")
     if os.path.exists(path):
