@@ -437,7 +437,71 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
         res["windows"] = all_windows
         leader_dir = agents[min(agents)]["dir"]
         res["solved"] = solved_errors(os.path.join(leader_dir, "offsets.jsonl"), clocks, span_t0, span_t1)
+        if a.clock_model != "linear":
+            res["trace"] = trace_between_instants(
+                os.path.join(leader_dir, "offsets.jsonl"), [os.path.join(ag["dir"], "timebase.jsonl")
+                                                          for ag in agents.values()],
+                clocks, span_t0, span_t1, os.path.join(outdir, "trace-check"))
     return res
+
+
+DEFAULT_TRACE_TOOL = os.path.join(REPO, "build", "tools", "chronolink-trace")
+
+
+def trace_between_instants(offsets: str, timebases: list[str], clocks: dict, since_ns: int, until_ns: int,
+                           workdir: str, events: int = 2000, seed: int = 7,
+                           tool: str = DEFAULT_TRACE_TOOL) -> dict:
+    """Node 2's events at random true instants of the measured span, as
+    its REALTIME stamped them (a Kineto trace, ns exact), aligned by
+    chronolink-trace onto node 1's clock with the leader's offsets: straight
+    between solved instants, and following both clocks' discipline
+    (--timebase). |aligned - node 1's true REALTIME| per event, ns."""
+    if not os.path.exists(tool):
+        return {"error": f"{tool} is not built"}
+    os.makedirs(workdir, exist_ok=True)
+    # Between node 2's first and last solved instants (beyond them a trace is
+    # extrapolated on the drift, which follows no discipline), within the span.
+    solved = [e["t_ns"] for e in solved_errors(offsets, clocks, since_ns, until_ns) if e["node"] == 2]
+    if len(solved) < 2:
+        return {"error": "fewer than two solved instants of node 2 in the span"}
+    lo, hi = int(clocks[1].true_time(min(solved))) + 1, int(clocks[1].true_time(max(solved)))
+    rng = random.Random(seed)
+    instants = sorted(rng.randrange(lo, hi) for _ in range(events))
+    stamps = [int(math.floor(clocks[2].at(t))) for t in instants]
+    base = stamps[0] - stamps[0] % 1000
+    trace = os.path.join(workdir, "node2.json")
+    with open(trace, "w") as f:
+        rows = ",".join(f'{{"ph":"X","name":"e{i}","pid":1,"tid":1,"ts":{(x - base) // 1000}.{(x - base) % 1000:03d},'
+                        f'"dur":0.001}}' for i, x in enumerate(stamps))
+        f.write(f'{{"baseTimeNanoseconds":{base},"traceEvents":[{rows}]}}')
+    out: dict = {"events": events}
+    for label, extra in (("straight", []), ("timebase", ["--timebase", *timebases])):
+        dest = os.path.join(workdir, label)
+        shutil.rmtree(dest, ignore_errors=True)
+        # Every event placed, whatever its bound: this measures errors, not bounds.
+        cmd = [tool, "align", trace, "--host", "2=node2", "--no-counters", "--max-bound-us", "1e6", "--out", dest,
+               "--offsets", offsets, *extra]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            out[label] = {"error": (r.stderr or r.stdout).strip()[-400:]}
+            continue
+        with open(os.path.join(dest, "node2.json")) as f:
+            doc = json.load(f, parse_float=decimal.Decimal)
+        aligned_base = int(doc["baseTimeNanoseconds"])
+        by_name = {e["name"]: e for e in doc["traceEvents"] if e.get("ph") == "X"}
+        errors = []
+        for i, t in enumerate(instants):
+            e = by_name.get(f"e{i}")
+            if e is None:
+                continue
+            aligned = aligned_base + _frac(e["ts"]) * 1000
+            # The event's true instant: when node 2's clock read its (floored) stamp.
+            errors.append(abs(float(aligned - clocks[1].at(clocks[2].true_time(stamps[i])))))
+        errors.sort()
+        out[label] = {"events": len(errors), "p50_ns": errors[len(errors) // 2] if errors else None,
+                      "p99_ns": errors[min(len(errors) - 1, int(0.99 * len(errors)))] if errors else None,
+                      "max_ns": errors[-1] if errors else None}
+    return out
 
 
 def _ns(v) -> str:
@@ -614,6 +678,18 @@ def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
                              f"p99 {_ns(tb['p99_abs_error_ns'])}, max {_ns(tb['max_abs_error_ns'])}")
             elif tb:
                 lines.append(f"{r['scenario']:<14} agent n{node}: timebase.jsonl: {tb['error']}")
+    for r in results:
+        tr = r.get("trace")
+        for label in ("straight", "timebase"):
+            t = (tr or {}).get(label)
+            if not t:
+                continue
+            if "error" in t:
+                lines.append(f"{r['scenario']:<14} trace events between solved instants ({label}): {t['error']}")
+                continue
+            lines.append(f"{r['scenario']:<14} trace events between solved instants, {label} "
+                         f"({t['events']} events of node 2 on node 1's clock): |aligned - true| p50 "
+                         f"{_ns(t['p50_ns'])}, p99 {_ns(t['p99_ns'])}, max {_ns(t['max_ns'])}")
     for r in results:
         line = format_purity(r.get("windows", []))
         if line:

@@ -246,6 +246,51 @@ TEST_F(TraceCliTest, JsonThatIsNotATraceIsOneClearError) {
   ExpectNoOutput(out);
 }
 
+// --timebase: the nodes' knots change where events between solved
+// instants land (node 2's REALTIME bends 1 µs at a knot inside an
+// interval), and a bad timebase file is one clear error with no output.
+TEST_F(TraceCliTest, TimebasesBendTheCorrectionBetweenInstantsAndABadOneIsAClearError) {
+  WriteHost("a", 3);
+  WriteHost("b", 3000);  // events 1 ms apart from kStart + 1 s: across three instants
+  const fs::path offsets = WriteOffsets();
+  // Node 2's REALTIME over RAW: straight, but for 1 µs more between 1.5 s and 2.5 s
+  // after kStart (a daemon's slew), from knots around the solved span.
+  const fs::path tb = dir_ / "timebase.jsonl";
+  {
+    std::ofstream out(tb);
+    const int64_t x0 = kStart + 1'000'000;  // node 2 reads 1 ms ahead
+    const std::vector<std::pair<int64_t, int64_t>> knots = {
+        {x0 - 10'000'000'000, 0}, {x0 + 1'500'000'000, 0}, {x0 + 2'500'000'000, 1'000}, {x0 + 30'000'000'000, 1'000}};
+    for (const auto& [rt, extra] : knots) {
+      out << nlohmann::json({{"schema", "chronolink.timebase.v1"}, {"node", 2}, {"session", "1"},
+                             {"after_step", false}, {"realtime_ns", rt}, {"raw_ns", rt - 777 - extra}})
+                 .dump()
+          << "\n";
+    }
+  }
+  AlignHostsAB(offsets, "straight", {});
+  const ProcessResult r = Run({"align", (dir_ / "logs").string(), "--offsets", offsets.string(), "--host", "1=a",
+                               "--host", "2=b", "--timebase", tb.string(), "--out", (dir_ / "bent").string(),
+                               "--summary-json", (dir_ / "bent.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream summary(dir_ / "bent.json");
+  const nlohmann::json j = nlohmann::json::parse(summary);
+  EXPECT_NE(j["offsets"].get<std::string>().find("following the clocks' discipline"), std::string::npos) << j.dump();
+  const fs::path rel = fs::path("plugins") / "profile" / "2026_11_25_10_00_00" / "b.xplane.pb";
+  std::ifstream x(dir_ / "straight" / rel, std::ios::binary), y(dir_ / "bent" / rel, std::ios::binary);
+  const std::string sx((std::istreambuf_iterator<char>(x)), {}), sy((std::istreambuf_iterator<char>(y)), {});
+  EXPECT_FALSE(sx.empty());
+  EXPECT_NE(sx, sy) << "the events between 0 and 4 s moved";
+
+  std::ofstream(dir_ / "bad.jsonl") << "{\"schema\":\"chronolink.timebase.v1\",\"node\":2}\n";
+  const fs::path out = dir_ / "refused";
+  const ProcessResult bad = Run({"align", (dir_ / "logs").string(), "--offsets", offsets.string(), "--host", "1=a",
+                                 "--host", "2=b", "--timebase", (dir_ / "bad.jsonl").string(), "--out", out.string()});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("bad.jsonl:1:"), std::string::npos) << bad.err;
+  ExpectNoOutput(out);
+}
+
 TEST_F(TraceCliTest, AHostWithNoNodeIsNamed) {
   WriteHost("gpu-17", 5);
   const fs::path out = dir_ / "aligned";
