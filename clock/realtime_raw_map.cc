@@ -31,6 +31,19 @@ std::optional<ClockPairSample> RateKink(const ClockPairSample& a, const ClockPai
   return k;
 }
 
+bool SteppedBetween(const ClockPairSample& a, const ClockPairSample& b, double max_rate) {
+  const auto d_raw = static_cast<long double>(b.raw_ns - a.raw_ns);
+  const auto excess = static_cast<long double>((b.realtime_ns - a.realtime_ns) - (b.raw_ns - a.raw_ns));
+  const long double slack = static_cast<long double>(a.bracket_ns + b.bracket_ns) + 2;
+  if (a.rate_fine != kRateUnknown && b.rate_fine != kRateUnknown) {
+    // Between the two rates, wherever the change fell.
+    const long double ra = static_cast<long double>(a.rate_fine) * 1e-15L * d_raw;
+    const long double rb = static_cast<long double>(b.rate_fine) * 1e-15L * d_raw;
+    return excess < std::min(ra, rb) - slack || excess > std::max(ra, rb) + slack;
+  }
+  return std::fabs(static_cast<double>(excess)) > max_rate * static_cast<double>(d_raw) + static_cast<double>(slack);
+}
+
 namespace {
 
 // y at x on the line from a to b, through their kink where they have one.
@@ -60,10 +73,7 @@ void RealtimeRawMap::Add(const ClockPairSample& s) {
   if (!samples_.empty()) {
     const ClockPairSample& last = samples_.back();
     if (s.raw_ns <= last.raw_ns) return;
-    const int64_t d_raw = s.raw_ns - last.raw_ns;
-    const int64_t d_rt = s.realtime_ns - last.realtime_ns;
-    const double allowed = max_rate_ * static_cast<double>(d_raw) + static_cast<double>(s.bracket_ns + last.bracket_ns);
-    step = std::fabs(static_cast<double>(d_rt - d_raw)) > allowed;
+    step = SteppedBetween(last, s, max_rate_);
     if (step) ++breaks_;
   }
   samples_.push_back(s);

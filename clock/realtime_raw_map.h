@@ -22,6 +22,10 @@ namespace chronolink {
 
 // The rate a sample does not know.
 inline constexpr int64_t kRateUnknown = INT64_MIN;
+// The fastest a daemon slews REALTIME against RAW without a step, as a
+// fraction: chronyd's default maxslewrate 83 333 ppm, the kernel PLL's
+// phase chunk at time constant 0 up to 12.5 %/s of its 0.5 s MAXPHASE.
+inline constexpr double kMaxSlewRate = 0.125;
 
 struct ClockPairSample {
   int64_t realtime_ns = 0;  // the middle of the REALTIME reads around the RAW read
@@ -39,6 +43,14 @@ struct ClockPairSample {
 // two samples or two knots.
 int64_t Interpolate(int64_t x, int64_t x0, int64_t y0, int64_t x1, int64_t y1);
 
+// Whether REALTIME stepped between samples a and b (b later in RAW). Where
+// both know REALTIME's rate, anything the two rates cannot explain (with
+// the brackets and a nanosecond's reading): a daemon's slew, however fast
+// (chronyd's maxslewrate is 8.3 %, the PLL's phase up to 12.5 %/s), is not
+// a step, and a step of a few µs is one. Without the rates, a rate beyond
+// `max_rate`: a smaller step then passes for a slew.
+bool SteppedBetween(const ClockPairSample& a, const ClockPairSample& b, double max_rate);
+
 // Where REALTIME's rate changed between two samples that both know it: the
 // point where their two lines meet, if it lies between them (else nullopt:
 // more than one change, or noise). Carries b's rate.
@@ -48,7 +60,7 @@ class RealtimeRawMap {
  public:
   // Keeps the last `capacity` samples; rates beyond `max_rate` (fraction)
   // between two samples are a step.
-  explicit RealtimeRawMap(size_t capacity = 8192, double max_rate = 0.001);
+  explicit RealtimeRawMap(size_t capacity = 8192, double max_rate = kMaxSlewRate);
 
   // A sample later (in RAW) than the last one; an earlier one is ignored.
   void Add(const ClockPairSample& s);

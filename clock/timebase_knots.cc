@@ -34,10 +34,7 @@ void TimebaseKnots::Add(const ClockPairSample& s) {
     return;
   }
   if (s.raw_ns <= last_.raw_ns) return;
-  const int64_t d_raw = s.raw_ns - last_.raw_ns;
-  const int64_t d_rt = s.realtime_ns - last_.realtime_ns;
-  const double allowed = max_rate_ * static_cast<double>(d_raw) + static_cast<double>(s.bracket_ns + last_.bracket_ns);
-  if (std::fabs(static_cast<double>(d_rt - d_raw)) > allowed) {  // a step
+  if (SteppedBetween(last_, s, max_rate_)) {
     if (last_.raw_ns != start_.raw_ns) knots_.push_back({last_.raw_ns, last_.realtime_ns, false});
     StartSegment(s, true);
     return;

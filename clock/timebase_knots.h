@@ -36,7 +36,7 @@ struct TimebaseKnot {
 
 class TimebaseKnots {
  public:
-  explicit TimebaseKnots(int64_t tolerance_ns = 1, double max_rate = 0.001);
+  explicit TimebaseKnots(int64_t tolerance_ns = 1, double max_rate = kMaxSlewRate);
 
   // A sample later in RAW than the last; an earlier one is ignored.
   void Add(const ClockPairSample& s);

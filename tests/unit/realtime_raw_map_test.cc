@@ -212,3 +212,31 @@ TEST(TimebaseKnots, WithTheKernelsRateEachKnotGoesWhereTheRateChanged) {
 
 }  // namespace
 }  // namespace chronolink
+
+namespace chronolink {
+namespace {
+
+// A daemon's fastest slew is not a step; with the rates known, a step of a
+// few µs is one however fast the slew around it.
+TEST(SteppedBetween, AFastSlewIsNotAStepAndWithTheRatesASmallStepIs) {
+  const int64_t ms = 1'000'000;
+  const ClockPairSample a{kT0, 5 * kSecond, 0, 80'000'000'000'000};  // slewing at +8 %
+  ClockPairSample b{kT0 + ms + 80'000, 5 * kSecond + ms, 0, 80'000'000'000'000};
+  EXPECT_FALSE(SteppedBetween(a, b, kMaxSlewRate)) << "chronyd's maxslewrate";
+  b.realtime_ns += 5'000;  // and a 5 µs step
+  EXPECT_TRUE(SteppedBetween(a, b, kMaxSlewRate)) << "the rates cannot explain 5 µs";
+  // The rate changed from 8 % to 0 somewhere between: anything between the two lines.
+  ClockPairSample c{kT0 + ms + 30'000, 5 * kSecond + ms, 0, 0};
+  EXPECT_FALSE(SteppedBetween(a, c, kMaxSlewRate));
+  // Without the rates only a rate beyond the fastest slew is a step.
+  ClockPairSample a2 = a, b2{kT0 + ms + 85'000, 5 * kSecond + ms, 0, kRateUnknown};
+  a2.rate_fine = kRateUnknown;
+  EXPECT_FALSE(SteppedBetween(a2, b2, kMaxSlewRate));
+  b2.realtime_ns = kT0 + ms + 200'000;  // 20 %
+  EXPECT_TRUE(SteppedBetween(a2, b2, kMaxSlewRate));
+  b2.realtime_ns = kT0 - 3 * ms;  // back
+  EXPECT_TRUE(SteppedBetween(a2, b2, kMaxSlewRate));
+}
+
+}  // namespace
+}  // namespace chronolink
