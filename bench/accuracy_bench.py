@@ -849,6 +849,13 @@ def selftest(verbose: bool = True) -> int:
     check(fit.rate_at(t0) == (1 + own.rate) * (1 + Fraction(-12_345_678_901, 10**15)) - 1, "fit clock: its rate")
     itself = FitClockTruth(peer, {"raw_ns": t0, "realtime_ns": t0, "rate_fine": 0})
     check(itself.at(t0 + 10**9) == peer.at(t0 + 10**9), "fit clock of an undisciplined clock anchored on itself")
+    # two anchors: each keeps its stretch, F jumped back 20 ms at the second
+    a1 = {"raw_ns": t0, "realtime_ns": t0, "rate_fine": 1_000_000_000_000}
+    a2 = {"raw_ns": t0 + 10**10, "realtime_ns": t0 + 10**10 + 10_000_000 - 20_000_000, "rate_fine": 0}
+    two = fit_clock_truth([{"fit_clock": a1}, {"fit_clock": a2}, {"fit_clock": a1}], peer, own)
+    for t in (own.true_time(t0 + 5 * 10**9), own.true_time(t0 + 15 * 10**9)):
+        check(two.true_time(two.at(t)) == t, f"two anchors: true_time(at(t)) == t at raw t0{float(own.at(t) - t0):+.0f}")
+    check(two.at(own.true_time(t0 + 10**10)) == a2["realtime_ns"], "the second anchor from its raw_ns on")
     check(fit_clock_truth([{"x": 1}], peer, own) is peer, "no fit_clock in the records: REALTIME")
     check(isinstance(fit_clock_truth([{"fit_clock": anchor}], peer, own), FitClockTruth), "fit_clock in the records")
 

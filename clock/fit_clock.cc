@@ -15,7 +15,7 @@ int64_t FitAnchor::RawOfFit(int64_t fit_ns) const {
 }
 
 FitTimebase::FitTimebase(const ClockPairSample& first, size_t capacity) : map_(capacity) {
-  anchor_ = {first.raw_ns, first.realtime_ns, first.rate_fine == kRateUnknown ? 0 : first.rate_fine};
+  anchors_.push_back({{first.raw_ns, first.realtime_ns, first.rate_fine == kRateUnknown ? 0 : first.rate_fine}});
   map_.Add(first);
   stats_.samples = 1;
 }
@@ -25,6 +25,56 @@ void FitTimebase::Add(const ClockPairSample& s) {
   if (s.raw_ns > map_.samples().back().raw_ns) ++stats_.samples;  // the map ignores the rest
   map_.Add(s);
   stats_.steps = map_.breaks();
+}
+
+int64_t FitTimebase::Reanchor(const ClockPairSample& s, int64_t rate_fine) {
+  std::lock_guard lock(mutex_);
+  const int64_t before = AnchorForRawLocked(s.raw_ns).FitOfRaw(s.raw_ns);
+  anchors_.back().fit_end_ns = before;
+  anchors_.push_back({{s.raw_ns, s.realtime_ns, rate_fine}});
+  ++stats_.reanchors;
+  return before;
+}
+
+FitAnchor FitTimebase::anchor() const {
+  std::lock_guard lock(mutex_);
+  return anchors_.back().anchor;
+}
+
+FitAnchor FitTimebase::AnchorFor(int64_t fit_ns) const {
+  std::lock_guard lock(mutex_);
+  return AnchorForFitLocked(fit_ns);
+}
+
+std::vector<FitAnchor> FitTimebase::anchors() const {
+  std::lock_guard lock(mutex_);
+  std::vector<FitAnchor> out;
+  for (const AnchorStretch& a : anchors_) out.push_back(a.anchor);
+  return out;
+}
+
+uint64_t FitTimebase::steps() const {
+  std::lock_guard lock(mutex_);
+  return map_.breaks();
+}
+
+const FitAnchor& FitTimebase::AnchorForRawLocked(int64_t raw_ns) const {
+  for (size_t i = anchors_.size(); i-- > 1;) {
+    if (anchors_[i].anchor.raw_ns <= raw_ns) return anchors_[i].anchor;
+  }
+  return anchors_.front().anchor;
+}
+
+const FitAnchor& FitTimebase::AnchorForFitLocked(int64_t fit_ns) const {
+  for (size_t i = anchors_.size(); i-- > 1;) {
+    if (anchors_[i].anchor.realtime_ns <= fit_ns && fit_ns <= anchors_[i].fit_end_ns) return anchors_[i].anchor;
+  }
+  return anchors_.front().anchor;
+}
+
+int64_t FitTimebase::FitOfRaw(int64_t raw_ns) const {
+  std::lock_guard lock(mutex_);
+  return AnchorForRawLocked(raw_ns).FitOfRaw(raw_ns);
 }
 
 void FitTimebase::AddOnDemand(const ClockPairSample& s) {
@@ -75,39 +125,47 @@ size_t FitTimebase::NewestAtOrBeforeRaw(int64_t raw_ns) const {
 
 int64_t FitTimebase::FitOfRealtime(int64_t realtime_ns) const {
   std::lock_guard lock(mutex_);
-  if (const std::optional<int64_t> raw = map_.RawOf(realtime_ns)) return anchor_.FitOfRaw(*raw);
+  if (const std::optional<int64_t> raw = map_.RawOf(realtime_ns)) return AnchorForRawLocked(*raw).FitOfRaw(*raw);
   const auto& ss = map_.samples();
   const size_t newest = ss.size() - 1;
   if (realtime_ns > ss[newest].realtime_ns) {
     ++stats_.extrapolated;
-    return anchor_.FitOfRaw(RawAlong(ss[newest], newest, realtime_ns));
+    const int64_t raw = RawAlong(ss[newest], newest, realtime_ns);
+    return AnchorForRawLocked(raw).FitOfRaw(raw);
   }
   if (realtime_ns < ss.front().realtime_ns && map_.breaks() == 0) {
     ++stats_.extrapolated;
-    return anchor_.FitOfRaw(RawAlong(ss.front(), 0, realtime_ns));
+    const int64_t raw = RawAlong(ss.front(), 0, realtime_ns);
+    return AnchorForRawLocked(raw).FitOfRaw(raw);
   }
   // A REALTIME a step skipped or read twice: the newest sample at or before
   // it decides (a stamp is converted soon after it was taken).
   ++stats_.unmapped;
   size_t i = newest;
   while (i > 0 && ss[i].realtime_ns > realtime_ns) --i;
-  return anchor_.FitOfRaw(RawAlong(ss[i], i, realtime_ns));
+  const int64_t raw = RawAlong(ss[i], i, realtime_ns);
+  return AnchorForRawLocked(raw).FitOfRaw(raw);
 }
 
 int64_t FitTimebase::RealtimeOfFit(int64_t fit_ns) const {
-  const int64_t raw = anchor_.RawOfFit(fit_ns);
   std::lock_guard lock(mutex_);
+  return RealtimeOfFitLocked(fit_ns);
+}
+
+int64_t FitTimebase::RealtimeOfFitLocked(int64_t fit_ns) const {
+  const int64_t raw = AnchorForFitLocked(fit_ns).RawOfFit(fit_ns);
   if (const std::optional<int64_t> rt = map_.RealtimeOf(raw)) return *rt;
   const size_t i = NewestAtOrBeforeRaw(raw);
   return RealtimeAlong(map_.samples()[i], i, raw);
 }
 
 FitPoint FitTimebase::PointAt(int64_t fit_ns) const {
+  std::lock_guard lock(mutex_);
   FitPoint p;
   p.fit_ns = fit_ns;
-  p.realtime_ns = RealtimeOfFit(fit_ns);
-  const int64_t raw = anchor_.RawOfFit(fit_ns);
-  std::lock_guard lock(mutex_);
+  p.realtime_ns = RealtimeOfFitLocked(fit_ns);
+  const FitAnchor& anchor = AnchorForFitLocked(fit_ns);
+  const int64_t raw = anchor.RawOfFit(fit_ns);
   const auto& ss = map_.samples();
   size_t i = NewestAtOrBeforeRaw(raw);
   // Past the kink between this sample and the next, the next one's rate holds.
@@ -115,7 +173,7 @@ FitPoint FitTimebase::PointAt(int64_t fit_ns) const {
     if (const auto k = RateKink(ss[i], ss[i + 1]); k && k->raw_ns <= raw) ++i;
   }
   const __int128 realtime_rate = kFinePerNs + static_cast<__int128>(RateAt(i));
-  const __int128 fit_rate = kFinePerNs + static_cast<__int128>(anchor_.rate_fine);
+  const __int128 fit_rate = kFinePerNs + static_cast<__int128>(anchor.rate_fine);
   p.rate_fine = RoundedQuotient(realtime_rate * kFinePerNs, fit_rate) - kFinePerNs;
   return p;
 }
@@ -125,15 +183,18 @@ FitTimebaseStats FitTimebase::stats() const {
   return stats_;
 }
 
-FitClock::FitClock(NodeClock node, FitClockMode mode, int64_t sample_interval_ns)
+FitClock::FitClock(NodeClock node, FitClockMode mode, int64_t sample_interval_ns, int64_t max_divergence_ns,
+                   int64_t rate_baseline_ns)
     : node_(std::move(node)),
       mode_(mode),
       sample_interval_ns_(sample_interval_ns),
+      max_divergence_ns_(max_divergence_ns),
+      rate_baseline_ns_(rate_baseline_ns),
       timebase_(std::make_shared<FitTimebase>(node_.SamplePair())) {}
 
 int64_t FitClock::Now() const {
   if (mode_ == FitClockMode::kRealtime) return node_.Now();
-  return timebase_->anchor().FitOfRaw(node_.RawNow());
+  return timebase_->FitOfRaw(node_.RawNow());
 }
 
 int64_t FitClock::Ingest(int64_t kernel_realtime_ns) const {
@@ -154,19 +215,47 @@ FitPoint FitClock::PointAt(int64_t fit_ns) const {
   return timebase_->PointAt(fit_ns);
 }
 
-std::optional<ClockPairSample> FitClock::Poll(int64_t monotonic_ns) {
-  if (last_sample_monotonic_ns_ != 0 && monotonic_ns - last_sample_monotonic_ns_ < sample_interval_ns_) {
-    return std::nullopt;
-  }
+FitClockPoll FitClock::Poll(int64_t monotonic_ns) {
+  FitClockPoll out;
+  if (last_sample_monotonic_ns_ != 0 && monotonic_ns - last_sample_monotonic_ns_ < sample_interval_ns_) return out;
   last_sample_monotonic_ns_ = monotonic_ns;
   const ClockPairSample s = node_.SamplePair();
   timebase_->Add(s);
-  return s;
+  out.sample = s;
+  if (mode_ != FitClockMode::kRaw) return out;
+  const std::optional<int64_t> mean_rate = MeanRealtimeRate(s);
+  const int64_t fit = timebase_->FitOfRaw(s.raw_ns);
+  if (std::llabs(fit - s.realtime_ns) <= max_divergence_ns_ || !mean_rate) return out;
+  out.reanchored = true;
+  out.fit_before_ns = timebase_->Reanchor(s, *mean_rate);
+  out.fit_after_ns = s.realtime_ns;
+  return out;
+}
+
+std::optional<int64_t> FitClock::MeanRealtimeRate(const ClockPairSample& now) {
+  const int64_t every = rate_baseline_ns_ / 4;
+  constexpr size_t kKeep = 16;
+  const uint64_t steps = timebase_->steps();
+  if (steps != history_steps_) {  // nothing across a step
+    history_.clear();
+    history_steps_ = steps;
+  }
+  if (history_.empty() || now.raw_ns - history_.back().raw_ns >= every) history_.push_back(now);
+  while (history_.size() > kKeep) history_.pop_front();
+  const ClockPairSample& from = history_.front();
+  if (now.raw_ns - from.raw_ns < rate_baseline_ns_) return std::nullopt;
+  const int64_t d_raw = now.raw_ns - from.raw_ns;
+  return RoundedQuotient(static_cast<__int128>((now.realtime_ns - from.realtime_ns) - d_raw) * kFinePerNs, d_raw);
 }
 
 std::optional<FitAnchor> FitClock::anchor() const {
   if (mode_ == FitClockMode::kRealtime) return std::nullopt;
   return timebase_->anchor();
+}
+
+std::optional<FitAnchor> FitClock::AnchorFor(int64_t fit_ns) const {
+  if (mode_ == FitClockMode::kRealtime) return std::nullopt;
+  return timebase_->AnchorFor(fit_ns);
 }
 
 FitTimebaseStats FitClock::stats() const { return timebase_->stats(); }

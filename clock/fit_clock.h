@@ -20,9 +20,11 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "clock/clock_reader.h"
 #include "clock/fit_point.h"
@@ -38,6 +40,7 @@ struct FitAnchor {
 
   int64_t FitOfRaw(int64_t raw_ns) const;
   int64_t RawOfFit(int64_t fit_ns) const;
+  friend bool operator==(const FitAnchor&, const FitAnchor&) = default;
 };
 
 struct FitTimebaseStats {
@@ -46,10 +49,14 @@ struct FitTimebaseStats {
   uint64_t extrapolated = 0;  // stamps newer (or older) than every sample: along the nearest one's rate
   uint64_t unmapped = 0;      // stamps at a REALTIME a step made ambiguous: along the newest sample before it
   uint64_t steps = 0;         // REALTIME steps between samples (the map's breaks)
+  uint64_t reanchors = 0;     // new anchors: F had left REALTIME by more than allowed
 };
 
-// The samples and the anchor, safe to share between threads (the probe
-// loop converts stamps, the leader's thread reads the clock).
+// The samples and the anchors, safe to share between threads (the probe
+// loop converts stamps, the leader's thread reads the clock). F has one
+// anchor until it leaves REALTIME by more than the fit clock allows; then
+// a new one starts at that RAW instant (FitClock::Poll), and each anchor
+// keeps the stretch of F it made (its start to where the next began).
 class FitTimebase {
  public:
   // The first sample anchors F.
@@ -58,23 +65,42 @@ class FitTimebase {
   void Add(const ClockPairSample& s);
   // Takes `s` because a stamp was newer than the newest sample.
   void AddOnDemand(const ClockPairSample& s);
-  const FitAnchor& anchor() const { return anchor_; }
+  // A new anchor from sample `s` on, at REALTIME's rate `rate_fine`: F
+  // jumps to `s`'s REALTIME there. F under the old anchor at that instant.
+  int64_t Reanchor(const ClockPairSample& s, int64_t rate_fine);
+
+  FitAnchor anchor() const;  // the newest
+  // The anchor that made F value `fit_ns`: the newest whose stretch holds
+  // it (where F jumped back, two do: the newest, whose windows around the
+  // jump are discarded anyway).
+  FitAnchor AnchorFor(int64_t fit_ns) const;
+  std::vector<FitAnchor> anchors() const;
+  uint64_t steps() const;  // REALTIME steps the samples showed
   int64_t newest_realtime_ns() const;
 
+  // F of a RAW instant: through the anchor in force then.
+  int64_t FitOfRaw(int64_t raw_ns) const;
   int64_t FitOfRealtime(int64_t realtime_ns) const;
   int64_t RealtimeOfFit(int64_t fit_ns) const;
   FitPoint PointAt(int64_t fit_ns) const;
   FitTimebaseStats stats() const;
 
  private:
+  struct AnchorStretch {
+    FitAnchor anchor;
+    int64_t fit_end_ns = INT64_MAX;  // F where the next anchor began
+  };
+  const FitAnchor& AnchorForRawLocked(int64_t raw_ns) const;
+  const FitAnchor& AnchorForFitLocked(int64_t fit_ns) const;
+  int64_t RealtimeOfFitLocked(int64_t fit_ns) const;
   // Along sample s's rate (else the chord to the one before it).
   int64_t RawAlong(const ClockPairSample& s, size_t index, int64_t realtime_ns) const;
   int64_t RealtimeAlong(const ClockPairSample& s, size_t index, int64_t raw_ns) const;
   int64_t RateAt(size_t index) const;  // REALTIME's rate against RAW at sample `index`, fine
   size_t NewestAtOrBeforeRaw(int64_t raw_ns) const;
 
-  FitAnchor anchor_;
   mutable std::mutex mutex_;
+  std::vector<AnchorStretch> anchors_;
   RealtimeRawMap map_;
   mutable FitTimebaseStats stats_;
 };
@@ -84,13 +110,43 @@ class FitTimebase {
 // nothing disciplines.
 enum class FitClockMode { kRaw, kRealtime };
 
+// An edge window's fit clock: the anchor that made its F, and the node's
+// REALTIME at its centre (what edges.jsonl and the summaries carry).
+struct FitWindowClock {
+  FitAnchor anchor;
+  FitPoint point;
+};
+
+// What a poll of the fit clock did.
+struct FitClockPoll {
+  std::optional<ClockPairSample> sample;  // the sample, when it took one
+  // F left REALTIME by more than allowed and a new anchor began: F jumped
+  // from `fit_before_ns` to `fit_after_ns` (a step of F, which the agent
+  // treats as a clock step).
+  bool reanchored = false;
+  int64_t fit_before_ns = 0, fit_after_ns = 0;
+};
+
 // The node clock as the agent's estimation sees it: Now, the stamps it
 // ingests and the deadlines it hands the kernel, all in F. Copies share
 // the timebase.
+//
+// F runs at REALTIME's rate at its anchor. Anchored during a daemon's slew
+// (chronyd slews at up to 8 %, the PLL's phase up to 12.5 %/s), or as the
+// daemon retrains its frequency, F leaves REALTIME steadily: ms a second
+// after a slew. Far enough apart (`max_divergence_ns`), the nodes' window
+// grids no longer line up and an edge's drift between fit clocks is the
+// slew's. So when F is that far from REALTIME, a new anchor starts at
+// REALTIME, at REALTIME's mean rate over the last 32-64 s (a slew averages
+// out of it): a step of F, once, after which F follows the daemon's
+// frequency.
 class FitClock {
  public:
+  // REALTIME's mean rate for a new anchor is taken over the last
+  // `rate_baseline_ns` to 4x that.
   explicit FitClock(NodeClock node = NodeClock(), FitClockMode mode = FitClockMode::kRaw,
-                    int64_t sample_interval_ns = 1'000'000);
+                    int64_t sample_interval_ns = 1'000'000, int64_t max_divergence_ns = 20'000'000,
+                    int64_t rate_baseline_ns = 32'000'000'000);
 
   int64_t Now() const;
   // A kernel CLOCK_REALTIME instant (a packet stamp), in F.
@@ -102,21 +158,32 @@ class FitClock {
 
   // Takes a sample of REALTIME and RAW unless the last one is younger than
   // the interval (judged by the caller's CLOCK_MONOTONIC read: a turn of the
-  // loop within it costs a comparison); the sample, when it took one.
-  std::optional<ClockPairSample> Poll(int64_t monotonic_ns);
+  // loop within it costs a comparison), and re-anchors F when it is too far
+  // from REALTIME.
+  FitClockPoll Poll(int64_t monotonic_ns);
 
   FitClockMode mode() const { return mode_; }
-  // F's definition; nullopt when fitting in REALTIME.
+  // F's definition now; nullopt when fitting in REALTIME.
   std::optional<FitAnchor> anchor() const;
+  // The anchor that made F value `fit_ns` (an edge window's, for its record).
+  std::optional<FitAnchor> AnchorFor(int64_t fit_ns) const;
   FitTimebaseStats stats() const;
   const NodeClock& node() const { return node_; }
 
  private:
+  std::optional<int64_t> MeanRealtimeRate(const ClockPairSample& now);
+
   NodeClock node_;
   FitClockMode mode_;
   int64_t sample_interval_ns_;
+  int64_t max_divergence_ns_;
+  int64_t rate_baseline_ns_;
   std::shared_ptr<FitTimebase> timebase_;
   int64_t last_sample_monotonic_ns_ = 0;
+  // Samples every baseline/4 over the last 4 baselines, for REALTIME's
+  // mean rate; none across a step.
+  std::deque<ClockPairSample> history_;
+  uint64_t history_steps_ = 0;
 };
 
 }  // namespace chronolink

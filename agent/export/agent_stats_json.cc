@@ -83,7 +83,7 @@ nlohmann::ordered_json AgentStatsJson(const AgentStatsSnapshot& s) {
 nlohmann::ordered_json FitClockJson(const FitClock& clock) {
   nlohmann::ordered_json j;
   j["clock"] = clock.mode() == FitClockMode::kRaw ? "raw" : "realtime";
-  if (const std::optional<FitAnchor> a = clock.anchor()) {
+  if (const std::optional<FitAnchor> a = clock.anchor()) {  // the newest
     j["anchor"] = {{"raw_ns", a->raw_ns}, {"realtime_ns", a->realtime_ns}, {"rate_fine", a->rate_fine}};
   }
   const FitTimebaseStats st = clock.stats();
@@ -92,6 +92,7 @@ nlohmann::ordered_json FitClockJson(const FitClock& clock) {
   j["stamps_extrapolated"] = st.extrapolated;
   j["stamps_unmapped"] = st.unmapped;
   j["realtime_steps"] = st.steps;
+  j["reanchors"] = st.reanchors;
   return j;
 }
 

@@ -12,7 +12,7 @@
 namespace chronolink {
 
 std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext& context,
-                             const std::optional<FitPoint>& point) {
+                             const std::optional<FitWindowClock>& fit) {
   const auto& test_clock = context.test_clock;
   const WindowEstimate& e = r.estimate;
   nlohmann::ordered_json j;
@@ -20,7 +20,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
   j["node"] = r.node;
   j["peer"] = r.peer;
   j["session"] = std::to_string(context.session_epoch);
-  j["clock_domain"] = context.fit_clock ? "node_fit" : "node_realtime";
+  j["clock_domain"] = fit ? "node_fit" : "node_realtime";
   j["window_start_ns"] = r.window_start_ns;
   j["window_end_ns"] = r.window_end_ns;
   j["x0_ns"] = r.x0_ns;
@@ -79,13 +79,13 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
   j["tx_stamps_missing"] = r.counts.tx_stamps_missing;
   j["lost"] = r.counts.lost;
   j["clock_step"] = r.clock_step;
-  if (context.fit_clock) {
-    j["fit_clock"] = {{"raw_ns", context.fit_clock->raw_ns},
-                      {"realtime_ns", context.fit_clock->realtime_ns},
-                      {"rate_fine", context.fit_clock->rate_fine}};
-  }
-  if (point) {
-    j["fit_point"] = {{"fit_ns", point->fit_ns}, {"realtime_ns", point->realtime_ns}, {"rate_fine", point->rate_fine}};
+  if (fit) {
+    j["fit_clock"] = {{"raw_ns", fit->anchor.raw_ns},
+                      {"realtime_ns", fit->anchor.realtime_ns},
+                      {"rate_fine", fit->anchor.rate_fine}};
+    j["fit_point"] = {{"fit_ns", fit->point.fit_ns},
+                      {"realtime_ns", fit->point.realtime_ns},
+                      {"rate_fine", fit->point.rate_fine}};
   }
   if (!context.test_clock_state.empty()) {
     j["test_clock_state"] = context.test_clock_state;
@@ -115,12 +115,13 @@ bool EdgesJsonlWriter::Open(const std::string& dir, const EdgeRecordContext& con
   return true;
 }
 
-bool EdgesJsonlWriter::Write(const EdgeWindowRecord& r, const std::optional<FitPoint>& point, std::string* error) {
+bool EdgesJsonlWriter::Write(const EdgeWindowRecord& r, const std::optional<FitWindowClock>& fit,
+                             std::string* error) {
   if (file_ == nullptr) {
     *error = "edges.jsonl is not open";
     return false;
   }
-  const std::string line = EdgeRecordToJson(r, context_, point) + "\n";
+  const std::string line = EdgeRecordToJson(r, context_, fit) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
     *error = "write to '" + path_ + "' failed: " + std::strerror(errno);
     return false;

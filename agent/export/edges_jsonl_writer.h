@@ -23,9 +23,6 @@ struct EdgeRecordContext {
   std::optional<VirtualClockParams> test_clock;
   // Test mode with the test bed's node clock: its state file (the truth).
   std::string test_clock_state;
-  // The fit clock x0 and the offsets are on (clock/fit_clock.h); nullopt:
-  // REALTIME (--fit-clock realtime).
-  std::optional<FitAnchor> fit_clock;
 };
 
 class EdgesJsonlWriter {
@@ -37,8 +34,10 @@ class EdgesJsonlWriter {
 
   // Creates the directory if needed and opens <dir>/edges.jsonl for append.
   bool Open(const std::string& dir, const EdgeRecordContext& context, std::string* error);
-  // `point`: the node's REALTIME at the window's centre on its fit clock.
-  bool Write(const EdgeWindowRecord& r, const std::optional<FitPoint>& point, std::string* error);
+  // `fit`: the fit clock x0 and the offsets are on (clock/fit_clock.h), and
+  // the node's REALTIME at the window's centre; nullopt: REALTIME
+  // (--fit-clock realtime).
+  bool Write(const EdgeWindowRecord& r, const std::optional<FitWindowClock>& fit, std::string* error);
   void Close();
 
   const std::string& path() const { return path_; }
@@ -53,6 +52,6 @@ class EdgesJsonlWriter {
 
 // The JSON text of one record (no newline); exposed for tests and tools.
 std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext& context,
-                             const std::optional<FitPoint>& point = std::nullopt);
+                             const std::optional<FitWindowClock>& fit = std::nullopt);
 
 }  // namespace chronolink

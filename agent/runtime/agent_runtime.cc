@@ -161,7 +161,6 @@ bool AgentRuntime::StartUnprivileged(const RunAsPlan& run_as, std::string* error
   }
   if (config_.test_mode) context.test_clock = config_.virtual_clock;
   if (const TestbedNodeClock* testbed = clock_.node().testbed()) context.test_clock_state = testbed->path();
-  context.fit_clock = clock_.anchor();
   if (!writer_.Open(config_.output_dir, context, error) ||
       !timebase_writer_.Open(config_.output_dir, config_.node_id, epoch_, error)) {
     *error += RunAsFileHint(run_as);
@@ -251,15 +250,18 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
   for (auto& [peer, w] : windows_) w->CloseUpTo(closed_before, &records);
   // Our REALTIME at each window's centre on the fit clock, which x0 and the
   // estimate are on: edges.jsonl and the leader map back to REALTIME with it.
+  std::vector<std::optional<FitWindowClock>> fits;
   std::vector<std::optional<FitPoint>> points;
   for (const EdgeWindowRecord& r : records) {
-    points.push_back(clock_.anchor() ? std::optional(clock_.PointAt(r.window_start_ns + config_.estimation.window_ns / 2))
-                                     : std::nullopt);
+    const int64_t centre = r.window_start_ns + config_.estimation.window_ns / 2;
+    const std::optional<FitAnchor> anchor = clock_.AnchorFor(centre);
+    fits.push_back(anchor ? std::optional(FitWindowClock{*anchor, clock_.PointAt(centre)}) : std::nullopt);
+    points.push_back(fits.back() ? std::optional(fits.back()->point) : std::nullopt);
   }
   for (size_t i = 0; i < records.size(); ++i) {
     const EdgeWindowRecord& r = records[i];
     std::string error;
-    if (!writer_.Write(r, points[i], &error)) {
+    if (!writer_.Write(r, fits[i], &error)) {
       if (!write_failed_) spdlog::error("{}", error);
       write_failed_ = true;
       continue;
@@ -379,13 +381,28 @@ void AgentRuntime::OnClockStep(int64_t before, int64_t after, int64_t realtime_b
   spdlog::warn("the clock stepped by {:+.6f} s: discarding the windows of every edge around it, telling the peers, "
                "and withdrawing the clock page until a solution after the step",
                static_cast<double>(step) / 1e9);
-  for (auto& [peer, w] : windows_) w->OnClockStep(before, after);
-  engine_->OnClockStep(step, after);
+  // The fit clock does not take a step of REALTIME (its deadlines stay),
+  // but the stamps around it may have been mapped across it.
+  DiscardAroundStep(before, after, clock_.mode() == FitClockMode::kRaw ? 0 : step);
   cluster_.OnClockStep(realtime_before, realtime_after);
 }
 
+void AgentRuntime::DiscardAroundStep(int64_t before, int64_t after, int64_t step_ns) {
+  for (auto& [peer, w] : windows_) w->OnClockStep(before, after);
+  engine_->OnClockStep(step_ns, after);
+}
+
 void AgentRuntime::SampleClock(int64_t monotonic_ns) {
-  if (const std::optional<ClockPairSample> s = clock_.Poll(monotonic_ns)) timebase_knots_.Add(*s);
+  const FitClockPoll p = clock_.Poll(monotonic_ns);
+  if (p.sample) timebase_knots_.Add(*p.sample);
+  if (!p.reanchored) return;
+  // F jumped back to REALTIME: a step of the clock every window is on.
+  spdlog::info("the fit clock had left REALTIME by {:+.3f} ms (a daemon's slew or retrained frequency when it was "
+               "anchored): anchored again, at REALTIME's mean rate over the last minute; the windows around it are "
+               "discarded as at a clock step",
+               static_cast<double>(p.fit_before_ns - p.fit_after_ns) / 1e6);
+  if (engine_) DiscardAroundStep(p.fit_before_ns, p.fit_after_ns, p.fit_after_ns - p.fit_before_ns);
+  last_now_ = p.fit_after_ns;
 }
 
 void AgentRuntime::WriteTimebase() {

@@ -261,7 +261,7 @@ TEST_F(ClockStateFileTest, TheAgentSamplesRealtimeAgainstRawAsEachClockHasThem) 
   EXPECT_EQ(linear.realtime_ns, linear.raw_ns);
 
   FitClock fit(clock, FitClockMode::kRaw, /*sample_interval_ns=*/1'000'000);
-  EXPECT_TRUE(fit.Poll(ReadClockNs(CLOCK_MONOTONIC)));
+  EXPECT_TRUE(fit.Poll(ReadClockNs(CLOCK_MONOTONIC)).sample.has_value());
   const int64_t start = ReadClockNs(CLOCK_MONOTONIC);
   int polls = 0;
   int64_t elapsed = 0;
@@ -273,6 +273,45 @@ TEST_F(ClockStateFileTest, TheAgentSamplesRealtimeAgainstRawAsEachClockHasThem) 
   // The one taken when the clock was made, and at most one a millisecond since.
   EXPECT_LE(fit.stats().samples, static_cast<uint64_t>(elapsed / 1'000'000 + 3)) << "at most one a millisecond";
   EXPECT_LT(fit.stats().samples, static_cast<uint64_t>(polls)) << "the polls between samples took none";
+}
+
+// Anchored while a daemon slews (here 2 000 ppm, stopping 30 ms later),
+// the fit clock leaves REALTIME at the slew's rate; past the allowed
+// divergence it is anchored again at REALTIME, at REALTIME's mean rate, and
+// each anchor keeps the stretch of F it made.
+TEST_F(ClockStateFileTest, AFitClockAnchoredDuringASlewIsAnchoredAgainAndKeepsBothStretches) {
+  const ClockTrajectory raw = Oscillator(6);
+  std::string error;
+  ASSERT_TRUE(CreateClockStateFile(path_, 1, raw, 16, &error)) << error;
+  ClockStateWriter writer;
+  ASSERT_TRUE(writer.Open(path_, &error)) << error;
+  const int64_t now = ReadClockNs(CLOCK_REALTIME);
+  ASSERT_TRUE(writer.ChangeAt(now - kSecond, 2'000'000'000'000, 0, &error));  // slewing at +2000 ppm
+  ASSERT_TRUE(writer.ChangeAt(now + 30'000'000, 0, 0, &error));               // done in 30 ms
+  auto testbed = std::make_shared<TestbedNodeClock>();
+  ASSERT_TRUE(testbed->Open(path_, &error)) << error;
+  // At most 50 µs from REALTIME; its mean rate over the last 20-80 ms.
+  FitClock fit(NodeClock(testbed), FitClockMode::kRaw, 1'000'000, 50'000, 20'000'000);
+  EXPECT_NEAR(static_cast<double>(fit.anchor()->rate_fine), 2e12, 1e8) << "anchored at the slew's rate";
+  FitClockPoll reanchored;
+  const int64_t start = ReadClockNs(CLOCK_MONOTONIC);
+  while (!reanchored.reanchored && ReadClockNs(CLOCK_MONOTONIC) - start < 5 * kSecond) {
+    const FitClockPoll p = fit.Poll(ReadClockNs(CLOCK_MONOTONIC));
+    if (p.reanchored) reanchored = p;
+  }
+  ASSERT_TRUE(reanchored.reanchored) << "never anchored again";
+  EXPECT_GT(reanchored.fit_before_ns - reanchored.fit_after_ns, 50'000) << "F had run ahead at the slew's rate";
+  EXPECT_EQ(fit.stats().reanchors, 1u);
+  // The new anchor starts at REALTIME: F is within the divergence of it now.
+  const ClockPairSample s = NodeClock(testbed).SamplePair();
+  EXPECT_LT(std::llabs(fit.Now() - s.realtime_ns), 50'000);
+  // The first stretch keeps its anchor: an F value from before maps back
+  // through the first anchor, one from now through the second.
+  const FitAnchor first = *fit.AnchorFor(reanchored.fit_before_ns - 1'000'000);
+  const FitAnchor second = *fit.AnchorFor(fit.Now());
+  EXPECT_NE(first, second);
+  EXPECT_NEAR(static_cast<double>(first.rate_fine), 2e12, 1e8);
+  EXPECT_LT(std::llabs(second.rate_fine), 2'000'000'000'000) << "the mean rate, the slew partly averaged out";
 }
 
 // The Python truth reads the same file and must read the same clocks.

@@ -199,8 +199,8 @@ TEST(FitClock, InREALTIMEModeItIsTheNodeClock) {
 TEST(FitClock, TheKernelsFitClockRunsWithRawAndNearREALTIME) {
   FitClock fit;
   const int64_t mono = ReadClockNs(CLOCK_MONOTONIC);
-  ASSERT_TRUE(fit.Poll(mono).has_value());
-  EXPECT_FALSE(fit.Poll(mono + 1).has_value()) << "within the interval";
+  ASSERT_TRUE(fit.Poll(mono).sample.has_value());
+  EXPECT_FALSE(fit.Poll(mono + 1).sample.has_value()) << "within the interval";
   const int64_t f0 = fit.Now(), raw0 = ReadClockNs(CLOCK_MONOTONIC_RAW);
   EXPECT_LT(std::llabs(f0 - ReadClockNs(CLOCK_REALTIME)), 10 * kMs) << "set to REALTIME at the start";
   const int64_t stamp = ReadClockNs(CLOCK_REALTIME);

@@ -64,34 +64,58 @@ class FitClockTruth:
     """A node's fit clock (clock/fit_clock.h), which its agent fits offsets
     in: F = realtime_ns + (raw - raw_ns)·(1 + rate_fine·1e-15), raw the
     node's CLOCK_MONOTONIC_RAW (a test bed oscillator; a linear virtual
-    clock is its own RAW). The anchor is the "fit_clock" object of the
-    agent's edges.jsonl records. Exact, like the clocks it wraps."""
+    clock is its own RAW), each anchor from its raw_ns until the next's (an
+    agent anchors again when F leaves REALTIME too far). The anchors are the
+    "fit_clock" objects of the agent's edges.jsonl records. Exact, like the
+    clocks it wraps."""
 
-    def __init__(self, raw, anchor: dict):
+    def __init__(self, raw, anchors):
+        if isinstance(anchors, dict):
+            anchors = [anchors]
         self.raw = raw
-        self.raw0 = int(anchor["raw_ns"])
-        self.f0 = int(anchor["realtime_ns"])
-        self.scale = 1 + Fraction(int(anchor["rate_fine"]), 10**15)
+        self.anchors = sorted(((int(a["raw_ns"]), int(a["realtime_ns"]), 1 + Fraction(int(a["rate_fine"]), 10**15))
+                               for a in anchors), key=lambda a: a[0])
+        if not self.anchors:
+            raise ValueError("a fit clock needs an anchor")
+
+    def _anchor_at_raw(self, r):
+        chosen = self.anchors[0]
+        for a in self.anchors:
+            if a[0] <= r:
+                chosen = a
+        return chosen
 
     def at(self, t) -> Fraction:
-        return self.f0 + (self.raw.at(t) - self.raw0) * self.scale
+        r = self.raw.at(t)
+        raw0, f0, scale = self._anchor_at_raw(r)
+        return f0 + (r - raw0) * scale
 
     def true_time(self, v) -> Fraction:
-        return self.raw.true_time(self.raw0 + (Fraction(v) - self.f0) / self.scale)
+        # The newest anchor whose stretch holds v (where F jumped back, two do).
+        for i in range(len(self.anchors) - 1, -1, -1):
+            raw0, f0, scale = self.anchors[i]
+            r = raw0 + (Fraction(v) - f0) / scale
+            nxt = self.anchors[i + 1][0] if i + 1 < len(self.anchors) else None
+            if (r >= raw0 or i == 0) and (nxt is None or r < nxt):
+                return self.raw.true_time(r)
+        raw0, f0, scale = self.anchors[0]
+        return self.raw.true_time(raw0 + (Fraction(v) - f0) / scale)
 
     def rate_at(self, t=None) -> Fraction:
-        return (1 + self.raw.rate_at(t)) * self.scale - 1
+        scale = self._anchor_at_raw(self.raw.at(t))[2]
+        return (1 + self.raw.rate_at(t)) * scale - 1
 
 
 def fit_clock_truth(records, realtime, raw):
     """The clock a node's edges.jsonl records are on: its fit clock over
-    `raw` where the records name one, else its REALTIME (`realtime`; an
-    agent run with --fit-clock realtime, or from before the fit clock)."""
+    `raw` with every anchor the records name, else its REALTIME (`realtime`;
+    an agent run with --fit-clock realtime, or from before the fit clock)."""
+    anchors = {}
     for r in records:
-        anchor = r.get("fit_clock")
-        if isinstance(anchor, dict):
-            return FitClockTruth(raw, anchor)
-    return realtime
+        a = r.get("fit_clock")
+        if isinstance(a, dict):
+            anchors[(a["raw_ns"], a["realtime_ns"], a["rate_fine"])] = a
+    return FitClockTruth(raw, list(anchors.values())) if anchors else realtime
 
 
 def true_alpha(own, peer, t=None) -> Fraction:
