@@ -381,9 +381,12 @@ void AgentRuntime::OnClockStep(int64_t before, int64_t after, int64_t realtime_b
   spdlog::warn("the clock stepped by {:+.6f} s: discarding the windows of every edge around it, telling the peers, "
                "and withdrawing the clock page until a solution after the step",
                static_cast<double>(step) / 1e9);
-  // The fit clock does not take a step of REALTIME (its deadlines stay),
-  // but the stamps around it may have been mapped across it.
-  DiscardAroundStep(before, after, clock_.mode() == FitClockMode::kRaw ? 0 : step);
+  // The fit clock on RAW does not take a step of REALTIME (its deadlines
+  // stay), but the stamps around it may have been mapped across it; on
+  // REALTIME, or a linear virtual clock (its own RAW), it does. What F did
+  // between the two turns, less what REALTIME did besides the step:
+  const int64_t fit_step = (after - before) - (realtime_after - realtime_before) + step;
+  DiscardAroundStep(before, after, fit_step);
   cluster_.OnClockStep(realtime_before, realtime_after);
 }
 

@@ -527,8 +527,8 @@ TEST(ClusterMessages, BadWindowSummariesAreRefusedWithAReason) {
        "\"prober_clock\" is not a JSON object"},
       {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m","prober_clock":{"fit_ns":1,"realtime_ns":2}})",
        "missing field \"rate_fine\""},
-      {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m","prober_clock":{"fit_ns":1,"realtime_ns":2,"rate_fine":2000000000000}})",
-       "beyond 1000 ppm"},
+      {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m","prober_clock":{"fit_ns":1,"realtime_ns":2,"rate_fine":300000000000000}})",
+       "beyond 25 %"},
       {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m","prober_clock":{"fit_ns":1.5,"realtime_ns":2,"rate_fine":0}})",
        "not an integer"},
   };
