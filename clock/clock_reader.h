@@ -83,6 +83,18 @@ class NodeClock {
   explicit NodeClock(std::shared_ptr<TestbedNodeClock> testbed) : testbed_(std::move(testbed)) {}
 
   int64_t Now() const { return Ingest(ReadClockNs(CLOCK_REALTIME)); }
+  // The node clock and CLOCK_MONOTONIC at one instant: REALTIME read between
+  // two MONOTONIC reads, the tightest of three, at their midpoint. What a
+  // clock page's step check compares (clock_mapping_page.h allows 20 µs): a
+  // reader preempted between two plain reads would see a step.
+  struct WithMonotonic {
+    int64_t node_ns = 0;
+    int64_t monotonic_ns = 0;
+  };
+  WithMonotonic NowWithMonotonic() const {
+    const BracketOffset o = TightestOfReads(3, ReadClockNs, CLOCK_MONOTONIC, CLOCK_REALTIME).OffsetAtMidpoint(0);
+    return {Ingest(o.ref_ns + o.offset_ns), o.ref_ns};
+  }
   // A CLOCK_REALTIME instant from elsewhere (a kernel packet stamp).
   int64_t Ingest(int64_t realtime_ns) const {
     if (testbed_) return testbed_->RealtimeAt(realtime_ns);

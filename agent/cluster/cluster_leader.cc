@@ -43,11 +43,13 @@ void ClusterLeader::Add(std::span<const WindowSummary> windows, int64_t now_ns) 
       ++stats_.windows_future;
       continue;
     }
-    fit_points_.Add(w, options_.step_ns);
     if (w.estimator == kClockStepMarker) {
+      // No point of its clock (it would read as the identity): around a
+      // step the clock is what the windows on either side say.
       AddStepMarker(w, now_ns);
       continue;
     }
+    fit_points_.Add(w, options_.step_ns);
     const WindowId id{w.estimate.node, w.estimate.peer, w.window_start_ns, w.session};
     if (!seen_.insert(id).second) {
       ++stats_.windows_duplicate;

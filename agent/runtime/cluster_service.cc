@@ -156,9 +156,9 @@ void ClusterService::OnClockStep(int64_t before_ns, int64_t after_ns) {
 
 void ClusterService::PublishOnPage(ClockMapping m) {
   // Read together, so that readers can tell a step since (ClockSteppedSince).
-  const int64_t mono_before = ReadClockNs(CLOCK_MONOTONIC);
-  m.published_local_ns = clock_.node().Now();
-  m.published_monotonic_ns = mono_before + (ReadClockNs(CLOCK_MONOTONIC) - mono_before) / 2;
+  const NodeClock::WithMonotonic now = clock_.node().NowWithMonotonic();
+  m.published_local_ns = now.node_ns;
+  m.published_monotonic_ns = now.monotonic_ns;
   page_.Publish(m);
 }
 

@@ -230,8 +230,9 @@ void Collector::ReadClockPage() {
   std::string state;
   const bool read = page_reader_.Read(&m);
   // Read together, after the page: the step check compares the two.
-  const int64_t now = clock_.Now();
-  const int64_t monotonic_now = ReadClockNs(CLOCK_MONOTONIC);
+  const NodeClock::WithMonotonic read_at = clock_.NowWithMonotonic();
+  const int64_t now = read_at.node_ns;
+  const int64_t monotonic_now = read_at.monotonic_ns;
   if (!read) {
     state = "busy";
   } else if (!m.valid) {

@@ -433,6 +433,31 @@ TEST(ClusterLeader, WithoutTheReferencesPointNearTheInstantNothingIsPublished) {
   EXPECT_GE(leader.stats().instants_unmapped, 1u);
 }
 
+// A step marker carries no point of its clock; it must not pass for the
+// identity where the node's own windows say REALTIME is 5 ms from F.
+TEST(ClusterLeader, AStepMarkerIsNoPointOfItsClock) {
+  ClusterLeader leader(1, Options());
+  std::vector<WindowSummary> windows = AllWindows(kBase);
+  for (WindowSummary& w : windows) {
+    const int64_t centre = w.window_start_ns + kStep / 2;
+    const int64_t d = w.estimate.node == 2 ? 5'000'000 : 0;
+    if (w.estimate.peer == 2) w.estimate.beta_ns -= 5'000'000;  // F offsets
+    if (w.estimate.node == 2) w.estimate.beta_ns += 5'000'000;
+    w.prober_clock = FitPoint{centre, centre + d, 0};
+  }
+  WindowSummary marker = Window(2, 4, kBase);  // node 2's edge to 4 stepped in this window (after 2's others came)
+  marker.estimator = std::string(kClockStepMarker);
+  windows.push_back(marker);
+  leader.TakeOffice(kBase);
+  leader.Add(windows, kBase);
+  const auto snaps = leader.SolveDue(kBase + 5 * kSecond);
+  ASSERT_FALSE(snaps.empty());
+  const NodeSolution* n2 = snaps.front().Find(2);
+  ASSERT_NE(n2, nullptr);
+  ASSERT_TRUE(n2->reachable);
+  EXPECT_NEAR(n2->offset_ns, kOffsets.at(2), 1.0) << "REALTIME through node 2's own points, not the marker's";
+}
+
 TEST(FitPointBook, TheMeanReferenceIsTheMeanOfTheNodesPublished) {
   FitPointBook book(4 * kSecond);
   const int64_t t = kBase + kStep / 2;

@@ -119,13 +119,15 @@ class LaggingPage {
     ClockMapping m;
     m.node_id = 1;
     m.valid = true;
-    const int64_t now = ReadClockNs(CLOCK_REALTIME);
+    // Both clocks at one instant (plain reads a preemption apart pass for a step).
+    const NodeClock::WithMonotonic read_at = NodeClock().NowWithMonotonic();
+    const int64_t now = read_at.node_ns;
     m.local_ref_ns = now - lag_ns_;
     m.offset_ns = 12'345;
     m.uncertainty_ns = 100;
     m.valid_until_ns = now + 60'000'000'000;
     m.published_local_ns = now;
-    m.published_monotonic_ns = ReadClockNs(CLOCK_MONOTONIC);
+    m.published_monotonic_ns = read_at.monotonic_ns;
     pub_.Publish(m);
   }
   ClockMappingPublisher pub_;

@@ -137,12 +137,16 @@ class ClockPageTest : public ::testing::Test {
     ClockMapping m;
     m.node_id = 1;
     m.valid = true;
-    m.local_ref_ns = ReadClockNs(CLOCK_REALTIME);
+    // Both clocks at one instant: two plain reads a preemption apart would
+    // pass for a step (the check allows 20 µs; under qemu on a loaded
+    // machine this test failed so once).
+    const NodeClock::WithMonotonic now = NodeClock().NowWithMonotonic();
+    m.local_ref_ns = now.node_ns;
     m.offset_ns = 12'345;
     m.uncertainty_ns = 100;
     m.valid_until_ns = m.local_ref_ns + valid_for_ns;
     m.published_local_ns = m.local_ref_ns;
-    m.published_monotonic_ns = ReadClockNs(CLOCK_MONOTONIC);
+    m.published_monotonic_ns = now.monotonic_ns;
     return m;
   }
 
