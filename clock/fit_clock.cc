@@ -83,11 +83,6 @@ void FitTimebase::AddOnDemand(const ClockPairSample& s) {
   ++stats_.on_demand;
 }
 
-int64_t FitTimebase::newest_realtime_ns() const {
-  std::lock_guard lock(mutex_);
-  return map_.samples().back().realtime_ns;
-}
-
 int64_t FitTimebase::RateAt(size_t i) const {
   const auto& ss = map_.samples();
   if (ss[i].rate_fine != kRateUnknown) return ss[i].rate_fine;
@@ -125,6 +120,16 @@ size_t FitTimebase::NewestAtOrBeforeRaw(int64_t raw_ns) const {
 
 int64_t FitTimebase::FitOfRealtime(int64_t realtime_ns) const {
   std::lock_guard lock(mutex_);
+  return FitOfRealtimeLocked(realtime_ns);
+}
+
+std::optional<int64_t> FitTimebase::FitOfSampledRealtime(int64_t realtime_ns) const {
+  std::lock_guard lock(mutex_);
+  if (realtime_ns > map_.samples().back().realtime_ns) return std::nullopt;
+  return FitOfRealtimeLocked(realtime_ns);
+}
+
+int64_t FitTimebase::FitOfRealtimeLocked(int64_t realtime_ns) const {
   if (const std::optional<int64_t> raw = map_.RawOf(realtime_ns)) return AnchorForRawLocked(*raw).FitOfRaw(*raw);
   const auto& ss = map_.samples();
   const size_t newest = ss.size() - 1;
@@ -200,8 +205,9 @@ int64_t FitClock::Now() const {
 int64_t FitClock::Ingest(int64_t kernel_realtime_ns) const {
   const int64_t realtime = node_.Ingest(kernel_realtime_ns);
   if (mode_ == FitClockMode::kRealtime) return realtime;
+  if (const std::optional<int64_t> fit = timebase_->FitOfSampledRealtime(realtime)) return *fit;
   // Taken before now: a sample now lies after it.
-  if (realtime > timebase_->newest_realtime_ns()) timebase_->AddOnDemand(node_.SamplePair());
+  timebase_->AddOnDemand(node_.SamplePair());
   return timebase_->FitOfRealtime(realtime);
 }
 

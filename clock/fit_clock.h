@@ -76,11 +76,13 @@ class FitTimebase {
   FitAnchor AnchorFor(int64_t fit_ns) const;
   std::vector<FitAnchor> anchors() const;
   uint64_t steps() const;  // REALTIME steps the samples showed
-  int64_t newest_realtime_ns() const;
 
   // F of a RAW instant: through the anchor in force then.
   int64_t FitOfRaw(int64_t raw_ns) const;
   int64_t FitOfRealtime(int64_t realtime_ns) const;
+  // The same for a REALTIME no newer than the newest sample; nullopt for a
+  // newer one (take a sample first: one lock for the common case).
+  std::optional<int64_t> FitOfSampledRealtime(int64_t realtime_ns) const;
   int64_t RealtimeOfFit(int64_t fit_ns) const;
   FitPoint PointAt(int64_t fit_ns) const;
   FitTimebaseStats stats() const;
@@ -93,6 +95,7 @@ class FitTimebase {
   const FitAnchor& AnchorForRawLocked(int64_t raw_ns) const;
   const FitAnchor& AnchorForFitLocked(int64_t fit_ns) const;
   int64_t RealtimeOfFitLocked(int64_t fit_ns) const;
+  int64_t FitOfRealtimeLocked(int64_t realtime_ns) const;
   // Along sample s's rate (else the chord to the one before it).
   int64_t RawAlong(const ClockPairSample& s, size_t index, int64_t realtime_ns) const;
   int64_t RealtimeAlong(const ClockPairSample& s, size_t index, int64_t raw_ns) const;

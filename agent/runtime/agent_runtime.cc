@@ -251,12 +251,10 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
   // Our REALTIME at each window's centre on the fit clock, which x0 and the
   // estimate are on: edges.jsonl and the leader map back to REALTIME with it.
   std::vector<std::optional<FitWindowClock>> fits;
-  std::vector<std::optional<FitPoint>> points;
   for (const EdgeWindowRecord& r : records) {
     const int64_t centre = r.window_start_ns + config_.estimation.window_ns / 2;
     const std::optional<FitAnchor> anchor = clock_.AnchorFor(centre);
     fits.push_back(anchor ? std::optional(FitWindowClock{*anchor, clock_.PointAt(centre)}) : std::nullopt);
-    points.push_back(fits.back() ? std::optional(fits.back()->point) : std::nullopt);
   }
   for (size_t i = 0; i < records.size(); ++i) {
     const EdgeWindowRecord& r = records[i];
@@ -276,7 +274,7 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
                   EstimatorKindName(r.estimate.estimator), r.estimate.fit.beta_ns,
                   r.estimate.fit.alpha * 1e6, r.estimate.fit.uncertainty_ns);
   }
-  cluster_.OnWindowsClosed(records, points, epoch_);
+  cluster_.OnWindowsClosed(records, fits, epoch_);
 }
 
 void AgentRuntime::LogSpanChange(const EdgeWindowRecord& r) {

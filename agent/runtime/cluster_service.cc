@@ -89,7 +89,7 @@ void ClusterService::Stop() {
 }
 
 void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records,
-                                     std::span<const std::optional<FitPoint>> points, uint64_t session) {
+                                     std::span<const std::optional<FitWindowClock>> fits, uint64_t session) {
   if (coordinator_ == nullptr) return;
   const SourceClass wanted = config_.estimation.source_classes.front();
   std::vector<WindowSummary> out;
@@ -109,7 +109,7 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records,
     w.session = session;
     w.window_start_ns = r.window_start_ns;
     w.estimator = std::string(EstimatorKindName(r.estimate.estimator));
-    w.prober_clock = points[i];
+    if (fits[i]) w.prober_clock = fits[i]->point;
     out.push_back(std::move(w));
   }
   if (!out.empty()) coordinator_->PublishWindows(out);

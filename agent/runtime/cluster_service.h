@@ -48,10 +48,10 @@ class ClusterService {
   void Stop();
   bool enabled() const { return coordinator_ != nullptr; }
 
-  // Closed windows of this node, each with our REALTIME at its centre on the
-  // fit clock (nullopt when fitting in REALTIME): the estimated ones of the
-  // first configured source class go to the leader.
-  void OnWindowsClosed(std::span<const EdgeWindowRecord> records, std::span<const std::optional<FitPoint>> points,
+  // Closed windows of this node, each with its fit clock (nullopt when
+  // fitting in REALTIME): the estimated ones of the first configured source
+  // class go to the leader, with our REALTIME at their centres.
+  void OnWindowsClosed(std::span<const EdgeWindowRecord> records, std::span<const std::optional<FitWindowClock>> fits,
                        uint64_t session);
 
   // The member list, when it changed since the last call.

@@ -40,19 +40,10 @@ from ci_rule import skip as skip_or_fail  # noqa: E402
 from clock_trajectory import FINE_PER_NS, NodeClockState  # noqa: E402
 
 CHILD = r'''
-import ctypes, ctypes.util, sys, time
-libc = ctypes.CDLL(None, use_errno=True)
-class Timeval(ctypes.Structure):
-    _fields_ = [("tv_sec", ctypes.c_long), ("tv_usec", ctypes.c_long)]
-class Timex(ctypes.Structure):
-    _fields_ = [("modes", ctypes.c_uint), ("offset", ctypes.c_long), ("freq", ctypes.c_long),
-                ("maxerror", ctypes.c_long), ("esterror", ctypes.c_long), ("status", ctypes.c_int),
-                ("constant", ctypes.c_long), ("precision", ctypes.c_long), ("tolerance", ctypes.c_long),
-                ("time", Timeval), ("tick", ctypes.c_long), ("ppsfreq", ctypes.c_long),
-                ("jitter", ctypes.c_long), ("shift", ctypes.c_int), ("stabil", ctypes.c_long),
-                ("jitcnt", ctypes.c_long), ("calcnt", ctypes.c_long), ("errcnt", ctypes.c_long),
-                ("stbcnt", ctypes.c_long), ("tai", ctypes.c_int), ("pad", ctypes.c_int * 11)]
-ADJ_OFFSET, ADJ_FREQUENCY, ADJ_MAXERROR, ADJ_TICK, ADJ_SETOFFSET, ADJ_NANO = 0x1, 0x2, 0x4, 0x4000, 0x100, 0x2000
+import ctypes, sys, time
+sys.path.insert(0, sys.argv[1])
+from timex import (LIBC as libc, Timeval, Timex, ADJ_OFFSET, ADJ_FREQUENCY, ADJ_MAXERROR, ADJ_TICK,
+                   ADJ_SETOFFSET, ADJ_NANO, ADJ_STATUS, ADJ_TIMECONST, STA_PLL, STA_NANO)
 def adj(**kw):
     tx = Timex()
     for k, v in kw.items():
@@ -85,7 +76,6 @@ tv = Timeval(); libc.gettimeofday(ctypes.byref(tv), None)
 target = Timeval(tv.tv_sec + 2, tv.tv_usec)
 r = libc.settimeofday(ctypes.byref(target), None)
 out.append(("settimeofday", r, time.time_ns()))
-ADJ_STATUS, ADJ_TIMECONST, STA_PLL, STA_NANO = 0x10, 0x20, 0x1, 0x2000
 before_pll = real_ns()
 r, e, tx = adj(modes=ADJ_STATUS | ADJ_TIMECONST | ADJ_OFFSET | ADJ_NANO, status=STA_PLL | STA_NANO,
                constant=0, offset=1_000_000)                 # the kernel PLL slews +1 ms
@@ -122,7 +112,8 @@ def shim_calls(build: str, tool: str, work: str) -> None:
     state = os.path.join(work, "calls.clock")
     create_state(tool, state, offset_ns=5_000_000, drift_ppm=20)
     env = dict(os.environ, LD_PRELOAD=shim, CHRONOLINK_CLOCK_STATE=state)
-    r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, "-c", CHILD, os.path.join(REPO, "tools", "testbed")], env=env,
+                       capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         fail(f"the child under the shim failed: {r.stderr.strip()}")
     out = {row[0]: row for row in eval(r.stdout)}  # noqa: S307 (our own child's repr)
@@ -158,6 +149,18 @@ def shim_calls(build: str, tool: str, work: str) -> None:
     check(abs(slewed - 1_000_000) < 1_000, f"the PLL's rates slew {slewed:.0f} ns of the 1 ms asked")
 
 
+def stop(procs: list) -> None:
+    """Terminates each process group, then kills what is left after 10 s."""
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+
+
 def chronyd_run(build: str, tool: str, work: str, seconds: float) -> None:
     shim = os.path.join(build, "tools", "libchronolink_discipline_shim.so")
     state = os.path.join(work, "chronyd.clock")
@@ -191,14 +194,7 @@ def chronyd_run(build: str, tool: str, work: str, seconds: float) -> None:
             t = time.time_ns()
             errors.append(NodeClockState.load(state).realtime_at(t) - t)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
+        stop(procs)
     node = NodeClockState.load(state)
     print(f"node clock - true time, once a second: {errors}")
     check(len(node.correction.knots) > 10, f"chronyd changed the clock {len(node.correction.knots) - 1} times")
@@ -242,14 +238,7 @@ def timesyncd_run(build: str, tool: str, work: str, seconds: float) -> None:
                     with open(os.path.join(work, "timesync.out"), errors="replace") as f:
                         fail(f"the timesyncd model or its server exited ({p.returncode}): {f.read()[-400:]}")
     finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
+        stop(procs)
     with open(polls) as f:
         entries = [json.loads(line) for line in f if line.strip()]
     actions = [e.get("action") for e in entries]

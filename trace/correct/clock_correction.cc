@@ -108,7 +108,7 @@ bool ClusterCorrection::AddNode(const OffsetsInput& input, size_t begin, size_t 
       continue;
     }
     CorrectionKnot k{.t_ns = r.t_ns, .node = {}, .offset_ps = std::llround(r.offset_ns * 1000.0), .drift = r.drift,
-                     .sigma_ns = r.uncertainty_ns};
+                     .sigma_ns = r.uncertainty_ns, .between_instants = r.between_instants};
     const auto node_time = AddPs({r.t_ns, 0}, k.offset_ps);
     if (!node_time) {
       *error = input.Where(r) + ": t_ns + offset_ns of node " + std::to_string(id) + " overflows int64";

@@ -208,7 +208,10 @@ std::string NodeCorrection::Describe() const {
       static_cast<double>(knots_.back().t_ns - knots_.front().t_ns) / 1e9;
   char span[64];
   std::snprintf(span, sizeof span, "%.1f s", span_s);
-  return text + std::to_string(knots_.size()) + " solved instants over " + span + " from t_ns " +
+  const auto between = static_cast<size_t>(
+      std::count_if(knots_.begin(), knots_.end(), [](const CorrectionKnot& k) { return k.between_instants; }));
+  if (between > 0) text += std::to_string(between) + " instants following the clocks' discipline between ";
+  return text + std::to_string(knots_.size() - between) + " solved instants over " + span + " from t_ns " +
          std::to_string(knots_.front().t_ns) + ", " + std::to_string(gap_segments()) + " gaps, " +
          std::to_string(jump_segments()) + " phase jumps, " + std::to_string(unreachable_t_ns_.size()) +
          " unreachable instants, " + std::to_string(holes_.size()) + " edge holes";

@@ -56,6 +56,9 @@ struct CorrectionKnot {
   int64_t offset_ps = 0;  // node − cluster at T, rounded to ps
   double drift = 0;       // d(node − cluster)/d(cluster)
   double sigma_ns = 0;    // the solver's one sigma of the offset
+  // Not solved: placed between two solved instants where a clock's
+  // discipline bent the offset (discipline_knots.h).
+  bool between_instants = false;
 };
 
 struct CorrectionOptions {

@@ -156,6 +156,8 @@ TEST(FollowDiscipline, BetweenSolvedInstantsTheMapFollowsBothDaemonsToANanosecon
   EXPECT_EQ(s.instants, 30u) << "the instants added are not solved ones";
   EXPECT_EQ(followed.Node(node.id)->gap_segments(), 0u) << "no gap where none was";
   EXPECT_NE(followed.Describe().find("following the clocks' discipline"), std::string::npos);
+  EXPECT_NE(followed.Node(node.id)->Describe().find("between 30 solved instants"), std::string::npos)
+      << followed.Node(node.id)->Describe();
   // The reference's own map is untouched: its offset is 0 throughout.
   EXPECT_EQ(followed.Node(ref.id)->knots().size(), 30u);
 }
