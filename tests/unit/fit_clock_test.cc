@@ -12,7 +12,7 @@
 #include <random>
 
 #include "clock/clock_trajectory.h"
-#include "clock/oscillator_model.h"
+#include "tests/support/disciplined_clock.h"
 
 namespace chronolink {
 namespace {
@@ -21,47 +21,11 @@ constexpr int64_t kT0 = 1'795'320'926'000'000'000;
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kSecond = 1'000'000'000;
 
-struct DisciplinedNode {
-  ClockTrajectory raw;
-  ClockTrajectory correction;
-  ClockTrajectory realtime;
-  int64_t step_at = 0;
+using testing::DisciplinedClock;
 
-  // What the node's sampling reads at true t: both clocks, and REALTIME's
-  // rate against RAW as the kernel reports it.
-  ClockPairSample SampleAt(int64_t t, bool with_rate) const {
-    const __int128 rate = static_cast<__int128>(correction.SlopeAt(t)) * kFinePerNs / raw.SlopeAt(t);
-    return {realtime.ReadAt(t), raw.ReadAt(t), 0, with_rate ? static_cast<int64_t>(rate) : kRateUnknown};
-  }
-};
-
-// An oscillator 17 ppm fast with wander, a daemon that changes the rate by
-// up to 0.5 ppm every second (it starts at -17 ppm: a trained frequency)
-// and steps the clock forward by 2 ms at 30 s.
-DisciplinedNode MakeNode(uint64_t seed) {
-  OscillatorParams p;
-  p.offset_ns = 40'000;
-  p.frequency_ppm = 17;
-  p.white_fm_adev_1s = 5e-9;
-  p.random_walk_fm_adev_1s = 2e-11;
-  p.seed = seed;
-  DisciplinedNode n;
-  n.raw = OscillatorTrajectory(p, kT0, kT0 + 70 * kSecond);
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int64_t> change(-500'000'000, 500'000'000);
-  int64_t slope = -17'000'000'000;
-  n.correction = ClockTrajectory(kT0, 0, slope);
-  n.step_at = kT0 + 30 * kSecond + 123'457'000;
-  for (int s = 1; s < 70; ++s) {
-    slope += change(rng);
-    const int64_t at = kT0 + s * kSecond + 777 * s;
-    if (at > n.step_at && at - kSecond < n.step_at) {
-      n.correction.ChangeAt(n.step_at, slope, static_cast<FineNs>(2 * kMs) * kFinePerNs);
-    }
-    n.correction.ChangeAt(at, slope);
-  }
-  n.realtime = ClockTrajectory::Sum(n.raw, n.correction);
-  return n;
+// Rate changes of up to 0.5 ppm every second, a 2 ms step forward at 30 s.
+DisciplinedClock MakeNode(uint64_t seed) {
+  return testing::MakeDisciplinedClock(seed, kT0, 500'000'000, 2 * kMs);
 }
 
 TEST(FitAnchor, RunsAtTheAnchorsRateAndInvertsToTheNanosecond) {
@@ -80,7 +44,7 @@ TEST(FitAnchor, RunsAtTheAnchorsRateAndInvertsToTheNanosecond) {
 }
 
 TEST(FitTimebase, FollowsRawThroughEveryRateChangeAndTheStep) {
-  const DisciplinedNode n = MakeNode(5);
+  const DisciplinedClock n = MakeNode(5);
   FitTimebase fit(n.SampleAt(kT0, true));
   const FitAnchor anchor = fit.anchor();
   EXPECT_EQ(anchor.raw_ns, n.raw.ReadAt(kT0));
@@ -116,7 +80,7 @@ TEST(FitTimebase, FollowsRawThroughEveryRateChangeAndTheStep) {
 }
 
 TEST(FitTimebase, WithoutTheKernelsRateTheChordsServeToTwoNanoseconds) {
-  const DisciplinedNode n = MakeNode(6);
+  const DisciplinedClock n = MakeNode(6);
   FitTimebase fit(n.SampleAt(kT0, false));
   EXPECT_EQ(fit.anchor().rate_fine, 0) << "no rate known at the start: F runs at RAW's";
   for (int64_t t = kT0 + kMs; t < kT0 + 8 * kSecond; t += kMs) fit.Add(n.SampleAt(t, false));
@@ -132,7 +96,7 @@ TEST(FitTimebase, WithoutTheKernelsRateTheChordsServeToTwoNanoseconds) {
 }
 
 TEST(FitTimebase, GivesREALTIMEAndItsRateAgainstF) {
-  const DisciplinedNode n = MakeNode(7);
+  const DisciplinedClock n = MakeNode(7);
   FitTimebase fit(n.SampleAt(kT0, true));
   for (int64_t t = kT0 + kMs; t < kT0 + 10 * kSecond; t += kMs) fit.Add(n.SampleAt(t, true));
   const FitAnchor anchor = fit.anchor();
@@ -153,7 +117,7 @@ TEST(FitTimebase, GivesREALTIMEAndItsRateAgainstF) {
 }
 
 TEST(FitTimebase, AStampAtAREALTIMETheStepMadeAmbiguousIsCountedNotLost) {
-  DisciplinedNode n = MakeNode(8);
+  DisciplinedClock n = MakeNode(8);
   // Back by 3 ms this time: REALTIME reads the same instants twice.
   n.correction = ClockTrajectory(kT0, 0, -17'000'000'000);
   const int64_t step_at = kT0 + 5 * kSecond + 400'000;  // between two samples

@@ -12,8 +12,8 @@
 #include <random>
 
 #include "clock/clock_trajectory.h"
-#include "clock/oscillator_model.h"
 #include "clock/timebase_knots.h"
+#include "tests/support/disciplined_clock.h"
 
 namespace chronolink {
 namespace {
@@ -22,41 +22,14 @@ constexpr int64_t kT0 = 1'795'320'926'000'000'000;
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kSecond = 1'000'000'000;
 
-struct DisciplinedNode {
-  ClockTrajectory raw;
-  ClockTrajectory realtime;
-  int64_t step_at = 0;
-};
+using testing::DisciplinedClock;
 
-// An oscillator with wander, and a daemon that changes the rate by up to
-// 0.1 ppm every second and steps the clock back by 3 ms at 30 s.
-DisciplinedNode MakeNode(uint64_t seed) {
-  OscillatorParams p;
-  p.offset_ns = 40'000;
-  p.frequency_ppm = 17;
-  p.white_fm_adev_1s = 5e-9;
-  p.random_walk_fm_adev_1s = 2e-11;
-  p.seed = seed;
-  DisciplinedNode n;
-  n.raw = OscillatorTrajectory(p, kT0, kT0 + 70 * kSecond);
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int64_t> change(-100'000'000, 100'000'000);  // ±0.1 ppm
-  ClockTrajectory correction(kT0, 0, -17'000'000'000);
-  int64_t slope = -17'000'000'000;
-  n.step_at = kT0 + 30 * kSecond + 123'457'000;  // between two samples
-  for (int s = 1; s < 70; ++s) {
-    slope += change(rng);
-    const int64_t at = kT0 + s * kSecond + 777 * s;
-    if (at > n.step_at && at - kSecond < n.step_at) {
-      correction.ChangeAt(n.step_at, slope, static_cast<FineNs>(-3 * kMs) * kFinePerNs);
-    }
-    correction.ChangeAt(at, slope);
-  }
-  n.realtime = ClockTrajectory::Sum(n.raw, correction);
-  return n;
+// Rate changes of up to 0.1 ppm every second, a 3 ms step back at 30 s.
+DisciplinedClock MakeNode(uint64_t seed) {
+  return testing::MakeDisciplinedClock(seed, kT0, 100'000'000, -3 * kMs);
 }
 
-RealtimeRawMap Sampled(const DisciplinedNode& n, int64_t every_ns) {
+RealtimeRawMap Sampled(const DisciplinedClock& n, int64_t every_ns) {
   RealtimeRawMap map;
   for (int64_t t = kT0; t < kT0 + 60 * kSecond; t += every_ns) {
     map.Add({n.realtime.ReadAt(t), n.raw.ReadAt(t), 0});
@@ -65,7 +38,7 @@ RealtimeRawMap Sampled(const DisciplinedNode& n, int64_t every_ns) {
 }
 
 TEST(RealtimeRawMap, FollowsADisciplinedClockToANanosecond) {
-  const DisciplinedNode n = MakeNode(5);
+  const DisciplinedClock n = MakeNode(5);
   const RealtimeRawMap map = Sampled(n, 10 * kMs);
   EXPECT_EQ(map.breaks(), 1u) << "the step, and nothing else";
   std::mt19937_64 rng(9);
@@ -88,7 +61,7 @@ TEST(RealtimeRawMap, FollowsADisciplinedClockToANanosecond) {
 }
 
 TEST(RealtimeRawMap, NothingIsMappedAcrossAStepOrOutsideTheSamples) {
-  const DisciplinedNode n = MakeNode(6);
+  const DisciplinedClock n = MakeNode(6);
   const RealtimeRawMap map = Sampled(n, 10 * kMs);
   // Past the sample after the step, the map answers again.
   const int64_t after = n.step_at + 15 * kMs;
@@ -125,7 +98,7 @@ TEST(RealtimeRawMap, KeepsItsCapacityAndIgnoresSamplesOutOfOrder) {
 }
 
 TEST(TimebaseKnots, AKnotPerRateChangeAndTheClockWithinThreeNanoseconds) {
-  const DisciplinedNode n = MakeNode(7);
+  const DisciplinedClock n = MakeNode(7);
   TimebaseKnots knots(/*tolerance_ns=*/1);
   for (int64_t t = kT0; t < kT0 + 60 * kSecond; t += kMs) {
     knots.Add({n.realtime.ReadAt(t), n.raw.ReadAt(t), 0});
