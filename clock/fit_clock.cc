@@ -22,6 +22,10 @@ FitTimebase::FitTimebase(const ClockPairSample& first, size_t capacity) : map_(c
 
 void FitTimebase::Add(const ClockPairSample& s) {
   std::lock_guard lock(mutex_);
+  AddLocked(s);
+}
+
+void FitTimebase::AddLocked(const ClockPairSample& s) {
   if (s.raw_ns > map_.samples().back().raw_ns) ++stats_.samples;  // the map ignores the rest
   map_.Add(s);
   stats_.steps = map_.breaks();
@@ -44,13 +48,6 @@ FitAnchor FitTimebase::anchor() const {
 FitAnchor FitTimebase::AnchorFor(int64_t fit_ns) const {
   std::lock_guard lock(mutex_);
   return AnchorForFitLocked(fit_ns);
-}
-
-std::vector<FitAnchor> FitTimebase::anchors() const {
-  std::lock_guard lock(mutex_);
-  std::vector<FitAnchor> out;
-  for (const AnchorStretch& a : anchors_) out.push_back(a.anchor);
-  return out;
 }
 
 uint64_t FitTimebase::steps() const {
@@ -78,8 +75,8 @@ int64_t FitTimebase::FitOfRaw(int64_t raw_ns) const {
 }
 
 void FitTimebase::AddOnDemand(const ClockPairSample& s) {
-  Add(s);
   std::lock_guard lock(mutex_);
+  AddLocked(s);
   ++stats_.on_demand;
 }
 

@@ -74,7 +74,6 @@ class FitTimebase {
   // it (where F jumped back, two do: the newest, whose windows around the
   // jump are discarded anyway).
   FitAnchor AnchorFor(int64_t fit_ns) const;
-  std::vector<FitAnchor> anchors() const;
   uint64_t steps() const;  // REALTIME steps the samples showed
 
   // F of a RAW instant: through the anchor in force then.
@@ -94,6 +93,7 @@ class FitTimebase {
   };
   const FitAnchor& AnchorForRawLocked(int64_t raw_ns) const;
   const FitAnchor& AnchorForFitLocked(int64_t fit_ns) const;
+  void AddLocked(const ClockPairSample& s);
   int64_t RealtimeOfFitLocked(int64_t fit_ns) const;
   int64_t FitOfRealtimeLocked(int64_t realtime_ns) const;
   // Along sample s's rate (else the chord to the one before it).
