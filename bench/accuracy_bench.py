@@ -438,9 +438,11 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
         leader_dir = agents[min(agents)]["dir"]
         res["solved"] = solved_errors(os.path.join(leader_dir, "offsets.jsonl"), clocks, span_t0, span_t1)
         if a.clock_model != "linear":
+            # Each agent's own timebase.jsonl, and the leader's copy of them all.
             res["trace"] = trace_between_instants(
-                os.path.join(leader_dir, "offsets.jsonl"), [os.path.join(ag["dir"], "timebase.jsonl")
-                                                          for ag in agents.values()],
+                os.path.join(leader_dir, "offsets.jsonl"),
+                {"timebase": [os.path.join(ag["dir"], "timebase.jsonl") for ag in agents.values()],
+                 "cluster timebase": [os.path.join(leader_dir, "cluster-timebase.jsonl")]},
                 clocks, span_t0, span_t1, os.path.join(outdir, "trace-check"))
     return res
 
@@ -448,14 +450,15 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
 DEFAULT_TRACE_TOOL = os.path.join(REPO, "build", "tools", "chronolink-trace")
 
 
-def trace_between_instants(offsets: str, timebases: list[str], clocks: dict, since_ns: int, until_ns: int,
+def trace_between_instants(offsets: str, timebases: dict[str, list[str]], clocks: dict, since_ns: int, until_ns: int,
                            workdir: str, events: int = 2000, seed: int = 7,
                            tool: str = DEFAULT_TRACE_TOOL) -> dict:
     """Node 2's events at random true instants of the measured span, as
     its REALTIME stamped them (a Kineto trace, ns exact), aligned by
     chronolink-trace onto node 1's clock with the leader's offsets: straight
     between solved instants, and following both clocks' discipline
-    (--timebase). |aligned - node 1's true REALTIME| per event, ns."""
+    (--timebase, with each set of files in `timebases`, by label).
+    |aligned - node 1's true REALTIME| per event, ns."""
     if not os.path.exists(tool):
         return {"error": f"{tool} is not built"}
     os.makedirs(workdir, exist_ok=True)
@@ -475,8 +478,9 @@ def trace_between_instants(offsets: str, timebases: list[str], clocks: dict, sin
                         f'"dur":0.001}}' for i, x in enumerate(stamps))
         f.write(f'{{"baseTimeNanoseconds":{base},"traceEvents":[{rows}]}}')
     out: dict = {"events": events}
-    for label, extra in (("straight", []), ("timebase", ["--timebase", *timebases])):
-        dest = os.path.join(workdir, label)
+    variants = [("straight", [])] + [(label, ["--timebase", *files]) for label, files in timebases.items()]
+    for label, extra in variants:
+        dest = os.path.join(workdir, label.replace(" ", "-"))
         shutil.rmtree(dest, ignore_errors=True)
         # Every event placed, whatever its bound: this measures errors, not bounds.
         cmd = [tool, "align", trace, "--host", "2=node2", "--no-counters", "--max-bound-us", "1e6", "--out", dest,
@@ -680,7 +684,7 @@ def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
                 lines.append(f"{r['scenario']:<14} agent n{node}: timebase.jsonl: {tb['error']}")
     for r in results:
         tr = r.get("trace")
-        for label in ("straight", "timebase"):
+        for label in ("straight", "timebase", "cluster timebase"):
             t = (tr or {}).get(label)
             if not t:
                 continue

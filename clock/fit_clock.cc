@@ -4,16 +4,6 @@
 
 namespace chronolink {
 
-int64_t FitAnchor::FitOfRaw(int64_t raw) const {
-  const int64_t d = raw - raw_ns;
-  return realtime_ns + d + RoundedQuotient(static_cast<__int128>(d) * rate_fine, kFinePerNs);
-}
-
-int64_t FitAnchor::RawOfFit(int64_t fit_ns) const {
-  const int64_t u = fit_ns - realtime_ns;
-  return raw_ns + RoundedQuotient(static_cast<__int128>(u) * kFinePerNs, kFinePerNs + static_cast<__int128>(rate_fine));
-}
-
 FitTimebase::FitTimebase(const ClockPairSample& first, size_t capacity) : map_(capacity) {
   anchors_.push_back({{first.raw_ns, first.realtime_ns, first.rate_fine == kRateUnknown ? 0 : first.rate_fine}});
   map_.Add(first);

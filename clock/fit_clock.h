@@ -29,19 +29,9 @@
 #include "clock/clock_reader.h"
 #include "clock/fit_point.h"
 #include "clock/realtime_raw_map.h"
+#include "clock/timebase_knots.h"
 
 namespace chronolink {
-
-// F as a function of RAW: exact integer arithmetic, rounded to nearest.
-struct FitAnchor {
-  int64_t raw_ns = 0;       // MONOTONIC_RAW at the anchor
-  int64_t realtime_ns = 0;  // REALTIME there: F's value at the anchor
-  int64_t rate_fine = 0;    // REALTIME's rate against RAW there, less 1, in 1e-15: F's
-
-  int64_t FitOfRaw(int64_t raw_ns) const;
-  int64_t RawOfFit(int64_t fit_ns) const;
-  friend bool operator==(const FitAnchor&, const FitAnchor&) = default;
-};
 
 struct FitTimebaseStats {
   uint64_t samples = 0;
@@ -114,10 +104,13 @@ class FitTimebase {
 enum class FitClockMode { kRaw, kRealtime };
 
 // An edge window's fit clock: the anchor that made its F, and the node's
-// REALTIME at its centre (what edges.jsonl and the summaries carry).
+// REALTIME at its centre (what edges.jsonl and the summaries carry); for
+// the leader, the node's REALTIME/RAW knots over the window, with which it
+// maps back exactly where the daemon bent REALTIME inside it.
 struct FitWindowClock {
   FitAnchor anchor;
   FitPoint point;
+  std::optional<TimebaseExcerpt> knots;
 };
 
 // What a poll of the fit clock did.

@@ -1,5 +1,6 @@
-// One point of a node's REALTIME against its fit clock (clock/fit_clock.h),
-// as window summaries carry it to the leader (docs/formats.md).
+// A fit clock's definition (its anchor), and one point of a node's REALTIME
+// against it (clock/fit_clock.h), as window summaries carry them to the
+// leader (docs/formats.md).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,18 @@ namespace chronolink {
 inline int64_t RoundedQuotient(__int128 num, __int128 den) {
   return static_cast<int64_t>((num >= 0 ? num + den / 2 : num - den / 2) / den);
 }
+
+// The fit clock as a function of RAW: F = realtime_ns + (RAW − raw_ns)·(1 +
+// rate). Exact integer arithmetic, rounded to nearest.
+struct FitAnchor {
+  int64_t raw_ns = 0;       // MONOTONIC_RAW at the anchor
+  int64_t realtime_ns = 0;  // REALTIME there: F's value at the anchor
+  int64_t rate_fine = 0;    // REALTIME's rate against RAW there, less 1, in 1e-15: F's
+
+  int64_t FitOfRaw(int64_t raw_ns) const;
+  int64_t RawOfFit(int64_t fit_ns) const;
+  friend bool operator==(const FitAnchor&, const FitAnchor&) = default;
+};
 
 // A node's REALTIME at one instant of its fit clock, and REALTIME's rate
 // against F there (less 1, in 1e-15 per ns): what the leader needs to map

@@ -82,6 +82,25 @@ std::optional<int64_t> TimebaseKnots::RealtimeAt(int64_t raw_ns) const {
   return Interpolate(raw_ns, k.raw_ns, k.realtime_ns, after->raw_ns, after->realtime_ns);
 }
 
+std::optional<TimebaseExcerpt> TimebaseKnots::Covering(int64_t raw_from, int64_t raw_to, size_t max_knots) const {
+  if (knots_.empty() || raw_from < knots_.front().raw_ns || raw_to < raw_from) return std::nullopt;
+  auto it = std::upper_bound(knots_.begin(), knots_.end(), raw_from,
+                             [](int64_t r, const TimebaseKnot& k) { return r < k.raw_ns; }) - 1;
+  TimebaseExcerpt out;
+  for (; it != knots_.end(); ++it) {
+    if (!out.knots.empty() && it->after_step) return std::nullopt;
+    out.knots.push_back({it->raw_ns, it->realtime_ns, false});
+    if (it->raw_ns >= raw_to) break;
+  }
+  if (out.knots.back().raw_ns < raw_to) {  // the open segment holds the end
+    if (!open_ || last_.raw_ns < raw_to || last_.raw_ns <= out.knots.back().raw_ns) return std::nullopt;
+    out.knots.push_back({last_.raw_ns, last_.realtime_ns, false});
+    out.last_provisional = true;
+  }
+  if (out.knots.size() < 2 || out.knots.size() > max_knots) return std::nullopt;
+  return out;
+}
+
 size_t TimebaseKnots::DropBefore(int64_t raw_ns) {
   const auto after = std::upper_bound(knots_.begin(), knots_.end(), raw_ns,
                                       [](int64_t r, const TimebaseKnot& k) { return r < k.raw_ns; });

@@ -34,6 +34,18 @@ struct TimebaseKnot {
   friend bool operator==(const TimebaseKnot&, const TimebaseKnot&) = default;
 };
 
+// The knots over an interval of RAW, as a window summary carries them to
+// the leader: from the knot whose segment holds the interval's start through
+// the first knot at or after its end. Where the open segment holds the end,
+// its newest sample ends the excerpt (`last_provisional`: the segment may
+// still end elsewhere, so a later excerpt's knots replace it).
+struct TimebaseExcerpt {
+  std::vector<TimebaseKnot> knots;  // at least two, no step between them
+  bool last_provisional = false;
+
+  friend bool operator==(const TimebaseExcerpt&, const TimebaseExcerpt&) = default;
+};
+
 class TimebaseKnots {
  public:
   explicit TimebaseKnots(int64_t tolerance_ns = 1, double max_rate = kMaxSlewRate);
@@ -51,6 +63,10 @@ class TimebaseKnots {
   // REALTIME at `raw_ns` by the knots and the open segment (its last
   // sample); nullopt outside them or across a step.
   std::optional<int64_t> RealtimeAt(int64_t raw_ns) const;
+
+  // The excerpt over [raw_from, raw_to]; nullopt when the knots kept do not
+  // cover it, a step lies inside, or it would take more than `max_knots`.
+  std::optional<TimebaseExcerpt> Covering(int64_t raw_from, int64_t raw_to, size_t max_knots) const;
 
   uint64_t samples() const { return samples_; }
 

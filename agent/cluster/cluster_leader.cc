@@ -141,6 +141,8 @@ std::optional<OffsetsSnapshot> ClusterLeader::SolveInstant(int64_t t_ns, bool re
   const bool mapped = fit_points_.ToRealtime(&s);
   stats_.nodes_unmapped = fit_points_.stats().nodes_unmapped;
   stats_.instants_unmapped = fit_points_.stats().instants_unmapped;
+  stats_.mapped_by_knots = fit_points_.stats().mapped_by_knots;
+  stats_.mapped_by_point = fit_points_.stats().mapped_by_point;
   if (!mapped) return std::nullopt;
   if (recomputed) {
     ++stats_.instants_recomputed;

@@ -66,6 +66,10 @@ struct ClusterLeaderStats {
   // unreachable, or (the named reference's) an instant not published.
   uint64_t nodes_unmapped = 0;
   uint64_t instants_unmapped = 0;
+  // How the solutions were mapped back: through the nodes' knots (exact), or
+  // along a point's rate (no knots near the instant).
+  uint64_t mapped_by_knots = 0;
+  uint64_t mapped_by_point = 0;
   double last_solve_ms = 0;
 };
 

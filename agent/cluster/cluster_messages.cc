@@ -80,6 +80,47 @@ FitPoint FitPointFromJson(const json& j) {
   return p;
 }
 
+FitAnchor FitAnchorFromJson(const json& j) {
+  if (!j.is_object()) throw FieldError{"\"anchor\" is not a JSON object"};
+  FitAnchor a;
+  a.raw_ns = IntField<int64_t>(j, "raw_ns");
+  a.realtime_ns = IntField<int64_t>(j, "realtime_ns");
+  a.rate_fine = IntField<int64_t>(j, "rate_fine");
+  if (a.rate_fine > kMaxFitRateFine || a.rate_fine < -kMaxFitRateFine) throw FieldError{"anchor \"rate_fine\" beyond 25 %"};
+  return a;
+}
+
+// Knots as [raw_ns, realtime_ns] pairs, increasing in both, no slower or
+// faster than a slew against each other.
+TimebaseExcerpt KnotsFromJson(const json& j) {
+  const json& k = Field(j, "knots");
+  if (!k.is_array() || k.size() < 2 || k.size() > kMaxSummaryKnots) {
+    throw FieldError{"\"knots\" is not an array of 2 to " + std::to_string(kMaxSummaryKnots) + " knots"};
+  }
+  TimebaseExcerpt e;
+  for (const json& pair : k) {
+    if (!pair.is_array() || pair.size() != 2) {
+      throw FieldError{"a knot is not a pair of integers [raw_ns, realtime_ns]"};
+    }
+    TimebaseKnot knot;
+    knot.raw_ns = IntField<int64_t>(json{{"knot raw_ns", pair[0]}}, "knot raw_ns");
+    knot.realtime_ns = IntField<int64_t>(json{{"knot realtime_ns", pair[1]}}, "knot realtime_ns");
+    if (!e.knots.empty()) {
+      const TimebaseKnot& prev = e.knots.back();
+      const long double d_raw = static_cast<long double>(knot.raw_ns) - prev.raw_ns;
+      const long double d_rt = static_cast<long double>(knot.realtime_ns) - prev.realtime_ns;
+      if (!(d_raw > 0) || !(d_rt > 0.75L * d_raw) || !(d_rt < 1.25L * d_raw)) {
+        throw FieldError{"knots do not increase in both clocks at a rate within 25 % of each other"};
+      }
+    }
+    e.knots.push_back(knot);
+  }
+  const json& provisional = Field(j, "last_provisional");
+  if (!provisional.is_boolean()) throw FieldError{"\"last_provisional\" is not a boolean"};
+  e.last_provisional = provisional.get<bool>();
+  return e;
+}
+
 json SummaryToJson(const WindowSummary& w) {
   json j{{"node", w.estimate.node},
          {"peer", w.estimate.peer},
@@ -95,6 +136,16 @@ json SummaryToJson(const WindowSummary& w) {
     j["prober_clock"] = {{"fit_ns", w.prober_clock->fit_ns},
                          {"realtime_ns", w.prober_clock->realtime_ns},
                          {"rate_fine", w.prober_clock->rate_fine}};
+  }
+  if (w.prober_anchor && w.prober_knots) {
+    json knots = json::array();
+    for (const TimebaseKnot& k : w.prober_knots->knots) knots.push_back(json::array({k.raw_ns, k.realtime_ns}));
+    j["prober_timebase"] = {{"anchor",
+                             {{"raw_ns", w.prober_anchor->raw_ns},
+                              {"realtime_ns", w.prober_anchor->realtime_ns},
+                              {"rate_fine", w.prober_anchor->rate_fine}}},
+                            {"knots", std::move(knots)},
+                            {"last_provisional", w.prober_knots->last_provisional}};
   }
   return j;
 }
@@ -124,6 +175,12 @@ WindowSummary SummaryFromJson(const json& j) {
   if (!e.is_string()) throw FieldError{"\"estimator\" is not a string"};
   w.estimator = e.get<std::string>();
   if (j.contains("prober_clock")) w.prober_clock = FitPointFromJson(Field(j, "prober_clock"));
+  if (j.contains("prober_timebase")) {
+    const json& t = Field(j, "prober_timebase");
+    if (!t.is_object()) throw FieldError{"\"prober_timebase\" is not a JSON object"};
+    w.prober_anchor = FitAnchorFromJson(Field(t, "anchor"));
+    w.prober_knots = KnotsFromJson(t);
+  }
   return w;
 }
 

@@ -14,6 +14,7 @@
 
 #include "agent/solve/global_solver.h"
 #include "clock/fit_point.h"
+#include "clock/timebase_knots.h"
 
 namespace chronolink {
 
@@ -28,6 +29,13 @@ struct WindowSummary {
   // with it. Absent: the prober fits in REALTIME (older agents, --fit-clock
   // realtime), the identity.
   std::optional<FitPoint> prober_clock;
+  // The prober's fit clock anchor and its REALTIME/RAW knots over the
+  // window: the leader maps back through them exactly, following every
+  // rate change the daemon made inside the window, and writes them beside
+  // offsets.jsonl for the trace tools. Absent (older agents, a window
+  // whose knots were not kept or were too many): the point alone.
+  std::optional<FitAnchor> prober_anchor;
+  std::optional<TimebaseExcerpt> prober_knots;
 
   // Identifies the window across resends: (node, peer, window_start, session).
   std::string Key() const;
@@ -37,6 +45,9 @@ struct WindowSummary {
 // no estimate, only where the edge's clocks changed. The leader uses no
 // estimate of that edge across it.
 inline constexpr std::string_view kClockStepMarker = "clock_step";
+// At most this many knots per summary (a PLL changing the rate every second
+// makes about 3 per 2 s window); an agent with more sends the point alone.
+inline constexpr size_t kMaxSummaryKnots = 64;
 
 std::string EncodeWindowSummary(const WindowSummary& w);
 bool DecodeWindowSummary(std::string_view text, WindowSummary* out, std::string* error);

@@ -5,12 +5,35 @@
 #include <vector>
 
 #include "clock/clock_trajectory.h"
+#include "clock/realtime_raw_map.h"
 
 namespace chronolink {
 
 void FitPointBook::Add(const WindowSummary& w, int64_t window_ns) {
   const int64_t centre = w.window_start_ns + window_ns / 2;
   Add(w.estimate.node, w.prober_clock.value_or(FitPoint{centre, centre, 0}));
+  if (w.prober_anchor && w.prober_knots) AddKnots(w.estimate.node, *w.prober_anchor, *w.prober_knots);
+}
+
+void FitPointBook::AddKnots(uint32_t node, const FitAnchor& anchor, const TimebaseExcerpt& excerpt) {
+  if (excerpt.knots.size() < 2) return;
+  auto& book = knots_[node];
+  const int64_t lo = anchor.FitOfRaw(excerpt.knots.front().raw_ns);
+  const int64_t hi = anchor.FitOfRaw(excerpt.knots.back().raw_ns);
+  // A summary that came out of order ends on a knot a later one went on from.
+  const auto old_last = book.find(hi);
+  const bool last_continues = !excerpt.last_provisional && old_last != book.end() && old_last->second.continues &&
+                              old_last->second.anchor_raw_ns == anchor.raw_ns;
+  book.erase(book.lower_bound(lo), book.upper_bound(hi));
+  if (auto after = book.lower_bound(lo); after != book.begin()) {
+    BookKnot& before = std::prev(after)->second;
+    if (before.anchor_raw_ns != anchor.raw_ns) before.continues = false;
+  }
+  for (size_t i = 0; i < excerpt.knots.size(); ++i) {
+    const TimebaseKnot& k = excerpt.knots[i];
+    const bool last = i + 1 == excerpt.knots.size();
+    book[anchor.FitOfRaw(k.raw_ns)] = BookKnot{k.realtime_ns, anchor.raw_ns, last ? last_continues : true};
+  }
 }
 
 void FitPointBook::ExpireBefore(int64_t fit_ns) {
@@ -19,6 +42,39 @@ void FitPointBook::ExpireBefore(int64_t fit_ns) {
     byfit.erase(byfit.begin(), byfit.lower_bound(fit_ns));
     it = byfit.empty() ? points_.erase(it) : std::next(it);
   }
+  for (auto it = knots_.begin(); it != knots_.end();) {
+    auto& byfit = it->second;
+    auto keep = byfit.upper_bound(fit_ns);  // and the knot before it, whose segment holds fit_ns
+    if (keep != byfit.begin()) byfit.erase(byfit.begin(), std::prev(keep));
+    it = byfit.empty() ? knots_.erase(it) : std::next(it);
+  }
+}
+
+std::optional<FitPointBook::Mapped> FitPointBook::ByKnots(uint32_t node, int64_t fit_ns) const {
+  const auto n = knots_.find(node);
+  if (n == knots_.end()) return std::nullopt;
+  const auto after = n->second.upper_bound(fit_ns);
+  if (after == n->second.begin() || after == n->second.end()) return std::nullopt;
+  const auto before = std::prev(after);
+  const BookKnot& k0 = before->second;
+  const BookKnot& k1 = after->second;
+  if (!k0.continues || k0.anchor_raw_ns != k1.anchor_raw_ns) return std::nullopt;
+  const int64_t realtime = Interpolate(fit_ns, before->first, k0.realtime_ns, after->first, k1.realtime_ns);
+  const auto d_fit = static_cast<double>(after->first - before->first);
+  const auto d_rt = static_cast<double>(k1.realtime_ns - k0.realtime_ns);
+  return Mapped{realtime - fit_ns, (d_rt - d_fit) / d_fit};
+}
+
+std::optional<FitPointBook::Mapped> FitPointBook::MapAt(uint32_t node, int64_t fit_ns) {
+  if (const std::optional<Mapped> m = ByKnots(node, fit_ns)) {
+    ++stats_.mapped_by_knots;
+    return m;
+  }
+  if (const std::optional<FitPoint> p = Near(node, fit_ns)) {
+    ++stats_.mapped_by_point;
+    return Mapped{p->RealtimeMinusFitAt(fit_ns), static_cast<double>(p->rate_fine) / kFinePerNs};
+  }
+  return std::nullopt;
 }
 
 std::optional<FitPoint> FitPointBook::Near(uint32_t node, int64_t fit_ns) const {
@@ -38,30 +94,23 @@ std::optional<FitPoint> FitPointBook::Near(uint32_t node, int64_t fit_ns) const 
 
 bool FitPointBook::ToRealtime(OffsetsSnapshot* s) {
   const int64_t t = s->reference_instant_ns;
-  struct Mapped {
-    int64_t d_ns;  // REALTIME − F at the node's own instant of T
-    double rate;   // REALTIME's rate against F there, less 1
-  };
-  std::vector<std::optional<Mapped>> mapped(s->nodes.size());
+  std::vector<std::optional<Mapped>> mapped(s->nodes.size());  // at each node's own instant of T
   for (size_t i = 0; i < s->nodes.size(); ++i) {
     const NodeSolution& n = s->nodes[i];
     if (!n.reachable) continue;
-    const int64_t own_instant = t + static_cast<int64_t>(std::llround(n.offset_ns));
-    if (const std::optional<FitPoint> p = Near(n.node, own_instant)) {
-      mapped[i] = Mapped{p->RealtimeMinusFitAt(own_instant), static_cast<double>(p->rate_fine) / kFinePerNs};
-    }
+    mapped[i] = MapAt(n.node, t + static_cast<int64_t>(std::llround(n.offset_ns)));
   }
   // The reference's d: the named node's, or the mean of the mapped nodes'
   // (the mean reference is the mean of the reachable nodes, which stay
   // reachable only where they are mapped).
   Mapped ref{0, 0};
   if (s->reference_node) {
-    const std::optional<FitPoint> p = Near(*s->reference_node, t);
-    if (!p) {
+    const std::optional<Mapped> m = MapAt(*s->reference_node, t);
+    if (!m) {
       ++stats_.instants_unmapped;
       return false;
     }
-    ref = {p->RealtimeMinusFitAt(t), static_cast<double>(p->rate_fine) / kFinePerNs};
+    ref = *m;
   } else {
     __int128 sum = 0;
     double rate_sum = 0;

@@ -5,9 +5,13 @@
 //
 //   REALTIME_n − REALTIME_ref = (F_n − F_ref) + d_n − d_ref,  d = REALTIME − F,
 //
-// each d at the node's own instant of T. A point is used only within the
-// solve's validity horizon of T: REALTIME's rate changes with every
-// daemon update, so an older point would err by the change × the distance.
+// each d at the node's own instant of T. Where the node's summaries
+// brought its REALTIME/RAW knots (clock/timebase_knots.h), d comes from
+// them: exact wherever the daemon changed the rate, as the node saw it.
+// Elsewhere from the nearest point, along its rate, and only within the
+// solve's validity horizon of T: REALTIME's rate changes with every daemon
+// update, so an older point would err by the change × the distance (a PLL
+// swinging 500 ppm, 20 ms from the point: 10 µs).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +26,8 @@ namespace chronolink {
 struct FitPointBookStats {
   uint64_t nodes_unmapped = 0;      // solved, but no point of theirs near T: published unreachable
   uint64_t instants_unmapped = 0;   // the named reference had no point near T: not published
+  uint64_t mapped_by_knots = 0;     // node solutions (and references) mapped through knots
+  uint64_t mapped_by_point = 0;     // ... along a point's rate
 };
 
 class FitPointBook {
@@ -32,6 +38,9 @@ class FitPointBook {
   // none: the prober fits in REALTIME).
   void Add(const WindowSummary& w, int64_t window_ns);
   void Add(uint32_t node, const FitPoint& p) { points_[node][p.fit_ns] = p; }
+  // A node's knots over a window, on the fit clock of `anchor`: they replace
+  // what the book held between their first and last.
+  void AddKnots(uint32_t node, const FitAnchor& anchor, const TimebaseExcerpt& knots);
   void ExpireBefore(int64_t fit_ns);
 
   // Maps snapshot `s`, solved at T = s->reference_instant_ns on the fit
@@ -42,10 +51,25 @@ class FitPointBook {
   const FitPointBookStats& stats() const { return stats_; }
 
  private:
+  struct Mapped {
+    int64_t d_ns;  // REALTIME − F at the node's own instant
+    double rate;   // REALTIME's rate against F there, less 1
+  };
+  // REALTIME − F at fit instant `fit_ns` of a node: by its knots, else its
+  // nearest point; counted.
+  std::optional<Mapped> MapAt(uint32_t node, int64_t fit_ns);
+  std::optional<Mapped> ByKnots(uint32_t node, int64_t fit_ns) const;
   std::optional<FitPoint> Near(uint32_t node, int64_t fit_ns) const;
+
+  struct BookKnot {
+    int64_t realtime_ns = 0;
+    int64_t anchor_raw_ns = 0;  // which anchor made its F: no segment joins two
+    bool continues = false;     // the node's REALTIME is straight from here to the next knot
+  };
 
   int64_t horizon_ns_;
   std::map<uint32_t, std::map<int64_t, FitPoint>> points_;  // node -> fit_ns -> point
+  std::map<uint32_t, std::map<int64_t, BookKnot>> knots_;   // node -> fit_ns -> knot
   FitPointBookStats stats_;
 };
 

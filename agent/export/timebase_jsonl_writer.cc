@@ -9,7 +9,7 @@
 
 namespace chronolink {
 
-std::string TimebaseKnotToJson(const TimebaseKnot& k, uint32_t node, uint64_t session) {
+std::string TimebaseKnotToJson(const TimebaseKnot& k, uint32_t node, uint64_t session, bool after_gap) {
   nlohmann::json j;
   j["schema"] = kTimebaseSchema;
   j["node"] = node;
@@ -17,14 +17,16 @@ std::string TimebaseKnotToJson(const TimebaseKnot& k, uint32_t node, uint64_t se
   j["raw_ns"] = k.raw_ns;
   j["realtime_ns"] = k.realtime_ns;
   j["after_step"] = k.after_step;
+  if (after_gap) j["after_gap"] = true;
   return j.dump();
 }
 
 TimebaseJsonlWriter::~TimebaseJsonlWriter() { Close(); }
 
-bool TimebaseJsonlWriter::Open(const std::string& dir, uint32_t node, uint64_t session, std::string* error) {
+bool TimebaseJsonlWriter::Open(const std::string& dir, uint32_t node, uint64_t session, std::string* error,
+                               const std::string& file_name) {
   Close();
-  path_ = (std::filesystem::path(dir) / "timebase.jsonl").string();
+  path_ = (std::filesystem::path(dir) / file_name).string();
   file_ = OpenOwnOutputForAppend(path_, error);  // never through a link another user planted
   if (file_ == nullptr) return false;
   node_ = node;
@@ -32,20 +34,34 @@ bool TimebaseJsonlWriter::Open(const std::string& dir, uint32_t node, uint64_t s
   return true;
 }
 
-bool TimebaseJsonlWriter::WriteNew(TimebaseKnots* knots, std::string* error) {
+bool TimebaseJsonlWriter::WriteNew(const TimebaseKnots& knots, std::string* error) {
   if (file_ == nullptr) return true;
-  for (const TimebaseKnot& k : knots->knots()) {
+  for (const TimebaseKnot& k : knots.knots()) {
     if (k.raw_ns <= last_written_raw_ns_) continue;
-    const std::string line = TimebaseKnotToJson(k, node_, session_) + "\n";
-    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size()) {
-      *error = "cannot write " + path_ + ": " + std::strerror(errno);
-      return false;
-    }
+    if (!WriteLine(TimebaseKnotToJson(k, node_, session_), error)) return false;
     last_written_raw_ns_ = k.raw_ns;
-    ++lines_;
   }
-  if (!knots->knots().empty()) knots->DropBefore(knots->knots().back().raw_ns);
-  if (std::fflush(file_) != 0) {
+  return Flush(error);
+}
+
+bool TimebaseJsonlWriter::WriteKnot(const TimebaseKnot& k, uint32_t node, uint64_t session, bool after_gap,
+                                    std::string* error) {
+  if (file_ == nullptr) return true;
+  return WriteLine(TimebaseKnotToJson(k, node, session, after_gap), error);
+}
+
+bool TimebaseJsonlWriter::WriteLine(const std::string& json, std::string* error) {
+  const std::string line = json + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size()) {
+    *error = "cannot write " + path_ + ": " + std::strerror(errno);
+    return false;
+  }
+  ++lines_;
+  return true;
+}
+
+bool TimebaseJsonlWriter::Flush(std::string* error) {
+  if (file_ != nullptr && std::fflush(file_) != 0) {
     *error = "cannot write " + path_ + ": " + std::strerror(errno);
     return false;
   }

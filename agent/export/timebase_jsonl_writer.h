@@ -14,6 +14,8 @@
 namespace chronolink {
 
 constexpr const char* kTimebaseSchema = "chronolink.timebase.v1";
+// The leader's: every node's knots as the summaries brought them.
+constexpr const char* kClusterTimebaseFile = "cluster-timebase.jsonl";
 
 class TimebaseJsonlWriter {
  public:
@@ -22,18 +24,27 @@ class TimebaseJsonlWriter {
   TimebaseJsonlWriter(const TimebaseJsonlWriter&) = delete;
   TimebaseJsonlWriter& operator=(const TimebaseJsonlWriter&) = delete;
 
-  // Opens <dir>/timebase.jsonl for append (the directory exists: the edges
-  // writer made it).
-  bool Open(const std::string& dir, uint32_t node, uint64_t session, std::string* error);
-  // Writes the knots not written yet, drops those the map no longer needs
-  // (all but the open segment's start), and flushes.
-  bool WriteNew(TimebaseKnots* knots, std::string* error);
+  // Opens <dir>/<file_name> for append (the directory exists: the edges
+  // writer made it). `node` and `session` are WriteNew's.
+  bool Open(const std::string& dir, uint32_t node, uint64_t session, std::string* error,
+            const std::string& file_name = "timebase.jsonl");
+  // This node's knots not written yet (the caller drops old ones from the
+  // map when it no longer needs them), then flushes.
+  bool WriteNew(const TimebaseKnots& knots, std::string* error);
+  // Any node's knot, as the leader gathers them from the summaries (the
+  // cluster's timebase beside offsets.jsonl); `after_gap`: the knots before
+  // it in this session were not all received, nothing is known between.
+  bool WriteKnot(const TimebaseKnot& k, uint32_t node, uint64_t session, bool after_gap, std::string* error);
+  bool Flush(std::string* error);
   void Close();
 
+  bool is_open() const { return file_ != nullptr; }
   const std::string& path() const { return path_; }
   uint64_t lines_written() const { return lines_; }
 
  private:
+  bool WriteLine(const std::string& json, std::string* error);
+
   std::FILE* file_ = nullptr;
   std::string path_;
   uint32_t node_ = 0;
@@ -43,6 +54,6 @@ class TimebaseJsonlWriter {
 };
 
 // The JSON text of one knot (no newline).
-std::string TimebaseKnotToJson(const TimebaseKnot& k, uint32_t node, uint64_t session);
+std::string TimebaseKnotToJson(const TimebaseKnot& k, uint32_t node, uint64_t session, bool after_gap = false);
 
 }  // namespace chronolink

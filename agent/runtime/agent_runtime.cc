@@ -254,7 +254,16 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
   for (const EdgeWindowRecord& r : records) {
     const int64_t centre = r.window_start_ns + config_.estimation.window_ns / 2;
     const std::optional<FitAnchor> anchor = clock_.AnchorFor(centre);
-    fits.push_back(anchor ? std::optional(FitWindowClock{*anchor, clock_.PointAt(centre)}) : std::nullopt);
+    if (!anchor) {
+      fits.push_back(std::nullopt);
+      continue;
+    }
+    // The leader maps back through our knots over the window where we have
+    // them (exact where the daemon bent REALTIME inside it), else the point.
+    const int64_t raw_from = anchor->RawOfFit(r.window_start_ns);
+    const int64_t raw_to = anchor->RawOfFit(r.window_start_ns + config_.estimation.window_ns);
+    fits.push_back(FitWindowClock{*anchor, clock_.PointAt(centre),
+                                  timebase_knots_.Covering(raw_from, raw_to, kMaxSummaryKnots)});
   }
   for (size_t i = 0; i < records.size(); ++i) {
     const EdgeWindowRecord& r = records[i];
@@ -395,7 +404,10 @@ void AgentRuntime::DiscardAroundStep(int64_t before, int64_t after, int64_t step
 
 void AgentRuntime::SampleClock(int64_t monotonic_ns) {
   const FitClockPoll p = clock_.Poll(monotonic_ns);
-  if (p.sample) timebase_knots_.Add(*p.sample);
+  if (p.sample) {
+    timebase_knots_.Add(*p.sample);
+    last_sample_raw_ns_ = p.sample->raw_ns;
+  }
   if (!p.reanchored) return;
   // F jumped back to REALTIME: a step of the clock every window is on.
   spdlog::info("the fit clock had left REALTIME by {:+.3f} ms (a daemon's slew or retrained frequency when it was "
@@ -406,9 +418,17 @@ void AgentRuntime::SampleClock(int64_t monotonic_ns) {
   last_now_ = p.fit_after_ns;
 }
 
+namespace {
+constexpr int64_t kKeepKnotsNs = 60'000'000'000;
+}  // namespace
+
 void AgentRuntime::WriteTimebase() {
   std::string error;
-  if (!timebase_writer_.WriteNew(&timebase_knots_, &error)) {
+  // Knots stay as long as a window that closes can still need them: a
+  // window closes seconds after its end, once the fit spans around it
+  // (up to 12 s) have their data. A minute of knots is a hundred or so.
+  timebase_knots_.DropBefore(last_sample_raw_ns_ - kKeepKnotsNs);
+  if (!timebase_writer_.WriteNew(timebase_knots_, &error)) {
     if (!write_failed_) spdlog::error("{}", error);
     write_failed_ = true;
   }

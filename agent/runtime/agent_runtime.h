@@ -81,6 +81,7 @@ class AgentRuntime {
   // This node's REALTIME over its MONOTONIC_RAW, sampled by the fit clock
   // and written as knots (docs/clocks.md "Disciplined clocks").
   TimebaseKnots timebase_knots_;
+  int64_t last_sample_raw_ns_ = 0;
   TimebaseJsonlWriter timebase_writer_;
   PacketStampLog stamp_log_;
   TapCapture tap_;

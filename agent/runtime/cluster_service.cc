@@ -84,6 +84,7 @@ void ClusterService::Stop() {
   if (leader_thread_.joinable()) leader_thread_.join();
   if (coordinator_) coordinator_->Stop();
   offsets_.Close();
+  cluster_timebase_.Close();
   if (page_open_) page_.Close();
   page_open_ = false;
 }
@@ -109,7 +110,13 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records,
     w.session = session;
     w.window_start_ns = r.window_start_ns;
     w.estimator = std::string(EstimatorKindName(r.estimate.estimator));
-    if (fits[i]) w.prober_clock = fits[i]->point;
+    if (fits[i]) {
+      w.prober_clock = fits[i]->point;
+      if (fits[i]->knots) {
+        w.prober_anchor = fits[i]->anchor;
+        w.prober_knots = fits[i]->knots;
+      }
+    }
     out.push_back(std::move(w));
   }
   if (!out.empty()) coordinator_->PublishWindows(out);
@@ -162,6 +169,16 @@ void ClusterService::PublishOnPage(ClockMapping m) {
   page_.Publish(m);
 }
 
+void ClusterService::WriteClusterTimebase() {
+  std::string error;
+  bool ok = true;
+  for (const RelayedKnot& k : timebase_relay_.Take()) {
+    ok = ok && cluster_timebase_.WriteKnot(k.knot, k.node, k.session, k.after_gap, &error);
+  }
+  ok = ok && cluster_timebase_.Flush(&error);
+  if (!ok && !write_failed_.exchange(true)) spdlog::error("{}", error);
+}
+
 void ClusterService::LeaderLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
@@ -185,6 +202,13 @@ void ClusterService::LeadOnce() {
       std::string error;
       if (!offsets_.Open(config_.output_dir, &error)) spdlog::error("{}", error);
     }
+    if (!cluster_timebase_.is_open()) {
+      std::string error;
+      if (!cluster_timebase_.Open(config_.output_dir, config_.node_id, 0, &error, kClusterTimebaseFile)) {
+        spdlog::error("{}", error);
+      }
+    }
+    timebase_relay_.Reset();
   } else if (!leader && leader_.in_office()) {
     spdlog::info("this node no longer leads the cluster");
     leader_.LeaveOffice();
@@ -193,6 +217,8 @@ void ClusterService::LeadOnce() {
   const std::vector<WindowSummary> inbox = coordinator_->TakeLeaderInbox();
   if (leader_.in_office()) {
     leader_.Add(inbox, now);
+    for (const WindowSummary& w : inbox) timebase_relay_.Add(w);
+    WriteClusterTimebase();
     for (const OffsetsSnapshot& s : leader_.SolveDue(now)) {
       std::string error;
       if (offsets_.is_open() && !offsets_.Write(s, &error) && !write_failed_.exchange(true)) {
@@ -257,6 +283,8 @@ nlohmann::ordered_json ClusterService::Stats() const {
   j["leader_instants_empty"] = leader_stats_.instants_empty;
   j["leader_nodes_unmapped"] = leader_stats_.nodes_unmapped;
   j["leader_instants_unmapped"] = leader_stats_.instants_unmapped;
+  j["leader_mapped_by_knots"] = leader_stats_.mapped_by_knots;
+  j["leader_mapped_by_point"] = leader_stats_.mapped_by_point;
   j["leader_last_solve_ms"] = leader_stats_.last_solve_ms;
   return j;
 }

@@ -18,12 +18,14 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/cluster/cluster_leader.h"
+#include "agent/cluster/timebase_knot_relay.h"
 #include "agent/config/agent_config.h"
 #include "agent/coord/coordinator.h"
 #include "agent/estimate/edge_windows.h"
 #include "agent/export/clock_mapping_publisher.h"
 #include "agent/export/offsets_jsonl_writer.h"
 #include "agent/export/prometheus_text.h"
+#include "agent/export/timebase_jsonl_writer.h"
 #include "clock/fit_clock.h"
 
 namespace chronolink {
@@ -72,6 +74,7 @@ class ClusterService {
   void PublishOnPage(ClockMapping m);
   void LeaderLoop();
   void LeadOnce();
+  void WriteClusterTimebase();
 
   const AgentConfig& config_;
   const FitClock& clock_;
@@ -87,6 +90,9 @@ class ClusterService {
   // Leader thread state.
   ClusterLeader leader_;
   OffsetsJsonlWriter offsets_;
+  // Every node's REALTIME/RAW knots from the summaries, beside offsets.jsonl.
+  TimebaseKnotRelay timebase_relay_;
+  TimebaseJsonlWriter cluster_timebase_;
   std::thread leader_thread_;
   std::mutex mutex_;
   std::condition_variable wake_;

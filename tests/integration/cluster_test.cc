@@ -6,6 +6,11 @@
 // must every node's clock page, read several times over two windows; a
 // killed agent must be reported unreachable; a killed leader must be
 // replaced; an etcd outage must lose no edge window.
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
 #include "tests/integration/cluster_fixture.h"
 
 namespace chronolink::testing {
@@ -47,6 +52,17 @@ TEST_F(ClusterTest, StaticBackendSolvesSixNodesWithinFiveMicroseconds) {
     for (const auto& [n, s] : nodes) EXPECT_EQ(s.leader, 1u);
   }
   std::printf("static: %d instants after 5 windows, worst |error| %.0f ns\n", checked, worst);
+  // The summaries brought every node's timebase knots: the leader mapped
+  // back through them, and wrote them beside offsets.jsonl.
+  std::set<uint32_t> knots_of;
+  for (const nlohmann::json& k : ReadJsonl(OutputDir(1) / "cluster-timebase.jsonl")) {
+    EXPECT_EQ(k.at("schema"), "chronolink.timebase.v1");
+    knots_of.insert(k.at("node").get<uint32_t>());
+  }
+  EXPECT_EQ(knots_of.size(), static_cast<size_t>(kNodes)) << "a knot of every node";
+  const auto stats = nlohmann::json::parse(std::ifstream(OutputDir(1) / "agent_stats.json"));
+  EXPECT_GT(stats["cluster"]["leader_mapped_by_knots"].get<uint64_t>(),
+            stats["cluster"]["leader_mapped_by_point"].get<uint64_t>()) << stats["cluster"].dump();
 }
 
 TEST_F(ClusterTest, StaticBackendReportsAKilledAgentUnreachable) {

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "agent/cluster/cluster_messages.h"
+#include "agent/cluster/timebase_knot_relay.h"
 #include "agent/coord/window_outbox.h"
 #include "agent/export/clock_mapping_publisher.h"
 #include "agent/export/offsets_jsonl_writer.h"
@@ -488,6 +489,129 @@ TEST(FitPointBook, TheMeanReferenceIsTheMeanOfTheNodesPublished) {
   EXPECT_NEAR(s.nodes[2].offset_ns - s.nodes[0].offset_ns, -500, 1e-9);
 }
 
+// A node whose daemon swings REALTIME's rate every half second (a kernel
+// PLL slewing, hundreds of ppm): its solution at an instant 0.8 s from the
+// window's centre, mapped along the centre point's rate, is off by the
+// swings; through the node's knots it is exact.
+struct SwingingNode {
+  static constexpr int64_t kRaw0 = 7'000'000'000;
+  FitAnchor anchor{kRaw0, kBase, 20'000'000'000};  // F runs 20 ppm fast of RAW
+  std::vector<TimebaseKnot> knots;                 // REALTIME over RAW, every 0.5 s
+  std::vector<int64_t> rates_ppm{400, -300, 500, -200, 100};
+
+  SwingingNode() {
+    int64_t raw = kRaw0, realtime = kBase + 3'000;
+    for (size_t i = 0; i < rates_ppm.size(); ++i) {
+      knots.push_back({raw, realtime, false});
+      realtime += kSecond / 2 + rates_ppm[i] * 500'000 / 1'000;  // ppm over 0.5 s, in ns
+      raw += kSecond / 2;
+    }
+    knots.push_back({raw, realtime, false});
+  }
+  // REALTIME − F at fit instant f, from the exact trajectory (long double).
+  long double D(int64_t f) const {
+    const long double raw = kRaw0 + static_cast<long double>(f - kBase) / (1 + 20e-6L);
+    for (size_t i = 0; i + 1 < knots.size(); ++i) {
+      if (raw <= knots[i + 1].raw_ns) {
+        return knots[i].realtime_ns + (raw - knots[i].raw_ns) * (1 + rates_ppm[i] * 1e-6L) - f;
+      }
+    }
+    return 0;
+  }
+  TimebaseExcerpt Excerpt(size_t from, size_t to, bool provisional = false) const {
+    return {{knots.begin() + static_cast<long>(from), knots.begin() + static_cast<long>(to) + 1}, provisional};
+  }
+};
+
+OffsetsSnapshot OneNodeAgainstTheReference(int64_t t, double offset_ns) {
+  OffsetsSnapshot s;
+  s.reference_instant_ns = t;
+  s.reference_node = 1;
+  s.nodes = {NodeSolution{.node = 1, .reachable = true}, NodeSolution{.node = 2, .reachable = true, .offset_ns = offset_ns}};
+  return s;
+}
+
+TEST(FitPointBook, ThroughTheNodesKnotsTheMappingFollowsEveryRateChange) {
+  const SwingingNode n;
+  const int64_t centre = kBase + kSecond;
+  const int64_t t = kBase + 1'800'000'000;  // 0.8 s from the centre
+  const double offset = 1'234.0;            // node 2's F offset at T
+  const long double exact = offset + n.D(t + 1'234);  // the reference is its own F
+  FitPoint point{centre, centre + static_cast<int64_t>(std::llround(n.D(centre))), 0};
+  point.rate_fine = 100'000'000'000 - 20'000'000'000;  // the rate at the centre against F: +100 − 20 ppm, roughly
+
+  FitPointBook by_point(4 * kSecond);
+  by_point.Add(1, FitPoint{centre, centre, 0});
+  by_point.Add(2, point);
+  OffsetsSnapshot s1 = OneNodeAgainstTheReference(t, offset);
+  ASSERT_TRUE(by_point.ToRealtime(&s1));
+  EXPECT_GT(std::fabs(s1.nodes[1].offset_ns - static_cast<double>(exact)), 50'000.0) << "the point alone misses the swings";
+
+  FitPointBook book(4 * kSecond);
+  book.Add(1, FitPoint{centre, centre, 0});
+  book.Add(2, point);
+  book.AddKnots(2, n.anchor, n.Excerpt(0, 2));
+  book.AddKnots(2, n.anchor, n.Excerpt(2, 5));  // the next window's, overlapping at its first knot
+  OffsetsSnapshot s2 = OneNodeAgainstTheReference(t, offset);
+  ASSERT_TRUE(book.ToRealtime(&s2));
+  EXPECT_NEAR(s2.nodes[1].offset_ns, static_cast<double>(exact), 1.0);
+  EXPECT_NEAR(s2.nodes[1].drift, (n.rates_ppm[3] * 1e-6) / (1 + 20e-6) - 20e-6 / (1 + 20e-6), 1e-9)
+      << "REALTIME's rate against F in the segment holding the instant";
+  EXPECT_EQ(book.stats().mapped_by_knots, 1u);
+  EXPECT_EQ(book.stats().mapped_by_point, 2u) << "the reference had a point only (as a node and as the reference)";
+}
+
+TEST(FitPointBook, AGapBetweenWindowsKnotsIsNotBridged) {
+  const SwingingNode n;
+  FitPointBook book(4 * kSecond);
+  book.AddKnots(2, n.anchor, n.Excerpt(0, 1));
+  book.AddKnots(2, n.anchor, n.Excerpt(3, 5));  // the window in between never came
+  const int64_t in_gap = n.anchor.FitOfRaw(n.knots[2].raw_ns);
+  book.Add(1, FitPoint{in_gap, in_gap, 0});
+  OffsetsSnapshot s = OneNodeAgainstTheReference(in_gap, 0);
+  ASSERT_TRUE(book.ToRealtime(&s));
+  EXPECT_FALSE(s.nodes[1].reachable) << "no knots across the gap, no point: unmapped, not guessed";
+  // A provisional end is replaced by the next window's knots.
+  FitPointBook replaced(4 * kSecond);
+  TimebaseExcerpt first = n.Excerpt(0, 2, /*provisional=*/true);
+  first.knots.back().realtime_ns += 40;  // the open segment's newest sample, not yet its end
+  replaced.AddKnots(2, n.anchor, first);
+  replaced.AddKnots(2, n.anchor, n.Excerpt(1, 5));
+  replaced.Add(1, FitPoint{in_gap, in_gap, 0});
+  OffsetsSnapshot s2 = OneNodeAgainstTheReference(in_gap, 0);
+  ASSERT_TRUE(replaced.ToRealtime(&s2));
+  EXPECT_NEAR(s2.nodes[1].offset_ns, static_cast<double>(n.D(in_gap)), 1.0);
+}
+
+TEST(TimebaseKnotRelay, EachKnotOnceInOrderProvisionalNeverAndGapsMarked) {
+  const SwingingNode n;
+  TimebaseKnotRelay relay;
+  auto summary = [&](uint32_t peer, TimebaseExcerpt e) {
+    WindowSummary w = Window(2, peer, kBase);
+    w.prober_anchor = n.anchor;
+    w.prober_knots = std::move(e);
+    return w;
+  };
+  relay.Add(summary(1, n.Excerpt(0, 2, true)));
+  relay.Add(summary(3, n.Excerpt(0, 2, true)));  // the same window on another edge
+  auto got = relay.Take();
+  ASSERT_EQ(got.size(), 2u) << "knots 0 and 1; knot 2 was the open segment's newest sample";
+  EXPECT_EQ(got[0].knot, n.knots[0]);
+  EXPECT_EQ(got[1].knot, n.knots[1]);
+  EXPECT_FALSE(got[0].after_gap);
+  relay.Add(summary(1, n.Excerpt(1, 3)));
+  got = relay.Take();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].knot, n.knots[2]);
+  EXPECT_FALSE(got[0].after_gap) << "the window started on a knot already sent";
+  relay.Add(summary(1, n.Excerpt(4, 5)));
+  got = relay.Take();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_TRUE(got[0].after_gap) << "knot 3's segment never came";
+  EXPECT_FALSE(got[1].after_gap);
+  EXPECT_TRUE(relay.Take().empty());
+}
+
 TEST(ClusterLeader, NotInOfficeSolvesNothing) {
   ClusterLeader leader(1, Options());
   leader.Add(AllWindows(kBase), kBase + kStep);
@@ -519,6 +643,17 @@ TEST(ClusterMessages, WindowSummaryRoundTrip) {
   ASSERT_TRUE(DecodeWindowSummary(EncodeWindowSummary(w), &one, &error)) << error;
   ASSERT_TRUE(one.prober_clock.has_value());
   EXPECT_EQ(*one.prober_clock, *w.prober_clock);
+  EXPECT_FALSE(one.prober_knots.has_value());
+  // The anchor and the knots over the window, in exact integers.
+  w.prober_anchor = FitAnchor{9'000'000'000'123, kBase - 77, -12'345'678'901};
+  w.prober_knots = TimebaseExcerpt{{{9'000'000'000'200, kBase, false}, {9'000'700'000'201, kBase + 700'000'777, false},
+                                    {9'002'000'000'200, kBase + 2'000'000'001, false}},
+                                   true};
+  ASSERT_TRUE(DecodeWindowSummary(EncodeWindowSummary(w), &one, &error)) << error;
+  ASSERT_TRUE(one.prober_anchor.has_value());
+  ASSERT_TRUE(one.prober_knots.has_value());
+  EXPECT_EQ(*one.prober_anchor, *w.prober_anchor);
+  EXPECT_EQ(*one.prober_knots, *w.prober_knots);
 }
 
 TEST(ClusterMessages, BadWindowSummariesAreRefusedWithAReason) {
@@ -557,6 +692,35 @@ TEST(ClusterMessages, BadWindowSummariesAreRefusedWithAReason) {
       {R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m","prober_clock":{"fit_ns":1.5,"realtime_ns":2,"rate_fine":0}})",
        "not an integer"},
   };
+  const std::string head =
+      R"({"node":1,"peer":2,"session":"1","window_start_ns":0,"x0_ns":0,"beta_ns":0,"alpha":0,"uncertainty_ns":1,"estimator":"m","prober_timebase":)";
+  const std::string anchor = R"("anchor":{"raw_ns":5,"realtime_ns":9,"rate_fine":0})";
+  const std::pair<std::string, std::string> bad_timebase[] = {
+      {"[]", "\"prober_timebase\" is not a JSON object"},
+      {R"({"knots":[[1,2],[3,4]],"last_provisional":false})", "missing field \"anchor\""},
+      {"{" + anchor + R"(,"knots":[[1,2]],"last_provisional":false})", "2 to 64 knots"},
+      {"{" + anchor + R"(,"knots":[[1,2],[3]],"last_provisional":false})", "pair of integers"},
+      {"{" + anchor + R"(,"knots":[[1,2],[3,4.5]],"last_provisional":false})", "not an integer"},
+      {"{" + anchor + R"(,"knots":[[1000,2000],[900,2100]],"last_provisional":false})", "increase in both clocks"},
+      {"{" + anchor + R"(,"knots":[[1000,2000],[2000,4000]],"last_provisional":false})", "within 25 %"},
+      {"{" + anchor + R"(,"knots":[[1000,2000],[2000,3000]]})", "missing field \"last_provisional\""},
+      {"{" + anchor + R"(,"knots":[[1000,2000],[2000,3000]],"last_provisional":1})", "not a boolean"},
+      {R"({"anchor":{"raw_ns":5,"realtime_ns":9,"rate_fine":300000000000000},"knots":[[1,2],[3,4]],"last_provisional":false})",
+       "beyond 25 %"},
+  };
+  for (const auto& [timebase, why] : bad_timebase) {
+    error.clear();
+    EXPECT_FALSE(DecodeWindowSummary(head + timebase + "}", &w, &error)) << timebase;
+    EXPECT_NE(error.find(why), std::string::npos) << timebase << " -> " << error;
+  }
+  std::string many = "{" + anchor + R"(,"knots":[)";
+  for (int i = 0; i < 65; ++i) {
+    const std::string v = std::to_string(1000 * (i + 1));
+    many += (i ? ",[" : "[") + v + "," + v + "]";
+  }
+  error.clear();
+  EXPECT_FALSE(DecodeWindowSummary(head + many + R"(],"last_provisional":false}})", &w, &error));
+  EXPECT_NE(error.find("2 to 64 knots"), std::string::npos) << error;
   for (const auto& [text, why] : bad) {
     error.clear();
     EXPECT_FALSE(DecodeWindowSummary(text, &w, &error)) << text;

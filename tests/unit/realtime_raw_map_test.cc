@@ -136,6 +136,46 @@ TEST(TimebaseKnots, AKnotPerRateChangeAndTheClockWithinThreeNanoseconds) {
   EXPECT_TRUE(knots.RealtimeAt(n.raw.ReadAt(kT0 + 45 * kSecond)).has_value());
 }
 
+// What a window summary carries: the knots from the one holding the window's
+// start through the first at or after its end, or the open segment's newest
+// sample; and nothing across a step or beyond what is kept.
+TEST(TimebaseKnots, AnExcerptCoversAWindowFromTheKnotHoldingItsStart) {
+  TimebaseKnots knots(1);
+  const int64_t raw0 = 5'000'000'000;
+  // Rate +100 ppm from 0, -200 ppm from 300 ms, +50 ppm from 700 ms, with the
+  // kernel's rate in each sample: knots exactly at the changes.
+  auto realtime_at = [&](int64_t i_ms) {
+    const int64_t us = i_ms * 1'000;
+    if (i_ms <= 300) return kT0 + i_ms * kMs + us / 10;
+    if (i_ms <= 700) return kT0 + i_ms * kMs + 30'000 - (i_ms - 300) * 200;
+    return kT0 + i_ms * kMs + 30'000 - 80'000 + (i_ms - 700) * 50;
+  };
+  auto rate_at = [](int64_t i_ms) -> int64_t { return i_ms < 300 ? 100'000'000'000 : i_ms < 700 ? -200'000'000'000 : 50'000'000'000; };
+  for (int64_t i = 0; i <= 1000; ++i) knots.Add({realtime_at(i), raw0 + i * kMs, 0, rate_at(i)});
+  ASSERT_EQ(knots.knots().size(), 3u);
+  const auto mid = knots.Covering(raw0 + 100 * kMs, raw0 + 500 * kMs, 64);
+  ASSERT_TRUE(mid.has_value());
+  ASSERT_EQ(mid->knots.size(), 3u) << "the one holding the start, the change inside, the first after the end";
+  EXPECT_EQ(mid->knots[0].raw_ns, raw0);
+  EXPECT_EQ(mid->knots[1].raw_ns, raw0 + 300 * kMs);
+  EXPECT_EQ(mid->knots[2].raw_ns, raw0 + 700 * kMs);
+  EXPECT_FALSE(mid->last_provisional);
+  const auto open = knots.Covering(raw0 + 600 * kMs, raw0 + 900 * kMs, 64);
+  ASSERT_TRUE(open.has_value());
+  ASSERT_EQ(open->knots.size(), 3u);
+  EXPECT_EQ(open->knots.back().raw_ns, raw0 + 1000 * kMs) << "the open segment's newest sample";
+  EXPECT_EQ(open->knots.back().realtime_ns, realtime_at(1000));
+  EXPECT_TRUE(open->last_provisional);
+  EXPECT_FALSE(knots.Covering(raw0 + 600 * kMs, raw0 + 1001 * kMs, 64)) << "beyond the newest sample";
+  EXPECT_FALSE(knots.Covering(raw0 - 1, raw0 + 100 * kMs, 64)) << "before the first knot kept";
+  EXPECT_FALSE(knots.Covering(raw0 + 100 * kMs, raw0 + 800 * kMs, 3)) << "more knots than allowed";
+  // A step inside: no excerpt across it.
+  knots.Add({realtime_at(1001) + 5'000'000, raw0 + 1001 * kMs, 0, rate_at(1001)});
+  knots.Add({realtime_at(1002) + 5'000'000, raw0 + 1002 * kMs, 0, rate_at(1002)});
+  EXPECT_FALSE(knots.Covering(raw0 + 900 * kMs, raw0 + 1002 * kMs, 64));
+  EXPECT_TRUE(knots.Covering(raw0 + 900 * kMs, raw0 + 1000 * kMs, 64).has_value());
+}
+
 // chronyd slewing an offset changes the rate by up to hundreds of ppm for a
 // fraction of a second. Sampled only every 50 ms (an idle agent loop), a
 // chord misses that by up to rate change x 50 ms / 4; with the rate the

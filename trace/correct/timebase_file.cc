@@ -115,8 +115,15 @@ bool TimebaseReader::AddLine(std::string_view line, const std::string& where, st
     *error = where + ": needs integer node, raw_ns and realtime_ns, string session and boolean after_step";
     return false;
   }
+  // after_gap (the leader's cluster-timebase.jsonl): the knots before it
+  // never reached the leader; like a step, nothing is known across it.
+  const auto gap = j.find("after_gap");
+  if (gap != j.end() && !gap->is_boolean()) {
+    *error = where + ": after_gap is not a boolean";
+    return false;
+  }
   std::vector<TimebaseStretch>& run = runs_[Key{static_cast<uint32_t>(node), session->get<std::string>()}];
-  if (run.empty() || step->get<bool>()) run.emplace_back();
+  if (run.empty() || step->get<bool>() || (gap != j.end() && gap->get<bool>())) run.emplace_back();
   std::vector<TimebasePoint>& knots = run.back().knots;
   if (!knots.empty() && !(p.raw_ns > knots.back().raw_ns && p.realtime_ns > knots.back().realtime_ns)) {
     *error = where + ": a knot must come after the one before it in both clocks (raw_ns " +

@@ -1,4 +1,5 @@
-// The agents' timebase.jsonl files (docs/formats.md): each node's REALTIME
+// The agents' timebase.jsonl files, or the leader's cluster-timebase.jsonl
+// with every node's (docs/formats.md): each node's REALTIME
 // as a function of its MONOTONIC_RAW, as knots. What the trace correction
 // needs of them is the shape of REALTIME − RAW over REALTIME between two
 // solved instants, where a clock daemon bent it (trace/correct/
@@ -8,7 +9,7 @@
 // A file may hold several agent runs (sessions) of its node, and several
 // files may be given for one node (one per run): each session is a polyline
 // of its own, and nothing is assumed between two of them, nor across an
-// `after_step` knot.
+// `after_step` or `after_gap` knot.
 #pragma once
 
 #include <cstdint>
