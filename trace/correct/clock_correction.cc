@@ -77,9 +77,7 @@ bool ClusterCorrection::FromOffsets(const OffsetsInput& solved, ClusterCorrectio
   s.lines_skipped = input.lines_skipped;
   if (timebases != nullptr) {
     s.timebase_files = timebases->files;
-    input.records = FollowDiscipline(solved.records, solved.reference, instants,
-                                     options.gap_periods * static_cast<double>(s.period_ns), timebases->nodes,
-                                     &s.discipline);
+    input.records = FollowDiscipline(solved.records, solved.reference, timebases->nodes, &s.discipline);
   }
   const std::vector<OffsetRecord>& records = input.records;
   for (size_t begin = 0; begin < records.size();) {
@@ -136,13 +134,24 @@ bool ClusterCorrection::AddNode(const OffsetsInput& input, size_t begin, size_t 
     n.knots_.push_back(k);
     previous = &r;
   }
-  // A segment is a gap when an instant lies between its knots (the node was
-  // unreachable or absent there) or when the instants themselves are sparse.
+  // A segment is a gap when an instant lies between the node's solved
+  // instants around it (the node was unreachable or absent there) or when
+  // the instants themselves are sparse; knots between solved instants (a
+  // daemon's bends) do not change that.
+  const size_t count = n.knots_.size();
+  std::vector<size_t> solved_after(count, count - 1);  // the first solved knot at or after each
+  for (size_t k = count; k-- > 0;) {
+    solved_after[k] = (!n.knots_[k].between_instants || k + 1 == count) ? k : solved_after[k + 1];
+  }
   std::vector<bool> gap_after;
-  for (size_t k = 0; k + 1 < n.knots_.size(); ++k) {
+  size_t solved_before = 0;  // the last solved knot at or before k
+  for (size_t k = 0; k + 1 < count; ++k) {
+    if (!n.knots_[k].between_instants) solved_before = k;
+    const CorrectionKnot& a = n.knots_[solved_before];
+    const CorrectionKnot& b = n.knots_[solved_after[k + 1]];
     const auto at = [&](int64_t t) { return std::lower_bound(instants.begin(), instants.end(), t); };
-    const bool missed = at(n.knots_[k + 1].t_ns) - at(n.knots_[k].t_ns) > 1;
-    const double dt = static_cast<double>(n.knots_[k + 1].t_ns - n.knots_[k].t_ns);
+    const bool missed = at(b.t_ns) - at(a.t_ns) > 1;
+    const double dt = static_cast<double>(b.t_ns - a.t_ns);
     const bool sparse = source_.period_ns > 0 && dt > options_.gap_periods * static_cast<double>(source_.period_ns);
     gap_after.push_back(missed || sparse);
   }

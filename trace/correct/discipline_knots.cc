@@ -98,24 +98,33 @@ void FollowInterval(const OffsetRecord& a, const OffsetRecord& b, const NodeTime
 }  // namespace
 
 std::vector<OffsetRecord> FollowDiscipline(const std::vector<OffsetRecord>& records, const ClockReference& reference,
-                                           const std::vector<int64_t>& solved_instants, double max_spacing_ns,
                                            const std::map<uint32_t, NodeTimebase>& timebases, DisciplineStats* stats) {
   if (reference.is_mean || timebases.empty()) return records;
   const NodeTimebase* ref_tb = Find(timebases, reference.node);
   std::vector<OffsetRecord> out;
   out.reserve(records.size());
+  bool reordered = false;
   for (size_t i = 0; i < records.size(); ++i) {
     const OffsetRecord& a = records[i];
     out.push_back(a);
-    if (i + 1 >= records.size() || a.node == reference.node) continue;
-    const OffsetRecord& b = records[i + 1];
-    if (b.node != a.node || !a.reachable || !b.reachable) continue;
-    // Consecutive solved instants only: across a gap the correction widens
-    // its bound and nothing is known of the clocks in between.
-    const auto next = std::upper_bound(solved_instants.begin(), solved_instants.end(), a.t_ns);
-    if (next == solved_instants.end() || *next != b.t_ns) continue;
-    if (static_cast<double>(b.t_ns - a.t_ns) > max_spacing_ns) continue;
+    if (a.node == reference.node || !a.reachable) continue;
+    size_t j = i + 1;  // the node's next solved instant, past those it was unreachable at
+    while (j < records.size() && records[j].node == a.node && !records[j].reachable) ++j;
+    if (j >= records.size() || records[j].node != a.node) continue;
+    const OffsetRecord& b = records[j];
+    reordered = reordered || j > i + 1;
+    // Across a gap too (instants the node missed, around its clock step or
+    // while it was unreachable): where both timebases cover it, the daemons'
+    // bends are known there as anywhere, and only the oscillators' wander
+    // is left to the chord. The gap keeps its wider bound (the caller
+    // judges gaps by the solved instants, not by these).
     FollowInterval(a, b, Find(timebases, a.node), ref_tb, &out, stats);
+  }
+  // Instants added across a gap went in before the unreachable ones in it.
+  if (reordered) {
+    std::stable_sort(out.begin(), out.end(), [](const OffsetRecord& x, const OffsetRecord& y) {
+      return x.node != y.node ? x.node < y.node : x.t_ns < y.t_ns;
+    });
   }
   return out;
 }

@@ -16,9 +16,10 @@
 // stays piecewise linear, and every path that maps through its pieces
 // follows the discipline.
 //
-// An interval is followed only between consecutive solved instants of the
-// node (not across a gap), and each clock's shape only where its timebase
-// covers the whole interval with no step or restart inside.
+// Every interval between two solved instants of the node is followed, a gap
+// too (the daemons' bends are known there as anywhere), each clock's shape
+// only where its timebase covers the whole interval with no step or restart
+// inside.
 #pragma once
 
 #include <cstdint>
@@ -37,14 +38,11 @@ struct DisciplineStats {
 };
 
 // The records (sorted by node, t_ns, as OffsetsInput holds them) with the
-// instants between solved ones added (`between_instants`). `solved_instants`:
-// every distinct solved t_ns; `max_spacing_ns` the spacing beyond which
-// two solved instants are a gap. The reference's own records are left as
+// instants between solved ones added (`between_instants`). The reference's own records are left as
 // they are (its offset is 0 throughout). A mean reference's shape would be
 // the mean of every node's: not supported, the records come back as they
 // are (the command line refuses the combination).
 std::vector<OffsetRecord> FollowDiscipline(const std::vector<OffsetRecord>& records, const ClockReference& reference,
-                                           const std::vector<int64_t>& solved_instants, double max_spacing_ns,
                                            const std::map<uint32_t, NodeTimebase>& timebases, DisciplineStats* stats);
 
 }  // namespace chronolink::trace

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -162,6 +163,43 @@ TEST(FollowDiscipline, BetweenSolvedInstantsTheMapFollowsBothDaemonsToANanosecon
   EXPECT_EQ(followed.Node(ref.id)->knots().size(), 30u);
 }
 
+// Around its own clock step (or a fit clock anchored again) a node misses
+// instants: the gap keeps its wider bound, but where both timebases cover
+// it the map follows the daemons there as anywhere else (a straight line
+// over 6 s of a PLL's swings misses by tens of µs).
+TEST(FollowDiscipline, AcrossAGapTheMapStillFollowsTheDaemonsAndKeepsTheGapsBound) {
+  const Node ref = MakeNode(1, 0, 5, 1300, 1, 3);
+  const Node node = MakeNode(2, 3'000'000, -20, 700, 2, 4);
+  std::string offsets;
+  {  // node 2 unreachable at instants 10 and 11 (the reference solved them)
+    std::istringstream lines(OffsetsText(ref, node, 30));
+    for (std::string line; std::getline(lines, line);) {
+      auto j = nlohmann::ordered_json::parse(line);
+      const int64_t k = (j["t_ns"].get<int64_t>() - kT0 - kPeriod / 2) / kPeriod;
+      if (j["node"] == 2 && (k == 10 || k == 11)) {
+        j["reachable"] = false;
+        for (const char* f : {"offset_ns", "drift", "uncertainty_ns", "residual_ns"}) j[f] = nullptr;
+      }
+      offsets += j.dump() + "\n";
+    }
+  }
+  ClusterCorrection straight, followed;
+  std::string error;
+  ASSERT_TRUE(Build(offsets, {}, &straight, &error)) << error;
+  ASSERT_TRUE(Build(offsets, {TimebaseText(ref), TimebaseText(node)}, &followed, &error)) << error;
+  EXPECT_GT(WorstError(straight, ref, node, 30), 1000.0);
+  EXPECT_LE(WorstError(followed, ref, node, 30), 2.5) << "the gap followed too";
+  const NodeCorrection& n = *followed.Node(node.id);
+  EXPECT_GT(n.gap_segments(), 1u) << "every piece of the gap is still a gap";
+  const int64_t mid = ref.realtime.TrueInstantOf(kT0 + kPeriod / 2 + 11 * kPeriod);
+  const auto in_gap = n.ToCluster({node.realtime.ReadAt(mid), 0});
+  ASSERT_TRUE(in_gap.has_value());
+  EXPECT_EQ(in_gap->quality, CorrectionQuality::kGap);
+  const auto solved = n.ToCluster({node.realtime.ReadAt(ref.realtime.TrueInstantOf(kT0 + kPeriod / 2 + 20 * kPeriod)), 0});
+  ASSERT_TRUE(solved.has_value());
+  EXPECT_LT(solved->uncertainty_ns, in_gap->uncertainty_ns);
+}
+
 TEST(FollowDiscipline, OnlyTheNodesShapeWhenTheReferenceIsUndisciplined) {
   Node ref = MakeNode(1, 0, 5, 1300, 0, 3);  // a daemon that never changes the rate
   const Node node = MakeNode(2, -7'000'000, 40, 900, 2, 5);
@@ -225,6 +263,26 @@ TEST(TimebaseReader, RefusesWhatIsNotATimebaseAndSplitsAtStepsAndSessions) {
   EXPECT_NEAR(static_cast<double>(nodes.at(1).Covering(100, 110)->RawSince(100, 105)), 5.0, 1e-9);
   TimebaseReader empty;
   EXPECT_FALSE(empty.Finish(&nodes, &error));
+}
+
+// The leader's cluster-timebase.jsonl marks where knots never reached it.
+TEST(TimebaseReader, AGapInTheLeadersCopyStartsAStretch) {
+  const std::string k = "{\"schema\":\"chronolink.timebase.v1\",\"node\":2,\"session\":\"S\",\"after_step\":false,";
+  std::string error;
+  TimebaseReader r;
+  ASSERT_TRUE(r.AddText(k + "\"raw_ns\":10,\"realtime_ns\":100}\n" + k + "\"raw_ns\":20,\"realtime_ns\":110}\n" + k +
+                            "\"after_gap\":true,\"raw_ns\":40,\"realtime_ns\":130}\n" + k +
+                            "\"after_gap\":false,\"raw_ns\":50,\"realtime_ns\":140}\n",
+                        "cluster-timebase.jsonl", &error))
+      << error;
+  std::map<uint32_t, NodeTimebase> nodes;
+  ASSERT_TRUE(r.Finish(&nodes, &error)) << error;
+  ASSERT_EQ(nodes.at(2).stretches.size(), 2u);
+  EXPECT_EQ(nodes.at(2).Covering(105, 135), nullptr) << "nothing assumed across the gap";
+  EXPECT_NE(nodes.at(2).Covering(131, 139), nullptr);
+  TimebaseReader bad;
+  EXPECT_FALSE(bad.AddText(k + "\"after_gap\":1,\"raw_ns\":10,\"realtime_ns\":100}", "c.jsonl", &error));
+  EXPECT_NE(error.find("c.jsonl:1: after_gap is not a boolean"), std::string::npos) << error;
 }
 
 }  // namespace
