@@ -70,6 +70,12 @@ std::optional<FitPointBook::Mapped> FitPointBook::MapAt(uint32_t node, int64_t f
     ++stats_.mapped_by_knots;
     return m;
   }
+  // A node that sends knots but whose knots do not cover the instant: its
+  // own windows there were discarded (its clock stepped, its fit clock was
+  // anchored again) or lost. A point's extrapolation to there errs by the
+  // daemon's rate swings × the distance (12 µs under a PLL): unmapped, a
+  // gap, which the trace tools cross with the node's knots.
+  if (knots_.contains(node)) return std::nullopt;
   if (const std::optional<FitPoint> p = Near(node, fit_ns)) {
     ++stats_.mapped_by_point;
     return Mapped{p->RealtimeMinusFitAt(fit_ns), static_cast<double>(p->rate_fine) / kFinePerNs};

@@ -8,8 +8,10 @@
 // each d at the node's own instant of T. Where the node's summaries
 // brought its REALTIME/RAW knots (clock/timebase_knots.h), d comes from
 // them: exact wherever the daemon changed the rate, as the node saw it.
-// Elsewhere from the nearest point, along its rate, and only within the
-// solve's validity horizon of T: REALTIME's rate changes with every daemon
+// A node that sends knots is mapped through them only: where they do not
+// cover its instant (its windows there discarded or lost) it is unmapped.
+// A node that sends none (an older agent) is mapped from its nearest point,
+// along its rate, and only within the solve's validity horizon of T: REALTIME's rate changes with every daemon
 // update, so an older point would err by the change × the distance (a PLL
 // swinging 500 ppm, 20 ms from the point: 10 µs).
 #pragma once
@@ -24,8 +26,8 @@
 namespace chronolink {
 
 struct FitPointBookStats {
-  uint64_t nodes_unmapped = 0;      // solved, but no point of theirs near T: published unreachable
-  uint64_t instants_unmapped = 0;   // the named reference had no point near T: not published
+  uint64_t nodes_unmapped = 0;      // solved, but no knots (or point) of theirs at T: published unreachable
+  uint64_t instants_unmapped = 0;   // the named reference had none at T: not published
   uint64_t mapped_by_knots = 0;     // node solutions (and references) mapped through knots
   uint64_t mapped_by_point = 0;     // ... along a point's rate
 };

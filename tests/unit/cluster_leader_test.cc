@@ -568,9 +568,11 @@ TEST(FitPointBook, AGapBetweenWindowsKnotsIsNotBridged) {
   book.AddKnots(2, n.anchor, n.Excerpt(3, 5));  // the window in between never came
   const int64_t in_gap = n.anchor.FitOfRaw(n.knots[2].raw_ns);
   book.Add(1, FitPoint{in_gap, in_gap, 0});
+  book.Add(2, FitPoint{in_gap - kSecond, in_gap - kSecond + 3'000, 0});  // a point a second away
   OffsetsSnapshot s = OneNodeAgainstTheReference(in_gap, 0);
   ASSERT_TRUE(book.ToRealtime(&s));
-  EXPECT_FALSE(s.nodes[1].reachable) << "no knots across the gap, no point: unmapped, not guessed";
+  EXPECT_FALSE(s.nodes[1].reachable) << "a node that sends knots, none across the gap: unmapped, not extrapolated";
+  EXPECT_EQ(book.stats().nodes_unmapped, 1u);
   // A provisional end is replaced by the next window's knots.
   FitPointBook replaced(4 * kSecond);
   TimebaseExcerpt first = n.Excerpt(0, 2, /*provisional=*/true);
