@@ -101,6 +101,13 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records,
       // No estimate, but the leader must know: this edge's estimates on
       // either side of it describe different clocks.
       out.push_back(StepMarker(r, session));
+      // Its knots still go to the leader's cluster-timebase.jsonl (they are
+      // RAW and REALTIME, which a re-anchor of F does not touch), so that
+      // the trace tools can cross the gap; the leader maps nothing with them.
+      if (fits[i] && fits[i]->knots) {
+        out.back().prober_anchor = fits[i]->anchor;
+        out.back().prober_knots = fits[i]->knots;
+      }
       continue;
     }
     const std::optional<EdgeEstimate> estimate = EdgeEstimateOf(r);

@@ -448,6 +448,10 @@ TEST(ClusterLeader, AStepMarkerIsNoPointOfItsClock) {
   }
   WindowSummary marker = Window(2, 4, kBase);  // node 2's edge to 4 stepped in this window (after 2's others came)
   marker.estimator = std::string(kClockStepMarker);
+  // Its knots are for the cluster's timebase file only: across a re-anchor
+  // F is two clocks, and the leader maps nothing with them.
+  marker.prober_anchor = FitAnchor{1'000, kBase, 0};
+  marker.prober_knots = TimebaseExcerpt{{{1'000, kBase + 9'000'000, false}, {1'000 + 3 * kStep, kBase + 9'000'000 + 3 * kStep, false}}, false};
   windows.push_back(marker);
   leader.TakeOffice(kBase);
   leader.Add(windows, kBase);
