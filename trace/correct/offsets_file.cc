@@ -117,7 +117,7 @@ bool CheckSolution(const std::optional<double>& offset, const std::optional<doub
     return false;
   }
   if (std::fabs(*drift) > kMaxAbsDrift) {
-    *why = "\"drift\" " + std::to_string(*drift) + " is more than 1000 ppm: not a clock drift";
+    *why = "\"drift\" " + std::to_string(*drift) + " is more than 25 %: not a clock drift";
     return false;
   }
   if (*uncertainty < 0) {

@@ -32,7 +32,11 @@ namespace chronolink::trace {
 inline constexpr char kOffsetsSchema[] = "chronolink.offset.v1";
 // Values no clock service produces: refused as corrupt input.
 inline constexpr double kMaxAbsOffsetNs = 86'400e9;  // one day
-inline constexpr double kMaxAbsDrift = 1e-3;         // 1000 ppm
+// A disciplined REALTIME's rate against another's: the oscillators' ppm
+// plus a daemon's slew (chronyd up to 8.3 %, the kernel PLL's phase up to
+// 12.5 %/s; the test bed's timesyncd model slews past 1000 ppm, which was
+// the bound before). Beyond 25 % it is no clock's.
+inline constexpr double kMaxAbsDrift = 0.25;
 
 // The clock offsets are solved against: a node's, or the mean of the
 // largest component's nodes.

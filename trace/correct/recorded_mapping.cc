@@ -105,7 +105,7 @@ std::optional<RecordedMappings> ReadRecordedMappings(const xspace::XSpace& space
     return std::nullopt;
   }
   if (!std::all_of(out.mappings.begin(), out.mappings.end(), Sane)) {
-    *why = "a recorded clock page mapping is not sane (negative bound, drift over 1000 ppm or offset over a day)";
+    *why = "a recorded clock page mapping is not sane (negative bound, drift over 25 % or offset over a day)";
     return std::nullopt;
   }
   // By instant, the last of each instant kept (a re-read page repeats one).

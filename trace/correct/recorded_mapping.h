@@ -61,7 +61,7 @@ struct RecordedMappings {
 
 // The mappings a space carries; nullopt with *why when it has none (no
 // collector plane, or the collector saw no valid clock page) or when one is
-// not sane (negative uncertainty or growth, |drift| over 1000 ppm, an
+// not sane (negative uncertainty or growth, |drift| over 25 %, an
 // offset over a day). `why` may be null.
 std::optional<RecordedMappings> ReadRecordedMappings(const xspace::XSpace& space, std::string* why);
 

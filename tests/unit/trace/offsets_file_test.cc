@@ -160,7 +160,7 @@ TEST(OffsetsFileTest, BadLinesAreRefusedWithFileLineAndWhy) {
       {[](Json& j) { j["drift"] = nullptr; }, "a reachable line needs numbers"},
       {[](Json& j) { j.erase("uncertainty_ns"); }, "\"uncertainty_ns\" is missing"},
       {[](Json& j) { j["offset_ns"] = 2 * 86'400e9; }, "more than a day"},
-      {[](Json& j) { j["drift"] = 0.01; }, "more than 1000 ppm"},
+      {[](Json& j) { j["drift"] = 0.3; }, "more than 25 %"},
       {[](Json& j) { j["uncertainty_ns"] = -1.0; }, "\"uncertainty_ns\" is negative"},
       {[](Json& j) { j["recomputed"] = "yes"; }, "\"recomputed\" must be true or false"},
       {[](Json& j) { j["edges_used"] = -2; }, "\"edges_used\" is out of range"},

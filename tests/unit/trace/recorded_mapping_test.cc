@@ -174,7 +174,7 @@ TEST(RecordedMappingTest, ASpaceWithoutAUsableRecordSaysWhy) {
   EXPECT_FALSE(ReadRecordedMappings(SpaceWith({truth.PageAt(2e9, 5), bad}), &why));
   EXPECT_NE(why.find("not sane"), std::string::npos) << why;
   bad = truth.PageAt(0, 5);
-  bad.drift_ppt = 2'000'000'000;  // 2000 ppm
+  bad.drift_ppt = 300'000'000'000;  // 30 %
   EXPECT_FALSE(ReadRecordedMappings(SpaceWith({bad}), &why));
   // A mapping event without its offset.
   xspace::XSpace torn = SpaceWith({truth.PageAt(0, 5)});
