@@ -70,6 +70,7 @@ bool TimebaseReader::AddFile(const std::string& path, std::string* error) {
   if (!OpenInputFile(path, &in, error)) return false;
   std::string line;
   uint64_t number = 0;
+  ++source_;
   while (std::getline(in, line)) {
     ++number;
     if (!AddLine(line, path + ":" + std::to_string(number), error)) return false;
@@ -83,6 +84,7 @@ bool TimebaseReader::AddFile(const std::string& path, std::string* error) {
 
 bool TimebaseReader::AddText(std::string_view text, const std::string& name, std::string* error) {
   uint64_t number = 0;
+  ++source_;
   while (!text.empty()) {
     const size_t end = text.find('\n');
     ++number;
@@ -122,7 +124,7 @@ bool TimebaseReader::AddLine(std::string_view line, const std::string& where, st
     *error = where + ": after_gap is not a boolean";
     return false;
   }
-  std::vector<TimebaseStretch>& run = runs_[Key{static_cast<uint32_t>(node), session->get<std::string>()}];
+  std::vector<TimebaseStretch>& run = runs_[Key{source_, static_cast<uint32_t>(node), session->get<std::string>()}];
   if (run.empty() || step->get<bool>() || (gap != j.end() && gap->get<bool>())) run.emplace_back();
   std::vector<TimebasePoint>& knots = run.back().knots;
   if (!knots.empty() && !(p.raw_ns > knots.back().raw_ns && p.realtime_ns > knots.back().realtime_ns)) {

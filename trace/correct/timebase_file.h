@@ -7,8 +7,8 @@
 // line is an error naming file:line.
 //
 // A file may hold several agent runs (sessions) of its node, and several
-// files may be given for one node (one per run): each session is a polyline
-// of its own, and nothing is assumed between two of them, nor across an
+// files may be given for one node (one per run, or every leader's
+// cluster-timebase.jsonl): each session of each file is a polyline of its own, and nothing is assumed between two of them, nor across an
 // `after_step` or `after_gap` knot.
 #pragma once
 
@@ -60,15 +60,19 @@ class TimebaseReader {
   bool Finish(std::map<uint32_t, NodeTimebase>* out, std::string* error);
 
  private:
+  // Per file too: every leader's cluster-timebase.jsonl holds the knots of
+  // the same nodes and sessions, each from when it took office.
   struct Key {
+    size_t source;
     uint32_t node;
     std::string session;
     auto operator<=>(const Key&) const = default;
   };
   bool AddLine(std::string_view line, const std::string& where, std::string* error);
 
-  // Per (node, session): its stretches, the last one open.
+  // Per (file, node, session): its stretches, the last one open.
   std::map<Key, std::vector<TimebaseStretch>> runs_;
+  size_t source_ = 0;
 };
 
 }  // namespace chronolink::trace

@@ -280,6 +280,17 @@ TEST(TimebaseReader, AGapInTheLeadersCopyStartsAStretch) {
   ASSERT_EQ(nodes.at(2).stretches.size(), 2u);
   EXPECT_EQ(nodes.at(2).Covering(105, 135), nullptr) << "nothing assumed across the gap";
   EXPECT_NE(nodes.at(2).Covering(131, 139), nullptr);
+  // Two leaders' files hold the same node and session, each from when it led.
+  TimebaseReader two;
+  ASSERT_TRUE(two.AddText(k + "\"raw_ns\":10,\"realtime_ns\":100}\n" + k + "\"raw_ns\":20,\"realtime_ns\":110}\n",
+                          "leader1/cluster-timebase.jsonl", &error))
+      << error;
+  ASSERT_TRUE(two.AddText(k + "\"raw_ns\":15,\"realtime_ns\":105}\n" + k + "\"raw_ns\":30,\"realtime_ns\":120}\n",
+                          "leader2/cluster-timebase.jsonl", &error))
+      << error;
+  ASSERT_TRUE(two.Finish(&nodes, &error)) << error;
+  EXPECT_EQ(nodes.at(2).stretches.size(), 2u);
+  EXPECT_NE(nodes.at(2).Covering(112, 118), nullptr);
   TimebaseReader bad;
   EXPECT_FALSE(bad.AddText(k + "\"after_gap\":1,\"raw_ns\":10,\"realtime_ns\":100}", "c.jsonl", &error));
   EXPECT_NE(error.find("c.jsonl:1: after_gap is not a boolean"), std::string::npos) << error;
