@@ -68,26 +68,25 @@ uint64_t DecimalField(const json& j, const char* name) {
 // against a fit clock anchored at -919 ppm had its batches refused.)
 constexpr int64_t kMaxFitRateFine = 250'000'000'000'000;
 
+// A fit clock's rate field (a point's, an anchor's): within 25 %.
+int64_t FitRateField(const json& j) {
+  const auto rate = IntField<int64_t>(j, "rate_fine");
+  if (rate > kMaxFitRateFine || rate < -kMaxFitRateFine) throw FieldError{"\"rate_fine\" beyond 25 %"};
+  return rate;
+}
+
+const json& ObjectField(const json& j, const char* name) {
+  const json& v = Field(j, name);
+  if (!v.is_object()) throw FieldError{std::string("\"") + name + "\" is not a JSON object"};
+  return v;
+}
+
 FitPoint FitPointFromJson(const json& j) {
-  if (!j.is_object()) throw FieldError{"\"prober_clock\" is not a JSON object"};
-  FitPoint p;
-  p.fit_ns = IntField<int64_t>(j, "fit_ns");
-  p.realtime_ns = IntField<int64_t>(j, "realtime_ns");
-  p.rate_fine = IntField<int64_t>(j, "rate_fine");
-  if (p.rate_fine > kMaxFitRateFine || p.rate_fine < -kMaxFitRateFine) {
-    throw FieldError{"\"rate_fine\" beyond 25 %"};
-  }
-  return p;
+  return FitPoint{IntField<int64_t>(j, "fit_ns"), IntField<int64_t>(j, "realtime_ns"), FitRateField(j)};
 }
 
 FitAnchor FitAnchorFromJson(const json& j) {
-  if (!j.is_object()) throw FieldError{"\"anchor\" is not a JSON object"};
-  FitAnchor a;
-  a.raw_ns = IntField<int64_t>(j, "raw_ns");
-  a.realtime_ns = IntField<int64_t>(j, "realtime_ns");
-  a.rate_fine = IntField<int64_t>(j, "rate_fine");
-  if (a.rate_fine > kMaxFitRateFine || a.rate_fine < -kMaxFitRateFine) throw FieldError{"anchor \"rate_fine\" beyond 25 %"};
-  return a;
+  return FitAnchor{IntField<int64_t>(j, "raw_ns"), IntField<int64_t>(j, "realtime_ns"), FitRateField(j)};
 }
 
 // Knots as [raw_ns, realtime_ns] pairs, increasing in both, no slower or
@@ -174,11 +173,10 @@ WindowSummary SummaryFromJson(const json& j) {
   const json& e = Field(j, "estimator");
   if (!e.is_string()) throw FieldError{"\"estimator\" is not a string"};
   w.estimator = e.get<std::string>();
-  if (j.contains("prober_clock")) w.prober_clock = FitPointFromJson(Field(j, "prober_clock"));
+  if (j.contains("prober_clock")) w.prober_clock = FitPointFromJson(ObjectField(j, "prober_clock"));
   if (j.contains("prober_timebase")) {
-    const json& t = Field(j, "prober_timebase");
-    if (!t.is_object()) throw FieldError{"\"prober_timebase\" is not a JSON object"};
-    w.prober_anchor = FitAnchorFromJson(Field(t, "anchor"));
+    const json& t = ObjectField(j, "prober_timebase");
+    w.prober_anchor = FitAnchorFromJson(ObjectField(t, "anchor"));
     w.prober_knots = KnotsFromJson(t);
   }
   return w;

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -240,6 +241,17 @@ void AgentRuntime::ApplyMembership(const std::vector<Member>& members, int64_t n
   for (uint32_t p : peers) EnsureWindows(p);
 }
 
+std::optional<FitWindowClock> AgentRuntime::WindowClock(int64_t window_start_ns) const {
+  const int64_t centre = window_start_ns + config_.estimation.window_ns / 2;
+  const std::optional<FitAnchor> anchor = clock_.AnchorFor(centre);
+  if (!anchor) return std::nullopt;
+  // The leader maps back through our knots over the window where we have
+  // them (exact where the daemon bent REALTIME inside it), else the point.
+  const int64_t raw_from = anchor->RawOfFit(window_start_ns);
+  const int64_t raw_to = anchor->RawOfFit(window_start_ns + config_.estimation.window_ns);
+  return FitWindowClock{*anchor, clock_.PointAt(centre), timebase_knots_.Covering(raw_from, raw_to, kMaxSummaryKnots)};
+}
+
 void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
   if (windows_.empty()) return;
   const EdgeWindows& any = *windows_.begin()->second;  // every edge's windows share one grid
@@ -250,20 +262,13 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
   for (auto& [peer, w] : windows_) w->CloseUpTo(closed_before, &records);
   // Our REALTIME at each window's centre on the fit clock, which x0 and the
   // estimate are on: edges.jsonl and the leader map back to REALTIME with it.
+  // Every edge's windows share one grid: one per window, not per edge.
+  std::map<int64_t, std::optional<FitWindowClock>> by_window;
   std::vector<std::optional<FitWindowClock>> fits;
   for (const EdgeWindowRecord& r : records) {
-    const int64_t centre = r.window_start_ns + config_.estimation.window_ns / 2;
-    const std::optional<FitAnchor> anchor = clock_.AnchorFor(centre);
-    if (!anchor) {
-      fits.push_back(std::nullopt);
-      continue;
-    }
-    // The leader maps back through our knots over the window where we have
-    // them (exact where the daemon bent REALTIME inside it), else the point.
-    const int64_t raw_from = anchor->RawOfFit(r.window_start_ns);
-    const int64_t raw_to = anchor->RawOfFit(r.window_start_ns + config_.estimation.window_ns);
-    fits.push_back(FitWindowClock{*anchor, clock_.PointAt(centre),
-                                  timebase_knots_.Covering(raw_from, raw_to, kMaxSummaryKnots)});
+    auto [it, fresh] = by_window.try_emplace(r.window_start_ns);
+    if (fresh) it->second = WindowClock(r.window_start_ns);
+    fits.push_back(it->second);
   }
   for (size_t i = 0; i < records.size(); ++i) {
     const EdgeWindowRecord& r = records[i];

@@ -46,6 +46,8 @@ class AgentRuntime {
   bool BuildEngine(std::string* error);
   bool HandOverAndDrop(const RunAsPlan& run_as, std::string* error);
   bool StartUnprivileged(const RunAsPlan& run_as, std::string* error);
+  // The fit clock of the window starting at `window_start_ns` (F).
+  std::optional<FitWindowClock> WindowClock(int64_t window_start_ns) const;
   void CloseWindows(int64_t now_ns, bool shutting_down);
   void LogSpanChange(const EdgeWindowRecord& r);
   void AdaptCadence(const EdgeWindowRecord& r, int64_t now_ns);

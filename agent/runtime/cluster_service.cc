@@ -28,6 +28,13 @@ WindowSummary StepMarker(const EdgeWindowRecord& r, uint64_t session) {
   return w;
 }
 
+// The window's anchor and knots, where the agent kept them.
+void AttachKnots(const std::optional<FitWindowClock>& fit, WindowSummary* w) {
+  if (!fit || !fit->knots) return;
+  w->prober_anchor = fit->anchor;
+  w->prober_knots = fit->knots;
+}
+
 }  // namespace
 
 ClusterLeaderOptions LeaderOptionsFor(const AgentConfig& c) {
@@ -104,10 +111,7 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records,
       // Its knots still go to the leader's cluster-timebase.jsonl (they are
       // RAW and REALTIME, which a re-anchor of F does not touch), so that
       // the trace tools can cross the gap; the leader maps nothing with them.
-      if (fits[i] && fits[i]->knots) {
-        out.back().prober_anchor = fits[i]->anchor;
-        out.back().prober_knots = fits[i]->knots;
-      }
+      AttachKnots(fits[i], &out.back());
       continue;
     }
     const std::optional<EdgeEstimate> estimate = EdgeEstimateOf(r);
@@ -117,13 +121,8 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records,
     w.session = session;
     w.window_start_ns = r.window_start_ns;
     w.estimator = std::string(EstimatorKindName(r.estimate.estimator));
-    if (fits[i]) {
-      w.prober_clock = fits[i]->point;
-      if (fits[i]->knots) {
-        w.prober_anchor = fits[i]->anchor;
-        w.prober_knots = fits[i]->knots;
-      }
-    }
+    if (fits[i]) w.prober_clock = fits[i]->point;
+    AttachKnots(fits[i], &w);
     out.push_back(std::move(w));
   }
   if (!out.empty()) coordinator_->PublishWindows(out);

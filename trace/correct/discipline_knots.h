@@ -38,8 +38,8 @@ struct DisciplineStats {
 };
 
 // The records (sorted by node, t_ns, as OffsetsInput holds them) with the
-// instants between solved ones added (`between_instants`). The reference's own records are left as
-// they are (its offset is 0 throughout). A mean reference's shape would be
+// instants between solved ones added (`between_instants`). The reference's
+// own records are left as they are (its offset is 0 throughout). A mean reference's shape would be
 // the mean of every node's: not supported, the records come back as they
 // are (the command line refuses the combination).
 std::vector<OffsetRecord> FollowDiscipline(const std::vector<OffsetRecord>& records, const ClockReference& reference,

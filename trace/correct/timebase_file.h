@@ -8,7 +8,8 @@
 //
 // A file may hold several agent runs (sessions) of its node, and several
 // files may be given for one node (one per run, or every leader's
-// cluster-timebase.jsonl): each session of each file is a polyline of its own, and nothing is assumed between two of them, nor across an
+// cluster-timebase.jsonl): each session of each file is a polyline of its
+// own, and nothing is assumed between two of them, nor across an
 // `after_step` or `after_gap` knot.
 #pragma once
 
