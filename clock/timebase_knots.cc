@@ -5,8 +5,8 @@
 
 namespace chronolink {
 
-TimebaseKnots::TimebaseKnots(int64_t tolerance_ns, double max_rate)
-    : tolerance_ns_(tolerance_ns < 0 ? 0 : tolerance_ns), max_rate_(max_rate) {}
+TimebaseKnots::TimebaseKnots(int64_t tolerance_ns, double max_rate, int64_t max_segment_ns)
+    : tolerance_ns_(tolerance_ns < 0 ? 0 : tolerance_ns), max_rate_(max_rate), max_segment_ns_(max_segment_ns) {}
 
 void TimebaseKnots::StartSegment(const ClockPairSample& s, bool after_step) {
   knots_.push_back({s.raw_ns, s.realtime_ns, after_step});
@@ -55,6 +55,9 @@ void TimebaseKnots::Add(const ClockPairSample& s) {
     slope_lo_ = lo;
     slope_hi_ = hi;
     last_ = s;
+    // Long enough: `s` is a knot (the chord to it passes every sample), and
+    // the next segment starts there.
+    if (s.raw_ns - start_.raw_ns >= max_segment_ns_) StartSegment(s, false);
     return;
   }
   // The segment ends at its last sample, which starts the next: knots are

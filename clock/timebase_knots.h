@@ -10,7 +10,8 @@
 // it at the sample before, which starts the next. Knots are samples and the
 // polyline their chords, so every sample lies within twice the tolerance of
 // it, and a rate change between two samples d apart bends it by at most
-// |change|·d/4 more (0.4 ns for 1.6 ppm at 1 ms). A step (REALTIME against RAW beyond any rate) closes the segment
+// |change|·d/4 more (0.4 ns for 1.6 ppm at 1 ms). A segment also ends after
+// 10 s, so that a clock nothing bends still has knots to cover it. A step (REALTIME against RAW beyond any rate) closes the segment
 // and starts one marked as after a step. Where the samples know REALTIME's
 // rate (the kernel says it) and it changed between two of them, the knot goes
 // where the two lines meet: exactly where it changed, however sparse the
@@ -48,7 +49,12 @@ struct TimebaseExcerpt {
 
 class TimebaseKnots {
  public:
-  explicit TimebaseKnots(int64_t tolerance_ns = 1, double max_rate = kMaxSlewRate);
+  // A segment ends after `max_segment_ns` even where it still fits: a clock
+  // no daemon bends would otherwise have one knot for ever, and a reader
+  // (the leader's cluster-timebase.jsonl, the trace tools) would know
+  // nothing past it.
+  explicit TimebaseKnots(int64_t tolerance_ns = 1, double max_rate = kMaxSlewRate,
+                         int64_t max_segment_ns = 10'000'000'000);
 
   // A sample later in RAW than the last; an earlier one is ignored.
   void Add(const ClockPairSample& s);
@@ -76,6 +82,7 @@ class TimebaseKnots {
 
   int64_t tolerance_ns_;
   double max_rate_;
+  int64_t max_segment_ns_;
   std::vector<TimebaseKnot> knots_;
   bool open_ = false;
   ClockPairSample start_{};   // the open segment's first sample

@@ -136,6 +136,20 @@ TEST(TimebaseKnots, AKnotPerRateChangeAndTheClockWithinThreeNanoseconds) {
   EXPECT_TRUE(knots.RealtimeAt(n.raw.ReadAt(kT0 + 45 * kSecond)).has_value());
 }
 
+// A clock no daemon bends: a knot every 10 s all the same, so that what a
+// reader knows (the leader's copy, the trace tools) reaches past the start.
+TEST(TimebaseKnots, AClockNothingBendsStillHasAKnotEveryTenSeconds) {
+  TimebaseKnots knots(1);
+  const int64_t raw0 = 5'000'000'000;
+  for (int64_t i = 0; i <= 35'000; ++i) knots.Add({kT0 + i * (kMs + 20), raw0 + i * kMs, 0, 20'000'000'000});
+  ASSERT_EQ(knots.knots().size(), 4u) << "at 0, 10, 20 and 30 s";
+  EXPECT_EQ(knots.knots()[3].raw_ns, raw0 + 30'000 * kMs);
+  EXPECT_EQ(knots.RealtimeAt(raw0 + 12'345 * kMs + 7), kT0 + 12'345 * (kMs + 20) + 7);
+  const auto excerpt = knots.Covering(raw0 + 25'000 * kMs, raw0 + 27'000 * kMs, 64);
+  ASSERT_TRUE(excerpt.has_value());
+  EXPECT_FALSE(excerpt->last_provisional) << "decided knots on both sides";
+}
+
 // What a window summary carries: the knots from the one holding the window's
 // start through the first at or after its end, or the open segment's newest
 // sample; and nothing across a step or beyond what is kept.
