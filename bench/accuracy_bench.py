@@ -48,6 +48,7 @@ import random
 import re
 import secrets
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -62,6 +63,7 @@ sys.path.insert(0, os.path.join(REPO, "tools", "testbed"))
 import baselines as bl  # noqa: E402
 import clock_discipline  # noqa: E402
 import node_clocks  # noqa: E402
+import page_accuracy  # noqa: E402
 import testbed as tbm  # noqa: E402
 from baselines import CLK_TCK, percentile, proc_cpu_ticks, summarize_abs_us  # noqa: E402
 from truth import (VClock, clock_quantum_ns, error_shape, format_error_shape,  # noqa: E402
@@ -364,6 +366,8 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
                                        f"{bl._tail(ag['log'], 800)}")
         # warm-up, then the measured span
         time.sleep(a.warmup_s)
+        # Node 2's clock page as a profiler there reads it (the agents' default path).
+        page_sampler = page_accuracy.PageSampler("/dev/shm/chronolink-2").start() if not a.skip_agent else None
         span_t0 = time.time_ns()
         m0 = time.monotonic()
         ticks0 = {i: proc_cpu_ticks(ag["proc"].pid) for i, ag in agents.items()}
@@ -376,6 +380,8 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
                     ag["died"] = f"exited early with status {ag['proc'].returncode}"
                     log(f"  agent node {i} {ag['died']}")
         span_t1 = time.time_ns()
+        if page_sampler:
+            page_sampler.stop()
         wall = time.monotonic() - m0
         ticks1 = {i: proc_cpu_ticks(ag["proc"].pid) for i, ag in agents.items()}
         bticks1 = [b.cpu_ticks() for _, b in baselines]
@@ -435,6 +441,16 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
                 entry["error"] = "no estimated windows in the measured span"
             res["methods"][f"chronolink {s}"] = entry
         res["windows"] = all_windows
+        if page_sampler:
+            # The agents' default solution lifetime: the solve's lag (half the
+            # longest fit span of six windows, the 0.3 s grace, the 1 s solve
+            # delay) and five windows (docs/formats.md "valid_until_ns").
+            lifetime = int((3 * a.window_s + 1.3 + 5 * a.window_s) * 1e9) if not a.agent_arg else None
+            pe = page_accuracy.page_errors(page_sampler.reads, clocks[2], clocks[1], span_t0, span_t1, lifetime)
+            res["page"] = dict(pe, summary=summarize_abs_us(pe.pop("abs_errors_ns")),
+                               reference_summary=summarize_abs_us(pe.pop("reference_abs_ns")),
+                               rest_summary=summarize_abs_us(pe.pop("rest_abs_ns")),
+                               unreadable=page_sampler.unreadable)
         leader_dir = agents[min(agents)]["dir"]
         res["solved"] = solved_errors(os.path.join(leader_dir, "offsets.jsonl"), clocks, span_t0, span_t1)
         if a.clock_model != "linear":
@@ -683,6 +699,22 @@ def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
             elif tb:
                 lines.append(f"{r['scenario']:<14} agent n{node}: timebase.jsonl: {tb['error']}")
     for r in results:
+        pg = r.get("page")
+        if pg and pg["reads"]:
+            sm = pg["summary"]
+            lines.append(f"{r['scenario']:<14} clock page of node 2 ({pg['reads']} reads every 37 ms, "
+                         f"{pg['stale']} stale): |cluster - true| p50 {sm['p50_us'] * 1e3:.0f} ns, "
+                         f"p99 {sm['p99_us'] * 1e3:.0f} ns, max {sm['max_us'] * 1e3:.0f} ns; "
+                         f"{100 * pg['within_uncertainty']:.1f} % within its uncertainty")
+            rs, rest = pg.get("reference_summary"), pg.get("rest_summary")
+            if rs and rs["samples"]:
+                lines.append(f"{r['scenario']:<14}   of which node 1's own discipline since the solved instant "
+                             f"(no page can know it): p50 {rs['p50_us'] * 1e3:.0f} ns, p99 {rs['p99_us'] * 1e3:.0f} ns; "
+                             f"the rest p50 {rest['p50_us'] * 1e3:.0f} ns, p99 {rest['p99_us'] * 1e3:.0f} ns")
+        elif pg:
+            lines.append(f"{r['scenario']:<14} clock page of node 2: no valid read in the span "
+                         f"({pg['stale']} stale, {pg['unreadable']} unreadable)")
+    for r in results:
         tr = r.get("trace")
         for label in ("straight", "timebase", "cluster timebase"):
             t = (tr or {}).get(label)
@@ -821,6 +853,23 @@ def selftest(verbose: bool = True) -> int:
     check(percentile([1, 2, 3, 4], 0) == 1 and percentile([1, 2, 3, 4], 100) == 4, "p0 / p100")
     s = summarize_abs_us([-3000, 1000, -2000])
     check(s["samples"] == 3 and s["p50_us"] == 2.0 and s["max_us"] == 3.0, "summarize_abs_us uses |x|")
+
+    # the clock page as the header lays it out, mapped as ClockMapping::ToCluster does
+    with tempfile.TemporaryDirectory() as pd:
+        page = os.path.join(pd, "page")
+        ref = 1_800_000_000_000_000_000
+
+        def write_page(seq: int) -> None:
+            with open(page, "wb") as f:
+                f.write(struct.pack(page_accuracy.PAGE_FORMAT, page_accuracy.PAGE_MAGIC, 2, seq, 2, 1, ref, -5000,
+                                    -45_000_000, 7, 100_000, ref + 10**10, 0, 0))
+        write_page(4)
+        p = page_accuracy.read_clock_page(page)
+        check(p is not None and page_accuracy.to_cluster(p, ref + 10**9) == ref + 10**9 - 5000 - 45_000
+              and page_accuracy.to_cluster(p, ref - 10**9) == ref - 10**9 - 5000 + 45_000
+              and page_accuracy.uncertainty_at(p, ref - 10**9) == 7 + 100, "clock page read and mapped")
+        write_page(5)
+        check(page_accuracy.read_clock_page(page, attempts=3) is None, "a page mid-write (odd seq) is not read")
 
     # virtual clocks: inverse and the closed forms
     t0 = 1_795_000_000_123_456_789

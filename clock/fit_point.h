@@ -39,4 +39,14 @@ struct FitPoint {
   friend bool operator==(const FitPoint&, const FitPoint&) = default;
 };
 
+// A node's discipline at one instant, as the leader mapped it: REALTIME − F
+// there, and REALTIME's rate against F, less 1. A solution carries its
+// node's (docs/leader.md), so that the node's agent can put into its clock
+// page what its daemon did since (docs/formats.md "Clock page").
+struct FitDiscipline {
+  int64_t d_ns = 0;
+  double rate = 0;
+  friend bool operator==(const FitDiscipline&, const FitDiscipline&) = default;
+};
+
 }  // namespace chronolink

@@ -67,6 +67,7 @@ uint64_t DecimalField(const json& j, const char* name) {
 // it is no clock's. (It was 0.1 %, and a timesyncd model slewing at 920 ppm
 // against a fit clock anchored at -919 ppm had its batches refused.)
 constexpr int64_t kMaxFitRateFine = 250'000'000'000'000;
+constexpr double kMaxFitRate = 0.25;
 
 // A fit clock's rate field (a point's, an anchor's): within 25 %.
 int64_t FitRateField(const json& j) {
@@ -185,14 +186,28 @@ WindowSummary SummaryFromJson(const json& j) {
 json NullableNumber(bool present, double v) { return present ? json(v) : json(nullptr); }
 
 json SolutionToJson(const NodeSolution& s) {
-  return json{{"node", s.node},
-              {"reachable", s.reachable},
-              {"offset_ns", NullableNumber(s.reachable, s.offset_ns)},
-              {"drift", NullableNumber(s.reachable, s.drift)},
-              {"uncertainty_ns", NullableNumber(s.reachable, s.uncertainty_ns)},
-              {"residual_ns", NullableNumber(s.reachable, s.residual_ns)},
-              {"component", s.component},
-              {"edges_used", s.edges_used}};
+  json j{{"node", s.node},
+         {"reachable", s.reachable},
+         {"offset_ns", NullableNumber(s.reachable, s.offset_ns)},
+         {"drift", NullableNumber(s.reachable, s.drift)},
+         {"uncertainty_ns", NullableNumber(s.reachable, s.uncertainty_ns)},
+         {"residual_ns", NullableNumber(s.reachable, s.residual_ns)},
+         {"component", s.component},
+         {"edges_used", s.edges_used}};
+  if (s.reachable && s.discipline) j["discipline"] = json{{"d_ns", s.discipline->d_ns}, {"rate", s.discipline->rate}};
+  return j;
+}
+
+// REALTIME − F stays within the fit clock's allowed divergence (20 ms by
+// default; an hour is beyond any), its rate within the 25 % any REALTIME
+// against F may have.
+FitDiscipline DisciplineFromJson(const json& j) {
+  FitDiscipline d;
+  d.d_ns = IntField<int64_t>(j, "d_ns");
+  d.rate = FiniteField(j, "rate");
+  if (std::llabs(d.d_ns) > 3'600'000'000'000) throw FieldError{"\"discipline.d_ns\" is beyond an hour"};
+  if (!(std::abs(d.rate) <= kMaxFitRate)) throw FieldError{"\"discipline.rate\" is beyond 25 %"};
+  return d;
 }
 
 NodeSolution SolutionFromJson(const json& j) {
@@ -210,6 +225,7 @@ NodeSolution SolutionFromJson(const json& j) {
   }
   s.component = IntField<int>(j, "component");
   s.edges_used = IntField<int>(j, "edges_used");
+  if (s.reachable && j.contains("discipline")) s.discipline = DisciplineFromJson(ObjectField(j, "discipline"));
   return s;
 }
 

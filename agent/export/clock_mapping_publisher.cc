@@ -106,6 +106,27 @@ ClockMapping MappingFromSolution(const NodeSolution& s, int64_t t_ns, int64_t va
   return m;
 }
 
+ClockMapping FollowOwnDiscipline(const ClockMapping& solved, const FitDiscipline& then, int64_t now_ns,
+                                 const FitDiscipline& now) {
+  if (!solved.valid) return solved;
+  // In the node's fit clock F the cluster clock runs at (1 + k)(1 + then.rate),
+  // k being the page's drift: straight, since F follows the oscillator alone.
+  // The local clock is F + d, and d moved by (now.d − then.d) where the line
+  // took then.rate × the F between: the cluster clock at now_ns is off the
+  // line by (1 + k) times the difference, and runs against the local clock
+  // at (1 + k)(1 + then.rate) / (1 + now.rate) now.
+  const double k = static_cast<double>(solved.drift_ppt) * 1e-12;
+  const int64_t d_moved = now.d_ns - then.d_ns;
+  const int64_t fit_moved = (now_ns - solved.local_ref_ns) - d_moved;
+  const double off_line = static_cast<double>(d_moved) - then.rate * static_cast<double>(fit_moved);
+  ClockMapping m = solved;
+  m.local_ref_ns = now_ns;
+  m.offset_ns = solved.ToCluster(now_ns) - now_ns - std::llround((1 + k) * off_line);
+  m.drift_ppt = std::llround(((1 + k) * (1 + then.rate) / (1 + now.rate) - 1) * 1e12);
+  m.uncertainty_ns = solved.UncertaintyAt(now_ns);
+  return m;
+}
+
 ClockMappingPublisher::~ClockMappingPublisher() { Close(); }
 
 bool ClockMappingPublisher::Open(const std::string& path, uint32_t node_id, std::string* error) {

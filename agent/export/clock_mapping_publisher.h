@@ -51,4 +51,16 @@ int OpenOwnPage(const std::string& path, std::string* error);
 ClockMapping MappingFromSolution(const NodeSolution& s, int64_t t_ns, int64_t valid_for_ns,
                                  int64_t growth_ppt);
 
+// The page at local instant `now_ns`, from `solved` (MappingFromSolution's:
+// a line through the node's instant L0 of T) with what this node's own
+// daemon did since put in (docs/formats.md "Clock page"). The leader mapped
+// the solution with REALTIME − F at L0 and REALTIME's rate against F there
+// (`then`, the solution's discipline): the line holds that rate. `now` is
+// REALTIME − F and its rate at now_ns, from the agent's own samples: the
+// page follows every change of rate since, and only the reference's
+// discipline stays extrapolated. The uncertainty grows from L0 as before,
+// and the mapping goes stale when the solved one does.
+ClockMapping FollowOwnDiscipline(const ClockMapping& solved, const FitDiscipline& then, int64_t now_ns,
+                                 const FitDiscipline& now);
+
 }  // namespace chronolink

@@ -1,6 +1,7 @@
 #include "agent/runtime/cluster_service.h"
 #include "agent/cluster/edge_estimate_of.h"
 #include "agent/export/cluster_metrics.h"
+#include "clock/clock_trajectory.h"
 
 #include <spdlog/spdlog.h>
 
@@ -142,7 +143,10 @@ void ClusterService::RefreshClockPage() {
   if (coordinator_ == nullptr) return;
   uint64_t version = 0;
   std::optional<OffsetsSnapshot> s = coordinator_->LatestOffsets(&version);
-  if (!s || version == offsets_version_) return;
+  if (!s || version == offsets_version_) {
+    FollowOwnDisciplineOnPage();
+    return;
+  }
   offsets_version_ = version;
   latest_ = std::move(s);
   if (!page_open_) return;
@@ -152,7 +156,21 @@ void ClusterService::RefreshClockPage() {
                                        kPageGrowthPpt);
   // Solved on windows from before our clock stepped: not ours any more.
   if (m.valid && m.local_ref_ns < page_held_until_ns_) return;
+  solved_on_page_.reset();
+  if (m.valid && mine->discipline) solved_on_page_ = SolvedOnPage{m, *mine->discipline};
   PublishOnPage(m);
+}
+
+void ClusterService::FollowOwnDisciplineOnPage() {
+  // Fitting in REALTIME there is no discipline apart from the line.
+  if (!page_open_ || !solved_on_page_ || clock_.mode() != FitClockMode::kRaw) return;
+  const FitPoint now = clock_.PointAt(clock_.Now());
+  // Only along the fit clock the solution was mapped on: a new anchor moved F
+  // (and so REALTIME − F) by its jump.
+  const SolvedOnPage& solved = *solved_on_page_;
+  if (clock_.AnchorFor(solved.mapping.local_ref_ns - solved.discipline.d_ns) != clock_.anchor()) return;
+  const FitDiscipline d{now.realtime_ns - now.fit_ns, static_cast<double>(now.rate_fine) / kFinePerNs};
+  PublishOnPage(FollowOwnDiscipline(solved.mapping, solved.discipline, now.realtime_ns, d));
 }
 
 void ClusterService::OnClockStep(int64_t before_ns, int64_t after_ns) {
@@ -161,6 +179,7 @@ void ClusterService::OnClockStep(int64_t before_ns, int64_t after_ns) {
   // The end of the last window the step spoiled, and one more: the
   // leader's solutions up to there still lean on windows from before it.
   page_held_until_ns_ = (later / window + 1) * window + window;
+  solved_on_page_.reset();
   if (!page_open_) return;
   ClockMapping none;
   none.node_id = config_.node_id;

@@ -59,8 +59,9 @@ class ClusterService {
   // The member list, when it changed since the last call.
   std::optional<std::vector<Member>> TakeMembershipChange();
 
-  // Publishes the newest solution of this node to the clock page (cheap
-  // when nothing changed); call from the probe loop now and then.
+  // Publishes the newest solution of this node to the clock page; between
+  // solutions, the page follows this node's own discipline since the last
+  // one (FollowOwnDiscipline). Call from the probe loop every 100 ms or so.
   void RefreshClockPage();
   // Our clock stepped from before_ns to after_ns: the page is withdrawn
   // now (its mapping would be off by the step) and comes back only from a
@@ -72,6 +73,7 @@ class ClusterService {
 
  private:
   void PublishOnPage(ClockMapping m);
+  void FollowOwnDisciplineOnPage();
   void LeaderLoop();
   void LeadOnce();
   void WriteClusterTimebase();
@@ -86,6 +88,13 @@ class ClusterService {
   uint64_t offsets_version_ = 0;
   std::optional<OffsetsSnapshot> latest_;  // probe-loop thread only
   int64_t page_held_until_ns_ = INT64_MIN;  // local clock; probe-loop thread only
+  // The page's solved mapping and the discipline it was mapped with, which
+  // the page follows until the next (probe-loop thread only).
+  struct SolvedOnPage {
+    ClockMapping mapping;
+    FitDiscipline discipline;
+  };
+  std::optional<SolvedOnPage> solved_on_page_;
 
   // Leader thread state.
   ClusterLeader leader_;

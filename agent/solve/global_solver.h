@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "clock/fit_point.h"
+
 namespace chronolink {
 
 // One window estimate of one directed edge, as an agent writes it to
@@ -108,6 +110,9 @@ struct NodeSolution {
   double residual_ns = 0;     // robust-weighted RMS residual of its edges at T
   int component = -1;         // 0: the reference's component; 1..: others
   int edges_used = 0;         // measurements at T touching this node
+  // The node's REALTIME − F at its instant of T, by which the leader mapped
+  // this solution from the fit clocks (none from the solver itself).
+  std::optional<FitDiscipline> discipline = std::nullopt;
 };
 
 // One measurement used at T, with its fate.

@@ -1,8 +1,10 @@
 // Every clock → cluster mapping the collector read from its agent's clock
 // page while it ran ("ok" reads only), for the run's clock plane: the page
-// changes once per solved instant, so a run keeps one mapping per window
-// and `chronolink-trace align --recorded-mapping` interpolates between them
-// as it does between offsets.jsonl's instants (trace/correct/recorded_mapping.h).
+// changes with each solved instant, and between them every 100 ms where the
+// node's daemon bent its clock (a republication on the same line is not
+// kept), and `chronolink-trace align --recorded-mapping` interpolates
+// between them as it does between offsets.jsonl's instants
+// (trace/correct/recorded_mapping.h).
 //
 // Bounded: when full, every other mapping but the newest is dropped (the
 // run's whole span stays covered, at half the density), and counted.
@@ -19,7 +21,8 @@ namespace chronolink::collector {
 
 class ClusterMappingSeries {
  public:
-  // 32 768 mappings: 18 hours of 2 s windows before the first thinning.
+  // 32 768 mappings: 18 hours of 2 s windows on an undisciplined clock, an
+  // hour of a daemon bending it every 100 ms, before the first thinning.
   explicit ClusterMappingSeries(size_t capacity = 32'768) : capacity_(capacity < 2 ? 2 : capacity) {}
 
   // A mapping read "ok". The same reference instant again replaces the

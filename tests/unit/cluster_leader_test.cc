@@ -522,6 +522,14 @@ struct SwingingNode {
     }
     return 0;
   }
+  // REALTIME's rate against F at fit instant f, less 1.
+  long double Rate(int64_t f) const {
+    const long double raw = kRaw0 + static_cast<long double>(f - kBase) / (1 + 20e-6L);
+    for (size_t i = 0; i + 1 < knots.size(); ++i) {
+      if (raw <= knots[i + 1].raw_ns) return (1 + rates_ppm[i] * 1e-6L) / (1 + 20e-6L) - 1;
+    }
+    return 0;
+  }
   TimebaseExcerpt Excerpt(size_t from, size_t to, bool provisional = false) const {
     return {{knots.begin() + static_cast<long>(from), knots.begin() + static_cast<long>(to) + 1}, provisional};
   }
@@ -563,6 +571,10 @@ TEST(FitPointBook, ThroughTheNodesKnotsTheMappingFollowsEveryRateChange) {
       << "REALTIME's rate against F in the segment holding the instant";
   EXPECT_EQ(book.stats().mapped_by_knots, 1u);
   EXPECT_EQ(book.stats().mapped_by_point, 2u) << "the reference had a point only (as a node and as the reference)";
+  // The solution says with what it was mapped, for the node's clock page.
+  ASSERT_TRUE(s2.nodes[1].discipline.has_value());
+  EXPECT_NEAR(static_cast<double>(s2.nodes[1].discipline->d_ns), static_cast<double>(n.D(t + 1'234)), 1.0);
+  EXPECT_NEAR(s2.nodes[1].discipline->rate, static_cast<double>(n.Rate(t + 1'234)), 1e-12);
 }
 
 TEST(FitPointBook, AGapBetweenWindowsKnotsIsNotBridged) {
@@ -754,6 +766,21 @@ TEST(ClusterMessages, OffsetsSnapshotRoundTrip) {
   ASSERT_EQ(back.nodes.size(), s.nodes.size());
   EXPECT_DOUBLE_EQ(back.Find(4)->offset_ns, s.Find(4)->offset_ns);
   EXPECT_FALSE(back.Find(9)->reachable);
+  // Each node's discipline at T, as the leader mapped it, for its clock page.
+  s.nodes[0].discipline = FitDiscipline{-12'345, 3.5e-4};
+  ASSERT_TRUE(DecodeOffsetsSnapshot(EncodeOffsetsSnapshot(s), &back, &error)) << error;
+  for (size_t i = 0; i < s.nodes.size(); ++i) EXPECT_EQ(back.nodes[i].discipline, s.nodes[i].discipline) << i;
+  const std::string one_node =
+      R"({"leader":1,"sequence":"1","t_ns":0,"reference":"mean","recomputed":false,"nodes":[{"node":1,"reachable":true,)"
+      R"("offset_ns":0,"drift":0,"uncertainty_ns":1,"residual_ns":0,"component":0,"edges_used":1,"discipline":)";
+  ASSERT_TRUE(DecodeOffsetsSnapshot(one_node + R"({"d_ns":-5,"rate":1e-4}}]})", &back, &error)) << error;
+  EXPECT_EQ(back.nodes[0].discipline, (FitDiscipline{-5, 1e-4}));
+  for (const char* bad : {R"({"d_ns":-5,"rate":0.3})", R"({"d_ns":"-5","rate":0})", R"({"d_ns":4000000000000,"rate":0})",
+                          R"({"rate":0})", R"([1,2])"}) {
+    error.clear();
+    EXPECT_FALSE(DecodeOffsetsSnapshot(one_node + bad + "}]}", &back, &error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
   EXPECT_FALSE(DecodeOffsetsSnapshot(R"({"leader":1})", &back, &error));
   EXPECT_FALSE(DecodeOffsetsSnapshot(R"({"leader":1,"sequence":"1","t_ns":0,"reference":"median","recomputed":false,"nodes":[]})",
                                      &back, &error));
@@ -839,6 +866,52 @@ TEST(ClockPage, MappingFromSolutionInvertsTheOffset) {
   EXPECT_EQ(m.valid_until_ns, m.local_ref_ns + 5 * kStep);
   s.reachable = false;
   EXPECT_FALSE(MappingFromSolution(s, t, kStep, 0).valid);
+}
+
+// Between solutions the page follows the node's own daemon. The swinging
+// node's solution (mapped through its knots, as the leader maps it), followed
+// with REALTIME − F as the agent's own samples give it, is within 2 ns of
+// the cluster clock at every instant of the next two seconds, and its drift
+// is the local clock's rate there; the straight line is off by the swings.
+TEST(ClockPage, BetweenSolutionsThePageFollowsTheNodesOwnDiscipline) {
+  const SwingingNode n;
+  const int64_t t = kBase + 300'000'000;
+  const int64_t offset = 1'234;  // node 2's F − the reference's (its own REALTIME), constant
+  FitPointBook book(4 * kSecond);
+  book.Add(1, FitPoint{t, t, 0});
+  book.AddKnots(2, n.anchor, n.Excerpt(0, 5));
+  OffsetsSnapshot s = OneNodeAgainstTheReference(t, static_cast<double>(offset));
+  ASSERT_TRUE(book.ToRealtime(&s));
+  const NodeSolution& mine = s.nodes[1];
+  ASSERT_TRUE(mine.discipline.has_value());
+  const ClockMapping solved = MappingFromSolution(mine, s.reference_instant_ns, 10 * kSecond, 100'000);
+  ASSERT_TRUE(solved.valid);
+  // Node 2's F where its REALTIME reads `local` (F + D(F) = local), and the
+  // cluster (the reference's F) there.
+  auto fit_of = [&](int64_t local) {
+    int64_t f = local;
+    for (int i = 0; i < 20; ++i) f = local - static_cast<int64_t>(std::llround(n.D(f)));
+    return f;
+  };
+  int64_t straight_worst = 0;
+  for (int i = 1; i <= 42; ++i) {
+    const int64_t local = solved.local_ref_ns + i * 50'000'000 + 7;
+    const int64_t f = fit_of(local);
+    const int64_t cluster = f - offset;
+    const FitDiscipline live{static_cast<int64_t>(std::llround(n.D(f))), static_cast<double>(n.Rate(f))};
+    const ClockMapping m = FollowOwnDiscipline(solved, *mine.discipline, local, live);
+    ASSERT_TRUE(m.valid);
+    EXPECT_EQ(m.local_ref_ns, local);
+    EXPECT_LE(std::llabs(m.ToCluster(local) - cluster), 2) << "at +" << i * 50 << " ms";
+    const double rate_here = 1 / (1 + static_cast<double>(n.Rate(f))) - 1;  // d(cluster − local)/d(local)
+    EXPECT_NEAR(static_cast<double>(m.drift_ppt), rate_here * 1e12, 10.0) << "at +" << i * 50 << " ms";
+    EXPECT_EQ(m.valid_until_ns, solved.valid_until_ns) << "stale when the solution is";
+    EXPECT_EQ(m.uncertainty_ns, solved.UncertaintyAt(local)) << "growing from the solved instant";
+    straight_worst = std::max<int64_t>(straight_worst, std::llabs(solved.ToCluster(local) - cluster));
+  }
+  EXPECT_GT(straight_worst, 50'000) << "the straight line misses the swings";
+  // Nothing to follow on a page with no mapping.
+  EXPECT_FALSE(FollowOwnDiscipline(ClockMapping{}, *mine.discipline, t, *mine.discipline).valid);
 }
 
 // What no real clock gives (an instant at the end of time, offsets or
