@@ -71,6 +71,10 @@ void TimebaseKnots::Add(const ClockPairSample& s) {
   last_ = s;
 }
 
+void TimebaseKnots::EndOpenSegment() {
+  if (open_ && last_.raw_ns != start_.raw_ns) StartSegment(last_, false);
+}
+
 std::optional<int64_t> TimebaseKnots::RealtimeAt(int64_t raw_ns) const {
   if (knots_.empty() || raw_ns < knots_.front().raw_ns) return std::nullopt;
   const auto after = std::upper_bound(knots_.begin(), knots_.end(), raw_ns,

@@ -58,6 +58,10 @@ class TimebaseKnots {
 
   // A sample later in RAW than the last; an earlier one is ignored.
   void Add(const ClockPairSample& s);
+  // Decides the open segment at its newest sample (the agent stopping): a
+  // reader then knows the clock to the last sample, not only to the last
+  // knot, up to 10 s before. Samples added after start a segment there.
+  void EndOpenSegment();
 
   // The knots decided so far, in RAW order: each segment's start (the open
   // segment's is the last); a writer appends them as they come.

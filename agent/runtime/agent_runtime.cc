@@ -527,6 +527,8 @@ int AgentRuntime::Run() {
     PumpSocket(socket_, clock_, *engine_, true, true, &hardware_, transport_.get());
   }
   CloseWindows(clock_.Now(), true);
+  // The knots to the last sample: a trace's last seconds follow the clock too.
+  timebase_knots_.EndOpenSegment();
   WriteTimebase();
   cluster_.Stop();
   stamp_log_.Close();

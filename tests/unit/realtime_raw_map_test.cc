@@ -148,6 +148,18 @@ TEST(TimebaseKnots, AClockNothingBendsStillHasAKnotEveryTenSeconds) {
   const auto excerpt = knots.Covering(raw0 + 25'000 * kMs, raw0 + 27'000 * kMs, 64);
   ASSERT_TRUE(excerpt.has_value());
   EXPECT_FALSE(excerpt->last_provisional) << "decided knots on both sides";
+  // The agent stopping decides the open segment at its newest sample: a
+  // reader of the written knots knows the clock to the end, not to 30 s.
+  const size_t decided = knots.knots().size();
+  knots.EndOpenSegment();
+  ASSERT_EQ(knots.knots().size(), decided + 1);
+  EXPECT_EQ(knots.knots().back().raw_ns, raw0 + 35'000 * kMs);
+  EXPECT_EQ(knots.knots().back().realtime_ns, kT0 + 35'000 * (kMs + 20));
+  EXPECT_FALSE(knots.knots().back().after_step);
+  knots.EndOpenSegment();
+  EXPECT_EQ(knots.knots().size(), decided + 1) << "nothing more to decide";
+  knots.Add({kT0 + 35'001 * (kMs + 20), raw0 + 35'001 * kMs, 0, 20'000'000'000});
+  EXPECT_EQ(knots.RealtimeAt(raw0 + 35'001 * kMs), kT0 + 35'001 * (kMs + 20)) << "a later sample goes on from it";
 }
 
 // What a window summary carries: the knots from the one holding the window's
