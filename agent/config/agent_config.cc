@@ -56,7 +56,8 @@ json ClusterJson(const AgentConfig& c) {
              {"reference", cs.reference_node ? json(std::to_string(*cs.reference_node)) : json("mean")},
              {"lease_ttl_s", cs.lease_ttl_s},
              {"solve_delay_ms", Number(cs.solve_delay_ns, Kind::kNsFromMs)},
-             {"retention_s", Number(cs.retention_ns, Kind::kNsFromSec)}};
+             {"retention_s", Number(cs.retention_ns, Kind::kNsFromSec)},
+             {"offsets_rotate_mb", cs.offsets_rotate_bytes >> 20}};
   if (cs.probe_k > 0) cl["probe_k"] = cs.probe_k;
   if (cs.backend == CoordinationBackend::kStatic && cs.coordination_port != 0) {
     cl["coordination_port"] = cs.coordination_port;

@@ -100,6 +100,7 @@ struct ClusterSettings {
   int64_t lease_ttl_s = 5;
   int64_t solve_delay_ns = 1'000'000'000;   // extra wait for summaries after a window closes
   int64_t retention_ns = 120'000'000'000;   // windows kept for catch-up and failover
+  int64_t offsets_rotate_bytes = 256LL << 20;  // offsets.jsonl rotated past this; 0: never
   std::string clock_page_path;              // empty: off
 };
 

@@ -361,6 +361,12 @@ bool ValidateLeadershipTiming(const Merged& m, AgentConfig* c, std::string* erro
     return Fail(error, "window retention " + Sec(cs.retention_ns) + " (" + m.From("cluster.retention_s") +
                            ") must be at least 10 s");
   }
+  const int64_t rotate_mb = m.Get<int64_t>("cluster.offsets_rotate_mb", cs.offsets_rotate_bytes >> 20);
+  if (rotate_mb < 0 || rotate_mb > (1 << 20)) {
+    return Fail(error, "offsets rotation size " + std::to_string(rotate_mb) + " MB (" +
+                           m.From("cluster.offsets_rotate_mb") + ") must be 0 (never) to 1048576");
+  }
+  cs.offsets_rotate_bytes = rotate_mb << 20;
   const std::string page = m.Get<std::string>("clock_page", "/dev/shm/chronolink-" + std::to_string(c->node_id));
   cs.clock_page_path = page == "off" ? std::string() : page;
   return true;

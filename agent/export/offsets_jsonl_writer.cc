@@ -1,6 +1,8 @@
 #include "agent/export/offsets_jsonl_writer.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -35,18 +37,54 @@ std::string OffsetLineJson(const NodeSolution& s, const OffsetLineContext& c) {
   return j.dump();
 }
 
+std::string RotatedOffsetsName(const std::string& current, uint64_t n) {
+  const std::filesystem::path p(current);
+  char index[24];
+  std::snprintf(index, sizeof index, "%06llu", static_cast<unsigned long long>(n));
+  return (p.parent_path() / (p.stem().string() + "." + index + p.extension().string())).string();
+}
+
+namespace {
+// N of "offsets.<N>.jsonl" or "offsets.<N>.jsonl.gz" (or ".gz.tmp"), else 0.
+uint64_t RotationIndex(const std::string& name, const std::string& stem, bool* compressed) {
+  const std::string head = stem + ".", tail = ".jsonl";
+  if (name.rfind(head, 0) != 0) return 0;
+  const size_t digits_end = name.find('.', head.size());
+  if (digits_end == std::string::npos || digits_end == head.size()) return 0;
+  const std::string digits = name.substr(head.size(), digits_end - head.size());
+  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18) return 0;
+  const std::string rest = name.substr(digits_end);
+  if (rest != tail && rest != tail + ".gz" && rest != tail + ".gz.tmp") return 0;
+  *compressed = rest != tail;
+  return std::stoull(digits);
+}
+}  // namespace
+
+OffsetsJsonlWriter::OffsetsJsonlWriter() : gzip_(std::make_unique<BackgroundGzip>()) {}
+
 OffsetsJsonlWriter::~OffsetsJsonlWriter() { Close(); }
 
-bool OffsetsJsonlWriter::Open(const std::string& dir, std::string* error) {
+bool OffsetsJsonlWriter::Open(const std::string& dir, std::string* error, OffsetsRotation rotation) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
     *error = "cannot create output directory " + dir + ": " + ec.message();
     return false;
   }
+  rotation_ = rotation;
   path_ = (std::filesystem::path(dir) / "offsets.jsonl").string();
   file_ = OpenOwnOutputForAppend(path_, error);  // never through a link another user planted
   if (file_ == nullptr) return false;
+  bytes_ = static_cast<int64_t>(std::filesystem::file_size(path_, ec));
+  // Numbering goes on from the rotated files there; one a crash left
+  // uncompressed is compressed now (GzipFileInPlace clears a leftover .tmp).
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    bool compressed = false;
+    const uint64_t n = RotationIndex(entry.path().filename().string(), "offsets", &compressed);
+    if (n == 0) continue;
+    last_index_ = std::max(last_index_, n);
+    if (!compressed && rotation_.compress) gzip_->Compress(entry.path());
+  }
   return true;
 }
 
@@ -67,17 +105,43 @@ bool OffsetsJsonlWriter::Write(const OffsetsSnapshot& snapshot, std::string* err
       return false;
     }
     ++lines_;
+    bytes_ += static_cast<int64_t>(line.size());
   }
   if (std::fflush(file_) != 0) {
     *error = "flushing " + path_ + ": " + std::strerror(errno);
     return false;
   }
+  if (const std::string failed = gzip_->TakeError(); !failed.empty()) {
+    *error = "compressing a rotated offsets file: " + failed;
+    return false;
+  }
+  if (rotation_.max_bytes > 0 && bytes_ >= rotation_.max_bytes) return Rotate(error);
+  return true;
+}
+
+// Whole instants only: the file is full after a snapshot's last line.
+bool OffsetsJsonlWriter::Rotate(std::string* error) {
+  std::fclose(file_);
+  file_ = nullptr;
+  const std::string full = RotatedOffsetsName(path_, last_index_ + 1);
+  if (std::rename(path_.c_str(), full.c_str()) != 0) {
+    *error = "rotating " + path_ + " to " + full + ": " + std::strerror(errno);
+    file_ = OpenOwnOutputForAppend(path_, error);
+    return false;
+  }
+  ++last_index_;
+  ++rotated_;
+  bytes_ = 0;
+  file_ = OpenOwnOutputForAppend(path_, error);
+  if (file_ == nullptr) return false;
+  if (rotation_.compress) gzip_->Compress(full);
   return true;
 }
 
 void OffsetsJsonlWriter::Close() {
   if (file_ != nullptr) std::fclose(file_);
   file_ = nullptr;
+  if (gzip_) gzip_->Drain();
 }
 
 }  // namespace chronolink

@@ -225,7 +225,8 @@ void ClusterService::LeadOnce() {
     leader_.TakeOffice(now);
     if (!offsets_.is_open()) {
       std::string error;
-      if (!offsets_.Open(config_.output_dir, &error)) spdlog::error("{}", error);
+      const OffsetsRotation rotation{.max_bytes = config_.cluster_settings.offsets_rotate_bytes};
+      if (!offsets_.Open(config_.output_dir, &error, rotation)) spdlog::error("{}", error);
     }
     if (!cluster_timebase_.is_open()) {
       std::string error;

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <map>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/gzip_file.h"
 #include "common/input_file.h"
 
 namespace chronolink::trace {
@@ -251,19 +254,20 @@ bool OffsetsReader::AddText(std::string_view text, const std::string& name, std:
   return true;
 }
 
-// Streams line by line: an offsets file of a long run can be large.
+// Streams line by line: an offsets file of a long run can be large. A
+// rotated one is gzip-compressed; the reader takes either.
 bool OffsetsReader::AddFile(const std::string& path, std::string* error) {
-  std::ifstream in;
-  if (!OpenInputFile(path, &in, error)) return false;
+  LineFileReader in;
+  if (!in.Open(path, error)) return false;
   input_.files.push_back(path);
   const uint64_t before = input_.lines_read;
   uint32_t line_number = 0;
   std::string line;
-  while (std::getline(in, line)) {
+  while (in.Next(&line)) {
     if (!AddLine(line, ++line_number, error)) return false;
   }
-  if (in.bad()) {
-    *error = path + ": read error after line " + std::to_string(line_number);
+  if (!in.error().empty()) {
+    *error = in.error() + " (after line " + std::to_string(line_number) + ")";
     return false;
   }
   EndSource(before);
@@ -299,11 +303,42 @@ bool OffsetsReader::Finish(OffsetsInput* out, std::string* error) {
   return true;
 }
 
+std::vector<std::string> RotatedOffsetsSet(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const std::string stem = p.stem().string(), ext = p.extension().string();
+  if (ext != ".jsonl") return {path};
+  // offsets.<N>.jsonl(.gz) beside it, oldest first; the .gz where a
+  // compression finished but the plain file is not yet removed.
+  std::map<uint64_t, std::string> rotated;
+  std::error_code ec;
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string head = stem + ".";
+    if (name.rfind(head, 0) != 0) continue;
+    const size_t dot = name.find('.', head.size());
+    if (dot == std::string::npos || dot == head.size()) continue;
+    const std::string digits = name.substr(head.size(), dot - head.size());
+    const std::string rest = name.substr(dot);
+    if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (rest != ext && rest != ext + ".gz") continue;
+    std::string& chosen = rotated[std::stoull(digits)];
+    if (chosen.empty() || rest == ext + ".gz") chosen = (p.has_parent_path() ? (dir / name) : fs::path(name)).string();
+  }
+  std::vector<std::string> set;
+  for (auto& [n, file] : rotated) set.push_back(std::move(file));
+  set.push_back(path);
+  return set;
+}
+
 bool ReadOffsetsFiles(const std::vector<std::string>& paths, const OffsetsReadOptions& options,
                       OffsetsInput* out, std::string* error) {
   OffsetsReader reader(options);
-  for (const std::string& path : paths) {
-    if (!reader.AddFile(path, error)) return false;
+  for (const std::string& given : paths) {
+    for (const std::string& path : RotatedOffsetsSet(given)) {
+      if (!reader.AddFile(path, error)) return false;
+    }
   }
   return reader.Finish(out, error);
 }
