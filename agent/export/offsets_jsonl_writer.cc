@@ -44,21 +44,6 @@ std::string RotatedOffsetsName(const std::string& current, uint64_t n) {
   return (p.parent_path() / (p.stem().string() + "." + index + p.extension().string())).string();
 }
 
-namespace {
-// N of "offsets.<N>.jsonl" or "offsets.<N>.jsonl.gz" (or ".gz.tmp"), else 0.
-uint64_t RotationIndex(const std::string& name, const std::string& stem, bool* compressed) {
-  const std::string head = stem + ".", tail = ".jsonl";
-  if (name.rfind(head, 0) != 0) return 0;
-  const size_t digits_end = name.find('.', head.size());
-  if (digits_end == std::string::npos || digits_end == head.size()) return 0;
-  const std::string digits = name.substr(head.size(), digits_end - head.size());
-  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18) return 0;
-  const std::string rest = name.substr(digits_end);
-  if (rest != tail && rest != tail + ".gz" && rest != tail + ".gz.tmp") return 0;
-  *compressed = rest != tail;
-  return std::stoull(digits);
-}
-}  // namespace
 
 OffsetsJsonlWriter::OffsetsJsonlWriter() : gzip_(std::make_unique<BackgroundGzip>()) {}
 
@@ -79,11 +64,10 @@ bool OffsetsJsonlWriter::Open(const std::string& dir, std::string* error, Offset
   // Numbering goes on from the rotated files there; one a crash left
   // uncompressed is compressed now (GzipFileInPlace clears a leftover .tmp).
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    bool compressed = false;
-    const uint64_t n = RotationIndex(entry.path().filename().string(), "offsets", &compressed);
-    if (n == 0) continue;
-    last_index_ = std::max(last_index_, n);
-    if (!compressed && rotation_.compress) gzip_->Compress(entry.path());
+    const std::optional<RotatedName> r = ParseRotatedName(entry.path().filename().string(), "offsets", ".jsonl");
+    if (!r) continue;
+    last_index_ = std::max(last_index_, r->index);
+    if (r->state == RotatedName::State::kPlain && rotation_.compress) gzip_->Compress(entry.path());
   }
   return true;
 }

@@ -315,16 +315,12 @@ std::vector<std::string> RotatedOffsetsSet(const std::string& path) {
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    const std::string head = stem + ".";
-    if (name.rfind(head, 0) != 0) continue;
-    const size_t dot = name.find('.', head.size());
-    if (dot == std::string::npos || dot == head.size()) continue;
-    const std::string digits = name.substr(head.size(), dot - head.size());
-    const std::string rest = name.substr(dot);
-    if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (rest != ext && rest != ext + ".gz") continue;
-    std::string& chosen = rotated[std::stoull(digits)];
-    if (chosen.empty() || rest == ext + ".gz") chosen = (p.has_parent_path() ? (dir / name) : fs::path(name)).string();
+    const std::optional<RotatedName> r = ParseRotatedName(name, stem, ext);
+    if (!r || r->state == RotatedName::State::kCompressing) continue;
+    std::string& chosen = rotated[r->index];
+    if (chosen.empty() || r->state == RotatedName::State::kCompressed) {
+      chosen = (p.has_parent_path() ? (dir / name) : fs::path(name)).string();
+    }
   }
   std::vector<std::string> set;
   for (auto& [n, file] : rotated) set.push_back(std::move(file));
