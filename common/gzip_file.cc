@@ -94,29 +94,6 @@ bool GzipFileInPlace(const std::filesystem::path& src, std::string* error) {
   return true;
 }
 
-std::optional<RotatedName> ParseRotatedName(const std::string& name, const std::string& stem, const std::string& ext) {
-  const std::string head = stem + ".";
-  if (name.rfind(head, 0) != 0) return std::nullopt;
-  const size_t dot = name.find('.', head.size());
-  if (dot == std::string::npos || dot == head.size() || dot - head.size() > 18) return std::nullopt;
-  const std::string digits = name.substr(head.size(), dot - head.size());
-  if (digits.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  RotatedName r;
-  r.index = std::stoull(digits);
-  const std::string rest = name.substr(dot);
-  if (r.index == 0) return std::nullopt;
-  if (rest == ext) {
-    r.state = RotatedName::State::kPlain;
-  } else if (rest == ext + ".gz") {
-    r.state = RotatedName::State::kCompressed;
-  } else if (rest == ext + ".gz.tmp") {
-    r.state = RotatedName::State::kCompressing;
-  } else {
-    return std::nullopt;
-  }
-  return r;
-}
-
 BackgroundGzip::~BackgroundGzip() {
   {
     std::lock_guard lock(mutex_);

@@ -8,7 +8,6 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 
@@ -47,15 +46,6 @@ class BackgroundGzip {
   std::string error_;
   std::thread worker_;
 };
-
-// A file rotated out of <stem><ext> (offsets.jsonl): <stem>.<N><ext>,
-// then .gz once compressed (.gz.tmp while being compressed).
-struct RotatedName {
-  uint64_t index = 0;  // N, from 1
-  enum class State { kPlain, kCompressed, kCompressing } state = State::kPlain;
-};
-std::optional<RotatedName> ParseRotatedName(const std::string& file_name, const std::string& stem,
-                                            const std::string& ext);
 
 // Reads a file line by line, gzip-compressed or plain.
 class LineFileReader {

@@ -164,7 +164,7 @@ const Spec kSpecs[] = {
      "Window summaries kept (etcd, the static backend's resend buffer, the leader) for catch-up and "
      "failover, >= 10 (default: 120)"},
     {"cluster.offsets_rotate_mb", "offsets-rotate-mb", Kind::kCount, "MB", kCluster,
-     "The leader's offsets.jsonl is rotated past this size and the full one gzip-compressed "
+     "The leader's offsets.jsonl and cluster-timebase.jsonl are rotated past this size and the full one gzip-compressed "
      "(offsets.<N>.jsonl.gz); 0: never (default: 256)"},
     {"clock_page", "clock-page", Kind::kString, "PATH", kCluster,
      "Shared-memory page with this node's clock mapping, or off (default: /dev/shm/chronolink-<node>)"},

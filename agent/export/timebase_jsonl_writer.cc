@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "common/own_output_file.h"
 
 namespace chronolink {
 
@@ -24,18 +23,16 @@ std::string TimebaseKnotToJson(const TimebaseKnot& k, uint32_t node, uint64_t se
 TimebaseJsonlWriter::~TimebaseJsonlWriter() { Close(); }
 
 bool TimebaseJsonlWriter::Open(const std::string& dir, uint32_t node, uint64_t session, std::string* error,
-                               const std::string& file_name) {
+                               const std::string& file_name, FileRotation rotation) {
   Close();
-  path_ = (std::filesystem::path(dir) / file_name).string();
-  file_ = OpenOwnOutputForAppend(path_, error);  // never through a link another user planted
-  if (file_ == nullptr) return false;
+  if (!file_.Open(std::filesystem::path(dir) / file_name, rotation, error)) return false;
   node_ = node;
   session_ = session;
   return true;
 }
 
 bool TimebaseJsonlWriter::WriteNew(const TimebaseKnots& knots, std::string* error) {
-  if (file_ == nullptr) return true;
+  if (!file_.is_open()) return true;
   for (const TimebaseKnot& k : knots.knots()) {
     if (k.raw_ns <= last_written_raw_ns_) continue;
     if (!WriteLine(TimebaseKnotToJson(k, node_, session_), error)) return false;
@@ -46,31 +43,21 @@ bool TimebaseJsonlWriter::WriteNew(const TimebaseKnots& knots, std::string* erro
 
 bool TimebaseJsonlWriter::WriteKnot(const TimebaseKnot& k, uint32_t node, uint64_t session, bool after_gap,
                                     std::string* error) {
-  if (file_ == nullptr) return true;
+  if (!file_.is_open()) return true;
   return WriteLine(TimebaseKnotToJson(k, node, session, after_gap), error);
 }
 
 bool TimebaseJsonlWriter::WriteLine(const std::string& json, std::string* error) {
-  const std::string line = json + "\n";
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size()) {
-    *error = "cannot write " + path_ + ": " + std::strerror(errno);
-    return false;
-  }
+  if (!file_.Append(json + "\n", error)) return false;
   ++lines_;
   return true;
 }
 
 bool TimebaseJsonlWriter::Flush(std::string* error) {
-  if (file_ != nullptr && std::fflush(file_) != 0) {
-    *error = "cannot write " + path_ + ": " + std::strerror(errno);
-    return false;
-  }
-  return true;
+  if (!file_.is_open()) return true;
+  return file_.Flush(error) && file_.RotateIfFull(error);
 }
 
-void TimebaseJsonlWriter::Close() {
-  if (file_ != nullptr) std::fclose(file_);
-  file_ = nullptr;
-}
+void TimebaseJsonlWriter::Close() { file_.Close(); }
 
 }  // namespace chronolink

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "clock/timebase_knots.h"
+#include "common/rotating_file.h"
 
 namespace chronolink {
 
@@ -25,9 +26,11 @@ class TimebaseJsonlWriter {
   TimebaseJsonlWriter& operator=(const TimebaseJsonlWriter&) = delete;
 
   // Opens <dir>/<file_name> for append (the directory exists: the edges
-  // writer made it). `node` and `session` are WriteNew's.
+  // writer made it). `node` and `session` are WriteNew's. The leader's
+  // cluster-timebase.jsonl grows with the cluster and is rotated as
+  // offsets.jsonl is (common/rotating_file.h); an agent's own is not.
   bool Open(const std::string& dir, uint32_t node, uint64_t session, std::string* error,
-            const std::string& file_name = "timebase.jsonl");
+            const std::string& file_name = "timebase.jsonl", FileRotation rotation = {.max_bytes = 0});
   // This node's knots not written yet (the caller drops old ones from the
   // map when it no longer needs them), then flushes.
   bool WriteNew(const TimebaseKnots& knots, std::string* error);
@@ -35,18 +38,19 @@ class TimebaseJsonlWriter {
   // cluster's timebase beside offsets.jsonl); `after_gap`: the knots before
   // it in this session were not all received, nothing is known between.
   bool WriteKnot(const TimebaseKnot& k, uint32_t node, uint64_t session, bool after_gap, std::string* error);
+  // Flushes, then rotates a full file: a file ends at a knot, and readers
+  // take the rotated set as one.
   bool Flush(std::string* error);
   void Close();
 
-  bool is_open() const { return file_ != nullptr; }
-  const std::string& path() const { return path_; }
+  bool is_open() const { return file_.is_open(); }
+  const std::string& path() const { return file_.path(); }
   uint64_t lines_written() const { return lines_; }
 
  private:
   bool WriteLine(const std::string& json, std::string* error);
 
-  std::FILE* file_ = nullptr;
-  std::string path_;
+  RotatingFile file_;
   uint32_t node_ = 0;
   uint64_t session_ = 0;
   uint64_t lines_ = 0;

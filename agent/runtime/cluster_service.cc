@@ -204,6 +204,11 @@ void ClusterService::WriteClusterTimebase() {
   if (!ok && !write_failed_.exchange(true)) spdlog::error("{}", error);
 }
 
+// The leader's two files that grow with the cluster's size.
+FileRotation ClusterService::OutputRotation() const {
+  return FileRotation{.max_bytes = config_.cluster_settings.offsets_rotate_bytes};
+}
+
 void ClusterService::LeaderLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
@@ -225,12 +230,12 @@ void ClusterService::LeadOnce() {
     leader_.TakeOffice(now);
     if (!offsets_.is_open()) {
       std::string error;
-      const OffsetsRotation rotation{.max_bytes = config_.cluster_settings.offsets_rotate_bytes};
-      if (!offsets_.Open(config_.output_dir, &error, rotation)) spdlog::error("{}", error);
+      if (!offsets_.Open(config_.output_dir, &error, OutputRotation())) spdlog::error("{}", error);
     }
     if (!cluster_timebase_.is_open()) {
       std::string error;
-      if (!cluster_timebase_.Open(config_.output_dir, config_.node_id, 0, &error, kClusterTimebaseFile)) {
+      if (!cluster_timebase_.Open(config_.output_dir, config_.node_id, 0, &error, kClusterTimebaseFile,
+                                  OutputRotation())) {
         spdlog::error("{}", error);
       }
     }

@@ -77,6 +77,7 @@ class ClusterService {
   void LeaderLoop();
   void LeadOnce();
   void WriteClusterTimebase();
+  FileRotation OutputRotation() const;
 
   const AgentConfig& config_;
   const FitClock& clock_;

@@ -198,10 +198,16 @@ done
 links=$(cat /proc/"$pid"/fdinfo/* 2>/dev/null | grep -c "^link_id:" || true)
 [ "$links" -ge 1 ] || fail "the agent holds no BPF link after the drop ($mode)"
 # /metrics answers where the kubelet's probes ask (the port of agent.json).
-body=$(ip netns exec "$NS" "$PY" -c "import urllib.request; print(urllib.request.urlopen(
-  'http://10.231.7.1:$metrics_port/metrics', timeout=5).read().decode())") ||
-  fail "/metrics on port $metrics_port does not answer ($mode)"
-echo "$body" | grep -q "^chronolink_" || fail "/metrics has no chronolink series ($mode)"
+# The server listens before the probe loop's first turn renders the series:
+# ask again for up to 10 s (a loaded CI machine once answered empty).
+for _ in $(seq 1 50); do
+  body=$(ip netns exec "$NS" "$PY" -c "import urllib.request; print(urllib.request.urlopen(
+    'http://10.231.7.1:$metrics_port/metrics', timeout=5).read().decode())") ||
+    fail "/metrics on port $metrics_port does not answer ($mode)"
+  echo "$body" | grep -q "^chronolink_" && break
+  sleep 0.2
+done
+echo "$body" | grep -q "^chronolink_" || fail "/metrics has no chronolink series within 10 s ($mode)"
 # ... and only there: the node's address (NODE_IP), no wildcard.
 listeners=$(ip netns exec "$NS" ss -Hltn "sport = :$metrics_port" | awk '{print $4}')
 [ "$listeners" = "10.231.7.1:$metrics_port" ] ||

@@ -6,11 +6,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "agent/export/offsets_jsonl_writer.h"
 #include "common/gzip_file.h"
+#include "common/rotating_file.h"
+#include "agent/export/timebase_jsonl_writer.h"
+#include "trace/correct/timebase_file.h"
 #include "trace/correct/offsets_file.h"
 
 namespace chronolink {
@@ -63,7 +67,7 @@ constexpr int64_t kT0 = 1'796'000'000'000'000'000;
 TEST_F(OffsetsRotationTest, AFullFileIsRotatedCompressedAndReadBackAsOneSet) {
   OffsetsJsonlWriter w;
   std::string error;
-  ASSERT_TRUE(w.Open(dir_.string(), &error, OffsetsRotation{.max_bytes = 4'000})) << error;
+  ASSERT_TRUE(w.Open(dir_.string(), &error, FileRotation{.max_bytes = 4'000})) << error;
   for (int i = 0; i < 40; ++i) ASSERT_TRUE(w.Write(Instant(kT0 + i * 2'000'000'000LL, 5), &error)) << error;
   w.Close();  // waits for the compressions
   EXPECT_GE(w.rotations(), 5u);
@@ -100,7 +104,7 @@ TEST_F(OffsetsRotationTest, WhatACrashLeftIsCompressedAndNumberingGoesOn) {
   }
   OffsetsJsonlWriter w;
   std::string error;
-  ASSERT_TRUE(w.Open(dir_.string(), &error, OffsetsRotation{.max_bytes = 1})) << error;
+  ASSERT_TRUE(w.Open(dir_.string(), &error, FileRotation{.max_bytes = 1})) << error;
   ASSERT_TRUE(w.Write(Instant(kT0, 2), &error)) << error;
   w.Close();
   EXPECT_EQ(Names(), (std::vector<std::string>{"offsets.000003.jsonl.gz", "offsets.000007.jsonl.gz",
@@ -121,10 +125,32 @@ TEST_F(OffsetsRotationTest, TheSetTakesTheCompressedCopyOnce) {
   std::ofstream(dir_ / "offsets.000010.jsonl") << "x\n";
   std::ofstream(dir_ / "offsets.00x.jsonl.gz") << "";
   std::ofstream(dir_ / "other.000001.jsonl.gz") << "";
-  const std::vector<std::string> set = trace::RotatedOffsetsSet((dir_ / "offsets.jsonl").string());
+  const std::vector<std::string> set = RotatedSet((dir_ / "offsets.jsonl").string());
   EXPECT_EQ(set, (std::vector<std::string>{(dir_ / "offsets.000002.jsonl.gz").string(),
                                            (dir_ / "offsets.000010.jsonl").string(),
                                            (dir_ / "offsets.jsonl").string()}));
+}
+
+// The leader's cluster-timebase.jsonl is rotated too, at a knot; a session's
+// polyline goes on across the files (one stretch, no gap at the seam).
+TEST_F(OffsetsRotationTest, ARotatedClusterTimebaseIsOnePolylineAcrossItsFiles) {
+  TimebaseJsonlWriter w;
+  std::string error;
+  ASSERT_TRUE(w.Open(dir_.string(), 1, 0, &error, kClusterTimebaseFile, FileRotation{.max_bytes = 1'000})) << error;
+  for (int i = 0; i < 60; ++i) {
+    const TimebaseKnot k{1'000'000'000LL * i, kT0 + 1'000'000'000LL * i + 50 * i * i, false};
+    ASSERT_TRUE(w.WriteKnot(k, 3, 77, false, &error)) << error;
+    ASSERT_TRUE(w.Flush(&error)) << error;
+  }
+  w.Close();
+  EXPECT_GE(Names().size(), 5u) << "rotated";
+  trace::TimebaseReader reader;
+  ASSERT_TRUE(reader.AddFile((dir_ / kClusterTimebaseFile).string(), &error)) << error;
+  std::map<uint32_t, trace::NodeTimebase> nodes;
+  ASSERT_TRUE(reader.Finish(&nodes, &error)) << error;
+  ASSERT_EQ(nodes.count(3), 1u);
+  ASSERT_EQ(nodes[3].stretches.size(), 1u) << "one polyline, not one per file";
+  EXPECT_EQ(nodes[3].stretches[0].knots.size(), 60u);
 }
 
 TEST_F(OffsetsRotationTest, GzipRoundTripsLongLinesAndATruncatedFileIsAnError) {

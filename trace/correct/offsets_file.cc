@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <map>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/gzip_file.h"
 #include "common/input_file.h"
+#include "common/rotating_file.h"
 
 namespace chronolink::trace {
 
@@ -303,36 +302,11 @@ bool OffsetsReader::Finish(OffsetsInput* out, std::string* error) {
   return true;
 }
 
-std::vector<std::string> RotatedOffsetsSet(const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path p(path);
-  const std::string stem = p.stem().string(), ext = p.extension().string();
-  if (ext != ".jsonl") return {path};
-  // offsets.<N>.jsonl(.gz) beside it, oldest first; the .gz where a
-  // compression finished but the plain file is not yet removed.
-  std::map<uint64_t, std::string> rotated;
-  std::error_code ec;
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    const std::optional<RotatedName> r = ParseRotatedName(name, stem, ext);
-    if (!r || r->state == RotatedName::State::kCompressing) continue;
-    std::string& chosen = rotated[r->index];
-    if (chosen.empty() || r->state == RotatedName::State::kCompressed) {
-      chosen = (p.has_parent_path() ? (dir / name) : fs::path(name)).string();
-    }
-  }
-  std::vector<std::string> set;
-  for (auto& [n, file] : rotated) set.push_back(std::move(file));
-  set.push_back(path);
-  return set;
-}
-
 bool ReadOffsetsFiles(const std::vector<std::string>& paths, const OffsetsReadOptions& options,
                       OffsetsInput* out, std::string* error) {
   OffsetsReader reader(options);
   for (const std::string& given : paths) {
-    for (const std::string& path : RotatedOffsetsSet(given)) {
+    for (const std::string& path : RotatedSet(given)) {
       if (!reader.AddFile(path, error)) return false;
     }
   }

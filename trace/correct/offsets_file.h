@@ -114,13 +114,9 @@ class OffsetsReader {
   std::optional<std::string> reference_where_;  // where the reference was first named
 };
 
-// A leader's offsets as a set: `path` (…/offsets.jsonl) and, before it,
-// the files rotated out of it beside it (offsets.<N>.jsonl.gz, or .jsonl
-// while not yet compressed), oldest first (docs/formats.md). Any other
-// path is itself alone.
-std::vector<std::string> RotatedOffsetsSet(const std::string& path);
-
-// Reads `paths` in order with one OffsetsReader, each with its rotated set.
+// Reads `paths` in order with one OffsetsReader, each with the files
+// rotated out of it before it (common/rotating_file.h RotatedSet: a
+// leader's offsets.<N>.jsonl.gz beside its offsets.jsonl).
 bool ReadOffsetsFiles(const std::vector<std::string>& paths, const OffsetsReadOptions& options,
                       OffsetsInput* out, std::string* error);
 

@@ -5,7 +5,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "common/input_file.h"
+#include "common/gzip_file.h"
+#include "common/rotating_file.h"
 
 namespace chronolink::trace {
 
@@ -65,19 +66,24 @@ const TimebaseStretch* NodeTimebase::Covering(int64_t from_realtime_ns, int64_t 
   return nullptr;
 }
 
+// The files rotated out of `path` first (a large cluster's leader rotates
+// its cluster-timebase.jsonl), all one source: a session goes on across
+// them.
 bool TimebaseReader::AddFile(const std::string& path, std::string* error) {
-  std::ifstream in;
-  if (!OpenInputFile(path, &in, error)) return false;
-  std::string line;
-  uint64_t number = 0;
   ++source_;
-  while (std::getline(in, line)) {
-    ++number;
-    if (!AddLine(line, path + ":" + std::to_string(number), error)) return false;
-  }
-  if (in.bad()) {
-    *error = path + ": read error after line " + std::to_string(number);
-    return false;
+  for (const std::string& file : RotatedSet(path)) {
+    LineFileReader in;
+    if (!in.Open(file, error)) return false;
+    std::string line;
+    uint64_t number = 0;
+    while (in.Next(&line)) {
+      ++number;
+      if (!AddLine(line, file + ":" + std::to_string(number), error)) return false;
+    }
+    if (!in.error().empty()) {
+      *error = in.error() + " (after line " + std::to_string(number) + ")";
+      return false;
+    }
   }
   return true;
 }
