@@ -57,8 +57,13 @@ prepare() {
 # The arm64 build of the unit tests.
 build_tests() {
   t0=$SECONDS
+  # Release at -O1, no debug information: the tests only run under qemu,
+  # and the cross build is the CI run's longest stage (2 327 s once on a
+  # slow CI machine, against its 2 400 s limit); -O1 without -g compiles
+  # the heaviest files about 20 % faster than RelWithDebInfo's -O2 -g1.
   cmake -S . -B "$BUILD_DIR" -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64-linux-gnu.cmake \
-    -DCHRONOLINK_BUILD_BENCH=OFF
+    -DCHRONOLINK_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
+    -DCMAKE_C_FLAGS_RELEASE="-O1 -DNDEBUG"
   # The unit tests only (ctest -L unit): tests/unit/**/<name>_test.cc, less the
   # GPU ones, and the C API's; their dependencies (libraries, the agent and the
   # tools they run) come with them.
