@@ -105,7 +105,7 @@ def page_errors(reads: list[tuple[int, dict]], node_clock: Any, reference_clock:
     did since the solved instant, which no page can know: its REALTIME off
     the tangent at that instant ("reference_abs_ns"), and the error with
     that taken out ("rest_abs_ns")."""
-    errs, within, stale, rows, ref_parts, rests = [], 0, 0, [], [], []
+    errs, within, stale, rows, ref_parts, rests, rests_followed = [], 0, 0, [], [], [], []
     for t, page in reads:
         if not since_ns <= t <= until_ns:
             continue
@@ -122,6 +122,8 @@ def page_errors(reads: list[tuple[int, dict]], node_clock: Any, reference_clock:
             ref_part = reference_clock.at(t) - tangent
             ref_parts.append(abs(float(ref_part)))
             rests.append(abs(float(err + ref_part)))
+            if local - page["local_ref_ns"] < 1_000_000_000:  # republished by the agent within a second
+                rests_followed.append(rests[-1])
         err = abs(err)
         errs.append(float(err))
         within += err <= uncertainty_at(page, local)
@@ -131,4 +133,5 @@ def page_errors(reads: list[tuple[int, dict]], node_clock: Any, reference_clock:
             # uncertainty and staleness instant
             "rows": rows,
             "within_uncertainty": within / len(errs) if errs else None,
-            "reference_abs_ns": sorted(ref_parts), "rest_abs_ns": sorted(rests)}
+            "reference_abs_ns": sorted(ref_parts), "rest_abs_ns": sorted(rests),
+            "rest_followed_abs_ns": sorted(rests_followed)}

@@ -9,11 +9,9 @@ namespace {
 // its clock's discipline (docs/formats.md "Clock-mapping page"): a
 // republication of the same solution on the same line (a clock nothing
 // disciplines, or between two of the daemon's updates) adds nothing.
-bool ContinuesLine(const trace::RecordedMapping& last, const trace::RecordedMapping& next) {
+bool ContinuesLine(const trace::RecordedMapping& last, const ClockMapping& next) {
   if (last.valid_until_ns != next.valid_until_ns || last.drift_ppt != next.drift_ppt) return false;
-  const __int128 moved = static_cast<__int128>(next.ref_ns) - last.ref_ns;
-  const __int128 on_line = last.offset_ns + moved * last.drift_ppt / 1'000'000'000'000;
-  const __int128 apart = on_line - next.offset_ns;
+  const int64_t apart = next.ToCluster(last.ref_ns) - (last.ref_ns + last.offset_ns);
   return apart >= -1 && apart <= 1;
 }
 }  // namespace
@@ -37,7 +35,7 @@ void ClusterMappingSeries::Add(const ClockMapping& m, int64_t read_ns) {
     recorded_.mappings.back().read_ns = first_read;
     return;
   }
-  if (!recorded_.mappings.empty() && ContinuesLine(recorded_.mappings.back(), r)) return;
+  if (!recorded_.mappings.empty() && ContinuesLine(recorded_.mappings.back(), m)) return;
   if (recorded_.mappings.size() >= capacity_) Thin();
   recorded_.mappings.push_back(r);
 }
