@@ -1,6 +1,6 @@
-// What agents and the leader tell each other, whatever carries it (the
-// static backend's authenticated TCP channel or etcd keys): window summaries
-// from every prober to the leader, and solved offsets from the leader back.
+// What agents and the leader tell each other over the coordination channel
+// (agent/coord/leader_exchange.h): window summaries from every prober to the
+// leader, and solved offsets from the leader back.
 // Both travel as JSON text (docs/formats.md, "Coordination messages"), and
 // decoding validates every field: a bad message is an error, never garbage.
 #pragma once

@@ -55,6 +55,7 @@ json ClusterJson(const AgentConfig& c) {
   json cl = {{"coordination", std::string(CoordinationBackendName(cs.backend))},
              {"reference", cs.reference_node ? json(std::to_string(*cs.reference_node)) : json("mean")},
              {"lease_ttl_s", cs.lease_ttl_s},
+             {"member_lease_ttl_s", cs.member_lease_ttl_s},
              {"solve_delay_ms", Number(cs.solve_delay_ns, Kind::kNsFromMs)},
              {"retention_s", Number(cs.retention_ns, Kind::kNsFromSec)},
              {"offsets_rotate_mb", cs.offsets_rotate_bytes >> 20}};
@@ -253,7 +254,6 @@ CoordinationOptions CoordinationOptionsFrom(const AgentConfig& c) {
   o.cluster_id = c.cluster.cluster_id;
   o.probe_k = cs.probe_k;
   o.retention_ns = cs.retention_ns;
-  o.offsets_max_age_ns = SolutionLifetimeNs(c);
   for (const ClusterNode& n : c.cluster.nodes) o.members.push_back(Member{n.id, n.address, n.port});
   o.members_source = c.cluster_file_path;
   o.coordination_port = cs.coordination_port;
@@ -265,6 +265,7 @@ CoordinationOptions CoordinationOptionsFrom(const AgentConfig& c) {
   o.etcd_user = cs.etcd_user;
   o.etcd_password = cs.etcd_password;
   o.lease_ttl_s = cs.lease_ttl_s;
+  o.member_lease_ttl_s = cs.member_lease_ttl_s;
   return o;
 }
 

@@ -97,7 +97,8 @@ struct ClusterSettings {
   std::string etcd_user;                                          // empty: no etcd auth
   std::string etcd_password_file;
   std::string etcd_password;  // the file's first line
-  int64_t lease_ttl_s = 5;
+  int64_t lease_ttl_s = 5;           // the leader key's lease (etcd)
+  int64_t member_lease_ttl_s = 180;  // a member's registration (etcd)
   int64_t solve_delay_ns = 1'000'000'000;   // extra wait for summaries after a window closes
   int64_t retention_ns = 120'000'000'000;   // windows kept for catch-up and failover
   int64_t offsets_rotate_bytes = 256LL << 20;  // offsets.jsonl rotated past this; 0: never
@@ -157,8 +158,8 @@ struct AgentConfig {
 // centred on them has ended, then come their grace and the wait for
 // summaries to travel (docs/leader.md).
 int64_t SolveLagNs(const AgentConfig& config);
-// How long after T its solution is still used (the clock page, etcd's
-// offsets/latest): the solve's lag and then five windows, so that a running
+// How long after T its solution is still used (the clock page): the
+// solve's lag and then five windows, so that a running
 // agent's page never lapses between solves, whatever its fit span, and
 // lapses once five solves in a row have not come.
 int64_t SolutionLifetimeNs(const AgentConfig& config);

@@ -352,6 +352,12 @@ bool ValidateLeadershipTiming(const Merged& m, AgentConfig* c, std::string* erro
     return Fail(error, "lease TTL " + std::to_string(cs.lease_ttl_s) + " s (" + m.From("cluster.lease_ttl_s") +
                            ") must be in 2..60 s");
   }
+  cs.member_lease_ttl_s = m.Get<int64_t>("cluster.member_lease_ttl_s", cs.member_lease_ttl_s);
+  if (cs.member_lease_ttl_s < cs.lease_ttl_s || cs.member_lease_ttl_s > 3600) {
+    return Fail(error, "member lease TTL " + std::to_string(cs.member_lease_ttl_s) + " s (" +
+                           m.From("cluster.member_lease_ttl_s") + ") must be in " + std::to_string(cs.lease_ttl_s) +
+                           "..3600 s (at least the leader's lease TTL)");
+  }
   cs.solve_delay_ns = m.Get<int64_t>("cluster.solve_delay_ms", cs.solve_delay_ns);
   if (cs.solve_delay_ns < 0) {
     return Fail(error, "solve delay (" + m.From("cluster.solve_delay_ms") + ") must not be negative");

@@ -14,7 +14,7 @@ namespace chronolink {
 enum class CoordinationBackend : uint8_t {
   kNone = 0,    // probe and write edges.jsonl only: no leader, no offsets
   kStatic = 1,  // the cluster file; the lowest live node id leads
-  kEtcd = 2,    // members, leader, windows and offsets in etcd
+  kEtcd = 2,    // members and leader in etcd; windows and offsets over the channel
 };
 
 // A live member and where it listens for probes.
@@ -34,13 +34,12 @@ struct CoordinationOptions {
   uint32_t cluster_id = 0;
   int probe_k = 0;                        // peers per node in the probe graph; 0: min(6, nodes - 1)
   int64_t retention_ns = 120'000'000'000;  // windows kept for catch-up and failover
-  int64_t offsets_max_age_ns = 0;          // how long a clock page trusts a solution: older offsets are refused
 
   // The static backend: every member, from the cluster file, and where
   // they came from (for messages).
   std::vector<Member> members;
   std::string members_source;
-  uint16_t coordination_port = 0;  // TCP on every node; 0: each one's probe port
+  uint16_t coordination_port = 0;  // TCP on every node, both backends; 0: each one's probe port
 
   // The etcd backend (docs/deployment.md): endpoints (all http:// or all
   // https://), the key prefix, TLS material (PEM text, read before the
@@ -50,7 +49,8 @@ struct CoordinationOptions {
   std::string etcd_cacert_pem, etcd_cert_pem, etcd_key_pem;
   std::string etcd_user;  // empty: no etcd auth
   std::string etcd_password;
-  int64_t lease_ttl_s = 5;
+  int64_t lease_ttl_s = 5;           // the leader key's lease: how fast a dead leader is replaced
+  int64_t member_lease_ttl_s = 180;  // a registration's: how fast a killed member leaves the list
 };
 
 }  // namespace chronolink

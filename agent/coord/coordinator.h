@@ -1,8 +1,10 @@
-// The coordination layer (docs/cluster.md): one interface, two backends
-// (static: the cluster file and an authenticated TCP channel; etcd: leased
-// keys, a transaction election, watches). It answers three questions for
-// the agent -- who is in the cluster, who leads, what did the leader solve --
-// and carries every node's window summaries to the leader. Each backend runs
+// The coordination layer (docs/cluster.md): one interface, two backends that
+// differ in membership and election (static: the cluster file, the lowest
+// live id; etcd: leased keys, a transaction election, watches) and share
+// the data plane (leader_exchange.h: the authenticated TCP channel to the
+// leader). It answers three questions for the agent -- who is in the
+// cluster, who leads, what did the leader solve for this node -- and
+// carries every node's window summaries to the leader. Each backend runs
 // its own thread; every method here is thread-safe and never blocks on the
 // network, so the probe loop never waits for coordination.
 #pragma once
@@ -66,8 +68,8 @@ class Coordinator {
   // Leader only: a solved instant, for every member.
   virtual void PublishOffsets(const OffsetsSnapshot& snapshot) = 0;
 
-  // The newest snapshot known (from the leader, or our own when leading),
-  // and a version that changes with it.
+  // The newest snapshot known, and a version that changes with it: from the
+  // leader, this node's row only; our own, whole, when leading.
   virtual std::optional<OffsetsSnapshot> LatestOffsets(uint64_t* version) const = 0;
 
   virtual CoordinatorStatus Status() const = 0;

@@ -260,6 +260,14 @@ bool SecureChannelHub::ConnectAttemptFailed(uint32_t peer) const {
   return it != targets_.end() && it->second.last_failed;
 }
 
+size_t SecureChannelHub::QueuedBytes() const {
+  size_t n = 0;
+  for (const auto& [id, c] : conns_) {
+    if (!c->closed) n += c->queued_bytes;
+  }
+  return n;
+}
+
 size_t SecureChannelHub::ConnectionCount(uint32_t peer) const {
   size_t n = 0;
   for (const auto& [id, c] : conns_) {

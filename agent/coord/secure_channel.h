@@ -109,6 +109,8 @@ class SecureChannelHub {
   bool ConnectAttemptFailed(uint32_t peer) const;
 
   const ChannelStats& stats() const { return stats_; }
+  // Sealed bytes queued and not yet written, on every open connection.
+  size_t QueuedBytes() const;
   // Open connections to `peer`, authenticated or not (diagnostics, tests).
   size_t ConnectionCount(uint32_t peer) const;
 

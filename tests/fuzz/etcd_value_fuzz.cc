@@ -5,18 +5,17 @@
 //     header parser and every reader. A value the seal accepts is the one
 //     spelling its writer produces (resealing its header and body gives the
 //     same bytes), and each reader's acceptance keeps its rules (writer,
-//     lease binding, leader, key, date).
+//     lease binding, key).
 //  1  header fields and a body chosen by the input, sealed with the cluster
 //     key (as a key holder, or a buggy peer, would): the seal opens to the
 //     same header and body, under no other etcd key and no other cluster
 //     key; the readers then parse the authentic body behind the MAC.
-//  2  a member and a window summary built from the input, sealed by the
-//     codec's own Seal*: the reader accepts them back unchanged.
+//  2  a member built from the input, sealed by the codec's own SealMember:
+//     the reader accepts it back unchanged.
 // Invariants also: no crash, hang or sanitizer report; every refusal is a
 // named reason.
 #include <fuzzer/FuzzedDataProvider.h>
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -34,10 +33,8 @@ using chronolink::EtcdRefusal;
 using chronolink::EtcdValueCodec;
 using chronolink::EtcdValueSeal;
 using chronolink::LeaderClaim;
-using chronolink::OffsetsSnapshot;
 using chronolink::SealHeader;
 using chronolink::SealResult;
-using chronolink::WindowSummary;
 
 constexpr uint32_t kSelf = 3;
 constexpr int64_t kNow = 1'700'000'000'000'000'000;
@@ -55,7 +52,7 @@ ClusterKey Key(uint8_t salt) {
 }
 
 EtcdValueCodec& Codec() {
-  static EtcdValueCodec codec(Key(0x5A), kPrefix, kSelf, chronolink::EtcdDateLimits{});
+  static EtcdValueCodec codec(Key(0x5A), kPrefix, kSelf);
   return codec;
 }
 const EtcdValueSeal& Seal() {
@@ -71,15 +68,8 @@ void CheckReason(const std::optional<EtcdRefusal>& r) {
   if (r && chronolink::EtcdRefusalName(*r) == "unknown") Fail("unnamed refusal");
 }
 
-bool InDate(int64_t t, int64_t max_age) {
-  const chronolink::EtcdDateLimits limits;
-  return !(t > kNow && static_cast<uint64_t>(t) - static_cast<uint64_t>(kNow) >
-                           static_cast<uint64_t>(limits.max_future_ns)) &&
-         !(t < kNow && static_cast<uint64_t>(kNow) - static_cast<uint64_t>(t) > static_cast<uint64_t>(max_age));
-}
-
 // Every reader on one key-value; what each accepts keeps its rules.
-void ReadAll(const EtcdKeyValue& kv, uint32_t member_id, const LeaderClaim& leader) {
+void ReadAll(const EtcdKeyValue& kv, uint32_t member_id) {
   SealHeader h;
   std::string_view body;
   const SealResult sealed = Seal().Open(kv.key, kv.value, &h, &body);
@@ -94,32 +84,14 @@ void ReadAll(const EtcdKeyValue& kv, uint32_t member_id, const LeaderClaim& lead
   r = Codec().OpenLeader(kv, &claim);
   CheckReason(r);
   if (!r && (!bound || claim.id != h.writer || claim.term != h.term)) Fail("leader accepted against its rules");
-
-  OffsetsSnapshot s;
-  SealHeader sh;
-  r = Codec().OpenOffsets(kv, leader, kNow, &s, &sh);
-  CheckReason(r);
-  const chronolink::EtcdDateLimits limits;
-  if (!r && (!bound || sh != h || h.writer != leader.id || h.term != leader.term || s.leader != h.writer ||
-             s.sequence != h.seq || !InDate(h.t_ns, limits.offsets_max_age_ns) ||
-             !InDate(s.reference_instant_ns, limits.offsets_max_age_ns)))
-    Fail("offsets accepted against their rules");
-
-  WindowSummary w;
-  r = Codec().OpenWindow(kv, kNow, &w);
-  CheckReason(r);
-  if (!r && (!bound || w.estimate.node != h.writer || kv.key != Codec().WindowKey(w) ||
-             !InDate(h.t_ns, limits.max_age_ns) || !InDate(w.estimate.x0_ns, limits.max_age_ns)))
-    Fail("window accepted against its rules");
 }
 
 std::string PickKey(FuzzedDataProvider* in, uint32_t* member_id) {
   *member_id = in->ConsumeIntegralInRange<uint32_t>(1, 9);
-  switch (in->ConsumeIntegralInRange<int>(0, 4)) {
+  switch (in->ConsumeIntegralInRange<int>(0, 3)) {
     case 0: return Codec().MemberKey(*member_id);
     case 1: return Codec().LeaderKey();
-    case 2: return Codec().OffsetsKey();
-    case 3: return Codec().WindowsPrefix() + in->ConsumeRandomLengthString(64);
+    case 2: return Codec().GraphKey();
     default: return in->ConsumeRandomLengthString(64);
   }
 }
@@ -129,14 +101,13 @@ void RawValue(FuzzedDataProvider* in) {
   uint32_t member_id = 0;
   kv.key = PickKey(in, &member_id);
   kv.lease = in->ConsumeIntegralInRange<int64_t>(-1, 3);
-  LeaderClaim leader{in->ConsumeIntegralInRange<uint32_t>(1, 9), in->ConsumeIntegralInRange<int64_t>(1, 3)};
   kv.value = in->ConsumeRemainingBytesAsString();
   SealHeader h;
   std::string_view body;
   if (Seal().Open(kv.key, kv.value, &h, &body) == SealResult::kOk &&
       Seal().Seal(kv.key, h, body) != kv.value)
     Fail("an accepted sealed value is not its writer's spelling");
-  ReadAll(kv, member_id, leader);
+  ReadAll(kv, member_id);
 }
 
 void KeyHolderValue(FuzzedDataProvider* in) {
@@ -150,7 +121,6 @@ void KeyHolderValue(FuzzedDataProvider* in) {
   h.t_ns = in->ConsumeBool() ? kNow + in->ConsumeIntegralInRange<int64_t>(-200'000'000'000, 200'000'000'000)
                              : in->ConsumeIntegral<int64_t>();
   kv.lease = in->ConsumeBool() ? h.term : in->ConsumeIntegralInRange<int64_t>(-1, 3);
-  LeaderClaim leader{in->ConsumeBool() ? h.writer : 1, in->ConsumeBool() ? h.term : 1};
   const std::string body = in->ConsumeRemainingBytesAsString();
   kv.value = Seal().Seal(kv.key, h, body);
 
@@ -162,7 +132,7 @@ void KeyHolderValue(FuzzedDataProvider* in) {
     Fail("a sealed value opens under another etcd key");
   if (OtherSeal().Open(kv.key, kv.value, &got, &got_body) != SealResult::kBadMac)
     Fail("a sealed value opens under another cluster key");
-  ReadAll(kv, member_id, leader);
+  ReadAll(kv, member_id);
 }
 
 void CodecRoundTrip(FuzzedDataProvider* in) {
@@ -178,23 +148,6 @@ void CodecRoundTrip(FuzzedDataProvider* in) {
   chronolink::Member got;
   if (Codec().OpenMember(kv, kSelf, &got) || !(got == m)) Fail("a sealed member does not read back");
 
-  WindowSummary w;
-  w.estimate.node = kSelf;
-  w.estimate.peer = in->ConsumeIntegral<uint32_t>();
-  w.session = in->ConsumeIntegral<uint64_t>();
-  w.window_start_ns = in->ConsumeIntegral<int64_t>();
-  w.estimate.x0_ns = kNow - in->ConsumeIntegralInRange<int64_t>(0, 100'000'000'000);
-  w.estimate.beta_ns = in->ConsumeFloatingPoint<double>();
-  w.estimate.alpha = in->ConsumeFloatingPointInRange<double>(-0.01, 0.01);
-  w.estimate.uncertainty_ns = in->ConsumeFloatingPointInRange<double>(0, 1e9);
-  w.estimator = in->ConsumeBool() ? "max_margin" : "min_delay";
-  kv = EtcdKeyValue{Codec().WindowKey(w), Codec().SealWindow(w, lease, kNow), 1, 1, 1, lease};
-  WindowSummary got_w;
-  const auto rw = Codec().OpenWindow(kv, kNow, &got_w);
-  const bool valid = w.estimate.peer != kSelf && std::isfinite(w.estimate.beta_ns);
-  if (valid == rw.has_value()) Fail("the codec's own window summary refused, or a bad one accepted");
-  if (!rw && chronolink::EncodeWindowSummary(got_w) != chronolink::EncodeWindowSummary(w))
-    Fail("a sealed window summary reads back differently");
 }
 
 }  // namespace

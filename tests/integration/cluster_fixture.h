@@ -333,17 +333,6 @@ class EtcdClusterFixture : public ClusterFixture {
     });
     return id;
   }
-  std::set<std::string> WindowKeys() {
-    std::set<std::string> keys;
-    InRouterNetns([&] {
-      EtcdClient c(ClientOptions());
-      std::vector<EtcdKeyValue> kvs;
-      std::string error;
-      ASSERT_TRUE(c.GetPrefix("/test/windows/", &kvs, &error)) << error;
-      for (const auto& kv : kvs) keys.insert(kv.key.substr(std::string("/test/windows/").size()));
-    });
-    return keys;
-  }
   std::unique_ptr<EtcdServerProcess> etcd_;
 };
 

@@ -1103,6 +1103,7 @@ TEST_F(AgentConfigTest, ClusterDefaultsAreStaticWithTheProbeGraph) {
   EXPECT_FALSE(cs.reference_node.has_value());
   EXPECT_EQ(cs.coordination_port, 0);
   EXPECT_EQ(cs.lease_ttl_s, 5);
+  EXPECT_EQ(cs.member_lease_ttl_s, 180);  // one keepalive a minute
   EXPECT_EQ(cs.clock_page_path, "/dev/shm/chronolink-1");
 }
 
@@ -1151,6 +1152,8 @@ TEST_F(AgentConfigTest, BadClusterSettingsAreRefusedWithTheirSource) {
   ExpectError(LoadMinimal({"--reference", "9"}), {"reference node 9", "not in cluster file"});
   ExpectError(LoadMinimal({"--probe-k", "1"}), {"at least 2"});
   ExpectError(LoadMinimal({"--lease-ttl-s", "1"}), {"lease TTL", "2..60"});
+  ExpectError(LoadMinimal({"--member-lease-ttl-s", "4"}), {"member lease TTL", "5..3600"});
+  ExpectError(LoadMinimal({"--lease-ttl-s", "10", "--member-lease-ttl-s", "9"}), {"member lease TTL", "10..3600"});
   ExpectError(LoadMinimal({"--window-retention-s", "5"}), {"retention", "10 s"});
   ExpectError(LoadMinimal({"--etcd-endpoints", "http://10.0.0.9:2379"}), {"--coordination etcd"});
   ExpectError(LoadMinimal({"--coordination", "etcd", "--etcd-endpoints", "ftp://10.0.0.9:2379"}),

@@ -38,6 +38,7 @@
 
 #include "agent/config/agent_config.h"
 #include "agent/coord/etcd/etcd_client.h"
+#include "agent/coord/leader_exchange.h"
 #include "tests/support/connection_flood.h"
 #include "tests/support/etcd_server.h"
 #include "tests/support/etcd_tls_pki.h"
@@ -462,7 +463,8 @@ TEST_F(StaticCoordinatorTest, WindowsReachTheLeaderAndOffsetsComeBack) {
       got = node(id).coordinator->LatestOffsets(&version);
       return got.has_value() && version != before;
     })) << "node " << id << StatusReport();
-    ExpectSameSnapshot(*got, snapshot);
+    // Its own row, not the cluster's: what the leader sends grows with n.
+    ExpectSameSnapshot(*got, OwnPartOf(snapshot, id));
     EXPECT_EQ(node(id).Status().offsets_received, 1u);
   }
   // A newer instant replaces it.
@@ -475,7 +477,7 @@ TEST_F(StaticCoordinatorTest, WindowsReachTheLeaderAndOffsetsComeBack) {
       return got && got->sequence == 2;
     })) << "node " << id << StatusReport();
     uint64_t v = 0;
-    ExpectSameSnapshot(*node(id).coordinator->LatestOffsets(&v), newer);
+    ExpectSameSnapshot(*node(id).coordinator->LatestOffsets(&v), OwnPartOf(newer, id));
   }
 }
 
@@ -706,13 +708,16 @@ class EtcdCoordinatorTest : public CoordinatorTestBase {
                  const std::vector<std::string>& extra = {}) {
     nodes_.clear();
     nodes_.resize(3);
+    // Free ports: every node listens there for the channel to the leader.
+    ports_ = FreeTcpPorts(3);
+    ASSERT_EQ(ports_.size(), 3u);
     for (uint32_t id = 1; id <= 3; ++id) {
       Node& n = nodes_[id - 1];
       n.id = id;
       std::vector<std::string> args = {
           "--node-id", std::to_string(id), "--coordination", "etcd", "--etcd-endpoints", etcd_url,
           "--etcd-prefix", prefix_ + prefix_suffix, "--cluster-id", "7", "--listen", "127.0.0.1", "--port",
-          std::to_string(7400 + id), "--key-file", key_file_, "--lease-ttl-s", "2",
+          std::to_string(ports_[id - 1]), "--key-file", key_file_, "--lease-ttl-s", "2",
           "--output-dir", dir_.string(), "--clock-page", "off", "--window-retention-s", "60"};
       args.insert(args.end(), extra.begin(), extra.end());
       n.config = Load(args);
@@ -728,9 +733,9 @@ class EtcdCoordinatorTest : public CoordinatorTestBase {
       if (HasFatalFailure()) return;
     }
   }
-  static std::vector<Member> ExpectedMembers(const std::vector<uint32_t>& ids) {
+  std::vector<Member> ExpectedMembers(const std::vector<uint32_t>& ids) const {
     std::vector<Member> out;
-    for (uint32_t id : ids) out.push_back(Member{id, "127.0.0.1", static_cast<uint16_t>(7400 + id)});
+    for (uint32_t id : ids) out.push_back(Member{id, "127.0.0.1", ports_[id - 1]});
     return out;
   }
   bool AllSeeMembers(const std::vector<uint32_t>& ids) const {
@@ -751,6 +756,7 @@ class EtcdCoordinatorTest : public CoordinatorTestBase {
 
   static std::unique_ptr<EtcdServerProcess> shared_;
   std::string prefix_;
+  std::vector<uint16_t> ports_;
 };
 
 std::unique_ptr<EtcdServerProcess> EtcdCoordinatorTest::shared_;
@@ -877,7 +883,8 @@ TEST_F(EtcdCoordinatorTest, WindowsReachTheLeaderAndOffsetsComeBack) {
       got = n.coordinator->LatestOffsets(&version);
       return got.has_value() && version != before[n.id] && got->sequence == 1;
     })) << "node " << n.id << StatusReport();
-    ExpectSameSnapshot(*got, snapshot);
+    // A follower gets its own row only.
+    ExpectSameSnapshot(*got, n.id == leader ? snapshot : OwnPartOf(snapshot, n.id));
     if (n.id != leader) {
       EXPECT_TRUE(WaitUntil([&] { return n.Status().offsets_received >= 1; })) << "node " << n.id;
     }
@@ -891,7 +898,7 @@ TEST_F(EtcdCoordinatorTest, WindowsReachTheLeaderAndOffsetsComeBack) {
       return got && got->sequence == 2;
     })) << "node " << n.id << StatusReport();
     uint64_t v = 0;
-    ExpectSameSnapshot(*n.coordinator->LatestOffsets(&v), newer);
+    ExpectSameSnapshot(*n.coordinator->LatestOffsets(&v), n.id == leader ? newer : OwnPartOf(newer, n.id));
   }
   // An honest cluster refuses nothing of its own.
   for (Node& n : nodes_) EXPECT_EQ(n.Status().refused, 0u) << "node " << n.id << ": " << Describe(n.Status());
@@ -967,29 +974,24 @@ TEST_F(EtcdCoordinatorTest, AnotherNodeLeadsWhenTheLeaderStops) {
   })) << StatusReport();
 }
 
-TEST_F(EtcdCoordinatorTest, WindowsPublishedWhileEtcdIsDownArriveWhenItIsBack) {
+// etcd carries no data: while it is down, summaries still reach the leader
+// last known over the channel, and solutions still come back.
+TEST_F(EtcdCoordinatorTest, WindowsAndOffsetsFlowWhileEtcdIsDown) {
   // Its own etcd: this test stops it.
   EtcdServerProcess etcd;
   std::string error;
   ASSERT_TRUE(etcd.Start(&error)) << error;
   ASSERT_NO_FATAL_FAILURE(MakeNodes(etcd.client_url()));
   ASSERT_NO_FATAL_FAILURE(StartAllAtOnce());
-  ASSERT_NE(WaitForLeader(), 0u) << StatusReport();
-  ASSERT_TRUE(WaitUntil([&] {
-    return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.Status().connected; });
-  })) << StatusReport();
+  const uint32_t leader = WaitForLeader();
+  ASSERT_NE(leader, 0u) << StatusReport();
   // A first window each, delivered before the outage.
   std::vector<WindowSummary> sent;
   for (Node& n : nodes_) {
     sent.push_back(Window(n.id, n.id % 3 + 1, 1'000'000'000));
     n.Publish({sent.back()});
   }
-  ASSERT_TRUE(WaitUntil([&] {
-    return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
-      const CoordinatorStatus s = n.Status();
-      return s.windows_pending == 0 && s.windows_delivered == 1;
-    });
-  })) << StatusReport();
+  ASSERT_TRUE(WaitUntil([&] { return node(leader).InboxHas(sent); })) << StatusReport();
 
   std::map<uint32_t, uint64_t> errors_before;
   for (Node& n : nodes_) errors_before[n.id] = n.Status().errors;
@@ -1001,70 +1003,102 @@ TEST_F(EtcdCoordinatorTest, WindowsPublishedWhileEtcdIsDownArriveWhenItIsBack) {
     n.Publish(mine);
     during.insert(during.end(), mine.begin(), mine.end());
   }
-  // Every node notices (its requests fail) and holds its windows.
+  // Every node notices (its requests fail)...
   ASSERT_TRUE(WaitUntil([&] {
     return std::all_of(nodes_.begin(), nodes_.end(), [&](const Node& n) {
       const CoordinatorStatus s = n.Status();
       return s.errors > errors_before[n.id] && !s.connected;
     });
   })) << StatusReport();
+  // ...and its windows reach the leader all the same.
+  std::vector<WindowSummary> all = sent;
+  all.insert(all.end(), during.begin(), during.end());
+  ASSERT_TRUE(WaitUntil([&] { return node(leader).InboxHas(all); })) << StatusReport();
+  node(leader).ExpectInboxHas(all);
   for (Node& n : nodes_) {
     const CoordinatorStatus s = n.Status();
     EXPECT_EQ(s.windows_published, 3u) << "node " << n.id << ": " << Describe(s);
-    EXPECT_EQ(s.windows_pending, 2u) << "node " << n.id << ": " << Describe(s);
-    EXPECT_EQ(s.windows_delivered, 1u) << "node " << n.id << ": " << Describe(s);
+    EXPECT_EQ(s.windows_delivered, 3u) << "node " << n.id << ": " << Describe(s);
+  }
+  const OffsetsSnapshot solved = Snapshot(leader, 1, 5'000'000'000);
+  node(leader).coordinator->PublishOffsets(solved);
+  for (Node& n : nodes_) {
+    ASSERT_TRUE(WaitUntil([&] {
+      uint64_t v = 0;
+      const auto got = n.coordinator->LatestOffsets(&v);
+      return got && got->sequence == 1 && got->leader == leader;
+    })) << "node " << n.id << StatusReport();
   }
 
   ASSERT_TRUE(etcd.Restart(&error)) << error;
   ASSERT_TRUE(WaitUntil([&] {
-    return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
-      const CoordinatorStatus s = n.Status();
-      return s.windows_pending == 0 && s.connected;
-    });
+    return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.Status().connected; });
   })) << StatusReport();
-  for (Node& n : nodes_) {
-    const CoordinatorStatus s = n.Status();
-    EXPECT_EQ(s.windows_delivered, 3u) << "node " << n.id << ": " << Describe(s);
-    EXPECT_EQ(s.windows_dropped, 0u) << "node " << n.id << ": " << Describe(s);
-  }
-  // Whoever leads now (the same node, its watch resumed; or a new one that
-  // read everything held) has every window.
-  std::vector<WindowSummary> all = sent;
-  all.insert(all.end(), during.begin(), during.end());
-  uint32_t leader = 0;
+  // Whoever leads now (the same node, or a new one that every node sent
+  // what it held) has every window, and nothing was dropped.
+  uint32_t now_leading = 0;
   ASSERT_TRUE(WaitUntil([&] {
-    leader = AgreedLeader().value_or(0);
-    return leader != 0 && node(leader).InboxHas(all);
+    now_leading = AgreedLeader().value_or(0);
+    return now_leading != 0 && node(now_leading).InboxHas(all);
   })) << StatusReport();
-  node(leader).ExpectInboxHas(all);
+  for (Node& n : nodes_) EXPECT_EQ(n.Status().windows_dropped, 0u) << "node " << n.id;
 }
 
 // A stopping agent hands over the windows it closed last right before it
-// stops the backend: they still reach etcd.
-TEST_F(EtcdCoordinatorTest, WindowsPublishedJustBeforeStopReachEtcd) {
+// stops the backend: they still reach the leader.
+TEST_F(EtcdCoordinatorTest, WindowsPublishedJustBeforeStopReachTheLeader) {
   ASSERT_NO_FATAL_FAILURE(MakeNodes(shared_->client_url()));
   ASSERT_NO_FATAL_FAILURE(StartAllAtOnce());
-  ASSERT_NE(WaitForLeader(), 0u) << StatusReport();
-  ASSERT_TRUE(WaitUntil([&] { return node(2).Status().connected; })) << StatusReport();
-  const std::vector<WindowSummary> last = {Window(2, 1, 50'000'000'000), Window(2, 3, 50'000'000'000)};
-  node(2).Publish(last);
-  node(2).Stop();
+  const uint32_t leader = WaitForLeader();
+  ASSERT_NE(leader, 0u) << StatusReport();
+  const uint32_t follower = leader == 2 ? 3 : 2;
+  // Its link to the leader is up: a first window went over it.
+  const WindowSummary first = Window(follower, 1, 48'000'000'000);
+  node(follower).Publish({first});
+  ASSERT_TRUE(WaitUntil([&] { return node(leader).InboxHas({first}); })) << StatusReport();
+  const std::vector<WindowSummary> last = {Window(follower, 1, 50'000'000'000),
+                                           Window(follower, leader == 1 ? 3 : leader, 50'000'000'000)};
+  node(follower).Publish(last);
+  node(follower).Stop();
+  EXPECT_TRUE(WaitUntil([&] { return node(leader).InboxHas(last); })) << StatusReport();
+}
+
+// etcd holds membership, the leader and the graph, not the data: after
+// windows and offsets went round, nothing else is under the prefix.
+TEST_F(EtcdCoordinatorTest, EtcdHoldsNoWindowsNorOffsets) {
+  ASSERT_NO_FATAL_FAILURE(MakeNodes(shared_->client_url()));
+  ASSERT_NO_FATAL_FAILURE(StartAllAtOnce());
+  const uint32_t leader = WaitForLeader();
+  ASSERT_NE(leader, 0u) << StatusReport();
+  std::vector<WindowSummary> all;
+  for (Node& n : nodes_) {
+    all.push_back(Window(n.id, n.id % 3 + 1, 1'000'000'000));
+    n.Publish({all.back()});
+  }
+  ASSERT_TRUE(WaitUntil([&] { return node(leader).InboxHas(all); })) << StatusReport();
+  node(leader).coordinator->PublishOffsets(Snapshot(leader, 1, 5'000'000'000));
+  ASSERT_TRUE(WaitUntil([&] {
+    return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
+      uint64_t v = 0;
+      return n.coordinator->LatestOffsets(&v).has_value();
+    });
+  })) << StatusReport();
   EtcdClientOptions o;
   o.endpoints = {shared_->client_url()};
   EtcdClient reader(o);
   std::vector<EtcdKeyValue> kvs;
   std::string error;
-  ASSERT_TRUE(reader.GetPrefix(prefix_ + "windows/", &kvs, &error)) << error;
+  ASSERT_TRUE(reader.GetPrefix(prefix_, &kvs, &error)) << error;
   std::set<std::string> keys;
-  for (const EtcdKeyValue& kv : kvs) keys.insert(kv.key);
-  for (const WindowSummary& w : last) EXPECT_EQ(keys.count(prefix_ + "windows/" + w.Key()), 1u) << w.Key();
+  for (const EtcdKeyValue& kv : kvs) keys.insert(kv.key.substr(prefix_.size()));
+  EXPECT_EQ(keys, (std::set<std::string>{"graph", "leader", "members/1", "members/2", "members/3"}));
 }
 
 // Every attack of issue 14's finding 1, by a writer who can reach etcd but
-// has no cluster key, against three running nodes: offsets for every node
-// (and one dated INT64_MAX to freeze publication), members pointing probes
-// at a victim, a leader that does not exist, window summaries for any node
-// and far in the future. Nothing of it may reach a node; all is counted.
+// has no cluster key, against three running nodes: members pointing probes
+// at a victim, a leader that does not exist, and offsets and window
+// summaries under the keys that once held them. Nothing of it may reach a
+// node; what nodes read is counted.
 TEST_F(EtcdCoordinatorTest, AWriterWithoutTheKeyMovesNothing) {
   ASSERT_NO_FATAL_FAILURE(MakeNodes(shared_->client_url()));
   ASSERT_NO_FATAL_FAILURE(StartAllAtOnce());
@@ -1079,10 +1113,6 @@ TEST_F(EtcdCoordinatorTest, AWriterWithoutTheKeyMovesNothing) {
       return got && got->sequence == 1;
     });
   })) << StatusReport();
-  // Every snapshot a node takes changes its version: these must not move
-  // until the leader's next one.
-  std::map<uint32_t, uint64_t> version_before_attack;
-  for (const Node& n : nodes_) n.coordinator->LatestOffsets(&version_before_attack[n.id]);
 
   EtcdClientOptions o;
   o.endpoints = {shared_->client_url()};
@@ -1094,55 +1124,16 @@ TEST_F(EtcdCoordinatorTest, AWriterWithoutTheKeyMovesNothing) {
   ASSERT_TRUE(attacker.Get(prefix_ + "leader", &leader_kv, &error)) << error;
   ASSERT_TRUE(leader_kv && leader_kv->lease != 0) << StatusReport();
   const int64_t term = leader_kv->lease;
-  // offsets/latest: a plausible snapshot that moves every node by 1 ms, one
-  // dated INT64_MAX, a sealed-looking one with a made-up MAC, and one whose
-  // only flaw is its MAC: the leader's writer id, term and lease, its
-  // sequence, dated now and newer than the honest one. Only the MAC check
-  // can refuse that last one.
+  // offsets/latest and windows/, where an earlier version kept the data: a
+  // snapshot that moves every node by 1 ms, one dated INT64_MAX, and
+  // summaries for any node. No node reads these keys any more; the checks
+  // at the end show that nothing of them arrived.
   OffsetsSnapshot moved = Snapshot(first, 1000, 6'000'000'000);
   for (NodeSolution& n : moved.nodes) n.offset_ns += 1e6;
   OffsetsSnapshot frozen = Snapshot(first, 1001, 0);
   frozen.reference_instant_ns = std::numeric_limits<int64_t>::max();
-  const std::string fake_mac(64, 'a');
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-  const std::string only_the_mac_wrong = "chronolink-sealed-v1 writer=" + std::to_string(first) +
-                                         " term=" + std::to_string(term) + " seq=1000 t_ns=" +
-                                         std::to_string(now_ns) + " mac=" + fake_mac + "\n" +
-                                         EncodeOffsetsSnapshot(moved);
-  for (const std::string& value :
-       {EncodeOffsetsSnapshot(moved), EncodeOffsetsSnapshot(frozen),
-        "chronolink-sealed-v1 writer=" + std::to_string(first) + " term=1 seq=1002 t_ns=1 mac=" + fake_mac + "\n" +
-            EncodeOffsetsSnapshot(moved)}) {
-    ASSERT_TRUE(attacker.Put(prefix_ + "offsets/latest", value, 0, &error)) << error;
-  }
-  ASSERT_TRUE(attacker.Put(prefix_ + "offsets/latest", only_the_mac_wrong, term, &error)) << error;
-  // Every node refuses both sealed-looking forgeries for their MAC and takes
-  // nothing of the attack: still the honest snapshot, its version unmoved.
-  auto bad_macs = [](const Node& n) {
-    const CoordinatorStatus s = n.Status();
-    const auto it = s.refused_by_reason.find("bad_mac");
-    return it == s.refused_by_reason.end() ? uint64_t{0} : it->second;
-  };
-  auto refusals_by_reason = [&] {
-    std::string text;
-    for (const Node& n : nodes_) {
-      text += "\n  node " + std::to_string(n.id) + " refused:";
-      for (const auto& [reason, count] : n.Status().refused_by_reason) text += " " + reason + "=" + std::to_string(count);
-    }
-    return text;
-  };
-  EXPECT_TRUE(WaitUntil([&] {
-    return std::all_of(nodes_.begin(), nodes_.end(), [&](const Node& n) { return bad_macs(n) >= 2; });
-  })) << refusals_by_reason() << StatusReport();
-  for (const Node& n : nodes_) {
-    uint64_t version = 0;
-    const std::optional<OffsetsSnapshot> got = n.coordinator->LatestOffsets(&version);
-    EXPECT_EQ(version, version_before_attack[n.id]) << "node " << n.id << " took a forged snapshot";
-    ASSERT_TRUE(got.has_value());
-    EXPECT_EQ(got->sequence, 1u) << "node " << n.id << " holds a forged snapshot";
-    EXPECT_EQ(got->reference_instant_ns, honest.reference_instant_ns) << "node " << n.id;
+  for (const OffsetsSnapshot& forged : {moved, frozen}) {
+    ASSERT_TRUE(attacker.Put(prefix_ + "offsets/latest", EncodeOffsetsSnapshot(forged), term, &error)) << error;
   }
   // Members aimed at a victim (a fresh id, and over a real member's key),
   // and a real member's registration deleted.
@@ -1152,12 +1143,9 @@ TEST_F(EtcdCoordinatorTest, AWriterWithoutTheKeyMovesNothing) {
                            "{\"id\":" + std::to_string(overwritten) + ",\"address\":\"192.0.2.9\",\"port\":7319}", 0,
                            &error));
   ASSERT_TRUE(attacker.Delete(prefix_ + "members/" + std::to_string(deleted), &error)) << error;
-  // Window summaries: for node 2's edge, for a node that is not a member,
-  // and one dated an hour ahead (it would never expire).
   const WindowSummary forged2 = Window(2, 3, 40'000'000'000, 555);
   const WindowSummary forged9 = Window(9, 1, 40'000'000'000, 556);
-  WindowSummary future = Window(1, 2, 3'600'000'000'000, 557);
-  for (const WindowSummary& w : {forged2, forged9, future}) {
+  for (const WindowSummary& w : {forged2, forged9}) {
     ASSERT_TRUE(attacker.Put(prefix_ + "windows/" + w.Key(), EncodeWindowSummary(w), 0, &error)) << error;
   }
   // A leader that does not exist, over the real leader's key.
@@ -1186,24 +1174,23 @@ TEST_F(EtcdCoordinatorTest, AWriterWithoutTheKeyMovesNothing) {
       got = n.coordinator->LatestOffsets(&v);
       return got && got->leader == leader && got->reference_instant_ns == later.reference_instant_ns;
     })) << "node " << n.id << StatusReport();
-    ExpectSameSnapshot(*got, later);
+    ExpectSameSnapshot(*got, n.id == leader ? later : OwnPartOf(later, n.id));
   }
   // The overwritten and the deleted member registered again; nobody lists
   // the forged one.
   ASSERT_TRUE(WaitUntil([&] { return AllSeeMembers({1, 2, 3}); })) << StatusReport();
   node(leader).DrainInbox();
-  for (const WindowSummary& w : {forged2, forged9, future}) {
+  for (const WindowSummary& w : {forged2, forged9}) {
     EXPECT_EQ(node(leader).inbox.count(w.Key()), 0u) << "leader took forged window " << w.Key();
   }
-  // Counted where they were read: every node saw the offsets, the member
-  // and the leader key; the leader the windows.
+  // Counted where they were read: every node saw the members and the leader
+  // key.
   for (Node& n : nodes_) {
     const CoordinatorStatus s = n.Status();
     EXPECT_GE(s.refused, 3u) << "node " << n.id << ": " << Describe(s);
     const auto unsealed = s.refused_by_reason.find("unsealed");
     EXPECT_TRUE(unsealed != s.refused_by_reason.end() && unsealed->second >= 2u) << "node " << n.id << ": " << Describe(s);
   }
-  EXPECT_GE(node(leader).Status().refused, 6u) << Describe(node(leader).Status());
 }
 
 // The options reach the coordinator: three agents elect a leader and list

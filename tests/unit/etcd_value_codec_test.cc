@@ -37,36 +37,10 @@ EtcdKeyValue Kv(std::string key, std::string value, int64_t lease) {
   return kv;
 }
 
-OffsetsSnapshot Snapshot(uint32_t leader, uint64_t sequence, int64_t instant) {
-  OffsetsSnapshot s;
-  s.leader = leader;
-  s.sequence = sequence;
-  s.reference_instant_ns = instant;
-  NodeSolution n;
-  n.node = 2;
-  n.offset_ns = 1234.5;
-  n.reachable = true;
-  s.nodes.push_back(n);
-  return s;
-}
-
-WindowSummary Window(uint32_t node, int64_t x0) {
-  WindowSummary w;
-  w.estimate.node = node;
-  w.estimate.peer = node + 1;
-  w.estimate.x0_ns = x0;
-  w.estimate.beta_ns = 10;
-  w.estimate.uncertainty_ns = 100;
-  w.session = 99;
-  w.window_start_ns = x0 - kSecond;
-  w.estimator = "max_margin";
-  return w;
-}
-
 class EtcdValueCodecTest : public ::testing::Test {
  protected:
   EtcdValueCodec Codec(uint32_t self, uint8_t key_fill = 1) {
-    return EtcdValueCodec(KeyOf(key_fill), kPrefix, self, EtcdDateLimits{});
+    return EtcdValueCodec(KeyOf(key_fill), kPrefix, self);
   }
 };
 
@@ -167,79 +141,13 @@ TEST_F(EtcdValueCodecTest, TheLeaderKeyNamesItsWriterOnly) {
             EtcdRefusal::kNotLeaseBound);
 }
 
-TEST_F(EtcdValueCodecTest, OffsetsComeFromTheLeaderOfTheTermAndAreDatedNow) {
-  EtcdValueCodec leader = Codec(2);
-  const EtcdValueCodec reader = Codec(1);
-  const LeaderClaim term{2, kLease};
-  OffsetsSnapshot got;
-  SealHeader header;
-  auto open = [&](const std::string& value, int64_t lease, const LeaderClaim& claim) {
-    return reader.OpenOffsets(Kv(reader.OffsetsKey(), value, lease), claim, kNow, &got, &header);
-  };
-  const std::string good = leader.SealOffsets(Snapshot(2, 5, kNow - 3 * kSecond), kLease, kNow);
-  EXPECT_EQ(open(good, kLease, term), std::nullopt);
-  EXPECT_EQ(got.sequence, 5u);
-  EXPECT_EQ(header.term, kLease);
-
-  // An earlier leader's snapshot, or one under an earlier term of this one.
-  EXPECT_EQ(open(good, kLease, LeaderClaim{3, kLease}), EtcdRefusal::kNotLeader);
-  EXPECT_EQ(open(good, kLease, LeaderClaim{2, kLease + 1}), EtcdRefusal::kNotLeader);
-  // A writer without the key: plain JSON, or a sealed-looking forgery.
-  EXPECT_EQ(open(EncodeOffsetsSnapshot(Snapshot(2, 6, kNow)), kLease, term), EtcdRefusal::kUnsealed);
-  EXPECT_EQ(open(Codec(2, 9).SealOffsets(Snapshot(2, 6, kNow), kLease, kNow), kLease, term),
-            EtcdRefusal::kBadMac);
-  // Dated far from now, even by the leader itself: INT64_MAX would freeze
-  // every later snapshot; the distant past is a replay.
-  EXPECT_EQ(open(leader.SealOffsets(Snapshot(2, 7, std::numeric_limits<int64_t>::max()), kLease, kNow), kLease, term),
-            EtcdRefusal::kOutOfDate);
-  EXPECT_EQ(open(leader.SealOffsets(Snapshot(2, 7, kNow + 61 * kSecond), kLease, kNow), kLease, term),
-            EtcdRefusal::kOutOfDate);
-  EXPECT_EQ(open(leader.SealOffsets(Snapshot(2, 7, kNow - 11 * kSecond), kLease, kNow), kLease, term),
-            EtcdRefusal::kOutOfDate);  // older than a clock page would use it
-  EXPECT_EQ(open(leader.SealOffsets(Snapshot(2, 7, kNow - 3 * kSecond), kLease, kNow - 11 * kSecond), kLease, term),
-            EtcdRefusal::kOutOfDate);  // an authentic snapshot put back later
-  EXPECT_EQ(open(leader.SealOffsets(Snapshot(2, 7, kNow), kLease, std::numeric_limits<int64_t>::min()), kLease,
-                 term),
-            EtcdRefusal::kOutOfDate);
-  // A snapshot naming another leader than its writer.
-  EXPECT_EQ(open(leader.SealOffsets(Snapshot(3, 7, kNow), kLease, kNow), kLease, term), EtcdRefusal::kWrongWriter);
-}
-
-TEST_F(EtcdValueCodecTest, WindowsSpeakForTheirWriterUnderTheirOwnKey) {
-  EtcdValueCodec node3 = Codec(3);
-  const EtcdValueCodec leader = Codec(1);
-  WindowSummary got;
-  const WindowSummary w = Window(3, kNow - 5 * kSecond);
-  EXPECT_EQ(leader.OpenWindow(Kv(leader.WindowKey(w), node3.SealWindow(w, kLease, kNow), kLease), kNow, &got),
-            std::nullopt);
-  EXPECT_EQ(got.Key(), w.Key());
-  // Node 3 speaking for node 4's edge.
-  const WindowSummary theirs = Window(4, kNow - 5 * kSecond);
-  EXPECT_EQ(leader.OpenWindow(Kv(leader.WindowKey(theirs), node3.SealWindow(theirs, kLease, kNow), kLease), kNow,
-                              &got),
-            EtcdRefusal::kWrongWriter);
-  // Future-dated (would never expire at the leader), and long past.
-  for (int64_t x0 : {kNow + 3600 * kSecond, kNow - 3600 * kSecond}) {
-    const WindowSummary odd = Window(3, x0);
-    EXPECT_EQ(leader.OpenWindow(Kv(leader.WindowKey(odd), node3.SealWindow(odd, kLease, kNow), kLease), kNow, &got),
-              EtcdRefusal::kOutOfDate)
-        << x0;
-  }
-  // Injected without the key.
-  EXPECT_EQ(leader.OpenWindow(Kv(leader.WindowKey(w), EncodeWindowSummary(w), kLease), kNow, &got),
-            EtcdRefusal::kUnsealed);
-  // Kept beyond its lease.
-  EXPECT_EQ(leader.OpenWindow(Kv(leader.WindowKey(w), node3.SealWindow(w, kLease, kNow), 0), kNow, &got),
-            EtcdRefusal::kNotLeaseBound);
-}
-
 TEST(EtcdRefusalLogTest, CountsEveryRefusalByReason) {
   EtcdRefusalLog log;
   for (int i = 0; i < 5; ++i) log.Note(EtcdRefusal::kUnsealed, "/k", 1 + i);
-  log.Note(EtcdRefusal::kOutOfDate, "/k", 10);
+  log.Note(EtcdRefusal::kBadMac, "/k", 10);
   EXPECT_EQ(log.total(), 6u);
   EXPECT_EQ(log.counts()[static_cast<size_t>(EtcdRefusal::kUnsealed)], 5u);
-  EXPECT_EQ(log.counts()[static_cast<size_t>(EtcdRefusal::kOutOfDate)], 1u);
+  EXPECT_EQ(log.counts()[static_cast<size_t>(EtcdRefusal::kBadMac)], 1u);
   EXPECT_EQ(EtcdRefusalName(EtcdRefusal::kNotLeaseBound), "not_lease_bound");
 }
 

@@ -16,43 +16,24 @@ namespace {
 constexpr auto kTick = std::chrono::milliseconds(100);
 constexpr int64_t kMinBackoffNs = 100'000'000;
 constexpr int64_t kMaxBackoffNs = 2'000'000'000;
-constexpr size_t kWindowsPerTick = 256;
-// A new term replaces what an old leader said; within a term a newer
-// instant does, or a later solve of the same instant.
-bool Supersedes(const OffsetsSnapshot& candidate, int64_t candidate_term, const std::optional<OffsetsSnapshot>& held,
-                int64_t held_term) {
-  if (!held || candidate_term != held_term) return true;
-  if (candidate.reference_instant_ns != held->reference_instant_ns) {
-    return candidate.reference_instant_ns > held->reference_instant_ns;
-  }
-  return candidate.sequence > held->sequence;
-}
+constexpr int kChannelPollMs = 50;
+constexpr int64_t kLastWindowsMs = 1000;  // a stopping node's last windows: at most this long
 
 int64_t RealtimeNs() { return ReadClockNs(CLOCK_REALTIME); }
-
-EtcdDateLimits DateLimits(const CoordinationOptions& options) {
-  EtcdDateLimits limits;
-  limits.max_age_ns = options.retention_ns;
-  // As long as a clock page trusts a solution: older offsets are of no use
-  // to a reader, and refusing them bounds what a replay of an authentic
-  // snapshot can do.
-  limits.offsets_max_age_ns = options.offsets_max_age_ns;
-  return limits;
-}
 
 }  // namespace
 
 EtcdCoordinator::EtcdCoordinator(const CoordinationOptions& options)
     : options_(options),
       prefix_(options.etcd_prefix),
-      codec_(options.key, prefix_, options.node_id, DateLimits(options)),
+      codec_(options.key, prefix_, options.node_id),
+      exchange_(options.node_id, options.retention_ns, "etcd coordination"),
       members_(Member{options.node_id, options.listen_address, options.listen_port}, codec_.MembersPrefix(),
                [this](const EtcdKeyValue& kv, uint32_t id, Member* out) {
                  const std::optional<EtcdRefusal> refused = codec_.OpenMember(kv, id, out);
                  if (refused) Refuse(*refused, kv.key);
                  return !refused;
-               }),
-      outbox_(options.retention_ns) {
+               }) {
   const CoordinationOptions& cs = options;
   client_options_.endpoints = cs.etcd_endpoints;
   client_options_.connect_timeout_ms = 1000;
@@ -87,15 +68,20 @@ bool EtcdCoordinator::Start(std::string* error) {
     auto w = std::make_unique<EtcdWatcher>(
         o, [this, on_events](const std::vector<EtcdEvent>& ev, int64_t) { (this->*on_events)(ev); },
         [this](int64_t) { Wake(true); },
-        [this](bool connected, const std::string&) {
-          if (connected) Wake(true);  // (re)connected: re-read what a gap may have hidden
+        [this, key](bool connected, const std::string& why) {
+          if (connected) {
+            Wake(true);  // (re)connected: re-read what a gap may have hidden
+          } else {
+            // A follower's only steady contact with etcd: it says when etcd is gone.
+            NoteError("watching " + key, why);
+          }
         });
     w->Start();
     return w;
   };
   members_watch_ = watch(codec_.MembersPrefix(), true, &EtcdCoordinator::OnMemberEvents);
   leader_watch_ = watch(codec_.LeaderKey(), false, &EtcdCoordinator::OnLeaderEvents);
-  offsets_watch_ = watch(codec_.OffsetsKey(), false, &EtcdCoordinator::OnOffsetEvents);
+  if (!StartChannel(error)) return false;
   thread_ = std::thread([this] { Loop(); });
   spdlog::info("etcd coordination at {} under prefix {}{}{}", client_options_.endpoints.front(), prefix_,
                client_options_.tls ? ", TLS" : ", plain http",
@@ -137,18 +123,22 @@ void EtcdCoordinator::Stop() {
   if (stopping_.exchange(true)) return;
   Wake(false);
   if (thread_.joinable()) thread_.join();
-  for (auto* w : {&members_watch_, &leader_watch_, &offsets_watch_, &windows_watch_}) {
+  channel_stopping_ = true;
+  if (channel_thread_.joinable()) channel_thread_.join();
+  hub_.reset();
+  for (auto* w : {&members_watch_, &leader_watch_}) {
     if (*w) (*w)->Stop();
     w->reset();
   }
-  // Leave at once rather than after a lease period: members see us go and a
-  // new leader is elected without waiting.
-  if (client_ && member_lease_ != 0) {
+  // Leave at once rather than after a lease period: a new leader is elected
+  // without waiting, and members see us go.
+  for (const int64_t lease : {leader_lease_, member_lease_}) {
     std::string error;
-    if (!client_->RevokeLease(member_lease_, &error)) spdlog::debug("etcd: revoking lease: {}", error);
+    if (client_ && lease != 0 && !client_->RevokeLease(lease, &error)) {
+      spdlog::debug("etcd: revoking lease {:x}: {}", lease, error);
+    }
   }
 }
-
 void EtcdCoordinator::Loop() {
   while (!stopping_) {
     {
@@ -158,15 +148,8 @@ void EtcdCoordinator::Loop() {
     }
     if (stopping_) break;
     const int64_t now = ReadClockNs(CLOCK_MONOTONIC);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      outbox_.Add(incoming_, now);
-      incoming_.clear();
-      outbox_.Expire(now);
-    }
     if (now < next_retry_ns_) continue;
-    const bool ok = EnsureMemberLease(now) && Reload() && Campaign() && ManageWindowWatch() &&
-                    EnsureWindowLease(now) && FlushWindows() && FlushOffsets() && PublishGraph();
+    const bool ok = EnsureMemberLease(now) && Reload() && Campaign() && KeepLeaderLease(now) && PublishGraph();
     if (ok) {
       NoteSuccess();
     } else {
@@ -174,24 +157,87 @@ void EtcdCoordinator::Loop() {
       next_retry_ns_ = now + backoff_ns_;
     }
   }
+}
+
+bool EtcdCoordinator::StartChannel(std::string* error) {
+  ChannelIdentity identity;
+  identity.cluster_id = options_.cluster_id;
+  identity.node_id = options_.node_id;
+  identity.key = options_.key;
+  hub_ = std::make_unique<SecureChannelHub>(
+      identity, ChannelOptions{},
+      [this](uint32_t peer, uint16_t type, std::string_view payload) {
+        if (exchange_.OnMessage(peer, type, payload)) return;
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++status_.errors;
+        spdlog::warn("etcd coordination: unknown message type {} from node {}", type, peer);
+      },
+      [this](uint32_t peer, bool up) {
+        spdlog::debug("coordination link to node {} {}", peer, up ? "up" : "down");
+        if (up) exchange_.OnLinkUp(*hub_, peer);
+      });
+  // Every node listens: any of them may be elected.
+  const uint16_t port = options_.coordination_port != 0 ? options_.coordination_port : options_.listen_port;
+  if (!hub_->Listen(options_.listen_address, port, error)) {
+    *error = "etcd coordination: cannot listen on TCP " + options_.listen_address + ":" + std::to_string(port) +
+             " for the channel to the leader: " + *error;
+    hub_.reset();
+    return false;
+  }
+  channel_thread_ = std::thread([this] { ChannelLoop(); });
+  return true;
+}
+
+void EtcdCoordinator::ChannelLoop() {
+  while (!channel_stopping_) {
+    hub_->Poll(kChannelPollMs);
+    FollowLeader();
+    exchange_.Flush(*hub_, ReadClockNs(CLOCK_MONOTONIC));
+    std::lock_guard<std::mutex> lock(mutex_);
+    channel_stats_ = hub_->stats();  // the hub is this thread's: Status() reads the copy
+  }
   FlushLastWindows();
 }
 
-void EtcdCoordinator::FlushLastWindows() {
-  // The windows a stopping agent closed last were handed over just before
-  // Stop(): one more put (bounded by the request timeout) while etcd
-  // answers, so a clean shutdown loses none.
+void EtcdCoordinator::FollowLeader() {
+  std::optional<LeaderClaim> claim;
+  std::optional<Member> member;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    outbox_.Add(incoming_, ReadClockNs(CLOCK_MONOTONIC));
-    incoming_.clear();
-    if (!status_.connected || outbox_.pending() == 0) return;
+    claim = leader_view_.claim();
+    if (claim) {
+      const auto& members = members_.members();
+      if (const auto it = members.find(claim->id); it != members.end()) member = it->second;
+    }
   }
-  if (window_lease_ != 0) FlushWindows();
+  // Until its registration is seen the leader stays unknown here: summaries
+  // wait in the outbox, and go to it in full once it is.
+  const bool known = claim && (claim->id == options_.node_id || member);
+  exchange_.SetLeader(known ? std::optional<uint32_t>(claim->id) : std::nullopt, known ? claim->term : 0);
+  const std::optional<uint32_t> target =
+      known && claim->id != options_.node_id ? std::optional<uint32_t>(claim->id) : std::nullopt;
+  if (channel_leader_ && channel_leader_ != target) hub_->Disconnect(*channel_leader_);
+  if (target) {
+    const uint16_t port = options_.coordination_port != 0 ? options_.coordination_port : member->port;
+    hub_->Connect(*target, member->address, port);  // moves it if the leader re-registered elsewhere
+  }
+  channel_leader_ = target;
 }
-
+void EtcdCoordinator::FlushLastWindows() {
+  // The windows a stopping agent closed last were handed over just before
+  // Stop(): they go to the leader while its link is up, for at most a
+  // second, so that a clean shutdown loses none.
+  const int64_t deadline = ReadClockNs(CLOCK_MONOTONIC) + kLastWindowsMs * 1'000'000;
+  while (ReadClockNs(CLOCK_MONOTONIC) < deadline) {
+    const bool all_queued = exchange_.Flush(*hub_, ReadClockNs(CLOCK_MONOTONIC));
+    if (all_queued && hub_->QueuedBytes() == 0) return;
+    hub_->Poll(10);
+  }
+}
 bool EtcdCoordinator::EnsureMemberLease(int64_t now_ns) {
-  const int64_t ttl = options_.lease_ttl_s;
+  // Long: its keepalives are most of etcd's load, one per node per third of
+  // it; leadership has a lease of its own, so failover does not wait on it.
+  const int64_t ttl = options_.member_lease_ttl_s;
   std::string error;
   if (member_lease_ != 0 && registration_lost_.exchange(false)) {
     // Deleted or overwritten by someone else: put it back under our lease.
@@ -231,8 +277,6 @@ bool EtcdCoordinator::EnsureMemberLease(int64_t now_ns) {
   member_lease_ = lease;
   member_lease_refreshed_ns_ = now_ns;
   registration_lost_ = false;
-  std::lock_guard<std::mutex> lock(mutex_);
-  campaign_needed_ = true;  // a leader key on the old lease is gone with it
   spdlog::info("etcd: registered as member {} (lease {:x}, {} s)", options_.node_id, lease, ttl);
   return true;
 }
@@ -243,7 +287,7 @@ bool EtcdCoordinator::Reload() {
     if (!reload_needed_) return true;
     reload_needed_ = false;
   }
-  if (LoadMembers() && LoadLeader() && LoadOffsets()) return true;
+  if (LoadMembers() && LoadLeader()) return true;
   std::lock_guard<std::mutex> lock(wake_mutex_);
   reload_needed_ = true;
   return false;
@@ -302,17 +346,6 @@ bool EtcdCoordinator::LoadLeader() {
   return true;
 }
 
-bool EtcdCoordinator::LoadOffsets() {
-  std::optional<EtcdKeyValue> kv;
-  std::string error;
-  if (!client_->Get(codec_.OffsetsKey(), &kv, &error)) {
-    NoteError("reading the offsets", error);
-    return false;
-  }
-  if (kv) OnOffsetsValue(*kv, false);
-  return true;
-}
-
 bool EtcdCoordinator::Campaign() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -321,10 +354,21 @@ bool EtcdCoordinator::Campaign() {
   bool created = false;
   EtcdKeyValue current;
   std::string error;
-  if (!client_->PutIfAbsent(codec_.LeaderKey(), codec_.SealLeader(member_lease_, RealtimeNs()), member_lease_,
-                            &created, &current, &error)) {
+  // A fresh lease for each campaign: a term that dies with this node within
+  // the leader's TTL. Lost campaigns leave it to expire unused.
+  int64_t lease = 0;
+  if (!client_->GrantLease(options_.lease_ttl_s, &lease, &error)) {
+    NoteError("granting a lease to campaign with", error);
+    return false;
+  }
+  if (!client_->PutIfAbsent(codec_.LeaderKey(), codec_.SealLeader(lease, RealtimeNs()), lease, &created, &current,
+                            &error)) {
     NoteError("campaigning for leader", error);
     return false;
+  }
+  if (created) {
+    leader_lease_ = lease;
+    leader_lease_refreshed_ns_ = ReadClockNs(CLOCK_MONOTONIC);
   }
   LeaderClaim claim;
   if (const std::optional<EtcdRefusal> refused = codec_.OpenLeader(current, &claim)) {
@@ -347,117 +391,29 @@ bool EtcdCoordinator::Campaign() {
   return true;
 }
 
-bool EtcdCoordinator::ManageWindowWatch() {
-  if (windows_resync_.exchange(false) && leading_watch_) {
-    // Compacted past us: read it all again (the leader drops duplicates).
-    if (windows_watch_) windows_watch_->Stop();
-    windows_watch_.reset();
-    leading_watch_ = false;
-  }
-  const bool leader = IsLeader();
-  if (leader == leading_watch_) return true;
-  if (!leader) {
-    if (windows_watch_) windows_watch_->Stop();
-    windows_watch_.reset();
-    leading_watch_ = false;
+bool EtcdCoordinator::KeepLeaderLease(int64_t now_ns) {
+  if (leader_lease_ == 0) return true;
+  if (!IsLeader()) {
+    leader_lease_ = 0;  // the term ended (the key was deleted or taken): nothing to keep
     return true;
   }
-  // Everything held in etcd first (the retention's worth: what the previous
-  // leader had), then every new summary from the next revision on.
-  std::vector<EtcdKeyValue> kvs;
-  int64_t revision = 0;
+  if (now_ns - leader_lease_refreshed_ns_ < options_.lease_ttl_s * 1'000'000'000 / 3) return true;
+  int64_t remaining = 0;
   std::string error;
-  // Only authentic summaries are kept, page by page: a writer to etcd can
-  // fill windows/ with anything, and none of that may fill our memory.
-  const int64_t now = RealtimeNs();
-  auto authentic = [&](const EtcdKeyValue& kv) {
-    WindowSummary w;
-    const std::optional<EtcdRefusal> refused = codec_.OpenWindow(kv, now, &w);
-    if (refused) Refuse(*refused, kv.key);
-    return !refused;
-  };
-  if (!client_->GetPrefix(codec_.WindowsPrefix(), &kvs, &error, &revision, authentic)) {
-    NoteError("reading the window summaries", error);
+  if (!client_->KeepAliveOnce(leader_lease_, &remaining, &error)) {
+    NoteError("keeping the leader's lease alive", error);
     return false;
   }
-  std::vector<EtcdEvent> events;
-  for (EtcdKeyValue& kv : kvs) events.push_back(EtcdEvent{EtcdEvent::Type::kPut, std::move(kv)});
-  OnWindowEvents(events);
-  EtcdWatcher::Options o;
-  o.client = client_options_;
-  o.key = codec_.WindowsPrefix();
-  o.prefix = true;
-  o.start_revision = revision + 1;
-  windows_watch_ = std::make_unique<EtcdWatcher>(
-      o, [this](const std::vector<EtcdEvent>& ev, int64_t) { OnWindowEvents(ev); },
-      [this](int64_t) {
-        windows_resync_ = true;
-        Wake(false);
-      });
-  windows_watch_->Start();
-  leading_watch_ = true;
-  spdlog::info("etcd: leading; {} window summaries held in etcd", kvs.size());
-  return true;
-}
-
-bool EtcdCoordinator::EnsureWindowLease(int64_t now_ns) {
-  const int64_t retention_s = std::max<int64_t>(10, options_.retention_ns / 1'000'000'000);
-  // A fresh lease every half retention: each summary lives between one half
-  // and one whole retention, and no lease needs keeping alive.
-  if (window_lease_ != 0 && now_ns - window_lease_granted_ns_ < retention_s * 500'000'000) return true;
-  int64_t lease = 0;
-  std::string error;
-  if (!client_->GrantLease(retention_s, &lease, &error)) {
-    NoteError("granting the window lease", error);
-    return false;
+  if (remaining > 0) {
+    leader_lease_refreshed_ns_ = now_ns;
+    return true;
   }
-  window_lease_ = lease;
-  window_lease_granted_ns_ = now_ns;
-  return true;
-}
-
-bool EtcdCoordinator::FlushWindows() {
-  std::vector<WindowSummary> batch;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    batch = outbox_.Pending(kWindowsPerTick);
-  }
-  std::vector<std::pair<std::string, std::string>> kvs;
-  kvs.reserve(batch.size());
-  const int64_t now = RealtimeNs();
-  for (const WindowSummary& w : batch) kvs.emplace_back(codec_.WindowKey(w), codec_.SealWindow(w, window_lease_, now));
-  size_t done = 0;
-  std::string error;
-  client_->PutMany(kvs, window_lease_, &done, &error);
+  // Expired (etcd unreachable past the TTL): the key is gone with it, and
+  // the watch says so; stand again.
+  spdlog::warn("etcd: this node's leader lease expired; standing for election again");
+  leader_lease_ = 0;
   std::lock_guard<std::mutex> lock(mutex_);
-  outbox_.MarkDelivered(done);
-  if (done < batch.size()) {
-    ++status_.errors;
-    last_error_ = "storing window summaries: " + error;
-    return false;
-  }
-  if (outbox_.pending() > 0) Wake(false);  // more to send: no need to wait a tick
-  return true;
-}
-
-bool EtcdCoordinator::FlushOffsets() {
-  std::optional<OffsetsSnapshot> s;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    s = to_publish_;
-  }
-  if (!s) return true;
-  // Under this leader's term (its member lease, which also holds the leader
-  // key): readers take it only from the leader of the term, and it goes
-  // with the lease when this node does.
-  std::string error;
-  if (!client_->Put(codec_.OffsetsKey(), codec_.SealOffsets(*s, member_lease_, RealtimeNs()), member_lease_,
-                    &error)) {
-    NoteError("publishing offsets", error);
-    return false;
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (to_publish_ && to_publish_->sequence == s->sequence) to_publish_.reset();
+  campaign_needed_ = true;
   return true;
 }
 
@@ -520,93 +476,23 @@ void EtcdCoordinator::OnLeaderEvents(const std::vector<EtcdEvent>& events) {
   }
 }
 
-void EtcdCoordinator::OnOffsetEvents(const std::vector<EtcdEvent>& events) {
-  for (const EtcdEvent& e : events) {
-    if (e.type == EtcdEvent::Type::kPut) OnOffsetsValue(e.kv, false);
-  }
-}
-
-void EtcdCoordinator::OnOffsetsValue(const EtcdKeyValue& kv, bool retry) {
-  std::optional<LeaderClaim> leader;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    leader = leader_view_.claim();
-  }
-  OffsetsSnapshot s;
-  SealHeader header;
-  std::optional<EtcdRefusal> refused =
-      leader ? codec_.OpenOffsets(kv, *leader, RealtimeNs(), &s, &header) : EtcdRefusal::kNotLeader;
-  if (refused == EtcdRefusal::kNotLeader && !retry) {
-    // Perhaps the leader's key has not reached us yet: judge it again
-    // under the next term -- at once if that came while we judged.
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (leader_view_.claim() != leader) {
-      lock.unlock();
-      OnOffsetsValue(kv, true);
-      return;
-    }
-    // A value parked earlier and never judged again was no leader's either.
-    if (parked_offsets_) Refuse(EtcdRefusal::kNotLeader, parked_offsets_->key);
-    parked_offsets_ = kv;
-    return;
-  }
-  if (refused) {
-    Refuse(*refused, kv.key);
-    return;
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++status_.offsets_received;
-  if (Supersedes(s, header.term, latest_, latest_term_)) {
-    latest_ = std::move(s);
-    latest_term_ = header.term;
-    ++latest_version_;
-  } else if (header.term == latest_term_ && s.reference_instant_ns == latest_->reference_instant_ns &&
-             s.sequence < latest_->sequence && header.writer != options_.node_id) {
-    // An older solve of what we hold: a replay (our own put coming back
-    // after a newer solve is not one).
-    Refuse(EtcdRefusal::kStale, kv.key);
-  }
-}
-
-void EtcdCoordinator::OnWindowEvents(const std::vector<EtcdEvent>& events) {
-  std::vector<WindowSummary> received;
-  const int64_t now = RealtimeNs();
-  for (const EtcdEvent& e : events) {
-    if (e.type != EtcdEvent::Type::kPut) continue;  // expiry of old summaries
-    WindowSummary w;
-    if (const std::optional<EtcdRefusal> refused = codec_.OpenWindow(e.kv, now, &w)) {
-      Refuse(*refused, e.kv.key);
-      continue;
-    }
-    received.push_back(std::move(w));
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  inbox_.insert(inbox_.end(), received.begin(), received.end());
-}
-
 bool EtcdCoordinator::UpdateLeader(std::optional<LeaderClaim> leader, int64_t revision, bool from_read) {
-  std::optional<EtcdKeyValue> parked;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const std::optional<LeaderClaim> before = leader_view_.claim();
-    const bool applied =
-        from_read ? leader_view_.ApplyRead(leader, revision) : leader_view_.ApplyChange(leader, revision);
-    if (!applied) return false;
-    if (leader == before) return true;
-    if (leader) {
-      spdlog::info("etcd: {} leads", leader->id == options_.node_id
-                                         ? "this node (id " + std::to_string(leader->id) + ")"
-                                         : "node " + std::to_string(leader->id));
-      ++status_.leader_changes;
-    } else {
-      spdlog::info("etcd: no leader; standing for election");
-    }
-    if (leader) parked.swap(parked_offsets_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::optional<LeaderClaim> before = leader_view_.claim();
+  const bool applied =
+      from_read ? leader_view_.ApplyRead(leader, revision) : leader_view_.ApplyChange(leader, revision);
+  if (!applied) return false;
+  if (leader == before) return true;
+  if (leader) {
+    spdlog::info("etcd: {} leads", leader->id == options_.node_id
+                                       ? "this node (id " + std::to_string(leader->id) + ")"
+                                       : "node " + std::to_string(leader->id));
+    ++status_.leader_changes;
+  } else {
+    spdlog::info("etcd: no leader; standing for election");
   }
-  if (parked) OnOffsetsValue(*parked, true);
   return true;
 }
-
 void EtcdCoordinator::Refuse(EtcdRefusal reason, std::string_view key) {
   refusals_.Note(reason, key, ReadClockNs(CLOCK_MONOTONIC));
 }
@@ -636,61 +522,34 @@ std::vector<Member> EtcdCoordinator::Members(uint64_t* version) const {
 }
 
 void EtcdCoordinator::PublishWindows(std::span<const WindowSummary> windows) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    incoming_.insert(incoming_.end(), windows.begin(), windows.end());
-  }
-  Wake(false);
+  exchange_.PublishWindows(windows);
 }
-
 bool EtcdCoordinator::IsLeader() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return leader_view_.claim() && leader_view_.claim()->id == options_.node_id;
 }
 
-std::vector<WindowSummary> EtcdCoordinator::TakeLeaderInbox() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<WindowSummary> out;
-  out.swap(inbox_);
-  return out;
+std::vector<WindowSummary> EtcdCoordinator::TakeLeaderInbox() { return exchange_.TakeInbox(); }
+void EtcdCoordinator::PublishOffsets(const OffsetsSnapshot& snapshot) { exchange_.PublishOffsets(snapshot); }
+std::optional<OffsetsSnapshot> EtcdCoordinator::LatestOffsets(uint64_t* version) const {
+  return exchange_.Latest(version);
 }
-
-void EtcdCoordinator::PublishOffsets(const OffsetsSnapshot& snapshot) {
+CoordinatorStatus EtcdCoordinator::Status() const {
+  CoordinatorStatus s;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const int64_t term = leader_view_.claim() ? leader_view_.claim()->term : 0;
-    // A re-solve of an older instant: offsets.jsonl has it.
-    if (!Supersedes(snapshot, term, latest_, latest_term_)) return;
-    latest_ = snapshot;
-    latest_term_ = term;
-    ++latest_version_;
-    to_publish_ = snapshot;
+    s = status_;
+    const std::optional<LeaderClaim>& leader = leader_view_.claim();
+    s.is_leader = leader && leader->id == options_.node_id;
+    if (leader) s.leader = leader->id;
+    s.channel = ChannelCounters(channel_stats_);
   }
-  Wake(false);
-}
-
-std::optional<OffsetsSnapshot> EtcdCoordinator::LatestOffsets(uint64_t* version) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  *version = latest_version_;
-  return latest_;
-}
-
-CoordinatorStatus EtcdCoordinator::Status() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  CoordinatorStatus s = status_;
-  const std::optional<LeaderClaim>& leader = leader_view_.claim();
-  s.is_leader = leader && leader->id == options_.node_id;
-  if (leader) s.leader = leader->id;
   s.refused = refusals_.total();
   const auto counts = refusals_.counts();
   for (size_t i = 0; i < counts.size(); ++i) {
     if (counts[i] != 0) s.refused_by_reason[std::string(EtcdRefusalName(static_cast<EtcdRefusal>(i)))] = counts[i];
   }
-  s.windows_published = outbox_.published() + incoming_.size();
-  s.windows_delivered = outbox_.delivered();
-  s.windows_pending = outbox_.pending() + incoming_.size();
-  s.windows_dropped = outbox_.dropped();
+  exchange_.FillStatus(&s);
   return s;
 }
-
 }  // namespace chronolink

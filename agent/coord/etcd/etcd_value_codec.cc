@@ -35,17 +35,14 @@ std::string_view EtcdRefusalName(EtcdRefusal r) {
     case EtcdRefusal::kBadMac: return "bad_mac";
     case EtcdRefusal::kWrongWriter: return "wrong_writer";
     case EtcdRefusal::kNotLeaseBound: return "not_lease_bound";
-    case EtcdRefusal::kNotLeader: return "not_leader";
-    case EtcdRefusal::kStale: return "stale";
-    case EtcdRefusal::kOutOfDate: return "out_of_date";
     case EtcdRefusal::kMalformed: return "malformed";
     case EtcdRefusal::kCount: break;
   }
   return "unknown";
 }
 
-EtcdValueCodec::EtcdValueCodec(const ClusterKey& key, std::string prefix, uint32_t self, EtcdDateLimits limits)
-    : seal_(key), prefix_(std::move(prefix)), self_(self), limits_(limits) {}
+EtcdValueCodec::EtcdValueCodec(const ClusterKey& key, std::string prefix, uint32_t self)
+    : seal_(key), prefix_(std::move(prefix)), self_(self) {}
 
 std::optional<uint32_t> EtcdValueCodec::MemberIdOf(std::string_view key) const {
   const std::string members = MembersPrefix();
@@ -67,28 +64,8 @@ std::string EtcdValueCodec::SealLeader(int64_t lease, int64_t now_ns) {
   return SealNow(LeaderKey(), lease, ++seq_, now_ns, std::to_string(self_));
 }
 
-std::string EtcdValueCodec::SealOffsets(const OffsetsSnapshot& s, int64_t lease, int64_t now_ns) {
-  // The snapshot's own sequence, so that a reader can order two of one term.
-  return SealNow(OffsetsKey(), lease, s.sequence, now_ns, EncodeOffsetsSnapshot(s));
-}
-
-std::string EtcdValueCodec::SealWindow(const WindowSummary& w, int64_t lease, int64_t now_ns) {
-  return SealNow(WindowKey(w), lease, ++seq_, now_ns, EncodeWindowSummary(w));
-}
-
 std::string EtcdValueCodec::SealGraph(std::string_view body, int64_t lease, int64_t now_ns) {
   return SealNow(GraphKey(), lease, ++seq_, now_ns, body);
-}
-
-bool EtcdValueCodec::InDate(int64_t t_ns, int64_t now_ns, int64_t max_age_ns) const {
-  // Compared as differences: no overflow for any int64 pair that matters,
-  // and INT64_MAX / INT64_MIN land far outside.
-  if (t_ns > now_ns && static_cast<uint64_t>(t_ns) - static_cast<uint64_t>(now_ns) >
-                           static_cast<uint64_t>(limits_.max_future_ns)) {
-    return false;
-  }
-  return !(t_ns < now_ns && static_cast<uint64_t>(now_ns) - static_cast<uint64_t>(t_ns) >
-                                static_cast<uint64_t>(max_age_ns));
 }
 
 std::optional<EtcdRefusal> EtcdValueCodec::OpenBound(const EtcdKeyValue& kv, SealHeader* header,
@@ -119,43 +96,6 @@ std::optional<EtcdRefusal> EtcdValueCodec::OpenLeader(const EtcdKeyValue& kv, Le
   if (!ParseNodeId(body, &id)) return EtcdRefusal::kMalformed;
   if (id != h.writer) return EtcdRefusal::kWrongWriter;  // nobody elects another node
   *out = LeaderClaim{id, h.term};
-  return std::nullopt;
-}
-
-std::optional<EtcdRefusal> EtcdValueCodec::OpenOffsets(const EtcdKeyValue& kv, const LeaderClaim& leader,
-                                                       int64_t now_ns, OffsetsSnapshot* out,
-                                                       SealHeader* header) const {
-  SealHeader h;
-  std::string_view body;
-  if (auto refused = OpenBound(kv, &h, &body)) return refused;
-  if (h.writer != leader.id || h.term != leader.term) return EtcdRefusal::kNotLeader;
-  OffsetsSnapshot s;
-  std::string error;
-  if (!DecodeOffsetsSnapshot(body, &s, &error)) return EtcdRefusal::kMalformed;
-  if (s.leader != h.writer || s.sequence != h.seq) return EtcdRefusal::kWrongWriter;
-  if (!InDate(h.t_ns, now_ns, limits_.offsets_max_age_ns) ||
-      !InDate(s.reference_instant_ns, now_ns, limits_.offsets_max_age_ns)) {
-    return EtcdRefusal::kOutOfDate;
-  }
-  *out = std::move(s);
-  *header = h;
-  return std::nullopt;
-}
-
-std::optional<EtcdRefusal> EtcdValueCodec::OpenWindow(const EtcdKeyValue& kv, int64_t now_ns,
-                                                      WindowSummary* out) const {
-  SealHeader h;
-  std::string_view body;
-  if (auto refused = OpenBound(kv, &h, &body)) return refused;
-  WindowSummary w;
-  std::string error;
-  if (!DecodeWindowSummary(body, &w, &error)) return EtcdRefusal::kMalformed;
-  // A node speaks for its own edges only, under the key of that window.
-  if (w.estimate.node != h.writer || kv.key != WindowKey(w)) return EtcdRefusal::kWrongWriter;
-  if (!InDate(h.t_ns, now_ns, limits_.max_age_ns) || !InDate(w.estimate.x0_ns, now_ns, limits_.max_age_ns)) {
-    return EtcdRefusal::kOutOfDate;
-  }
-  *out = std::move(w);
   return std::nullopt;
 }
 
