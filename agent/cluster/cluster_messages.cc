@@ -1,6 +1,8 @@
 #include "agent/cluster/cluster_messages.h"
 
+#include <algorithm>
 #include <charconv>
+#include <map>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -268,6 +270,120 @@ bool DecodeWindowSummaries(std::string_view text, std::vector<WindowSummary>* ou
     std::vector<WindowSummary> batch;
     batch.reserve(a.size());
     for (const json& j : a) batch.push_back(SummaryFromJson(j));
+    *out = std::move(batch);
+  });
+}
+
+namespace {
+
+// What a node's summaries of one window share; the rest is the edge's.
+constexpr const char* kEdgeFields[] = {"peer", "x0_ns", "beta_ns", "alpha", "uncertainty_ns", "shared_ns", "estimator"};
+
+bool SameWindowOfOneNode(const WindowSummary& a, const WindowSummary& b) {
+  return a.estimate.node == b.estimate.node && a.session == b.session && a.window_start_ns == b.window_start_ns &&
+         a.prober_clock == b.prober_clock && a.prober_anchor == b.prober_anchor &&
+         a.prober_knots.has_value() == b.prober_knots.has_value();
+}
+
+// The union of two excerpts of one timebase, sorted by RAW; nullopt where
+// they disagree on a knot or the union is longer than a summary may carry.
+std::optional<TimebaseExcerpt> KnotUnion(const TimebaseExcerpt& a, const TimebaseExcerpt& b) {
+  std::map<int64_t, TimebaseKnot> by_raw;
+  for (const TimebaseExcerpt* e : {&a, &b}) {
+    for (const TimebaseKnot& k : e->knots) {
+      const auto [it, inserted] = by_raw.emplace(k.raw_ns, k);
+      if (!inserted && !(it->second == k)) return std::nullopt;
+    }
+  }
+  if (by_raw.size() > kMaxSummaryKnots) return std::nullopt;
+  TimebaseExcerpt u;
+  for (const auto& [raw, k] : by_raw) u.knots.push_back(k);
+  const int64_t last = u.knots.back().raw_ns;
+  u.last_provisional = (a.knots.back().raw_ns == last && a.last_provisional) ||
+                       (b.knots.back().raw_ns == last && b.last_provisional);
+  return u;
+}
+
+struct WindowGroup {
+  WindowSummary head;  // the shared fields, and the knots of all its edges
+  std::vector<const WindowSummary*> edges;
+};
+
+std::vector<WindowGroup> GroupByWindow(std::span<const WindowSummary> batch) {
+  std::vector<WindowGroup> groups;
+  for (const WindowSummary& w : batch) {
+    bool placed = false;
+    for (WindowGroup& g : groups) {
+      if (!SameWindowOfOneNode(g.head, w)) continue;
+      if (w.prober_knots) {
+        std::optional<TimebaseExcerpt> u = KnotUnion(*g.head.prober_knots, *w.prober_knots);
+        if (!u) continue;
+        g.head.prober_knots = std::move(u);
+      }
+      g.edges.push_back(&w);
+      placed = true;
+      break;
+    }
+    if (!placed) groups.push_back(WindowGroup{w, {&w}});
+  }
+  return groups;
+}
+
+}  // namespace
+
+std::string EncodeWindowBatch(std::span<const WindowSummary> batch) {
+  json windows = json::array();
+  for (const WindowGroup& g : GroupByWindow(batch)) {
+    json shared = SummaryToJson(g.head);
+    std::vector<json> full;
+    for (const WindowSummary* w : g.edges) full.push_back(SummaryToJson(*w));
+    json edges = json::array();
+    for (size_t i = 0; i < full.size(); ++i) edges.push_back(json::object());
+    for (const char* f : kEdgeFields) {
+      shared.erase(f);
+      // A value every edge has (the window's centre, the estimator) goes
+      // with the window; the others with each edge.
+      const bool common = std::all_of(full.begin(), full.end(), [&](const json& j) {
+        return j.contains(f) == full[0].contains(f) && (!j.contains(f) || j[f] == full[0][f]);
+      });
+      if (common && full[0].contains(f)) shared[f] = full[0][f];
+      if (common) continue;
+      for (size_t i = 0; i < full.size(); ++i) {
+        if (full[i].contains(f)) edges[i][f] = full[i][f];
+      }
+    }
+    shared["edges"] = std::move(edges);
+    windows.push_back(std::move(shared));
+  }
+  return json{{"windows", std::move(windows)}}.dump();
+}
+
+bool DecodeWindowBatch(std::string_view text, std::vector<WindowSummary>* out, std::string* error) {
+  return Guarded(error, [&] {
+    const json doc = json::parse(text);
+    if (!doc.is_object()) throw FieldError{"a window batch is not a JSON object"};
+    const json& windows = Field(doc, "windows");
+    if (!windows.is_array()) throw FieldError{"\"windows\" is not an array"};
+    std::vector<WindowSummary> batch;
+    for (const json& g : windows) {
+      if (!g.is_object()) throw FieldError{"a window of a batch is not a JSON object"};
+      const json& edges = Field(g, "edges");
+      if (!edges.is_array() || edges.empty()) throw FieldError{"\"edges\" is not a non-empty array"};
+      for (const json& e : edges) {
+        if (!e.is_object()) throw FieldError{"an edge of a window is not a JSON object"};
+        // The window's fields, then the edge's (which may override the
+        // window's edge fields): one summary, checked whole.
+        json one = g;
+        one.erase("edges");
+        for (const auto& [k, v] : e.items()) {
+          if (std::find(std::begin(kEdgeFields), std::end(kEdgeFields), k) == std::end(kEdgeFields)) {
+            throw FieldError{"\"" + k + "\" is not a field of an edge"};
+          }
+          one[k] = v;
+        }
+        batch.push_back(SummaryFromJson(one));
+      }
+    }
     *out = std::move(batch);
   });
 }

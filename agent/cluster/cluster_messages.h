@@ -54,6 +54,15 @@ bool DecodeWindowSummary(std::string_view text, WindowSummary* out, std::string*
 // A batch: a JSON array of summaries.
 std::string EncodeWindowSummaries(std::span<const WindowSummary> batch);
 bool DecodeWindowSummaries(std::string_view text, std::vector<WindowSummary>* out, std::string* error);
+// A batch grouped by window (docs/formats.md "Coordination messages"): a
+// node's summaries of one window share their node, session, window start,
+// fit point, anchor and knots, which go once, with the union of the edges'
+// knots (each edge's excerpt covers its own fit span), and so do the edge
+// fields every edge has alike (x0, the estimator); each edge adds the rest
+// of its estimate. Under half the bytes of the array form for six peers.
+// Decoding checks each summary as DecodeWindowSummary does.
+std::string EncodeWindowBatch(std::span<const WindowSummary> batch);
+bool DecodeWindowBatch(std::string_view text, std::vector<WindowSummary>* out, std::string* error);
 
 // One solve's result as the leader publishes it.
 struct OffsetsSnapshot {

@@ -8,6 +8,7 @@
 // two in step.
 #include "agent/config/agent_config.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -243,6 +244,16 @@ int64_t SolutionLifetimeNs(const AgentConfig& c) {
   return SolveLagNs(c) + kSolvesMissed * c.estimation.window_ns;
 }
 
+int64_t TakeoverNs(const AgentConfig& c) {
+  return std::max<int64_t>(3 * c.estimation.window_ns, 2 * c.cluster_settings.lease_ttl_s * 1'000'000'000);
+}
+
+int64_t TakeoverResendNs(const AgentConfig& c) {
+  constexpr int64_t kWindowsAround = 3;  // the solve's validity horizon (2 windows) and the one in progress
+  return std::min(c.cluster_settings.retention_ns,
+                  SolveLagNs(c) + TakeoverNs(c) + kWindowsAround * c.estimation.window_ns);
+}
+
 CoordinationOptions CoordinationOptionsFrom(const AgentConfig& c) {
   const ClusterSettings& cs = c.cluster_settings;
   CoordinationOptions o;
@@ -254,6 +265,7 @@ CoordinationOptions CoordinationOptionsFrom(const AgentConfig& c) {
   o.cluster_id = c.cluster.cluster_id;
   o.probe_k = cs.probe_k;
   o.retention_ns = cs.retention_ns;
+  o.resend_ns = TakeoverResendNs(c);
   for (const ClusterNode& n : c.cluster.nodes) o.members.push_back(Member{n.id, n.address, n.port});
   o.members_source = c.cluster_file_path;
   o.coordination_port = cs.coordination_port;

@@ -163,6 +163,14 @@ int64_t SolveLagNs(const AgentConfig& config);
 // agent's page never lapses between solves, whatever its fit span, and
 // lapses once five solves in a row have not come.
 int64_t SolutionLifetimeNs(const AgentConfig& config);
+// How long after a leader's death its successor is in office, at most: two
+// lease periods (etcd's leader lease; the static backend's channel sees a
+// death sooner), or three windows. The successor solves back over the
+// solve's lag and this (ClusterLeaderOptions::backfill_ns).
+int64_t TakeoverNs(const AgentConfig& config);
+// What a new leader can use of the summaries every node resends it: those
+// of the instants it solves back over, and the windows either side of them.
+int64_t TakeoverResendNs(const AgentConfig& config);
 
 // What the coordinator needs of the configuration (coord/ knows nothing of
 // config/): identity, addresses, the key, the cluster file's members, the

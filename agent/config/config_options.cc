@@ -159,8 +159,8 @@ const Spec kSpecs[] = {
     {"cluster.lease_ttl_s", "lease-ttl-s", Kind::kCount, "SEC", kCluster,
      "Lease of leadership (etcd): a dead leader is replaced after about this long, 2..60 (default: 5)"},
     {"cluster.member_lease_ttl_s", "member-lease-ttl-s", Kind::kCount, "SEC", kCluster,
-     "Lease of a member's registration (etcd), kept alive every third of it: a killed node leaves the "
-     "member list after this long; >= --lease-ttl-s, <= 3600 (default: 180, one etcd request a minute)"},
+     "Lease of a member's registration (etcd), kept alive every half of it: a killed node leaves the "
+     "member list after this long; >= --lease-ttl-s, <= 3600 (default: 180, one etcd request per 90 s)"},
     {"cluster.solve_delay_ms", "solve-delay-ms", Kind::kNsFromMs, "MS", kCluster,
      "The leader solves an instant this long after its windows close, for summaries in transit (default: 1000)"},
     {"cluster.retention_s", "window-retention-s", Kind::kNsFromSec, "SEC", kCluster,

@@ -34,6 +34,9 @@ struct CoordinationOptions {
   uint32_t cluster_id = 0;
   int probe_k = 0;                        // peers per node in the probe graph; 0: min(6, nodes - 1)
   int64_t retention_ns = 120'000'000'000;  // windows kept for catch-up and failover
+  // Of those, what goes again to a new leader (it solves back only so far:
+  // TakeoverResendNs); at most the retention.
+  int64_t resend_ns = 120'000'000'000;
 
   // The static backend: every member, from the cluster file, and where
   // they came from (for messages).

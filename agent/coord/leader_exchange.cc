@@ -43,8 +43,8 @@ std::map<std::string, uint64_t> ChannelCounters(const ChannelStats& c) {
           {"bytes_received", c.bytes_received}};
 }
 
-LeaderExchange::LeaderExchange(uint32_t self, int64_t retention_ns, std::string log_name)
-    : self_(self), log_name_(std::move(log_name)), outbox_(retention_ns) {}
+LeaderExchange::LeaderExchange(uint32_t self, int64_t retention_ns, std::string log_name, int64_t resend_ns)
+    : self_(self), log_name_(std::move(log_name)), resend_ns_(resend_ns), outbox_(retention_ns) {}
 
 void LeaderExchange::SetLeader(std::optional<uint32_t> leader, int64_t term) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -115,7 +115,13 @@ bool LeaderExchange::Flush(SecureChannelHub& hub, int64_t now_ns) {
   // everything held goes to it again (the leader drops duplicates).
   const bool remote = *leader_ != self_;
   const bool up = remote && hub.IsUp(*leader_);
-  if (leader_ != sent_to_ || (remote && up && !sent_to_link_up_)) outbox_.Rewind();
+  if (leader_ != sent_to_ || (remote && up && !sent_to_link_up_)) {
+    if (resend_ns_ > 0) {
+      outbox_.Rewind(now_ns - resend_ns_);
+    } else {
+      outbox_.Rewind();
+    }
+  }
   sent_to_ = leader_;
   sent_to_link_up_ = up;
   if (!remote) {
@@ -128,7 +134,7 @@ bool LeaderExchange::Flush(SecureChannelHub& hub, int64_t now_ns) {
   for (;;) {
     const std::vector<WindowSummary> batch = outbox_.Pending(kBatch);
     if (batch.empty()) return true;
-    if (!hub.Send(*leader_, kWindowsMessage, EncodeWindowSummaries(batch))) return false;  // queue full
+    if (!hub.Send(*leader_, kWindowBatchMessage, EncodeWindowBatch(batch))) return false;  // queue full
     outbox_.MarkDelivered(batch.size());
   }
 }
@@ -147,9 +153,10 @@ void LeaderExchange::OnLinkUp(SecureChannelHub& hub, uint32_t peer) {
 
 bool LeaderExchange::OnMessage(uint32_t peer, uint16_t type, std::string_view payload) {
   std::string error;
-  if (type == kWindowsMessage) {
+  if (type == kWindowsMessage || type == kWindowBatchMessage) {
     std::vector<WindowSummary> batch;
-    const bool ok = DecodeWindowSummaries(payload, &batch, &error);
+    const bool ok = type == kWindowBatchMessage ? DecodeWindowBatch(payload, &batch, &error)
+                                                : DecodeWindowSummaries(payload, &batch, &error);
     std::lock_guard<std::mutex> lock(mutex_);
     if (!ok) {
       ++errors_;

@@ -6,7 +6,8 @@
 // backend from the leader key) and say so with SetLeader.
 //
 // Its rules, in one place:
-// - every summary is kept for the retention and sent again in full to a new
+// - every summary is kept for the retention, and those of the last
+//   resend_ns (what a new leader solves back over) are sent again to a new
 //   leader, or to the same one when its link comes back (it may have
 //   restarted); the leader drops duplicates;
 // - the leader keeps only the summaries a peer probed itself (the channel
@@ -45,10 +46,13 @@ std::map<std::string, uint64_t> ChannelCounters(const ChannelStats& c);
 class LeaderExchange {
  public:
   // Message types on the channel (>= kChannelFirstUserType).
-  static constexpr uint16_t kWindowsMessage = 16;
+  static constexpr uint16_t kWindowsMessage = 16;      // a JSON array of summaries (received only)
   static constexpr uint16_t kOffsetsMessage = 17;
+  static constexpr uint16_t kWindowBatchMessage = 18;  // grouped by window (EncodeWindowBatch): sent
 
-  LeaderExchange(uint32_t self, int64_t retention_ns, std::string log_name);
+  // retention_ns: how long summaries are kept; resend_ns: how much of that
+  // goes again to a new leader (what it can use: TakeoverResendNs).
+  LeaderExchange(uint32_t self, int64_t retention_ns, std::string log_name, int64_t resend_ns = 0);
 
   // Who leads now and under which term (any number that changes with the
   // leader: etcd's leader lease, a count of elections). nullopt: nobody.
@@ -83,6 +87,7 @@ class LeaderExchange {
 
   const uint32_t self_;
   const std::string log_name_;
+  const int64_t resend_ns_;  // 0: all that is kept
 
   mutable std::mutex mutex_;  // everything below
   std::optional<uint32_t> leader_;

@@ -412,6 +412,17 @@ void SecureChannelHub::StartAttempt(uint32_t peer, Target& t, int64_t now) {
   const int fd = ::socket(t.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return AttemptFailed(peer, t, std::string("socket: ") + std::strerror(errno), now);
   SetStreamOptions(fd);
+  if (!options_.source_address.empty()) {
+    sockaddr_storage source{};
+    socklen_t source_len = 0;
+    std::string why;
+    if (!ParseAddress(options_.source_address, 0, &source, &source_len, &why) ||
+        ::bind(fd, reinterpret_cast<const sockaddr*>(&source), source_len) != 0) {
+      if (why.empty()) why = std::string("bind to ") + options_.source_address + ": " + std::strerror(errno);
+      ::close(fd);
+      return AttemptFailed(peer, t, why, now);
+    }
+  }
   const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&t.addr), t.addr_len);
   if (rc != 0 && errno != EINPROGRESS) {
     const std::string why = std::strerror(errno);

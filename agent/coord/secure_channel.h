@@ -33,6 +33,10 @@ struct ChannelOptions {
   int64_t reconnect_min_ms = 100, reconnect_max_ms = 5000;
   size_t max_pending_handshakes = 64;   // incoming connections not yet authenticated, in all
   size_t max_pending_per_address = 4;   // ... from one remote address (a peer needs one)
+  // Outgoing connections leave from this numeric address (port chosen by
+  // the kernel); empty: wherever the route says. The coordination load
+  // bench gives each simulated node an address of its own.
+  std::string source_address;
 };
 
 struct ChannelStats {

@@ -18,7 +18,7 @@ constexpr int kPollMs = 50;
 StaticCoordinator::StaticCoordinator(const CoordinationOptions& options)
     : options_(options),
       members_(options.members),
-      exchange_(options.node_id, options.retention_ns, "static coordination") {
+      exchange_(options.node_id, options.retention_ns, "static coordination", options.resend_ns) {
   std::sort(members_.begin(), members_.end(), [](const Member& a, const Member& b) { return a.id < b.id; });
   status_.backend = "static";
 }

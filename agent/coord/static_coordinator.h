@@ -41,10 +41,6 @@ class StaticCoordinator : public Coordinator {
   std::optional<OffsetsSnapshot> LatestOffsets(uint64_t* version) const override;
   CoordinatorStatus Status() const override;
 
-  // Message types on the channel (>= 16: below is the channel's own).
-  static constexpr uint16_t kWindowsMessage = LeaderExchange::kWindowsMessage;
-  static constexpr uint16_t kOffsetsMessage = LeaderExchange::kOffsetsMessage;
-
  private:
   void Loop();
   void OnMessage(uint32_t peer, uint16_t type, std::string_view payload);

@@ -26,6 +26,12 @@ void WindowOutbox::MarkDelivered(size_t n) {
   delivered_upto_ += n;
 }
 
+void WindowOutbox::Rewind(int64_t since_ns) {
+  size_t first = 0;
+  while (first < delivered_upto_ && entries_[first].added_ns < since_ns) ++first;
+  delivered_upto_ = first;
+}
+
 void WindowOutbox::Expire(int64_t now_ns) {
   while (!entries_.empty() && now_ns - entries_.front().added_ns > retention_ns_) {
     if (!entries_.front().ever_delivered) ++dropped_;

@@ -24,8 +24,10 @@ class WindowOutbox {
   std::vector<WindowSummary> Pending(size_t max) const;
   // The first n of Pending() arrived.
   void MarkDelivered(size_t n);
-  // Everything held counts as undelivered again (a new leader).
+  // Everything held counts as undelivered again (a new leader); with
+  // since_ns, only what was added at or after it.
   void Rewind() { delivered_upto_ = 0; }
+  void Rewind(int64_t since_ns);
   // Forgets windows older than the retention.
   void Expire(int64_t now_ns);
 

@@ -54,7 +54,7 @@ ClusterLeaderOptions LeaderOptionsFor(const AgentConfig& c) {
   // backend's channel sees it sooner). All of the gap in one turn; but not
   // back to instants whose windows the retention has already dropped,
   // which would be solved with every node unreachable.
-  const int64_t takeover_ns = std::max<int64_t>(3 * c.estimation.window_ns, 2 * cs.lease_ttl_s * 1'000'000'000);
+  const int64_t takeover_ns = TakeoverNs(c);
   o.backfill_ns = std::min(SolveLagNs(c) + takeover_ns, cs.retention_ns - o.solver.validity_horizon_ns);
   o.max_instants_per_call =
       std::max(o.max_instants_per_call, static_cast<int>(takeover_ns / c.estimation.window_ns) + 2);

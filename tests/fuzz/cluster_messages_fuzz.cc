@@ -1,7 +1,7 @@
 // libFuzzer target for the coordination messages (agent/coord/
 // cluster_messages.h) and the etcd member record (member_view.h): JSON that
 // agents and the leader send each other over the channel or through etcd.
-// Every input is given to each decoder. Invariants: no crash, hang or
+// Every input is given to each decoder (the grouped window batch too). Invariants: no crash, hang or
 // sanitizer report (deep nesting included); a refusal says why; what a
 // decoder accepts satisfies its field rules, encodes to JSON that decodes
 // to the same value, and encodes again to the same bytes (the encoding is
@@ -99,6 +99,27 @@ void Batch(std::string_view text) {
     if (!Same(batch[i], again[i])) Fail("a re-encoded batch decodes differently");
 }
 
+// The grouped form: what it accepts re-encodes to a batch that decodes to
+// the same summaries (their knots may only grow: a window's share the union).
+void GroupedBatch(std::string_view text) {
+  std::vector<WindowSummary> batch;
+  std::string error;
+  if (!chronolink::DecodeWindowBatch(text, &batch, &error)) {
+    if (error.empty()) Fail("a refused grouped batch without a message");
+    return;
+  }
+  for (const WindowSummary& w : batch) CheckSummary(w);
+  std::vector<WindowSummary> again;
+  if (!chronolink::DecodeWindowBatch(chronolink::EncodeWindowBatch(batch), &again, &error))
+    Fail("a re-encoded grouped batch is refused");
+  if (again.size() != batch.size()) Fail("a re-encoded grouped batch changes size");
+  for (const WindowSummary& w : batch) {
+    bool found = false;
+    for (const WindowSummary& a : again) found = found || (Same(w, a) && a.prober_clock == w.prober_clock);
+    if (!found) Fail("a re-encoded grouped batch lost or changed a summary");
+  }
+}
+
 void Snapshot(std::string_view text) {
   OffsetsSnapshot s;
   std::string error;
@@ -141,6 +162,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   Summary(text);
   Batch(text);
+  GroupedBatch(text);
   Snapshot(text);
   Member(text);
   return 0;

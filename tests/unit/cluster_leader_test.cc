@@ -674,6 +674,88 @@ TEST(ClusterMessages, WindowSummaryRoundTrip) {
   EXPECT_EQ(*one.prober_knots, *w.prober_knots);
 }
 
+// The grouped form: what a node's summaries of one window share goes once,
+// with the union of the edges' knots; every summary comes back with its own
+// estimate, and at least its own knots.
+TEST(ClusterMessages, AWindowBatchSendsWhatANodesWindowSharesOnce) {
+  auto knots = [](std::initializer_list<int> at) {
+    TimebaseExcerpt e;
+    for (int i : at) e.knots.push_back(TimebaseKnot{9'000'000'000'000 + i * 700'000'000LL, kBase + i * 700'000'001LL, false});
+    e.last_provisional = true;
+    return e;
+  };
+  std::vector<WindowSummary> batch;
+  for (uint32_t peer : {1u, 2u, 3u}) {
+    WindowSummary w = Window(4, peer, kBase);
+    w.estimate.shared_ns = 2.5;
+    w.prober_clock = FitPoint{kBase + kStep / 2, kBase + kStep / 2 + 1234, -567};
+    w.prober_anchor = FitAnchor{9'000'000'000'000, kBase - 77, -567};
+    // Each edge's fit span: its own excerpt of one timebase.
+    w.prober_knots = peer == 1 ? knots({0, 1, 2}) : peer == 2 ? knots({1, 2, 3}) : knots({2, 3});
+    batch.push_back(w);
+  }
+  batch.push_back(Window(4, 1, kBase + kStep));  // the next window: a group of its own
+  WindowSummary step = Window(4, 2, kBase + kStep);
+  step.estimator = std::string(kClockStepMarker);
+  batch.push_back(step);
+  batch.push_back(Window(3, 4, kBase));  // another node
+  WindowSummary conflicting = batch[0];  // a knot at the same RAW with another REALTIME
+  conflicting.estimate.peer = 5;
+  conflicting.prober_knots->knots[1].realtime_ns += 1;
+  batch.push_back(conflicting);
+
+  const std::string text = EncodeWindowBatch(batch);
+  std::vector<WindowSummary> back;
+  std::string error;
+  ASSERT_TRUE(DecodeWindowBatch(text, &back, &error)) << error;
+  ASSERT_EQ(back.size(), batch.size());
+  std::map<std::string, const WindowSummary*> by_key;
+  for (const WindowSummary& w : back) by_key[w.Key()] = &w;
+  ASSERT_EQ(by_key.size(), batch.size());
+  for (const WindowSummary& want : batch) {
+    const WindowSummary& got = *by_key.at(want.Key());
+    EXPECT_EQ(got.estimate.x0_ns, want.estimate.x0_ns) << want.Key();
+    EXPECT_DOUBLE_EQ(got.estimate.beta_ns, want.estimate.beta_ns) << want.Key();
+    EXPECT_EQ(got.estimate.shared_ns, want.estimate.shared_ns) << want.Key();
+    EXPECT_EQ(got.estimator, want.estimator) << want.Key();
+    EXPECT_EQ(got.prober_clock, want.prober_clock) << want.Key();
+    EXPECT_EQ(got.prober_anchor, want.prober_anchor) << want.Key();
+    ASSERT_EQ(got.prober_knots.has_value(), want.prober_knots.has_value()) << want.Key();
+    if (!want.prober_knots) continue;
+    for (const TimebaseKnot& k : want.prober_knots->knots) {
+      EXPECT_NE(std::find(got.prober_knots->knots.begin(), got.prober_knots->knots.end(), k),
+                got.prober_knots->knots.end())
+          << want.Key() << ": a knot of its own excerpt is missing";
+    }
+  }
+  // The three edges of node 4's first window share the union of their knots;
+  // the conflicting one kept its own.
+  EXPECT_EQ(by_key.at(batch[2].Key())->prober_knots->knots.size(), 4u);
+  EXPECT_EQ(*by_key.at(conflicting.Key())->prober_knots, *conflicting.prober_knots);
+  // Six peers as an agent sends them: about half the bytes of the array form.
+  std::vector<WindowSummary> six;
+  for (uint32_t peer = 5; peer <= 10; ++peer) {
+    WindowSummary w = batch[0];
+    w.estimate.peer = peer;
+    six.push_back(w);
+  }
+  EXPECT_LT(EncodeWindowBatch(six).size() * 10, EncodeWindowSummaries(six).size() * 6)
+      << EncodeWindowBatch(six).size() << " vs " << EncodeWindowSummaries(six).size();
+
+  // Refused, with a reason: no windows, no edges, a window field in an edge.
+  const std::string one_edge = EncodeWindowBatch({&batch[3], 1});
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"[]", "not a JSON object"},
+           {R"({"windows":{}})", "not an array"},
+           {R"({"windows":[{"node":4}]})", "edges"},
+           {R"({"windows":[{"node":4,"edges":[]}]})", "non-empty"},
+           {std::string(one_edge).replace(one_edge.find("\"edges\":[{}]"), 12, "\"edges\":[{\"node\":9}]"),
+            "not a field of an edge"}}) {
+    EXPECT_FALSE(DecodeWindowBatch(bad, &back, &error)) << bad;
+    EXPECT_NE(error.find(why), std::string::npos) << bad << " -> " << error;
+  }
+}
+
 TEST(ClusterMessages, BadWindowSummariesAreRefusedWithAReason) {
   const std::string good = EncodeWindowSummary(Window(1, 2, kBase));
   WindowSummary w;
@@ -844,6 +926,25 @@ TEST(WindowOutbox, KeepsUntilDeliveredRewindsAndExpires) {
   box.Expire(20 * kSecond);  // the second never went out
   EXPECT_EQ(box.held(), 0u);
   EXPECT_EQ(box.dropped(), w.size());
+}
+
+// A new leader gets again only what it can use: what was added within the
+// resend horizon; what is pending stays pending.
+TEST(WindowOutbox, RewindsOnlyTheRecentPast) {
+  WindowOutbox box(120 * kSecond);
+  const auto w = AllWindows(kBase);
+  box.Add(w, 0);
+  box.Add(w, 30 * kSecond);
+  box.Add(w, 40 * kSecond);
+  box.MarkDelivered(2 * w.size());  // the third batch not yet out
+  box.Rewind(25 * kSecond);
+  EXPECT_EQ(box.pending(), 2 * w.size());  // the second again, the third still
+  EXPECT_EQ(box.Pending(1)[0].Key(), w[0].Key());
+  box.MarkDelivered(box.pending());
+  box.Rewind(50 * kSecond);  // nothing that recent
+  EXPECT_EQ(box.pending(), 0u);
+  box.Rewind(-1);  // all of it
+  EXPECT_EQ(box.pending(), 3 * w.size());
 }
 
 TEST(ClockPage, MappingFromSolutionInvertsTheOffset) {

@@ -27,7 +27,7 @@ EtcdCoordinator::EtcdCoordinator(const CoordinationOptions& options)
     : options_(options),
       prefix_(options.etcd_prefix),
       codec_(options.key, prefix_, options.node_id),
-      exchange_(options.node_id, options.retention_ns, "etcd coordination"),
+      exchange_(options.node_id, options.retention_ns, "etcd coordination", options.resend_ns),
       members_(Member{options.node_id, options.listen_address, options.listen_port}, codec_.MembersPrefix(),
                [this](const EtcdKeyValue& kv, uint32_t id, Member* out) {
                  const std::optional<EtcdRefusal> refused = codec_.OpenMember(kv, id, out);
@@ -235,8 +235,10 @@ void EtcdCoordinator::FlushLastWindows() {
   }
 }
 bool EtcdCoordinator::EnsureMemberLease(int64_t now_ns) {
-  // Long: its keepalives are most of etcd's load, one per node per third of
-  // it; leadership has a lease of its own, so failover does not wait on it.
+  // Long: its keepalives are most of etcd's load, one per node per half of
+  // it (a failed one has the other half to be retried in, at 2 s at most
+  // per attempt); leadership has a lease of its own, so failover does not
+  // wait on it.
   const int64_t ttl = options_.member_lease_ttl_s;
   std::string error;
   if (member_lease_ != 0 && registration_lost_.exchange(false)) {
@@ -251,7 +253,7 @@ bool EtcdCoordinator::EnsureMemberLease(int64_t now_ns) {
     }
   }
   if (member_lease_ != 0) {
-    if (now_ns - member_lease_refreshed_ns_ < ttl * 1'000'000'000 / 3) return true;
+    if (now_ns - member_lease_refreshed_ns_ < ttl * 1'000'000'000 / 2) return true;
     int64_t remaining = 0;
     if (!client_->KeepAliveOnce(member_lease_, &remaining, &error)) {
       NoteError("keeping the member lease alive", error);
@@ -351,6 +353,10 @@ bool EtcdCoordinator::Campaign() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!campaign_needed_) return true;
   }
+  // A read first: when a leader dies every node campaigns, and all but the
+  // first find the winner's key already; a read costs etcd no write.
+  if (!LoadLeader()) return false;
+  if (HasLeader()) return true;
   bool created = false;
   EtcdKeyValue current;
   std::string error;
@@ -383,12 +389,18 @@ bool EtcdCoordinator::Campaign() {
     UpdateLeader(std::nullopt, current.mod_revision, false);
     return true;
   }
-  // Stale if a newer event (a delete) was applied meanwhile: stand again.
-  if (UpdateLeader(claim, current.mod_revision, false)) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    campaign_needed_ = false;
-  }
+  // Not applied when the view holds newer news: a leader (then no campaign
+  // is needed; before, a follower whose view came from a read at a later
+  // revision campaigned every tick for ever) or a delete (stand again).
+  UpdateLeader(claim, current.mod_revision, false);
+  HasLeader();
   return true;
+}
+
+bool EtcdCoordinator::HasLeader() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (leader_view_.claim()) campaign_needed_ = false;
+  return leader_view_.claim().has_value();
 }
 
 bool EtcdCoordinator::KeepLeaderLease(int64_t now_ns) {

@@ -77,6 +77,8 @@ class EtcdCoordinator : public Coordinator {
   bool KeepLeaderLease(int64_t now_ns);
   bool Reload();
   bool Campaign();
+  // Whether the view names a leader; if so, no campaign is needed.
+  bool HasLeader();
   bool PublishGraph();
   bool LoadMembers();
   bool LoadLeader();

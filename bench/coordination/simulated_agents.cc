@@ -1,0 +1,276 @@
+#include "bench/coordination/simulated_agents.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "agent/coord/etcd/etcd_client.h"
+#include "clock/clock_reader.h"
+
+namespace chronolink::bench {
+
+namespace {
+
+constexpr auto kPass = std::chrono::milliseconds(10);  // a thread's pass over its nodes, at least
+constexpr uint16_t kProbePort = 7319;
+
+// Each simulated node's own loopback address, as separate hosts have their
+// own: the leader's channel bounds unauthenticated connections per address.
+std::string AddressOf(uint32_t id) {
+  return "127." + std::to_string(10 + id / 62500) + "." + std::to_string((id / 250) % 250 + 1) + "." +
+         std::to_string(id % 250 + 1);
+}
+
+EtcdClientOptions ClientOptions(const std::string& url) {
+  EtcdClientOptions o;
+  o.endpoints = {url};
+  o.connect_timeout_ms = 2000;
+  o.request_timeout_ms = 5000;
+  return o;
+}
+
+}  // namespace
+
+struct SimulatedAgents::Node {
+  uint32_t id = 0;
+  std::unique_ptr<SecureChannelHub> hub;
+  std::unique_ptr<LeaderExchange> exchange;
+  int64_t lease = 0;
+  int64_t next_keepalive_ns = 0;  // CLOCK_MONOTONIC
+  int64_t next_window = 0;        // index of the next window to close, on the node's clock
+  uint64_t version = 0;
+  std::optional<LeaderClaim> followed;
+  // Read by Totals from other threads.
+  std::atomic<uint64_t> bytes_sent{0}, bytes_received{0}, published{0}, delivered{0}, pending{0};
+  std::atomic<bool> up{false};
+  std::atomic<uint32_t> holding_from{0};
+};
+
+int64_t SimulatedAgents::KeepalivePeriodNs() const { return options_.member_lease_ttl_s * 1'000'000'000 / 2; }
+
+SimulatedAgents::SimulatedAgents(SimulatedAgentsOptions options)
+    : options_(std::move(options)), codec_(options_.key, options_.etcd_prefix, 0) {}
+
+SimulatedAgents::~SimulatedAgents() { Stop(); }
+
+bool SimulatedAgents::Start(std::string* error) {
+  ChannelOptions channel;
+  for (uint32_t id : options_.ids) {
+    auto n = std::make_unique<Node>();
+    n->id = id;
+    n->exchange = std::make_unique<LeaderExchange>(id, options_.retention_ns, "simulated node", options_.resend_ns);
+    channel.source_address = AddressOf(id);
+    LeaderExchange* exchange = n->exchange.get();
+    n->hub = std::make_unique<SecureChannelHub>(
+        ChannelIdentity{options_.cluster_id, id, options_.key}, channel,
+        [exchange](uint32_t peer, uint16_t type, std::string_view payload) { exchange->OnMessage(peer, type, payload); });
+    nodes_.push_back(std::move(n));
+  }
+  // Registration, paced as a rolling start would come: each thread its share.
+  std::atomic<bool> failed{false};
+  std::string first_error;
+  std::mutex error_mutex;
+  std::vector<std::thread> registering;
+  const int threads = std::max(1, options_.threads);
+  for (int t = 0; t < threads; ++t) {
+    registering.emplace_back([&, t] {
+      EtcdClient etcd(ClientOptions(options_.etcd_url));
+      const auto start = std::chrono::steady_clock::now();
+      int done = 0;
+      for (size_t i = static_cast<size_t>(t); i < nodes_.size() && !failed; i += threads) {
+        Node& n = *nodes_[i];
+        EtcdValueCodec writer(options_.key, options_.etcd_prefix, n.id);
+        std::string why;
+        const Member self{n.id, AddressOf(n.id), kProbePort};
+        const bool ok = etcd.GrantLease(options_.member_lease_ttl_s, &n.lease, &why) &&
+                        etcd.Put(writer.MemberKey(n.id), writer.SealMember(self, n.lease, ReadClockNs(CLOCK_REALTIME)),
+                                 n.lease, &why);
+        etcd_requests_ += 2;
+        if (!ok) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!failed.exchange(true)) first_error = "registering node " + std::to_string(n.id) + ": " + why;
+          return;
+        }
+        // Keepalives every half TTL as the agent sends them, spread evenly
+        // over that period as agents that started at different times send
+        // them: a short run sees the steady rate.
+        n.next_keepalive_ns = ReadClockNs(CLOCK_MONOTONIC) +
+                              KeepalivePeriodNs() * static_cast<int64_t>(i % 997) / 997;
+        ++done;
+        const auto due = start + std::chrono::microseconds(1'000'000LL * done * threads /
+                                                            std::max(1, options_.registrations_per_second));
+        std::this_thread::sleep_until(due);
+      }
+    });
+  }
+  for (std::thread& t : registering) t.join();
+  if (failed) {
+    *error = first_error;
+    return false;
+  }
+  if (!ReadLeader(error)) return false;
+  EtcdWatcher::Options o;
+  o.client = ClientOptions(options_.etcd_url);
+  o.key = codec_.LeaderKey();
+  leader_watch_ = std::make_unique<EtcdWatcher>(
+      o, [this](const std::vector<EtcdEvent>& events, int64_t) { OnLeaderEvents(events); },
+      [this](int64_t) {
+        std::string why;
+        if (!ReadLeader(&why)) spdlog::warn("simulated nodes: reading the leader: {}", why);
+      });
+  leader_watch_->Start();
+  for (int t = 0; t < threads; ++t) threads_.emplace_back([this, t] { Run(static_cast<size_t>(t)); });
+  return true;
+}
+
+void SimulatedAgents::Stop() {
+  stopping_ = true;
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  if (leader_watch_) leader_watch_->Stop();
+  leader_watch_.reset();
+}
+
+bool SimulatedAgents::ReadLeader(std::string* error) {
+  EtcdClient etcd(ClientOptions(options_.etcd_url));
+  std::optional<EtcdKeyValue> kv;
+  ++etcd_requests_;
+  if (!etcd.Get(codec_.LeaderKey(), &kv, error)) return false;
+  LeaderClaim claim;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (kv && !codec_.OpenLeader(*kv, &claim)) {
+    leader_ = claim;
+  } else {
+    leader_.reset();
+  }
+  return true;
+}
+
+void SimulatedAgents::OnLeaderEvents(const std::vector<EtcdEvent>& events) {
+  for (const EtcdEvent& e : events) {
+    LeaderClaim claim;
+    const bool put = e.type == EtcdEvent::Type::kPut && !codec_.OpenLeader(e.kv, &claim);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (put) {
+      leader_ = claim;
+    } else {
+      leader_.reset();
+    }
+  }
+}
+
+std::optional<LeaderClaim> SimulatedAgents::leader() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return leader_;
+}
+
+void SimulatedAgents::Run(size_t thread_index) {
+  EtcdClient etcd(ClientOptions(options_.etcd_url));
+  const size_t threads = static_cast<size_t>(std::max(1, options_.threads));
+  const int64_t window = options_.window_ns;
+  for (size_t i = thread_index; i < nodes_.size(); i += threads) {
+    Node& n = *nodes_[i];
+    const int64_t own_now = ReadClockNs(CLOCK_REALTIME) + options_.summaries->OffsetOf(n.id);
+    n.next_window = own_now / window;  // the window now open: the first to close
+  }
+  std::vector<std::pair<int64_t, int64_t>> delivered;  // (T, when)
+  while (!stopping_) {
+    const auto pass_start = std::chrono::steady_clock::now();
+    const std::optional<LeaderClaim> leader = this->leader();
+    for (size_t i = thread_index; i < nodes_.size() && !stopping_; i += threads) {
+      Node& n = *nodes_[i];
+      Step(n, leader, ReadClockNs(CLOCK_MONOTONIC), ReadClockNs(CLOCK_REALTIME), etcd);
+      uint64_t version = 0;
+      const std::optional<OffsetsSnapshot> latest = n.exchange->Latest(&version);
+      if (latest && version != n.version) {
+        n.version = version;
+        n.holding_from = latest->leader;
+        delivered.emplace_back(latest->reference_instant_ns, ReadClockNs(CLOCK_MONOTONIC));
+      }
+    }
+    if (!delivered.empty()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const auto& [t, when] : delivered) deliveries_[t].push_back(when);
+      delivered.clear();
+    }
+    const int64_t pass_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - pass_start).count();
+    if (pass_ns > pass_ns_max_) pass_ns_max_ = pass_ns;
+    std::this_thread::sleep_until(pass_start + kPass);
+  }
+}
+
+void SimulatedAgents::Step(Node& n, const std::optional<LeaderClaim>& leader, int64_t now_mono, int64_t now_real,
+                           EtcdClient& etcd) {
+  if (leader != n.followed) {
+    // As FollowLeader does: the new leader is dialled at its address and
+    // coordination port; the exchange resends everything to it.
+    if (n.followed && (!leader || leader->id != n.followed->id)) n.hub->Disconnect(n.followed->id);
+    const auto port = leader ? options_.leader_ports.find(leader->id) : options_.leader_ports.end();
+    if (port != options_.leader_ports.end()) {
+      n.exchange->SetLeader(leader->id, leader->term);
+      n.hub->Connect(leader->id, "127.0.0.1", port->second);
+    } else {
+      n.exchange->SetLeader(std::nullopt, 0);
+    }
+    n.followed = leader;
+  }
+  const int64_t own_now = now_real + options_.summaries->OffsetOf(n.id);
+  while (own_now >= (n.next_window + 1) * options_.window_ns + options_.window_grace_ns) {
+    n.exchange->PublishWindows(options_.summaries->Window(n.id, n.next_window, options_.window_ns));
+    ++n.next_window;
+  }
+  n.hub->Poll(0);
+  n.exchange->Flush(*n.hub, now_mono);
+  if (now_mono >= n.next_keepalive_ns) {
+    int64_t remaining = 0;
+    std::string why;
+    ++etcd_requests_;
+    ++keepalives_;
+    if (!etcd.KeepAliveOnce(n.lease, &remaining, &why) || remaining <= 0) {
+      spdlog::warn("simulated node {}: keeping its lease alive: {}", n.id, why.empty() ? "expired" : why);
+    }
+    n.next_keepalive_ns = now_mono + KeepalivePeriodNs();
+  }
+  const ChannelStats& s = n.hub->stats();
+  n.bytes_sent = s.bytes_sent;
+  n.bytes_received = s.bytes_received;
+  n.up = n.followed && n.hub->IsUp(n.followed->id);
+  CoordinatorStatus status;
+  n.exchange->FillStatus(&status);
+  n.published = status.windows_published;
+  n.delivered = status.windows_delivered;
+  n.pending = status.windows_pending;
+}
+
+SimulatedAgentsTotals SimulatedAgents::Totals() const {
+  SimulatedAgentsTotals t;
+  for (const auto& n : nodes_) {
+    t.bytes_sent += n->bytes_sent;
+    t.bytes_received += n->bytes_received;
+    t.links_up += n->up ? 1 : 0;
+    t.windows_published += n->published;
+    t.windows_delivered += n->delivered;
+    t.windows_pending += n->pending;
+  }
+  t.etcd_requests = etcd_requests_;
+  t.keepalives = keepalives_;
+  t.pass_ms_max = static_cast<double>(pass_ns_max_) / 1e6;
+  return t;
+}
+
+std::map<int64_t, std::vector<int64_t>> SimulatedAgents::TakeDeliveries() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::map<int64_t, std::vector<int64_t>> out;
+  out.swap(deliveries_);
+  return out;
+}
+
+size_t SimulatedAgents::HoldingFrom(uint32_t leader) const {
+  size_t count = 0;
+  for (const auto& n : nodes_) count += n->holding_from == leader ? 1 : 0;
+  return count;
+}
+
+}  // namespace chronolink::bench

@@ -1,0 +1,104 @@
+// Thousands of agents' coordination clients in one process, for the
+// coordination load bench (docs/PERFORMANCE.md §15). Each simulated node
+// does against etcd and the leader what an agent's EtcdCoordinator does,
+// with the agent's own code where it matters:
+// - registers members/<id> sealed by EtcdValueCodec under a lease of
+//   --member-lease-ttl-s, and keeps it alive every half of it;
+// - follows the leader key (one watch shared by all simulated nodes: a
+//   watch costs etcd no writes, and thousands of watch streams would cost
+//   this process threads, not etcd) and dials the leader it names;
+// - runs its own SecureChannelHub (its own node id, its own source address
+//   127.x.y.z, as separate hosts would) and its own LeaderExchange: window
+//   summaries up, its own solution down, resent in full to a new leader.
+// No probing: summaries come from WindowSummarySource at each window's
+// close on the node's clock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/coord/etcd/etcd_value_codec.h"
+#include "agent/coord/etcd/etcd_watcher.h"
+#include "agent/coord/leader_exchange.h"
+#include "agent/coord/secure_channel.h"
+#include "bench/coordination/window_summaries.h"
+
+namespace chronolink::bench {
+
+struct SimulatedAgentsOptions {
+  std::vector<uint32_t> ids;  // the simulated nodes
+  ClusterKey key{};
+  uint32_t cluster_id = 0;
+  std::string etcd_url;
+  std::string etcd_prefix;
+  int64_t member_lease_ttl_s = 180;
+  std::map<uint32_t, uint16_t> leader_ports;  // the real agents that may lead: their coordination ports
+  int threads = 2;
+  int64_t window_ns = 2'000'000'000;
+  int64_t window_grace_ns = 300'000'000;  // the agent's --window-grace-ms
+  int64_t retention_ns = 120'000'000'000;
+  int64_t resend_ns = 0;  // to a new leader; 0: all that is kept
+  int registrations_per_second = 2000;
+  const WindowSummarySource* summaries = nullptr;
+};
+
+struct SimulatedAgentsTotals {
+  uint64_t bytes_sent = 0, bytes_received = 0;  // on the channel, all nodes
+  uint64_t links_up = 0;                        // nodes with their link to the leader up
+  uint64_t windows_published = 0, windows_delivered = 0, windows_pending = 0;
+  uint64_t etcd_requests = 0;  // grants, puts, keepalives, revokes, leader reads
+  uint64_t keepalives = 0;
+  double pass_ms_max = 0;  // the slowest pass of a thread over its nodes (delays what they send and see)
+};
+
+class SimulatedAgents {
+ public:
+  explicit SimulatedAgents(SimulatedAgentsOptions options);
+  ~SimulatedAgents();
+
+  // Registers every node in etcd, paced; then follows the leader and starts
+  // the nodes' threads.
+  bool Start(std::string* error);
+  // Revokes every lease (a clean stop: the members leave at once).
+  void Stop();
+
+  SimulatedAgentsTotals Totals() const;
+  // Per instant T, when (CLOCK_MONOTONIC) each node first held its row of T;
+  // taken, so each call returns what came since the last.
+  std::map<int64_t, std::vector<int64_t>> TakeDeliveries();
+  // Nodes whose newest solution is from `leader`.
+  size_t HoldingFrom(uint32_t leader) const;
+  std::optional<LeaderClaim> leader() const;
+
+ private:
+  struct Node;
+  void Run(size_t thread_index);
+  void Step(Node& n, const std::optional<LeaderClaim>& leader, int64_t now_mono, int64_t now_real,
+            EtcdClient& etcd);
+  void OnLeaderEvents(const std::vector<EtcdEvent>& events);
+  bool ReadLeader(std::string* error);
+  // As EtcdCoordinator keeps its member lease: every half TTL.
+  int64_t KeepalivePeriodNs() const;
+
+  SimulatedAgentsOptions options_;
+  EtcdValueCodec codec_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopping_{false};
+  std::unique_ptr<EtcdWatcher> leader_watch_;
+  std::atomic<uint64_t> etcd_requests_{0}, keepalives_{0};
+  std::atomic<int64_t> pass_ns_max_{0};
+
+  mutable std::mutex mutex_;  // below
+  std::optional<LeaderClaim> leader_;
+  std::map<int64_t, std::vector<int64_t>> deliveries_;
+};
+
+}  // namespace chronolink::bench
