@@ -33,6 +33,7 @@ std::map<std::string, uint64_t> ChannelCounters(const ChannelStats& c) {
           {"handshakes_failed", c.handshakes_failed},
           {"handshake_timeouts", c.handshake_timeouts},
           {"handshakes_shed", c.handshakes_shed},
+          {"handshakes_refused_busy", c.handshakes_refused_busy},
           {"hellos_refused", c.refused},
           {"auth_failures", c.auth_failures},
           {"frame_errors", c.frame_errors},
@@ -97,6 +98,11 @@ std::optional<OffsetsSnapshot> LeaderExchange::Latest(uint64_t* version) const {
   std::lock_guard<std::mutex> lock(mutex_);
   *version = latest_version_;
   return latest_;
+}
+
+uint64_t LeaderExchange::LatestVersion() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return latest_version_;
 }
 
 bool LeaderExchange::Flush(SecureChannelHub& hub, int64_t now_ns) {

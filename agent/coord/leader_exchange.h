@@ -66,6 +66,8 @@ class LeaderExchange {
   // Leader: a solved instant. Kept whole here; each node gets its own part.
   void PublishOffsets(const OffsetsSnapshot& snapshot);
   std::optional<OffsetsSnapshot> Latest(uint64_t* version) const;
+  // The version Latest would give, without copying the snapshot.
+  uint64_t LatestVersion() const;
 
   // The hub's thread: sends what is due (windows to the leader, offsets to
   // their nodes); false when something is still waiting (the leader's link

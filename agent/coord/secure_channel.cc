@@ -328,7 +328,7 @@ SecureChannelHub::Connection& SecureChannelHub::AddConnection(int fd, bool outgo
   return ref;
 }
 
-void SecureChannelHub::MakeRoomForIncoming(const std::string& ip, int64_t now) {
+bool SecureChannelHub::MakeRoomForIncoming(const std::string& ip, int64_t now) {
   // Unauthenticated incoming connections by remote address: how many, and
   // the oldest (conns_ is ordered by id, so by age).
   struct Group {
@@ -362,10 +362,17 @@ void SecureChannelHub::MakeRoomForIncoming(const std::string& ip, int64_t now) {
       }
     }
     if (largest != nullptr) victim = largest->oldest;
+    // Every slot is a handshake still in its first moments: an honest burst
+    // (nodes reconnecting to a new leader) that needs time, not room.
+    if (victim != nullptr && now - victim->created_ms < options_.min_shed_age_ms) {
+      ++stats_.handshakes_refused_busy;
+      return false;
+    }
   }
-  if (victim == nullptr) return;
+  if (victim == nullptr) return true;
   ++stats_.handshakes_shed;
   Close(*victim, CloseReason::kShed, ChannelResult::kOk, now);
+  return true;
 }
 
 void SecureChannelHub::AcceptAll(int64_t now) {
@@ -385,7 +392,10 @@ void SecureChannelHub::AcceptAll(int64_t now) {
     }
     ++stats_.accepts;
     std::string ip = IpOf(ss);
-    MakeRoomForIncoming(ip, now);
+    if (!MakeRoomForIncoming(ip, now)) {
+      ::close(fd);
+      continue;
+    }
     SetStreamOptions(fd);
     WriteTo(AddConnection(fd, false, std::nullopt, std::move(ip), now));  // our hello, at once
   }

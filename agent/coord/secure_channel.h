@@ -33,6 +33,14 @@ struct ChannelOptions {
   int64_t reconnect_min_ms = 100, reconnect_max_ms = 5000;
   size_t max_pending_handshakes = 64;   // incoming connections not yet authenticated, in all
   size_t max_pending_per_address = 4;   // ... from one remote address (a peer needs one)
+  // With all max_pending_handshakes slots taken, a newcomer pushes out the
+  // oldest pending connection only if that one has had this long to finish
+  // (a few round trips and poll turns); else the newcomer is closed and its
+  // node retries. Thousands of agents reconnecting to a new leader at once
+  // would otherwise push out handshakes in their first moments. Longer
+  // would let a flood of fresh connections from many addresses keep every
+  // slot (AFloodFromManyAddressesDoesNotKeepAPeerOut).
+  int64_t min_shed_age_ms = 50;
   // Outgoing connections leave from this numeric address (port chosen by
   // the kernel); empty: wherever the route says. The coordination load
   // bench gives each simulated node an address of its own.
@@ -47,6 +55,7 @@ struct ChannelStats {
   uint64_t handshakes_failed = 0;  // TCP up, never authenticated (any reason, timeouts included)
   uint64_t handshake_timeouts = 0;
   uint64_t handshakes_shed = 0;    // unauthenticated incoming ones closed for a newer one (the caps above)
+  uint64_t handshakes_refused_busy = 0;  // newcomers closed at once: every slot young (min_shed_age_ms)
   uint64_t refused = 0;            // hello refused: magic, version, cluster, own id, other node
   uint64_t auth_failures = 0;      // handshake MAC or frame MAC wrong
   uint64_t frame_errors = 0;       // oversize, out of sequence, truncated
@@ -146,7 +155,8 @@ class SecureChannelHub {
              int sys_error = 0);
   void CountClose(Connection& c, CloseReason reason, ChannelResult detail, int64_t now,
                   int sys_error);
-  void MakeRoomForIncoming(const std::string& ip, int64_t now);
+  // False: no room, and the newcomer is to be closed.
+  bool MakeRoomForIncoming(const std::string& ip, int64_t now);
   void OnOutgoingClosed(Connection& c, CloseReason reason, ChannelResult detail, int sys_error, int64_t now);
   Connection* OldestEstablished(uint32_t peer);
   void FlushLinkEvents();

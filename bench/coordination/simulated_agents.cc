@@ -121,6 +121,7 @@ bool SimulatedAgents::Start(std::string* error) {
       });
   leader_watch_->Start();
   for (int t = 0; t < threads; ++t) threads_.emplace_back([this, t] { Run(static_cast<size_t>(t)); });
+  threads_.emplace_back([this] { KeepLeasesAlive(); });
   return true;
 }
 
@@ -166,7 +167,6 @@ std::optional<LeaderClaim> SimulatedAgents::leader() const {
 }
 
 void SimulatedAgents::Run(size_t thread_index) {
-  EtcdClient etcd(ClientOptions(options_.etcd_url));
   const size_t threads = static_cast<size_t>(std::max(1, options_.threads));
   const int64_t window = options_.window_ns;
   for (size_t i = thread_index; i < nodes_.size(); i += threads) {
@@ -180,7 +180,8 @@ void SimulatedAgents::Run(size_t thread_index) {
     const std::optional<LeaderClaim> leader = this->leader();
     for (size_t i = thread_index; i < nodes_.size() && !stopping_; i += threads) {
       Node& n = *nodes_[i];
-      Step(n, leader, ReadClockNs(CLOCK_MONOTONIC), ReadClockNs(CLOCK_REALTIME), etcd);
+      Step(n, leader, ReadClockNs(CLOCK_MONOTONIC), ReadClockNs(CLOCK_REALTIME));
+      if (n.exchange->LatestVersion() == n.version) continue;
       uint64_t version = 0;
       const std::optional<OffsetsSnapshot> latest = n.exchange->Latest(&version);
       if (latest && version != n.version) {
@@ -201,8 +202,29 @@ void SimulatedAgents::Run(size_t thread_index) {
   }
 }
 
-void SimulatedAgents::Step(Node& n, const std::optional<LeaderClaim>& leader, int64_t now_mono, int64_t now_real,
-                           EtcdClient& etcd) {
+void SimulatedAgents::KeepLeasesAlive() {
+  // Each agent's etcd loop keeps its own lease; one thread does it for all
+  // here, so that a slow answer holds up no node's channel.
+  EtcdClient etcd(ClientOptions(options_.etcd_url));
+  while (!stopping_) {
+    const int64_t now = ReadClockNs(CLOCK_MONOTONIC);
+    for (const auto& node : nodes_) {
+      Node& n = *node;
+      if (stopping_ || now < n.next_keepalive_ns) continue;
+      int64_t remaining = 0;
+      std::string why;
+      ++etcd_requests_;
+      ++keepalives_;
+      if (!etcd.KeepAliveOnce(n.lease, &remaining, &why) || remaining <= 0) {
+        spdlog::warn("simulated node {}: keeping its lease alive: {}", n.id, why.empty() ? "expired" : why);
+      }
+      n.next_keepalive_ns = now + KeepalivePeriodNs();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void SimulatedAgents::Step(Node& n, const std::optional<LeaderClaim>& leader, int64_t now_mono, int64_t now_real) {
   if (leader != n.followed) {
     // As FollowLeader does: the new leader is dialled at its address and
     // coordination port; the exchange resends everything to it.
@@ -223,16 +245,6 @@ void SimulatedAgents::Step(Node& n, const std::optional<LeaderClaim>& leader, in
   }
   n.hub->Poll(0);
   n.exchange->Flush(*n.hub, now_mono);
-  if (now_mono >= n.next_keepalive_ns) {
-    int64_t remaining = 0;
-    std::string why;
-    ++etcd_requests_;
-    ++keepalives_;
-    if (!etcd.KeepAliveOnce(n.lease, &remaining, &why) || remaining <= 0) {
-      spdlog::warn("simulated node {}: keeping its lease alive: {}", n.id, why.empty() ? "expired" : why);
-    }
-    n.next_keepalive_ns = now_mono + KeepalivePeriodNs();
-  }
   const ChannelStats& s = n.hub->stats();
   n.bytes_sent = s.bytes_sent;
   n.bytes_received = s.bytes_received;

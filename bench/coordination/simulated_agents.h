@@ -80,8 +80,8 @@ class SimulatedAgents {
  private:
   struct Node;
   void Run(size_t thread_index);
-  void Step(Node& n, const std::optional<LeaderClaim>& leader, int64_t now_mono, int64_t now_real,
-            EtcdClient& etcd);
+  void Step(Node& n, const std::optional<LeaderClaim>& leader, int64_t now_mono, int64_t now_real);
+  void KeepLeasesAlive();
   void OnLeaderEvents(const std::vector<EtcdEvent>& events);
   bool ReadLeader(std::string* error);
   // As EtcdCoordinator keeps its member lease: every half TTL.

@@ -1,5 +1,6 @@
 #include "bench/coordination/window_summaries.h"
 
+#include <cmath>
 #include <random>
 
 namespace chronolink::bench {
@@ -19,12 +20,23 @@ uint64_t Mix(uint64_t a, uint64_t b) {
   return x ^ (x >> 29);
 }
 
+// A cheap deterministic normal draw (Box-Muller on two hashed uniforms):
+// thousands of nodes draw six edges each per window.
+double Normal(uint64_t key, double sigma) {
+  const double u1 = (static_cast<double>(Mix(key, 1) >> 11) + 0.5) / 9007199254740992.0;
+  const double u2 = static_cast<double>(Mix(key, 2) >> 11) / 9007199254740992.0;
+  return sigma * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
 }  // namespace
 
 WindowSummarySource::WindowSummarySource(const ProbeGraph& graph, uint64_t seed, double offset_spread_ns)
     : seed_(seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> offset(-offset_spread_ns, offset_spread_ns);
+  const uint32_t top = graph.members().empty() ? 0 : graph.members().back();
+  offset_ns_.assign(top + 1, 0);
+  peers_.assign(top + 1, {});
   for (uint32_t node : graph.members()) {
     offset_ns_[node] = static_cast<int64_t>(offset(rng));
     peers_[node] = graph.PeersOf(node);
@@ -32,14 +44,12 @@ WindowSummarySource::WindowSummarySource(const ProbeGraph& graph, uint64_t seed,
 }
 
 int64_t WindowSummarySource::OffsetOf(uint32_t node) const {
-  const auto it = offset_ns_.find(node);
-  return it == offset_ns_.end() ? 0 : it->second;
+  return node < offset_ns_.size() ? offset_ns_[node] : 0;
 }
 
 const std::vector<uint32_t>& WindowSummarySource::PeersOf(uint32_t node) const {
   static const std::vector<uint32_t> kNone;
-  const auto it = peers_.find(node);
-  return it == peers_.end() ? kNone : it->second;
+  return node < peers_.size() ? peers_[node] : kNone;
 }
 
 std::vector<WindowSummary> WindowSummarySource::Window(uint32_t node, int64_t k, int64_t window_ns) const {
@@ -56,15 +66,14 @@ std::vector<WindowSummary> WindowSummarySource::Window(uint32_t node, int64_t k,
   }
   knots.last_provisional = true;
   for (uint32_t peer : PeersOf(node)) {
-    std::mt19937_64 rng(Mix(Mix(seed_, node), Mix(peer, static_cast<uint64_t>(k))));
-    std::normal_distribution<double> noise(0.0, 20.0);
+    const uint64_t key = Mix(Mix(seed_, node), Mix(peer, static_cast<uint64_t>(k)));
     WindowSummary w;
     w.estimate.node = node;
     w.estimate.peer = peer;
     w.estimate.x0_ns = x0;
-    w.estimate.beta_ns = static_cast<double>(OffsetOf(peer) - OffsetOf(node)) + noise(rng);
-    w.estimate.alpha = noise(rng) * 1e-12;
-    w.estimate.uncertainty_ns = 30 + std::abs(noise(rng));
+    w.estimate.beta_ns = static_cast<double>(OffsetOf(peer) - OffsetOf(node)) + Normal(key, 20.0);
+    w.estimate.alpha = Normal(key + 1, 1e-11);
+    w.estimate.uncertainty_ns = 30 + std::abs(Normal(key + 2, 20.0));
     w.estimate.shared_ns = 10;
     w.session = static_cast<uint64_t>(kSessionStartNs) + node;
     w.window_start_ns = start;

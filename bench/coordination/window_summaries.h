@@ -10,7 +10,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <vector>
 
 #include "agent/cluster/cluster_messages.h"
@@ -31,8 +30,8 @@ class WindowSummarySource {
   const std::vector<uint32_t>& PeersOf(uint32_t node) const;
 
  private:
-  std::map<uint32_t, int64_t> offset_ns_;
-  std::map<uint32_t, std::vector<uint32_t>> peers_;
+  std::vector<int64_t> offset_ns_;               // by node id
+  std::vector<std::vector<uint32_t>> peers_;     // by node id
   uint64_t seed_;
 };
 

@@ -646,6 +646,34 @@ TEST(SecureChannel, AFloodFromManyAddressesDoesNotKeepAPeerOut) {
   EXPECT_GT(a.stats().handshakes_shed, 0u);
 }
 
+// Many honest nodes dialling at once (a new leader after a failover) with
+// every slot taken: newcomers wait for a slot (closed at once, they retry)
+// instead of pushing out handshakes in their first moments, and all get in.
+TEST(SecureChannel, AnHonestBurstIsNotShedBeforeItsHandshakesComplete) {
+  ChannelOptions small;
+  small.max_pending_handshakes = 4;
+  // This test's hubs take turns polling (tens of ms a round, not an
+  // agent's thread each): the slots' first moments are longer here.
+  small.min_shed_age_ms = 3000;
+  Node a(1, small);
+  const uint16_t port = a.Listen();
+  std::vector<std::unique_ptr<Node>> nodes;
+  std::vector<Node*> all = {&a};
+  for (uint32_t id = 2; id < 42; ++id) {
+    ChannelOptions own;
+    own.source_address = "127.0.1." + std::to_string(id);  // one address each, as hosts have
+    own.reconnect_min_ms = 20;
+    nodes.push_back(std::make_unique<Node>(id, own));
+    all.push_back(nodes.back().get());
+  }
+  for (auto& n : nodes) (*n)->Connect(1, "127.0.0.1", port);
+  ASSERT_TRUE(PollUntil(all, [&] { return a->UpPeers().size() == nodes.size(); }, {}, std::chrono::seconds(30)))
+      << a->UpPeers().size() << " of " << nodes.size() << " up; shed " << a.stats().handshakes_shed
+      << ", refused busy " << a.stats().handshakes_refused_busy;
+  EXPECT_EQ(a.stats().handshakes_shed, 0u);
+  EXPECT_GT(a.stats().handshakes_refused_busy, 0u);
+}
+
 // The per-address cap itself: a fifth pending connection from one address
 // closes that address's oldest, and no other's.
 TEST(SecureChannel, PendingConnectionsPerAddressAreCapped) {
