@@ -247,11 +247,11 @@ void SecureChannelHub::Disconnect(uint32_t peer) {
   }
 }
 
-bool SecureChannelHub::IsUp(uint32_t peer) const { return up_count_.count(peer) > 0; }
+bool SecureChannelHub::IsUp(uint32_t peer) const { return established_.count(peer) > 0; }
 
 std::vector<uint32_t> SecureChannelHub::UpPeers() const {
   std::vector<uint32_t> out;
-  for (const auto& [peer, n] : up_count_) out.push_back(peer);
+  for (const auto& [peer, conns] : established_) out.push_back(peer);
   return out;
 }
 
@@ -278,10 +278,11 @@ size_t SecureChannelHub::ConnectionCount(uint32_t peer) const {
 }
 
 SecureChannelHub::Connection* SecureChannelHub::OldestEstablished(uint32_t peer) {
+  const auto it = established_.find(peer);
+  if (it == established_.end()) return nullptr;
   Connection* best = nullptr;
-  for (auto& [id, c] : conns_) {
-    if (c->closed || !c->established || c->peer != peer) continue;
-    if (best == nullptr || c->handshake_order < best->handshake_order) best = c.get();
+  for (Connection* c : it->second) {
+    if (best == nullptr || c->handshake_order < best->handshake_order) best = c;
   }
   return best;
 }
@@ -535,7 +536,9 @@ void SecureChannelHub::OnEstablished(Connection& c, int64_t now) {
   c.last_tx_ms = now;
   ++stats_.handshakes_ok;
   const uint32_t peer = *c.peer;
-  if (++up_count_[peer] == 1) link_events_.emplace_back(peer, true);
+  std::vector<Connection*>& up = established_[peer];
+  up.push_back(&c);
+  if (up.size() == 1) link_events_.emplace_back(peer, true);
   if (c.outgoing) {
     auto it = targets_.find(peer);
     if (it != targets_.end()) {
@@ -618,10 +621,13 @@ void SecureChannelHub::Close(Connection& c, CloseReason reason, ChannelResult de
   c.queue.clear();
   c.queued_bytes = 0;
   if (c.established) {
-    auto it = up_count_.find(*c.peer);
-    if (it != up_count_.end() && --it->second == 0) {
-      up_count_.erase(it);
-      link_events_.emplace_back(*c.peer, false);
+    auto it = established_.find(*c.peer);
+    if (it != established_.end()) {
+      std::erase(it->second, &c);
+      if (it->second.empty()) {
+        established_.erase(it);
+        link_events_.emplace_back(*c.peer, false);
+      }
     }
   }
   if (c.outgoing) OnOutgoingClosed(c, reason, detail, sys_error, now);

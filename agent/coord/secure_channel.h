@@ -175,7 +175,9 @@ class SecureChannelHub {
   uint64_t next_handshake_order_ = 1;
   std::map<uint64_t, std::unique_ptr<Connection>> conns_;  // closed ones until Sweep
   std::map<uint32_t, Target> targets_;
-  std::map<uint32_t, int> up_count_;  // authenticated connections per peer
+  // Authenticated connections per peer (a peer is up while it has one):
+  // Send finds its connection here, not by a scan of every connection.
+  std::map<uint32_t, std::vector<Connection*>> established_;
   std::vector<std::pair<uint32_t, bool>> link_events_;  // not yet handed to on_link_
 
   struct LogState {

@@ -42,7 +42,7 @@ struct SimulatedAgents::Node {
   uint64_t version = 0;
   std::optional<LeaderClaim> followed;
   // Read by Totals from other threads.
-  std::atomic<uint64_t> bytes_sent{0}, bytes_received{0}, published{0}, delivered{0}, pending{0};
+  std::atomic<uint64_t> bytes_sent{0}, bytes_received{0};
   std::atomic<bool> up{false};
   std::atomic<uint32_t> holding_from{0};
 };
@@ -249,11 +249,6 @@ void SimulatedAgents::Step(Node& n, const std::optional<LeaderClaim>& leader, in
   n.bytes_sent = s.bytes_sent;
   n.bytes_received = s.bytes_received;
   n.up = n.followed && n.hub->IsUp(n.followed->id);
-  CoordinatorStatus status;
-  n.exchange->FillStatus(&status);
-  n.published = status.windows_published;
-  n.delivered = status.windows_delivered;
-  n.pending = status.windows_pending;
 }
 
 SimulatedAgentsTotals SimulatedAgents::Totals() const {
@@ -262,9 +257,11 @@ SimulatedAgentsTotals SimulatedAgents::Totals() const {
     t.bytes_sent += n->bytes_sent;
     t.bytes_received += n->bytes_received;
     t.links_up += n->up ? 1 : 0;
-    t.windows_published += n->published;
-    t.windows_delivered += n->delivered;
-    t.windows_pending += n->pending;
+    CoordinatorStatus status;  // the exchange is thread-safe; the hub is not
+    n->exchange->FillStatus(&status);
+    t.windows_published += status.windows_published;
+    t.windows_delivered += status.windows_delivered;
+    t.windows_pending += status.windows_pending;
   }
   t.etcd_requests = etcd_requests_;
   t.keepalives = keepalives_;
