@@ -96,7 +96,7 @@ bool SimulatedAgents::Start(std::string* error) {
         // over that period as agents that started at different times send
         // them: a short run sees the steady rate.
         n.next_keepalive_ns = ReadClockNs(CLOCK_MONOTONIC) +
-                              KeepalivePeriodNs() * static_cast<int64_t>(i % 997) / 997;
+                              KeepalivePeriodNs() * static_cast<int64_t>(i) / static_cast<int64_t>(nodes_.size());
         ++done;
         const auto due = start + std::chrono::microseconds(1'000'000LL * done * threads /
                                                             std::max(1, options_.registrations_per_second));
