@@ -61,7 +61,7 @@ json ClusterJson(const AgentConfig& c) {
              {"retention_s", Number(cs.retention_ns, Kind::kNsFromSec)},
              {"offsets_rotate_mb", cs.offsets_rotate_bytes >> 20}};
   if (cs.probe_k > 0) cl["probe_k"] = cs.probe_k;
-  if (cs.backend == CoordinationBackend::kStatic && cs.coordination_port != 0) {
+  if (cs.backend != CoordinationBackend::kNone && cs.coordination_port != 0) {
     cl["coordination_port"] = cs.coordination_port;
   }
   if (cs.backend == CoordinationBackend::kEtcd) {

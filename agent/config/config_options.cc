@@ -138,7 +138,7 @@ const Spec kSpecs[] = {
     {"cluster.reference", "reference", Kind::kString, "REF", kCluster,
      "Reference clock of the solved offsets: mean (of all nodes) or a node id (default: mean)"},
     {"cluster.coordination_port", "coordination-port", Kind::kPort, "N", kCluster,
-     "TCP port of the static backend's channel on every node; the same on all (default: each node's probe port)"},
+     "TCP port of the coordination channel (both backends) on every node; the same on all (default: each node's probe port)"},
     {"cluster.etcd_endpoints", "etcd-endpoints", Kind::kString, "URLS", kCluster,
      "Comma-separated etcd client URLs, all http://HOST:PORT or all https://HOST:PORT (required with "
      "--coordination etcd; plain http is unencrypted and unauthenticated: trusted networks only)"},

@@ -39,8 +39,8 @@ struct CoordinatorStatus {
   // stale or out of date (docs/security.md), in all and by reason.
   uint64_t refused = 0;
   std::map<std::string, uint64_t> refused_by_reason;
-  // Static backend: the coordination channel's connection and handshake
-  // counters (docs/coordination-channel.md), by name; empty for etcd.
+  // The coordination channel's connection, handshake and byte counters
+  // (docs/coordination-channel.md), by name; both backends.
   std::map<std::string, uint64_t> channel;
 };
 

@@ -37,7 +37,7 @@ void AppendClusterMetrics(const ClusterMetricsSnapshot& s, PrometheusText& t) {
   }
   if (!st.channel.empty()) {
     t.Family("chronolink_channel_events_total",
-             "Coordination channel connections and handshakes, by event (static backend)", "counter");
+             "Coordination channel connections, handshakes and bytes, by event", "counter");
     for (const auto& [event, count] : st.channel) {
       t.Sample("chronolink_channel_events_total", {{"node", node}, {"event", event}}, static_cast<double>(count));
     }

@@ -58,15 +58,11 @@ OffsetsSnapshot Snapshot(int64_t t) {
   return s;
 }
 
-// etcd_value_fuzz's raw-value input: mode 0, the value (up to a "\\n" after
-// a window key), then the one-byte choices it reads from the end.
-std::string RawValueInput(const std::string& window_key, const std::string& value, int choice, uint32_t member_id,
-                          int64_t lease, uint32_t leader_id, int64_t leader_term) {
+// etcd_value_fuzz's raw-value input: mode 0, the value, then the one-byte
+// choices it reads from the end.
+std::string RawValueInput(const std::string& value, int choice, uint32_t member_id, int64_t lease) {
   std::string in(1, '\0');
-  if (choice == 3) in += window_key + "\\n";
   in += value;
-  in += static_cast<char>(leader_term - 1);
-  in += static_cast<char>(leader_id - 1);
   in += static_cast<char>(lease + 1);
   in += static_cast<char>(choice);
   in += static_cast<char>(member_id - 1);
@@ -100,18 +96,18 @@ int main(int argc, char** argv) {
   const std::vector<WindowSummary> batch = {Summary(1, 2, now), Summary(1, 3, now + 7)};
   Write(cm, "window_summary.json", EncodeWindowSummary(batch[0]));
   Write(cm, "window_batch.json", EncodeWindowSummaries(batch));
+  Write(cm, "window_batch_grouped.json", EncodeWindowBatch(batch));
   Write(cm, "offsets_snapshot.json", EncodeOffsetsSnapshot(Snapshot(now)));
   Write(cm, "member.json", EncodeMember(Member{3, "10.77.1.3", 7319}));
 
   // etcd_value_fuzz: authentic values of each kind, as agents 3 and 1 write them.
   const std::string ev = root + "/etcd_value";
-  EtcdValueCodec self(FuzzKey(), "/chronolink/fuzz/", 3, EtcdDateLimits{});
-  EtcdValueCodec leader(FuzzKey(), "/chronolink/fuzz/", 1, EtcdDateLimits{});
-  const WindowSummary w = Summary(3, 1, now);
-  Write(ev, "member.bin", RawValueInput("", self.SealMember(Member{3, "10.77.1.3", 7319}, 2, now), 0, 3, 2, 1, 1));
-  Write(ev, "leader.bin", RawValueInput("", leader.SealLeader(2, now), 1, 1, 2, 1, 2));
-  Write(ev, "offsets.bin", RawValueInput("", leader.SealOffsets(Snapshot(now), 2, now), 2, 1, 2, 1, 2));
-  Write(ev, "window.bin", RawValueInput(w.Key(), self.SealWindow(w, 3, now), 3, 3, 3, 1, 1));
+  EtcdValueCodec self(FuzzKey(), "/chronolink/fuzz/", 3);
+  EtcdValueCodec leader(FuzzKey(), "/chronolink/fuzz/", 1);
+  Write(ev, "member.bin", RawValueInput(self.SealMember(Member{3, "10.77.1.3", 7319}, 2, now), 0, 3, 2));
+  Write(ev, "leader.bin", RawValueInput(leader.SealLeader(2, now), 1, 1, 2));
+  Write(ev, "graph.bin",
+        RawValueInput(leader.SealGraph(R"({"leader":1,"members":[1,3],"k":1,"edges":[[1,3]]})", 2, now), 2, 1, 2));
   Write(ev, "key_holder.bin", std::string("\x01") + R"({"id":3,"address":"x","port":1})" + "\x01\x02\x02\x00\x01");
   Write(ev, "codec_round_trip.bin", std::string("\x02") + "0123456789abcdef0123456789abcdef0123456789");
 
