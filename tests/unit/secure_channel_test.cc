@@ -663,11 +663,12 @@ TEST(SecureChannel, AnHonestBurstIsNotShedBeforeItsHandshakesComplete) {
     ChannelOptions own;
     own.source_address = "127.0.1." + std::to_string(id);  // one address each, as hosts have
     own.reconnect_min_ms = 20;
+    own.reconnect_max_ms = 200;  // a refused node is soon back
     nodes.push_back(std::make_unique<Node>(id, own));
     all.push_back(nodes.back().get());
   }
   for (auto& n : nodes) (*n)->Connect(1, "127.0.0.1", port);
-  ASSERT_TRUE(PollUntil(all, [&] { return a->UpPeers().size() == nodes.size(); }, {}, std::chrono::seconds(30)))
+  ASSERT_TRUE(PollUntil(all, [&] { return a->UpPeers().size() == nodes.size(); }, {}, std::chrono::seconds(60)))
       << a->UpPeers().size() << " of " << nodes.size() << " up; shed " << a.stats().handshakes_shed
       << ", refused busy " << a.stats().handshakes_refused_busy;
   EXPECT_EQ(a.stats().handshakes_shed, 0u);
