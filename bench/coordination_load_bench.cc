@@ -274,6 +274,22 @@ int Run(const Options& o) {
   all.insert(all.begin(), {1, 2});
   const ProbeGraph graph = ProbeGraph::Build(all);
   const WindowSummarySource summaries(graph, 1);
+  {
+    // What one node sends per window and gets back per instant, as sent
+    // (docs/formats.md quotes these).
+    const std::vector<WindowSummary> one = summaries.Window(3, 900'000'000, kWindowNs);
+    OffsetsSnapshot s;
+    s.leader = 1;
+    s.sequence = 12345;
+    s.reference_instant_ns = 1'800'000'001'000'000'000;
+    NodeSolution row{3, true, 12345.678901, 1.2345e-7, 12.34, 3.21, 0, 6};
+    row.discipline = FitDiscipline{-123456, 2.5e-8};
+    s.nodes.push_back(row);
+    std::printf("a node's window of %zu summaries: %zu B grouped (as sent), %zu B as an array; its row of a "
+                "solution: %zu B\n",
+                one.size(), EncodeWindowBatch(one).size(), EncodeWindowSummaries(one).size(),
+                EncodeOffsetsSnapshot(s).size());
+  }
 
   SimulatedAgentsOptions so;
   so.ids = sim_ids;

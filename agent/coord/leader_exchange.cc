@@ -19,13 +19,18 @@ int64_t MonotonicNs() { return ReadClockNs(CLOCK_MONOTONIC); }
 
 }  // namespace
 
+OffsetsSnapshot HeaderOf(const OffsetsSnapshot& s) {
+  OffsetsSnapshot header;  // field by field: not a copy of every node's row
+  header.leader = s.leader;
+  header.sequence = s.sequence;
+  header.reference_instant_ns = s.reference_instant_ns;
+  header.reference_node = s.reference_node;
+  header.recomputed = s.recomputed;
+  return header;
+}
+
 OffsetsSnapshot OwnPartOf(const OffsetsSnapshot& s, uint32_t node) {
-  OffsetsSnapshot part;  // the header, field by field: not a copy of every node's row
-  part.leader = s.leader;
-  part.sequence = s.sequence;
-  part.reference_instant_ns = s.reference_instant_ns;
-  part.reference_node = s.reference_node;
-  part.recomputed = s.recomputed;
+  OffsetsSnapshot part = HeaderOf(s);
   if (const NodeSolution* mine = s.Find(node)) part.nodes.push_back(*mine);
   return part;
 }
@@ -120,7 +125,7 @@ bool LeaderExchange::Flush(SecureChannelHub& hub, int64_t now_ns) {
     // Each peer's row by id, once: a scan per peer is n² at 10 000 nodes.
     std::unordered_map<uint32_t, const NodeSolution*> rows;
     for (const NodeSolution& n : s.nodes) rows.emplace(n.node, &n);
-    OffsetsSnapshot part = OwnPartOf(s, 0);
+    OffsetsSnapshot part = HeaderOf(s);
     for (uint32_t peer : hub.UpPeers()) {
       part.nodes.clear();
       if (const auto it = rows.find(peer); it != rows.end()) part.nodes.push_back(*it->second);

@@ -37,6 +37,8 @@
 
 namespace chronolink {
 
+// The header of `s` without any node's row.
+OffsetsSnapshot HeaderOf(const OffsetsSnapshot& s);
 // The header of `s` and node's row, if it has one: what that node needs.
 OffsetsSnapshot OwnPartOf(const OffsetsSnapshot& s, uint32_t node);
 

@@ -86,7 +86,6 @@ bool SimulatedAgents::Start(std::string* error) {
         const bool ok = etcd.GrantLease(options_.member_lease_ttl_s, &n.lease, &why) &&
                         etcd.Put(writer.MemberKey(n.id), writer.SealMember(self, n.lease, ReadClockNs(CLOCK_REALTIME)),
                                  n.lease, &why);
-        etcd_requests_ += 2;
         if (!ok) {
           std::lock_guard<std::mutex> lock(error_mutex);
           if (!failed.exchange(true)) first_error = "registering node " + std::to_string(n.id) + ": " + why;
@@ -136,7 +135,6 @@ void SimulatedAgents::Stop() {
 bool SimulatedAgents::ReadLeader(std::string* error) {
   EtcdClient etcd(ClientOptions(options_.etcd_url));
   std::optional<EtcdKeyValue> kv;
-  ++etcd_requests_;
   if (!etcd.Get(codec_.LeaderKey(), &kv, error)) return false;
   LeaderClaim claim;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -213,8 +211,6 @@ void SimulatedAgents::KeepLeasesAlive() {
       if (stopping_ || now < n.next_keepalive_ns) continue;
       int64_t remaining = 0;
       std::string why;
-      ++etcd_requests_;
-      ++keepalives_;
       if (!etcd.KeepAliveOnce(n.lease, &remaining, &why) || remaining <= 0) {
         spdlog::warn("simulated node {}: keeping its lease alive: {}", n.id, why.empty() ? "expired" : why);
       }
@@ -259,12 +255,8 @@ SimulatedAgentsTotals SimulatedAgents::Totals() const {
     t.links_up += n->up ? 1 : 0;
     CoordinatorStatus status;  // the exchange is thread-safe; the hub is not
     n->exchange->FillStatus(&status);
-    t.windows_published += status.windows_published;
-    t.windows_delivered += status.windows_delivered;
     t.windows_pending += status.windows_pending;
   }
-  t.etcd_requests = etcd_requests_;
-  t.keepalives = keepalives_;
   t.pass_ms_max = static_cast<double>(pass_ns_max_) / 1e6;
   return t;
 }

@@ -52,9 +52,7 @@ struct SimulatedAgentsOptions {
 struct SimulatedAgentsTotals {
   uint64_t bytes_sent = 0, bytes_received = 0;  // on the channel, all nodes
   uint64_t links_up = 0;                        // nodes with their link to the leader up
-  uint64_t windows_published = 0, windows_delivered = 0, windows_pending = 0;
-  uint64_t etcd_requests = 0;  // grants, puts, keepalives, revokes, leader reads
-  uint64_t keepalives = 0;
+  uint64_t windows_pending = 0;
   double pass_ms_max = 0;  // the slowest pass of a thread over its nodes (delays what they send and see)
 };
 
@@ -93,7 +91,6 @@ class SimulatedAgents {
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<EtcdWatcher> leader_watch_;
-  std::atomic<uint64_t> etcd_requests_{0}, keepalives_{0};
   std::atomic<int64_t> pass_ns_max_{0};
 
   mutable std::mutex mutex_;  // below

@@ -1103,7 +1103,10 @@ TEST_F(AgentConfigTest, ClusterDefaultsAreStaticWithTheProbeGraph) {
   EXPECT_FALSE(cs.reference_node.has_value());
   EXPECT_EQ(cs.coordination_port, 0);
   EXPECT_EQ(cs.lease_ttl_s, 5);
-  EXPECT_EQ(cs.member_lease_ttl_s, 180);  // one keepalive a minute
+  EXPECT_EQ(cs.member_lease_ttl_s, 180);  // one keepalive every 90 s
+  // A new leader gets again what it solves back over: the solve's lag
+  // (7.3 s), the takeover (two 5 s leases) and three windows.
+  EXPECT_EQ(CoordinationOptionsFrom(*r.config).resend_ns, 23'300'000'000);
   EXPECT_EQ(cs.clock_page_path, "/dev/shm/chronolink-1");
 }
 

@@ -749,6 +749,17 @@ class EtcdCoordinatorTest : public CoordinatorTestBase {
     return true;
   }
 
+  // One window from each node (to the next id round the ring), published;
+  // what was published.
+  std::vector<WindowSummary> PublishOneWindowEach() {
+    std::vector<WindowSummary> sent;
+    for (Node& n : nodes_) {
+      sent.push_back(Window(n.id, n.id % 3 + 1, 1'000'000'000));
+      n.Publish({sent.back()});
+    }
+    return sent;
+  }
+
   // Waits for one leader that every running node names; 0 when none.
   uint32_t WaitForLeader() {
     std::optional<uint32_t> leader;
@@ -988,11 +999,7 @@ TEST_F(EtcdCoordinatorTest, WindowsAndOffsetsFlowWhileEtcdIsDown) {
   const uint32_t leader = WaitForLeader();
   ASSERT_NE(leader, 0u) << StatusReport();
   // A first window each, delivered before the outage.
-  std::vector<WindowSummary> sent;
-  for (Node& n : nodes_) {
-    sent.push_back(Window(n.id, n.id % 3 + 1, 1'000'000'000));
-    n.Publish({sent.back()});
-  }
+  const std::vector<WindowSummary> sent = PublishOneWindowEach();
   ASSERT_TRUE(WaitUntil([&] { return node(leader).InboxHas(sent); })) << StatusReport();
 
   std::map<uint32_t, uint64_t> errors_before;
@@ -1072,11 +1079,7 @@ TEST_F(EtcdCoordinatorTest, EtcdHoldsNoWindowsNorOffsets) {
   ASSERT_NO_FATAL_FAILURE(StartAllAtOnce());
   const uint32_t leader = WaitForLeader();
   ASSERT_NE(leader, 0u) << StatusReport();
-  std::vector<WindowSummary> all;
-  for (Node& n : nodes_) {
-    all.push_back(Window(n.id, n.id % 3 + 1, 1'000'000'000));
-    n.Publish({all.back()});
-  }
+  const std::vector<WindowSummary> all = PublishOneWindowEach();
   ASSERT_TRUE(WaitUntil([&] { return node(leader).InboxHas(all); })) << StatusReport();
   node(leader).coordinator->PublishOffsets(Snapshot(leader, 1, 5'000'000'000));
   ASSERT_TRUE(WaitUntil([&] {
@@ -1126,11 +1129,7 @@ TEST_F(EtcdCoordinatorTest, ASettledClusterWritesAlmostNothingToEtcd) {
   };
   const double before = proposals();
   ASSERT_GE(before, 0);
-  std::vector<WindowSummary> windows;
-  for (Node& n : nodes_) {
-    windows.push_back(Window(n.id, n.id % 3 + 1, 1'000'000'000));
-    n.Publish({windows.back()});
-  }
+  const std::vector<WindowSummary> windows = PublishOneWindowEach();
   ASSERT_TRUE(WaitUntil([&] { return node(leader).InboxHas(windows); })) << StatusReport();
   node(leader).coordinator->PublishOffsets(Snapshot(leader, 1, 5'000'000'000));
   std::this_thread::sleep_for(milliseconds(3000));
