@@ -43,6 +43,15 @@ Collector::~Collector() {
 
 std::unique_ptr<Collector> Collector::Create(const CollectorOptions& options, std::string* error) {
   std::unique_ptr<Collector> c(new Collector(options));
+  if (options.test_mode && !options.virtual_clock_state_file.empty()) {
+    // The test bed's node clock, as that node's agent reads it.
+    auto testbed = std::make_shared<TestbedNodeClock>();
+    if (!testbed->Open(options.virtual_clock_state_file, error)) {
+      *error = "--virtual-clock-state: " + *error;
+      return nullptr;
+    }
+    c->clock_ = NodeClock(std::move(testbed));
+  }
   if (!c->OpenBackend(error)) return nullptr;
   if (!options.clock_page.empty()) {
     std::lock_guard<std::mutex> lock(c->sample_mu_);

@@ -66,6 +66,9 @@ const Spec kSpecs[] = {
      "Skew the host clock like the agent's test clocks: offset"},
     {"virtual_clock.drift_ppm", "virtual-drift-ppm", Kind::kDouble, "PPM", kTest, "... drift"},
     {"virtual_clock.t0_ns", "virtual-t0-ns", Kind::kInt64, "NS", kTest, "... reference instant"},
+    {"virtual_clock.state_file", "virtual-clock-state", Kind::kPath, "FILE", kTest,
+     "Or read the host clock from a test bed clock state file, as the node's agent does "
+     "(oscillator wander, a daemon's discipline; docs/testbed.md); excludes the three above"},
 };
 
 struct Valued {
@@ -283,10 +286,20 @@ bool Resolve(const Layer& l, CollectorOptions* o, std::string* error) {
   }
   o->log_level = Get<std::string>(l, "log_level", o->log_level);
   o->test_mode = Get<bool>(l, "test_mode", false);
-  for (const char* key : {"virtual_clock.offset_ns", "virtual_clock.drift_ppm", "virtual_clock.t0_ns"}) {
+  for (const char* key :
+       {"virtual_clock.offset_ns", "virtual_clock.drift_ppm", "virtual_clock.t0_ns", "virtual_clock.state_file"}) {
     if (l.count(key) && !o->test_mode) {
       *error = From(l, key) + ": test-only, refused without --test-mode";
       return false;
+    }
+  }
+  o->virtual_clock_state_file = Get<std::string>(l, "virtual_clock.state_file", "");
+  if (!o->virtual_clock_state_file.empty()) {
+    for (const char* key : {"virtual_clock.offset_ns", "virtual_clock.drift_ppm", "virtual_clock.t0_ns"}) {
+      if (l.count(key)) {
+        *error = From(l, key) + ": a linear virtual clock and --virtual-clock-state exclude each other";
+        return false;
+      }
     }
   }
   o->virtual_clock.offset_ns = Get<int64_t>(l, "virtual_clock.offset_ns", 0);

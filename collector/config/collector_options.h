@@ -38,6 +38,7 @@ struct CollectorOptions {
   std::string log_level = "info";
   bool test_mode = false;
   VirtualClockParams virtual_clock;           // test mode only
+  std::string virtual_clock_state_file;       // test mode only: the test bed's node clock instead
 };
 
 // A layer of raw option texts by file key ("sample_period_ms" -> "50").

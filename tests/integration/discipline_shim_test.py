@@ -13,6 +13,11 @@ and against a real chronyd (docs/testbed.md "Clocks as deployed").
      clock (offset -7.5 ms, drift -30 ppm, wander) onto true time and then
      keeps it within 50 us: so it reads, steers and timestamps through the
      file, never the kernel.
+  3b. In wall-only mode (a program that only stamps: the demo's PyTorch
+     ranks) REALTIME is the node's, MONOTONIC and MONOTONIC_RAW the
+     kernel's (a deadline computed from them is one the kernel reaches: a
+     0.2 s time.sleep takes 0.2 s), and adjtimex and settimeofday fail with
+     EPERM and write nothing.
   4. The timesyncd model (tools/testbed/timesync_client.py) under the shim
      steps a clock 600 ms off, then slews it through the emulated PLL: rate
      changes a second apart, the clock within 5 ms of true time.
@@ -149,6 +154,45 @@ def shim_calls(build: str, tool: str, work: str) -> None:
     check(abs(slewed - 1_000_000) < 1_000, f"the PLL's rates slew {slewed:.0f} ns of the 1 ms asked")
 
 
+def wall_only(build: str, tool: str, work: str) -> None:
+    shim = os.path.join(build, "tools", "libchronolink_discipline_shim.so")
+    state = os.path.join(work, "wall.clock")
+    create_state(tool, state, offset_ns=-40_000_000, drift_ppm=-50)
+    knots_before = len(NodeClockState.load(state).correction.knots)
+    child = CHILD.split("out = []")[0] + r'''
+t = time.monotonic(); time.sleep(0.2); slept = time.monotonic() - t
+before = real_ns()
+wall = time.time_ns()
+after = real_ns()
+mono = (real_ns_of(1), time.clock_gettime_ns(time.CLOCK_MONOTONIC), real_ns_of(1))
+rawc = (real_ns_of(4), time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW), real_ns_of(4))
+r, e, tx = adj(modes=ADJ_FREQUENCY, freq=655360)
+tv = Timeval(); libc.gettimeofday(ctypes.byref(tv), None)
+r2 = libc.settimeofday(ctypes.byref(tv), None); e2 = ctypes.get_errno()
+print(repr((slept, before, wall, after, mono, rawc, r, e, r2, e2)))
+'''
+    child = child.replace("def real_ns():", """def real_ns_of(clock):
+    ts = Timespec()
+    libc.syscall(228 if ctypes.sizeof(ctypes.c_void_p) == 8 and __import__("platform").machine() == "x86_64"
+                 else 113, clock, ctypes.byref(ts))
+    return ts.tv_sec * 10**9 + ts.tv_nsec
+def real_ns():""")
+    env = dict(os.environ, LD_PRELOAD=shim, CHRONOLINK_CLOCK_STATE=state, CHRONOLINK_CLOCK_STATE_WALL_ONLY="1")
+    r = subprocess.run([sys.executable, "-c", child, os.path.join(REPO, "tools", "testbed")], env=env,
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        fail(f"the wall-only child under the shim failed: {r.stderr.strip()}")
+    slept, before, wall, after, mono, rawc, r1, e1, r2, e2 = eval(r.stdout)  # noqa: S307 (our own child's repr)
+    node = NodeClockState.load(state)
+    check(node.realtime_at(before) <= wall <= node.realtime_at(after),
+          "wall-only: REALTIME reads the node's clock (-40 ms, -50 ppm)")
+    check(mono[0] <= mono[1] <= mono[2] and rawc[0] <= rawc[1] <= rawc[2],
+          "wall-only: MONOTONIC and MONOTONIC_RAW are the kernel's")
+    check(0.19 <= slept < 2.0, f"wall-only: a 0.2 s time.sleep returns ({slept:.3f} s)")
+    check(r1 == -1 and e1 == 1 and r2 == -1 and e2 == 1, "wall-only: adjtimex and settimeofday fail with EPERM")
+    check(len(node.correction.knots) == knots_before, "wall-only: nothing written to the state file")
+
+
 def stop(procs: list) -> None:
     """Terminates each process group, then kills what is left after 10 s."""
     for p in procs:
@@ -269,6 +313,7 @@ def main() -> int:
     tool = os.path.join(a.build, "tools", "chronolink-testbed-clock")
     with tempfile.TemporaryDirectory(prefix="discipline-shim-") as work:
         shim_calls(a.build, tool, work)
+        wall_only(a.build, tool, work)
         chronyd_run(a.build, tool, work, a.seconds)
         timesyncd_run(a.build, tool, work, 15.0)
     print("discipline shim: PASS")

@@ -2,7 +2,11 @@
 
 Compares each event of an aligned trace with the true instant of the same
 event in the original trace: the test bed's clocks are virtual clocks
-(truth.VClock), so the true time of a host-clock stamp is exact. Used by the
+(truth.VClock, or a clock state file's trajectory: clock_trajectory), so the
+true time of a host-clock stamp is exact. The aligned trace is on cluster
+time, the reference node's REALTIME: where that clock is not true time (a
+disciplined reference), pass it as `reference` and each event is compared
+with the reference's reading at the event's true instant. Used by the
 end-to-end test (tests/integration/trace_alignment_e2e.py) and the demo.
 Standard library and python3-protobuf only; exact arithmetic (Fraction,
 Decimal), never a float for an epoch instant.
@@ -35,7 +39,13 @@ def events_of(doc):
     return [e for e in evs if isinstance(e, dict) and e.get("ph") not in ("M",) and "ts" in e]
 
 
-def chrome_errors(original_path, origin_ns, aligned_path, clock: VClock):
+def on_reference(true_ns, reference=None):
+    """Cluster time at a true instant: the reference node's clock there
+    (None: the reference reads true time)."""
+    return true_ns if reference is None else reference.at(true_ns)
+
+
+def chrome_errors(original_path, origin_ns, aligned_path, clock: VClock, reference=None):
     """Per event: aligned - true (ns, Fraction) and its reported bound."""
     orig = events_of(load_json(original_path))
     aligned_doc = load_json(aligned_path)
@@ -56,7 +66,7 @@ def chrome_errors(original_path, origin_ns, aligned_path, clock: VClock):
             raise AssertionError(f"event {k} #{idx} missing from {aligned_path}")
         b = peers[idx]
         host_ns = Fraction(origin_ns) + Fraction(e["ts"]) * 1000
-        true_ns = clock.true_time(host_ns)
+        true_ns = on_reference(clock.true_time(host_ns), reference)
         got_ns = base + Fraction(b["ts"]) * 1000
         # The JSON writer puts every instant on a 2^-10 us grid (docs/chrome-trace.md):
         # half a tick more than the correction's own bound.
@@ -111,7 +121,7 @@ def xspace_events(pb, path):
 
 
 
-def xspace_errors(pb, original_path, aligned_path, clock: VClock):
+def xspace_errors(pb, original_path, aligned_path, clock: VClock, reference=None):
     """Per event of a host's XSpace file: (aligned - true ns, bound or -1), and
     the keys missing from the aligned file."""
     orig = xspace_events(pb, original_path)
@@ -120,7 +130,8 @@ def xspace_errors(pb, original_path, aligned_path, clock: VClock):
     for k, (t_host, _) in orig.items():
         if k in got:
             t_aligned, bound = got[k]
-            out.append((float(t_aligned - clock.true_time(t_host)), bound if bound is not None else -1.0))
+            expected = on_reference(clock.true_time(t_host), reference)
+            out.append((float(t_aligned - expected), bound if bound is not None else -1.0))
     return out, sorted(set(orig) - set(got))
 
 
@@ -160,7 +171,7 @@ def gpu_events(pb, path):
     return out
 
 
-def gpu_errors(pb, truth_path, recorded_path, aligned_path):
+def gpu_errors(pb, truth_path, recorded_path, aligned_path, reference=None):
     """A collector's GPU events against the simulation's truth: per aligned
     start and end (aligned - true ns, bound or -1); the recorded file's
     |host time - true| of each start; and how many aligned events had no
@@ -175,7 +186,7 @@ def gpu_errors(pb, truth_path, recorded_path, aligned_path):
             unknown += 1
             continue
         b = bound if bound is not None else -1.0
-        errs += [(float(start - t[0]), b), (float(end - t[1]), b)]
+        errs += [(float(start - on_reference(t[0], reference)), b), (float(end - on_reference(t[1], reference)), b)]
     for dev, cid, start, _end, _b in recorded:
         t = truth.get((dev, cid))
         if t is not None:

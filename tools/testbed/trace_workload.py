@@ -92,6 +92,32 @@ class NodeClock:
                 "t0_ns": int(self.t0_ns)}
 
 
+@dataclasses.dataclass(frozen=True)
+class StateFileClock:
+    """A node clock that evolves (oscillator wander, a daemon's discipline):
+    the test bed's clock state file (docs/testbed.md "Clocks as deployed"),
+    which the agent reads (--virtual-clock-state) and the ranks through the
+    discipline shim in its wall-only mode: their REALTIME is the node's,
+    their monotonic clocks the kernel's (absolute deadlines stay right).
+    `shim` is libchronolink_discipline_shim.so; the job's own shim argument
+    is not used for this clock."""
+    state_file: str
+    shim: str
+
+    def shim_env(self, shim: str) -> dict[str, str]:
+        return {"LD_PRELOAD": self.shim, "CHRONOLINK_CLOCK_STATE": self.state_file,
+                "CHRONOLINK_CLOCK_STATE_WALL_ONLY": "1"}
+
+    def agent_args(self) -> list[str]:
+        return ["--virtual-clock-state", self.state_file]
+
+    def to_dict(self) -> dict:
+        return {"state_file": self.state_file}
+
+
+RankClock = NodeClock | StateFileClock
+
+
 @dataclasses.dataclass
 class WorkloadResult:
     out_dir: str
@@ -191,7 +217,7 @@ def _stop(procs: list[subprocess.Popen], timeout: float = 3.0) -> None:
             return
 
 
-def _collect(ranks: list[_Rank], clocks: Mapping[int, NodeClock], addresses: Mapping[int, str],
+def _collect(ranks: list[_Rank], clocks: Mapping[int, RankClock], addresses: Mapping[int, str],
              out_dir: str, meta: dict) -> WorkloadResult:
     rows, truth = [], {}
     for r in ranks:
@@ -223,7 +249,7 @@ def _write_json(path: str, obj: Any) -> None:
 
 
 def _run(spawn: Callable[[_Rank, list[str], dict[str, str]], subprocess.Popen],
-         clocks: Mapping[int, NodeClock], addresses: Mapping[int, str], master: str, ifname: str,
+         clocks: Mapping[int, RankClock], addresses: Mapping[int, str], master: str, ifname: str,
          out_dir: str, *, shim: str, iterations: int, port: int, python: str,
          hosts: Mapping[int, str] | None, timeout_s: float, job_timeout_s: float,
          extra_args: list[str] | None) -> WorkloadResult:
@@ -252,7 +278,7 @@ def _run(spawn: Callable[[_Rank, list[str], dict[str, str]], subprocess.Popen],
     return _collect(ranks, clocks, addresses, out_dir, meta)
 
 
-def run_on_testbed(tb: Any, clocks: Mapping[int, NodeClock], out_dir: str, *, shim: str,
+def run_on_testbed(tb: Any, clocks: Mapping[int, RankClock], out_dir: str, *, shim: str,
                    iterations: int = 20, port: int = DEFAULT_PORT, python: str = TORCH_PYTHON,
                    hosts: Mapping[int, str] | None = None, timeout_s: float = 60.0,
                    job_timeout_s: float = 180.0, extra_args: list[str] | None = None) -> WorkloadResult:
@@ -273,7 +299,7 @@ def run_on_testbed(tb: Any, clocks: Mapping[int, NodeClock], out_dir: str, *, sh
                 timeout_s=timeout_s, job_timeout_s=job_timeout_s, extra_args=extra_args)
 
 
-def run_loopback(clocks: Mapping[int, NodeClock], out_dir: str, *, shim: str, iterations: int = 20,
+def run_loopback(clocks: Mapping[int, RankClock], out_dir: str, *, shim: str, iterations: int = 20,
                  port: int | None = None, python: str = TORCH_PYTHON,
                  hosts: Mapping[int, str] | None = None, timeout_s: float = 60.0,
                  job_timeout_s: float = 180.0, extra_args: list[str] | None = None) -> WorkloadResult:

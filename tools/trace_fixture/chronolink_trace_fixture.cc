@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--clock", clocks,
                  "explicit host clock HOST=OFFSET_NS,DRIFT_PPM[,T0_NS] (repeat; replaces --hosts)");
+  std::vector<std::string> clock_states;
+  app.add_option("--clock-state", clock_states,
+                 "host clock HOST=FILE: a test bed clock state file's REALTIME (wander, a daemon's "
+                 "discipline; docs/testbed.md), as that node's agent reads it (repeat; replaces --hosts)");
   app.add_flag("--absolute", options.absolute_line_timestamps,
                "absolute epoch line timestamps instead of relative to profile_start_time");
   CLI11_PARSE(app, argc, argv);
@@ -85,6 +89,18 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "chronolink-trace-fixture: %s\n", error.c_str());
       return 2;
     }
+    options.clocks.push_back(host);
+  }
+  for (const auto& text : clock_states) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+      std::fprintf(stderr, "chronolink-trace-fixture: --clock-state '%s': expected HOST=FILE\n", text.c_str());
+      return 2;
+    }
+    FixtureHost host;
+    host.host = text.substr(0, eq);
+    host.clock.t0_ns = options.true_start_ns;
+    host.clock_state_file = text.substr(eq + 1);
     options.clocks.push_back(host);
   }
   if (run.empty()) {

@@ -41,8 +41,8 @@ int64_t FixtureJitterNs(uint64_t seed, int host, int gpu, int step, int collecti
 }
 
 FixtureHostBuilder::FixtureHostBuilder(const XSpaceFixtureOptions& options, const FixtureHost& host,
-                                       int host_index, HostTrace* out)
-    : options_(options), host_(host), host_index_(host_index), out_(out), clock_(host.clock) {
+                                       const FixtureHostClock& clock, int host_index, HostTrace* out)
+    : options_(options), host_(host), host_index_(host_index), out_(out), clock_(clock) {
   line_base_v_ = options.absolute_line_timestamps ? 0 : clock_.Apply(options.true_start_ns);
 }
 

@@ -22,6 +22,13 @@ std::string CheckClock(const FixtureHost& h, int64_t true_start_ns) {
   if (h.host.empty() || h.host.find('/') != std::string::npos || h.host == "." || h.host == "..") {
     return "host name '" + h.host + "' cannot be a file name";
   }
+  if (!h.clock_state_file.empty()) {
+    FixtureHostClock clock;
+    std::string error;
+    if (!clock.Open(h, &error)) return "host " + h.host + ": " + error;
+    if (clock.Apply(true_start_ns) <= 0) return "host " + h.host + ": its clock reads <= 0 at the start";
+    return "";
+  }
   if (h.clock.offset_ns > kMaxOffsetNs || h.clock.offset_ns < -kMaxOffsetNs) {
     return "host " + h.host + ": offset beyond +-1e15 ns";
   }
@@ -110,6 +117,20 @@ const std::vector<FixtureCollective>& FixtureCollectives() {
   return kCollectives;
 }
 
+bool FixtureHostClock::Open(const FixtureHost& host, std::string* error) {
+  linear_ = VirtualClock(host.clock);
+  state_.reset();
+  if (host.clock_state_file.empty()) return true;
+  auto state = std::make_shared<TestbedNodeClock>();
+  if (!state->Open(host.clock_state_file, error)) return false;
+  state_ = std::move(state);
+  return true;
+}
+
+int64_t FixtureHostClock::Apply(int64_t true_ns) const {
+  return state_ ? state_->RealtimeAt(true_ns) : linear_.Apply(true_ns);
+}
+
 bool ResolveFixtureHosts(const XSpaceFixtureOptions& options, std::vector<FixtureHost>* hosts,
                          std::string* error) {
   if (std::string why = CheckShape(options); !why.empty()) {
@@ -151,7 +172,9 @@ bool GenerateFixtureHost(const XSpaceFixtureOptions& options, const FixtureHost&
     return false;
   }
   *out = HostTrace();
-  FixtureHostBuilder(options, hosts[index], index, out).Build();
+  FixtureHostClock clock;
+  if (!clock.Open(hosts[index], error)) return false;
+  FixtureHostBuilder(options, hosts[index], clock, index, out).Build();
   return true;
 }
 
@@ -183,13 +206,17 @@ nlohmann::json FixtureTruth(const XSpaceFixtureOptions& o, const std::vector<Fix
   truth["collectives"] = collectives;
   nlohmann::json list = nlohmann::json::array();
   for (const auto& h : hosts) {
-    const VirtualClock clock(h.clock);
-    list.push_back({{"host", h.host},
-                    {"file", h.host + ".xplane.pb"},
-                    {"offset_ns", h.clock.offset_ns},
-                    {"drift_ppm", h.clock.drift_ppm},
-                    {"t0_ns", h.clock.t0_ns},
-                    {"profile_start_time", clock.Apply(o.true_start_ns)}});
+    FixtureHostClock clock;
+    std::string ignored;  // ResolveFixtureHosts opened it
+    clock.Open(h, &ignored);
+    nlohmann::json entry = {{"host", h.host},
+                            {"file", h.host + ".xplane.pb"},
+                            {"offset_ns", h.clock.offset_ns},
+                            {"drift_ppm", h.clock.drift_ppm},
+                            {"t0_ns", h.clock.t0_ns},
+                            {"profile_start_time", clock.Apply(o.true_start_ns)}};
+    if (!h.clock_state_file.empty()) entry["clock_state_file"] = h.clock_state_file;
+    list.push_back(std::move(entry));
   }
   truth["hosts"] = list;
   return truth;
@@ -211,6 +238,7 @@ bool LoadFixtureTruth(const std::filesystem::path& path, std::vector<FixtureHost
       host.clock.offset_ns = h.at("offset_ns").get<int64_t>();
       host.clock.drift_ppm = h.at("drift_ppm").get<double>();
       host.clock.t0_ns = h.at("t0_ns").get<int64_t>();
+      host.clock_state_file = h.value("clock_state_file", "");
       hosts->push_back(host);
     }
   } catch (const nlohmann::json::exception& e) {
@@ -229,7 +257,9 @@ bool WriteFixtureRun(const XSpaceFixtureOptions& options, const std::filesystem:
   if (!CreateRunDirectory(logdir, run_name, &summary->run_dir, error)) return false;
   for (size_t i = 0; i < hosts.size(); ++i) {
     HostTrace trace;  // one host in memory at a time
-    FixtureHostBuilder(options, hosts[i], static_cast<int>(i), &trace).Build();
+    FixtureHostClock clock;
+    if (!clock.Open(hosts[i], error)) return false;
+    FixtureHostBuilder(options, hosts[i], clock, static_cast<int>(i), &trace).Build();
     const auto path = summary->run_dir / (hosts[i].host + ".xplane.pb");
     if (!WriteXSpaceFile(trace, path, error)) return false;
     summary->files.push_back(path);

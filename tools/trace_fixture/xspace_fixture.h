@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "clock/clock_reader.h"
 #include "clock/virtual_clock.h"
 #include "trace/model/host_trace.h"
 
@@ -42,6 +43,21 @@ namespace chronolink::trace {
 struct FixtureHost {
   std::string host;
   VirtualClockParams clock;
+  // Or the test bed's evolving node clock (docs/testbed.md "Clocks as
+  // deployed"): the host stamps on this clock state file's REALTIME, as the
+  // node's agent does, and `clock` is unused.
+  std::string clock_state_file;
+};
+
+// A host's clock at a true instant: linear, or its state file's REALTIME.
+class FixtureHostClock {
+ public:
+  bool Open(const FixtureHost& host, std::string* error);
+  int64_t Apply(int64_t true_ns) const;
+
+ private:
+  VirtualClock linear_{VirtualClockParams{}};
+  std::shared_ptr<TestbedNodeClock> state_;
 };
 
 struct XSpaceFixtureOptions {

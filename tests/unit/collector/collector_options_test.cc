@@ -130,6 +130,22 @@ TEST_F(CollectorOptionsTest, VirtualClockNeedsTestMode) {
   EXPECT_EQ(o.virtual_clock.offset_ns, 1000);
 }
 
+TEST_F(CollectorOptionsTest, AClockStateFileNeedsTestModeAndExcludesTheLinearClock) {
+  OptionSources s;
+  s.read_environment = false;
+  s.flags["virtual_clock.state_file"] = "/tmp/node1.clock";
+  CollectorOptions o;
+  std::string error;
+  EXPECT_FALSE(Load(s, &o, &error));
+  EXPECT_NE(error.find("--test-mode"), std::string::npos) << error;
+  s.flags["test_mode"] = "true";
+  ASSERT_TRUE(Load(s, &o, &error)) << error;
+  EXPECT_EQ(o.virtual_clock_state_file, "/tmp/node1.clock");
+  s.flags["virtual_clock.drift_ppm"] = "3";
+  EXPECT_FALSE(Load(s, &o, &error));
+  EXPECT_NE(error.find("exclude each other"), std::string::npos) << error;
+}
+
 TEST_F(CollectorOptionsTest, ClockPageFollowsTheNodeId) {
   OptionSources s;
   s.read_environment = false;

@@ -15,6 +15,7 @@
 
 #include "agent/export/clock_mapping_publisher.h"
 #include "clock/clock_reader.h"
+#include "clock/clock_state_file.h"
 #include "tests/support/ci_rule.h"
 #include "trace/correct/recorded_mapping.h"
 #include "trace/model/xplane_edit.h"
@@ -70,6 +71,41 @@ TEST(CollectorTest, ExportsWithoutStopAndAfterStop) {
   ASSERT_EQ(s.maps.size(), 2u);
   EXPECT_GT(s.maps[0].accepted, 5u);
   EXPECT_FALSE(s.running);
+}
+
+// Test mode's evolving node clock (docs/testbed.md "Clocks as deployed"):
+// the host side of every record is on the clock state file's REALTIME, as
+// the node's agent stamps, here 5 ms ahead of the true time.
+TEST(CollectorTest, AClockStateFileIsTheHostClock) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("collector-clock-" + std::to_string(getpid()) + ".clock")).string();
+  std::filesystem::remove(path);
+  const int64_t now = ReadClockNs(CLOCK_REALTIME);
+  std::string error;
+  ASSERT_TRUE(CreateClockStateFile(path, 1, ClockTrajectory(now - 1'000'000'000, now - 995'000'000), 16, &error))
+      << error;
+  CollectorOptions o = Simulated();
+  o.test_mode = true;
+  o.virtual_clock_state_file = path;
+  auto c = Collector::Create(o, &error);
+  ASSERT_TRUE(c) << error;
+  ASSERT_TRUE(c->Start(&error)) << error;
+  RunFor(std::chrono::milliseconds(300));
+  c->Stop();
+  int compared = 0;
+  for (const GpuActivity& a : c->ActivitySnapshot()) {
+    if (a.sim_true_start_ns == 0 || a.launch_host_start_ns == 0) continue;
+    // The launch comes some µs before the device's start; the kernel's own
+    // clock would put it about 0 away.
+    EXPECT_NEAR(static_cast<double>(a.launch_host_start_ns - a.sim_true_start_ns), 5e6, 1e6) << a.name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+  std::filesystem::remove(path);
+
+  o.virtual_clock_state_file = path + ".absent";
+  EXPECT_FALSE(Collector::Create(o, &error));
+  EXPECT_NE(error.find("--virtual-clock-state"), std::string::npos) << error;
 }
 
 TEST(CollectorTest, TheActivityStoreIsBounded) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "clock/clock_state_file.h"
 #include "trace/exporters/xspace_writer.h"
 #include "trace/importers/xspace/run_directory.h"
 #include "trace/importers/xspace/xspace_reader.h"
@@ -193,7 +194,7 @@ TEST(XSpaceFixtureTest, SkewedClocksBreakHappensBeforeAndTrueClocksDoNot) {
   options.steps = 3;
   EXPECT_GT(StampedViolations(options), 0);  // +-50 ms offsets vs a ~0.6 ms margin
   for (int i = 0; i < 4; ++i) {
-    options.clocks.push_back({"h" + std::to_string(i), {0, 0.0, options.true_start_ns}});
+    options.clocks.push_back({"h" + std::to_string(i), {0, 0.0, options.true_start_ns}, ""});
   }
   EXPECT_EQ(StampedViolations(options), 0);
 }
@@ -280,6 +281,47 @@ TEST(XSpaceFixtureTest, RunDirectoryAndTruthReadBack) {
   fs::remove_all(root);
 }
 
+// A host on the test bed's evolving node clock stamps on the state file's
+// REALTIME, whose rate here changes in the middle of the run, and the truth
+// file names the file.
+TEST(XSpaceFixtureTest, AClockStateFileStampsTheHost) {
+  std::string tmpl = (fs::temp_directory_path() / "fixture_state_XXXXXX").string();
+  const fs::path root = ::mkdtemp(tmpl.data());
+  XSpaceFixtureOptions options;
+  options.gpus_per_host = 1;
+  const int64_t start = options.true_start_ns;
+  ClockTrajectory raw(start - 1'000'000'000, start - 995'000'000);  // 5 ms ahead
+  ASSERT_TRUE(raw.ChangeAt(start + options.step_ns, kFinePerNs + kFinePerNs / 10'000));  // +100 ppm
+  const std::string state = (root / "node2.clock").string();
+  std::string error;
+  ASSERT_TRUE(CreateClockStateFile(state, 2, raw, 16, &error)) << error;
+  FixtureHost skewed{"node2", {}, state};
+  options.clocks = {{"node1", {0, 0.0, start}, ""}, skewed};
+  FixtureRunSummary summary;
+  ASSERT_TRUE(WriteFixtureRun(options, root / "logs", "2026_12_02_00_00_00", root / "truth.json", &summary, &error))
+      << error;
+  std::vector<FixtureHost> truth;
+  ASSERT_TRUE(LoadFixtureTruth(root / "truth.json", &truth, &error)) << error;
+  ASSERT_EQ(truth.size(), 2u);
+  EXPECT_EQ(truth[1].clock_state_file, state);
+  EXPECT_TRUE(truth[0].clock_state_file.empty());
+  HostTrace trace;
+  XSpaceReadResult result;
+  ASSERT_TRUE(ReadXSpaceFile(summary.files[1], &trace, &error, &result)) << error;
+  EXPECT_EQ(trace.line_base_ns, start + 5'000'000);
+  // Every event lies where the state file's REALTIME puts its true instant:
+  // the last step's events are stamped with the faster rate's extra time.
+  FixtureHostClock clock;
+  ASSERT_TRUE(clock.Open(skewed, &error)) << error;
+  const int64_t late = start + 2 * options.step_ns;
+  EXPECT_EQ(clock.Apply(late), late + 5'000'000 + options.step_ns / 10'000);
+
+  options.clocks = {{"node3", {}, (root / "absent.clock").string()}};
+  EXPECT_FALSE(ResolveFixtureHosts(options, &truth, &error));
+  EXPECT_NE(error.find("node3"), std::string::npos) << error;
+  fs::remove_all(root);
+}
+
 TEST(XSpaceFixtureTest, BadOptionsAreRefused) {
   std::vector<FixtureHost> hosts;
   std::string error;
@@ -297,10 +339,10 @@ TEST(XSpaceFixtureTest, BadOptionsAreRefused) {
   o.steps = 0;
   EXPECT_TRUE(refused(o));
   o = {};
-  o.clocks = {{"a", {}}, {"a", {}}};
+  o.clocks = {{"a", {}, ""}, {"a", {}, ""}};
   EXPECT_TRUE(refused(o));
   EXPECT_NE(error.find("twice"), std::string::npos);
-  o.clocks = {{"a/b", {}}};
+  o.clocks = {{"a/b", {}, ""}};
   EXPECT_TRUE(refused(o));
   o = {};
   o.true_start_ns = 5;

@@ -41,6 +41,14 @@
 // CHRONOLINK_CLOCK_STATE names the node's state file; without it, or with a
 // file that does not open, the library prints one line and _exit(2)s: a
 // daemon must never discipline the shared kernel clock by accident.
+//
+// CHRONOLINK_CLOCK_STATE_WALL_ONLY=1 is for a program that only stamps on
+// the node's clock (the demo's PyTorch ranks): CLOCK_REALTIME (and
+// gettimeofday, time) read the node's REALTIME; every other clock is the
+// kernel's, since such a program computes absolute MONOTONIC deadlines
+// (Python's time.sleep, condition variables) that the kernel then waits
+// for; and adjtimex and the setters fail with EPERM, the file opened read
+// only.
 #include <dlfcn.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -107,11 +115,17 @@ class DisciplinedNodeClock {
   DisciplinedNodeClock() {
     const char* path = std::getenv("CHRONOLINK_CLOCK_STATE");
     if (!path || !*path) Refuse("CHRONOLINK_CLOCK_STATE is not set");
+    const char* wall_only = std::getenv("CHRONOLINK_CLOCK_STATE_WALL_ONLY");
+    wall_only_ = wall_only != nullptr && std::strcmp(wall_only, "1") == 0;
     std::string error;
-    if (!reader_.Open(path, &error) || !writer_.Open(path, &error)) Refuse(error);
+    if (!reader_.Open(path, &error) || (!wall_only_ && !writer_.Open(path, &error))) Refuse(error);
   }
 
+  // A program that only stamps may not steer the clock.
+  bool wall_only() const { return wall_only_; }
+
   int64_t Read(clockid_t id) {
+    if (wall_only_ && id != CLOCK_REALTIME && id != CLOCK_REALTIME_COARSE) return RealNs(id);
     std::lock_guard lock(mutex_);
     const int64_t t = RealNs(CLOCK_REALTIME);
     Refresh();
@@ -316,6 +330,7 @@ class DisciplinedNodeClock {
   KernelNtpFields fields_;
   KernelPll pll_;
   bool pll_started_ = false;
+  bool wall_only_ = false;
   int64_t second_ = 0;  // the node clock's second the PLL stands at
   int64_t chunk_ = 0;   // that second's phase chunk (ns/s << 32)
 };
@@ -391,6 +406,11 @@ void RewriteStamps(msghdr* msg) {
   }
 }
 
+int Refused() {
+  errno = EPERM;
+  return -1;
+}
+
 }  // namespace
 
 extern "C" {
@@ -413,17 +433,21 @@ __attribute__((visibility("default"))) time_t time(time_t* out) {
   return now;
 }
 
-__attribute__((visibility("default"))) int adjtimex(timex* tx) { return Clock().Adjtimex(tx); }
-__attribute__((visibility("default"))) int ntp_adjtime(timex* tx) { return Clock().Adjtimex(tx); }
+__attribute__((visibility("default"))) int adjtimex(timex* tx) {
+  if (Clock().wall_only()) return Refused();
+  return Clock().Adjtimex(tx);
+}
+__attribute__((visibility("default"))) int ntp_adjtime(timex* tx) { return adjtimex(tx); }
 __attribute__((visibility("default"))) int clock_adjtime(clockid_t id, timex* tx) {
   if (id != CLOCK_REALTIME) {
     errno = EINVAL;  // a PHC: the test bed has none
     return -1;
   }
-  return Clock().Adjtimex(tx);
+  return adjtimex(tx);
 }
 
 __attribute__((visibility("default"))) int settimeofday(const timeval* tv, const struct timezone* /*tz*/) {
+  if (Clock().wall_only()) return Refused();
   if (tv == nullptr) return 0;
   return Clock().SetRealtime(static_cast<int64_t>(tv->tv_sec) * kNsPerSec + tv->tv_usec * 1000);
 }
@@ -433,6 +457,7 @@ __attribute__((visibility("default"))) int clock_settime(clockid_t id, const tim
     errno = EINVAL;
     return -1;
   }
+  if (Clock().wall_only()) return Refused();
   return Clock().SetRealtime(static_cast<int64_t>(ts->tv_sec) * kNsPerSec + ts->tv_nsec);
 }
 
