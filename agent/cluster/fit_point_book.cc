@@ -1,5 +1,6 @@
 #include "agent/cluster/fit_point_book.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
@@ -24,6 +25,7 @@ void FitPointBook::AddKnots(uint32_t node, const FitAnchor& anchor, const Timeba
   const auto old_last = book.find(hi);
   const bool last_continues = !excerpt.last_provisional && old_last != book.end() && old_last->second.continues &&
                               old_last->second.anchor_raw_ns == anchor.raw_ns;
+  NoteAnchorSpan(node, anchor.raw_ns, lo, hi);
   book.erase(book.lower_bound(lo), book.upper_bound(hi));
   if (auto after = book.lower_bound(lo); after != book.begin()) {
     BookKnot& before = std::prev(after)->second;
@@ -36,7 +38,33 @@ void FitPointBook::AddKnots(uint32_t node, const FitAnchor& anchor, const Timeba
   }
 }
 
+void FitPointBook::NoteAnchorSpan(uint32_t node, int64_t anchor_raw_ns, int64_t lo, int64_t hi) {
+  auto& spans = anchor_spans_[node];
+  for (const auto& [raw, span] : spans) {
+    if (raw == anchor_raw_ns || span.hi < lo || hi < span.lo) continue;
+    ambiguous_[node].push_back({std::max(lo, span.lo), std::min(hi, span.hi)});
+  }
+  auto [it, fresh] = spans.try_emplace(anchor_raw_ns, FitSpan{lo, hi});
+  if (!fresh) it->second = {std::min(it->second.lo, lo), std::max(it->second.hi, hi)};
+}
+
+bool FitPointBook::Ambiguous(uint32_t node, int64_t fit_ns) const {
+  const auto n = ambiguous_.find(node);
+  if (n == ambiguous_.end()) return false;
+  for (const FitSpan& span : n->second) {
+    if (span.lo <= fit_ns && fit_ns <= span.hi) return true;
+  }
+  return false;
+}
+
 void FitPointBook::ExpireBefore(int64_t fit_ns) {
+  for (auto& [node, spans] : ambiguous_) {
+    std::erase_if(spans, [&](const FitSpan& s) { return s.hi < fit_ns; });
+  }
+  for (auto& [node, spans] : anchor_spans_) {
+    std::erase_if(spans, [&](const auto& entry) { return entry.second.hi < fit_ns; });
+  }
+
   for (auto it = points_.begin(); it != points_.end();) {
     auto& byfit = it->second;
     byfit.erase(byfit.begin(), byfit.lower_bound(fit_ns));
@@ -66,6 +94,7 @@ std::optional<FitPointBook::Mapped> FitPointBook::ByKnots(uint32_t node, int64_t
 }
 
 std::optional<FitPointBook::Mapped> FitPointBook::MapAt(uint32_t node, int64_t fit_ns) {
+  if (Ambiguous(node, fit_ns)) return std::nullopt;
   if (const std::optional<Mapped> m = ByKnots(node, fit_ns)) {
     ++stats_.mapped_by_knots;
     return m;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "agent/cluster/cluster_messages.h"
 #include "clock/fit_point.h"
@@ -26,7 +27,7 @@
 namespace chronolink {
 
 struct FitPointBookStats {
-  uint64_t nodes_unmapped = 0;      // solved, but no knots (or point) of theirs at T: published unreachable
+  uint64_t nodes_unmapped = 0;      // solved, but no knots (or point) of theirs at T, or two anchors share it: published unreachable
   uint64_t instants_unmapped = 0;   // the named reference had none at T: not published
   uint64_t mapped_by_knots = 0;     // node solutions (and references) mapped through knots
   uint64_t mapped_by_point = 0;     // ... along a point's rate
@@ -69,9 +70,21 @@ class FitPointBook {
     bool continues = false;     // the node's REALTIME is straight from here to the next knot
   };
 
+  // Where two of a node's anchors cover the same fit instants (its fit clock
+  // jumped back when anchored again), a fit instant could be either's: the
+  // knots of one would map the other's solution off by the whole jump
+  // (26 ms once in the demo). Nothing there is mapped.
+  struct FitSpan {
+    int64_t lo = 0, hi = 0;
+  };
+  void NoteAnchorSpan(uint32_t node, int64_t anchor_raw_ns, int64_t lo, int64_t hi);
+  bool Ambiguous(uint32_t node, int64_t fit_ns) const;
+
   int64_t horizon_ns_;
   std::map<uint32_t, std::map<int64_t, FitPoint>> points_;  // node -> fit_ns -> point
   std::map<uint32_t, std::map<int64_t, BookKnot>> knots_;   // node -> fit_ns -> knot
+  std::map<uint32_t, std::map<int64_t, FitSpan>> anchor_spans_;  // node -> anchor raw_ns -> its knots' fit span
+  std::map<uint32_t, std::vector<FitSpan>> ambiguous_;           // node -> fit spans two anchors share
   FitPointBookStats stats_;
 };
 

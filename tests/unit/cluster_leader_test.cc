@@ -601,6 +601,37 @@ TEST(FitPointBook, AGapBetweenWindowsKnotsIsNotBridged) {
   EXPECT_NEAR(s2.nodes[1].offset_ns, static_cast<double>(n.D(in_gap)), 1.0);
 }
 
+// A node whose fit clock was anchored again jumped back 26 ms (the demo's
+// node 3): the fit instants just before the jump come twice, once on each
+// anchor. Before, the new anchor's knots replaced the old one's there, and a
+// recomputed instant solved on the old fit clock came out 26 ms off.
+TEST(FitPointBook, WhereTwoAnchorsShareFitInstantsNothingIsMapped) {
+  const SwingingNode n;  // anchor A: knots over fit [kBase, kBase + 2.5 s]
+  FitAnchor jumped = n.anchor;
+  jumped.raw_ns = n.knots[3].raw_ns;                        // anchored again at the fourth knot,
+  jumped.realtime_ns = n.anchor.FitOfRaw(jumped.raw_ns) - 26'000'000;  // its F 26 ms back
+  std::vector<TimebaseKnot> after;
+  for (size_t i = 3; i < n.knots.size(); ++i) after.push_back(n.knots[i]);
+  for (int i = 1; i <= 4; ++i) after.push_back({n.knots.back().raw_ns + i * kSecond / 2,
+                                                 n.knots.back().realtime_ns + i * kSecond / 2, false});
+  FitPointBook book(4 * kSecond);
+  book.AddKnots(2, n.anchor, n.Excerpt(0, 3));
+  book.AddKnots(2, jumped, TimebaseExcerpt{after, false});
+  const int64_t shared = n.anchor.FitOfRaw(n.knots[3].raw_ns) - 10'000'000;  // on both anchors' F
+  book.Add(1, FitPoint{shared, shared, 0});
+  OffsetsSnapshot s = OneNodeAgainstTheReference(shared, 0);
+  ASSERT_TRUE(book.ToRealtime(&s));
+  EXPECT_FALSE(s.nodes[1].reachable) << "either anchor's F: unmapped, not off by the jump";
+  EXPECT_EQ(book.stats().nodes_unmapped, 1u);
+  // Past the old anchor's last knot the fit instant is the new anchor's only.
+  const int64_t later = jumped.FitOfRaw(after[3].raw_ns);
+  book.Add(1, FitPoint{later, later, 0});
+  OffsetsSnapshot s2 = OneNodeAgainstTheReference(later, 0);
+  ASSERT_TRUE(book.ToRealtime(&s2));
+  ASSERT_TRUE(s2.nodes[1].reachable);
+  EXPECT_NEAR(s2.nodes[1].offset_ns, static_cast<double>(after[3].realtime_ns - later), 1.0);
+}
+
 TEST(TimebaseKnotRelay, EachKnotOnceInOrderProvisionalNeverAndGapsMarked) {
   const SwingingNode n;
   TimebaseKnotRelay relay;

@@ -120,7 +120,7 @@ class ClockDiscipline:
                     if self._updated(node):
                         pending.discard(node)
                 if pending and time.monotonic() > deadline:
-                    raise DisciplineError(f"{self.client} of node(s) {sorted(pending)} made no clock update in "
+                    raise DisciplineError(f"{self.client} of node(s) {sorted(pending)} did not set the clock in "
                                           f"{ready_timeout:.0f} s")
                 time.sleep(0.2)
         except BaseException:
@@ -129,10 +129,23 @@ class ClockDiscipline:
         return self
 
     def _updated(self, node: int) -> bool:
-        """Whether node's daemon has adjusted its clock at least once."""
+        """Whether node's daemon has set its clock: chronyd's first two
+        updates (the step, then the frequency), the timesyncd model's first
+        action."""
         if self.client == "chronyd":
+            # chronyd logs its initial state (source 0.0.0.0) before any
+            # update: an update names its source. The first one steps a clock
+            # that starts far off (makestep), which agents started before it
+            # would see as a step; the second sets the frequency (from 0 to
+            # the crystal's -100 ppm in the demo), without which an agent's
+            # fit clock, anchored at the rate then, leaves REALTIME at 100 ppm.
             tracking = os.path.join(self.workdir, f"chronyd-n{node}", "log", "tracking.log")
-            return os.path.exists(tracking) and os.path.getsize(tracking) > 0
+            try:
+                with open(tracking) as f:
+                    rows = [line.split() for line in f if line[:1].isdigit()]
+            except OSError:
+                return False
+            return sum(1 for r in rows if len(r) > 2 and r[2] != "0.0.0.0") >= 2
         try:
             with open(os.path.join(self.workdir, f"timesyncd-n{node}", "log", "polls.jsonl")) as f:
                 return any('"action"' in line for line in f)
