@@ -636,20 +636,7 @@ METHOD_ORDER = ["chronolink kernel", "chronolink userspace", "chronyd xleave per
                 "ptp4l per-Sync"]
 
 
-def format_load(cts: list[dict | None]) -> str:
-    """'1->2 171.3 Mbit/s (lost 0.4 %), ...' from CrossTraffic results."""
-    parts = []
-    for c in cts:
-        if not c:
-            parts.append("? (no summary)")
-            continue
-        bps = c.get("bits_per_second")
-        lost = c.get("lost_percent")
-        parts.append(f"{c.get('src')}->{c.get('dst')} "
-                     + (f"{bps / 1e6:.1f} Mbit/s" if isinstance(bps, (int, float)) else "? Mbit/s")
-                     + (f" (lost {lost:.1f} %)" if isinstance(lost, (int, float)) else "")
-                     + f" of {c.get('rate')} asked")
-    return ", ".join(parts)
+format_load = tbm.format_cross_traffic  # soak.py and the table use it under this name
 
 
 def _fmt(x: float, w: int = 9) -> str:

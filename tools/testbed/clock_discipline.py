@@ -32,6 +32,13 @@ TIMESYNC_CLIENT = os.path.join(REPO, "tools", "testbed", "timesync_client.py")
 CLIENTS = ("chronyd", "timesyncd")
 
 
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return float("inf")
+
+
 class DisciplineError(RuntimeError):
     pass
 
@@ -129,23 +136,28 @@ class ClockDiscipline:
         return self
 
     def _updated(self, node: int) -> bool:
-        """Whether node's daemon has set its clock: chronyd's first two
-        updates (the step, then the frequency), the timesyncd model's first
+        """Whether node's daemon has set its clock: a chronyd update with a
+        frequency and no step left to make; the timesyncd model's first
         action."""
         if self.client == "chronyd":
             # chronyd logs its initial state (source 0.0.0.0) before any
-            # update: an update names its source. The first one steps a clock
-            # that starts far off (makestep), which agents started before it
-            # would see as a step; the second sets the frequency (from 0 to
-            # the crystal's -100 ppm in the demo), without which an agent's
-            # fit clock, anchored at the rate then, leaves REALTIME at 100 ppm.
+            # update; its first updates step a clock that starts far off
+            # (makestep: up to 3, while the offset is over 1 ms), which agents
+            # started before them would see as steps, and only once it has
+            # two samples does it estimate the frequency (the skew column is
+            # 1e6 ppm until then). A node is set when an update has a
+            # frequency (skew under 1000 ppm) and an offset under 1 ms: no
+            # step can follow, and an agent's fit clock, anchored at
+            # REALTIME's rate, is not anchored at the crystal's own
+            # (-100 ppm in the demo), which leaves REALTIME by 20 ms in 200 s.
             tracking = os.path.join(self.workdir, f"chronyd-n{node}", "log", "tracking.log")
             try:
                 with open(tracking) as f:
                     rows = [line.split() for line in f if line[:1].isdigit()]
             except OSError:
                 return False
-            return sum(1 for r in rows if len(r) > 2 and r[2] != "0.0.0.0") >= 2
+            return any(len(r) > 6 and r[2] != "0.0.0.0" and _float(r[5]) < 1000 and abs(_float(r[6])) < 1e-3
+                       for r in rows)
         try:
             with open(os.path.join(self.workdir, f"timesyncd-n{node}", "log", "polls.jsonl")) as f:
                 return any('"action"' in line for line in f)

@@ -721,6 +721,22 @@ def _port_for(src: int, dst: int) -> int:
     return 20000 + (src * 256 + dst) % 40000
 
 
+def format_cross_traffic(cts: list[dict | None]) -> str:
+    """'1->2 171.3 Mbit/s (lost 0.4 %), ...' from CrossTraffic results."""
+    parts = []
+    for c in cts:
+        if not c:
+            parts.append("? (no summary)")
+            continue
+        bps = c.get("bits_per_second")
+        lost = c.get("lost_percent")
+        parts.append(f"{c.get('src')}->{c.get('dst')} "
+                     + (f"{bps / 1e6:.1f} Mbit/s" if isinstance(bps, (int, float)) else "? Mbit/s")
+                     + (f" (lost {lost:.1f} %)" if isinstance(lost, (int, float)) else "")
+                     + f" of {c.get('rate')} asked")
+    return ", ".join(parts)
+
+
 class CrossTraffic:
     """UDP load from node src to node dst at `rate` (iperf3 syntax: 100M, 1.5G).
 
