@@ -15,6 +15,8 @@
 // CHRONOLINK_PROPERTY_CASES=N runs N documents instead of the default.
 #include <gtest/gtest.h>
 
+#include "tests/support/property_cases.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -39,11 +41,7 @@ using testing::ChromeTimeOrigin;
 using testing::GeneratedChromeTrace;
 using testing::GeneratorRandom;
 
-int64_t CasesFromEnvironment(int64_t fallback) {
-  const char* text = std::getenv("CHRONOLINK_PROPERTY_CASES");
-  if (text == nullptr || *text == '\0') return fallback;
-  return std::max<int64_t>(1, std::strtoll(text, nullptr, 10));
-}
+using testing::CasesFromEnvironment;
 
 // A skewed clock as a test double: offset and drift, the inverse exact
 // enough for ordering (what is checked is the writer, not the map).

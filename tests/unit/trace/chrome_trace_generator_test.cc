@@ -24,11 +24,13 @@
 #include "trace/importers/chrome_json/chrome_json_reader.h"
 #include "trace/model/host_trace.h"
 #include "trace/model/trace_time.h"
+#include "tests/support/property_cases.h"
 
 namespace chronolink::trace::testing {
 namespace {
 
-constexpr uint64_t kSeeds = 3000;
+// Generated documents per property (CHRONOLINK_PROPERTY_CASES overrides).
+const uint64_t kSeeds = static_cast<uint64_t>(CasesFromEnvironment(3000));
 
 std::string Show(const TraceInstant& t) { return std::to_string(t.ns) + " ns + " + std::to_string(t.ps) + " ps"; }
 

@@ -12,6 +12,8 @@
 // (the long run in docs/traces.md); the tally is printed either way.
 #include <gtest/gtest.h>
 
+#include "tests/support/property_cases.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -27,12 +29,6 @@ namespace {
 
 constexpr int64_t kSessionStart = 1'795'320'926'000'000'000;
 constexpr int64_t kMarginNs = 30'000'000'000;
-
-int64_t CasesFromEnvironment(int64_t fallback) {
-  const char* text = std::getenv("CHRONOLINK_PROPERTY_CASES");
-  if (text == nullptr || *text == '\0') return fallback;
-  return std::max<int64_t>(1, std::strtoll(text, nullptr, 10));
-}
 
 AlignOptions OptionsFor(uint64_t seed) {
   AlignOptions options;
