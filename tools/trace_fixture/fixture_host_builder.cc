@@ -41,9 +41,9 @@ int64_t FixtureJitterNs(uint64_t seed, int host, int gpu, int step, int collecti
 }
 
 FixtureHostBuilder::FixtureHostBuilder(const XSpaceFixtureOptions& options, const FixtureHost& host,
-                                       const FixtureHostClock& clock, int host_index, HostTrace* out)
+                                       const NodeClock& clock, int host_index, HostTrace* out)
     : options_(options), host_(host), host_index_(host_index), out_(out), clock_(clock) {
-  line_base_v_ = options.absolute_line_timestamps ? 0 : clock_.Apply(options.true_start_ns);
+  line_base_v_ = options.absolute_line_timestamps ? 0 : clock_.Ingest(options.true_start_ns);
 }
 
 int64_t FixtureHostBuilder::CollectiveSlot() const {
@@ -77,8 +77,8 @@ xspace::XLine* FixtureHostBuilder::NewLine(xspace::XPlane* plane, int64_t id, co
 xspace::XEvent* FixtureHostBuilder::AddEvent(PlaneState* state, xspace::XLine* line,
                                              const std::string& name, int64_t true_start,
                                              int64_t true_end) {
-  const int64_t v_start = clock_.Apply(true_start);
-  const int64_t v_end = clock_.Apply(true_end);
+  const int64_t v_start = clock_.Ingest(true_start);
+  const int64_t v_end = clock_.Ingest(true_end);
   // The line starts at its first event; later events are offsets from it.
   if (line->events().empty()) line->set_timestamp_ns(v_start - line_base_v_);
   const int64_t line_start_v = line->timestamp_ns() + line_base_v_;
@@ -205,8 +205,8 @@ void FixtureHostBuilder::BuildGpuPlane(int gpu) {
 
 void FixtureHostBuilder::BuildTaskEnvironment() {
   const int64_t stop = options_.true_start_ns + options_.steps * options_.step_ns;
-  SetProfileStartTime(out_->space, static_cast<uint64_t>(clock_.Apply(options_.true_start_ns)));
-  SetProfileStopTime(out_->space, static_cast<uint64_t>(clock_.Apply(stop)));
+  SetProfileStartTime(out_->space, static_cast<uint64_t>(clock_.Ingest(options_.true_start_ns)));
+  SetProfileStopTime(out_->space, static_cast<uint64_t>(clock_.Ingest(stop)));
 }
 
 void FixtureHostBuilder::Build() {

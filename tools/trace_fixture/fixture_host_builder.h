@@ -19,7 +19,7 @@ int64_t FixtureJitterNs(uint64_t seed, int host, int gpu, int step, int collecti
 
 class FixtureHostBuilder {
  public:
-  FixtureHostBuilder(const XSpaceFixtureOptions& options, const FixtureHost& host, const FixtureHostClock& clock,
+  FixtureHostBuilder(const XSpaceFixtureOptions& options, const FixtureHost& host, const NodeClock& clock,
                      int host_index, HostTrace* out);
   void Build();
 
@@ -55,7 +55,7 @@ class FixtureHostBuilder {
   const FixtureHost& host_;
   const int host_index_;
   HostTrace* out_;
-  const FixtureHostClock& clock_;
+  const NodeClock& clock_;
   int64_t line_base_v_;  // virtual ns line timestamps are relative to (0 when absolute)
   uint64_t next_correlation_id_ = 1;
 };

@@ -23,10 +23,10 @@ std::string CheckClock(const FixtureHost& h, int64_t true_start_ns) {
     return "host name '" + h.host + "' cannot be a file name";
   }
   if (!h.clock_state_file.empty()) {
-    FixtureHostClock clock;
+    NodeClock clock;
     std::string error;
-    if (!clock.Open(h, &error)) return "host " + h.host + ": " + error;
-    if (clock.Apply(true_start_ns) <= 0) return "host " + h.host + ": its clock reads <= 0 at the start";
+    if (!OpenFixtureHostClock(h, &clock, &error)) return "host " + h.host + ": " + error;
+    if (clock.Ingest(true_start_ns) <= 0) return "host " + h.host + ": its clock reads <= 0 at the start";
     return "";
   }
   if (h.clock.offset_ns > kMaxOffsetNs || h.clock.offset_ns < -kMaxOffsetNs) {
@@ -117,18 +117,15 @@ const std::vector<FixtureCollective>& FixtureCollectives() {
   return kCollectives;
 }
 
-bool FixtureHostClock::Open(const FixtureHost& host, std::string* error) {
-  linear_ = VirtualClock(host.clock);
-  state_.reset();
-  if (host.clock_state_file.empty()) return true;
+bool OpenFixtureHostClock(const FixtureHost& host, NodeClock* clock, std::string* error) {
+  if (host.clock_state_file.empty()) {
+    *clock = NodeClock(host.clock);
+    return true;
+  }
   auto state = std::make_shared<TestbedNodeClock>();
   if (!state->Open(host.clock_state_file, error)) return false;
-  state_ = std::move(state);
+  *clock = NodeClock(std::move(state));
   return true;
-}
-
-int64_t FixtureHostClock::Apply(int64_t true_ns) const {
-  return state_ ? state_->RealtimeAt(true_ns) : linear_.Apply(true_ns);
 }
 
 bool ResolveFixtureHosts(const XSpaceFixtureOptions& options, std::vector<FixtureHost>* hosts,
@@ -172,8 +169,8 @@ bool GenerateFixtureHost(const XSpaceFixtureOptions& options, const FixtureHost&
     return false;
   }
   *out = HostTrace();
-  FixtureHostClock clock;
-  if (!clock.Open(hosts[index], error)) return false;
+  NodeClock clock;
+  if (!OpenFixtureHostClock(hosts[index], &clock, error)) return false;
   FixtureHostBuilder(options, hosts[index], clock, index, out).Build();
   return true;
 }
@@ -206,15 +203,15 @@ nlohmann::json FixtureTruth(const XSpaceFixtureOptions& o, const std::vector<Fix
   truth["collectives"] = collectives;
   nlohmann::json list = nlohmann::json::array();
   for (const auto& h : hosts) {
-    FixtureHostClock clock;
+    NodeClock clock;
     std::string ignored;  // ResolveFixtureHosts opened it
-    clock.Open(h, &ignored);
+    OpenFixtureHostClock(h, &clock, &ignored);
     nlohmann::json entry = {{"host", h.host},
                             {"file", h.host + ".xplane.pb"},
                             {"offset_ns", h.clock.offset_ns},
                             {"drift_ppm", h.clock.drift_ppm},
                             {"t0_ns", h.clock.t0_ns},
-                            {"profile_start_time", clock.Apply(o.true_start_ns)}};
+                            {"profile_start_time", clock.Ingest(o.true_start_ns)}};
     if (!h.clock_state_file.empty()) entry["clock_state_file"] = h.clock_state_file;
     list.push_back(std::move(entry));
   }
@@ -257,8 +254,8 @@ bool WriteFixtureRun(const XSpaceFixtureOptions& options, const std::filesystem:
   if (!CreateRunDirectory(logdir, run_name, &summary->run_dir, error)) return false;
   for (size_t i = 0; i < hosts.size(); ++i) {
     HostTrace trace;  // one host in memory at a time
-    FixtureHostClock clock;
-    if (!clock.Open(hosts[i], error)) return false;
+    NodeClock clock;
+    if (!OpenFixtureHostClock(hosts[i], &clock, error)) return false;
     FixtureHostBuilder(options, hosts[i], clock, static_cast<int>(i), &trace).Build();
     const auto path = summary->run_dir / (hosts[i].host + ".xplane.pb");
     if (!WriteXSpaceFile(trace, path, error)) return false;

@@ -49,16 +49,9 @@ struct FixtureHost {
   std::string clock_state_file;
 };
 
-// A host's clock at a true instant: linear, or its state file's REALTIME.
-class FixtureHostClock {
- public:
-  bool Open(const FixtureHost& host, std::string* error);
-  int64_t Apply(int64_t true_ns) const;
-
- private:
-  VirtualClock linear_{VirtualClockParams{}};
-  std::shared_ptr<TestbedNodeClock> state_;
-};
+// A host's clock as the node's agent has it (NodeClock::Ingest maps a true
+// instant to it): linear, or its state file's REALTIME.
+bool OpenFixtureHostClock(const FixtureHost& host, NodeClock* clock, std::string* error);
 
 struct XSpaceFixtureOptions {
   int hosts = 2;

@@ -311,10 +311,10 @@ TEST(XSpaceFixtureTest, AClockStateFileStampsTheHost) {
   EXPECT_EQ(trace.line_base_ns, start + 5'000'000);
   // Every event lies where the state file's REALTIME puts its true instant:
   // the last step's events are stamped with the faster rate's extra time.
-  FixtureHostClock clock;
-  ASSERT_TRUE(clock.Open(skewed, &error)) << error;
+  NodeClock clock;
+  ASSERT_TRUE(OpenFixtureHostClock(skewed, &clock, &error)) << error;
   const int64_t late = start + 2 * options.step_ns;
-  EXPECT_EQ(clock.Apply(late), late + 5'000'000 + options.step_ns / 10'000);
+  EXPECT_EQ(clock.Ingest(late), late + 5'000'000 + options.step_ns / 10'000);
 
   options.clocks = {{"node3", {}, (root / "absent.clock").string()}};
   EXPECT_FALSE(ResolveFixtureHosts(options, &truth, &error));
