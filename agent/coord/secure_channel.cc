@@ -1,14 +1,17 @@
-// The hub: non-blocking sockets under one poll(), one ChannelSession per
-// connection. A closed connection stays in conns_ (fd -1, closed) until the
-// end of Poll, so a handler that closes the connection it is being called
-// from never leaves a dangling reference behind.
+// The hub: non-blocking sockets in one epoll set (level-triggered, each
+// registered under its connection id, never its fd, so a stale event cannot
+// reach a newer connection on a reused descriptor), one ChannelSession per
+// connection, and the deadlines in ordered sets. A closed connection stays
+// in conns_ (fd -1, closed) until the end of Poll, so a handler that closes
+// the connection it is being called from never leaves a dangling reference
+// behind.
 #include "agent/coord/secure_channel.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
+#include <sys/epoll.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,6 +22,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <thread>
 
 namespace chronolink {
 namespace {
@@ -30,6 +34,8 @@ constexpr size_t kReadChunk = 256 * 1024;
 constexpr size_t kReadBudget = 8u << 20;         // per connection per Poll: fairness
 constexpr size_t kCoalesceBytes = 256 * 1024;    // small frames share one queue entry
 constexpr int64_t kAcceptPauseMs = 100;
+constexpr int kMaxEventsPerWait = 512;           // more ready ones come on the next turn
+constexpr uint64_t kListenerId = 0;              // connection ids start at 1
 
 bool ParseAddress(const std::string& address, uint16_t port, sockaddr_storage* out,
                   socklen_t* len, std::string* error) {
@@ -153,6 +159,9 @@ struct SecureChannelHub::Connection {
   int64_t last_rx_ms;
   int64_t last_tx_ms;
   uint64_t handshake_order = 0;  // Send prefers the lowest
+  uint32_t interest = 0;         // epoll events registered
+  int64_t timer_due = kNever;    // its entry in timers_
+  bool to_write = false;         // listed in to_write_
 
   std::string LogKey() const { return peer ? "node " + std::to_string(*peer) : "address " + ip; }
   std::string Describe() const {
@@ -179,6 +188,24 @@ SecureChannelHub::~SecureChannelHub() {
     if (c->fd >= 0) ::close(c->fd);
   }
   if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+}
+
+bool SecureChannelHub::EnsureEpoll(std::string* error) {
+  if (epoll_fd_ >= 0) return true;
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ >= 0) return true;
+  *error = std::string("epoll_create1: ") + std::strerror(errno);
+  return false;
+}
+
+void SecureChannelHub::SetListenerArmed(bool armed) {
+  if (listen_fd_ < 0 || listener_armed_ == armed) return;
+  epoll_event ev{};
+  ev.events = armed ? static_cast<uint32_t>(EPOLLIN) : 0u;
+  ev.data.u64 = kListenerId;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+  listener_armed_ = armed;
 }
 
 int64_t SecureChannelHub::NowMs() const {
@@ -194,7 +221,7 @@ bool SecureChannelHub::Listen(const std::string& address, uint16_t port, std::st
   }
   sockaddr_storage ss{};
   socklen_t len = 0;
-  if (!ParseAddress(address, port, &ss, &len, error)) return false;
+  if (!ParseAddress(address, port, &ss, &len, error) || !EnsureEpoll(error)) return false;
   const int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     *error = std::string("socket: ") + std::strerror(errno);
@@ -215,7 +242,16 @@ bool SecureChannelHub::Listen(const std::string& address, uint16_t port, std::st
   listen_port_ = ntohs(bound.ss_family == AF_INET
                            ? reinterpret_cast<sockaddr_in&>(bound).sin_port
                            : reinterpret_cast<sockaddr_in6&>(bound).sin6_port);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kListenerId;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    *error = std::string("epoll_ctl: ") + std::strerror(errno);
+    ::close(fd);
+    return false;
+  }
   listen_fd_ = fd;
+  listener_armed_ = true;
   return true;
 }
 
@@ -235,16 +271,24 @@ void SecureChannelHub::Connect(uint32_t peer, const std::string& address, uint16
   t.port = port;
   t.addr_ok = ParseAddress(address, port, &t.addr, &t.addr_len, &t.addr_error);
   t.backoff_ms = options_.reconnect_min_ms;
-  t.next_attempt_ms = now;  // the next Poll dials
-  targets_[peer] = std::move(t);
+  ScheduleRetry(peer, targets_[peer] = std::move(t), now);  // the next Poll dials
 }
 
 void SecureChannelHub::Disconnect(uint32_t peer) {
+  // The peer's outgoing connections: the attempt in flight, and any
+  // authenticated one (which is that attempt, once it succeeded).
+  std::vector<Connection*> outgoing;
+  if (const auto t = targets_.find(peer); t != targets_.end() && t->second.conn_id != 0) {
+    if (const auto c = conns_.find(t->second.conn_id); c != conns_.end()) outgoing.push_back(c->second.get());
+  }
+  if (const auto up = established_.find(peer); up != established_.end()) {
+    for (Connection* c : up->second) {
+      if (c->outgoing && std::find(outgoing.begin(), outgoing.end(), c) == outgoing.end()) outgoing.push_back(c);
+    }
+  }
   targets_.erase(peer);  // first, so closing does not schedule a retry
   const int64_t now = NowMs();
-  for (auto& [id, c] : conns_) {
-    if (!c->closed && c->outgoing && c->peer == peer) Close(*c, CloseReason::kDisconnect, ChannelResult::kOk, now);
-  }
+  for (Connection* c : outgoing) Close(*c, CloseReason::kDisconnect, ChannelResult::kOk, now);
 }
 
 bool SecureChannelHub::IsUp(uint32_t peer) const { return established_.count(peer) > 0; }
@@ -258,14 +302,6 @@ std::vector<uint32_t> SecureChannelHub::UpPeers() const {
 bool SecureChannelHub::ConnectAttemptFailed(uint32_t peer) const {
   auto it = targets_.find(peer);
   return it != targets_.end() && it->second.last_failed;
-}
-
-size_t SecureChannelHub::QueuedBytes() const {
-  size_t n = 0;
-  for (const auto& [id, c] : conns_) {
-    if (!c->closed) n += c->queued_bytes;
-  }
-  return n;
 }
 
 size_t SecureChannelHub::ConnectionCount(uint32_t peer) const {
@@ -307,14 +343,51 @@ bool SecureChannelHub::Enqueue(Connection& c, uint16_t type, std::string_view pa
     return false;
   }
   c.queued_bytes += need;
+  queued_total_ += need;
   c.last_tx_ms = now;
   ++stats_.frames_sent;
+  MarkToWrite(c);
   return true;
 }
 
 void SecureChannelHub::QueueRaw(Connection& c, std::string bytes) {
   c.queued_bytes += bytes.size();
+  queued_total_ += bytes.size();
   c.queue.push_back(std::move(bytes));
+  MarkToWrite(c);
+}
+
+void SecureChannelHub::MarkToWrite(Connection& c) {
+  if (c.to_write) return;
+  c.to_write = true;
+  to_write_.push_back(c.id);
+}
+
+void SecureChannelHub::WriteQueued() {
+  // Writing may close a connection, and closing queues nothing: the list
+  // does not grow while it is walked.
+  std::vector<uint64_t> ids;
+  ids.swap(to_write_);
+  for (const uint64_t id : ids) {
+    const auto it = conns_.find(id);
+    if (it == conns_.end()) continue;
+    Connection& c = *it->second;
+    c.to_write = false;
+    if (c.closed || c.connecting) continue;  // a connecting socket writes once it is connected
+    WriteTo(c);
+  }
+}
+
+void SecureChannelHub::UpdateInterest(Connection& c) {
+  if (c.closed) return;
+  uint32_t want = c.connecting ? EPOLLOUT : EPOLLIN;
+  if (!c.connecting && !c.queue.empty()) want |= EPOLLOUT;
+  if (want == c.interest) return;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.u64 = c.id;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
+  c.interest = want;
 }
 
 SecureChannelHub::Connection& SecureChannelHub::AddConnection(int fd, bool outgoing,
@@ -322,10 +395,17 @@ SecureChannelHub::Connection& SecureChannelHub::AddConnection(int fd, bool outgo
                                                               std::string ip, int64_t now) {
   const uint64_t id = next_conn_id_++;
   auto c = std::make_unique<Connection>(id, fd, outgoing, peer, std::move(ip), identity_, options_, now);
-  // Both sides speak first, so neither waits on the other's hello.
-  QueueRaw(*c, c->session.hello());
   Connection& ref = *c;
   conns_.emplace(id, std::move(c));
+  // Both sides speak first, so neither waits on the other's hello.
+  QueueRaw(ref, ref.session.hello());
+  if (!outgoing) pending_incoming_.insert(id);
+  epoll_event ev{};
+  ev.events = EPOLLOUT;  // connecting, or the hello to write
+  ev.data.u64 = id;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  ref.interest = EPOLLOUT;
+  ScheduleTimer(ref);
   return ref;
 }
 
@@ -338,10 +418,10 @@ bool SecureChannelHub::MakeRoomForIncoming(const std::string& ip, int64_t now) {
   };
   std::map<std::string_view, Group> groups;
   size_t pending = 0;
-  for (auto& [id, c] : conns_) {
-    if (c->closed || c->outgoing || c->established) continue;
+  for (const uint64_t id : pending_incoming_) {
+    Connection* c = conns_.at(id).get();
     Group& g = groups[c->ip];
-    if (g.oldest == nullptr) g.oldest = c.get();
+    if (g.oldest == nullptr) g.oldest = c;
     ++g.count;
     ++pending;
   }
@@ -386,9 +466,10 @@ void SecureChannelHub::AcceptAll(int64_t now) {
       if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       // Out of descriptors: the pending connection stays in the backlog and
-      // would wake every poll(); look again a little later.
+      // would wake every epoll_wait; look again a little later.
       LogLimited("accept", std::string("accept failed: ") + std::strerror(errno), now);
       accept_paused_until_ms_ = now + kAcceptPauseMs;
+      SetListenerArmed(false);
       return;
     }
     ++stats_.accepts;
@@ -398,19 +479,26 @@ void SecureChannelHub::AcceptAll(int64_t now) {
       continue;
     }
     SetStreamOptions(fd);
-    WriteTo(AddConnection(fd, false, std::nullopt, std::move(ip), now));  // our hello, at once
+    Connection& c = AddConnection(fd, false, std::nullopt, std::move(ip), now);
+    WriteTo(c);  // our hello, at once
+    UpdateInterest(c);
   }
 }
 
-void SecureChannelHub::ScheduleRetry(Target& t, int64_t now) {
-  t.next_attempt_ms = now + t.backoff_ms;
+void SecureChannelHub::ScheduleRetry(uint32_t peer, Target& t, int64_t when) {
+  t.next_attempt_ms = when;
+  retries_.emplace(when, peer);
+}
+
+void SecureChannelHub::BackOff(uint32_t peer, Target& t, int64_t now) {
+  ScheduleRetry(peer, t, now + t.backoff_ms);
   t.backoff_ms = std::min(t.backoff_ms * 2, options_.reconnect_max_ms);
 }
 
 void SecureChannelHub::AttemptFailed(uint32_t peer, Target& t, const std::string& why, int64_t now) {
   ++stats_.connect_failures;
   t.last_failed = true;
-  ScheduleRetry(t, now);
+  BackOff(peer, t, now);
   LogLimited("node " + std::to_string(peer),
              "connect to node " + std::to_string(peer) + " at " + t.address + " port " +
                  std::to_string(t.port) + " failed: " + why,
@@ -420,6 +508,8 @@ void SecureChannelHub::AttemptFailed(uint32_t peer, Target& t, const std::string
 void SecureChannelHub::StartAttempt(uint32_t peer, Target& t, int64_t now) {
   ++stats_.connects;
   if (!t.addr_ok) return AttemptFailed(peer, t, t.addr_error, now);
+  std::string no_epoll;
+  if (!EnsureEpoll(&no_epoll)) return AttemptFailed(peer, t, no_epoll, now);
   const int fd = ::socket(t.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return AttemptFailed(peer, t, std::string("socket: ") + std::strerror(errno), now);
   SetStreamOptions(fd);
@@ -459,17 +549,18 @@ bool SecureChannelHub::FinishConnect(Connection& c, int64_t now) {
   return true;
 }
 
-void SecureChannelHub::HandleReady(Connection& c, short revents, int64_t now) {
+void SecureChannelHub::HandleReady(Connection& c, uint32_t events, int64_t now) {
   if (c.connecting) {
-    if ((revents & (POLLOUT | POLLERR | POLLHUP)) == 0 || !FinishConnect(c, now)) return;
+    if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0 || !FinishConnect(c, now)) return;
   }
   // Write first: our hello is out before anything we read can end the
   // connection, so a refused peer learns why from its side too.
-  if (revents & POLLOUT) WriteTo(c);
+  if (events & EPOLLOUT) WriteTo(c);
   // Errors and hang-ups surface through recv().
-  if (!c.closed && (revents & (POLLIN | POLLERR | POLLHUP))) ReadFrom(c, now);
-  // Replies (our handshake MAC) leave now rather than a poll() later.
+  if (!c.closed && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) ReadFrom(c, now);
+  // Replies (our handshake MAC) leave now rather than an epoll_wait later.
   if (!c.closed && !c.queue.empty()) WriteTo(c);
+  UpdateInterest(c);
 }
 
 void SecureChannelHub::ReadFrom(Connection& c, int64_t now) {
@@ -535,6 +626,8 @@ void SecureChannelHub::OnEstablished(Connection& c, int64_t now) {
   c.handshake_order = next_handshake_order_++;
   c.last_tx_ms = now;
   ++stats_.handshakes_ok;
+  pending_incoming_.erase(c.id);
+  ScheduleTimer(c);
   const uint32_t peer = *c.peer;
   std::vector<Connection*>& up = established_[peer];
   up.push_back(&c);
@@ -550,11 +643,9 @@ void SecureChannelHub::OnEstablished(Connection& c, int64_t now) {
   // A peer keeps one outgoing connection to us, so a new one from it means
   // the old one is dead on its side (restart, lost path): drop ours now
   // rather than at the idle timeout. Counted up first, so the link stays up.
-  for (auto& [id, other] : conns_) {
-    if (other.get() != &c && !other->closed && !other->outgoing && other->established &&
-        other->peer == peer) {
-      Close(*other, CloseReason::kSuperseded, ChannelResult::kOk, now);
-    }
+  const std::vector<Connection*> others = up;  // Close edits the list
+  for (Connection* other : others) {
+    if (other != &c && !other->outgoing) Close(*other, CloseReason::kSuperseded, ChannelResult::kOk, now);
   }
 }
 
@@ -566,6 +657,7 @@ void SecureChannelHub::WriteTo(Connection& c) {
     if (n > 0) {
       stats_.bytes_sent += static_cast<uint64_t>(n);
       c.queued_bytes -= static_cast<size_t>(n);
+      queued_total_ -= static_cast<size_t>(n);
       c.front_offset += static_cast<size_t>(n);
       if (c.front_offset == front.size()) {
         c.queue.pop_front();
@@ -574,9 +666,12 @@ void SecureChannelHub::WriteTo(Connection& c) {
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return UpdateInterest(c);
     return Close(c, CloseReason::kSocketError, ChannelResult::kOk, NowMs(), errno);
   }
+  // All out: the keepalive deadline is back.
+  UpdateInterest(c);
+  ScheduleTimer(c);
 }
 
 void SecureChannelHub::CountClose(Connection& c, CloseReason reason, ChannelResult detail,
@@ -615,11 +710,17 @@ void SecureChannelHub::Close(Connection& c, CloseReason reason, ChannelResult de
                              int sys_error) {
   if (c.closed) return;
   CountClose(c, reason, detail, now, sys_error);
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
   ::close(c.fd);
   c.fd = -1;
   c.closed = true;
+  closed_.push_back(c.id);
   c.queue.clear();
+  queued_total_ -= c.queued_bytes;
   c.queued_bytes = 0;
+  if (c.timer_due != kNever) timers_.erase({c.timer_due, c.id});
+  c.timer_due = kNever;
+  pending_incoming_.erase(c.id);
   if (c.established) {
     auto it = established_.find(*c.peer);
     if (it != established_.end()) {
@@ -639,7 +740,7 @@ void SecureChannelHub::OnOutgoingClosed(Connection& c, CloseReason reason, Chann
   if (it == targets_.end() || it->second.conn_id != c.id) return;
   Target& t = it->second;
   t.conn_id = 0;
-  ScheduleRetry(t, now);
+  BackOff(*c.peer, t, now);
   if (c.established) return;
   // What the attempt says about the peer (ConnectAttemptFailed). Nothing
   // there, or something that is not our peer: failed. A hung agent (TCP
@@ -670,44 +771,67 @@ void SecureChannelHub::OnOutgoingClosed(Connection& c, CloseReason reason, Chann
   }
 }
 
-void SecureChannelHub::RunTimers(int64_t now) {
-  for (auto& [id, cp] : conns_) {
-    Connection& c = *cp;
-    if (c.closed) continue;
-    if (!c.established) {
-      if (now - c.created_ms >= options_.handshake_timeout_ms) {
-        Close(c, CloseReason::kHandshakeTimeout, ChannelResult::kOk, now);
-      }
-      continue;
+int64_t SecureChannelHub::DeadlineOf(const Connection& c) const {
+  if (c.closed) return kNever;
+  if (!c.established) return c.created_ms + options_.handshake_timeout_ms;
+  int64_t due = c.last_rx_ms + options_.idle_timeout_ms;
+  if (c.queue.empty()) due = std::min(due, c.last_tx_ms + options_.keepalive_interval_ms);
+  return due;
+}
+
+void SecureChannelHub::ScheduleTimer(Connection& c) {
+  const int64_t due = DeadlineOf(c);
+  if (due >= c.timer_due) return;
+  if (c.timer_due != kNever) timers_.erase({c.timer_due, c.id});
+  c.timer_due = due;
+  timers_.emplace(due, c.id);
+}
+
+void SecureChannelHub::CheckTimers(Connection& c, int64_t now) {
+  if (!c.established) {
+    if (now - c.created_ms >= options_.handshake_timeout_ms) {
+      Close(c, CloseReason::kHandshakeTimeout, ChannelResult::kOk, now);
     }
-    if (now - c.last_rx_ms >= options_.idle_timeout_ms) {
-      Close(c, CloseReason::kIdleTimeout, ChannelResult::kOk, now);
-      continue;
-    }
-    // Only when nothing is waiting: queued bytes reach the peer first anyway.
-    if (c.queue.empty() && now - c.last_tx_ms >= options_.keepalive_interval_ms) {
-      Enqueue(c, kChannelPingType, {}, now);
-    }
+    return;
   }
-  for (auto& [peer, t] : targets_) {
-    if (t.conn_id == 0 && now >= t.next_attempt_ms) StartAttempt(peer, t, now);
+  if (now - c.last_rx_ms >= options_.idle_timeout_ms) {
+    Close(c, CloseReason::kIdleTimeout, ChannelResult::kOk, now);
+    return;
+  }
+  // Only when nothing is waiting: queued bytes reach the peer first anyway.
+  if (c.queue.empty() && now - c.last_tx_ms >= options_.keepalive_interval_ms) {
+    Enqueue(c, kChannelPingType, {}, now);
+  }
+}
+
+void SecureChannelHub::RunTimers(int64_t now) {
+  while (!timers_.empty() && timers_.begin()->first <= now) {
+    const uint64_t id = timers_.begin()->second;
+    timers_.erase(timers_.begin());
+    const auto it = conns_.find(id);
+    if (it == conns_.end() || it->second->closed) continue;
+    Connection& c = *it->second;
+    c.timer_due = kNever;
+    CheckTimers(c, now);
+    if (c.closed) continue;
+    // Its next deadline; never this turn again, even if a ping could not
+    // be queued.
+    c.timer_due = std::max(DeadlineOf(c), now + 1);
+    timers_.emplace(c.timer_due, c.id);
+  }
+  while (!retries_.empty() && retries_.begin()->first <= now) {
+    const auto [when, peer] = *retries_.begin();
+    retries_.erase(retries_.begin());
+    const auto it = targets_.find(peer);
+    if (it == targets_.end() || it->second.conn_id != 0 || it->second.next_attempt_ms != when) continue;  // stale
+    StartAttempt(peer, it->second, now);
   }
 }
 
 int64_t SecureChannelHub::NextDeadline(int64_t now) const {
   int64_t next = kNever;
-  for (const auto& [id, c] : conns_) {
-    if (c->closed) continue;
-    if (!c->established) {
-      next = std::min(next, c->created_ms + options_.handshake_timeout_ms);
-      continue;
-    }
-    next = std::min(next, c->last_rx_ms + options_.idle_timeout_ms);
-    if (c->queue.empty()) next = std::min(next, c->last_tx_ms + options_.keepalive_interval_ms);
-  }
-  for (const auto& [peer, t] : targets_) {
-    if (t.conn_id == 0) next = std::min(next, t.next_attempt_ms);
-  }
+  if (!timers_.empty()) next = timers_.begin()->first;
+  if (!retries_.empty()) next = std::min(next, retries_.begin()->first);
   if (listen_fd_ >= 0 && accept_paused_until_ms_ > now) next = std::min(next, accept_paused_until_ms_);
   return next;
 }
@@ -717,42 +841,36 @@ void SecureChannelHub::Poll(int timeout_ms) {
   int64_t now = NowMs();
   RunTimers(now);
   FlushLinkEvents();
+  // What the owner sent since the last turn, and the pings just queued.
+  WriteQueued();
+  if (listen_fd_ >= 0 && now >= accept_paused_until_ms_) SetListenerArmed(true);
 
-  std::vector<pollfd> fds;
-  std::vector<uint64_t> ids;  // conn id per fds entry; 0 for the listener
-  if (listen_fd_ >= 0 && now >= accept_paused_until_ms_) {
-    fds.push_back({listen_fd_, POLLIN, 0});
-    ids.push_back(0);
-  }
-  for (const auto& [id, c] : conns_) {
-    if (c->closed) continue;
-    short events = c->connecting ? POLLOUT : POLLIN;
-    if (!c->connecting && !c->queue.empty()) events |= POLLOUT;
-    fds.push_back({c->fd, events, 0});
-    ids.push_back(id);
-  }
   int64_t wait = std::max(0, timeout_ms);
   const int64_t deadline = NextDeadline(now);
   if (deadline != kNever) wait = std::clamp<int64_t>(deadline - now, 0, wait);
   if (!link_events_.empty()) wait = 0;
 
-  const int n = ::poll(fds.data(), fds.size(), static_cast<int>(wait));
+  epoll_event events[kMaxEventsPerWait];
+  int n = 0;
+  if (epoll_fd_ >= 0) {
+    n = ::epoll_wait(epoll_fd_, events, kMaxEventsPerWait, static_cast<int>(wait));
+  } else if (wait > 0) {
+    // Neither listening nor dialled yet (or no epoll to be had: each
+    // attempt says why): only time passes.
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+  }
   now = NowMs();
-  if (n > 0) {
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      if (ids[i] == 0) {
-        AcceptAll(now);
-        continue;
-      }
-      auto it = conns_.find(ids[i]);
-      if (it != conns_.end() && !it->second->closed) HandleReady(*it->second, fds[i].revents, now);
+  for (int i = 0; i < n; ++i) {
+    const uint64_t id = events[i].data.u64;
+    if (id == kListenerId) {
+      if (listen_fd_ >= 0) AcceptAll(now);
+      continue;
     }
+    auto it = conns_.find(id);
+    if (it != conns_.end() && !it->second->closed) HandleReady(*it->second, events[i].events, now);
   }
-  // What handlers queued for other connections leaves now, not a poll() later.
-  for (auto& [id, c] : conns_) {
-    if (!c->closed && !c->connecting && !c->queue.empty()) WriteTo(*c);
-  }
+  // What handlers queued for other connections leaves now, not a turn later.
+  WriteQueued();
   RunTimers(now);
   FlushLinkEvents();
   Sweep();
@@ -771,7 +889,8 @@ void SecureChannelHub::FlushLinkEvents() {
 }
 
 void SecureChannelHub::Sweep() {
-  std::erase_if(conns_, [](const auto& kv) { return kv.second->closed; });
+  for (const uint64_t id : closed_) conns_.erase(id);
+  closed_.clear();
 }
 
 void SecureChannelHub::LogLimited(const std::string& key, const std::string& message, int64_t now) {

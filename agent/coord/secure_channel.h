@@ -5,6 +5,9 @@
 //
 // Single-threaded by design: the owner calls every method, Poll included,
 // from one thread; the hub starts no thread and blocks only inside Poll.
+// A turn of Poll costs what is ready and what is due, not what is open: the
+// sockets sit in one epoll set and every deadline in an ordered index, so a
+// leader holds 10 000 connections (docs/cluster.md "Large clusters").
 // Handlers run inside Poll and may call Send, Connect and Disconnect (not
 // Poll, not the destructor).
 #pragma once
@@ -15,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -123,7 +127,7 @@ class SecureChannelHub {
 
   const ChannelStats& stats() const { return stats_; }
   // Sealed bytes queued and not yet written, on every open connection.
-  size_t QueuedBytes() const;
+  size_t QueuedBytes() const { return queued_total_; }
   // Open connections to `peer`, authenticated or not (diagnostics, tests).
   size_t ConnectionCount(uint32_t peer) const;
 
@@ -134,20 +138,33 @@ class SecureChannelHub {
   static std::string_view ReasonName(CloseReason reason);
 
   int64_t NowMs() const;
+  bool EnsureEpoll(std::string* error);
   void AcceptAll(int64_t now);
+  void SetListenerArmed(bool armed);
   void StartAttempt(uint32_t peer, Target& target, int64_t now);
   void AttemptFailed(uint32_t peer, Target& target, const std::string& why, int64_t now);
-  void ScheduleRetry(Target& target, int64_t now);
+  void ScheduleRetry(uint32_t peer, Target& target, int64_t when);
+  void BackOff(uint32_t peer, Target& target, int64_t now);
   Connection& AddConnection(int fd, bool outgoing, std::optional<uint32_t> peer,
                             std::string remote, int64_t now);
-  void HandleReady(Connection& c, short revents, int64_t now);
+  void HandleReady(Connection& c, uint32_t events, int64_t now);
   bool FinishConnect(Connection& c, int64_t now);
   void ReadFrom(Connection& c, int64_t now);
   void ProcessInput(Connection& c, int64_t now);
   void OnEstablished(Connection& c, int64_t now);
   void WriteTo(Connection& c);
+  void WriteQueued();
+  void MarkToWrite(Connection& c);
+  void UpdateInterest(Connection& c);
   void QueueRaw(Connection& c, std::string bytes);
   bool Enqueue(Connection& c, uint16_t type, std::string_view payload, int64_t now);
+  // The connection's next deadline (handshake, idle, keepalive); kNever
+  // once closed.
+  int64_t DeadlineOf(const Connection& c) const;
+  // Moves the connection's entry in timers_ earlier when its deadline did;
+  // a deadline that moved later is found when the earlier entry fires.
+  void ScheduleTimer(Connection& c);
+  void CheckTimers(Connection& c, int64_t now);
   void RunTimers(int64_t now);
   int64_t NextDeadline(int64_t now) const;
   // sys_error: the errno behind kConnectFailed/kSocketError, for the log.
@@ -168,16 +185,29 @@ class SecureChannelHub {
   MessageHandler on_message_;
   LinkHandler on_link_;
 
+  int epoll_fd_ = -1;
   int listen_fd_ = -1;
+  bool listener_armed_ = false;
   uint16_t listen_port_ = 0;
-  int64_t accept_paused_until_ms_ = 0;  // after EMFILE, so poll() does not spin
+  int64_t accept_paused_until_ms_ = 0;  // after EMFILE, so epoll_wait does not spin
   uint64_t next_conn_id_ = 1;
   uint64_t next_handshake_order_ = 1;
   std::map<uint64_t, std::unique_ptr<Connection>> conns_;  // closed ones until Sweep
+  std::vector<uint64_t> closed_;                            // ... which are these
   std::map<uint32_t, Target> targets_;
   // Authenticated connections per peer (a peer is up while it has one):
   // Send finds its connection here, not by a scan of every connection.
   std::map<uint32_t, std::vector<Connection*>> established_;
+  // Incoming connections not yet authenticated, oldest first: the caps on
+  // them look here, not at every connection.
+  std::set<uint64_t> pending_incoming_;
+  // (deadline, connection id): at most one entry per open connection, never
+  // later than its deadline. (time, peer) of reconnect attempts: entries of
+  // a target since moved or removed are stale and skipped.
+  std::set<std::pair<int64_t, uint64_t>> timers_;
+  std::set<std::pair<int64_t, uint32_t>> retries_;
+  std::vector<uint64_t> to_write_;  // connections with bytes queued since their last write
+  size_t queued_total_ = 0;
   std::vector<std::pair<uint32_t, bool>> link_events_;  // not yet handed to on_link_
 
   struct LogState {

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -449,6 +450,70 @@ TEST(SecureChannel, KeepaliveHoldsAQuietLink) {
   EXPECT_EQ(l.a.stats().idle_timeouts + l.b.stats().idle_timeouts, 0u);
   EXPECT_GT(l.a.stats().frames_received, 5u);  // pings
   EXPECT_TRUE(l.a.received.empty());           // never handed to the owner
+}
+
+// A leader's hub holds every node of the cluster (the etcd backend). With
+// the deadlines of all its connections in one index, each one's keepalive
+// and idle timeout still fire: every link stays up through a quiet spell,
+// every message arrives, and the one peer that falls silent is timed out.
+TEST(SecureChannel, AHubWithManyPeersKeepsEveryLinkAndTimesOutTheSilentOne) {
+  constexpr uint32_t kPeers = 200;
+  ChannelOptions o;
+  o.keepalive_interval_ms = 100;
+  o.idle_timeout_ms = 3000;
+  o.max_pending_handshakes = 2 * kPeers;  // all dial from 127.0.0.1 at once
+  o.max_pending_per_address = 2 * kPeers;
+  Node leader(1, o);
+  const uint16_t port = leader.Listen();
+  std::vector<std::unique_ptr<Node>> peers;
+  for (uint32_t i = 0; i < kPeers; ++i) {
+    peers.push_back(std::make_unique<Node>(100 + i, o));
+    (*peers.back())->Connect(1, "127.0.0.1", port);
+  }
+  size_t silent = kPeers;  // none yet
+  auto pass = [&] {
+    leader->Poll(0);
+    for (size_t i = 0; i < peers.size(); ++i) {
+      if (i != silent) (*peers[i])->Poll(0);
+    }
+  };
+  auto until = [&](const std::function<bool()>& done, std::chrono::seconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      pass();
+    }
+    return true;
+  };
+  auto all_up = [&] {
+    if (leader->UpPeers().size() != kPeers) return false;
+    return std::all_of(peers.begin(), peers.end(), [](const auto& p) { return (*p)->IsUp(1); });
+  };
+  ASSERT_TRUE(until(all_up, std::chrono::seconds(60))) << leader->UpPeers().size() << " of " << kPeers << " up";
+
+  for (uint32_t i = 0; i < kPeers; ++i) ASSERT_TRUE((*peers[i])->Send(1, 20, std::to_string(100 + i)));
+  ASSERT_TRUE(until([&] { return leader.received.size() == kPeers; }, std::chrono::seconds(30)));
+  for (const Received& r : leader.received) {
+    EXPECT_EQ(r.payload, std::to_string(r.peer));
+    EXPECT_TRUE(leader->Send(r.peer, 21, "to " + r.payload));
+  }
+  ASSERT_TRUE(until([&] { return std::all_of(peers.begin(), peers.end(), [](const auto& p) { return p->received.size() == 1; }); },
+                    std::chrono::seconds(30)));
+  for (uint32_t i = 0; i < kPeers; ++i) EXPECT_EQ(peers[i]->received[0].payload, "to " + std::to_string(100 + i));
+
+  // Quiet: only pings flow, and hold every link.
+  const uint64_t frames_before = leader.stats().frames_received;
+  until([] { return false; }, std::chrono::seconds(1));
+  EXPECT_TRUE(all_up());
+  EXPECT_EQ(leader.stats().idle_timeouts, 0u);
+  EXPECT_GE(leader.stats().frames_received - frames_before, kPeers) << "a ping from every peer, at least";
+
+  // One peer falls silent (its process hangs; its sockets stay open).
+  silent = 0;
+  ASSERT_TRUE(until([&] { return !leader->IsUp(100); }, std::chrono::seconds(30)));
+  EXPECT_EQ(leader.stats().idle_timeouts, 1u);
+  EXPECT_EQ(leader->UpPeers().size(), kPeers - 1);
+  EXPECT_EQ(leader.stats().disconnects, 1u);
 }
 
 TEST(SecureChannel, ReconnectsAfterTheListenerRestarts) {
