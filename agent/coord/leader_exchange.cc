@@ -43,7 +43,7 @@ std::map<std::string, uint64_t> ChannelCounters(const ChannelStats& c) {
           {"handshakes_failed", c.handshakes_failed},
           {"handshake_timeouts", c.handshake_timeouts},
           {"handshakes_shed", c.handshakes_shed},
-          {"handshakes_refused_busy", c.handshakes_refused_busy},
+          {"accepts_deferred", c.accepts_deferred},
           {"hellos_refused", c.refused},
           {"auth_failures", c.auth_failures},
           {"frame_errors", c.frame_errors},

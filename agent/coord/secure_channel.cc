@@ -35,6 +35,10 @@ constexpr size_t kReadBudget = 8u << 20;         // per connection per Poll: fai
 constexpr size_t kCoalesceBytes = 256 * 1024;    // small frames share one queue entry
 constexpr int64_t kAcceptPauseMs = 100;
 constexpr int kMaxEventsPerWait = 512;           // more ready ones come on the next turn
+// Accepts per turn: a stream of newcomers (thousands of nodes dialling a new
+// leader) must not keep a turn from reading the handshakes already begun.
+constexpr size_t kMaxAcceptsPerTurn = 512;
+constexpr uint64_t kMinShedTurns = 2;  // a pending handshake's: ours to read its answer in, and one more
 constexpr uint64_t kListenerId = 0;              // connection ids start at 1
 
 bool ParseAddress(const std::string& address, uint16_t port, sockaddr_storage* out,
@@ -159,6 +163,7 @@ struct SecureChannelHub::Connection {
   int64_t last_rx_ms;
   int64_t last_tx_ms;
   uint64_t handshake_order = 0;  // Send prefers the lowest
+  uint64_t created_turn = 0;     // the hub's Poll turn when it was opened
   uint32_t interest = 0;         // epoll events registered
   int64_t timer_due = kNever;    // its entry in timers_
   bool to_write = false;         // listed in to_write_
@@ -181,6 +186,8 @@ SecureChannelHub::SecureChannelHub(ChannelIdentity identity, ChannelOptions opti
   options_.reconnect_max_ms = std::max(options_.reconnect_min_ms, options_.reconnect_max_ms);
   options_.max_pending_handshakes = std::max<size_t>(1, options_.max_pending_handshakes);
   options_.max_pending_per_address = std::max<size_t>(1, options_.max_pending_per_address);
+  std::string ignored;  // Listen and StartAttempt try again, and say why
+  EnsureEpoll(&ignored);
 }
 
 SecureChannelHub::~SecureChannelHub() {
@@ -230,7 +237,7 @@ bool SecureChannelHub::Listen(const std::string& address, uint16_t port, std::st
   // A restarted node rebinds its port while old connections sit in TIME_WAIT.
   const int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, 128) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
     *error = "cannot listen on " + address + " port " + std::to_string(port) + ": " +
              std::strerror(errno);
     ::close(fd);
@@ -395,11 +402,15 @@ SecureChannelHub::Connection& SecureChannelHub::AddConnection(int fd, bool outgo
                                                               std::string ip, int64_t now) {
   const uint64_t id = next_conn_id_++;
   auto c = std::make_unique<Connection>(id, fd, outgoing, peer, std::move(ip), identity_, options_, now);
+  c->created_turn = turn_;
   Connection& ref = *c;
   conns_.emplace(id, std::move(c));
   // Both sides speak first, so neither waits on the other's hello.
   QueueRaw(ref, ref.session.hello());
-  if (!outgoing) pending_incoming_.insert(id);
+  if (!outgoing) {
+    pending_incoming_.insert(id);
+    pending_by_address_[ref.ip].insert(id);
+  }
   epoll_event ev{};
   ev.events = EPOLLOUT;  // connecting, or the hello to write
   ev.data.u64 = id;
@@ -409,55 +420,62 @@ SecureChannelHub::Connection& SecureChannelHub::AddConnection(int fd, bool outgo
   return ref;
 }
 
-bool SecureChannelHub::MakeRoomForIncoming(const std::string& ip, int64_t now) {
-  // Unauthenticated incoming connections by remote address: how many, and
-  // the oldest (conns_ is ordered by id, so by age).
-  struct Group {
-    size_t count = 0;
-    Connection* oldest = nullptr;
-  };
-  std::map<std::string_view, Group> groups;
-  size_t pending = 0;
-  for (const uint64_t id : pending_incoming_) {
-    Connection* c = conns_.at(id).get();
-    Group& g = groups[c->ip];
-    if (g.oldest == nullptr) g.oldest = c;
-    ++g.count;
-    ++pending;
-  }
+bool SecureChannelHub::MaySupersede(const Connection& pending, int64_t now) const {
+  return now - pending.created_ms >= options_.min_shed_age_ms && turn_ - pending.created_turn >= kMinShedTurns;
+}
+
+bool SecureChannelHub::RoomToAccept(int64_t now) {
+  if (pending_incoming_.size() < options_.max_pending_handshakes) return true;
+  const Connection& oldest = *conns_.at(*pending_incoming_.begin());
+  if (MaySupersede(oldest, now)) return true;
+  // Every slot is a handshake still in its first moments: an honest burst
+  // (nodes reconnecting to a new leader) that needs time, not room. The
+  // newcomers wait in the backlog (then in SYN retries) rather than being
+  // closed into their nodes' backoff.
+  ++stats_.accepts_deferred;
+  accept_deferred_until_ms_ = std::max(now + 1, oldest.created_ms + options_.min_shed_age_ms);
+  SetListenerArmed(false);
+  return false;
+}
+
+void SecureChannelHub::MakeRoomForIncoming(const std::string& ip, int64_t now) {
   // Full for this address: its own oldest goes. Full in all: the oldest of
-  // the address holding the most. A flood from one address then only ever
-  // pushes out its own connections, one from many addresses has to open
-  // them faster than an honest handshake completes (a round trip), and a
-  // peer's single pending connection is the last to go.
+  // the address holding the most, if it has had its time, else the oldest
+  // of all (RoomToAccept saw that one has). A flood from one address then
+  // only ever pushes out its own connections, one from many addresses has
+  // to open them faster than an honest handshake completes, and a peer's
+  // single pending connection is the last to go.
   Connection* victim = nullptr;
-  auto own = groups.find(ip);
-  if (own != groups.end() && own->second.count >= options_.max_pending_per_address) {
-    victim = own->second.oldest;
-  } else if (pending >= options_.max_pending_handshakes) {
-    const Group* largest = nullptr;
-    for (const auto& [address, g] : groups) {
-      if (largest == nullptr || g.count > largest->count ||
-          (g.count == largest->count && g.oldest->id < largest->oldest->id)) {
-        largest = &g;
+  const auto own = pending_by_address_.find(ip);
+  if (own != pending_by_address_.end() && own->second.size() >= options_.max_pending_per_address) {
+    victim = conns_.at(*own->second.begin()).get();
+  } else if (pending_incoming_.size() >= options_.max_pending_handshakes) {
+    const std::set<uint64_t>* largest = nullptr;
+    for (const auto& [address, ids] : pending_by_address_) {
+      if (largest == nullptr || ids.size() > largest->size() ||
+          (ids.size() == largest->size() && *ids.begin() < *largest->begin())) {
+        largest = &ids;
       }
     }
-    if (largest != nullptr) victim = largest->oldest;
-    // Every slot is a handshake still in its first moments: an honest burst
-    // (nodes reconnecting to a new leader) that needs time, not room.
-    if (victim != nullptr && now - victim->created_ms < options_.min_shed_age_ms) {
-      ++stats_.handshakes_refused_busy;
-      return false;
-    }
+    victim = conns_.at(*largest->begin()).get();
+    if (!MaySupersede(*victim, now)) victim = conns_.at(*pending_incoming_.begin()).get();
   }
-  if (victim == nullptr) return true;
+  if (victim == nullptr) return;
   ++stats_.handshakes_shed;
   Close(*victim, CloseReason::kShed, ChannelResult::kOk, now);
-  return true;
+}
+
+void SecureChannelHub::ForgetPending(const Connection& c) {
+  if (pending_incoming_.erase(c.id) == 0) return;
+  const auto it = pending_by_address_.find(c.ip);
+  if (it == pending_by_address_.end()) return;
+  it->second.erase(c.id);
+  if (it->second.empty()) pending_by_address_.erase(it);
 }
 
 void SecureChannelHub::AcceptAll(int64_t now) {
-  for (;;) {
+  for (size_t accepted = 0; accepted < kMaxAcceptsPerTurn; ++accepted) {
+    if (!RoomToAccept(now)) return;
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
     const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len,
@@ -474,10 +492,7 @@ void SecureChannelHub::AcceptAll(int64_t now) {
     }
     ++stats_.accepts;
     std::string ip = IpOf(ss);
-    if (!MakeRoomForIncoming(ip, now)) {
-      ::close(fd);
-      continue;
-    }
+    MakeRoomForIncoming(ip, now);
     SetStreamOptions(fd);
     Connection& c = AddConnection(fd, false, std::nullopt, std::move(ip), now);
     WriteTo(c);  // our hello, at once
@@ -626,7 +641,7 @@ void SecureChannelHub::OnEstablished(Connection& c, int64_t now) {
   c.handshake_order = next_handshake_order_++;
   c.last_tx_ms = now;
   ++stats_.handshakes_ok;
-  pending_incoming_.erase(c.id);
+  ForgetPending(c);
   ScheduleTimer(c);
   const uint32_t peer = *c.peer;
   std::vector<Connection*>& up = established_[peer];
@@ -720,7 +735,7 @@ void SecureChannelHub::Close(Connection& c, CloseReason reason, ChannelResult de
   c.queued_bytes = 0;
   if (c.timer_due != kNever) timers_.erase({c.timer_due, c.id});
   c.timer_due = kNever;
-  pending_incoming_.erase(c.id);
+  ForgetPending(c);
   if (c.established) {
     auto it = established_.find(*c.peer);
     if (it != established_.end()) {
@@ -832,18 +847,24 @@ int64_t SecureChannelHub::NextDeadline(int64_t now) const {
   int64_t next = kNever;
   if (!timers_.empty()) next = timers_.begin()->first;
   if (!retries_.empty()) next = std::min(next, retries_.begin()->first);
-  if (listen_fd_ >= 0 && accept_paused_until_ms_ > now) next = std::min(next, accept_paused_until_ms_);
+  if (listen_fd_ >= 0 && !listener_armed_) {
+    next = std::min(next, std::max(accept_paused_until_ms_, accept_deferred_until_ms_));
+  }
   return next;
 }
 
 void SecureChannelHub::Poll(int timeout_ms) {
+  ++turn_;
   Sweep();
   int64_t now = NowMs();
   RunTimers(now);
   FlushLinkEvents();
   // What the owner sent since the last turn, and the pings just queued.
   WriteQueued();
-  if (listen_fd_ >= 0 && now >= accept_paused_until_ms_) SetListenerArmed(true);
+  if (listen_fd_ >= 0 && now >= accept_paused_until_ms_ &&
+      (now >= accept_deferred_until_ms_ || pending_incoming_.size() < options_.max_pending_handshakes)) {
+    SetListenerArmed(true);
+  }
 
   int64_t wait = std::max(0, timeout_ms);
   const int64_t deadline = NextDeadline(now);

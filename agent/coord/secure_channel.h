@@ -35,15 +35,21 @@ struct ChannelOptions {
   size_t max_frame_bytes = 16u << 20;   // payload limit, both directions; same on every node
   size_t max_queued_bytes = 64u << 20;  // per connection, sealed frames not yet written
   int64_t reconnect_min_ms = 100, reconnect_max_ms = 5000;
-  size_t max_pending_handshakes = 64;   // incoming connections not yet authenticated, in all
+  // Incoming connections not yet authenticated, in all: a leader of 10 000
+  // nodes admits them all again after a failover (docs/cluster.md "Large
+  // clusters"); each costs a socket and a few kB.
+  size_t max_pending_handshakes = 1024;
   size_t max_pending_per_address = 4;   // ... from one remote address (a peer needs one)
   // With all max_pending_handshakes slots taken, a newcomer pushes out the
   // oldest pending connection only if that one has had this long to finish
-  // (a few round trips and poll turns); else the newcomer is closed and its
-  // node retries. Thousands of agents reconnecting to a new leader at once
+  // (a few round trips and poll turns); else newcomers wait in the kernel's
+  // listen backlog until a slot is free or old enough. Thousands of agents reconnecting to a new leader at once
   // would otherwise push out handshakes in their first moments. Longer
   // would let a flood of fresh connections from many addresses keep every
-  // slot (AFloodFromManyAddressesDoesNotKeepAPeerOut).
+  // slot (AFloodFromManyAddressesDoesNotKeepAPeerOut). It must also have
+  // had two of this hub's Poll turns: a leader busy with thousands of
+  // resent windows takes long turns, and must not push out handshakes only
+  // it has kept waiting.
   int64_t min_shed_age_ms = 50;
   // Outgoing connections leave from this numeric address (port chosen by
   // the kernel); empty: wherever the route says. The coordination load
@@ -59,7 +65,7 @@ struct ChannelStats {
   uint64_t handshakes_failed = 0;  // TCP up, never authenticated (any reason, timeouts included)
   uint64_t handshake_timeouts = 0;
   uint64_t handshakes_shed = 0;    // unauthenticated incoming ones closed for a newer one (the caps above)
-  uint64_t handshakes_refused_busy = 0;  // newcomers closed at once: every slot young (min_shed_age_ms)
+  uint64_t accepts_deferred = 0;   // turns that left newcomers in the listen backlog: every slot young
   uint64_t refused = 0;            // hello refused: magic, version, cluster, own id, other node
   uint64_t auth_failures = 0;      // handshake MAC or frame MAC wrong
   uint64_t frame_errors = 0;       // oversize, out of sequence, truncated
@@ -125,6 +131,13 @@ class SecureChannelHub {
   // Connect()ed.
   bool ConnectAttemptFailed(uint32_t peer) const;
 
+  // The hub's epoll descriptor: readable while one of its sockets has
+  // something for Poll. An owner that serves many hubs from one thread (the
+  // coordination load bench) waits on these, polls the ready hubs, and
+  // polls every hub often enough for its timers. -1 if no epoll could be
+  // had (every Listen and connection attempt then says why).
+  int ready_fd() const { return epoll_fd_; }
+
   const ChannelStats& stats() const { return stats_; }
   // Sealed bytes queued and not yet written, on every open connection.
   size_t QueuedBytes() const { return queued_total_; }
@@ -172,8 +185,12 @@ class SecureChannelHub {
              int sys_error = 0);
   void CountClose(Connection& c, CloseReason reason, ChannelResult detail, int64_t now,
                   int sys_error);
-  // False: no room, and the newcomer is to be closed.
-  bool MakeRoomForIncoming(const std::string& ip, int64_t now);
+  // False, with the listener paused: every pending slot is taken and too
+  // young to give up; newcomers wait in the listen backlog.
+  bool RoomToAccept(int64_t now);
+  bool MaySupersede(const Connection& pending, int64_t now) const;
+  void MakeRoomForIncoming(const std::string& ip, int64_t now);
+  void ForgetPending(const Connection& c);
   void OnOutgoingClosed(Connection& c, CloseReason reason, ChannelResult detail, int sys_error, int64_t now);
   Connection* OldestEstablished(uint32_t peer);
   void FlushLinkEvents();
@@ -190,17 +207,20 @@ class SecureChannelHub {
   bool listener_armed_ = false;
   uint16_t listen_port_ = 0;
   int64_t accept_paused_until_ms_ = 0;  // after EMFILE, so epoll_wait does not spin
+  int64_t accept_deferred_until_ms_ = 0;  // every pending slot young until then
   uint64_t next_conn_id_ = 1;
   uint64_t next_handshake_order_ = 1;
+  uint64_t turn_ = 0;  // Poll calls so far
   std::map<uint64_t, std::unique_ptr<Connection>> conns_;  // closed ones until Sweep
   std::vector<uint64_t> closed_;                            // ... which are these
   std::map<uint32_t, Target> targets_;
   // Authenticated connections per peer (a peer is up while it has one):
   // Send finds its connection here, not by a scan of every connection.
   std::map<uint32_t, std::vector<Connection*>> established_;
-  // Incoming connections not yet authenticated, oldest first: the caps on
-  // them look here, not at every connection.
+  // Incoming connections not yet authenticated, oldest first, in all and by
+  // remote address: the caps on them look here, not at every connection.
   std::set<uint64_t> pending_incoming_;
+  std::unordered_map<std::string, std::set<uint64_t>> pending_by_address_;
   // (deadline, connection id): at most one entry per open connection, never
   // later than its deadline. (time, peer) of reconnect attempts: entries of
   // a target since moved or removed are stale and skipped.
