@@ -7,6 +7,7 @@
 
 #include "agent/config/agent_config.h"
 #include "agent/runtime/agent_runtime.h"
+#include "agent/runtime/file_limit.h"
 
 int main(int argc, char** argv) {
   std::string message;
@@ -25,6 +26,14 @@ int main(int argc, char** argv) {
   for (const std::string& w : config->warnings) spdlog::warn("{}", w);
   spdlog::info("chronolink-agent {}; effective configuration: {}", chronolink::AgentVersionString(),
                chronolink::EffectiveConfigJson(*config));
+
+  const chronolink::FileLimitChange files = chronolink::RaiseOpenFileLimit();
+  if (!files.error.empty()) {
+    spdlog::warn("open files: the limit stays at {} ({}); a leader needs one per node", files.before, files.error);
+  } else if (files.after != files.before) {
+    spdlog::info("open files: limit raised from {} to {} (a leader holds one connection per node)", files.before,
+                 files.after);
+  }
 
   chronolink::AgentRuntime runtime(std::move(*config));
   std::string error;
