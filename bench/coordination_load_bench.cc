@@ -229,15 +229,25 @@ double Percentile(std::vector<double> v, double p) {
 }
 
 int Run(const Options& o) {
+  // Two descriptors per simulated node here (its socket and its hub's
+  // epoll), one per node in the leader's process (which inherits this
+  // limit), and a few dozen besides (etcd clients, logs). With
+  // CAP_SYS_RESOURCE the hard limit is raised too, if it is short.
+  const rlim_t need = 2 * static_cast<rlim_t>(o.nodes) + 64;
   struct rlimit lim {};
   ::getrlimit(RLIMIT_NOFILE, &lim);
+  if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < need) {
+    struct rlimit raised = lim;
+    raised.rlim_max = need;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim.rlim_max = need;
+  }
   lim.rlim_cur = lim.rlim_max;
   ::setrlimit(RLIMIT_NOFILE, &lim);
-  // One socket per simulated node here, and as many in the leader's process
-  // (which inherits this limit).
-  if (static_cast<int64_t>(lim.rlim_cur) < o.nodes + 1000) {
-    std::fprintf(stderr, "coordination_load_bench: %d nodes need about %d file descriptors; the limit is %llu\n",
-                 o.nodes, o.nodes + 1000, static_cast<unsigned long long>(lim.rlim_cur));
+  if (lim.rlim_cur < need) {
+    std::fprintf(stderr,
+                 "coordination_load_bench: %d nodes need about %llu file descriptors; the limit is %llu (raising "
+                 "the hard limit needs CAP_SYS_RESOURCE)\n",
+                 o.nodes, static_cast<unsigned long long>(need), static_cast<unsigned long long>(lim.rlim_cur));
     return 1;
   }
   fs::remove_all(o.out);
@@ -355,6 +365,10 @@ int Run(const Options& o) {
   std::optional<int64_t> killed_at;  // CLOCK_MONOTONIC
   uint32_t killed = 0;
   std::optional<double> failover_s;
+  // The failover's steps, seconds after the kill: a new leader named in
+  // etcd (as the nodes see it), every node's link to it up, the first and
+  // then every node holding its solution.
+  std::optional<double> named_s, linked_s, first_held_s;
   auto next = Clock::now();
   const int64_t run_start_ns = ReadClockNs(CLOCK_MONOTONIC);
   const SimulatedAgentsTotals totals_start = sims.Totals();
@@ -369,8 +383,13 @@ int Run(const Options& o) {
       }
       if (killed_at && !failover_s) {
         const std::optional<LeaderClaim> now_leading = sims.leader();
-        if (now_leading && now_leading->id != killed && sims.HoldingFrom(now_leading->id) == sim_ids.size()) {
-          failover_s = static_cast<double>(ReadClockNs(CLOCK_MONOTONIC) - *killed_at) / 1e9;
+        const double since = static_cast<double>(ReadClockNs(CLOCK_MONOTONIC) - *killed_at) / 1e9;
+        if (now_leading && now_leading->id != killed) {
+          if (!named_s) named_s = since;
+          if (!linked_s && sims.Totals().links_up == sim_ids.size()) linked_s = since;
+          const size_t holding = sims.HoldingFrom(now_leading->id);
+          if (!first_held_s && holding > 0) first_held_s = since;
+          if (holding == sim_ids.size()) failover_s = since;
         }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -488,15 +507,26 @@ int Run(const Options& o) {
               Percentile(cores, 0.5), Percentile(cores, 1.0), rss_max / 1e6, Percentile(solved_lag, 0.5),
               Percentile(deliv99, 1.0), end.pass_ms_max);
   if (killed_at) {
-    std::printf("leader killed: every node held a new leader's solution after %s\n",
-                failover_s ? (std::to_string(*failover_s) + " s").c_str() : "(not within the run)");
+    auto after = [](const std::optional<double>& s) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.2f s", s.value_or(NAN));
+      return s ? std::string(buf) : std::string("(not within the run)");
+    };
+    std::printf("leader killed: a new leader named after %s, every link to it up after %s, the first node held its "
+                "solution after %s, every node after %s\n",
+                after(named_s).c_str(), after(linked_s).c_str(), after(first_held_s).c_str(),
+                after(failover_s).c_str());
   }
   sims.Stop();
   for (RealAgent& a : agents) a.Kill(SIGTERM);
   nlohmann::json result = {{"nodes", o.nodes},
                            {"summary", summary},
                            {"windows", rows},
-                           {"failover_s", failover_s ? nlohmann::json(*failover_s) : nlohmann::json(nullptr)}};
+                           {"failover_s", failover_s ? nlohmann::json(*failover_s) : nlohmann::json(nullptr)},
+                           {"failover_steps_s",
+                            {{"leader_named", named_s ? nlohmann::json(*named_s) : nlohmann::json(nullptr)},
+                             {"every_link_up", linked_s ? nlohmann::json(*linked_s) : nlohmann::json(nullptr)},
+                             {"first_node_held", first_held_s ? nlohmann::json(*first_held_s) : nlohmann::json(nullptr)}}}};
   std::ofstream(fs::path(o.out) / "results.json") << result.dump(1) << "\n";
   std::printf("results: %s\n", (fs::path(o.out) / "results.json").c_str());
   return 0;

@@ -1,6 +1,8 @@
 #include "bench/coordination/simulated_agents.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,7 +14,12 @@ namespace chronolink::bench {
 
 namespace {
 
-constexpr auto kPass = std::chrono::milliseconds(10);  // a thread's pass over its nodes, at least
+// A thread serves its nodes as one event loop: the nodes whose sockets are
+// ready at once (a handshake answered within a turn, as an agent's own
+// thread would), and every node each pass, for its timers and the windows
+// it closes.
+constexpr auto kPass = std::chrono::milliseconds(50);  // a thread's pass over all its nodes
+constexpr int kMaxReady = 256;
 constexpr uint16_t kProbePort = 7319;
 
 // Each simulated node's own loopback address, as separate hosts have their
@@ -167,37 +174,61 @@ std::optional<LeaderClaim> SimulatedAgents::leader() const {
 void SimulatedAgents::Run(size_t thread_index) {
   const size_t threads = static_cast<size_t>(std::max(1, options_.threads));
   const int64_t window = options_.window_ns;
+  const int ready_set = ::epoll_create1(EPOLL_CLOEXEC);
+  if (ready_set < 0) spdlog::warn("simulated nodes: epoll_create1 failed; nodes are served each pass only");
+  std::vector<Node*> mine;
   for (size_t i = thread_index; i < nodes_.size(); i += threads) {
     Node& n = *nodes_[i];
     const int64_t own_now = ReadClockNs(CLOCK_REALTIME) + options_.summaries->OffsetOf(n.id);
     n.next_window = own_now / window;  // the window now open: the first to close
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = &n;
+    if (ready_set >= 0 && n.hub->ready_fd() >= 0) ::epoll_ctl(ready_set, EPOLL_CTL_ADD, n.hub->ready_fd(), &ev);
+    mine.push_back(&n);
   }
   std::vector<std::pair<int64_t, int64_t>> delivered;  // (T, when)
+  auto serve = [&](Node& n, const std::optional<LeaderClaim>& leader) {
+    Step(n, leader, ReadClockNs(CLOCK_MONOTONIC), ReadClockNs(CLOCK_REALTIME));
+    if (n.exchange->LatestVersion() == n.version) return;
+    uint64_t version = 0;
+    const std::optional<OffsetsSnapshot> latest = n.exchange->Latest(&version);
+    if (latest && version != n.version) {
+      n.version = version;
+      n.holding_from = latest->leader;
+      delivered.emplace_back(latest->reference_instant_ns, ReadClockNs(CLOCK_MONOTONIC));
+    }
+  };
+  epoll_event ready[kMaxReady];
+  auto next_pass = std::chrono::steady_clock::now();
   while (!stopping_) {
-    const auto pass_start = std::chrono::steady_clock::now();
     const std::optional<LeaderClaim> leader = this->leader();
-    for (size_t i = thread_index; i < nodes_.size() && !stopping_; i += threads) {
-      Node& n = *nodes_[i];
-      Step(n, leader, ReadClockNs(CLOCK_MONOTONIC), ReadClockNs(CLOCK_REALTIME));
-      if (n.exchange->LatestVersion() == n.version) continue;
-      uint64_t version = 0;
-      const std::optional<OffsetsSnapshot> latest = n.exchange->Latest(&version);
-      if (latest && version != n.version) {
-        n.version = version;
-        n.holding_from = latest->leader;
-        delivered.emplace_back(latest->reference_instant_ns, ReadClockNs(CLOCK_MONOTONIC));
+    if (std::chrono::steady_clock::now() >= next_pass) {
+      const auto pass_start = std::chrono::steady_clock::now();
+      for (Node* n : mine) {
+        if (stopping_) break;
+        serve(*n, leader);
       }
+      const int64_t pass_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now() - pass_start).count();
+      if (pass_ns > pass_ns_max_) pass_ns_max_ = pass_ns;
+      next_pass = pass_start + kPass;
+    }
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_pass - std::chrono::steady_clock::now());
+    const int timeout = static_cast<int>(std::clamp<int64_t>(wait.count(), 0, 10));  // 10: a new leader is seen soon
+    if (ready_set < 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(timeout));
+    } else {
+      const int count = ::epoll_wait(ready_set, ready, kMaxReady, timeout);
+      for (int i = 0; i < count && !stopping_; ++i) serve(*static_cast<Node*>(ready[i].data.ptr), leader);
     }
     if (!delivered.empty()) {
       std::lock_guard<std::mutex> lock(mutex_);
       for (const auto& [t, when] : delivered) deliveries_[t].push_back(when);
       delivered.clear();
     }
-    const int64_t pass_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now() - pass_start).count();
-    if (pass_ns > pass_ns_max_) pass_ns_max_ = pass_ns;
-    std::this_thread::sleep_until(pass_start + kPass);
   }
+  if (ready_set >= 0) ::close(ready_set);
 }
 
 void SimulatedAgents::KeepLeasesAlive() {
@@ -241,6 +272,7 @@ void SimulatedAgents::Step(Node& n, const std::optional<LeaderClaim>& leader, in
   }
   n.hub->Poll(0);
   n.exchange->Flush(*n.hub, now_mono);
+  if (n.hub->QueuedBytes() > 0) n.hub->Poll(0);  // what Flush queued leaves now, not a pass later
   const ChannelStats& s = n.hub->stats();
   n.bytes_sent = s.bytes_sent;
   n.bytes_received = s.bytes_received;
