@@ -75,14 +75,14 @@ TEST(CollectorTest, ExportsWithoutStopAndAfterStop) {
 
 // Test mode's evolving node clock (docs/testbed.md "Clocks as deployed"):
 // the host side of every record is on the clock state file's REALTIME, as
-// the node's agent stamps, here 5 ms ahead of the true time.
+// the node's agent stamps, here 50 ms ahead of the true time.
 TEST(CollectorTest, AClockStateFileIsTheHostClock) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("collector-clock-" + std::to_string(getpid()) + ".clock")).string();
   std::filesystem::remove(path);
   const int64_t now = ReadClockNs(CLOCK_REALTIME);
   std::string error;
-  ASSERT_TRUE(CreateClockStateFile(path, 1, ClockTrajectory(now - 1'000'000'000, now - 995'000'000), 16, &error))
+  ASSERT_TRUE(CreateClockStateFile(path, 1, ClockTrajectory(now - 1'000'000'000, now - 950'000'000), 16, &error))
       << error;
   CollectorOptions o = Simulated();
   o.test_mode = true;
@@ -95,9 +95,12 @@ TEST(CollectorTest, AClockStateFileIsTheHostClock) {
   int compared = 0;
   for (const GpuActivity& a : c->ActivitySnapshot()) {
     if (a.sim_true_start_ns == 0 || a.launch_host_start_ns == 0) continue;
-    // The launch comes some µs before the device's start; the kernel's own
-    // clock would put it about 0 away.
-    EXPECT_NEAR(static_cast<double>(a.launch_host_start_ns - a.sim_true_start_ns), 5e6, 1e6) << a.name;
+    // The launch comes before the device's start: some µs natively, some ms
+    // under qemu or a loaded machine. The kernel's own clock would put it
+    // at or below 0.
+    const int64_t ahead = a.launch_host_start_ns - a.sim_true_start_ns;
+    EXPECT_GT(ahead, 40'000'000) << a.name;
+    EXPECT_LT(ahead, 51'000'000) << a.name;
     ++compared;
   }
   EXPECT_GT(compared, 0);
