@@ -141,11 +141,31 @@ TEST_F(EtcdClusterTest, EtcdBackendSolvesSixNodesWithinFiveMicroseconds) {
   }
   // One leader while they run; at the end, the agents stopping one after
   // the other hand leadership on (a stopping leader revokes its lease), and
-  // the next one may solve a few instants again: every file is checked.
+  // the next one may solve the last instants again: every file is checked.
+  // Such a leader holds nothing of the nodes already gone, not their knots
+  // either, so it cannot map them back to REALTIME and says so
+  // (unreachable); the nodes it does map must be right.
   ASSERT_GE(files.size(), 1u) << "no leader: " << Logs();
   const SolvedByInstant solved = ReadOffsets(files);
+  const uint32_t running_leader = solved.begin()->second.begin()->second.leader;
+  SolvedByInstant by_running_leader, after_it;
+  for (const auto& [t, nodes] : solved) {
+    for (const auto& [node, s] : nodes) {
+      if (s.leader == running_leader) {
+        by_running_leader[t][node] = s;
+      } else if (s.reachable) {
+        after_it[t][node] = s;
+      }
+    }
+  }
   double worst = 0;
-  const int checked = CheckInstants(solved, 1, NodeClockAt(1, t0_) + 5 * kWindow, INT64_MAX, AllNodes(), {}, &worst);
+  const int64_t from = NodeClockAt(1, t0_) + 5 * kWindow;
+  const int checked = CheckInstants(by_running_leader, 1, from, INT64_MAX, AllNodes(), {}, &worst);
+  for (const auto& [t, nodes] : after_it) {
+    std::set<uint32_t> mapped;
+    for (const auto& [node, s] : nodes) mapped.insert(node);
+    CheckInstants({{t, nodes}}, 1, from, INT64_MAX, mapped, {}, &worst);
+  }
   EXPECT_GE(checked, 3) << Logs();
   std::printf("etcd: %d instants after 5 windows, worst |error| %.0f ns\n", checked, worst);
 }
