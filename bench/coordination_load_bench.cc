@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -226,6 +227,43 @@ double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
+}
+
+// What offsets.jsonl costs to keep, from a leader's own file: bytes per
+// node per instant as written and gzip -6 compressed (what a rotation
+// stores), and per day of 2 s windows.
+struct OffsetsStorage {
+  int64_t instants = 0, lines = 0, bytes = 0, gzip_bytes = 0;
+  double BytesPerNodeInstant() const { return lines > 0 ? static_cast<double>(bytes) / lines : NAN; }
+  double GzipPerNodeInstant() const { return lines > 0 ? static_cast<double>(gzip_bytes) / lines : NAN; }
+};
+
+OffsetsStorage MeasureOffsetsStorage(const fs::path& file) {
+  OffsetsStorage m;
+  std::ifstream in(file, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.empty()) return m;
+  std::set<std::string> instants;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const size_t t = text.find("\"t_ns\":", at);
+    if (t != std::string::npos && t < end) instants.insert(text.substr(t + 7, text.find_first_of(",}", t) - t - 7));
+    ++m.lines;
+    at = end + 1;
+  }
+  m.instants = static_cast<int64_t>(instants.size());
+  m.bytes = static_cast<int64_t>(text.size());
+  // gzip -6 is deflate at level 6 in a gzip wrapper (18 bytes more a file).
+  z_stream z{};
+  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return m;
+  std::string out(deflateBound(&z, text.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(text.data());
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  if (deflate(&z, Z_FINISH) == Z_STREAM_END) m.gzip_bytes = static_cast<int64_t>(z.total_out);
+  deflateEnd(&z);
+  return m;
 }
 
 int Run(const Options& o) {
@@ -519,6 +557,20 @@ int Run(const Options& o) {
   }
   sims.Stop();
   for (RealAgent& a : agents) a.Kill(SIGTERM);
+  // The first leader's file: every instant it solved, each a line per node.
+  const OffsetsStorage stored = MeasureOffsetsStorage(leader_agent(first_leader->id).dir / "offsets.jsonl");
+  constexpr double kInstantsPerDay = 86400.0 * 1e9 / kWindowNs;
+  if (stored.lines > 0) {
+    const double per_line = stored.BytesPerNodeInstant(), per_line_gz = stored.GzipPerNodeInstant();
+    std::printf("offsets.jsonl as the leader wrote it: %lld instants, %.0f B per node per instant (%.1f B gzip -6); "
+                "a day: %.2f GB (%.2f GB gzip) at %d nodes, %.1f GB (%.1f GB gzip) at 10 000\n",
+                static_cast<long long>(stored.instants), per_line, per_line_gz,
+                per_line * o.nodes * kInstantsPerDay / 1e9, per_line_gz * o.nodes * kInstantsPerDay / 1e9, o.nodes,
+                per_line * 1e4 * kInstantsPerDay / 1e9, per_line_gz * 1e4 * kInstantsPerDay / 1e9);
+    summary["offsets_bytes_per_node_instant"] = per_line;
+    summary["offsets_gzip_bytes_per_node_instant"] = per_line_gz;
+    summary["offsets_gzip_gb_per_day_at_10000"] = per_line_gz * 1e4 * kInstantsPerDay / 1e9;
+  }
   nlohmann::json result = {{"nodes", o.nodes},
                            {"summary", summary},
                            {"windows", rows},
