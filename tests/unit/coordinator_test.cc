@@ -1012,12 +1012,14 @@ TEST_F(EtcdCoordinatorTest, WindowsAndOffsetsFlowWhileEtcdIsDown) {
     n.Publish(mine);
     during.insert(during.end(), mine.begin(), mine.end());
   }
-  // Every node notices (its requests fail)...
+  // The leader notices (its lease keepalives, every second, fail)... A
+  // follower asks etcd only through its watches and a member keepalive
+  // every 90 s: one whose watch reconnected during etcd's graceful stop was
+  // seen to stay "connected" under qemu (arm64 stage, 2026-12-02), so the
+  // followers are not held to noticing within the wait.
   ASSERT_TRUE(WaitUntil([&] {
-    return std::all_of(nodes_.begin(), nodes_.end(), [&](const Node& n) {
-      const CoordinatorStatus s = n.Status();
-      return s.errors > errors_before[n.id] && !s.connected;
-    });
+    const CoordinatorStatus s = node(leader).Status();
+    return s.errors > errors_before[leader] && !s.connected;
   })) << StatusReport();
   // ...and its windows reach the leader all the same.
   std::vector<WindowSummary> all = sent;
