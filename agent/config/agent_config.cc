@@ -59,7 +59,8 @@ json ClusterJson(const AgentConfig& c) {
              {"member_lease_ttl_s", cs.member_lease_ttl_s},
              {"solve_delay_ms", Number(cs.solve_delay_ns, Kind::kNsFromMs)},
              {"retention_s", Number(cs.retention_ns, Kind::kNsFromSec)},
-             {"offsets_rotate_mb", cs.offsets_rotate_bytes >> 20}};
+             {"offsets_rotate_mb", cs.offsets_rotate_bytes >> 20},
+             {"offsets_format", OffsetsFormName(cs.offsets_form)}};
   if (cs.probe_k > 0) cl["probe_k"] = cs.probe_k;
   if (cs.backend != CoordinationBackend::kNone && cs.coordination_port != 0) {
     cl["coordination_port"] = cs.coordination_port;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/cluster/offsets_form.h"
 #include "agent/coord/coordination_options.h"
 #include "agent/estimate/fit_span_range.h"
 #include "agent/probe/probe_settings.h"
@@ -102,6 +103,7 @@ struct ClusterSettings {
   int64_t solve_delay_ns = 1'000'000'000;   // extra wait for summaries after a window closes
   int64_t retention_ns = 120'000'000'000;   // windows kept for catch-up and failover
   int64_t offsets_rotate_bytes = 256LL << 20;  // offsets.jsonl rotated past this; 0: never
+  OffsetsForm offsets_form = OffsetsForm::kAuto;  // rows, columns, or columns from 1000 nodes
   std::string clock_page_path;              // empty: off
 };
 

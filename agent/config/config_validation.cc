@@ -373,6 +373,11 @@ bool ValidateLeadershipTiming(const Merged& m, AgentConfig* c, std::string* erro
                            m.From("cluster.offsets_rotate_mb") + ") must be 0 (never) to 1048576");
   }
   cs.offsets_rotate_bytes = rotate_mb << 20;
+  const std::string form = m.Get<std::string>("cluster.offsets_format", OffsetsFormName(cs.offsets_form));
+  if (!ParseOffsetsForm(form, &cs.offsets_form)) {
+    return Fail(error, "offsets format '" + form + "' (" + m.From("cluster.offsets_format") +
+                           ") must be rows, columns or auto");
+  }
   const std::string page = m.Get<std::string>("clock_page", "/dev/shm/chronolink-" + std::to_string(c->node_id));
   cs.clock_page_path = page == "off" ? std::string() : page;
   return true;

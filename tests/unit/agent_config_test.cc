@@ -1158,6 +1158,13 @@ TEST_F(AgentConfigTest, BadClusterSettingsAreRefusedWithTheirSource) {
   ExpectError(LoadMinimal({"--member-lease-ttl-s", "4"}), {"member lease TTL", "5..3600"});
   ExpectError(LoadMinimal({"--lease-ttl-s", "10", "--member-lease-ttl-s", "9"}), {"member lease TTL", "10..3600"});
   ExpectError(LoadMinimal({"--window-retention-s", "5"}), {"retention", "10 s"});
+  ExpectError(LoadMinimal({"--offsets-format", "csv"}), {"offsets format 'csv'", "rows, columns or auto"});
+  Result r = LoadMinimal({});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->cluster_settings.offsets_form, OffsetsForm::kAuto);
+  r = LoadMinimal({"--offsets-format", "columns"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->cluster_settings.offsets_form, OffsetsForm::kColumns);
   ExpectError(LoadMinimal({"--etcd-endpoints", "http://10.0.0.9:2379"}), {"--coordination etcd"});
   ExpectError(LoadMinimal({"--coordination", "etcd", "--etcd-endpoints", "ftp://10.0.0.9:2379"}),
               {"http://HOST:PORT or https://HOST:PORT"});

@@ -806,9 +806,9 @@ TEST(ChronolinkSolveTool, WritesOffsetsAndRejectsMalformedLines) {
       << R"(,"peer":1,"x0_ns":1,"estimator":"none","beta_ns":null,"alpha":null,"uncertainty_ns":null,"timestamp_source":"kernel"})"
       << "\n";
   }
-  const std::string cmd = tool.string() + " --edges " + (dir / "n1.jsonl").string() + " " +
-                          (dir / "n2.jsonl").string() + " " + (dir / "n3.jsonl").string() +
-                          " --reference 2 --out " + (dir / "offsets.jsonl").string() + " 2>/dev/null";
+  const std::string solve = tool.string() + " --edges " + (dir / "n1.jsonl").string() + " " +
+                            (dir / "n2.jsonl").string() + " " + (dir / "n3.jsonl").string() + " --reference 2";
+  const std::string cmd = solve + " --out " + (dir / "offsets.jsonl").string() + " 2>/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   std::ifstream in(dir / "offsets.jsonl");
   std::string line;
@@ -827,6 +827,35 @@ TEST(ChronolinkSolveTool, WritesOffsetsAndRejectsMalformedLines) {
     ++lines;
   }
   EXPECT_EQ(lines, 3 * 3);  // instants at the window centres kT, +2 s, +4 s (odd seconds); three nodes each
+
+  // The same instants as columns: a line each, the same offsets to the picosecond.
+  std::map<std::pair<int64_t, uint32_t>, double> rows;
+  {
+    std::ifstream again(dir / "offsets.jsonl");
+    while (std::getline(again, line)) {
+      const auto j = nlohmann::json::parse(line);
+      rows[{j["t_ns"].get<int64_t>(), j["node"].get<uint32_t>()}] = j["offset_ns"].get<double>();
+    }
+  }
+  ASSERT_EQ(std::system((solve + " --format columns --out " +
+                         (dir / "columns.jsonl").string() + " 2>/dev/null").c_str()),
+            0);
+  std::ifstream columns(dir / "columns.jsonl");
+  int instants = 0;
+  while (std::getline(columns, line)) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["schema"], "chronolink.offset_columns.v1");
+    ASSERT_EQ(j["node_delta"].size(), 3u) << line;
+    int64_t node = 0;
+    for (size_t i = 0; i < 3; ++i) {
+      node += j["node_delta"][i].get<int64_t>();
+      const auto row = rows.find({j["t_ns"].get<int64_t>(), static_cast<uint32_t>(node)});
+      ASSERT_NE(row, rows.end()) << line;
+      EXPECT_NEAR(j["offset_ps"][i].get<double>() / 1e3, row->second, 0.5e-3) << line;
+    }
+    ++instants;
+  }
+  EXPECT_EQ(instants, 3);
 
   { std::ofstream(dir / "bad.jsonl") << "\n{\"schema\": \n"; }
   const std::string bad = tool.string() + " --edges " + (dir / "bad.jsonl").string() + " 2>" +

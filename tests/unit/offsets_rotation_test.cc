@@ -1,12 +1,16 @@
 // offsets.jsonl rotated and gzip-compressed by the leader's writer, and read
-// back as one set by the trace tools' reader; and the gzip helpers under it.
+// back as one set by the trace tools' reader; its columns form read back as
+// the rows are; and the gzip helpers under it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -199,6 +203,118 @@ TEST_F(OffsetsRotationTest, TheBackgroundWorkerCompressesEveryFileQueued) {
   EXPECT_NE(gzip.TakeError().find("missing"), std::string::npos);
   EXPECT_TRUE(gzip.TakeError().empty()) << "taken once";
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(fs::exists(dir_ / ("f" + std::to_string(i) + ".gz")));
+}
+
+// A solution drawn from the whole space the forms must hold: node ids in
+// any order, unreachable nodes, offsets from a picosecond to a day, drifts
+// to 25 %, other components.
+NodeSolution DrawSolution(std::mt19937_64& rng, uint32_t node) {
+  std::uniform_real_distribution<double> unit(0, 1);
+  NodeSolution s;
+  s.node = node;
+  s.reachable = unit(rng) < 0.85;
+  s.component = s.reachable ? 0 : static_cast<int>(rng() % 4) - 1;
+  s.edges_used = static_cast<int>(rng() % 20);
+  if (!s.reachable) return s;
+  const double sign = unit(rng) < 0.5 ? -1 : 1;
+  s.offset_ns = sign * std::pow(10.0, -3 + unit(rng) * 16.9);  // 1 ps .. 0.9 day
+  s.drift = unit(rng) < 0.2 ? (unit(rng) - 0.5) * 0.5 : (unit(rng) - 0.5) * 2e-4;
+  s.uncertainty_ns = unit(rng) < 0.1 ? 0 : std::pow(10.0, -2 + unit(rng) * 8);
+  s.residual_ns = std::pow(10.0, -3 + unit(rng) * 7);
+  return s;
+}
+
+// The columns form is read back as the rows are, on generated instants,
+// each file mixing both forms: the same solutions, to the columns'
+// rounding (1 ps; drift 1e-12).
+TEST(OffsetsForms, ColumnsReadBackAsTheRowsDoOnGeneratedInstants) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937_64 rng(seed);
+    OffsetLineContext c;
+    if (seed % 3 != 0) c.reference_node = static_cast<uint32_t>(rng() % 50);
+    std::string rows, mixed;
+    size_t columns_lines = 0;
+    for (int instant = 0; instant < 30; ++instant) {
+      c.reference_instant_ns = kT0 + static_cast<int64_t>(rng() % 40) * 2'000'000'000;  // repeats: re-solves
+      c.recomputed = rng() % 4 == 0;
+      c.leader = rng() % 5 == 0 ? std::nullopt : std::optional<uint32_t>(static_cast<uint32_t>(rng() % 9));
+      std::set<uint32_t> ids;
+      const size_t n = 1 + rng() % 40;
+      while (ids.size() < n) ids.insert(rng() % 4 == 0 ? static_cast<uint32_t>(rng()) : static_cast<uint32_t>(rng() % 64));
+      std::vector<NodeSolution> nodes;
+      for (uint32_t id : ids) nodes.push_back(DrawSolution(rng, id));
+      std::shuffle(nodes.begin(), nodes.end(), rng);
+      rows += OffsetsInstantText(nodes, c, OffsetsForm::kRows);
+      const bool as_columns = rng() % 3 != 0;
+      size_t lines = 0;
+      mixed += OffsetsInstantText(nodes, c, as_columns ? OffsetsForm::kColumns : OffsetsForm::kRows, &lines);
+      if (as_columns) {
+        EXPECT_EQ(lines, 1u);
+        ++columns_lines;
+      }
+    }
+    trace::OffsetsInput a, b;
+    std::string error;
+    trace::OffsetsReader ra, rb;
+    ASSERT_TRUE(ra.AddText(rows, "rows", &error) && ra.Finish(&a, &error)) << error;
+    ASSERT_TRUE(rb.AddText(mixed, "mixed", &error) && rb.Finish(&b, &error)) << "seed " << seed << ": " << error;
+    EXPECT_GT(columns_lines, 0u);
+    EXPECT_EQ(a.solutions_read, b.solutions_read);
+    EXPECT_EQ(a.reference, b.reference);
+    ASSERT_EQ(a.records.size(), b.records.size()) << "seed " << seed;
+    for (size_t i = 0; i < a.records.size(); ++i) {
+      const trace::OffsetRecord &x = a.records[i], &y = b.records[i];
+      SCOPED_TRACE("seed " + std::to_string(seed) + ", node " + std::to_string(x.node));
+      ASSERT_EQ(x.node, y.node);
+      ASSERT_EQ(x.t_ns, y.t_ns);
+      EXPECT_EQ(x.reachable, y.reachable);
+      EXPECT_EQ(x.component, y.component);
+      EXPECT_EQ(x.edges_used, y.edges_used);
+      EXPECT_EQ(x.leader, y.leader);
+      EXPECT_EQ(x.recomputed, y.recomputed);
+      if (!x.reachable) continue;
+      // Half a picosecond of rounding, plus what a double holds of a day in ps.
+      EXPECT_NEAR(x.offset_ns, y.offset_ns, 0.5e-3 + std::fabs(x.offset_ns) * 1e-15);
+      EXPECT_NEAR(x.drift, y.drift, 0.5e-12 + std::fabs(x.drift) * 1e-15);
+      EXPECT_NEAR(x.uncertainty_ns, y.uncertainty_ns, 0.5e-3 + x.uncertainty_ns * 1e-15);
+      ASSERT_TRUE(x.residual_ns && y.residual_ns);
+      EXPECT_NEAR(*x.residual_ns, *y.residual_ns, 0.5e-3 + *x.residual_ns * 1e-15);
+    }
+  }
+}
+
+TEST(OffsetsForms, TheWriterTurnsToColumnsAtAThousandNodesAndToRowsWhereColumnsCannotHoldANumber) {
+  const fs::path dir = fs::temp_directory_path() / ("offsets_forms_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  OffsetsJsonlWriter w;
+  std::string error;
+  ASSERT_TRUE(w.Open(dir.string(), &error)) << error;  // auto
+  auto instant = [](int64_t t, uint32_t nodes) {
+    OffsetsSnapshot s;
+    s.reference_instant_ns = t;
+    s.reference_node = 0;
+    for (uint32_t n = 0; n < nodes; ++n) {
+      s.nodes.push_back(NodeSolution{.node = n, .reachable = true, .offset_ns = 10.0 * n, .component = 0});
+    }
+    return s;
+  };
+  ASSERT_TRUE(w.Write(instant(kT0, kOffsetColumnsFromNodes - 1), &error)) << error;
+  EXPECT_EQ(w.lines_written(), kOffsetColumnsFromNodes - 1);
+  ASSERT_TRUE(w.Write(instant(kT0 + 2'000'000'000, kOffsetColumnsFromNodes), &error)) << error;
+  EXPECT_EQ(w.lines_written(), kOffsetColumnsFromNodes);
+  OffsetsSnapshot huge = instant(kT0 + 4'000'000'000, kOffsetColumnsFromNodes);
+  huge.nodes[7].offset_ns = 1e20;  // no clock's, but the rows hold what the solver said
+  ASSERT_TRUE(w.Write(huge, &error)) << error;
+  EXPECT_EQ(w.lines_written(), 2 * kOffsetColumnsFromNodes);  // 999 rows, a columns line, 1000 rows
+  w.Close();
+  trace::OffsetsInput input;
+  EXPECT_FALSE(trace::ReadOffsetsFiles({(dir / "offsets.jsonl").string()}, {}, &input, &error));
+  EXPECT_NE(error.find("offsets.jsonl:" + std::to_string(kOffsetColumnsFromNodes + 8)), std::string::npos) << error;
+  ASSERT_TRUE(trace::ReadOffsetsFiles({(dir / "offsets.jsonl").string()}, {.skip_bad_lines = true}, &input, &error))
+      << error;
+  EXPECT_EQ(input.solutions_read, 3 * kOffsetColumnsFromNodes - 2);  // the one bad row skipped
+  EXPECT_EQ(input.lines_skipped, 1u);
+  fs::remove_all(dir);
 }
 
 }  // namespace

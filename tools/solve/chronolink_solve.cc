@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
   std::string loss = "tukey";
   double threshold = 0;
   std::string method = "global";
+  std::string form_name = "auto";
   app.add_option("--edges", edge_files, "edges.jsonl files (one per node)")->required()->expected(1, -1);
   app.add_option("--reference", reference, "reference clock: a node id, or 'mean' (of the largest component)")
       ->capture_default_str();
@@ -153,7 +154,14 @@ int main(int argc, char** argv) {
                  "summed along a least-variance spanning tree, loops ignored)")
       ->check(CLI::IsMember({"global", "spanning-tree"}))
       ->capture_default_str();
+  app.add_option("--format", form_name,
+                 "rows: a line per node per instant; columns: a line per instant (docs/formats.md); auto: "
+                 "columns from 1000 nodes")
+      ->check(CLI::IsMember({"rows", "columns", "auto"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  chronolink::OffsetsForm form = chronolink::OffsetsForm::kAuto;
+  chronolink::ParseOffsetsForm(form_name, &form);
   const SolveFn solve = method == "spanning-tree" ? &chronolink::SolveSpanningTree : &SolveGlobal;
 
   chronolink::SolverOptions opt;
@@ -242,16 +250,15 @@ int main(int argc, char** argv) {
     solved.nodes = solve(usable, t, opt).nodes;
     if (!points.ToRealtime(&solved)) continue;  // the reference's REALTIME is unknown there
     context.reference_instant_ns = solved.reference_instant_ns;
-    for (const auto& s : solved.nodes) {
-      const std::string line = chronolink::OffsetLineJson(s, context) + "\n";
-      if (out_path == "-") {
-        std::cout << line;
-      } else if (file.buffer()->append(line); !file.MaybeFlush(&error)) {
-        std::cerr << "chronolink-solve: " << error << "\n";
-        return 1;
-      }
-      ++lines;
+    size_t written = 0;
+    const std::string text = chronolink::OffsetsInstantText(solved.nodes, context, form, &written);
+    if (out_path == "-") {
+      std::cout << text;
+    } else if (file.buffer()->append(text); !file.MaybeFlush(&error)) {
+      std::cerr << "chronolink-solve: " << error << "\n";
+      return 1;
     }
+    lines += written;
   }
   if (out_path == "-") {
     std::cout.flush();

@@ -73,6 +73,7 @@ bool ClusterCorrection::FromOffsets(const OffsetsInput& solved, ClusterCorrectio
   s.last_t_ns = instants.back();
   s.period_ns = MedianSpacing(instants);
   s.lines_read = input.lines_read;
+  s.solutions_read = input.solutions_read;
   s.lines_replaced = input.lines_replaced;
   s.lines_skipped = input.lines_skipped;
   if (timebases != nullptr) {
@@ -207,6 +208,7 @@ nlohmann::json ClusterCorrection::ProvenanceJson() const {
   j["last_t_ns"] = s.last_t_ns;
   j["period_ns"] = s.period_ns;
   j["lines_read"] = s.lines_read;
+  j["solutions_read"] = s.solutions_read;
   j["lines_replaced"] = s.lines_replaced;
   j["lines_skipped"] = s.lines_skipped;
   j["coverage_factor"] = options_.coverage_factor;

@@ -36,7 +36,8 @@ struct CorrectionSource {
   int64_t last_t_ns = 0;
   int64_t period_ns = 0;     // median spacing of the instants (0: one instant)
   uint64_t lines_read = 0;
-  uint64_t lines_replaced = 0;  // by later lines of the same (node, t_ns)
+  uint64_t solutions_read = 0;  // a row line holds one, a columns line one per node
+  uint64_t lines_replaced = 0;  // solutions replaced by later ones of the same (node, t_ns)
   uint64_t lines_skipped = 0;
   // With the nodes' timebase.jsonl: the files, and what following their
   // discipline between solved instants added (discipline_knots.h).

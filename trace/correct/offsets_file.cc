@@ -1,6 +1,7 @@
 #include "trace/correct/offsets_file.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -129,28 +130,25 @@ bool CheckSolution(const std::optional<double>& offset, const std::optional<doub
   return true;
 }
 
-// Parses one line into `r` (everything but where it came from).
-bool ParseRecord(std::string_view line, OffsetRecord* r, ClockReference* reference, std::string* why) {
-  const Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    *why = "not JSON (or a number JSON cannot hold: NaN, infinity)";
-    return false;
+// The context every form's line carries: the reference, the instant, who
+// solved it and whether it is a re-solve.
+bool ReadInstant(const Json& j, OffsetRecord* r, ClockReference* reference, std::string* why) {
+  if (!ReadReference(j, reference, why) || !ReadInt64(j, "t_ns", &r->t_ns, why)) return false;
+  if (j.contains("leader")) {
+    int64_t leader = 0;
+    if (!ReadBoundedInt(j, "leader", 0, std::numeric_limits<uint32_t>::max(), &leader, why)) return false;
+    r->leader = static_cast<uint32_t>(leader);
   }
-  if (!j.is_object()) {
-    *why = "not a JSON object";
-    return false;
-  }
-  const auto schema = j.find("schema");
-  if (schema == j.end() || !schema->is_string() || schema->get<std::string>() != kOffsetsSchema) {
-    *why = std::string("schema is not \"") + kOffsetsSchema + "\"" +
-           (schema == j.end() ? " (no \"schema\" field)" : ": " + Describe(*schema));
-    return false;
-  }
+  r->recomputed = false;
+  return !j.contains("recomputed") || ReadBool(j, "recomputed", &r->recomputed, why);
+}
+
+// A rows line ("chronolink.offset.v1"): one node at one instant.
+bool ParseRowLine(const Json& j, OffsetRecord* r, ClockReference* reference, std::string* why) {
   int64_t node = 0, component = 0, edges_used = 0;
   std::optional<double> offset, drift, uncertainty;
   if (!ReadBoundedInt(j, "node", 0, std::numeric_limits<uint32_t>::max(), &node, why) ||
-      !ReadReference(j, reference, why) || !ReadInt64(j, "t_ns", &r->t_ns, why) ||
-      !ReadBool(j, "reachable", &r->reachable, why) ||
+      !ReadInstant(j, r, reference, why) || !ReadBool(j, "reachable", &r->reachable, why) ||
       !ReadNullableNumber(j, "offset_ns", &offset, why) || !ReadNullableNumber(j, "drift", &drift, why) ||
       !ReadNullableNumber(j, "uncertainty_ns", &uncertainty, why) ||
       !ReadNullableNumber(j, "residual_ns", &r->residual_ns, why) ||
@@ -161,19 +159,142 @@ bool ParseRecord(std::string_view line, OffsetRecord* r, ClockReference* referen
   r->node = static_cast<uint32_t>(node);
   r->component = static_cast<int32_t>(component);
   r->edges_used = static_cast<int32_t>(edges_used);
-  if (j.contains("leader")) {
-    int64_t leader = 0;
-    if (!ReadBoundedInt(j, "leader", 0, std::numeric_limits<uint32_t>::max(), &leader, why)) return false;
-    r->leader = static_cast<uint32_t>(leader);
-  }
-  r->recomputed = false;
-  if (j.contains("recomputed") && !ReadBool(j, "recomputed", &r->recomputed, why)) return false;
   if (!r->reachable) return true;  // numbers of an unreachable node mean nothing
   if (!CheckSolution(offset, drift, uncertainty, why)) return false;
   r->offset_ns = *offset;
   r->drift = *drift;
   r->uncertainty_ns = *uncertainty;
   return true;
+}
+
+// One column of a columns line: an array of `size` entries (or, for the
+// first column read, of any size, which it then sets).
+const Json* Column(const Json& j, const char* name, size_t* size, std::string* why) {
+  const Json* v = Field(j, name, why);
+  if (v == nullptr) return nullptr;
+  if (!v->is_array()) {
+    *why = std::string("column \"") + name + "\" must be an array, got " + Describe(*v);
+    return nullptr;
+  }
+  if (*size != SIZE_MAX && v->size() != *size) {
+    *why = std::string("column \"") + name + "\" has " + std::to_string(v->size()) + " entries, \"node_delta\" " +
+           std::to_string(*size);
+    return nullptr;
+  }
+  *size = v->size();
+  return v;
+}
+
+// Entry i of an integer column, within [lo, hi], or null where `nullable`.
+bool ColumnInt(const Json& column, const char* name, size_t i, int64_t lo, int64_t hi, bool nullable,
+               std::optional<int64_t>* out, std::string* why) {
+  const Json& v = column[i];
+  if (v.is_null() && nullable) {
+    out->reset();
+    return true;
+  }
+  const bool is_int = v.is_number_integer() &&
+                      (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t{std::numeric_limits<int64_t>::max()});
+  const int64_t x = is_int ? v.get<int64_t>() : 0;
+  if (!is_int || x < lo || x > hi) {
+    *why = std::string("column \"") + name + "\" entry " + std::to_string(i) + " must be an integer in [" +
+           std::to_string(lo) + ", " + std::to_string(hi) + "]" + (nullable ? " or null" : "") + ", got " +
+           Describe(v);
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
+std::optional<double> Scaled(const std::optional<int64_t>& v, double unit) {
+  return v ? std::optional<double>(static_cast<double>(*v) * unit) : std::nullopt;
+}
+
+// A columns line ("chronolink.offset_columns.v1"): every node of one
+// instant, a column per field (docs/formats.md). All or nothing: a bad entry
+// refuses the line.
+bool ParseColumnsLine(const Json& j, std::vector<OffsetRecord>* out, ClockReference* reference, std::string* why) {
+  OffsetRecord instant;
+  if (!ReadInstant(j, &instant, reference, why)) return false;
+  size_t n = SIZE_MAX;
+  const Json* delta = Column(j, "node_delta", &n, why);
+  const Json* offset = delta ? Column(j, "offset_ps", &n, why) : nullptr;
+  const Json* drift = offset ? Column(j, "drift_ps_per_s", &n, why) : nullptr;
+  const Json* sigma = drift ? Column(j, "uncertainty_ps", &n, why) : nullptr;
+  const Json* residual = sigma ? Column(j, "residual_ps", &n, why) : nullptr;
+  const Json* component = residual ? Column(j, "component", &n, why) : nullptr;
+  const Json* edges = component ? Column(j, "edges_used", &n, why) : nullptr;
+  if (edges == nullptr) return false;
+  constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kNodeMax = std::numeric_limits<uint32_t>::max();
+  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+  std::vector<OffsetRecord> records(n, instant);
+  int64_t node = 0;
+  for (size_t i = 0; i < n; ++i) {
+    OffsetRecord& r = records[i];
+    std::optional<int64_t> d, o, k, u, res, c, e;
+    if (!ColumnInt(*delta, "node_delta", i, -node, kNodeMax - node, false, &d, why) ||
+        !ColumnInt(*offset, "offset_ps", i, -kInt64Max, kInt64Max, true, &o, why) ||
+        !ColumnInt(*drift, "drift_ps_per_s", i, -kInt64Max, kInt64Max, true, &k, why) ||
+        !ColumnInt(*sigma, "uncertainty_ps", i, -kInt64Max, kInt64Max, true, &u, why) ||
+        !ColumnInt(*residual, "residual_ps", i, -kInt64Max, kInt64Max, true, &res, why) ||
+        !ColumnInt(*component, "component", i, -1, kInt32Max, false, &c, why) ||
+        !ColumnInt(*edges, "edges_used", i, 0, kInt32Max, false, &e, why)) {
+      return false;
+    }
+    node += *d;
+    r.node = static_cast<uint32_t>(node);
+    r.component = static_cast<int32_t>(*c);
+    r.edges_used = static_cast<int32_t>(*e);
+    // Reachable is where an offset is given, as the rows' null says.
+    r.reachable = o.has_value();
+    r.residual_ns = Scaled(res, 1e-3);
+    if (!r.reachable) continue;
+    const std::optional<double> offset_ns = Scaled(o, 1e-3), drift_value = Scaled(k, 1e-12),
+                                uncertainty_ns = Scaled(u, 1e-3);
+    if (!CheckSolution(offset_ns, drift_value, uncertainty_ns, why)) {
+      *why = "node " + std::to_string(r.node) + " (entry " + std::to_string(i) + "): " + *why;
+      return false;
+    }
+    r.offset_ns = *offset_ns;
+    r.drift = *drift_value;
+    r.uncertainty_ns = *uncertainty_ns;
+  }
+  std::vector<uint32_t> ids;
+  ids.reserve(n);
+  for (const OffsetRecord& r : records) ids.push_back(r.node);
+  std::sort(ids.begin(), ids.end());
+  if (const auto twice = std::adjacent_find(ids.begin(), ids.end()); twice != ids.end()) {
+    *why = "node " + std::to_string(*twice) + " appears twice in one instant";
+    return false;
+  }
+  *out = std::move(records);
+  return true;
+}
+
+// Parses one line of either form into its records (everything but where
+// they came from).
+bool ParseLine(std::string_view line, std::vector<OffsetRecord>* records, ClockReference* reference,
+               std::string* why) {
+  const Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    *why = "not JSON (or a number JSON cannot hold: NaN, infinity)";
+    return false;
+  }
+  if (!j.is_object()) {
+    *why = "not a JSON object";
+    return false;
+  }
+  const auto schema = j.find("schema");
+  const std::string name = schema != j.end() && schema->is_string() ? schema->get<std::string>() : "";
+  if (name == kOffsetsSchema) {
+    records->assign(1, OffsetRecord{});
+    return ParseRowLine(j, &records->front(), reference, why);
+  }
+  if (name == kOffsetColumnsSchema) return ParseColumnsLine(j, records, reference, why);
+  *why = std::string("schema is neither \"") + kOffsetsSchema + "\" nor \"" + kOffsetColumnsSchema + "\"" +
+         (schema == j.end() ? " (no \"schema\" field)" : ": " + Describe(*schema));
+  return false;
 }
 
 bool IsBlank(std::string_view line) {
@@ -210,10 +331,10 @@ bool OffsetsReader::SetReference(const ClockReference& reference, uint32_t line_
 bool OffsetsReader::AddLine(std::string_view line, uint32_t line_number, std::string* error) {
   if (IsBlank(line)) return true;
   ++input_.lines_read;
-  OffsetRecord r;
+  std::vector<OffsetRecord> records;
   ClockReference reference;
   std::string why;
-  if (!ParseRecord(line, &r, &reference, &why)) {
+  if (!ParseLine(line, &records, &reference, &why)) {
     const std::string message = input_.files.back() + ":" + std::to_string(line_number) + ": " + why;
     if (!options_.skip_bad_lines) {
       *error = message;
@@ -224,9 +345,12 @@ bool OffsetsReader::AddLine(std::string_view line, uint32_t line_number, std::st
     return true;
   }
   if (!SetReference(reference, line_number, error)) return false;
-  r.file_index = static_cast<uint32_t>(input_.files.size() - 1);
-  r.line_number = line_number;
-  input_.records.push_back(r);
+  for (OffsetRecord& r : records) {
+    r.file_index = static_cast<uint32_t>(input_.files.size() - 1);
+    r.line_number = line_number;
+    input_.records.push_back(r);
+  }
+  input_.solutions_read += records.size();
   return true;
 }
 

@@ -1,12 +1,14 @@
 // Reads the solved offsets a clock correction is built from: one or more
 // `offsets.jsonl` files (docs/formats.md) — each leader's of a run (several
 // leaders may each have written one, overlapping after a failover) or
-// `chronolink-solve`'s offline output. Every line's schema and every field's
-// type is checked; a bad line is an error naming file:line (or, when asked,
-// skipped, counted and warned about). Lines are merged across files in the
-// order given: the LAST line per (node, t_ns) wins, so a `recomputed`
-// re-solve replaces the earlier solve of its instant, and a later file
-// replaces an earlier one where they overlap.
+// `chronolink-solve`'s offline output. A line is a row (one node at one
+// instant) or a columns line (every node of one instant); a file may mix
+// them. Every line's schema and every field's type is checked; a bad line is
+// an error naming file:line (or, when asked, skipped, counted and warned
+// about). Solutions are merged across files in the order given: the LAST
+// one per (node, t_ns) wins, so a `recomputed` re-solve replaces the earlier
+// solve of its instant, and a later file replaces an earlier one where they
+// overlap.
 //
 // The order of t_ns within a file is not checked: a node that leads, loses
 // office and leads again appends instants that go back in time to the same
@@ -29,7 +31,8 @@
 
 namespace chronolink::trace {
 
-inline constexpr char kOffsetsSchema[] = "chronolink.offset.v1";
+inline constexpr char kOffsetsSchema[] = "chronolink.offset.v1";  // rows: a node at an instant
+inline constexpr char kOffsetColumnsSchema[] = "chronolink.offset_columns.v1";  // an instant
 // Values no clock service produces: refused as corrupt input.
 inline constexpr double kMaxAbsOffsetNs = 86'400e9;  // one day
 // A disciplined REALTIME's rate against another's: the oscillators' ppm
@@ -81,7 +84,8 @@ struct OffsetsInput {
   std::vector<OffsetRecord> records;  // last line per (node, t_ns), sorted by (node, t_ns)
   std::vector<std::string> files;     // in the order read
   uint64_t lines_read = 0;            // non-blank lines, bad ones included
-  uint64_t lines_replaced = 0;        // lines a later line of the same (node, t_ns) replaced
+  uint64_t solutions_read = 0;        // (node, t_ns) solutions in the good lines: a row holds one
+  uint64_t lines_replaced = 0;        // solutions a later one of the same (node, t_ns) replaced
   uint64_t lines_skipped = 0;         // bad lines skipped (skip_bad_lines)
   std::vector<std::string> warnings;  // "file:line: why" per skipped line, "file: ..." per empty file (first 100)
 

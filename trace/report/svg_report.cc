@@ -56,8 +56,9 @@ double DrawFooter(const ReportData& data, double top, SvgDocument* doc) {
   std::string files;
   for (const std::string& f : o.files) files += (files.empty() ? "" : ", ") + f;
   std::string source = "Offsets source: " + (files.empty() ? std::string("(not named)") : files) + " — " +
-                       report::FormatCount(static_cast<int64_t>(o.lines_read)) + " lines read, " +
-                       report::FormatCount(static_cast<int64_t>(o.lines_replaced)) + " replaced by later lines";
+                       report::FormatCount(static_cast<int64_t>(o.lines_read)) + " lines read (" +
+                       report::FormatCount(static_cast<int64_t>(o.solutions_read)) + " solutions), " +
+                       report::FormatCount(static_cast<int64_t>(o.lines_replaced)) + " replaced by later ones";
   if (o.lines_skipped > 0) {
     source += ", " + report::FormatCount(static_cast<int64_t>(o.lines_skipped)) + " bad lines skipped";
   }

@@ -1,5 +1,6 @@
 // Reading offsets.jsonl: field checks with file:line messages, the last line
-// per (node, t_ns), several files, one reference, skipping bad lines on request.
+// per (node, t_ns), several files, one reference, skipping bad lines on
+// request; rows and columns lines alike.
 #include "trace/correct/offsets_file.h"
 
 #include <gtest/gtest.h>
@@ -146,7 +147,7 @@ TEST(OffsetsFileTest, BadLinesAreRefusedWithFileLineAndWhy) {
     std::string expected;
   };
   const std::vector<Case> cases = {
-      {[](Json& j) { j["schema"] = "chronolink.edge.v1"; }, "schema is not \"chronolink.offset.v1\""},
+      {[](Json& j) { j["schema"] = "chronolink.edge.v1"; }, "schema is neither \"chronolink.offset.v1\""},
       {[](Json& j) { j.erase("schema"); }, "no \"schema\" field"},
       {[](Json& j) { j["t_ns"] = 1.7953244310000000e18; }, "\"t_ns\" must be an int64 integer"},
       {[](Json& j) { j["t_ns"] = "1795324431000000000"; }, "\"t_ns\" must be an int64 integer"},
@@ -176,6 +177,85 @@ TEST(OffsetsFileTest, BadLinesAreRefusedWithFileLineAndWhy) {
             std::string::npos);
   EXPECT_NE(ErrorOf(good + "[1,2]\n").find("a.jsonl:2: not a JSON object"), std::string::npos);
   EXPECT_NE(ErrorOf(good + good.substr(0, 40)).find("a.jsonl:2: not JSON"), std::string::npos);  // torn
+}
+
+// The docs/formats.md columns example: nodes 1, 3 and 7 at one instant, 7
+// unreachable.
+const char kColumnsExample[] =
+    R"({"schema":"chronolink.offset_columns.v1","reference":1,"t_ns":1795324431000000000,"leader":1,)"
+    R"("node_delta":[1,2,4],"offset_ps":[0,-23001234500,null],"drift_ps_per_s":[0,-99998000,null],)"
+    R"("uncertainty_ps":[0,41200,null],"residual_ps":[0,12300,null],"component":[0,0,-1],)"
+    R"("edges_used":[4,10,0]})";
+
+TEST(OffsetsFileTest, AColumnsLineIsEveryNodeOfItsInstant) {
+  OffsetsInput input;
+  std::string error;
+  ASSERT_TRUE(Read({std::string(kColumnsExample) + "\n"}, &input, &error)) << error;
+  EXPECT_EQ(input.lines_read, 1u);
+  EXPECT_EQ(input.solutions_read, 3u);
+  ASSERT_EQ(input.records.size(), 3u);
+  const OffsetRecord& r = input.records[1];
+  EXPECT_EQ(r.node, 3u);
+  EXPECT_EQ(r.t_ns, kT);
+  EXPECT_TRUE(r.reachable);
+  EXPECT_DOUBLE_EQ(r.offset_ns, -23001234.5);
+  EXPECT_DOUBLE_EQ(r.drift, -9.9998e-05);
+  EXPECT_DOUBLE_EQ(r.uncertainty_ns, 41.2);
+  EXPECT_DOUBLE_EQ(*r.residual_ns, 12.3);
+  EXPECT_EQ(r.edges_used, 10);
+  EXPECT_EQ(r.leader, 1u);
+  EXPECT_EQ(input.Where(r), "a.jsonl:1");
+  EXPECT_EQ(input.records[2].node, 7u);
+  EXPECT_FALSE(input.records[2].reachable);
+  EXPECT_EQ(input.records[2].component, -1);
+  EXPECT_EQ(input.reference, (ClockReference{.is_mean = false, .node = 1}));
+}
+
+TEST(OffsetsFileTest, RowsAndColumnsMixInOneFileAndTheLastSolutionWins) {
+  // A leader that grew past the columns threshold, then re-solved the instant as rows.
+  Json again = Line(3, kT, 2000.25);
+  again["recomputed"] = true;
+  OffsetsInput input;
+  std::string error;
+  ASSERT_TRUE(Read({Text({Line(3, kT - 2'000'000'000)}) + kColumnsExample + "\n" + Text({again})}, &input, &error))
+      << error;
+  ASSERT_EQ(input.records.size(), 4u);
+  EXPECT_EQ(input.lines_replaced, 1u);
+  EXPECT_EQ(input.solutions_read, 5u);
+  EXPECT_DOUBLE_EQ(input.records[2].offset_ns, 2000.25);
+  EXPECT_EQ(input.Where(input.records[2]), "a.jsonl:3");
+}
+
+TEST(OffsetsFileTest, BadColumnsLinesAreRefusedWithFileLineAndWhy) {
+  const std::string good = Line(2, kT).dump() + "\n";
+  struct Case {
+    std::function<void(Json&)> edit;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {[](Json& j) { j["offset_ps"].erase(0); }, "column \"offset_ps\" has 2 entries, \"node_delta\" 3"},
+      {[](Json& j) { j.erase("residual_ps"); }, "field \"residual_ps\" is missing"},
+      {[](Json& j) { j["component"] = 0; }, "column \"component\" must be an array"},
+      {[](Json& j) { j["node_delta"][1] = 0; }, "node 1 appears twice in one instant"},
+      {[](Json& j) { j["node_delta"][0] = -1; }, "column \"node_delta\" entry 0 must be an integer in [0, "},
+      {[](Json& j) { j["node_delta"][2] = 4294967295LL; }, "column \"node_delta\" entry 2 must be an integer"},
+      {[](Json& j) { j["node_delta"][2] = nullptr; }, "column \"node_delta\" entry 2 must be an integer"},
+      {[](Json& j) { j["offset_ps"][1] = 1.5; }, "column \"offset_ps\" entry 1 must be an integer"},
+      {[](Json& j) { j["drift_ps_per_s"][1] = nullptr; }, "node 3 (entry 1): a reachable line needs numbers"},
+      {[](Json& j) { j["offset_ps"][1] = 2 * 86'400'000'000'000'000LL; }, "node 3 (entry 1): \"offset_ns\""},
+      {[](Json& j) { j["drift_ps_per_s"][1] = 300'000'000'000LL; }, "more than 25 %"},
+      {[](Json& j) { j["uncertainty_ps"][1] = -1; }, "\"uncertainty_ns\" is negative"},
+      {[](Json& j) { j["edges_used"][0] = -1; }, "column \"edges_used\" entry 0 must be an integer in [0, "},
+      {[](Json& j) { j["component"][2] = -2; }, "column \"component\" entry 2 must be an integer in [-1, "},
+      {[](Json& j) { j["t_ns"] = "now"; }, "\"t_ns\" must be an int64 integer"},
+  };
+  for (const Case& c : cases) {
+    Json j = Json::parse(kColumnsExample);
+    c.edit(j);
+    const std::string error = ErrorOf(good + good + j.dump() + "\n");
+    EXPECT_EQ(error.rfind("a.jsonl:3: ", 0), 0u) << error;
+    EXPECT_NE(error.find(c.expected), std::string::npos) << error << "\nexpected: " << c.expected;
+  }
 }
 
 TEST(OffsetsFileTest, AnEmptyFileIsAWarningAndNoLineAtAllAnError) {
