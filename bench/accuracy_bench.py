@@ -69,6 +69,7 @@ from baselines import CLK_TCK, percentile, proc_cpu_ticks, summarize_abs_us  # n
 from truth import (VClock, clock_quantum_ns, error_shape, format_error_shape,  # noqa: E402
                    FitClockTruth, fit_clock_truth, format_sigma_coverage, quantum_from_steps, sigma_coverage, true_alpha,
                    true_beta)
+from truth import offset_rows  # noqa: E402
 from truth import to_fraction as _frac  # noqa: E402
 
 DEFAULT_AGENT = os.path.join(REPO, "build", "agent", "chronolink-agent")
@@ -583,8 +584,8 @@ def solved_errors(path: str, clocks: dict[int, VClock], since_ns: int, until_ns:
                     r = json.loads(line, parse_float=decimal.Decimal)
                 except ValueError:
                     continue  # a torn last line
-                if isinstance(r, dict) and r.get("schema") == "chronolink.offset.v1":
-                    latest[(r.get("t_ns"), r.get("node"))] = r
+                for row in offset_rows(r):  # rows or columns alike
+                    latest[(row.get("t_ns"), row.get("node"))] = row
     except OSError:
         return []
     out = []
@@ -998,6 +999,17 @@ def selftest(verbose: bool = True) -> int:
     solved = solved_errors(os.path.join(tmpd, "offsets.jsonl"), clk, 0, 2 * 10**18)
     check(len(solved) == 1 and abs(solved[0]["error_ns"] - 40) < 1e-6 and solved[0]["sigma_ns"] == 20,
           f"solved offsets against the truth ({solved})")
+    # the same instant as a columns line (a large cluster's leader writes them), re-solved once more
+    with open(os.path.join(tmpd, "offsets.jsonl"), "a") as f:
+        f.write("\n" + json.dumps({"schema": "chronolink.offset_columns.v1", "reference": 1, "t_ns": t,
+                                   "recomputed": True, "node_delta": [1, 1, 1],
+                                   "offset_ps": [0, round(float(truth2) * 1000) + 25000, None],
+                                   "drift_ps_per_s": [0, 45000000, None], "uncertainty_ps": [0, 10000, None],
+                                   "residual_ps": [0, 1000, None], "component": [0, 0, -1],
+                                   "edges_used": [2, 2, 0]}) + "\n")
+    solved = solved_errors(os.path.join(tmpd, "offsets.jsonl"), clk, 0, 2 * 10**18)
+    check(len(solved) == 1 and abs(solved[0]["error_ns"] - 25) < 1e-3 and solved[0]["sigma_ns"] == 10,
+          f"solved offsets of a columns line against the truth ({solved})")
     cov = sigma_coverage([(5, 10), (-15, 10), (25, 10), (1, None), (2, 0)])
     check(cov is not None and cov["n"] == 3 and abs(cov["cover_1s"] - 1 / 3) < 1e-9
           and abs(cov["cover_2s"] - 2 / 3) < 1e-9 and cov["cover_3s"] == 1.0

@@ -48,6 +48,7 @@
 #include "bench/coordination/window_summaries.h"
 #include "clock/clock_reader.h"
 #include "tests/support/etcd_server.h"
+#include "trace/correct/offsets_file.h"
 
 namespace chronolink::bench {
 namespace {
@@ -68,6 +69,7 @@ struct Options {
   int registrations_per_second = 2000;
   std::string agent_bin = CHRONOLINK_AGENT_BIN;
   std::string out = "/tmp/chronolink-coordination-bench";
+  std::string offsets_format = "auto";  // the real agents' --offsets-format
 };
 
 uint16_t FreePort() {
@@ -95,7 +97,8 @@ struct RealAgent {
         o.agent_bin, "--node-id", std::to_string(id), "--coordination", "etcd", "--etcd-endpoints", etcd_url,
         "--etcd-prefix", kPrefix, "--cluster-id", std::to_string(kClusterId), "--listen", "127.0.0.1",
         "--port", std::to_string(port), "--key-file", key_file.string(), "--output-dir", dir.string(),
-        "--clock-page", "off", "--metrics", "127.0.0.1:" + std::to_string(metrics_port), "--log-level", "warn"};
+        "--clock-page", "off", "--metrics", "127.0.0.1:" + std::to_string(metrics_port), "--log-level", "warn",
+        "--offsets-format", o.offsets_format};
     pid = ::fork();
     if (pid < 0) return false;
     if (pid == 0) {
@@ -231,11 +234,13 @@ double Percentile(std::vector<double> v, double p) {
 
 // What offsets.jsonl costs to keep, from a leader's own file: bytes per
 // node per instant as written and gzip -6 compressed (what a rotation
-// stores), and per day of 2 s windows.
+// stores), and per day of 2 s windows. The file is read back with the trace
+// tools' reader, which counts its solutions whatever form holds them.
 struct OffsetsStorage {
-  int64_t instants = 0, lines = 0, bytes = 0, gzip_bytes = 0;
-  double BytesPerNodeInstant() const { return lines > 0 ? static_cast<double>(bytes) / lines : NAN; }
-  double GzipPerNodeInstant() const { return lines > 0 ? static_cast<double>(gzip_bytes) / lines : NAN; }
+  int64_t instants = 0, lines = 0, solutions = 0, bytes = 0, gzip_bytes = 0;
+  std::string error;  // the reader's, when it refused the file
+  double BytesPerNodeInstant() const { return solutions > 0 ? static_cast<double>(bytes) / solutions : NAN; }
+  double GzipPerNodeInstant() const { return solutions > 0 ? static_cast<double>(gzip_bytes) / solutions : NAN; }
 };
 
 OffsetsStorage MeasureOffsetsStorage(const fs::path& file) {
@@ -243,15 +248,14 @@ OffsetsStorage MeasureOffsetsStorage(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (text.empty()) return m;
-  std::set<std::string> instants;
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = std::min(text.find('\n', at), text.size());
-    const size_t t = text.find("\"t_ns\":", at);
-    if (t != std::string::npos && t < end) instants.insert(text.substr(t + 7, text.find_first_of(",}", t) - t - 7));
-    ++m.lines;
-    at = end + 1;
-  }
+  trace::OffsetsReader reader;
+  trace::OffsetsInput input;
+  if (!reader.AddText(text, file.string(), &m.error) || !reader.Finish(&input, &m.error)) return m;
+  std::set<int64_t> instants;
+  for (const trace::OffsetRecord& r : input.records) instants.insert(r.t_ns);
   m.instants = static_cast<int64_t>(instants.size());
+  m.lines = static_cast<int64_t>(input.lines_read);
+  m.solutions = static_cast<int64_t>(input.solutions_read);
   m.bytes = static_cast<int64_t>(text.size());
   // gzip -6 is deflate at level 6 in a gzip wrapper (18 bytes more a file).
   z_stream z{};
@@ -560,11 +564,18 @@ int Run(const Options& o) {
   // The first leader's file: every instant it solved, each a line per node.
   const OffsetsStorage stored = MeasureOffsetsStorage(leader_agent(first_leader->id).dir / "offsets.jsonl");
   constexpr double kInstantsPerDay = 86400.0 * 1e9 / kWindowNs;
-  if (stored.lines > 0) {
+  if (!stored.error.empty()) {
+    std::fprintf(stderr, "coordination_load_bench: the leader's offsets.jsonl does not read back: %s\n",
+                 stored.error.c_str());
+    return 1;
+  }
+  if (stored.solutions > 0) {
     const double per_line = stored.BytesPerNodeInstant(), per_line_gz = stored.GzipPerNodeInstant();
-    std::printf("offsets.jsonl as the leader wrote it: %lld instants, %.0f B per node per instant (%.1f B gzip -6); "
+    std::printf("offsets.jsonl as the leader wrote it (%lld lines): %lld instants, %.1f B per node per instant "
+                "(%.1f B gzip -6); "
                 "a day: %.2f GB (%.2f GB gzip) at %d nodes, %.1f GB (%.1f GB gzip) at 10 000\n",
-                static_cast<long long>(stored.instants), per_line, per_line_gz,
+                static_cast<long long>(stored.lines), static_cast<long long>(stored.instants), per_line,
+                per_line_gz,
                 per_line * o.nodes * kInstantsPerDay / 1e9, per_line_gz * o.nodes * kInstantsPerDay / 1e9, o.nodes,
                 per_line * 1e4 * kInstantsPerDay / 1e9, per_line_gz * 1e4 * kInstantsPerDay / 1e9);
     summary["offsets_bytes_per_node_instant"] = per_line;
@@ -598,6 +609,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   app.add_option("--agent-bin", o.agent_bin, "chronolink-agent to run as the two real nodes");
   app.add_option("--out", o.out, "Output directory (results.json, the agents' files)");
+  app.add_option("--offsets-format", o.offsets_format, "The leader's offsets.jsonl form (its cost is printed)")
+      ->check(CLI::IsMember({"rows", "columns", "auto"}));
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   return chronolink::bench::Run(o);

@@ -28,6 +28,35 @@ def to_fraction(x: Any) -> Fraction:
     return Fraction(str(x))
 
 
+def offset_rows(line: Any) -> list:
+    """The solutions of one parsed offsets.jsonl line as rows
+    ("chronolink.offset.v1" dicts), whichever form holds them
+    (docs/formats.md): a row is itself, a columns line one row per node,
+    its integers turned back into exact Fractions of ns; anything else none."""
+    if not isinstance(line, dict):
+        return []
+    if line.get("schema") == "chronolink.offset.v1":
+        return [line]
+    if line.get("schema") != "chronolink.offset_columns.v1":
+        return []
+
+    def scaled(v, unit):
+        return None if v is None else Fraction(v) / unit
+
+    rows, node = [], 0
+    for i, delta in enumerate(line.get("node_delta", [])):
+        node += delta
+        offset = line["offset_ps"][i]
+        rows.append({"schema": "chronolink.offset.v1", "node": node, "reference": line.get("reference"),
+                     "t_ns": line.get("t_ns"), "offset_ns": scaled(offset, 1000),
+                     "drift": scaled(line["drift_ps_per_s"][i], 10**12),
+                     "uncertainty_ns": scaled(line["uncertainty_ps"][i], 1000),
+                     "residual_ns": scaled(line["residual_ps"][i], 1000), "reachable": offset is not None,
+                     "component": line["component"][i], "edges_used": line["edges_used"][i],
+                     "leader": line.get("leader"), "recomputed": line.get("recomputed", False)})
+    return rows
+
+
 @dataclasses.dataclass(frozen=True)
 class VClock:
     """v(t) = t + offset_ns + drift_ppm*1e-6*(t - t0_ns), t the shared kernel clock."""
