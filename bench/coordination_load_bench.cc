@@ -16,6 +16,7 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -44,6 +45,7 @@
 
 #include "agent/cluster/probe_graph.h"
 #include "agent/config/agent_config.h"
+#include "bench/coordination/simulated_agent_processes.h"
 #include "bench/coordination/simulated_agents.h"
 #include "bench/coordination/window_summaries.h"
 #include "clock/clock_reader.h"
@@ -58,8 +60,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kWindowNs = 2'000'000'000;
 constexpr int64_t kGraceNs = 300'000'000;  // the agent's --window-grace-ms default
-constexpr char kPrefix[] = "/bench/";
-constexpr uint32_t kClusterId = 7;
+constexpr const char* kPrefix = kBenchEtcdPrefix;
+constexpr uint32_t kClusterId = kBenchClusterId;
 
 struct Options {
   int nodes = 100;
@@ -70,6 +72,8 @@ struct Options {
   std::string agent_bin = CHRONOLINK_AGENT_BIN;
   std::string out = "/tmp/chronolink-coordination-bench";
   std::string offsets_format = "auto";  // the real agents' --offsets-format
+  int processes = 1;                     // the simulated nodes split over this many
+  std::string self_bin;                  // this binary, to start the shares
 };
 
 uint16_t FreePort() {
@@ -122,6 +126,9 @@ struct RealAgent {
     ::waitpid(pid, nullptr, 0);
     pid = -1;
   }
+  // The agent drops its privileges, which clears the parent-death signal:
+  // a bench that gives up early must not leave it running.
+  ~RealAgent() { Kill(SIGKILL); }
 };
 
 // /proc/<pid>: CPU seconds (user + system) and resident memory.
@@ -271,11 +278,13 @@ OffsetsStorage MeasureOffsetsStorage(const fs::path& file) {
 }
 
 int Run(const Options& o) {
-  // Two descriptors per simulated node here (its socket and its hub's
-  // epoll), one per node in the leader's process (which inherits this
-  // limit), and a few dozen besides (etcd clients, logs). With
+  // Two descriptors per simulated node in the process that serves it (its
+  // socket and its hub's epoll), one per node in the leader's process
+  // (which inherits this limit), and a few dozen besides (etcd clients,
+  // logs). With
   // CAP_SYS_RESOURCE the hard limit is raised too, if it is short.
-  const rlim_t need = 2 * static_cast<rlim_t>(o.nodes) + 64;
+  const rlim_t per_process = (static_cast<rlim_t>(o.nodes) + o.processes - 1) / o.processes;
+  const rlim_t need = std::max<rlim_t>(2 * per_process, o.nodes) + 64;
   struct rlimit lim {};
   ::getrlimit(RLIMIT_NOFILE, &lim);
   if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < need) {
@@ -357,7 +366,21 @@ int Run(const Options& o) {
   so.retention_ns = defaults.cluster_settings.retention_ns;
   so.resend_ns = TakeoverResendNs(defaults);
   for (const RealAgent& a : agents) so.leader_ports[a.id] = a.port;
-  SimulatedAgents sims(so);
+  std::unique_ptr<SimulatedNodes> simulated;
+  if (o.processes > 1) {
+    SimulatedShareOptions share;
+    share.shares = o.processes;
+    share.nodes = o.nodes;
+    share.etcd_url = etcd_url;
+    share.key_file = key_file.string();
+    share.leader_ports = so.leader_ports;
+    share.threads = o.threads;
+    share.registrations_per_second = o.registrations_per_second;
+    simulated = std::make_unique<SimulatedAgentProcesses>(o.self_bin, share);
+  } else {
+    simulated = std::make_unique<SimulatedAgents>(so);
+  }
+  SimulatedNodes& sims = *simulated;
 
   if (!agents[0].Start(o, etcd_url, key_file)) return 1;
   std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -611,7 +634,34 @@ int main(int argc, char** argv) {
   app.add_option("--out", o.out, "Output directory (results.json, the agents' files)");
   app.add_option("--offsets-format", o.offsets_format, "The leader's offsets.jsonl form (its cost is printed)")
       ->check(CLI::IsMember({"rows", "columns", "auto"}));
+  app.add_option("--processes", o.processes,
+                 "Simulated nodes split over this many processes (each holds two descriptors per node; the limit "
+                 "is per process)")
+      ->check(CLI::Range(1, 64));
+  // A share of the simulated nodes, started by the bench itself (--processes).
+  chronolink::bench::SimulatedShareOptions share;
+  std::string leader_ports;
+  auto* share_mode = app.add_option("--simulate-share", share.share, "(internal) run this share of the nodes")
+                         ->group("");
+  app.add_option("--shares", share.shares, "(internal)")->group("")->check(CLI::Range(1, 64));
+  app.add_option("--etcd-url", share.etcd_url, "(internal)")->group("");
+  app.add_option("--key-file", share.key_file, "(internal)")->group("");
+  app.add_option("--leader-ports", leader_ports, "(internal)")->group("");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
+  if (share_mode->count() > 0) {
+    share.nodes = o.nodes;
+    share.threads = o.threads;
+    share.registrations_per_second = o.registrations_per_second;
+    if (share.share < 0 || share.share >= share.shares || !chronolink::bench::ParseLeaderPorts(leader_ports, &share.leader_ports)) {
+      std::fprintf(stderr, "coordination_load_bench: a bad --simulate-share invocation\n");
+      return 2;
+    }
+    // stdout carries the share's reports: its log goes to stderr.
+    spdlog::set_default_logger(spdlog::stderr_color_mt("share"));
+    spdlog::set_level(spdlog::level::warn);
+    return chronolink::bench::RunSimulatedShare(share);
+  }
+  o.self_bin = std::filesystem::read_symlink("/proc/self/exe").string();
   return chronolink::bench::Run(o);
 }

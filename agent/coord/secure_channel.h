@@ -137,6 +137,11 @@ class SecureChannelHub {
   // polls every hub often enough for its timers. -1 if no epoll could be
   // had (every Listen and connection attempt then says why).
   int ready_fd() const { return epoll_fd_; }
+  // When (steady clock, ms) the hub's next timer is due: a handshake or
+  // idle timeout, a keepalive, a reconnect; INT64_MAX when none. With
+  // ready_fd, what an owner of many hubs needs to poll each only when it
+  // has something to do.
+  int64_t NextTimerMs() const { return NextDeadline(NowMs()); }
 
   const ChannelStats& stats() const { return stats_; }
   // Sealed bytes queued and not yet written, on every open connection.

@@ -32,6 +32,10 @@
 
 namespace chronolink::bench {
 
+// The bench's cluster, as its real agents are started into it.
+inline constexpr char kBenchEtcdPrefix[] = "/bench/";
+inline constexpr uint32_t kBenchClusterId = 7;
+
 struct SimulatedAgentsOptions {
   std::vector<uint32_t> ids;  // the simulated nodes
   ClusterKey key{};
@@ -56,29 +60,51 @@ struct SimulatedAgentsTotals {
   double pass_ms_max = 0;  // the slowest pass of a thread over its nodes (delays what they send and see)
 };
 
-class SimulatedAgents {
+// What the bench asks of its simulated nodes, wherever they run: in this
+// process (SimulatedAgents) or split over processes of their own
+// (SimulatedAgentProcesses, for more nodes than one process has file
+// descriptors for).
+class SimulatedNodes {
  public:
-  explicit SimulatedAgents(SimulatedAgentsOptions options);
-  ~SimulatedAgents();
-
+  virtual ~SimulatedNodes() = default;
   // Registers every node in etcd, paced; then follows the leader and starts
-  // the nodes' threads.
-  bool Start(std::string* error);
+  // serving the nodes.
+  virtual bool Start(std::string* error) = 0;
   // Revokes every lease (a clean stop: the members leave at once).
-  void Stop();
-
-  SimulatedAgentsTotals Totals() const;
+  virtual void Stop() = 0;
+  virtual SimulatedAgentsTotals Totals() const = 0;
   // Per instant T, when (CLOCK_MONOTONIC) each node first held its row of T;
   // taken, so each call returns what came since the last.
-  std::map<int64_t, std::vector<int64_t>> TakeDeliveries();
+  virtual std::map<int64_t, std::vector<int64_t>> TakeDeliveries() = 0;
+  // How many nodes' newest solution is from each leader.
+  virtual std::map<uint32_t, size_t> HoldingCounts() const = 0;
+  virtual std::optional<LeaderClaim> leader() const = 0;
+
   // Nodes whose newest solution is from `leader`.
-  size_t HoldingFrom(uint32_t leader) const;
-  std::optional<LeaderClaim> leader() const;
+  size_t HoldingFrom(uint32_t leader) const {
+    const std::map<uint32_t, size_t> counts = HoldingCounts();
+    const auto it = counts.find(leader);
+    return it == counts.end() ? 0 : it->second;
+  }
+};
+
+class SimulatedAgents : public SimulatedNodes {
+ public:
+  explicit SimulatedAgents(SimulatedAgentsOptions options);
+  ~SimulatedAgents() override;
+
+  bool Start(std::string* error) override;
+  void Stop() override;
+  SimulatedAgentsTotals Totals() const override;
+  std::map<int64_t, std::vector<int64_t>> TakeDeliveries() override;
+  std::map<uint32_t, size_t> HoldingCounts() const override;
+  std::optional<LeaderClaim> leader() const override;
 
  private:
   struct Node;
   void Run(size_t thread_index);
   void Step(Node& n, const std::optional<LeaderClaim>& leader, int64_t now_mono, int64_t now_real);
+  int64_t DueNs(const Node& n, int64_t now_mono, int64_t now_real) const;
   void KeepLeasesAlive();
   void OnLeaderEvents(const std::vector<EtcdEvent>& events);
   bool ReadLeader(std::string* error);
