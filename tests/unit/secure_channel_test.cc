@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,8 +16,10 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/ci_rule.h"
@@ -234,6 +237,42 @@ TEST(SecureChannel, HandshakeAndMessagesBothWays) {
   EXPECT_EQ(a.stats().handshakes_ok, 1u);
   EXPECT_EQ(b.stats().handshakes_ok, 1u);
   EXPECT_FALSE(b->ConnectAttemptFailed(1));
+}
+
+// An owner of many hubs (the coordination load bench) polls a hub only when
+// its epoll descriptor is ready or NextTimerMs is due. That must be enough:
+// the keepalive pings flow and neither side times the other out.
+TEST(SecureChannel, PollingOnlyWhenReadyOrDueKeepsALinkAlive) {
+  ChannelOptions quick;
+  quick.keepalive_interval_ms = 100;
+  quick.idle_timeout_ms = 400;
+  Node a(1, quick), b(2, quick);
+  EXPECT_EQ(b->NextTimerMs(), std::numeric_limits<int64_t>::max()) << "no connection, no timer";
+  const uint16_t port = a.Listen();
+  b->Connect(1, "127.0.0.1", port);
+  ASSERT_TRUE(PollUntil({&a, &b}, [&] { return a->IsUp(2) && b->IsUp(1); }));
+  const auto now_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
+  EXPECT_LE(b->NextTimerMs(), now_ms() + quick.idle_timeout_ms);
+  const uint64_t frames_before = a.stats().frames_received;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);  // ~4 idle timeouts
+  int polls = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    for (Node* n : {&a, &b}) {
+      pollfd ready{n->hub->ready_fd(), POLLIN, 0};
+      if (::poll(&ready, 1, 0) > 0 || now_ms() >= n->hub->NextTimerMs()) {
+        n->hub->Poll(0);
+        ++polls;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(a->IsUp(2) && b->IsUp(1));
+  EXPECT_EQ(a.stats().idle_timeouts + b.stats().idle_timeouts, 0u);
+  EXPECT_GE(a.stats().frames_received - frames_before, 5u) << "pings kept the link";
+  EXPECT_LT(polls, 300) << "polled only when ready or due, not every turn (at most 600)";
 }
 
 // Outgoing connections leave from the configured source address (the load
