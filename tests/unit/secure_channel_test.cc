@@ -244,8 +244,8 @@ TEST(SecureChannel, HandshakeAndMessagesBothWays) {
 // the keepalive pings flow and neither side times the other out.
 TEST(SecureChannel, PollingOnlyWhenReadyOrDueKeepsALinkAlive) {
   ChannelOptions quick;
-  quick.keepalive_interval_ms = 100;
-  quick.idle_timeout_ms = 400;
+  quick.keepalive_interval_ms = 200;
+  quick.idle_timeout_ms = 1000;  // loose: a loaded machine may stall this thread for a while
   Node a(1, quick), b(2, quick);
   EXPECT_EQ(b->NextTimerMs(), std::numeric_limits<int64_t>::max()) << "no connection, no timer";
   const uint16_t port = a.Listen();
@@ -257,7 +257,7 @@ TEST(SecureChannel, PollingOnlyWhenReadyOrDueKeepsALinkAlive) {
   };
   EXPECT_LE(b->NextTimerMs(), now_ms() + quick.idle_timeout_ms);
   const uint64_t frames_before = a.stats().frames_received;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);  // ~4 idle timeouts
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);  // 2.5 idle timeouts
   int polls = 0;
   while (std::chrono::steady_clock::now() < end) {
     for (Node* n : {&a, &b}) {
@@ -272,7 +272,7 @@ TEST(SecureChannel, PollingOnlyWhenReadyOrDueKeepsALinkAlive) {
   EXPECT_TRUE(a->IsUp(2) && b->IsUp(1));
   EXPECT_EQ(a.stats().idle_timeouts + b.stats().idle_timeouts, 0u);
   EXPECT_GE(a.stats().frames_received - frames_before, 5u) << "pings kept the link";
-  EXPECT_LT(polls, 300) << "polled only when ready or due, not every turn (at most 600)";
+  EXPECT_LT(polls, 500) << "polled only when ready or due, not every turn (at most 1000)";
 }
 
 // Outgoing connections leave from the configured source address (the load
