@@ -26,7 +26,6 @@ bool Scaled(double v, double scale, int64_t* out) {
 }
 }  // namespace
 
-
 std::string OffsetLineJson(const NodeSolution& s, const OffsetLineContext& c) {
   nlohmann::ordered_json j;
   j["schema"] = kOffsetSchema;
