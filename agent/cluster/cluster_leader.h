@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -114,6 +115,9 @@ class ClusterLeader {
   std::set<WindowId> seen_;
   std::multimap<int64_t, std::pair<WindowId, EdgeEstimate>> by_x0_;
   std::map<uint32_t, int64_t> known_;       // node -> newest x0 that mentions it
+  // Where the fit-point book was last expired: it is walked whole, so once a
+  // step rather than on every turn.
+  int64_t fit_points_expired_before_ = std::numeric_limits<int64_t>::min();
   ClockStepBarriers steps_;                 // step markers: estimates are not used across them
   FitPointBook fit_points_;                 // the probers' REALTIME against their fit clocks
   std::optional<SolveResult> last_solution_;  // the warm start of the next solve
