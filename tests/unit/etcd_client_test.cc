@@ -897,9 +897,8 @@ TEST_F(EtcdClientTest, WatcherCatchesUpThroughFragments) {
   options.client.max_answer_bytes = 3u << 20;
   EtcdWatcher watcher(options, log.Events(), log.Resync(), log.State());
   watcher.Start();
-  // 3 MiB of base64 in fragments: 2 s here natively, 10-16 s under qemu-user,
-  // where the test file's -O0 copies of the inline JSON and string code can
-  // be the ones linked. A wait, not a speed bound: a minute.
+  // 3 MiB of base64 in fragments: 2-3 s here natively, 10-16 s under
+  // qemu-user. A wait, not a speed bound: a minute.
   ASSERT_TRUE(log.WaitEvents(keys.size(), 60000)) << log.events().size() << " events; bad responses "
                                            << watcher.stats().bad_responses;
   std::this_thread::sleep_for(milliseconds(200));  // nothing more may come
