@@ -44,7 +44,6 @@
 #include <vector>
 
 #include "agent/cluster/probe_graph.h"
-#include "agent/config/agent_config.h"
 #include "bench/coordination/simulated_agent_processes.h"
 #include "bench/coordination/simulated_agents.h"
 #include "bench/coordination/window_summaries.h"
@@ -60,8 +59,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kWindowNs = 2'000'000'000;
 constexpr int64_t kGraceNs = 300'000'000;  // the agent's --window-grace-ms default
-constexpr const char* kPrefix = kBenchEtcdPrefix;
-constexpr uint32_t kClusterId = kBenchClusterId;
 
 struct Options {
   int nodes = 100;
@@ -99,7 +96,7 @@ struct RealAgent {
   bool Start(const Options& o, const std::string& etcd_url, const fs::path& key_file) {
     const std::vector<std::string> args = {
         o.agent_bin, "--node-id", std::to_string(id), "--coordination", "etcd", "--etcd-endpoints", etcd_url,
-        "--etcd-prefix", kPrefix, "--cluster-id", std::to_string(kClusterId), "--listen", "127.0.0.1",
+        "--etcd-prefix", kBenchEtcdPrefix, "--cluster-id", std::to_string(kBenchClusterId), "--listen", "127.0.0.1",
         "--port", std::to_string(port), "--key-file", key_file.string(), "--output-dir", dir.string(),
         "--clock-page", "off", "--metrics", "127.0.0.1:" + std::to_string(metrics_port), "--log-level", "warn",
         "--offsets-format", o.offsets_format};
@@ -353,18 +350,13 @@ int Run(const Options& o) {
   }
 
   SimulatedAgentsOptions so;
+  SetBenchDefaults(&so);
   so.ids = sim_ids;
   so.key = key;
-  so.cluster_id = kClusterId;
   so.etcd_url = etcd_url;
-  so.etcd_prefix = kPrefix;
   so.threads = o.threads;
   so.registrations_per_second = o.registrations_per_second;
   so.summaries = &summaries;
-  // What an agent with the default settings keeps and resends.
-  const AgentConfig defaults;
-  so.retention_ns = defaults.cluster_settings.retention_ns;
-  so.resend_ns = TakeoverResendNs(defaults);
   for (const RealAgent& a : agents) so.leader_ports[a.id] = a.port;
   std::unique_ptr<SimulatedNodes> simulated;
   if (o.processes > 1) {

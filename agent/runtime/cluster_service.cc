@@ -230,7 +230,9 @@ void ClusterService::LeadOnce() {
     leader_.TakeOffice(now);
     if (!offsets_.is_open()) {
       std::string error;
-      if (!offsets_.Open(config_.output_dir, &error, OutputRotation(), config_.cluster_settings.offsets_form)) spdlog::error("{}", error);
+      if (!offsets_.Open(config_.output_dir, &error, OutputRotation(), config_.cluster_settings.offsets_form)) {
+        spdlog::error("{}", error);
+      }
     }
     if (!cluster_timebase_.is_open()) {
       std::string error;

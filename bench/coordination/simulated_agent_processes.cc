@@ -12,11 +12,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "agent/cluster/probe_graph.h"
-#include "agent/config/agent_config.h"
+#include "agent/wire/cluster_key.h"
 #include "bench/coordination/window_summaries.h"
 
 namespace chronolink::bench {
@@ -26,25 +25,6 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr int kReportMs = 100;
-
-bool ReadKeyFile(const std::string& path, ClusterKey* key, std::string* error) {
-  std::ifstream in(path);
-  std::string hex;
-  in >> hex;
-  if (hex.size() != 2 * key->size()) {
-    *error = path + ": not a " + std::to_string(2 * key->size()) + "-digit hex cluster key";
-    return false;
-  }
-  for (size_t i = 0; i < key->size(); ++i) {
-    const std::string byte = hex.substr(2 * i, 2);
-    if (byte.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
-      *error = path + ": not hex";
-      return false;
-    }
-    (*key)[i] = static_cast<uint8_t>(std::stoul(byte, nullptr, 16));
-  }
-  return true;
-}
 
 // One report line: what SimulatedAgentProcesses::Report reads.
 std::string ReportLine(SimulatedAgents& sims) {
@@ -118,8 +98,9 @@ bool ParseLeaderPorts(const std::string& text, std::map<uint32_t, uint16_t>* out
 
 int RunSimulatedShare(const SimulatedShareOptions& o) {
   SimulatedAgentsOptions so;
+  SetBenchDefaults(&so);
   std::string error;
-  if (!ReadKeyFile(o.key_file, &so.key, &error)) {
+  if (!LoadClusterKeyFile(o.key_file, &so.key, &error)) {
     WriteLine(Json({{"error", error}}).dump());
     return 1;
   }
@@ -129,16 +110,10 @@ int RunSimulatedShare(const SimulatedShareOptions& o) {
     if ((id - 3) % o.shares == o.share) so.ids.push_back(static_cast<uint32_t>(id));
   }
   const WindowSummarySource summaries(ProbeGraph::Build(all), 1);  // as the bench draws them
-  so.cluster_id = kBenchClusterId;
   so.etcd_url = o.etcd_url;
-  so.etcd_prefix = kBenchEtcdPrefix;
   so.leader_ports = o.leader_ports;
   so.threads = o.threads;
   so.registrations_per_second = o.registrations_per_second;
-  // What an agent with the default settings keeps and resends, as the bench's.
-  const AgentConfig defaults;
-  so.retention_ns = defaults.cluster_settings.retention_ns;
-  so.resend_ns = TakeoverResendNs(defaults);
   so.summaries = &summaries;
   SimulatedAgents sims(so);
   if (!sims.Start(&error)) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <limits>
 
+#include "agent/config/agent_config.h"
 #include "agent/coord/etcd/etcd_client.h"
 #include "clock/clock_reader.h"
 
@@ -40,6 +41,14 @@ EtcdClientOptions ClientOptions(const std::string& url) {
 }
 
 }  // namespace
+
+void SetBenchDefaults(SimulatedAgentsOptions* options) {
+  options->cluster_id = kBenchClusterId;
+  options->etcd_prefix = kBenchEtcdPrefix;
+  const AgentConfig defaults;
+  options->retention_ns = defaults.cluster_settings.retention_ns;
+  options->resend_ns = TakeoverResendNs(defaults);
+}
 
 struct SimulatedAgents::Node {
   uint32_t id = 0;

@@ -53,6 +53,11 @@ struct SimulatedAgentsOptions {
   const WindowSummarySource* summaries = nullptr;
 };
 
+// Sets what every simulated node of the bench shares: the bench's cluster
+// (id, etcd prefix), and what an agent with the default settings keeps and
+// resends to a new leader.
+void SetBenchDefaults(SimulatedAgentsOptions* options);
+
 struct SimulatedAgentsTotals {
   uint64_t bytes_sent = 0, bytes_received = 0;  // on the channel, all nodes
   uint64_t links_up = 0;                        // nodes with their link to the leader up
