@@ -140,13 +140,28 @@ TEST(OffsetsFileTest, AChangeOfReferenceIsRefusedNamingBothPlaces) {
   EXPECT_FALSE(Read({Text({Line(2, kT), Line(3, kT, 0, "mean")})}, &input, &error, {.skip_bad_lines = true}));
 }
 
+// One edit of a good line, and what the refusal of the edited line says.
+struct BadLineCase {
+  std::function<void(Json&)> edit;
+  std::string expected;
+};
+
+// Each case's edit of `base`, read as the third line after two good ones:
+// refused, naming a.jsonl:3 and why.
+void ExpectEachRefusedAsTheThirdLine(const Json& base, const std::vector<BadLineCase>& cases) {
+  const std::string good = Line(2, kT).dump() + "\n";
+  for (const BadLineCase& c : cases) {
+    Json j = base;
+    c.edit(j);
+    const std::string error = ErrorOf(good + good + j.dump() + "\n");
+    EXPECT_EQ(error.rfind("a.jsonl:3: ", 0), 0u) << error;
+    EXPECT_NE(error.find(c.expected), std::string::npos) << error << "\nexpected: " << c.expected;
+  }
+}
+
 TEST(OffsetsFileTest, BadLinesAreRefusedWithFileLineAndWhy) {
   const std::string good = Line(2, kT).dump() + "\n";
-  struct Case {
-    std::function<void(Json&)> edit;
-    std::string expected;
-  };
-  const std::vector<Case> cases = {
+  ExpectEachRefusedAsTheThirdLine(Line(2, kT + 1), {
       {[](Json& j) { j["schema"] = "chronolink.edge.v1"; }, "schema is neither \"chronolink.offset.v1\""},
       {[](Json& j) { j.erase("schema"); }, "no \"schema\" field"},
       {[](Json& j) { j["t_ns"] = 1.7953244310000000e18; }, "\"t_ns\" must be an int64 integer"},
@@ -165,14 +180,7 @@ TEST(OffsetsFileTest, BadLinesAreRefusedWithFileLineAndWhy) {
       {[](Json& j) { j["uncertainty_ns"] = -1.0; }, "\"uncertainty_ns\" is negative"},
       {[](Json& j) { j["recomputed"] = "yes"; }, "\"recomputed\" must be true or false"},
       {[](Json& j) { j["edges_used"] = -2; }, "\"edges_used\" is out of range"},
-  };
-  for (const Case& c : cases) {
-    Json j = Line(2, kT + 1);
-    c.edit(j);
-    const std::string error = ErrorOf(good + good + j.dump() + "\n");
-    EXPECT_EQ(error.rfind("a.jsonl:3: ", 0), 0u) << error;
-    EXPECT_NE(error.find(c.expected), std::string::npos) << error << "\nexpected: " << c.expected;
-  }
+  });
   EXPECT_NE(ErrorOf(good + R"({"schema":"chronolink.offset.v1","offset_ns":1e999})" + "\n").find("a.jsonl:2: not JSON"),
             std::string::npos);
   EXPECT_NE(ErrorOf(good + "[1,2]\n").find("a.jsonl:2: not a JSON object"), std::string::npos);
@@ -227,12 +235,7 @@ TEST(OffsetsFileTest, RowsAndColumnsMixInOneFileAndTheLastSolutionWins) {
 }
 
 TEST(OffsetsFileTest, BadColumnsLinesAreRefusedWithFileLineAndWhy) {
-  const std::string good = Line(2, kT).dump() + "\n";
-  struct Case {
-    std::function<void(Json&)> edit;
-    std::string expected;
-  };
-  const std::vector<Case> cases = {
+  ExpectEachRefusedAsTheThirdLine(Json::parse(kColumnsExample), {
       {[](Json& j) { j["offset_ps"].erase(0); }, "column \"offset_ps\" has 2 entries, \"node_delta\" 3"},
       {[](Json& j) { j.erase("residual_ps"); }, "field \"residual_ps\" is missing"},
       {[](Json& j) { j["component"] = 0; }, "column \"component\" must be an array"},
@@ -248,14 +251,7 @@ TEST(OffsetsFileTest, BadColumnsLinesAreRefusedWithFileLineAndWhy) {
       {[](Json& j) { j["edges_used"][0] = -1; }, "column \"edges_used\" entry 0 must be an integer in [0, "},
       {[](Json& j) { j["component"][2] = -2; }, "column \"component\" entry 2 must be an integer in [-1, "},
       {[](Json& j) { j["t_ns"] = "now"; }, "\"t_ns\" must be an int64 integer"},
-  };
-  for (const Case& c : cases) {
-    Json j = Json::parse(kColumnsExample);
-    c.edit(j);
-    const std::string error = ErrorOf(good + good + j.dump() + "\n");
-    EXPECT_EQ(error.rfind("a.jsonl:3: ", 0), 0u) << error;
-    EXPECT_NE(error.find(c.expected), std::string::npos) << error << "\nexpected: " << c.expected;
-  }
+  });
 }
 
 TEST(OffsetsFileTest, AnEmptyFileIsAWarningAndNoLineAtAllAnError) {
