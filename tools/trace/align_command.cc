@@ -38,16 +38,6 @@ namespace fs = std::filesystem;
 constexpr size_t kReusedBlockBytes = size_t{8} << 30;
 constexpr size_t kKeptHeapBytes = size_t{1} << 30;
 
-struct AlignFlags {
-  InputFlags in;
-  CorrectionFlags correction;
-  std::string out;
-  std::string summary_json;
-  bool timings = false;
-  bool hold_all = false;
-  bool no_wire_rewrite = false;
-};
-
 // The output run directory, staged: the input's run name, or one for now.
 bool OpenRun(const std::string& run_name, const fs::path& logdir, StagedDirectory* staged, fs::path* run_dir,
              std::string* error) {
@@ -234,6 +224,8 @@ int RunStreamingAlign(const AlignFlags& f, const TraceInputOptions& options, con
   return Report(f, notes, maps, result, AlignSummaryJson(maps, result), run_dir);
 }
 
+}  // namespace
+
 int RunAlign(const AlignFlags& f) {
   std::string error;
   TraceInputOptions options;
@@ -265,32 +257,6 @@ int RunAlign(const AlignFlags& f) {
   timer.End("write");
   timer.Print();
   return Report(f, in.notes, maps, result, summary, written);
-}
-
-}  // namespace
-
-void AddAlignCommand(CLI::App& app, std::function<void(int)> done) {
-  auto flags = std::make_shared<AlignFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "align", "Rewrite every host's trace onto cluster time with one common origin");
-  flags->in.Add(cmd);
-  flags->correction.Add(cmd, /*required=*/false);  // --offsets, or --recorded-mapping
-  flags->correction.AddRecordedMapping(cmd);
-  cmd->add_option("--out", flags->out,
-                  "XSpace inputs: a logdir to write <out>/plugins/profile/<run>/ into; JSON inputs: a "
-                  "new directory for the rewritten files")
-      ->required();
-  cmd->add_option("--summary-json", flags->summary_json, "also write the summary as JSON here");
-  cmd->add_flag("--hold-all", flags->hold_all,
-                "XSpace: read every host before aligning any (as JSON inputs are) instead of one host at a "
-                "time; same output, the whole run's memory");
-  cmd->add_flag("--no-wire-rewrite", flags->no_wire_rewrite,
-                "XSpace: align every host through the protobuf model instead of rewriting its wire bytes "
-                "(same output, slower; for comparison)");
-  cmd->add_flag("--timings", flags->timings,
-                "print each phase's wall and CPU seconds and the peak RSS to stderr, and which path each "
-                "host took (benchmarks)");
-  cmd->callback([flags, done] { done(RunAlign(*flags)); });
 }
 
 }  // namespace chronolink::trace::cli

@@ -9,15 +9,6 @@
 #include "trace/exporters/xspace_writer.h"
 
 namespace chronolink::trace::cli {
-namespace {
-
-struct CombineFlags {
-  InputFlags in;
-  CorrectionFlags correction;
-  std::string out;
-  std::string name = "combined";
-};
-
 int RunCombine(const CombineFlags& f) {
   std::string error;
   TraceInputs in;
@@ -49,22 +40,6 @@ int RunCombine(const CombineFlags& f) {
   }
   std::printf("wrote %s (%zu hosts)\n", f.out.c_str(), in.hosts.size());
   return 0;
-}
-
-}  // namespace
-
-void AddCombineCommand(CLI::App& app, std::function<void(int)> done) {
-  auto flags = std::make_shared<CombineFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "combine", "Put all hosts of a run into one XSpace or one Chrome JSON, aligned");
-  flags->in.Add(cmd);
-  flags->correction.Add(cmd, /*required=*/false);
-  flags->correction.AddRecordedMapping(cmd);
-  cmd->add_option("--out", flags->out, "output file: NAME.xplane.pb or NAME.json")->required();
-  cmd->add_option("--name", flags->name, "host name of the combined XSpace (hostnames lists all)");
-  cmd->footer(
-      "Without --offsets the inputs must already be aligned (written by chronolink-trace align).");
-  cmd->callback([flags, done] { done(RunCombine(*flags)); });
 }
 
 }  // namespace chronolink::trace::cli

@@ -9,13 +9,6 @@
 #include "trace/exporters/chrome_json_writer.h"
 
 namespace chronolink::trace::cli {
-namespace {
-
-struct ExportFlags {
-  InputFlags in;
-  std::string out;
-};
-
 int RunExport(const ExportFlags& f) {
   std::string error;
   TraceInputs in;
@@ -28,17 +21,6 @@ int RunExport(const ExportFlags& f) {
   }
   std::printf("wrote %s (%zu hosts)\n", f.out.c_str(), in.hosts.size());
   return 0;
-}
-
-}  // namespace
-
-void AddExportChromeCommand(CLI::App& app, std::function<void(int)> done) {
-  auto flags = std::make_shared<ExportFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "export-chrome", "Write XSpace traces as Chrome trace-event JSON (Perfetto, chrome://tracing)");
-  flags->in.Add(cmd);
-  cmd->add_option("--out", flags->out, "output .json file")->required();
-  cmd->callback([flags, done] { done(RunExport(*flags)); });
 }
 
 }  // namespace chronolink::trace::cli

@@ -15,16 +15,6 @@
 namespace chronolink::trace::cli {
 namespace {
 
-struct ReportFlags {
-  std::vector<std::string> inputs;
-  std::vector<std::string> origins;
-  std::string run;
-  CorrectionFlags correction;
-  std::string out;
-  std::string png;
-  std::string title = "chronolink: clocks and traces of one run";
-};
-
 // Aligns the traces (when given) to fill the correction table and the
 // before/after validate panels.
 bool AddTraces(const ReportFlags& f, ReportData* data, std::string* error) {
@@ -43,6 +33,8 @@ bool AddTraces(const ReportFlags& f, ReportData* data, std::string* error) {
   return true;
 }
 
+}  // namespace
+
 int RunReport(const ReportFlags& f) {
   std::string error;
   ReportData data;
@@ -60,22 +52,6 @@ int RunReport(const ReportFlags& f) {
     std::printf("wrote %s\n", f.png.c_str());
   }
   return 0;
-}
-
-}  // namespace
-
-void AddReportCommand(CLI::App& app, std::function<void(int)> done) {
-  auto flags = std::make_shared<ReportFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "report", "Draw a run's clocks, the corrections applied and the checks in one SVG picture");
-  cmd->add_option("inputs", flags->inputs, "the run's traces (optional: without them only the clocks)");
-  cmd->add_option("--run", flags->run, "run name inside a logdir (default: the latest YYYY_MM_DD_HH_MM_SS run, or the only run)");
-  cmd->add_option("--origin", flags->origins, "HOST=NS for relative Chrome traces (see align)");
-  flags->correction.Add(cmd, /*required=*/true);
-  cmd->add_option("--out", flags->out, "the SVG file to write")->required();
-  cmd->add_option("--png", flags->png, "also write a PNG (needs rsvg-convert, Debian librsvg2-bin)");
-  cmd->add_option("--title", flags->title, "the picture's title");
-  cmd->callback([flags, done] { done(RunReport(*flags)); });
 }
 
 }  // namespace chronolink::trace::cli

@@ -18,17 +18,6 @@
 namespace chronolink::trace::cli {
 namespace fs = std::filesystem;
 
-void InputFlags::Add(CLI::App* app) {
-  app->add_option("inputs", inputs,
-                  "TensorBoard logdir, run directory, <host>.xplane.pb or Chrome/Kineto .json files")
-      ->required();
-  app->add_option("--run", run,
-                  "run name inside a logdir (default: the latest YYYY_MM_DD_HH_MM_SS run, or the only run)");
-  app->add_option("--origin", origins,
-                  "HOST=NS: epoch ns that ts = 0 stands for in HOST's relative Chrome trace "
-                  "(default: its .chronolink-origin.json sidecar)");
-}
-
 bool InputFlags::Options(TraceInputOptions* options, std::string* error) const {
   options->run = run;
   for (const auto& o : origins) {
@@ -43,41 +32,6 @@ bool InputFlags::Options(TraceInputOptions* options, std::string* error) const {
 bool InputFlags::Load(TraceInputs* out, std::string* error) const {
   TraceInputOptions options;
   return Options(&options, error) && LoadTraceInputs(inputs, options, out, error);
-}
-
-void CorrectionFlags::Add(CLI::App* app, bool required) {
-  auto* o = app->add_option("--offsets", offsets,
-                            "offsets.jsonl of the run (the leader's, or chronolink-solve's); "
-                            "several files are merged, the later winning");
-  if (required) o->required();
-  app->add_option("--edges", edges,
-                  "the nodes' edges.jsonl: stretches without a usable edge count as gaps");
-  app->add_option("--timebase", timebases,
-                  "the nodes' timebase.jsonl (the reference's too): between solved instants the correction "
-                  "follows each clock's discipline (its daemon's rate changes) instead of a straight line; "
-                  "needs a named reference")
-      ->check(CLI::ExistingFile);
-  app->add_option("--cluster-file", cluster_file,
-                  "the agents' cluster file: nodes' \"hostname\" and addresses name hosts");
-  app->add_option("--host", hosts, "NODE=HOST: the trace of HOST (a glob) was recorded on NODE");
-  app->add_option("--host-map", host_map, "JSON file {\"HOST\": NODE, ...}");
-  app->add_flag("--skip-bad-lines", skip_bad_lines,
-                "skip malformed offsets lines (counted) instead of failing");
-  app->add_option("--max-extrapolation-s", max_extrapolation_s,
-                  "refuse traces reaching further than this outside the solved offsets")
-      ->check(CLI::PositiveNumber);
-  app->add_option("--max-bound-us", max_bound_us,
-                  "refuse a host whose events' bound would exceed this (gaps in the offsets)")
-      ->check(CLI::PositiveNumber);
-  app->add_flag("--no-counters", no_counters, "do not add the _counters_ line drawing the correction");
-  app->add_flag("--annotate-events", annotate_events,
-                "give every event a chronolink_bound_ns stat (arg): its correction's bound");
-}
-
-void CorrectionFlags::AddRecordedMapping(CLI::App* app) {
-  app->add_flag("--recorded-mapping", recorded_mapping,
-                "without offsets files: correct each host by the clock page mapping its GPU collector "
-                "recorded (chronolink-collect: every mapping its agent's page showed, docs/collector.md)");
 }
 
 std::vector<const HostClockMap*> HostMaps::Pointers() const {

@@ -1,10 +1,9 @@
 // Options and steps the chronolink-trace subcommands share: reading the
 // inputs, building each host's clock map from the offsets and the host ->
 // node rules, and writing outputs so that nothing half-written is left where
-// an output should be. The subcommands (one file each) only wire these up.
+// an output should be. The subcommands (one file each) only wire these up;
+// chronolink_trace.cc binds the flags to the command line.
 #pragma once
-
-#include <CLI/CLI.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -26,7 +25,6 @@ struct InputFlags {
   std::string run;
   std::vector<std::string> origins;  // HOST=NS
 
-  void Add(CLI::App* app);
   bool Options(TraceInputOptions* options, std::string* error) const;
   bool Load(TraceInputs* out, std::string* error) const;
 };
@@ -46,9 +44,6 @@ struct CorrectionFlags {
   bool annotate_events = false;
   bool recorded_mapping = false;  // each host's own clock page record instead of offsets
 
-  void Add(CLI::App* app, bool required);
-  // --recorded-mapping, for the commands that can correct without offsets.
-  void AddRecordedMapping(CLI::App* app);
   bool Given() const { return !offsets.empty() || recorded_mapping; }
 };
 

@@ -14,14 +14,6 @@ namespace {
 
 constexpr int kExitViolations = 2;
 
-struct ValidateFlags {
-  InputFlags in;
-  CorrectionFlags correction;
-  int64_t tolerance_ns = 0;
-  bool strict = false;
-  std::string json;
-};
-
 ValidationResult Check(const TraceInputs& in, const ValidateFlags& f, const char* title) {
   ValidateOptions options;
   options.tolerance_ns = f.tolerance_ns;
@@ -31,6 +23,8 @@ ValidationResult Check(const TraceInputs& in, const ValidateFlags& f, const char
   std::fputs(ValidationText(r, text).c_str(), stdout);
   return r;
 }
+
+}  // namespace
 
 int RunValidate(const ValidateFlags& f) {
   std::string error;
@@ -66,25 +60,6 @@ int RunValidate(const ValidateFlags& f) {
     if (!WriteFileAtomically(f.json, out.dump(1) + "\n", &error)) return Fail("validate", error);
   }
   return f.strict && last.violations_total > 0 ? kExitViolations : 0;
-}
-
-}  // namespace
-
-void AddValidateCommand(CLI::App& app, std::function<void(int)> done) {
-  auto flags = std::make_shared<ValidateFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "validate", "Check happens-before on matched collectives and transfers across hosts");
-  flags->in.Add(cmd);
-  flags->correction.Add(cmd, /*required=*/false);
-  flags->correction.AddRecordedMapping(cmd);
-  cmd->add_option("--tolerance-ns", flags->tolerance_ns,
-                  "a violation must exceed this (e.g. the alignment's bound)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--strict", flags->strict,
-                "exit 2 when violations remain (after alignment when --offsets is given)");
-  cmd->add_option("--json", flags->json, "also write the results (before/after) as JSON here");
-  cmd->footer("With --offsets the traces are checked as recorded and again after alignment.");
-  cmd->callback([flags, done] { done(RunValidate(*flags)); });
 }
 
 }  // namespace chronolink::trace::cli
