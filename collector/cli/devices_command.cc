@@ -9,12 +9,6 @@
 #include "collector/device/backend_registry.h"
 
 namespace chronolink::collector::cli {
-namespace {
-
-struct DevicesFlags {
-  bool json = false;
-  std::vector<std::string> settings;  // for the simulated backend
-};
 
 int RunDevices(const DevicesFlags& f) {
   nlohmann::json out = nlohmann::json::array();
@@ -47,17 +41,6 @@ int RunDevices(const DevicesFlags& f) {
   if (f.json) std::printf("%s\n", out.dump(1).c_str());
   // 0 when a real GPU is there; 3 (documented) when none is, so scripts can tell.
   return real_devices > 0 ? 0 : 3;
-}
-
-}  // namespace
-
-void AddDevicesCommand(CLI::App& app, std::function<void(int)> done) {
-  auto f = std::make_shared<DevicesFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "devices", "List the GPU backends, whether their libraries load, and their devices (exit 3: no real GPU)");
-  cmd->add_flag("--json", f->json, "print JSON");
-  cmd->add_option("--simulated-settings", f->settings, "settings for the simulated backend's listing (k=v ...)");
-  cmd->callback([f, done] { done(RunDevices(*f)); });
 }
 
 }  // namespace chronolink::collector::cli

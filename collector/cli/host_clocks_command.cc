@@ -31,15 +31,6 @@ namespace {
 
 constexpr int64_t kKillAfterSignalNs = 10'000'000'000;
 
-struct HostClocksFlags {
-  std::string out;
-  double period_ms = 100;
-  double duration_s = 0;
-  int reads = 7;
-  double max_bracket_us = 50;
-  std::vector<std::string> command;
-};
-
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "chronolink-collect host-clocks: %s\n", message.c_str());
   return code;
@@ -138,6 +129,8 @@ bool WaitPeriod(const HostClocksFlags& f, const sigset_t& signals, int64_t start
   return false;
 }
 
+}  // namespace
+
 int RunHostClocks(const HostClocksFlags& f) {
   if (f.out.empty()) return Fail(2, "--out is required");
   if (f.duration_s > 0 && !f.command.empty()) return Fail(2, "give --duration-s or a command, not both");
@@ -173,30 +166,6 @@ int RunHostClocks(const HostClocksFlags& f) {
   if (!state.child_done) return 0;
   if (WIFEXITED(state.child_status)) return WEXITSTATUS(state.child_status);
   return 128 + WTERMSIG(state.child_status);
-}
-
-}  // namespace
-
-void AddHostClocksCommand(CLI::App& app, std::function<void(int)> done) {
-  auto f = std::make_shared<HostClocksFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "host-clocks",
-      "Record BOOTTIME, MONOTONIC and MONOTONIC_RAW against REALTIME (JSONL) while a command runs, for a "
-      "duration, or until SIGINT/SIGTERM; import-rocprof re-times a profiler's stamps with it");
-  cmd->add_option("--out", f->out, "the JSONL file to write (required)");
-  cmd->add_option("--period-ms", f->period_ms, "sampling period in ms (default: 100)")
-      ->check(CLI::Range(1.0, 60000.0));
-  cmd->add_option("--duration-s", f->duration_s,
-                  "record this long (default: until a signal or the command ends)")
-      ->check(CLI::Range(0.0, 1e7));
-  cmd->add_option("--reads", f->reads,
-                  "bracketed reads per domain per sample; the tightest is kept (default: 7)")
-      ->check(CLI::Range(1, 1000));
-  cmd->add_option("--max-bracket-us", f->max_bracket_us,
-                  "refuse a sample whose tightest bracket is wider (default: 50, at most 1000)")
-      ->check(CLI::Range(0.001, 1000.0));
-  cmd->add_option("command", f->command, "the command to run while recording (after --)");
-  cmd->callback([f, done] { done(RunHostClocks(*f)); });
 }
 
 }  // namespace chronolink::collector::cli

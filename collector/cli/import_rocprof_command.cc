@@ -25,18 +25,6 @@
 namespace chronolink::collector::cli {
 namespace {
 
-struct ImportFlags {
-  std::vector<std::string> files;
-  std::string host_clocks;
-  std::string clock_domain = "boottime";
-  std::string logdir = ".";
-  std::string run;
-  std::string host;
-  bool allow_other_boot = false;
-  bool force = false;
-  double max_extrapolation_ms = 1000;
-};
-
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "chronolink-collect import-rocprof: %s\n", message.c_str());
   return code;
@@ -54,7 +42,7 @@ struct Conversion {
   const HostDomainConversion* use = nullptr;
 };
 
-int LoadConversion(const ImportFlags& f, HostClockDomain domain, Conversion* c) {
+int LoadConversion(const ImportRocprofFlags& f, HostClockDomain domain, Conversion* c) {
   if (domain == HostClockDomain::kRealtime && f.host_clocks.empty()) {
     c->use = &c->identity;
     return 0;
@@ -90,7 +78,7 @@ std::string JoinNumbers(const std::vector<uint64_t>& v) {
   return out;
 }
 
-void PrintSummary(const ImportFlags& f, const Conversion& c, const RocprofImportResult& r,
+void PrintSummary(const ImportRocprofFlags& f, const Conversion& c, const RocprofImportResult& r,
                   const std::string& path) {
   std::printf("chronolink-collect import-rocprof: %zu file(s), %s -> realtime", r.files.size(),
               f.clock_domain.c_str());
@@ -132,7 +120,9 @@ void PrintSummary(const ImportFlags& f, const Conversion& c, const RocprofImport
   std::printf("  wrote %s\n", path.c_str());
 }
 
-int RunImport(const ImportFlags& f) {
+}  // namespace
+
+int RunImportRocprof(const ImportRocprofFlags& f) {
   if (f.files.empty()) return Fail(2, "give the trace files to import (see --help)");
   HostClockDomain domain{};
   if (!ParseHostClockDomain(f.clock_domain, &domain)) {
@@ -173,37 +163,6 @@ int RunImport(const ImportFlags& f) {
   if (!trace::WriteXSpaceFile(trace, path, &error)) return Fail(1, error);
   PrintSummary(f, conv, result, path.string());
   return 0;
-}
-
-}  // namespace
-
-void AddImportRocprofCommand(CLI::App& app, std::function<void(int)> done) {
-  auto f = std::make_shared<ImportFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "import-rocprof",
-      "Import rocprof / rocprofv3 kernel traces (results.csv, kernel_trace.csv, memory_copy_trace.csv, "
-      "results.json) as XSpace device planes, their host-clock stamps re-timed to REALTIME with a bound "
-      "(docs/rocprof-import.md)");
-  // Files are checked by the readers (exit 1 with their own message), not by CLI11.
-  cmd->add_option("files", f->files, "the profiler's trace files (CSV or JSON)");
-  cmd->add_option("--host-clocks", f->host_clocks,
-                  "the host-clocks recording made while the profiler ran (chronolink-collect host-clocks)");
-  cmd->add_option("--clock-domain", f->clock_domain,
-                  "the clock the profiler stamped: boottime (rocprof, rocprofv3), monotonic, monotonic_raw, "
-                  "realtime (default: boottime)");
-  cmd->add_option("--logdir", f->logdir,
-                  "write <logdir>/plugins/profile/<run>/<host>.xplane.pb (default: .)");
-  cmd->add_option("--run", f->run, "run directory name (default: now, YYYY_MM_DD_HH_MM_SS, UTC)");
-  cmd->add_option("--host", f->host, "host name of the file (default: the recording's host)");
-  cmd->add_flag(
-      "--allow-other-boot", f->allow_other_boot,
-      "accept a host-clocks recording from another boot than this one (importing elsewhere or after a "
-      "reboot: the trace must come from the recording's boot)");
-  cmd->add_flag("--force", f->force, "replace an existing <host>.xplane.pb");
-  cmd->add_option("--max-extrapolation-ms", f->max_extrapolation_ms,
-                  "place events at most this far after the recording's last sample (default: 1000)")
-      ->check(CLI::Range(0.0, 600000.0));
-  cmd->callback([f, done] { done(RunImport(*f)); });
 }
 
 }  // namespace chronolink::collector::cli

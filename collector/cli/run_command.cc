@@ -28,21 +28,6 @@
 namespace chronolink::collector::cli {
 namespace {
 
-struct RunFlags {
-  OptionTexts options;
-  std::string config_file;
-  double duration_s = 0;
-  std::string logdir = ".";
-  std::string run;
-  std::string append_to;
-  std::string out;
-  std::string truth;
-  std::string status_json;
-  double checkpoint_s = 30;
-  double page_wait_s = 15;
-  std::vector<std::string> command;
-};
-
 int Fail(const std::string& message) {
   std::fprintf(stderr, "chronolink-collect run: %s\n", message.c_str());
   return 1;
@@ -226,6 +211,8 @@ void AwaitStopMapped(Collector& c, double wait_s, const sigset_t& signals) {
                static_cast<double>(unmapped_ns) / 1e9);
 }
 
+}  // namespace
+
 int RunCollect(const RunFlags& f) {
   CollectorOptions options;
   std::vector<std::string> warnings;
@@ -274,37 +261,6 @@ int RunCollect(const RunFlags& f) {
     return 128 + WTERMSIG(loop.child_status);
   }
   return 0;
-}
-
-}  // namespace
-
-void AddRunCommand(CLI::App& app, std::function<void(int)> done) {
-  auto f = std::make_shared<RunFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "run", "Collect GPU clock snapshots and activity, then write the node's XSpace. Ends after "
-             "--duration-s, on SIGINT/SIGTERM, or when the command after -- exits (its exit code is ours)");
-  AddCollectorFlags(cmd, &f->options, &f->config_file);
-  cmd->add_option("--duration-s", f->duration_s, "collect this long (default: until a signal or the command ends)")
-      ->check(CLI::Range(0.0, 1e7))->group("Output");
-  cmd->add_option("--logdir", f->logdir, "write <logdir>/plugins/profile/<run>/<host>.xplane.pb (default: .)")
-      ->group("Output");
-  cmd->add_option("--run", f->run, "run directory name (default: now, YYYY_MM_DD_HH_MM_SS, UTC)")->group("Output");
-  cmd->add_option("--append-to", f->append_to,
-                  "append the device planes to this host profile (.xplane.pb); rewritten in place unless --out")
-      ->check(CLI::ExistingFile)->group("Output");
-  cmd->add_option("--out", f->out, "write the XSpace to this file instead of a run directory")->group("Output");
-  cmd->add_option("--checkpoint-s", f->checkpoint_s, "rewrite the output this often while collecting; 0: only at the end (default: 30)")
-      ->check(CLI::Range(0.0, 1e6))->group("Output");
-  cmd->add_option("--page-wait-s", f->page_wait_s,
-                  "after the stop, wait up to this long for the agent's clock page to map the run's last "
-                  "seconds (it trails by the solve's lag), so that they are interpolated, not extrapolated; "
-                  "0: do not wait (default: 15)")
-      ->check(CLI::Range(0.0, 600.0))->group("Output");
-  cmd->add_option("--status-json", f->status_json, "also write the final status as JSON here")->group("Output");
-  cmd->add_option("--truth", f->truth, "simulated backend: write each record's true times (JSONL) here, for tests")
-      ->group("Output");
-  cmd->add_option("command", f->command, "the command to run while collecting (after --)");
-  cmd->callback([f, done] { done(RunCollect(*f)); });
 }
 
 }  // namespace chronolink::collector::cli

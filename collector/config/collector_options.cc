@@ -338,24 +338,14 @@ bool LoadCollectorOptions(const OptionSources& sources, CollectorOptions* out,
   return Resolve(merged, out, error);
 }
 
-void AddCollectorFlags(CLI::App* app, OptionTexts* flags, std::string* config_file) {
-  app->add_option("--config", *config_file,
-                  "JSON options file (default: $CHRONOLINK_COLLECTOR_CONFIG); flags and CHRONOLINK_* "
-                  "variables override it")
-      ->group("General");
+std::vector<OptionFlag> CollectorOptionFlags() {
+  std::vector<OptionFlag> flags;
   for (const Spec& s : kSpecs) {
-    const std::string key = s.key;
-    const std::string name = std::string("--") + s.flag;
-    const std::string help = std::string(s.help) + " [env " + options::EnvName(s) + "]";
-    if (s.kind == Kind::kBool) {
-      app->add_flag_callback(name, [flags, key] { (*flags)[key] = "true"; }, help)->group(s.group);
-    } else {
-      app->add_option_function<std::string>(name, [flags, key](const std::string& v) { (*flags)[key] = v; },
-                                            help)
-          ->type_name(s.metavar)
-          ->group(s.group);
-    }
+    flags.push_back({s.key, std::string("--") + s.flag,
+                     std::string(s.help) + " [env " + options::EnvName(s) + "]", s.metavar, s.group,
+                     s.kind == Kind::kBool});
   }
+  return flags;
 }
 
 std::string DescribeOptions(const CollectorOptions& o) {

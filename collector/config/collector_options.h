@@ -8,8 +8,6 @@
 // wherever it is given. The reference is docs/collector.md.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <map>
 #include <string>
@@ -57,9 +55,20 @@ struct OptionSources {
 bool LoadCollectorOptions(const OptionSources& sources, CollectorOptions* out,
                           std::vector<std::string>* warnings, std::string* error);
 
-// Adds a flag for every option to `app`, writing what was given into *flags
-// (by file key). For CLIs.
-void AddCollectorFlags(CLI::App* app, OptionTexts* flags, std::string* config_file);
+// One option as a command-line flag. A CLI binds these (chronolink-collect
+// does, in chronolink_collect.cc) and stores what is given into OptionTexts
+// under `key`.
+struct OptionFlag {
+  std::string key;      // file key
+  std::string name;     // "--sample-period-ms"
+  std::string help;     // with the environment variable that also sets it
+  std::string metavar;  // shown in --help
+  std::string group;    // --help section
+  bool is_switch;       // takes no value: given means "true"
+};
+
+// Every option's flag, in the table's order (the order of --help).
+std::vector<OptionFlag> CollectorOptionFlags();
 
 // The options as a JSON object (file keys), for logs and the clock plane.
 std::string DescribeOptions(const CollectorOptions& options);
