@@ -5,6 +5,7 @@
 #include "agent/solve/global_solver.h"
 
 #include "agent/cluster/probe_graph.h"
+#include "clock/fit_point.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,10 +18,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -905,6 +909,87 @@ TEST(ChronolinkSolveTool, ReadsTheSharedPartOfEachWindowsSigma) {
   };
   EXPECT_NEAR(solved_sigma(true), 100.0 / std::sqrt(2.0), 0.5);
   EXPECT_NEAR(solved_sigma(false), 100.0, 0.5);
+  fs::remove_all(dir);
+}
+
+
+// Under a clock daemon a node's REALTIME bends where the daemon changes its
+// rate. A window's one fit point (its centre's REALTIME and rate) maps an
+// instant past the bend along the old rate; the node's knots (--timebase)
+// map it as the leader does. Node 2 fits on its fit clock F2 = F1 + 1 µs;
+// its REALTIME − F2 is 5 µs until 0.3 s before the instant, where its rate
+// turns +10 ppm: 3 µs more at the instant. The nearest window's fit point
+// lies 0.5 s before it, before the bend.
+TEST(ChronolinkSolveTool, MapsThroughTheNodesKnotsWhereTheDaemonBentRealtime) {
+  namespace fs = std::filesystem;
+  const fs::path tool = CHRONOLINK_SOLVE_BIN;
+  ASSERT_TRUE(fs::exists(tool)) << tool;
+  const fs::path dir = fs::temp_directory_path() / ("global_solver_knots." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  constexpr int64_t kOffsetNs = 1000, kBeforeBendNs = 5000, kAnchorRealtime = kT - 100 * kSecond;
+  constexpr int64_t kBendF = kT - 300'000'000;  // on F2
+  const auto realtime_minus_f = [&](int64_t f) {  // node 2's REALTIME − F2
+    return f <= kBendF ? kBeforeBendNs : kBeforeBendNs + (f - kBendF) / 100'000;  // 10 ppm
+  };
+  const FitAnchor anchor{0, kAnchorRealtime, 0};  // F2 = kAnchorRealtime + RAW
+  const Truth truth{{{1, 0.0}, {2, static_cast<double>(kOffsetNs)}}, {{1, 0.0}, {2, 0.0}}};
+  {
+    std::ofstream f(dir / "edges.jsonl");
+    for (const int64_t x0 : {kT - kSecond / 2, kT + 3 * kSecond / 2})
+    for (auto [n, p] : {std::pair{1u, 2u}, std::pair{2u, 1u}}) {
+      const EdgeEstimate e = Estimate(truth, n, p, n == 1 ? x0 : x0 + kOffsetNs, 10.0);
+      nlohmann::json j = {{"schema", "chronolink.edge.v1"}, {"node", e.node}, {"peer", e.peer},
+                          {"x0_ns", e.x0_ns}, {"estimator", "max_margin"}, {"beta_ns", e.beta_ns},
+                          {"alpha", e.alpha}, {"uncertainty_ns", 10.0}, {"timestamp_source", "kernel"},
+                          {"window_start_ns", e.x0_ns - kSecond / 2}, {"window_end_ns", e.x0_ns + 3 * kSecond / 2}};
+      if (n == 2) {
+        j["fit_clock"] = {{"raw_ns", anchor.raw_ns}, {"realtime_ns", anchor.realtime_ns}, {"rate_fine", 0}};
+        j["fit_point"] = {{"fit_ns", e.x0_ns}, {"realtime_ns", e.x0_ns + realtime_minus_f(e.x0_ns)}, {"rate_fine", 0}};
+      }
+      f << j.dump() << "\n";
+    }
+  }
+  {
+    std::ofstream f(dir / "timebase.jsonl");
+    for (const int64_t fit : {kT - 3 * kSecond, kBendF, kT + 4 * kSecond}) {
+      f << nlohmann::json{{"schema", "chronolink.timebase.v1"}, {"node", 2}, {"session", "1"},
+                          {"raw_ns", anchor.RawOfFit(fit)}, {"realtime_ns", fit + realtime_minus_f(fit)},
+                          {"after_step", false}}.dump()
+        << "\n";
+    }
+  }
+  const auto node2_offset = [&](const std::string& extra) {
+    const std::string cmd = tool.string() + " --edges " + (dir / "edges.jsonl").string() + " --reference 1" + extra +
+                            " --out " + (dir / "offsets.jsonl").string() + " 2>" + (dir / "err.txt").string();
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    std::ifstream in(dir / "offsets.jsonl");
+    std::string line;
+    std::optional<double> offset;
+    while (std::getline(in, line)) {
+      const auto j = nlohmann::json::parse(line);
+      if (j["node"] == 2 && j["t_ns"] == kT) offset = j["offset_ns"].get<double>();
+    }
+    return offset;
+  };
+  // At the instant (reference REALTIME kT), node 2 is at F2 = kT + 1 µs.
+  const double bent = static_cast<double>(kOffsetNs + realtime_minus_f(kT + kOffsetNs));
+  const auto by_point = node2_offset("");
+  const auto by_knots = node2_offset(" --timebase " + (dir / "timebase.jsonl").string());
+  ASSERT_TRUE(by_point && by_knots);
+  EXPECT_NEAR(*by_knots, bent, 1.0);
+  EXPECT_NEAR(*by_point, kOffsetNs + kBeforeBendNs, 1.0);  // along the point's rate: the bend missed
+  std::ifstream err(dir / "err.txt");
+  const std::string msg((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_NE(msg.find("knots over 2 of 2 windows"), std::string::npos) << msg;
+
+  // A timebase line that is not one is refused with file:line.
+  { std::ofstream(dir / "timebase.jsonl", std::ios::app) << "{\"schema\":\"chronolink.timebase.v1\"}\n"; }
+  const std::string bad = tool.string() + " --edges " + (dir / "edges.jsonl").string() + " --timebase " +
+                          (dir / "timebase.jsonl").string() + " 2>" + (dir / "err.txt").string() + " >/dev/null";
+  EXPECT_NE(std::system(bad.c_str()), 0);
+  std::ifstream err2(dir / "err.txt");
+  const std::string msg2((std::istreambuf_iterator<char>(err2)), std::istreambuf_iterator<char>());
+  EXPECT_NE(msg2.find("timebase.jsonl:4"), std::string::npos) << msg2;
   fs::remove_all(dir);
 }
 

@@ -12,9 +12,11 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "agent/cluster/fit_point_book.h"
@@ -23,6 +25,8 @@
 #include "agent/solve/global_solver.h"
 #include "agent/solve/spanning_tree_solver.h"
 #include "common/atomic_output_file.h"
+#include "tools/solve/window_knots.h"
+#include "trace/correct/timebase_file.h"
 
 namespace {
 
@@ -41,9 +45,11 @@ struct ParseError : std::runtime_error {
 // barriers, as the leader keeps them.
 // Each line's `fit_point` (the prober's REALTIME at x0 on its fit clock)
 // goes into `points`: the solve is on the fit clocks, the output in
-// REALTIME, as the leader's (docs/leader.md).
+// REALTIME, as the leader's (docs/leader.md). Each window's `fit_clock`
+// goes into `windows`, for its knots (--timebase).
 void ReadEdges(const std::string& path, const std::string& source, std::vector<EdgeEstimate>& out,
-               ClockStepBarriers& steps, chronolink::FitPointBook& points, size_t& skipped) {
+               ClockStepBarriers& steps, chronolink::FitPointBook& points,
+               std::vector<chronolink::solve_tool::WindowFitClock>& windows, size_t& skipped) {
   std::ifstream in(path);
   if (!in) throw ParseError(path + ": cannot open");
   std::string line;
@@ -67,6 +73,14 @@ void ReadEdges(const std::string& path, const std::string& source, std::vector<E
                   j.at("window_end_ns").get<int64_t>());
         ++skipped;
         continue;
+      }
+      if (j.contains("fit_clock")) {
+        const json& a = j["fit_clock"];
+        windows.push_back({j.at("node").get<uint32_t>(),
+                           {a.at("raw_ns").get<int64_t>(), a.at("realtime_ns").get<int64_t>(),
+                            a.at("rate_fine").get<int64_t>()},
+                           j.at("window_start_ns").get<int64_t>(),
+                           j.at("window_end_ns").get<int64_t>()});
       }
       const std::string estimator = j.value("estimator", std::string("none"));
       if (estimator == "none" || !j.contains("beta_ns") || j["beta_ns"].is_null() || !j.contains("alpha") ||
@@ -105,6 +119,41 @@ void ReadEdges(const std::string& path, const std::string& source, std::vector<E
   }
 }
 
+struct KnotCounts {
+  size_t windows = 0;      // distinct windows on a fit clock
+  size_t with_knots = 0;   // of them, covered by their node's knots
+};
+
+// Every window's knots into `points`, in each node's window order, as the
+// leader receives them with the summaries (--timebase). Throws ParseError
+// on a bad timebase file.
+KnotCounts AddWindowKnots(const std::vector<std::string>& timebase_files,
+                          std::vector<chronolink::solve_tool::WindowFitClock> windows,
+                          chronolink::FitPointBook& points) {
+  chronolink::trace::TimebaseReader reader;
+  std::string error;
+  for (const auto& f : timebase_files) {
+    if (!reader.AddFile(f, &error)) throw ParseError(error);
+  }
+  std::map<uint32_t, chronolink::trace::NodeTimebase> timebases;
+  if (!reader.Finish(&timebases, &error)) throw ParseError(error);
+  std::sort(windows.begin(), windows.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.node, a.window_start_ns, a.anchor.raw_ns) < std::tie(b.node, b.window_start_ns, b.anchor.raw_ns);
+  });
+  windows.erase(std::unique(windows.begin(), windows.end()), windows.end());  // one line per peer
+  KnotCounts counts;
+  counts.windows = windows.size();
+  for (const auto& w : windows) {
+    const auto timebase = timebases.find(w.node);
+    if (timebase == timebases.end()) continue;
+    if (const auto excerpt = chronolink::solve_tool::WindowExcerpt(timebase->second, w)) {
+      points.AddKnots(w.node, w.anchor, *excerpt);
+      ++counts.with_knots;
+    }
+  }
+  return counts;
+}
+
 
 }  // namespace
 
@@ -131,6 +180,7 @@ int main(int argc, char** argv) {
   double threshold = 0;
   std::string method = "global";
   std::string form_name = "auto";
+  std::vector<std::string> timebase_files;
   app.add_option("--edges", edge_files, "edges.jsonl files (one per node)")->required()->expected(1, -1);
   app.add_option("--reference", reference, "reference clock: a node id, or 'mean' (of the largest component)")
       ->capture_default_str();
@@ -159,6 +209,11 @@ int main(int argc, char** argv) {
                  "columns from 1000 nodes")
       ->check(CLI::IsMember({"rows", "columns", "auto"}))
       ->capture_default_str();
+  app.add_option("--timebase", timebase_files,
+                 "the nodes' timebase.jsonl, or the leader's cluster-timebase.jsonl: each solution is mapped "
+                 "back to REALTIME through its node's knots, as the leader does, not along one fit point per "
+                 "window, which a clock daemon's rate changes bend (docs/solver.md)")
+      ->check(CLI::ExistingFile);
   CLI11_PARSE(app, argc, argv);
   chronolink::OffsetsForm form = chronolink::OffsetsForm::kAuto;
   chronolink::ParseOffsetsForm(form_name, &form);
@@ -194,9 +249,12 @@ int main(int argc, char** argv) {
   std::vector<EdgeEstimate> edges;
   ClockStepBarriers steps;
   chronolink::FitPointBook points(opt.validity_horizon_ns);
+  std::vector<chronolink::solve_tool::WindowFitClock> windows;
   size_t skipped = 0;
+  KnotCounts knots;
   try {
-    for (const auto& f : edge_files) ReadEdges(f, source, edges, steps, points, skipped);
+    for (const auto& f : edge_files) ReadEdges(f, source, edges, steps, points, windows, skipped);
+    if (!timebase_files.empty()) knots = AddWindowKnots(timebase_files, std::move(windows), points);
   } catch (const ParseError& e) {
     std::cerr << "chronolink-solve: " << e.what() << "\n";
     return 1;
@@ -269,6 +327,10 @@ int main(int argc, char** argv) {
   }
   std::cerr << "chronolink-solve: " << edges.size() << " estimates (" << skipped << " lines skipped), "
             << instants.size() << " instants, " << lines << " lines";
+  if (!timebase_files.empty()) {
+    std::cerr << "; knots over " << knots.with_knots << " of " << knots.windows << " windows, "
+              << points.stats().mapped_by_knots << " solutions mapped through them";
+  }
   if (points.stats().instants_unmapped + points.stats().nodes_unmapped > 0) {
     std::cerr << "; not mapped to REALTIME (no fit_point of the reference, or of a node, near the instant): "
               << points.stats().instants_unmapped << " instants, " << points.stats().nodes_unmapped << " node solutions";
