@@ -108,23 +108,36 @@ bool ReadReference(const Json& j, ClockReference* out, std::string* why) {
   return false;
 }
 
+// Where a solution's numbers are, named in refusals as the line names
+// them, each shown in its own unit.
+struct SolutionFields {
+  const char* offset;
+  const char* drift;
+  const char* uncertainty;
+  double offset_scale, drift_scale;  // from ns and from a ratio to the field's unit
+};
+constexpr SolutionFields kRowFields{"offset_ns", "drift", "uncertainty_ns", 1, 1};
+constexpr SolutionFields kColumnFields{"offset_ps", "drift_ps_per_s", "uncertainty_ps", 1e3, 1e12};
+
 // The offset numbers of a reachable line: present, finite and plausible.
 bool CheckSolution(const std::optional<double>& offset, const std::optional<double>& drift,
-                   const std::optional<double>& uncertainty, std::string* why) {
+                   const std::optional<double>& uncertainty, const SolutionFields& f, std::string* why) {
+  const auto quoted = [](const char* name) { return "\"" + std::string(name) + "\""; };
   if (!offset || !drift || !uncertainty) {
-    *why = "a reachable line needs numbers in \"offset_ns\", \"drift\" and \"uncertainty_ns\"";
+    *why = "a reachable line needs numbers in " + quoted(f.offset) + ", " + quoted(f.drift) + " and " +
+           quoted(f.uncertainty);
     return false;
   }
   if (std::fabs(*offset) > kMaxAbsOffsetNs) {
-    *why = "\"offset_ns\" " + std::to_string(*offset) + " is more than a day: not a clock offset";
+    *why = quoted(f.offset) + " " + std::to_string(*offset * f.offset_scale) + " is more than a day: not a clock offset";
     return false;
   }
   if (std::fabs(*drift) > kMaxAbsDrift) {
-    *why = "\"drift\" " + std::to_string(*drift) + " is more than 25 %: not a clock drift";
+    *why = quoted(f.drift) + " " + std::to_string(*drift * f.drift_scale) + " is more than 25 %: not a clock drift";
     return false;
   }
   if (*uncertainty < 0) {
-    *why = "\"uncertainty_ns\" is negative: " + std::to_string(*uncertainty);
+    *why = quoted(f.uncertainty) + " is negative: " + std::to_string(*uncertainty * f.offset_scale);
     return false;
   }
   return true;
@@ -160,7 +173,7 @@ bool ParseRowLine(const Json& j, OffsetRecord* r, ClockReference* reference, std
   r->component = static_cast<int32_t>(component);
   r->edges_used = static_cast<int32_t>(edges_used);
   if (!r->reachable) return true;  // numbers of an unreachable node mean nothing
-  if (!CheckSolution(offset, drift, uncertainty, why)) return false;
+  if (!CheckSolution(offset, drift, uncertainty, kRowFields, why)) return false;
   r->offset_ns = *offset;
   r->drift = *drift;
   r->uncertainty_ns = *uncertainty;
@@ -252,7 +265,7 @@ bool ParseColumnsLine(const Json& j, std::vector<OffsetRecord>* out, ClockRefere
     if (!r.reachable) continue;
     const std::optional<double> offset_ns = Scaled(o, 1e-3), drift_value = Scaled(k, 1e-12),
                                 uncertainty_ns = Scaled(u, 1e-3);
-    if (!CheckSolution(offset_ns, drift_value, uncertainty_ns, why)) {
+    if (!CheckSolution(offset_ns, drift_value, uncertainty_ns, kColumnFields, why)) {
       *why = "node " + std::to_string(r.node) + " (entry " + std::to_string(i) + "): " + *why;
       return false;
     }
