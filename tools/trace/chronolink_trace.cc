@@ -64,13 +64,19 @@ void AddRecordedMappingFlag(CLI::App* app, CorrectionFlags* f) {
                 "recorded (chronolink-collect: every mapping its agent's page showed, docs/collector.md)");
 }
 
+// The inputs and their correction, for the commands that align: by
+// offsets files (--offsets is optional) or by the recorded mapping.
+void AddAlignedInputFlags(CLI::App* app, InputFlags* in, CorrectionFlags* correction) {
+  AddInputFlags(app, in);
+  AddCorrectionFlags(app, correction, /*required=*/false);
+  AddRecordedMappingFlag(app, correction);
+}
+
 void AddAlignCommand(CLI::App& app, Done done) {
   auto flags = std::make_shared<AlignFlags>();
   CLI::App* cmd = app.add_subcommand(
       "align", "Rewrite every host's trace onto cluster time with one common origin");
-  AddInputFlags(cmd, &flags->in);
-  AddCorrectionFlags(cmd, &flags->correction, /*required=*/false);  // --offsets, or --recorded-mapping
-  AddRecordedMappingFlag(cmd, &flags->correction);
+  AddAlignedInputFlags(cmd, &flags->in, &flags->correction);
   cmd->add_option("--out", flags->out,
                   "XSpace inputs: a logdir to write <out>/plugins/profile/<run>/ into; JSON inputs: a "
                   "new directory for the rewritten files")
@@ -92,9 +98,7 @@ void AddCombineCommand(CLI::App& app, Done done) {
   auto flags = std::make_shared<CombineFlags>();
   CLI::App* cmd = app.add_subcommand(
       "combine", "Put all hosts of a run into one XSpace or one Chrome JSON, aligned");
-  AddInputFlags(cmd, &flags->in);
-  AddCorrectionFlags(cmd, &flags->correction, /*required=*/false);
-  AddRecordedMappingFlag(cmd, &flags->correction);
+  AddAlignedInputFlags(cmd, &flags->in, &flags->correction);
   cmd->add_option("--out", flags->out, "output file: NAME.xplane.pb or NAME.json")->required();
   cmd->add_option("--name", flags->name, "host name of the combined XSpace (hostnames lists all)");
   cmd->footer(
@@ -115,9 +119,7 @@ void AddValidateCommand(CLI::App& app, Done done) {
   auto flags = std::make_shared<ValidateFlags>();
   CLI::App* cmd = app.add_subcommand(
       "validate", "Check happens-before on matched collectives and transfers across hosts");
-  AddInputFlags(cmd, &flags->in);
-  AddCorrectionFlags(cmd, &flags->correction, /*required=*/false);
-  AddRecordedMappingFlag(cmd, &flags->correction);
+  AddAlignedInputFlags(cmd, &flags->in, &flags->correction);
   cmd->add_option("--tolerance-ns", flags->tolerance_ns,
                   "a violation must exceed this (e.g. the alignment's bound)")
       ->check(CLI::NonNegativeNumber);
