@@ -68,8 +68,11 @@ all_targets+=" cluster_file_fuzz agent_config_fuzz xspace_reader_fuzz xspace_ali
 all_targets+=" offsets_reader_fuzz"
 all_targets+=" rocprof_csv_fuzz rocprof_json_fuzz host_clocks_fuzz"
 targets="${FUZZ_TARGETS:-$all_targets}"
+# All of them as one target (tests/fuzz/CMakeLists.txt): make builds a list
+# of targets one at a time.
+build_targets="${FUZZ_TARGETS:-chronolink_fuzz_all}"
 # shellcheck disable=SC2086
-cmake --build "$build" --target $targets -j "$jobs"
+cmake --build "$build" --target $build_targets -j "$jobs"
 
 # The stop condition: executions for a long run, else time.
 limit=(-max_total_time="$seconds")
