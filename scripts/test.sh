@@ -31,12 +31,28 @@ else
   arm64=1
 fi
 
-scripts/install-deps.sh
-# Before any test runs: apt may have to bring an amd64 library to the arm64
-# one's version, which must not happen under running tests.
-[ "$arm64" -eq 0 ] || scripts/install-deps-arm64.sh
-scripts/install-viewer.sh  # speedscope (npm) for the real-viewer checks of the JSON output
-scripts/build.sh
+# What compiling needs first; the rest (the arm64 packages, and what the tests
+# run: PyTorch, Chromium, etcd, speedscope, ...) installs beside the native
+# build, which needs none of it: on a clean CI machine that download and
+# unpacking took minutes of the run's 40. Everything is installed before any
+# test runs or the cross build starts: apt may have to bring an amd64 library
+# to the arm64 one's version, which must not happen under running tests.
+scripts/install-deps.sh --build
+mkdir -p "$BUILD_DIR"
+echo "== installing the arm64 and runtime packages beside the build (log: $BUILD_DIR/install.log)"
+{
+  if [ "$arm64" -eq 1 ]; then scripts/install-deps-arm64.sh; fi
+  scripts/install-deps.sh --run
+  scripts/install-viewer.sh  # speedscope (npm) for the real-viewer checks of the JSON output
+} >"$BUILD_DIR/install.log" 2>&1 </dev/null &
+install_pid=$!
+build_status=0
+scripts/build.sh || build_status=$?
+install_status=0
+wait "$install_pid" || install_status=$?
+cat "$BUILD_DIR/install.log"
+[ "$install_status" -eq 0 ] || { echo "test: installing the arm64 or runtime packages failed (above)" >&2; exit 1; }
+[ "$build_status" -eq 0 ] || exit "$build_status"
 # The probe-loss tool pins its counters on the bpffs at /sys/fs/bpf, which a
 # fresh container may lack, and which it cannot mount itself from inside
 # `ip netns exec`.
