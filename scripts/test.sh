@@ -65,16 +65,24 @@ fi
 # leaves a core idle, and a nice-19 process takes a CPU only when nothing
 # else wants it, so the tests run as they would alone. With the two one
 # after the other, the whole CI run took 35.7 min on 2 cores (docs/testbed.md).
+# A background stage: a session of its own (so that an interrupt stops all
+# of it) at the lowest CPU priority, for at most 40 min. nice alone does not
+# lower it: with the kernel's autogroups (Debian's default) a new session is
+# a scheduling group of its own, weighted like the tests' group whatever its
+# processes' nice, so its group's nice is set to 19 as well. Call it with
+# `&`: it replaces the background subshell (exec), so that $! is the
+# session's and its process group's id, which the trap below kills.
+background_stage() {
+  exec setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec timeout 2400 nice -n 19 "$@"' stage "$@"
+}
 echo "== fuzzing every decoder of untrusted bytes, ${FUZZ_SECONDS:-10} s each, in the background (log: $BUILD_DIR/fuzz-run.log)"
-# In a session of its own, so that an interrupted run stops all of it (the
-# compilers and fuzzers too, not only the script).
-FUZZ_SECONDS="${FUZZ_SECONDS:-10}" setsid timeout 2400 nice -n 19 scripts/run-fuzz.sh >"$BUILD_DIR/fuzz-run.log" 2>&1 &
+background_stage env FUZZ_SECONDS="${FUZZ_SECONDS:-10}" scripts/run-fuzz.sh >"$BUILD_DIR/fuzz-run.log" 2>&1 &
 fuzz_pid=$!
 # The arm64 cross build (docs/deployment.md "Building for arm64") the same
 # way, beside the fuzz stage: its tests run after the native ones.
 if [ "$arm64" -eq 1 ]; then
   echo "== arm64 cross build in the background (log: $BUILD_DIR/arm64.log)"
-  setsid timeout 2400 nice -n 19 scripts/test-arm64.sh --build-only >"$BUILD_DIR/arm64.log" 2>&1 &
+  background_stage scripts/test-arm64.sh --build-only >"$BUILD_DIR/arm64.log" 2>&1 &
   arm64_build_pid=$!
 fi
 trap 'kill -TERM -- "-$fuzz_pid" 2>/dev/null || true; [ -z "${arm64_build_pid:-}" ] || kill -TERM -- "-$arm64_build_pid" 2>/dev/null || true' EXIT
