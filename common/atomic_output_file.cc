@@ -8,12 +8,12 @@
 #include <cstring>
 #include <vector>
 
+#include "common/errno_message.h"
+
 namespace chronolink {
 namespace {
 
 constexpr size_t kFlushBytes = 1 << 20;
-
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 }  // namespace
 
@@ -38,7 +38,7 @@ bool AtomicOutputFile::Open(const std::filesystem::path& path, std::string* erro
   name.push_back('\0');
   const int fd = ::mkstemp(name.data());
   if (fd < 0) {
-    *error = Errno("cannot create a temporary file in " + dir.string());
+    *error = ErrnoMessage("cannot create a temporary file in " + dir.string());
     return false;
   }
   temp_ = name.data();
@@ -46,7 +46,7 @@ bool AtomicOutputFile::Open(const std::filesystem::path& path, std::string* erro
   file_ = ::fdopen(fd, "wb");
   if (file_ == nullptr) {
     ::close(fd);
-    *error = Errno("fdopen " + temp_.string());
+    *error = ErrnoMessage("fdopen " + temp_.string());
     Discard();
     return false;
   }
@@ -56,7 +56,7 @@ bool AtomicOutputFile::Open(const std::filesystem::path& path, std::string* erro
 
 bool AtomicOutputFile::WriteBuffer(std::string* error) {
   if (!buffer_.empty() && std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) {
-    *error = Errno("write " + temp_.string());
+    *error = ErrnoMessage("write " + temp_.string());
     return false;
   }
   buffer_.clear();
@@ -76,17 +76,17 @@ bool AtomicOutputFile::Commit(std::string* error) {
   }
   if (!WriteBuffer(error)) return false;
   if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) {
-    *error = Errno("flush " + temp_.string());
+    *error = ErrnoMessage("flush " + temp_.string());
     return false;
   }
   const int rc = std::fclose(file_);
   file_ = nullptr;
   if (rc != 0) {
-    *error = Errno("close " + temp_.string());
+    *error = ErrnoMessage("close " + temp_.string());
     return false;
   }
   if (::rename(temp_.c_str(), path_.c_str()) != 0) {
-    *error = Errno("rename to " + path_.string());
+    *error = ErrnoMessage("rename to " + path_.string());
     return false;
   }
   temp_.clear();

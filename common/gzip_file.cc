@@ -11,13 +11,12 @@
 #include <fstream>
 #include <utility>
 
+#include "common/errno_message.h"
 #include "common/input_file.h"
 
 namespace chronolink {
 
 namespace {
-
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 // Copies `in` into the gzip stream on `out_fd` (which it closes).
 bool Deflate(int in_fd, int out_fd, const std::string& tmp, std::string* error) {
@@ -33,7 +32,7 @@ bool Deflate(int in_fd, int out_fd, const std::string& tmp, std::string* error) 
     const ssize_t n = ::read(in_fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      *error = Errno("reading for gzip");
+      *error = ErrnoMessage("reading for gzip");
       ok = false;
       break;
     }
@@ -50,7 +49,7 @@ bool Deflate(int in_fd, int out_fd, const std::string& tmp, std::string* error) 
     ok = false;
   }
   if (ok && ::fsync(out_fd) != 0) {
-    *error = Errno(tmp + ": fsync");
+    *error = ErrnoMessage(tmp + ": fsync");
     ok = false;
   }
   if (gzclose(gz) != Z_OK && ok) {
@@ -66,13 +65,13 @@ bool GzipFileInPlace(const std::filesystem::path& src, std::string* error) {
   const std::string tmp = src.string() + ".gz.tmp", dst = src.string() + ".gz";
   const int in = ::open(src.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (in < 0) {
-    *error = Errno(src.string() + ": cannot open to compress");
+    *error = ErrnoMessage(src.string() + ": cannot open to compress");
     return false;
   }
   ::unlink(tmp.c_str());  // a crash's leftover
   const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (out < 0) {
-    *error = Errno(tmp + ": cannot create");
+    *error = ErrnoMessage(tmp + ": cannot create");
     ::close(in);
     return false;
   }
@@ -83,12 +82,12 @@ bool GzipFileInPlace(const std::filesystem::path& src, std::string* error) {
     return false;
   }
   if (::rename(tmp.c_str(), dst.c_str()) != 0) {
-    *error = Errno("renaming " + tmp + " to " + dst);
+    *error = ErrnoMessage("renaming " + tmp + " to " + dst);
     ::unlink(tmp.c_str());
     return false;
   }
   if (::unlink(src.c_str()) != 0) {
-    *error = Errno(src.string() + ": compressed, but cannot remove it");
+    *error = ErrnoMessage(src.string() + ": compressed, but cannot remove it");
     return false;
   }
   return true;
@@ -160,7 +159,7 @@ bool LineFileReader::Open(const std::string& path, std::string* error) {
   path_ = path;
   file_ = gzopen(path.c_str(), "rb");
   if (file_ == nullptr) {
-    *error = Errno(path + ": cannot open");
+    *error = ErrnoMessage(path + ": cannot open");
     return false;
   }
   gzbuffer(static_cast<gzFile>(file_), 1 << 17);

@@ -4,12 +4,22 @@
 // compiled once.
 #pragma once
 
+#include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collector/config/collector_options.h"
 
 namespace chronolink::collector::cli {
+
+// A subcommand's error: "chronolink-collect <command>: <message>" on
+// stderr; returns `code`, the exit code to return with.
+inline int FailCommand(std::string_view command, int code, const std::string& message) {
+  std::fprintf(stderr, "chronolink-collect %.*s: %s\n", static_cast<int>(command.size()), command.data(),
+               message.c_str());
+  return code;
+}
 
 // devices_command.cc
 struct DevicesFlags {

@@ -31,11 +31,6 @@ namespace {
 
 constexpr int64_t kKillAfterSignalNs = 10'000'000'000;
 
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "chronolink-collect host-clocks: %s\n", message.c_str());
-  return code;
-}
-
 std::string HostName() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
@@ -132,8 +127,9 @@ bool WaitPeriod(const HostClocksFlags& f, const sigset_t& signals, int64_t start
 }  // namespace
 
 int RunHostClocks(const HostClocksFlags& f) {
-  if (f.out.empty()) return Fail(2, "--out is required");
-  if (f.duration_s > 0 && !f.command.empty()) return Fail(2, "give --duration-s or a command, not both");
+  if (f.out.empty()) return FailCommand("host-clocks", 2, "--out is required");
+  if (f.duration_s > 0 && !f.command.empty())
+    return FailCommand("host-clocks", 2, "give --duration-s or a command, not both");
   HostClockRecorderOptions o;
   o.reads_per_sample = f.reads;
   o.max_bracket_ns = static_cast<int64_t>(f.max_bracket_us * 1e3);
@@ -144,11 +140,11 @@ int RunHostClocks(const HostClocksFlags& f) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, &old_mask);
-  if (!rec.Open(&error) || !rec.Sample(&error)) return Fail(1, error);
+  if (!rec.Open(&error) || !rec.Sample(&error)) return FailCommand("host-clocks", 1, error);
   LoopState state;
   if (!f.command.empty()) {
     state.child = StartChildCommand(f.command, old_mask, "chronolink-collect host-clocks", &error);
-    if (state.child < 0) return Fail(1, error);
+    if (state.child < 0) return FailCommand("host-clocks", 1, error);
   } else if (f.duration_s <= 0) {
     std::fprintf(stderr, "chronolink-collect host-clocks: recording until SIGINT/SIGTERM\n");
   }
@@ -158,10 +154,10 @@ int RunHostClocks(const HostClocksFlags& f) {
     ended = WaitPeriod(f, signals, start, &state);
     if (!rec.Sample(&error)) {
       if (state.child > 0 && !state.child_done) kill(state.child, SIGTERM);
-      return Fail(1, error);
+      return FailCommand("host-clocks", 1, error);
     }
   }
-  if (!rec.Close(&error)) return Fail(1, error);
+  if (!rec.Close(&error)) return FailCommand("host-clocks", 1, error);
   rec.PrintSummary(static_cast<double>(ReadClockNs(CLOCK_MONOTONIC) - start) / 1e9);
   if (!state.child_done) return 0;
   if (WIFEXITED(state.child_status)) return WEXITSTATUS(state.child_status);

@@ -25,11 +25,6 @@
 namespace chronolink::collector::cli {
 namespace {
 
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "chronolink-collect import-rocprof: %s\n", message.c_str());
-  return code;
-}
-
 std::string ThisHost() {
   char buf[256] = {};
   return gethostname(buf, sizeof(buf) - 1) == 0 ? std::string(buf) : std::string();
@@ -48,27 +43,30 @@ int LoadConversion(const ImportRocprofFlags& f, HostClockDomain domain, Conversi
     return 0;
   }
   if (f.host_clocks.empty()) {
-    return Fail(2, "--host-clocks is required for --clock-domain " + f.clock_domain +
-                       " (record one with `chronolink-collect host-clocks --out FILE -- rocprofv3 ...`)");
+    return FailCommand("import-rocprof", 2,
+                       "--host-clocks is required for --clock-domain " + f.clock_domain +
+                           " (record one with `chronolink-collect host-clocks --out FILE -- rocprofv3 ...`)");
   }
   HostClocksLoadOptions o;
   o.track.max_extrapolation_ns = static_cast<int64_t>(f.max_extrapolation_ms * 1e6);
   std::string error;
-  if (!f.allow_other_boot && !CurrentBootId(&o.expected_boot_id, &error)) return Fail(1, error);
+  if (!f.allow_other_boot && !CurrentBootId(&o.expected_boot_id, &error))
+    return FailCommand("import-rocprof", 1, error);
   if (!LoadHostClocksFile(f.host_clocks, o, &c->file, &error)) {
     if (error.find("another boot") != std::string::npos) {
       error +=
           "; if the trace was recorded on that boot too (imported elsewhere or after a reboot), "
           "give --allow-other-boot";
     }
-    return Fail(1, error);
+    return FailCommand("import-rocprof", 1, error);
   }
   if (domain == HostClockDomain::kRealtime) {
     c->use = &c->identity;
     return 0;
   }
   c->use = c->file.track(domain);
-  if (c->use == nullptr) return Fail(1, f.host_clocks + " has no " + f.clock_domain + " samples");
+  if (c->use == nullptr)
+    return FailCommand("import-rocprof", 1, f.host_clocks + " has no " + f.clock_domain + " samples");
   return 0;
 }
 
@@ -123,26 +121,27 @@ void PrintSummary(const ImportRocprofFlags& f, const Conversion& c, const Rocpro
 }  // namespace
 
 int RunImportRocprof(const ImportRocprofFlags& f) {
-  if (f.files.empty()) return Fail(2, "give the trace files to import (see --help)");
+  if (f.files.empty()) return FailCommand("import-rocprof", 2, "give the trace files to import (see --help)");
   HostClockDomain domain{};
   if (!ParseHostClockDomain(f.clock_domain, &domain)) {
-    return Fail(2, "--clock-domain must be boottime, monotonic, monotonic_raw or realtime, not '" +
-                       f.clock_domain + "'");
+    return FailCommand(
+        "import-rocprof", 2,
+        "--clock-domain must be boottime, monotonic, monotonic_raw or realtime, not '" + f.clock_domain + "'");
   }
   Conversion conv;
   if (const int rc = LoadConversion(f, domain, &conv); rc != 0) return rc;
   std::string host = f.host.empty() ? conv.file.header.host : f.host;
   if (host.empty()) host = ThisHost();
   if (host.empty() || host.find('/') != std::string::npos)
-    return Fail(2, "give --host NAME (one path component)");
+    return FailCommand("import-rocprof", 2, "give --host NAME (one path component)");
   const std::string run = f.run.empty() ? trace::RunNameFor(std::chrono::system_clock::now()) : f.run;
   if (run.find('/') != std::string::npos || run == "." || run == "..")
-    return Fail(2, "--run must be one path component");
+    return FailCommand("import-rocprof", 2, "--run must be one path component");
   const std::filesystem::path dir = trace::RunDirectoryPath(f.logdir, run);
   const std::filesystem::path path = dir / (host + ".xplane.pb");
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !f.force)
-    return Fail(1, path.string() + " exists (give --force to replace it)");
+    return FailCommand("import-rocprof", 1, path.string() + " exists (give --force to replace it)");
 
   trace::HostTrace trace;
   trace.host = host;
@@ -150,17 +149,19 @@ int RunImportRocprof(const ImportRocprofFlags& f) {
   std::vector<std::filesystem::path> files(f.files.begin(), f.files.end());
   RocprofImportResult result;
   std::string error;
-  if (!ImportRocprof(files, *conv.use, RocprofReadOptions{}, &trace, &result, &error)) return Fail(1, error);
+  if (!ImportRocprof(files, *conv.use, RocprofReadOptions{}, &trace, &result, &error))
+    return FailCommand("import-rocprof", 1, error);
   if (result.exported.events_written == 0) {
-    return Fail(1, "no event could be placed on REALTIME" +
-                       (result.exported.events_unconvertible > 0
-                            ? std::string(": the trace's times lie outside the host-clocks recording (was it "
-                                          "recorded while the profiler ran, with the right --clock-domain?)")
-                            : std::string(": the files hold no kernel records")));
+    return FailCommand("import-rocprof", 1,
+                       "no event could be placed on REALTIME" +
+                           (result.exported.events_unconvertible > 0
+                                ? std::string(": the trace's times lie outside the host-clocks recording (was it "
+                                              "recorded while the profiler ran, with the right --clock-domain?)")
+                                : std::string(": the files hold no kernel records")));
   }
   std::filesystem::create_directories(dir, ec);
-  if (ec) return Fail(1, "cannot create " + dir.string() + ": " + ec.message());
-  if (!trace::WriteXSpaceFile(trace, path, &error)) return Fail(1, error);
+  if (ec) return FailCommand("import-rocprof", 1, "cannot create " + dir.string() + ": " + ec.message());
+  if (!trace::WriteXSpaceFile(trace, path, &error)) return FailCommand("import-rocprof", 1, error);
   PrintSummary(f, conv, result, path.string());
   return 0;
 }

@@ -28,11 +28,6 @@
 namespace chronolink::collector::cli {
 namespace {
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "chronolink-collect run: %s\n", message.c_str());
-  return 1;
-}
-
 std::string DefaultRunName() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -220,7 +215,7 @@ int RunCollect(const RunFlags& f) {
   OptionSources sources;
   sources.config_file = f.config_file;
   sources.flags = f.options;
-  if (!LoadCollectorOptions(sources, &options, &warnings, &error)) return Fail(error);
+  if (!LoadCollectorOptions(sources, &options, &warnings, &error)) return FailCommand("run", 1, error);
   for (const std::string& w : warnings) spdlog::warn("{}", w);
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   if (f.duration_s <= 0 && f.command.empty()) {
@@ -229,7 +224,8 @@ int RunCollect(const RunFlags& f) {
   std::unique_ptr<trace::HostTrace> base;
   if (!f.append_to.empty() || !f.out.empty()) {
     base = std::make_unique<trace::HostTrace>();
-    if (!f.append_to.empty() && !trace::ReadXSpaceFile(f.append_to, base.get(), &error)) return Fail(error);
+    if (!f.append_to.empty() && !trace::ReadXSpaceFile(f.append_to, base.get(), &error))
+      return FailCommand("run", 1, error);
   }
   // Signals are taken synchronously by the loop; threads started below inherit the mask.
   sigset_t signals, old_mask;
@@ -238,24 +234,25 @@ int RunCollect(const RunFlags& f) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, &old_mask);
   auto collector = Collector::Create(options, &error);
-  if (!collector) return Fail(error);
-  if (!collector->Start(&error)) return Fail(error);
+  if (!collector) return FailCommand("run", 1, error);
+  if (!collector->Start(&error)) return FailCommand("run", 1, error);
   const std::string run = f.run.empty() ? DefaultRunName() : f.run;
   Loop loop;
   if (!f.command.empty()) {
     loop.child = StartChildCommand(f.command, old_mask, "chronolink-collect run", &error);
-    if (loop.child < 0) return Fail(error);
+    if (loop.child < 0) return FailCommand("run", 1, error);
   }
   RunLoop(*collector, f, run, base.get(), signals, &loop);
   collector->Stop();
   if (f.page_wait_s > 0) AwaitStopMapped(*collector, f.page_wait_s, signals);
   std::string where;
   DeviceExportStats stats;
-  if (!WriteOutput(*collector, f, run, base.get(), &where, &stats, &error)) return Fail(error);
+  if (!WriteOutput(*collector, f, run, base.get(), &where, &stats, &error)) return FailCommand("run", 1, error);
   const CollectorStatus status = collector->Status();
   PrintSummary(status, stats, where);
-  if (!f.truth.empty() && !WriteTruth(*collector, f.truth, &error)) return Fail(error);
-  if (!f.status_json.empty() && !WriteStatusJson(f.status_json, status, stats, &error)) return Fail(error);
+  if (!f.truth.empty() && !WriteTruth(*collector, f.truth, &error)) return FailCommand("run", 1, error);
+  if (!f.status_json.empty() && !WriteStatusJson(f.status_json, status, stats, &error))
+    return FailCommand("run", 1, error);
   if (loop.child_done) {
     if (WIFEXITED(loop.child_status)) return WEXITSTATUS(loop.child_status);
     return 128 + WTERMSIG(loop.child_status);

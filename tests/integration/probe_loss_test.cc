@@ -30,9 +30,6 @@
 namespace chronolink::testing {
 namespace {
 
-const std::string kTestbedCli = std::string(CHRONOLINK_SOURCE_DIR) + "/tools/testbed/chronolink-testbed";
-
-
 class ProbeLossTest : public TestbedFixture {
  protected:
   // Root, namespaces, the tap's toolchain and the loader built with it.

@@ -17,13 +17,6 @@
 
 namespace chronolink::testing {
 
-namespace {
-
-const std::string kTestbedCli = std::string(CHRONOLINK_SOURCE_DIR) + "/tools/testbed/chronolink-testbed";
-
-
-}  // namespace
-
 // Runs a command, returns its exit status and stdout.
 int RunCapture(const std::string& cmd, std::string* out) {
   out->clear();

@@ -19,6 +19,9 @@
 
 namespace chronolink::testing {
 
+// The test bed's command line (tools/testbed/chronolink-testbed).
+inline const std::string kTestbedCli = std::string(CHRONOLINK_SOURCE_DIR) + "/tools/testbed/chronolink-testbed";
+
 struct AgentSpec {
   // Not an aggregate: the optional fields below stay optional without
   // -Wmissing-field-initializers noise at every call.

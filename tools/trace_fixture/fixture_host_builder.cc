@@ -7,7 +7,6 @@
 namespace chronolink::trace {
 namespace {
 
-constexpr int64_t kHostPlaneId = 49;  // XLA/TensorFlow's id for /host:CPU
 constexpr int64_t kMainThreadLineId = 1;
 constexpr int64_t kLaunchLineIdBase = 100;
 constexpr int64_t kComputeStreamId = 13;
@@ -128,7 +127,7 @@ void FixtureHostBuilder::AddRef(PlaneState* state, xspace::XEvent* event, const 
 
 void FixtureHostBuilder::BuildHostPlane() {
   auto* plane = out_->space->add_planes();
-  plane->set_id(kHostPlaneId);
+  plane->set_id(kFixtureHostPlaneId);
   plane->set_name("/host:CPU");
   PlaneState st{plane, {}, {}};
   auto* main = NewLine(plane, kMainThreadLineId, "python3");

@@ -13,6 +13,9 @@
 
 namespace chronolink::trace {
 
+// XLA/TensorFlow's plane id for /host:CPU; the GPUs' planes are numbered below it.
+constexpr int64_t kFixtureHostPlaneId = 49;
+
 // Deterministic jitter in [0, max_ns] from (seed, host, gpu, step, collective, which).
 int64_t FixtureJitterNs(uint64_t seed, int host, int gpu, int step, int collective, int which,
                         int64_t max_ns);

@@ -13,7 +13,6 @@
 namespace chronolink::trace {
 namespace {
 
-constexpr int kHostPlaneId = 49;
 constexpr int64_t kMaxOffsetNs = 1'000'000'000'000'000;  // 1e15 ns: 11.6 days
 constexpr double kMaxDriftPpm = 10'000.0;
 constexpr int64_t kLatestTrueNs = 4'000'000'000'000'000'000;  // year 2096
@@ -43,7 +42,7 @@ std::string CheckClock(const FixtureHost& h, int64_t true_start_ns) {
 }
 
 std::string CheckShape(const XSpaceFixtureOptions& o) {
-  if (o.gpus_per_host < 0 || o.gpus_per_host >= kHostPlaneId) return "gpus per host must be 0..48";
+  if (o.gpus_per_host < 0 || o.gpus_per_host >= kFixtureHostPlaneId) return "gpus per host must be 0..48";
   if (o.steps < 1) return "steps must be >= 1";
   if (o.kernels_per_step < 0) return "kernels per step must be >= 0";
   if (o.step_ns < 100'000) return "step must be >= 100000 ns";

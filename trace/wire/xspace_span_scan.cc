@@ -13,17 +13,16 @@
 
 #include "proto/xplane.pb.h"
 #include "trace/model/xplane_edit.h"
+#include "trace/wire/protobuf_wire_type.h"
 
 namespace chronolink::trace {
 namespace {
 
-enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
-
 // XSpace field numbers (REFERENCE §2, proto/xplane.proto).
-constexpr uint32_t kSpacePlanes = 1;
-constexpr uint32_t kPlaneName = 2, kPlaneLines = 3;
-constexpr uint32_t kLineTimestampNs = 3, kLineEvents = 4;
-constexpr uint32_t kEventOffsetPs = 2, kEventDurationPs = 3, kEventNumOccurrences = 5;
+constexpr uint32_t kSpacePlanesField = 1;
+constexpr uint32_t kPlaneNameField = 2, kPlaneLinesField = 3;
+constexpr uint32_t kLineTimestampNsField = 3, kLineEventsField = 4;
+constexpr uint32_t kEventOffsetPsField = 2, kEventDurationPsField = 3, kEventNumOccurrencesField = 5;
 
 // A forward reader over one message's bytes. Fails (returns false) on what
 // protobuf would reject and on groups, which the scan leaves to the parser.
@@ -81,7 +80,8 @@ class WireReader {
       case kVarint: return Varint(&ignored);
       case kFixed64: return Advance(8);
       case kFixed32: return Advance(4);
-      case kLengthDelimited: return Bytes(&ignored_bytes);
+      case kLen:
+        return Bytes(&ignored_bytes);
       default: return false;  // groups (3, 4) and invalid types
     }
   }
@@ -114,11 +114,12 @@ bool ScanEvent(std::string_view bytes, LineSummary* line) {
     uint32_t field = 0, wt = 0;
     if (!in.Tag(&field, &wt)) return false;
     uint64_t v = 0;
-    if (wt == kVarint && (field == kEventOffsetPs || field == kEventDurationPs || field == kEventNumOccurrences)) {
+    if (wt == kVarint &&
+        (field == kEventOffsetPsField || field == kEventDurationPsField || field == kEventNumOccurrencesField)) {
       if (!in.Varint(&v)) return false;
-      if (field == kEventOffsetPs) offset = static_cast<int64_t>(v), timed = true;
-      if (field == kEventDurationPs) duration = static_cast<int64_t>(v);
-      if (field == kEventNumOccurrences) timed = false;  // the oneof's last member wins
+      if (field == kEventOffsetPsField) offset = static_cast<int64_t>(v), timed = true;
+      if (field == kEventDurationPsField) duration = static_cast<int64_t>(v);
+      if (field == kEventNumOccurrencesField) timed = false;  // the oneof's last member wins
     } else if (!in.Skip(wt)) {
       return false;
     }
@@ -138,11 +139,11 @@ bool ScanLine(std::string_view bytes, std::vector<LineSummary>* lines) {
   while (!in.done()) {
     uint32_t field = 0, wt = 0;
     if (!in.Tag(&field, &wt)) return false;
-    if (field == kLineTimestampNs && wt == kVarint) {
+    if (field == kLineTimestampNsField && wt == kVarint) {
       uint64_t v = 0;
       if (!in.Varint(&v)) return false;
       line.timestamp_ns = static_cast<int64_t>(v);
-    } else if (field == kLineEvents && wt == kLengthDelimited) {
+    } else if (field == kLineEventsField && wt == kLen) {
       std::string_view event;
       if (!in.Bytes(&event) || !ScanEvent(event, &line)) return false;
       line.nonempty = true;
@@ -161,9 +162,9 @@ bool ScanPlane(std::string_view bytes, std::string_view* name, std::vector<LineS
   while (!in.done()) {
     uint32_t field = 0, wt = 0;
     if (!in.Tag(&field, &wt)) return false;
-    if (field == kPlaneName && wt == kLengthDelimited) {
+    if (field == kPlaneNameField && wt == kLen) {
       if (!in.Bytes(name)) return false;
-    } else if (field == kPlaneLines && wt == kLengthDelimited) {
+    } else if (field == kPlaneLinesField && wt == kLen) {
       std::string_view line;
       if (!in.Bytes(&line) || !ScanLine(line, lines)) return false;
     } else if (!in.Skip(wt)) {
@@ -201,7 +202,7 @@ std::optional<XSpaceSpan> ScanXSpaceSpan(std::string_view bytes, std::string* wh
   while (!in.done()) {
     uint32_t field = 0, wt = 0;
     if (!in.Tag(&field, &wt)) return Fail(why, "malformed wire data or a group");
-    if (field != kSpacePlanes || wt != kLengthDelimited) {
+    if (field != kSpacePlanesField || wt != kLen) {
       if (!in.Skip(wt)) return Fail(why, "malformed wire data or a group");
       continue;
     }
@@ -356,7 +357,7 @@ bool ReadFieldHead(FileWindow* file, uint64_t at, uint64_t end, FieldHead* f) {
       break;
     case kFixed64: length = 8; break;
     case kFixed32: length = 4; break;
-    case kLengthDelimited:
+    case kLen:
       if (!in.Varint(&length) || length > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) return false;
       break;
     default: return false;
@@ -373,9 +374,9 @@ bool PredictLine(FileWindow* file, uint64_t at, uint64_t end, std::vector<LineSu
   while (at < end) {
     FieldHead f;
     if (!ReadFieldHead(file, at, end, &f)) return false;
-    if (f.field == kLineTimestampNs && f.wire_type == kVarint) {
+    if (f.field == kLineTimestampNsField && f.wire_type == kVarint) {
       line.timestamp_ns = static_cast<int64_t>(f.value);
-    } else if (f.field == kLineEvents && f.wire_type == kLengthDelimited) {
+    } else if (f.field == kLineEventsField && f.wire_type == kLen) {
       const auto event = file->At(f.body, f.next - f.body);
       if (!event || !ScanEvent(*event, &line)) return false;
       line.nonempty = true;
@@ -409,7 +410,7 @@ std::optional<XSpaceSpan> PredictXSpaceFileSpan(const std::filesystem::path& pat
       break;
     }
     at = plane.next;
-    if (plane.field != kSpacePlanes || plane.wire_type != kLengthDelimited) continue;
+    if (plane.field != kSpacePlanesField || plane.wire_type != kLen) continue;
     bool named = false, lined = false;
     for (uint64_t p = plane.body; p < plane.next;) {
       FieldHead f;
@@ -418,7 +419,7 @@ std::optional<XSpaceSpan> PredictXSpaceFileSpan(const std::filesystem::path& pat
         break;
       }
       p = f.next;
-      if (f.field == kPlaneName && f.wire_type == kLengthDelimited) {
+      if (f.field == kPlaneNameField && f.wire_type == kLen) {
         if (named || lined) {  // the last name is the plane's: not known when its lines were read
           failure = "a plane's name after its lines, or twice";
           break;
@@ -437,7 +438,7 @@ std::optional<XSpaceSpan> PredictXSpaceFileSpan(const std::filesystem::path& pat
           }
           break;
         }
-      } else if (f.field == kPlaneLines && f.wire_type == kLengthDelimited) {
+      } else if (f.field == kPlaneLinesField && f.wire_type == kLen) {
         lined = true;
         if (!PredictLine(&file, f.body, f.next, &lines)) failure = "malformed wire data or a group in a line";
       }

@@ -18,14 +18,13 @@
 #include "trace/importers/xspace/xspace_reader.h"
 #include "trace/model/host_span.h"
 #include "trace/model/xplane_edit.h"
+#include "trace/wire/protobuf_wire_type.h"
 #include "trace/wire/xspace_wire_check.h"
 
 namespace chronolink::trace {
 namespace {
 
 using Ptr = const uint8_t*;
-
-enum : uint32_t { kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5 };
 
 // Tags as protobuf writes them (field << 3 | wire type), for the fields
 // the rewrite reads (proto/xplane.proto).

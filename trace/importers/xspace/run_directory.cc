@@ -9,14 +9,15 @@
 #include <ctime>
 #include <system_error>
 
+#include "trace/importers/xspace/xspace_reader.h"
+
 namespace chronolink::trace {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr std::string_view kXSpaceSuffix = ".xplane.pb";
 
 bool IsHostFileName(const std::string& name) {
-  return name.size() > kXSpaceSuffix.size() && name.ends_with(kXSpaceSuffix);
+  return name.size() > kXSpaceFileSuffix.size() && name.ends_with(kXSpaceFileSuffix);
 }
 
 // Names of the entries of `dir` that satisfy `keep`; false with a message
@@ -71,7 +72,7 @@ bool ListHostFiles(const fs::path& run_dir, ProfileRun* out, std::string* error)
       return false;
     }
     ::close(fd);
-    out->hosts.push_back({name.substr(0, name.size() - kXSpaceSuffix.size()), path});
+    out->hosts.push_back({name.substr(0, name.size() - kXSpaceFileSuffix.size()), path});
   }
   return true;
 }

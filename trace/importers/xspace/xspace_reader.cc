@@ -27,7 +27,6 @@ namespace {
 using google::protobuf::io::CodedInputStream;
 using google::protobuf::io::ZeroCopyInputStream;
 
-constexpr std::string_view kXSpaceSuffix = ".xplane.pb";
 constexpr int kReadBlockBytes = 1 << 20;
 
 constexpr size_t kHugePage = 2 << 20;
@@ -186,8 +185,8 @@ void SetXSpaceBlockReuse(size_t max_bytes) { BlockPool().SetLimit(max_bytes); }
 
 std::string HostFromXSpaceFileName(const std::filesystem::path& path) {
   std::string name = path.filename().string();
-  if (name.size() > kXSpaceSuffix.size() && name.ends_with(kXSpaceSuffix)) {
-    name.resize(name.size() - kXSpaceSuffix.size());
+  if (name.size() > kXSpaceFileSuffix.size() && name.ends_with(kXSpaceFileSuffix)) {
+    name.resize(name.size() - kXSpaceFileSuffix.size());
   }
   return name;
 }

@@ -32,6 +32,9 @@ struct XSpaceReadResult {
 bool ReadXSpaceFile(const std::filesystem::path& path, HostTrace* out, std::string* error,
                     XSpaceReadResult* result = nullptr);
 
+// What a profile file of one host is called: <host>.xplane.pb (XProf).
+inline constexpr std::string_view kXSpaceFileSuffix = ".xplane.pb";
+
 // The host a file's trace is named: its file name without `.xplane.pb`.
 std::string HostFromXSpaceFileName(const std::filesystem::path& path);
 // The reader's warning for file `name` when its file name's host and its
