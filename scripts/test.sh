@@ -19,6 +19,9 @@ under_ci() {
   esac
 }
 
+# Minutes and seconds since the run began, for the log's phase lines.
+stamp() { printf '%d:%02d' $((SECONDS / 60)) $((SECONDS % 60)); }
+
 # arm64 (Grace) nodes: on an amd64 machine the unit tests of an arm64 cross
 # build run under qemu-user too (scripts/test-arm64.sh).
 arm64=0
@@ -31,34 +34,48 @@ else
   arm64=1
 fi
 
-# What compiling needs first; the rest (the arm64 packages, and what the tests
-# run: PyTorch, Chromium, etcd, speedscope, ...) installs beside the native
-# build, which needs none of it: on a clean CI machine that download and
-# unpacking took minutes of the run's 40. Everything is installed before any
-# test runs or the cross build starts: apt may have to bring an amd64 library
-# to the arm64 one's version, which must not happen under running tests.
+# What compiling needs first; the rest installs beside the native build,
+# which needs none of it: on a clean CI machine that download and unpacking
+# took minutes of the run's 40. The arm64 packages come first, and the
+# background stages (the fuzz stage, the cross build) start once they are in
+# and the native build is done; what the tests run (PyTorch, Chromium, etcd,
+# speedscope, ...) may still be installing then, and every test waits for
+# it. The arm64 packages are in before any test runs: apt may have to bring
+# an amd64 library to the arm64 one's version, which must not happen under
+# running tests.
 scripts/install-deps.sh --build
 mkdir -p "$BUILD_DIR"
-echo "== installing the arm64 and runtime packages beside the build (log: $BUILD_DIR/install.log)"
+echo "== $(stamp) installing the arm64 and runtime packages beside the build (log: $BUILD_DIR/install.log)"
+arm64_installed="$BUILD_DIR/install-arm64.status"
+rm -f "$arm64_installed"
 {
-  if [ "$arm64" -eq 1 ]; then scripts/install-deps-arm64.sh; fi
+  arm64_install_status=0
+  if [ "$arm64" -eq 1 ]; then scripts/install-deps-arm64.sh || arm64_install_status=$?; fi
+  echo "$arm64_install_status" >"$arm64_installed"
+  [ "$arm64_install_status" -eq 0 ] || exit "$arm64_install_status"
   scripts/install-deps.sh --run
   scripts/install-viewer.sh  # speedscope (npm) for the real-viewer checks of the JSON output
 } >"$BUILD_DIR/install.log" 2>&1 </dev/null &
 install_pid=$!
 build_status=0
-scripts/build.sh || build_status=$?
-install_status=0
-wait "$install_pid" || install_status=$?
-cat "$BUILD_DIR/install.log"
-[ "$install_status" -eq 0 ] || { echo "test: installing the arm64 or runtime packages failed (above)" >&2; exit 1; }
-[ "$build_status" -eq 0 ] || exit "$build_status"
-# The probe-loss tool pins its counters on the bpffs at /sys/fs/bpf, which a
-# fresh container may lack, and which it cannot mount itself from inside
-# `ip netns exec`.
-if [ "$(id -u)" -eq 0 ] && [ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" != bpf_fs ]; then
-  mount -t bpf bpf /sys/fs/bpf || echo "test: no bpffs at /sys/fs/bpf and mounting one failed" >&2
+# No debug information: nothing here reads it, and it is 4-9 % of a
+# file's compile (CMakeLists.txt, CHRONOLINK_DEBUG_INFO).
+scripts/build.sh -DCHRONOLINK_DEBUG_INFO=none || build_status=$?
+echo "== $(stamp) native build done (exit $build_status)"
+[ "$build_status" -eq 0 ] || { kill "$install_pid" 2>/dev/null || true; exit "$build_status"; }
+# The arm64 packages: at most 30 min more.
+waited=0
+while [ ! -s "$arm64_installed" ] && kill -0 "$install_pid" 2>/dev/null && [ "$waited" -lt 1800 ]; do
+  sleep 2
+  waited=$((waited + 2))
+done
+if [ "$(cat "$arm64_installed" 2>/dev/null)" != 0 ]; then
+  kill "$install_pid" 2>/dev/null || true
+  cat "$BUILD_DIR/install.log"
+  echo "test: installing the arm64 packages failed or took over 30 min (above)" >&2
+  exit 1
 fi
+echo "== $(stamp) arm64 packages installed"
 # The fuzz stage (its own sanitizer build, then every decoder for
 # FUZZ_SECONDS) runs beside the tests at the lowest CPU priority: most of the
 # integration tests' time is agents probing at 20 pairs a second, which
@@ -86,14 +103,25 @@ if [ "$arm64" -eq 1 ]; then
   arm64_build_pid=$!
 fi
 trap 'kill -TERM -- "-$fuzz_pid" 2>/dev/null || true; [ -z "${arm64_build_pid:-}" ] || kill -TERM -- "-$arm64_build_pid" 2>/dev/null || true' EXIT
-echo "== unit and integration tests (the gpu-labelled tests need a GPU: scripts/test-gpu.sh)"
+echo "== $(stamp) waiting for the runtime packages"
+install_status=0
+wait "$install_pid" || install_status=$?
+cat "$BUILD_DIR/install.log"
+[ "$install_status" -eq 0 ] || { echo "test: installing the runtime packages failed (above)" >&2; exit 1; }
+# The probe-loss tool pins its counters on the bpffs at /sys/fs/bpf, which a
+# fresh container may lack, and which it cannot mount itself from inside
+# `ip netns exec`.
+if [ "$(id -u)" -eq 0 ] && [ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" != bpf_fs ]; then
+  mount -t bpf bpf /sys/fs/bpf || echo "test: no bpffs at /sys/fs/bpf and mounting one failed" >&2
+fi
+echo "== $(stamp) unit and integration tests (the gpu-labelled tests need a GPU: scripts/test-gpu.sh)"
 log="$BUILD_DIR/ctest.log"
 status=0
 # As many tests at once as there are cores, except the privileged
 # integration tests (RUN_SERIAL: each runs alone, for the CPU its timing
 # bounds assume).
 (cd "$BUILD_DIR" && ctest --output-on-failure --timeout 300 -j "${TEST_JOBS:-$(nproc)}" -LE gpu) 2>&1 | tee "$log" || status=$?
-echo "== waiting for the fuzz stage"
+echo "== $(stamp) tests done; waiting for the fuzz stage"
 fuzz_status=0
 wait "$fuzz_pid" || fuzz_status=$?
 [ "$fuzz_status" -ne 124 ] || echo "test: the fuzz stage did not end within 40 min" >&2
@@ -104,7 +132,7 @@ arm64_status=0
 stages=1  # the fuzz stage counts as one test in the summary, the arm64 stage as another
 if [ "$arm64" -eq 1 ]; then
   stages=2
-  echo "== arm64 stage: waiting for its build, then the unit tests under qemu-user"
+  echo "== $(stamp) arm64 stage: waiting for its build, then the unit tests under qemu-user"
   wait "$arm64_build_pid" || arm64_status=$?
   if [ "$arm64_status" -eq 0 ]; then
     scripts/test-arm64.sh --test-only >>"$BUILD_DIR/arm64.log" 2>&1 || arm64_status=$?
@@ -122,6 +150,7 @@ failed=${failed:-$total}
 [ "$fuzz_status" -eq 0 ] || failed=$((failed + 1))
 [ "$arm64_status" -eq 0 ] || failed=$((failed + 1))
 passed=$((total + stages - failed - skipped))
+echo "== $(stamp) done"
 echo "summary: $passed passed, $failed failed, $skipped skipped"
 skip_status=0
 if under_ci && [ "$skipped" -gt 0 ]; then
