@@ -16,7 +16,8 @@
 #   FUZZ_MERGE     1: afterwards minimise the seeds and what the run found
 #                  (-set_cover_merge=1) into tests/fuzz/corpus/<target>,
 #                  at most FUZZ_CORPUS_CAP files (default 100; see below)
-#   FUZZ_TARGETS   which targets (default: all of them, see below)
+#   FUZZ_TARGETS   which targets (default: all of them, as tests/fuzz/CMakeLists.txt
+#                  lists them in $FUZZ_BUILD_DIR/fuzz-targets.txt)
 #   FUZZ_BUILD_DIR build directory (default build-fuzz, relative to the repo)
 #   FUZZ_JOBS      parallel compile jobs (default 2)
 #   CXX / CC       compilers (default clang++ / clang)
@@ -63,10 +64,10 @@ cmake -S "$repo" -B "$build" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCHRONOLINK_BUILD_FUZZ=ON -DCHRONOLINK_BUILD_TESTS=OFF -DCHRONOLINK_BUILD_BENCH=OFF \
   >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
-all_targets="probe_decoder_fuzz channel_frame_fuzz cluster_messages_fuzz etcd_value_fuzz etcd_gateway_fuzz"
-all_targets+=" cluster_file_fuzz agent_config_fuzz xspace_reader_fuzz xspace_align_paths_fuzz chrome_json_reader_fuzz"
-all_targets+=" offsets_reader_fuzz"
-all_targets+=" rocprof_csv_fuzz rocprof_json_fuzz host_clocks_fuzz"
+# Every target: what CMake hangs on chronolink_fuzz_all, listed by the
+# configure step (tests/fuzz/CMakeLists.txt), so that the list has one source.
+[ -s "$build/fuzz-targets.txt" ] || { echo "run-fuzz: the configure step wrote no $build/fuzz-targets.txt" >&2; exit 1; }
+all_targets=$(tr '\n' ' ' <"$build/fuzz-targets.txt")
 targets="${FUZZ_TARGETS:-$all_targets}"
 # All of them as one target (tests/fuzz/CMakeLists.txt): make builds a list
 # of targets one at a time.
