@@ -62,7 +62,9 @@ build_status=0
 # file's compile (CMakeLists.txt, CHRONOLINK_DEBUG_INFO).
 scripts/build.sh -DCHRONOLINK_DEBUG_INFO=none || build_status=$?
 echo "== $(stamp) native build done (exit $build_status)"
-[ "$build_status" -eq 0 ] || { kill "$install_pid" 2>/dev/null || true; exit "$build_status"; }
+# On a failure the install is left to finish, never killed: a dpkg stopped
+# half way leaves the machine's packages broken.
+[ "$build_status" -eq 0 ] || exit "$build_status"
 # The arm64 packages: at most 30 min more.
 waited=0
 while [ ! -s "$arm64_installed" ] && kill -0 "$install_pid" 2>/dev/null && [ "$waited" -lt 1800 ]; do
@@ -70,7 +72,6 @@ while [ ! -s "$arm64_installed" ] && kill -0 "$install_pid" 2>/dev/null && [ "$w
   waited=$((waited + 2))
 done
 if [ "$(cat "$arm64_installed" 2>/dev/null)" != 0 ]; then
-  kill "$install_pid" 2>/dev/null || true
   cat "$BUILD_DIR/install.log"
   echo "test: installing the arm64 packages failed or took over 30 min (above)" >&2
   exit 1
@@ -78,8 +79,8 @@ fi
 echo "== $(stamp) arm64 packages installed"
 # The fuzz stage (its own sanitizer build, then every decoder for
 # FUZZ_SECONDS, 5 s: at -O1 each replays its seed corpus in the first
-# seconds; the long runs are docs/fuzzing.md's) runs beside the tests at the lowest CPU priority: most of the
-# integration tests' time is agents probing at 20 pairs a second, which
+# seconds; the long runs are docs/fuzzing.md's) runs beside the tests at
+# the lowest CPU priority: most of the integration tests' time is agents probing at 20 pairs a second, which
 # leaves a core idle, and a nice-19 process takes a CPU only when nothing
 # else wants it, so the tests run as they would alone. With the two one
 # after the other, the whole CI run took 35.7 min on 2 cores (docs/testbed.md).
