@@ -10,11 +10,15 @@ Scenarios (each --seconds long, default 60, after a warm-up):
   routed-90pct   as routed-idle, iperf3 UDP 180 Mbit/s in both directions
 
 In each: two chronolink agents (node 1: offset 0, drift 0; node 2: by
-default +3.7 ms, +45 ppm, both injected as test-only virtual clocks) probe
-each other with --estimate-sources kernel,userspace, while chronyd
-(interleaved, per sample) and ptp4l (per Sync) run between the same two
-namespaces. All namespaces share one kernel clock, so the agents' ground
-truth is exact (see docs/testbed.md) and the daemons' true offset is 0.
+default +3.7 ms, +45 ppm) probe each other with --estimate-sources
+kernel,userspace, while chronyd (interleaved, per sample) and ptp4l (per
+Sync) run between the same two namespaces. The nodes' clocks are test-only
+clocks with exact truth (--clock-model; docs/testbed.md §5b): by default
+wandering crystals that a real chronyd disciplines, on which the agents
+and the baseline daemons (through the discipline shim) all stamp, so every
+method is compared with the same true offset between the two clocks. On
+linear clocks, which only the agents apply, the daemons run on the kernel
+clock every namespace shares and their true offset is 0.
 
 chronyd has two rows: its raw samples (measurements.log) and its own
 filtered estimate of the server (statistics.log's "Est offset", one per
@@ -74,6 +78,7 @@ from truth import to_fraction as _frac  # noqa: E402
 
 DEFAULT_AGENT = os.path.join(REPO, "build", "agent", "chronolink-agent")
 AGENT_PORT = 7319
+BASELINE_NTP_PORT = 11123    # the baseline chronyd's server, beside a discipline's on 123
 TBF = {"rate": "200mbit", "burst": "32kbit", "latency": "20ms"}
 PAYLOAD_BYTES = 144          # probe payload
 PILOT_BYTES = 16             # pilot payload, sent ahead of each forward pair
@@ -320,19 +325,19 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
                 ct = stack.enter_context(tb.cross_traffic(s, d, sc.load))
                 res["cross_traffic"].append(ct)
         baselines: list[Any] = []
-        if not a.no_baselines and a.clock_model != "linear":
-            # The baseline daemons read the kernel's clock, not the nodes' state
-            # files: their truth would be wrong (docs/testbed.md §6).
-            log(f"  baselines left out: chronyd and ptp4l run on linear clocks only (--clock-model linear)")
-            res["methods"]["baselines"] = {"error": f"not run on {a.clock_model} clocks"}
-        elif not a.no_baselines:
+        if not a.no_baselines:
+            # On the nodes' own clocks (every model but linear, whose clocks
+            # only the agent applies) the daemons stamp on them too, through
+            # the shim (bench/baselines.py); the discipline's server has 123.
+            states = {n: c.state_file for n, c in node_clock.items() if c.state_file}
             for kind in ("chrony", "ptp"):
                 label = "chronyd xleave per-sample" if kind == "chrony" else "ptp4l per-Sync"
                 try:
                     if kind == "chrony":
-                        b = bl.ChronyBaseline(tb, 1, 2, os.path.join(outdir, "chrony"))
+                        b = bl.ChronyBaseline(tb, 1, 2, os.path.join(outdir, "chrony"), clock_states=states,
+                                              ntp_port=BASELINE_NTP_PORT if states else 123)
                     else:
-                        b = bl.PtpBaseline(tb, 1, 2, os.path.join(outdir, "ptp"))
+                        b = bl.PtpBaseline(tb, 1, 2, os.path.join(outdir, "ptp"), clock_states=states)
                     b.start()
                     baselines.append((label, b))
                 except (bl.BaselineError, tbm.TestbedError, OSError) as e:
@@ -606,24 +611,29 @@ def solved_errors(path: str, clocks: dict[int, VClock], since_ns: int, until_ns:
 def baseline_results(res: dict, baselines: list[tuple[str, Any]], span_t0: int, span_t1: int,
                      ticks0: list[dict], ticks1: list[dict], wall: float) -> None:
     """The baselines' rows of res["methods"] over the span (chronyd: raw
-    samples and its own filtered estimate, both with true value 0) and each
-    daemon's CPU over the span in res["baseline_cpu"][name][role]."""
+    samples and its own filtered estimate), each sample's error against the
+    true offset between the two nodes' clocks (0 on the kernel clock), and
+    each daemon's CPU over the span in res["baseline_cpu"][name][role]."""
     res.setdefault("baseline_cpu", {})
+    span = {"since_ns": span_t0, "until_ns": span_t1}
     for (label, b), k0, k1 in zip(baselines, ticks0, ticks1):
         cpu = {role: bl.cpu_percent(k0.get(role), k1.get(role), wall) for role in k0}
         res["baseline_cpu"][b.name] = cpu
-        offs = b.offsets_ns(since_ns=span_t0, until_ns=span_t1)
-        entry = {"summary": summarize_abs_us(offs), "offsets_ns": offs, "workdir": b.workdir}
+        errs = b.errors_ns(**span)
+        entry = {"summary": summarize_abs_us(errs), "errors_ns": errs, "offsets_ns": b.offsets_ns(**span),
+                 "workdir": b.workdir, "clocks": "nodes' own (shim)" if b.clock_states else "kernel"}
         if isinstance(b, bl.PtpBaseline):
             entry["poll_stats"] = dict(b.poll_stats)
-        if not offs:
+        if not errs:
             entry["error"] = "no samples in the measured span"
         res["methods"][label] = entry
         if isinstance(b, bl.ChronyBaseline):
-            rows = b.filtered_samples(since_ns=span_t0, until_ns=span_t1)
-            fo = [r["offset_ns"] for r in rows]
-            fe = {"summary": summarize_abs_us(fo), "offsets_ns": fo,
-                  "offset_sd_ns": [r["offset_sd_ns"] for r in rows], "source": "statistics.log Est offset"}
+            entry["truth_motion_within_1s_ns"] = b.truth_motion_ns(**span)
+            rows = b.filtered_samples(**span)
+            fo = b.filtered_errors_ns(**span)
+            fe = {"summary": summarize_abs_us(fo), "errors_ns": fo, "offsets_ns": [r["offset_ns"] for r in rows],
+                  "offset_sd_ns": [r["offset_sd_ns"] for r in rows], "source": "statistics.log Est offset",
+                  "clocks": entry["clocks"]}
             if not fo:
                 fe["error"] = "no statistics.log rows in the measured span"
             res["methods"][CHRONY_FILTERED] = fe
@@ -1065,7 +1075,7 @@ def _selftest_baseline_results(check: Any, tmpd: str, verbose: bool) -> None:
     raw = res["methods"]["chronyd xleave per-sample"]
     filt = res["methods"].get(CHRONY_FILTERED, {})
     check(raw["summary"]["samples"] == 2, f"raw chronyd row: valid samples of the span ({raw['summary']})")
-    check([round(x, 3) for x in filt.get("offsets_ns", [])] == [6.849, -81.02, 7.678]
+    check([round(x, 3) for x in filt.get("offsets_ns", [])] == [-6.849, 81.02, -7.678]
           and abs(filt["summary"]["p50_us"] - 0.007678) < 1e-9,
           f"filtered chronyd row: statistics.log estimates, |error| vs truth 0 ({filt.get('summary')})")
     cpu = res["baseline_cpu"]["chronyd"]
@@ -1113,7 +1123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="the nodes' clocks: chronyd (the default: a crystal's wander, and a real chronyd "
                          "disciplining every node's clock; docs/testbed.md), timesyncd (the kernel PLL "
                          "instead), wander (undisciplined), or linear (offset and drift only, the clocks "
-                         "of every figure before issue 31; the only model the baselines run on yet)")
+                         "of every figure before issue 31)")
     ap.add_argument("--white-fm-adev", type=float, default=node_clocks.DEFAULT_WHITE_FM_ADEV,
                     help="wander: Allan deviation at 1 s of white FM")
     ap.add_argument("--random-walk-fm-adev", type=float, default=node_clocks.DEFAULT_RANDOM_WALK_FM_ADEV,

@@ -31,6 +31,19 @@ tells distinct Syncs apart exactly; `query="CURRENT_DATA_SET"` polls
 offsetFromMaster instead and treats every change of (offset, path delay)
 as a new Sync.
 
+On clocks as deployed (docs/testbed.md "Clocks as deployed") each node has
+its own clock in a state file. Given `clock_states` ({node: state file}),
+every daemon runs under the discipline shim in its wall-only mode
+(LD_PRELOAD, CHRONOLINK_CLOCK_STATE_WALL_ONLY=1, without CAP_SYS_TIME): its
+CLOCK_REALTIME reads and its packets' software timestamps are its node's
+clock, and it can steer nothing. The true offset is then no longer 0 but
+the two state files' difference at the sample's instant (PairTruth), read
+after the run. chronyd stamps its log rows with the client's whole second
+only: a row's instant is placed within its second by its rank among that
+second's rows (at minpoll -7 they are 1/128 s apart), and
+truth_motion_ns says how far the truth moved within such a second at most.
+ptp4l's samples carry their Sync's receive stamp, which is exact.
+
 Every daemon gets its own config and run directory under the directory you
 give (pid files, sockets, logs all inside it; nothing under /var/run or
 /etc) and is started with Testbed.popen, so the test bed's cleanup stops it.
@@ -62,15 +75,23 @@ import sys
 import tempfile
 import threading
 import time
+from fractions import Fraction
 from typing import Any, Sequence
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "tools", "testbed"))
 import testbed as _tbmod  # noqa: E402
+from clock_trajectory import NodeClockState  # noqa: E402
 from testbed import Testbed, TestbedError  # noqa: E402,F401
 
-__all__ = ["ChronyBaseline", "PtpBaseline", "BaselineError", "percentile", "summarize_abs_us",
+__all__ = ["ChronyBaseline", "PtpBaseline", "BaselineError", "PairTruth", "percentile", "summarize_abs_us",
            "run_baselines", "parse_chrony_statistics", "proc_cpu_ticks", "cpu_percent"]
+
+REPO = os.path.dirname(_HERE)
+DEFAULT_SHIM = os.path.join(REPO, "build", "tools", "libchronolink_discipline_shim.so")
+# A daemon on a node's clock may not set the machine's (the shim refuses
+# what it sees; this, what it might not).
+NO_SYS_TIME = ["setpriv", "--bounding-set", "-sys_time", "--inh-caps", "-sys_time"]
 
 
 class BaselineError(RuntimeError):
@@ -158,12 +179,38 @@ def _check_alive(p: subprocess.Popen, what: str, log: str) -> None:
         raise BaselineError(f"{what} exited with status {p.returncode}: {_tail(log) or '(no output)'}")
 
 
+class PairTruth:
+    """The true offset between a server's and a client's CLOCK_REALTIME:
+    server minus client at the instant the client's clock reads v. A clock
+    is an exact trajectory (at, true_time: clock_trajectory.Trajectory), or
+    None for the kernel clock every namespace shares (then the truth is 0)."""
+
+    def __init__(self, server: Any = None, client: Any = None) -> None:
+        self.server, self.client = server, client
+
+    def server_minus_client_ns(self, client_reading_ns: int) -> Fraction:
+        v = Fraction(client_reading_ns)
+        t = self.client.true_time(v) if self.client is not None else v
+        return (self.server.at(t) if self.server is not None else t) - v
+
+    def motion_within_second_ns(self, second_start_ns: int) -> float:
+        """How far the truth moves over one second of the client's clock."""
+        a = self.server_minus_client_ns(second_start_ns)
+        return float(abs(self.server_minus_client_ns(second_start_ns + 1_000_000_000) - a))
+
+
 class _Baseline:
     name = "baseline"
+    # the daemons' nodes as (server, client) attribute names, for the truth
+    pair = ("server", "client")
 
-    def __init__(self, tb: Testbed, workdir: str) -> None:
+    def __init__(self, tb: Testbed, workdir: str, clock_states: dict[int, str] | None = None,
+                 shim: str = DEFAULT_SHIM) -> None:
         self.tb = tb
         self.workdir = os.path.abspath(workdir)
+        self.clock_states = {int(n): p for n, p in (clock_states or {}).items()}
+        self.shim = shim
+        self._truth: PairTruth | None = None
         self.procs: list[subprocess.Popen] = []
         # the daemons by role ("server", "client", ...) for CPU accounting;
         # helpers of the bench itself (the pmc poller) are not in here
@@ -172,10 +219,25 @@ class _Baseline:
         self.started_ns: int | None = None
         self.stopped_ns: int | None = None
 
+    def _check_shim(self) -> None:
+        if self.clock_states and not os.path.exists(self.shim):
+            raise BaselineError(f"the discipline shim {self.shim} is not built")
+
+    def on_node_clock(self, node: Any, argv: list[str]) -> tuple[list[str], dict | None]:
+        """argv and environment that run a daemon on node's own clock (the
+        shim, wall-only, no CAP_SYS_TIME); as they are on the kernel's."""
+        state = self.clock_states.get(node.index)
+        if not state:
+            return argv, None
+        env = dict(os.environ, LD_PRELOAD=self.shim, CHRONOLINK_CLOCK_STATE=state,
+                   CHRONOLINK_CLOCK_STATE_WALL_ONLY="1")
+        return NO_SYS_TIME + argv, env
+
     def _spawn(self, node: Any, argv: list[str], log: str, role: str | None = None) -> subprocess.Popen:
         f = open(log, "wb")
         self._files.append(f)
-        p = self.tb.popen(node, argv, stdout=f, stderr=subprocess.STDOUT)
+        argv, env = self.on_node_clock(node, argv)
+        p = self.tb.popen(node, argv, stdout=f, stderr=subprocess.STDOUT, env=env)
         self.procs.append(p)
         if role:
             self.roles[role] = p
@@ -185,6 +247,17 @@ class _Baseline:
         """utime + stime (ticks) of each daemon now, by role; None once gone."""
         return {role: (proc_cpu_ticks(p.pid) if p.poll() is None else None)
                 for role, p in self.roles.items()}
+
+    def truth(self) -> PairTruth:
+        """The true offsets this run's daemons measured: the state files as
+        the run left them (a discipline writes into them as it goes), read
+        once the daemons have stopped; the kernel clock for a node without."""
+        if self._truth is None or self.stopped_ns is None:
+            server, client = (getattr(self, name).index for name in self.pair)
+            clocks = [NodeClockState.load(self.clock_states[n]).realtime() if n in self.clock_states else None
+                      for n in (server, client)]
+            self._truth = PairTruth(*clocks)
+        return self._truth
 
     def _stop_procs(self) -> None:
         self.tb.terminate(self.procs, timeout=5.0)
@@ -232,18 +305,49 @@ def _chrony_log_rows(path: str, row: re.Pattern, server: str | None):
             yield g, ts
 
 
+def place_within_seconds(rows: list[dict]) -> list[dict]:
+    """Gives each row (in file order, stamped t_s with a whole second of the
+    client's clock) t_ns: its instant on that clock, placed by its rank among
+    the rows of its second. A full second's n rows sit at the middles of its
+    n equal parts; a second with fewer rows than the usual (the median) at
+    the run's start or end holds the usual spacing, counted from the
+    second's end or start. Within a second chronyd logs in time order, and
+    at a fixed poll (minpoll -7: 1/128 s) the error is about one spacing."""
+    groups: list[list[dict]] = []
+    for r in rows:
+        if groups and groups[-1][0]["t_s"] == r["t_s"]:
+            groups[-1].append(r)
+        else:
+            groups.append([r])
+    if not groups:
+        return rows
+    usual = sorted(len(g) for g in groups)[len(groups) // 2]
+    for i, g in enumerate(groups):
+        n = len(g)
+        second_ns = int(round(g[0]["t_s"])) * 1_000_000_000
+        spacing, first = 1_000_000_000 // n, 0
+        if n < usual and i in (0, len(groups) - 1) and len(groups) > 1:
+            spacing = 1_000_000_000 // usual
+            first = 1_000_000_000 - n * spacing if i == 0 else 0
+        for k, r in enumerate(g):
+            r["t_ns"] = second_ns + first + k * spacing + spacing // 2
+    return rows
+
+
 def parse_chrony_measurements(path: str, server: str | None = None) -> list[dict]:
     """Rows of chronyd's measurements.log (rawmeasurements) as dicts.
     offset_ns: server clock minus client clock (chrony's sign: positive
-    means the local clock is behind); t_s: UTC time of the row (1 s grain)."""
-    return [{
+    means the local clock is behind); t_s: the row's second on the
+    client's clock (UTC, as logged); t_ns: its instant within that second
+    (place_within_seconds)."""
+    return place_within_seconds([{
         "t_s": ts, "server": g[2], "leap": g[3], "stratum": int(g[4]),
         "tests123": g[5], "tests567": g[6], "testsABCD": g[7],
         "offset_ns": float(g[11]) * 1e9, "delay_ns": float(g[12]) * 1e9,
         "mode": g[17], "tx_src": g[18], "rx_src": g[19],
         "valid": g[5] == "111" and g[6] == "111",
         "interleaved": g[17].endswith("I"),
-    } for g, ts in _chrony_log_rows(path, _CHRONY_ROW, server)]
+    } for g, ts in _chrony_log_rows(path, _CHRONY_ROW, server)])
 
 
 # statistics.log: date, time, address, std dev'n, est offset, offset sd, diff
@@ -256,9 +360,13 @@ _CHRONY_STATS_ROW = re.compile(
 def parse_chrony_statistics(path: str, server: str | None = None) -> list[dict]:
     """Rows of chronyd's statistics.log as dicts: chronyd's own estimate of
     the source after its regression filter, one row per accumulated sample.
-    offset_ns: "Est offset" (same sign as measurements.log's offset);
+    offset_ns: "Est offset" negated, so that its sign is measurements.log's
+    (server minus client): chrony.conf(5) says a positive Est offset means
+    the local clock is fast, and on the test bed's exact truth the logged
+    value is indeed the negative of the true server-minus-client offset;
     offset_sd_ns: its estimated standard deviation; stddev_ns: the
-    samples' scatter about the regression line; t_s: UTC (1 s grain)."""
+    samples' scatter about the regression line; t_s: the row's second on
+    the client's clock (UTC), t_ns its instant (place_within_seconds)."""
     out = []
     for g, ts in _chrony_log_rows(path, _CHRONY_STATS_ROW, server):
         try:
@@ -266,12 +374,12 @@ def parse_chrony_statistics(path: str, server: str | None = None) -> list[dict]:
         except ValueError:
             continue  # the header's column names, a torn line
         out.append({
-            "t_s": ts, "server": g[2], "stddev_ns": nums[0] * 1e9, "offset_ns": nums[1] * 1e9,
+            "t_s": ts, "server": g[2], "stddev_ns": nums[0] * 1e9, "offset_ns": -nums[1] * 1e9,
             "offset_sd_ns": nums[2] * 1e9, "diff_freq_ppm": nums[3] * 1e6, "skew_ppm": nums[4] * 1e6,
             "stress": nums[5], "n_samples": int(g[9]), "best_start": int(g[10]), "runs": int(g[11]),
             "asym": float(g[12]) if g[12] is not None else None,
         })
-    return out
+    return place_within_seconds(out)
 
 
 def _in_span_1s(t_s: float, since_ns: int | None, until_ns: int | None) -> bool:
@@ -290,10 +398,13 @@ class ChronyBaseline(_Baseline):
     name = "chronyd"
 
     def __init__(self, tb: Testbed, server: Any, client: Any, workdir: str, *, xleave: bool = True,
-                 minpoll: int = -7, maxpoll: int = -7, binary: str = "chronyd") -> None:
-        super().__init__(tb, workdir)
+                 minpoll: int = -7, maxpoll: int = -7, binary: str = "chronyd", ntp_port: int = 123,
+                 clock_states: dict[int, str] | None = None, shim: str = DEFAULT_SHIM) -> None:
+        super().__init__(tb, workdir, clock_states, shim)
         self.server = tb.node(server)
         self.client = tb.node(client)
+        # not 123 where a clock discipline's own server already listens there
+        self.ntp_port = ntp_port
         self.xleave = xleave
         self.minpoll, self.maxpoll = minpoll, maxpoll
         self.binary = binary
@@ -318,13 +429,14 @@ class ChronyBaseline(_Baseline):
             f.write("# chronolink baseline: chronyd server (never touches the clock: -x)\n"
                     f"allow {_tbmod.SUBNET}\n"
                     "local stratum 1\n"        # serve time although unsynchronised
+                    f"port {self.ntp_port}\n"
                     f"pidfile {self.sdir}/chronyd.pid\n" + common)
         cconf = os.path.join(self.cdir, "chrony.conf")
         opts = f"minpoll {self.minpoll} maxpoll {self.maxpoll}{' xleave' if self.xleave else ''} noselect"
         with open(cconf, "w") as f:
             f.write("# chronolink baseline: chronyd client, raw per-sample offsets and the\n"
                     "# source's filtered estimate (noselect: see bench/baselines.py)\n"
-                    f"server {self.server.address} {opts}\n"
+                    f"server {self.server.address} port {self.ntp_port} {opts}\n"
                     "port 0\n"                 # client only, no NTP server socket
                     f"pidfile {self.cdir}/chronyd.pid\n"
                     f"logdir {self.cdir}/log\n"
@@ -334,6 +446,7 @@ class ChronyBaseline(_Baseline):
     def start(self, ready_timeout: float = 10.0) -> "ChronyBaseline":
         if shutil.which(self.binary) is None:
             raise BaselineError(f"{self.binary} not found")
+        self._check_shim()
         sconf, cconf = self._write_configs()
         slog = os.path.join(self.sdir, "chronyd.out")
         clog = os.path.join(self.cdir, "chronyd.out")
@@ -376,8 +489,20 @@ class ChronyBaseline(_Baseline):
         return out
 
     def offsets_ns(self, **kw: Any) -> list[float]:
-        """Per-sample offsets (ns) from the server; true value 0."""
+        """Per-sample offsets (ns) from the server, as chronyd measured them."""
         return [r["offset_ns"] for r in self.samples(**kw)]
+
+    def errors_ns(self, **kw: Any) -> list[float]:
+        """Per-sample offset minus the true offset at the sample (ns)."""
+        truth = self.truth()
+        return [r["offset_ns"] - float(truth.server_minus_client_ns(r["t_ns"])) for r in self.samples(**kw)]
+
+    def truth_motion_ns(self, **kw: Any) -> float:
+        """The most the truth moved within one logged second of the span:
+        what placing a row wrong within its second could cost, at most."""
+        truth = self.truth()
+        seconds = {int(round(r["t_s"])) for r in self.samples(valid_only=False, **kw)}
+        return max((truth.motion_within_second_ns(sec * 1_000_000_000) for sec in seconds), default=0.0)
 
     def filtered_samples(self, *, since_ns: int | None = None, until_ns: int | None = None) -> list[dict]:
         """chronyd's own estimates of the server (statistics.log), one per
@@ -386,8 +511,14 @@ class ChronyBaseline(_Baseline):
                 if _in_span_1s(r["t_s"], since_ns, until_ns)]
 
     def filtered_offsets_ns(self, **kw: Any) -> list[float]:
-        """chronyd's filtered estimate of the offset (ns) at each update; true value 0."""
+        """chronyd's filtered estimate of the offset (ns) at each update."""
         return [r["offset_ns"] for r in self.filtered_samples(**kw)]
+
+    def filtered_errors_ns(self, **kw: Any) -> list[float]:
+        """chronyd's filtered estimate minus the true offset at its instant."""
+        truth = self.truth()
+        return [r["offset_ns"] - float(truth.server_minus_client_ns(r["t_ns"]))
+                for r in self.filtered_samples(**kw)]
 
 
 # --------------------------------------------------------------------------
@@ -410,11 +541,15 @@ class PtpBaseline(_Baseline):
 
     name = "ptp4l"
     label = "ptp4l per-Sync"
+    pair = ("master", "slave")
 
     def __init__(self, tb: Testbed, master: Any, slave: Any, workdir: str, *, log_sync_interval: int = -4,
                  poll_hz: float = 100.0, query: str = "TIME_STATUS_NP", domain: int = 0,
-                 binary: str = "ptp4l", pmc_binary: str = "pmc") -> None:
-        super().__init__(tb, workdir)
+                 binary: str = "ptp4l", pmc_binary: str = "pmc", clock_states: dict[int, str] | None = None,
+                 shim: str = DEFAULT_SHIM) -> None:
+        super().__init__(tb, workdir, clock_states, shim)
+        if self.clock_states and query != "TIME_STATUS_NP":
+            raise ValueError("on node clocks only TIME_STATUS_NP gives each Sync's instant")
         self.master = tb.node(master)
         self.slave = tb.node(slave)
         self.log_sync_interval = log_sync_interval
@@ -490,6 +625,7 @@ class PtpBaseline(_Baseline):
         for b in (self.binary, self.pmc_binary):
             if shutil.which(b) is None:
                 raise BaselineError(f"{b} not found")
+        self._check_shim()
         socks = self._socket_paths()
         mconf, sconf = self._write_configs(socks)
         mlog = os.path.join(self.mdir, "ptp4l.out")
@@ -624,8 +760,15 @@ class PtpBaseline(_Baseline):
                 and (until_ns is None or r["t_ns"] <= until_ns)]
 
     def offsets_ns(self, **kw: Any) -> list[float]:
-        """offsetFromMaster (ns) of every distinct Sync seen; true value 0."""
+        """offsetFromMaster (ns, slave minus master) of every distinct Sync seen."""
         return [r["offset_ns"] for r in self.samples(**kw)]
+
+    def errors_ns(self, **kw: Any) -> list[float]:
+        """offsetFromMaster minus the true slave-minus-master offset at the
+        Sync's receive stamp (the slave's clock; with CURRENT_DATA_SET, on
+        the kernel clock only, the poll's instant)."""
+        truth = self.truth()
+        return [r["offset_ns"] + float(truth.server_minus_client_ns(r["t_ns"])) for r in self.samples(**kw)]
 
 
 # --------------------------------------------------------------------------
@@ -803,7 +946,7 @@ def selftest(verbose: bool = True) -> int:
             ctext = f.read()
         with open(sconf) as f:
             stext = f.read()
-        check("server 10.77.1.2 minpoll -7 maxpoll -7 xleave noselect\n" in ctext and "port 0\n" in ctext
+        check("server 10.77.1.2 port 123 minpoll -7 maxpoll -7 xleave noselect\n" in ctext and "port 0\n" in ctext
               and "log rawmeasurements statistics tracking\n" in ctext and "cmdport 0\n" in ctext,
               "chrony client: interleaved, noselect, client only, raw measurements, no command port")
         check(f"allow {_tbmod.SUBNET}\n" in stext and "local stratum 1\n" in stext,
@@ -827,9 +970,10 @@ def selftest(verbose: bool = True) -> int:
         srows = parse_chrony_statistics(slog)
         check(len(srows) == 4, f"statistics: 4 rows, header and torn line ignored ({len(srows)})")
         s0 = srows[0]
-        check(abs(s0["offset_ns"] - 6.849) < 1e-9 and abs(s0["offset_sd_ns"] - 7.776) < 1e-9
+        check(abs(s0["offset_ns"] - -6.849) < 1e-9 and abs(s0["offset_sd_ns"] - 7.776) < 1e-9
               and abs(s0["stddev_ns"] - 24.46) < 1e-9 and abs(s0["diff_freq_ppm"] - -0.02471) < 1e-12,
-              f"statistics: est offset, its sd, scatter in ns, diff freq in ppm ({s0})")
+              f"statistics: est offset (negated: measurements.log's sign), its sd, scatter in ns, "
+              f"diff freq in ppm ({s0})")
         check(s0["n_samples"] == 33 and s0["runs"] == 20 and s0["asym"] == -0.38
               and srows[3]["asym"] is None and srows[3]["best_start"] == 2,
               "statistics: Ns, Bs, Nr; Asym optional")
@@ -844,10 +988,10 @@ def selftest(verbose: bool = True) -> int:
         with open(c2.statistics_log, "w") as f:
             f.write(text)
         ft = int(_dt.datetime(2026, 11, 26, 4, 21, 11, tzinfo=_dt.timezone.utc).timestamp()) * 10**9
-        check([round(x, 3) for x in c2.filtered_offsets_ns()] == [6.849, -81.02, 7.678],
+        check([round(x, 3) for x in c2.filtered_offsets_ns()] == [-6.849, 81.02, -7.678],
               "filtered_offsets_ns: the server's rows, in ns")
         check([round(x, 3) for x in c2.filtered_offsets_ns(since_ns=ft + 1, until_ns=ft + 2 * 10**9)]
-              == [7.678], "filtered samples: a row's whole second overlaps the span")
+              == [-7.678], "filtered samples: a row's whole second overlaps the span")
         check("log rawmeasurements statistics tracking\n" in ctext and " noselect\n" in ctext,
               "chrony client logs statistics (its filtered estimate), stays noselect")
 
@@ -918,9 +1062,102 @@ def selftest(verbose: bool = True) -> int:
         p = _poll_with_fake_pmc(tb, os.path.join(tmpd, "pmc3"), "TIME_STATUS_NP", [],
                                 lambda q: q.poll_error is not None, script="import sys; sys.stdin.readline()")
         check(p.poll_error is not None and not p.samples(), f"a pmc that exits is reported ({p.poll_error})")
+        _selftest_node_clocks(check, tb, tmpd)
     finally:
         shutil.rmtree(tmpd, ignore_errors=True)
     return check.result()
+
+
+def _selftest_node_clocks(check: Any, tb: Any, tmpd: str) -> None:
+    """The baselines on the nodes' own clocks: where a row sits in its
+    second, the true offset, the daemons' command line, the errors."""
+    from clock_trajectory import FINE_PER_NS, Knot, Trajectory
+    import random
+
+    S = 1_800_000_000
+    rows = [{"t_s": float(S)}] * 3 + [{"t_s": float(S + 1)}] * 4 + [{"t_s": float(S + 2)}] * 4 \
+        + [{"t_s": float(S + 3)}]
+    rows = place_within_seconds([dict(r) for r in rows])
+    got = [r["t_ns"] - S * 10**9 for r in rows]
+    want = [375_000_000, 625_000_000, 875_000_000,
+            1_125_000_000, 1_375_000_000, 1_625_000_000, 1_875_000_000,
+            2_125_000_000, 2_375_000_000, 2_625_000_000, 2_875_000_000, 3_125_000_000]
+    check(got == want, f"rows placed within their second: full seconds evenly, the partial first "
+                       f"counted from its end, the partial last from its start ({got})")
+
+    # the truth: server 1 us ahead of true time, client 10 ppm fast from 0
+    server = Trajectory.linear(1000, 0, 0)
+    client = Trajectory.linear(0, 10, 0)
+    truth = PairTruth(server, client)
+    v = 2_000_000_000_020
+    t = Fraction(v) / (1 + Fraction(10, 10**6))
+    check(truth.server_minus_client_ns(v) == t + 1000 - v, "server minus client at the client's reading, exact")
+    check(abs(truth.motion_within_second_ns(v) - 1e9 * 1e-5 / (1 + 1e-5)) < 1e-3,
+          f"the truth moves 10 us in a second of a 10 ppm clock ({truth.motion_within_second_ns(v)})")
+    check(PairTruth().server_minus_client_ns(v) == 0, "on the kernel clock the truth is 0")
+
+    # true_time's bisection against the scan, on generated trajectories (steps
+    # forward and back, rates of +-500 ppm)
+    rnd = random.Random(31)
+    mismatches = 0
+    for _ in range(40):
+        t_ns, value, knots = 10**12, 10**12 * FINE_PER_NS, []
+        for _k in range(rnd.randint(1, 30)):
+            slope = FINE_PER_NS + rnd.randint(-500, 500) * 10**9
+            knots.append(Knot(t_ns, value, slope))
+            dt = rnd.randint(1, 10**9)
+            value += dt * slope + rnd.choice([0, 0, 1, -1]) * rnd.randint(0, 10**6) * FINE_PER_NS
+            t_ns += dt
+        fast = Trajectory(knots)
+        for _v in range(50):
+            target = Fraction(rnd.randint(knots[0].value_fine - 10**6 * FINE_PER_NS, value), FINE_PER_NS)
+            k = fast.last_knot_at_or_below_by_scan(target * FINE_PER_NS)
+            simple = knots[k].t_ns + (target * FINE_PER_NS - knots[k].value_fine) / knots[k].slope
+            if k + 1 < len(knots) and simple > knots[k + 1].t_ns:
+                simple = Fraction(knots[k + 1].t_ns)
+            mismatches += fast.true_time(target) != simple
+    check(mismatches == 0, f"true_time's bisection equals the scan on 2 000 generated readings ({mismatches} differ)")
+
+    # the daemons' command line on a node's clock, and on the kernel's
+    c = ChronyBaseline(tb, 1, 2, os.path.join(tmpd, "chrony-nodes"), clock_states={1: "/s/n1", 2: "/s/n2"},
+                       shim="/b/shim.so", ntp_port=11123)
+    argv, env = c.on_node_clock(c.client, ["chronyd", "-x"])
+    check(argv == NO_SYS_TIME + ["chronyd", "-x"] and env["LD_PRELOAD"] == "/b/shim.so"
+          and env["CHRONOLINK_CLOCK_STATE"] == "/s/n2" and env["CHRONOLINK_CLOCK_STATE_WALL_ONLY"] == "1",
+          "on a node's clock: the shim, wall-only, that node's file, no CAP_SYS_TIME")
+    check(ChronyBaseline(tb, 1, 2, tmpd).on_node_clock(c.client, ["x"]) == (["x"], None),
+          "on the kernel clock: as given")
+    sconf, cconf = c._write_configs()
+    with open(sconf) as f, open(cconf) as g:
+        check("port 11123\n" in f.read() and " port 11123 minpoll" in g.read(),
+              "the baseline server on its own port, beside a discipline's")
+    try:
+        c.start()
+        check(False, "a missing shim is refused")
+    except BaselineError as e:
+        check("not built" in str(e), f"a missing shim is refused ({e})")
+
+    # errors against the truth: chrony's offset is server minus client, ptp's slave minus master
+    with open(c.measurements_log, "w") as f:
+        f.write(_CHRONY_LOG_SAMPLE)
+    c._truth, c.stopped_ns = truth, 1
+    samples = c.samples()
+    errs = c.errors_ns()
+    check(len(errs) == len(samples) == 3 and all(
+        abs(e - (r["offset_ns"] - float(truth.server_minus_client_ns(r["t_ns"])))) < 1e-6
+        for e, r in zip(errs, samples)) and abs(errs[0] - samples[0]["offset_ns"]) > 1000,
+        "chronyd: error = offset - (server - client) at the row's instant")
+    check(abs(c.truth_motion_ns() - 1e4) < 1, f"the truth's motion within a logged second ({c.truth_motion_ns()})")
+    p = PtpBaseline(tb, 1, 2, os.path.join(tmpd, "ptp-nodes"), clock_states={1: "/s/n1", 2: "/s/n2"})
+    p._samples = [{"t_ns": v, "offset_ns": -900.0}]
+    p._truth, p.stopped_ns = truth, 1
+    check(abs(p.errors_ns()[0] - (-900.0 + float(truth.server_minus_client_ns(v)))) < 1e-9,
+          "ptp4l: error = offset - (slave - master) at the Sync's receive stamp")
+    try:
+        PtpBaseline(tb, 1, 2, tmpd, query="CURRENT_DATA_SET", clock_states={2: "/s/n2"})
+        check(False, "CURRENT_DATA_SET refused on node clocks")
+    except ValueError:
+        check(True, "CURRENT_DATA_SET refused on node clocks (no Sync instant)")
 
 
 # --------------------------------------------------------------------------
@@ -931,7 +1168,8 @@ def run_baselines(tb: Testbed, a: Any, b: Any, workdir: str, seconds: float, *,
                   log=print) -> dict:
     """Run the chosen baselines between nodes a (server/master) and b
     (client/slave) for `seconds` after a warm-up; returns
-    {label: {"offsets_ns": [...], "summary": {...}} or {"error": reason}}."""
+    {label: {"errors_ns": [...], "summary": {...}} or {"error": reason}}
+    (on the kernel clock an error is the offset the daemon reported)."""
     started: list[_Baseline] = []
     out: dict[str, Any] = {}
     for w in which:
@@ -960,14 +1198,14 @@ def run_baselines(tb: Testbed, a: Any, b: Any, workdir: str, seconds: float, *,
         for bl in started:
             bl.stop()
     for bl, k0, k1 in zip(started, ticks0, ticks1):
-        offs = bl.offsets_ns(since_ns=t0, until_ns=t1)
+        offs = bl.errors_ns(since_ns=t0, until_ns=t1)  # on the kernel clock: the offsets themselves
         cpu = {role: cpu_percent(k0.get(role), k1.get(role), wall) for role in bl.roles}
-        out[bl.label] = {"offsets_ns": offs, "summary": summarize_abs_us(offs), "cpu_pct_of_core": cpu}
+        out[bl.label] = {"errors_ns": offs, "summary": summarize_abs_us(offs), "cpu_pct_of_core": cpu}
         if isinstance(bl, PtpBaseline):
             out[bl.label]["poll_stats"] = dict(bl.poll_stats)
         if isinstance(bl, ChronyBaseline):
-            fo = bl.filtered_offsets_ns(since_ns=t0, until_ns=t1)
-            out[bl.label + " filtered"] = {"offsets_ns": fo, "summary": summarize_abs_us(fo),
+            fo = bl.filtered_errors_ns(since_ns=t0, until_ns=t1)
+            out[bl.label + " filtered"] = {"errors_ns": fo, "summary": summarize_abs_us(fo),
                                            "cpu_pct_of_core": cpu}
     return out
 

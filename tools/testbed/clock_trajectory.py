@@ -45,6 +45,11 @@ class Trajectory:
             raise ValueError("trajectory knots must move forward in time")
         self.header = header or {}
         self._t = [k.t_ns for k in self.knots]
+        self._v = [k.value_fine for k in self.knots]
+        # Without a step back the knots' values only rise, and the last knot
+        # at or below a value is a bisection away (a baseline's thousands of
+        # samples against thousands of knots); otherwise the scan below.
+        self._values_rise = all(b >= a for a, b in zip(self._v, self._v[1:]))
 
     @classmethod
     def linear(cls, offset_ns: int, drift_ppm, t0_ns: int) -> "Trajectory":
@@ -116,16 +121,24 @@ class Trajectory:
         return Trajectory([Knot(t, a.fine_at(t) + b.fine_at(t), a._segment(t).slope + b._segment(t).slope)
                            for t in at])
 
+    def last_knot_at_or_below_by_scan(self, target_fine) -> int:
+        """The simple path true_time's bisection must agree with (checked on
+        generated trajectories by bench/baselines.py --selftest): the last
+        knot whose value is at or below target_fine, else the first."""
+        for i in range(len(self.knots) - 1, -1, -1):
+            if self.knots[i].value_fine <= target_fine:
+                return i
+        return 0
+
     def true_time(self, v) -> Fraction:
         """The true instant at which the clock (continuous, not floored) is
         at v ns; across a step back the later one, skipped forward the step's
         instant. Needs every slope positive."""
         target = Fraction(v) * FINE_PER_NS
-        k = 0
-        for i in range(len(self.knots) - 1, -1, -1):
-            if self.knots[i].value_fine <= target:
-                k = i
-                break
+        if self._values_rise:
+            k = max(bisect.bisect_right(self._v, target) - 1, 0)
+        else:
+            k = self.last_knot_at_or_below_by_scan(target)
         knot = self.knots[k]
         t = knot.t_ns + (target - knot.value_fine) / knot.slope
         if k + 1 < len(self.knots) and t > self.knots[k + 1].t_ns:
