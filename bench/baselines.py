@@ -1099,24 +1099,30 @@ def _selftest_node_clocks(check: Any, tb: Any, tmpd: str) -> None:
     # true_time's bisection against the scan, on generated trajectories (steps
     # forward and back, rates of +-500 ppm)
     rnd = random.Random(31)
-    mismatches = 0
-    for _ in range(40):
+    mismatches = falls = 0
+    for _ in range(80):
         t_ns, value, knots = 10**12, 10**12 * FINE_PER_NS, []
         for _k in range(rnd.randint(1, 30)):
             slope = FINE_PER_NS + rnd.randint(-500, 500) * 10**9
             knots.append(Knot(t_ns, value, slope))
-            dt = rnd.randint(1, 10**9)
+            dt = rnd.randint(1, 10**6) if rnd.random() < 0.3 else rnd.randint(1, 10**9)  # some steps back win
             value += dt * slope + rnd.choice([0, 0, 1, -1]) * rnd.randint(0, 10**6) * FINE_PER_NS
             t_ns += dt
         fast = Trajectory(knots)
-        for _v in range(50):
-            target = Fraction(rnd.randint(knots[0].value_fine - 10**6 * FINE_PER_NS, value), FINE_PER_NS)
+        for _v in range(60):
+            if rnd.random() < 0.5:  # anywhere
+                target = Fraction(rnd.randint(knots[0].value_fine - 10**6 * FINE_PER_NS, value), FINE_PER_NS)
+            else:  # near a knot, where a step back makes two instants read the same
+                near = rnd.choice(knots).value_fine // FINE_PER_NS
+                target = Fraction(near + rnd.randint(-2 * 10**6, 2 * 10**6))
             k = fast.last_knot_at_or_below_by_scan(target * FINE_PER_NS)
             simple = knots[k].t_ns + (target * FINE_PER_NS - knots[k].value_fine) / knots[k].slope
             if k + 1 < len(knots) and simple > knots[k + 1].t_ns:
                 simple = Fraction(knots[k + 1].t_ns)
             mismatches += fast.true_time(target) != simple
-    check(mismatches == 0, f"true_time's bisection equals the scan on 2 000 generated readings ({mismatches} differ)")
+        falls += any(b.value_fine < a.value_fine for a, b in zip(knots, knots[1:]))
+    check(falls >= 10, f"the generated trajectories include knots whose values fall ({falls} of 80)")
+    check(mismatches == 0, f"true_time's bisection equals the scan on 4 800 generated readings ({mismatches} differ)")
 
     # the daemons' command line on a node's clock, and on the kernel's
     c = ChronyBaseline(tb, 1, 2, os.path.join(tmpd, "chrony-nodes"), clock_states={1: "/s/n1", 2: "/s/n2"},

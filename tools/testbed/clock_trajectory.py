@@ -45,11 +45,13 @@ class Trajectory:
             raise ValueError("trajectory knots must move forward in time")
         self.header = header or {}
         self._t = [k.t_ns for k in self.knots]
-        self._v = [k.value_fine for k in self.knots]
-        # Without a step back the knots' values only rise, and the last knot
-        # at or below a value is a bisection away (a baseline's thousands of
-        # samples against thousands of knots); otherwise the scan below.
-        self._values_rise = all(b >= a for a, b in zip(self._v, self._v[1:]))
+        # The least knot value from each knot on: it never falls, so the last
+        # knot at or below a value is a bisection away even across steps back
+        # (a baseline's tens of thousands of samples against thousands of
+        # knots): the last i whose suffix minimum is at or below it.
+        self._suffix_min = [k.value_fine for k in self.knots]
+        for i in range(len(self._suffix_min) - 2, -1, -1):
+            self._suffix_min[i] = min(self._suffix_min[i], self._suffix_min[i + 1])
 
     @classmethod
     def linear(cls, offset_ns: int, drift_ppm, t0_ns: int) -> "Trajectory":
@@ -135,10 +137,7 @@ class Trajectory:
         at v ns; across a step back the later one, skipped forward the step's
         instant. Needs every slope positive."""
         target = Fraction(v) * FINE_PER_NS
-        if self._values_rise:
-            k = max(bisect.bisect_right(self._v, target) - 1, 0)
-        else:
-            k = self.last_knot_at_or_below_by_scan(target)
+        k = max(bisect.bisect_right(self._suffix_min, target) - 1, 0)
         knot = self.knots[k]
         t = knot.t_ns + (target - knot.value_fine) / knot.slope
         if k + 1 < len(self.knots) and t > self.knots[k + 1].t_ns:
