@@ -441,7 +441,8 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
         }
         state = node_clock[i].state_file if i in node_clock else None
         if state:
-            res["agents"][str(i)]["timebase"] = timebase_errors(os.path.join(ag["dir"], "timebase.jsonl"), state)
+            res["agents"][str(i)]["timebase"] = timebase_errors(os.path.join(ag["dir"], "timebase.jsonl"), state,
+                                                                span_t0, span_t1)
     if agents:
         sources = sorted({w["source"] for w in all_windows},
                          key=lambda s: ({"kernel": 0, "userspace": 1}.get(s, 2), s))
@@ -540,11 +541,12 @@ def _ns(v) -> str:
     return "-" if v is None else f"{v:.1f} ns"
 
 
-def timebase_errors(path: str, state_file: str) -> dict:
+def timebase_errors(path: str, state_file: str, since_ns: int | None = None, until_ns: int | None = None) -> dict:
     """How well the agent's timebase.jsonl (its REALTIME over its RAW, as
     knots) follows the node's clock, against the exact truth of its state
-    file: at every knot and halfway between consecutive ones (where a
-    missed rate change would show), |recorded - true| REALTIME in ns."""
+    file: at every knot of the span (true time) and halfway between
+    consecutive ones (where a missed rate change would show), |recorded -
+    true| REALTIME in ns."""
     from clock_trajectory import NodeClockState
     try:
         state = NodeClockState.load(state_file)
@@ -552,6 +554,8 @@ def timebase_errors(path: str, state_file: str) -> dict:
             knots = [json.loads(line) for line in f if line.strip()]
     except (OSError, ValueError) as e:
         return {"error": str(e)}
+    knots = [k for k in knots if (since_ns is None or state.raw.true_time(k["raw_ns"]) >= since_ns)
+             and (until_ns is None or state.raw.true_time(k["raw_ns"]) <= until_ns)]
     if not knots:
         return {"error": "no knots"}
     truth = state.realtime()
@@ -1171,6 +1175,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("accuracy_bench: must run as root (network namespaces)", file=sys.stderr)
         return tbm.EXIT_NOT_PERMITTED
     out = a.out or os.path.join(REPO, "out", "accuracy-" + _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    # The agents append to their files (edges, timebase, offsets): an earlier
+    # run's lines in a reused directory would be read as this run's.
+    used = [n for n in wanted if os.path.isdir(os.path.join(out, n)) and os.listdir(os.path.join(out, n))]
+    if used:
+        print(f"accuracy_bench: {out} already holds a run of {', '.join(used)}; remove it or give another --out",
+              file=sys.stderr)
+        return 2
     os.makedirs(out, exist_ok=True)
     results: list[dict] = []
     quantum = clock_quantum_ns()
