@@ -632,7 +632,7 @@ def baseline_results(res: dict, baselines: list[tuple[str, Any]], span_t0: int, 
             entry["error"] = "no samples in the measured span"
         res["methods"][label] = entry
         if isinstance(b, bl.ChronyBaseline):
-            entry["truth_motion_within_1s_ns"] = b.truth_motion_ns(**span)
+            entry["truth_motion_within_1s"] = b.truth_motion(**span)
             rows = b.filtered_samples(**span)
             fo = b.filtered_errors_ns(**span)
             fe = {"summary": summarize_abs_us(fo), "errors_ns": fo, "offsets_ns": [r["offset_ns"] for r in rows],
@@ -802,6 +802,14 @@ def format_baseline_costs(results: list[dict]) -> str:
     system clock, free running)."""
     lines = []
     for r in results:
+        raw = (r.get("methods") or {}).get("chronyd xleave per-sample") or {}
+        if raw.get("clocks") and raw["clocks"] != "kernel":
+            m = raw.get("truth_motion_within_1s") or {}
+            lines.append(f"{r['scenario']:<14} baselines on the nodes' own clocks (the discipline shim), against "
+                         f"the true offset; chronyd's rows placed within their logged second: the truth moved "
+                         f"{m.get('median_ns', float('nan')):.0f} ns in the median second, "
+                         f"{m.get('max_ns', float('nan')):.0f} ns at most, so a row placed one spacing wrong errs "
+                         f"by at most {m.get('placement_ns', float('nan')):.0f} ns")
         for name, cpu in sorted((r.get("baseline_cpu") or {}).items()):
             parts = ", ".join(f"{role} {_pct(c)} %" for role, c in cpu.items())
             lines.append(f"{r['scenario']:<14} {name}: CPU {parts} of a core (one edge; "
@@ -1097,6 +1105,12 @@ def _selftest_baseline_results(check: Any, tmpd: str, verbose: bool) -> None:
           in txt and "ptp4l: CPU master 0.50 %, slave - % of a core (one edge; both ends - %)" in txt,
           "cost lines for the daemons")
     check(format_accuracy_per_cpu({"methods": {}}) == "", "no accuracy-per-CPU line without two methods")
+    check("own clocks" not in txt, "baselines on the kernel clock: no node-clock line")
+    res["methods"]["chronyd xleave per-sample"].update(
+        clocks="nodes' own (shim)", truth_motion_within_1s={"median_ns": 102.4, "max_ns": 40789.0, "placement_ns": 351.6})
+    check("the truth moved 102 ns in the median second, 40789 ns at most, so a row placed one spacing wrong errs "
+          "by at most 352 ns" in format_baseline_costs([res]),
+          "baselines on the nodes' clocks: said, with the truth's motion within a logged second")
     open(c.statistics_log, "w").close()
     res2: dict[str, Any] = {"scenario": "y", "methods": {}}
     baseline_results(res2, [("chronyd xleave per-sample", c)], t10, t10 + 2_500_000_000, [{}], [{}], 10.0)

@@ -41,7 +41,8 @@ the two state files' difference at the sample's instant (PairTruth), read
 after the run. chronyd stamps its log rows with the client's whole second
 only: a row's instant is placed within its second by its rank among that
 second's rows (at minpoll -7 they are 1/128 s apart), and
-truth_motion_ns says how far the truth moved within such a second at most.
+truth_motion says how far the truth moved within such a second, and so
+what a row placed one spacing wrong could cost.
 ptp4l's samples carry their Sync's receive stamp, which is exact.
 
 Every daemon gets its own config and run directory under the directory you
@@ -497,12 +498,21 @@ class ChronyBaseline(_Baseline):
         truth = self.truth()
         return [r["offset_ns"] - float(truth.server_minus_client_ns(r["t_ns"])) for r in self.samples(**kw)]
 
-    def truth_motion_ns(self, **kw: Any) -> float:
-        """The most the truth moved within one logged second of the span:
-        what placing a row wrong within its second could cost, at most."""
+    def truth_motion(self, **kw: Any) -> dict:
+        """How far the truth moved within the logged seconds of the span
+        (median and most, ns), and what placing a row wrong could cost in
+        the worst of them: about one row's spacing, the second's motion ÷
+        its rows (placement_ns)."""
         truth = self.truth()
-        seconds = {int(round(r["t_s"])) for r in self.samples(valid_only=False, **kw)}
-        return max((truth.motion_within_second_ns(sec * 1_000_000_000) for sec in seconds), default=0.0)
+        rows: dict[int, int] = {}
+        for r in self.samples(valid_only=False, **kw):
+            sec = int(round(r["t_s"]))
+            rows[sec] = rows.get(sec, 0) + 1
+        moves = sorted((truth.motion_within_second_ns(sec * 1_000_000_000), n) for sec, n in rows.items())
+        if not moves:
+            return {"median_ns": 0.0, "max_ns": 0.0, "placement_ns": 0.0}
+        return {"median_ns": moves[len(moves) // 2][0], "max_ns": moves[-1][0],
+                "placement_ns": max(m / n for m, n in moves)}
 
     def filtered_samples(self, *, since_ns: int | None = None, until_ns: int | None = None) -> list[dict]:
         """chronyd's own estimates of the server (statistics.log), one per
@@ -1153,7 +1163,10 @@ def _selftest_node_clocks(check: Any, tb: Any, tmpd: str) -> None:
         abs(e - (r["offset_ns"] - float(truth.server_minus_client_ns(r["t_ns"])))) < 1e-6
         for e, r in zip(errs, samples)) and abs(errs[0] - samples[0]["offset_ns"]) > 1000,
         "chronyd: error = offset - (server - client) at the row's instant")
-    check(abs(c.truth_motion_ns() - 1e4) < 1, f"the truth's motion within a logged second ({c.truth_motion_ns()})")
+    motion = c.truth_motion()
+    check(abs(motion["max_ns"] - 1e4) < 1 and abs(motion["median_ns"] - 1e4) < 1
+          and abs(motion["placement_ns"] - 1e4 / 1) < 1,
+          f"the truth's motion within a logged second, and a row's worth of it (a second of one row) ({motion})")
     p = PtpBaseline(tb, 1, 2, os.path.join(tmpd, "ptp-nodes"), clock_states={1: "/s/n1", 2: "/s/n2"})
     p._samples = [{"t_ns": v, "offset_ns": -900.0}]
     p._truth, p.stopped_ns = truth, 1

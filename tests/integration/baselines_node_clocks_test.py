@@ -99,7 +99,7 @@ def main() -> int:
         raw, raw_err = chrony.offsets_ns(**span), chrony.errors_ns(**span)
         filt, filt_err = chrony.filtered_offsets_ns(**span), chrony.filtered_errors_ns(**span)
         sync, sync_err = ptp.offsets_ns(**span), ptp.errors_ns(**span)
-        motion = chrony.truth_motion_ns(**span)
+        motion = chrony.truth_motion(**span)["max_ns"]
         print(f"chronyd raw: {len(raw)} samples, offset median {statistics.median(raw) / 1e3 if raw else 0:.1f} us, "
               f"|error| median {median_abs_us(raw_err):.3f} us; filtered: {len(filt)}, "
               f"|error| median {median_abs_us(filt_err):.3f} us; ptp4l: {len(sync)} Syncs, "
