@@ -217,8 +217,14 @@ FitClockPoll FitClock::Poll(int64_t monotonic_ns) {
   out.sample = s;
   if (mode_ != FitClockMode::kRaw) return out;
   const std::optional<int64_t> mean_rate = MeanRealtimeRate(s);
+  if (!mean_rate) return out;
   const int64_t fit = timebase_->FitOfRaw(s.raw_ns);
-  if (std::llabs(fit - s.realtime_ns) <= max_divergence_ns_ || !mean_rate) return out;
+  const bool diverged = std::llabs(fit - s.realtime_ns) > max_divergence_ns_;
+  // The first anchor, checked once against the first mean rate (fit_clock.h).
+  const bool start_rate_off = !start_rate_checked_ && timebase_->stats().reanchors == 0 &&
+                              std::llabs(timebase_->anchor().rate_fine - *mean_rate) > kStartRateToleranceFine;
+  start_rate_checked_ = true;
+  if (!diverged && !start_rate_off) return out;
   out.reanchored = true;
   out.fit_before_ns = timebase_->Reanchor(s, *mean_rate);
   out.fit_after_ns = s.realtime_ns;

@@ -136,6 +136,17 @@ struct FitClockPoll {
 // REALTIME, at REALTIME's mean rate over the last 32-64 s (a slew averages
 // out of it): a step of F, once, after which F follows the daemon's
 // frequency.
+//
+// A daemon still settling when the agent starts (a node just booted: steps,
+// then slews of hundreds of ppm for seconds) made that step come at a time
+// set by how far off the first anchor was: in one 5-node run three nodes a
+// minute in and one after three minutes, each costing its windows around
+// it and the span chooser's history. So the first anchor is also checked
+// once, as soon as REALTIME's mean rate is known: more than
+// kStartRateToleranceFine off it (F would leave REALTIME by 20 ms within
+// about three hours), F is anchored again there and then, at the start,
+// instead of at a time no one chose. A daemon that had settled before the
+// agent started passes the check.
 class FitClock {
  public:
   // REALTIME's mean rate for a new anchor is taken over the last
@@ -157,6 +168,9 @@ class FitClock {
   // loop within it costs a comparison), and re-anchors F when it is too far
   // from REALTIME.
   FitClockPoll Poll(int64_t monotonic_ns);
+
+  // 2 ppm, in the fine units of REALTIME's rate (1e-15 per ns).
+  static constexpr int64_t kStartRateToleranceFine = 2'000'000'000;
 
   FitClockMode mode() const { return mode_; }
   // F's definition now; nullopt when fitting in REALTIME.
@@ -180,6 +194,7 @@ class FitClock {
   // mean rate; none across a step.
   std::deque<ClockPairSample> history_;
   uint64_t history_steps_ = 0;
+  bool start_rate_checked_ = false;  // the first anchor's rate, against the first mean rate
 };
 
 }  // namespace chronolink

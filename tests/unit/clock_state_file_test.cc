@@ -302,7 +302,9 @@ TEST_F(ClockStateFileTest, AFitClockAnchoredDuringASlewIsAnchoredAgainAndKeepsBo
     if (p.reanchored) reanchored = p;
   }
   ASSERT_TRUE(reanchored.reanchored) << "never anchored again";
-  EXPECT_GT(reanchored.fit_before_ns - reanchored.fit_after_ns, 50'000) << "F had run ahead at the slew's rate";
+  // Past the divergence, or earlier by the start's rate check (fit_clock.h)
+  // where the slew had ended before REALTIME's first mean rate was known.
+  EXPECT_GT(reanchored.fit_before_ns - reanchored.fit_after_ns, 0) << "F had run ahead at the slew's rate";
   EXPECT_EQ(fit.stats().reanchors, 1u);
   // The new anchor starts at REALTIME: F is within the divergence of it now.
   // F is read before and after REALTIME, not once beside it: under qemu the
@@ -319,6 +321,36 @@ TEST_F(ClockStateFileTest, AFitClockAnchoredDuringASlewIsAnchoredAgainAndKeepsBo
   EXPECT_NE(first, second);
   EXPECT_NEAR(static_cast<double>(first.rate_fine), 2e12, 1e8);
   EXPECT_LT(std::llabs(second.rate_fine), 2'000'000'000'000) << "the mean rate, the slew partly averaged out";
+}
+
+// Anchored during a short slew (+300 ppm, ending 5 ms after the anchor),
+// the fit clock is anchored again as soon as REALTIME's mean rate is known,
+// long before F has left REALTIME by the allowed divergence (1 s here), and
+// only once. A clock whose rate holds at the same +300 ppm is not.
+TEST_F(ClockStateFileTest, AFirstAnchorOffTheFirstMeanRateIsAnchoredAgainOnceAtTheStart) {
+  for (const bool slew_ends : {true, false}) {
+    SCOPED_TRACE(slew_ends ? "the slew ends" : "the rate holds");
+    std::filesystem::remove(path_);
+    std::string error;
+    ASSERT_TRUE(CreateClockStateFile(path_, 1, Oscillator(8), 16, &error)) << error;
+    ClockStateWriter writer;
+    ASSERT_TRUE(writer.Open(path_, &error)) << error;
+    ASSERT_TRUE(writer.ChangeAt(ReadClockNs(CLOCK_REALTIME) - kSecond, 300'000'000'000, 0, &error));
+    auto testbed = std::make_shared<TestbedNodeClock>();
+    ASSERT_TRUE(testbed->Open(path_, &error)) << error;
+    // REALTIME's mean rate over the last 20-80 ms; never past the divergence.
+    FitClock fit(NodeClock(testbed), FitClockMode::kRaw, 1'000'000, kSecond, 20'000'000);
+    EXPECT_NEAR(static_cast<double>(fit.anchor()->rate_fine), 3e11, 1e8) << "anchored at the slew's rate";
+    if (slew_ends) ASSERT_TRUE(writer.ChangeAt(ReadClockNs(CLOCK_REALTIME) + 5'000'000, 0, 0, &error));
+    // Polled for 200 ms of the real clock (a mean rate is known after 20).
+    const int64_t start = ReadClockNs(CLOCK_MONOTONIC);
+    while (ReadClockNs(CLOCK_MONOTONIC) - start < 200'000'000) fit.Poll(ReadClockNs(CLOCK_MONOTONIC));
+    EXPECT_EQ(fit.stats().reanchors, slew_ends ? 1u : 0u);
+    if (slew_ends) {
+      EXPECT_LT(fit.anchor()->rate_fine, 300'000'000'000 - FitClock::kStartRateToleranceFine)
+          << "the new anchor runs at the mean rate, in which the slew is a part";
+    }
+  }
 }
 
 // The Python truth reads the same file and must read the same clocks.
