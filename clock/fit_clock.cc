@@ -216,15 +216,17 @@ FitClockPoll FitClock::Poll(int64_t monotonic_ns) {
   timebase_->Add(s);
   out.sample = s;
   if (mode_ != FitClockMode::kRaw) return out;
-  const std::optional<int64_t> mean_rate = MeanRealtimeRate(s);
+  std::optional<int64_t> mean_rate = MeanRealtimeRate(s);
   if (!mean_rate) return out;
   const int64_t fit = timebase_->FitOfRaw(s.raw_ns);
-  const bool diverged = std::llabs(fit - s.realtime_ns) > max_divergence_ns_;
-  // The first anchor, checked once against the first mean rate (fit_clock.h).
-  const bool start_rate_off = !start_rate_checked_ && timebase_->stats().reanchors == 0 &&
-                              std::llabs(timebase_->anchor().rate_fine - *mean_rate) > kStartRateToleranceFine;
-  start_rate_checked_ = true;
-  if (!diverged && !start_rate_off) return out;
+  if (std::llabs(fit - s.realtime_ns) <= max_divergence_ns_) {
+    // The start's anchor, checked once against the last baseline's mean
+    // rate, two baselines in (fit_clock.h).
+    if (start_rate_checked_ || s.raw_ns - history_.front().raw_ns < 2 * rate_baseline_ns_) return out;
+    start_rate_checked_ = true;
+    mean_rate = RecentMeanRealtimeRate(s);
+    if (!mean_rate || std::llabs(timebase_->anchor().rate_fine - *mean_rate) <= kStartRateToleranceFine) return out;
+  }
   out.reanchored = true;
   out.fit_before_ns = timebase_->Reanchor(s, *mean_rate);
   out.fit_after_ns = s.realtime_ns;
@@ -245,6 +247,16 @@ std::optional<int64_t> FitClock::MeanRealtimeRate(const ClockPairSample& now) {
   if (now.raw_ns - from.raw_ns < rate_baseline_ns_) return std::nullopt;
   const int64_t d_raw = now.raw_ns - from.raw_ns;
   return RoundedQuotient(static_cast<__int128>((now.realtime_ns - from.realtime_ns) - d_raw) * kFinePerNs, d_raw);
+}
+
+std::optional<int64_t> FitClock::RecentMeanRealtimeRate(const ClockPairSample& now) const {
+  for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
+    const int64_t d_raw = now.raw_ns - it->raw_ns;
+    if (d_raw >= rate_baseline_ns_) {
+      return RoundedQuotient(static_cast<__int128>((now.realtime_ns - it->realtime_ns) - d_raw) * kFinePerNs, d_raw);
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<FitAnchor> FitClock::anchor() const {

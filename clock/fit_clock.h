@@ -141,12 +141,14 @@ struct FitClockPoll {
 // then slews of hundreds of ppm for seconds) made that step come at a time
 // set by how far off the first anchor was: in one 5-node run three nodes a
 // minute in and one after three minutes, each costing its windows around
-// it and the span chooser's history. So the first anchor is also checked
-// once, as soon as REALTIME's mean rate is known: more than
-// kStartRateToleranceFine off it (F would leave REALTIME by 20 ms within
-// about three hours), F is anchored again there and then, at the start,
-// instead of at a time no one chose. A daemon that had settled before the
-// agent started passes the check.
+// it and the span chooser's history; and a new anchor taken a minute in
+// runs at a mean that still holds the start's slews, tens of ppm off. So
+// two baselines (64 s) after the start, the anchor in force is checked
+// once against REALTIME's mean rate over the last baseline alone: more
+// than kStartRateToleranceFine off it (F would leave REALTIME by 20 ms
+// within about three hours), F is anchored again there and then, at that
+// mean, while the start-up is disturbed anyway, instead of at a time no
+// one chose. A daemon that had settled before the agent started passes.
 class FitClock {
  public:
   // REALTIME's mean rate for a new anchor is taken over the last
@@ -182,6 +184,9 @@ class FitClock {
 
  private:
   std::optional<int64_t> MeanRealtimeRate(const ClockPairSample& now);
+  // Over the last 1-1.25 baselines only (a mean of the history's newest
+  // sample at least a baseline old): none of a slew ended before it.
+  std::optional<int64_t> RecentMeanRealtimeRate(const ClockPairSample& now) const;
 
   NodeClock node_;
   FitClockMode mode_;
@@ -194,7 +199,7 @@ class FitClock {
   // mean rate; none across a step.
   std::deque<ClockPairSample> history_;
   uint64_t history_steps_ = 0;
-  bool start_rate_checked_ = false;  // the first anchor's rate, against the first mean rate
+  bool start_rate_checked_ = false;  // the anchor in force two baselines in, against the last one's mean
 };
 
 }  // namespace chronolink
