@@ -226,8 +226,11 @@ FitClockPoll FitClock::Poll(int64_t monotonic_ns) {
     start_rate_checked_ = true;
     mean_rate = RecentMeanRealtimeRate(s);
     if (!mean_rate || std::llabs(timebase_->anchor().rate_fine - *mean_rate) <= kStartRateToleranceFine) return out;
+    out.at_start_check = true;
   }
   out.reanchored = true;
+  out.rate_before_fine = timebase_->anchor().rate_fine;
+  out.rate_after_fine = *mean_rate;
   out.fit_before_ns = timebase_->Reanchor(s, *mean_rate);
   out.fit_after_ns = s.realtime_ns;
   return out;

@@ -116,11 +116,15 @@ struct FitWindowClock {
 // What a poll of the fit clock did.
 struct FitClockPoll {
   std::optional<ClockPairSample> sample;  // the sample, when it took one
-  // F left REALTIME by more than allowed and a new anchor began: F jumped
-  // from `fit_before_ns` to `fit_after_ns` (a step of F, which the agent
-  // treats as a clock step).
+  // F left REALTIME by more than allowed, or the start's check found its
+  // anchor off REALTIME's mean rate (`at_start_check`), and a new anchor
+  // began: F jumped from `fit_before_ns` to `fit_after_ns` (a step of F,
+  // which the agent treats as a clock step), its rate from
+  // `rate_before_fine` to `rate_after_fine`.
   bool reanchored = false;
+  bool at_start_check = false;
   int64_t fit_before_ns = 0, fit_after_ns = 0;
+  int64_t rate_before_fine = 0, rate_after_fine = 0;
 };
 
 // The node clock as the agent's estimation sees it: Now, the stamps it

@@ -347,9 +347,16 @@ TEST_F(ClockStateFileTest, AFirstAnchorOffTheFirstMeanRateIsAnchoredAgainOnceAtT
     }
     // Polled for 200 ms of the real clock (checked after 40).
     const int64_t start = ReadClockNs(CLOCK_MONOTONIC);
-    while (ReadClockNs(CLOCK_MONOTONIC) - start < 200'000'000) fit.Poll(ReadClockNs(CLOCK_MONOTONIC));
+    FitClockPoll reanchored;
+    while (ReadClockNs(CLOCK_MONOTONIC) - start < 200'000'000) {
+      const FitClockPoll p = fit.Poll(ReadClockNs(CLOCK_MONOTONIC));
+      if (p.reanchored) reanchored = p;
+    }
     EXPECT_EQ(fit.stats().reanchors, slew_ends ? 1u : 0u);
     if (slew_ends) {
+      EXPECT_TRUE(reanchored.at_start_check) << "by the start's check, not the divergence";
+      EXPECT_NEAR(static_cast<double>(reanchored.rate_before_fine), 3e11, 1e8);
+      EXPECT_EQ(reanchored.rate_after_fine, fit.anchor()->rate_fine);
       EXPECT_LT(std::llabs(fit.anchor()->rate_fine), FitClock::kStartRateToleranceFine)
           << "the new anchor runs at the last baseline's mean rate, after the slew";
     }
