@@ -328,7 +328,7 @@ TEST_F(ClockStateFileTest, AFitClockAnchoredDuringASlewIsAnchoredAgainAndKeepsBo
 // before F has left REALTIME by the allowed divergence (1 s here), at the
 // last baseline's mean rate, and only once. A clock whose rate holds at the
 // same +300 ppm is not.
-TEST_F(ClockStateFileTest, AFirstAnchorOffTheFirstMeanRateIsAnchoredAgainOnceAtTheStart) {
+TEST_F(ClockStateFileTest, AnAnchorOffTheRecentMeanRateTwoBaselinesInIsAnchoredAgainOnce) {
   for (const bool slew_ends : {true, false}) {
     SCOPED_TRACE(slew_ends ? "the slew ends" : "the rate holds");
     std::filesystem::remove(path_);
