@@ -623,8 +623,9 @@ def baseline_results(res: dict, baselines: list[tuple[str, Any]], span_t0: int, 
     for (label, b), k0, k1 in zip(baselines, ticks0, ticks1):
         cpu = {role: bl.cpu_percent(k0.get(role), k1.get(role), wall) for role in k0}
         res["baseline_cpu"][b.name] = cpu
-        errs = b.errors_ns(**span)
-        entry = {"summary": summarize_abs_us(errs), "errors_ns": errs, "offsets_ns": b.offsets_ns(**span),
+        rows = b.samples(**span)  # a chronyd log is parsed once for both
+        errs = b.errors_of(rows)
+        entry = {"summary": summarize_abs_us(errs), "errors_ns": errs, "offsets_ns": [r["offset_ns"] for r in rows],
                  "workdir": b.workdir, "clocks": "nodes' own (shim)" if b.clock_states else "kernel"}
         if isinstance(b, bl.PtpBaseline):
             entry["poll_stats"] = dict(b.poll_stats)
@@ -634,7 +635,7 @@ def baseline_results(res: dict, baselines: list[tuple[str, Any]], span_t0: int, 
         if isinstance(b, bl.ChronyBaseline):
             entry["truth_motion_within_1s"] = b.truth_motion(**span)
             rows = b.filtered_samples(**span)
-            fo = b.filtered_errors_ns(**span)
+            fo = b.errors_of(rows)
             fe = {"summary": summarize_abs_us(fo), "errors_ns": fo, "offsets_ns": [r["offset_ns"] for r in rows],
                   "offset_sd_ns": [r["offset_sd_ns"] for r in rows], "source": "statistics.log Est offset",
                   "clocks": entry["clocks"]}

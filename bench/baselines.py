@@ -493,10 +493,15 @@ class ChronyBaseline(_Baseline):
         """Per-sample offsets (ns) from the server, as chronyd measured them."""
         return [r["offset_ns"] for r in self.samples(**kw)]
 
+    def errors_of(self, rows: list[dict]) -> list[float]:
+        """Each row's offset (raw or filtered: both server minus client)
+        minus the true offset at its instant (ns)."""
+        truth = self.truth()
+        return [r["offset_ns"] - float(truth.server_minus_client_ns(r["t_ns"])) for r in rows]
+
     def errors_ns(self, **kw: Any) -> list[float]:
         """Per-sample offset minus the true offset at the sample (ns)."""
-        truth = self.truth()
-        return [r["offset_ns"] - float(truth.server_minus_client_ns(r["t_ns"])) for r in self.samples(**kw)]
+        return self.errors_of(self.samples(**kw))
 
     def truth_motion(self, **kw: Any) -> dict:
         """How far the truth moved within the logged seconds of the span
@@ -526,9 +531,7 @@ class ChronyBaseline(_Baseline):
 
     def filtered_errors_ns(self, **kw: Any) -> list[float]:
         """chronyd's filtered estimate minus the true offset at its instant."""
-        truth = self.truth()
-        return [r["offset_ns"] - float(truth.server_minus_client_ns(r["t_ns"]))
-                for r in self.filtered_samples(**kw)]
+        return self.errors_of(self.filtered_samples(**kw))
 
 
 # --------------------------------------------------------------------------
@@ -773,12 +776,15 @@ class PtpBaseline(_Baseline):
         """offsetFromMaster (ns, slave minus master) of every distinct Sync seen."""
         return [r["offset_ns"] for r in self.samples(**kw)]
 
-    def errors_ns(self, **kw: Any) -> list[float]:
+    def errors_of(self, rows: list[dict]) -> list[float]:
         """offsetFromMaster minus the true slave-minus-master offset at the
         Sync's receive stamp (the slave's clock; with CURRENT_DATA_SET, on
         the kernel clock only, the poll's instant)."""
         truth = self.truth()
-        return [r["offset_ns"] + float(truth.server_minus_client_ns(r["t_ns"])) for r in self.samples(**kw)]
+        return [r["offset_ns"] + float(truth.server_minus_client_ns(r["t_ns"])) for r in rows]
+
+    def errors_ns(self, **kw: Any) -> list[float]:
+        return self.errors_of(self.samples(**kw))
 
 
 # --------------------------------------------------------------------------

@@ -29,7 +29,6 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +38,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tools", "testbed"))
 sys.path.insert(0, os.path.join(REPO, "bench"))
 import baselines as bl  # noqa: E402
+import node_clocks  # noqa: E402
 from ci_rule import skip as skip_or_fail  # noqa: E402
 from testbed import Testbed  # noqa: E402
 
@@ -51,13 +51,6 @@ def check(cond: bool, msg: str) -> None:
     print(("ok:   " if cond else "FAIL: ") + msg)
     if not cond:
         FAILS.append(msg)
-
-
-def create_state(tool: str, path: str, node: int, offset_ns: int, drift_ppm: int, start_ns: int) -> None:
-    subprocess.run([tool, "create", path, "--node", str(node), "--offset-ns", str(offset_ns), "--drift-ppm",
-                    str(drift_ppm), "--white-fm-adev", "5e-9", "--random-walk-fm-adev", "2e-11", "--seed",
-                    str(node), "--start-ns", str(start_ns), "--duration-s", "600"],
-                   check=True, capture_output=True, timeout=60)
 
 
 def median_abs_us(values: list[float]) -> float:
@@ -78,9 +71,10 @@ def main() -> int:
     shim = os.path.join(a.build, "tools", "libchronolink_discipline_shim.so")
     with tempfile.TemporaryDirectory(prefix="baselines-node-clocks-") as work:
         start = time.time_ns()
-        states = {1: os.path.join(work, "node1.clock"), 2: os.path.join(work, "node2.clock")}
-        create_state(tool, states[1], 1, 0, 0, start)
-        create_state(tool, states[2], 2, NODE2_OFFSET_NS, NODE2_DRIFT_PPM, start)
+        # The test bed's crystals (node_clocks' default wander), no discipline.
+        states = {n: node_clocks.make_node_clock("wander", n, off, drift, start, state_dir=work, duration_s=600,
+                                                 seed=n, clock_tool=tool).state_file
+                  for n, off, drift in ((1, 0, "0"), (2, NODE2_OFFSET_NS, str(NODE2_DRIFT_PPM)))}
         with Testbed("clbnc", nodes=2, topology="direct") as tb:
             chrony = bl.ChronyBaseline(tb, 1, 2, os.path.join(work, "chrony"), clock_states=states, shim=shim,
                                        ntp_port=11123)
