@@ -3,6 +3,16 @@
 #include "clock/clock_trajectory.h"
 
 namespace chronolink {
+namespace {
+
+// REALTIME's mean rate against RAW from `from` to `to`, less 1, in fine
+// units: a chord between two samples, or a mean over a baseline.
+int64_t RealtimeRateBetween(const ClockPairSample& from, const ClockPairSample& to) {
+  const int64_t d_raw = to.raw_ns - from.raw_ns;
+  return RoundedQuotient(static_cast<__int128>((to.realtime_ns - from.realtime_ns) - d_raw) * kFinePerNs, d_raw);
+}
+
+}  // namespace
 
 FitTimebase::FitTimebase(const ClockPairSample& first, size_t capacity) : map_(capacity) {
   anchors_.push_back({{first.raw_ns, first.realtime_ns, first.rate_fine == kRateUnknown ? 0 : first.rate_fine}});
@@ -82,9 +92,7 @@ int64_t FitTimebase::RateAt(size_t i) const {
   } else {
     return 0;
   }
-  const int64_t d_raw = ss[b].raw_ns - ss[a].raw_ns;
-  const int64_t d_rt = ss[b].realtime_ns - ss[a].realtime_ns;
-  return RoundedQuotient(static_cast<__int128>(d_rt - d_raw) * kFinePerNs, d_raw);
+  return RealtimeRateBetween(ss[a], ss[b]);
 }
 
 int64_t FitTimebase::RawAlong(const ClockPairSample& s, size_t index, int64_t realtime_ns) const {
@@ -248,16 +256,12 @@ std::optional<int64_t> FitClock::MeanRealtimeRate(const ClockPairSample& now) {
   while (history_.size() > kKeep) history_.pop_front();
   const ClockPairSample& from = history_.front();
   if (now.raw_ns - from.raw_ns < rate_baseline_ns_) return std::nullopt;
-  const int64_t d_raw = now.raw_ns - from.raw_ns;
-  return RoundedQuotient(static_cast<__int128>((now.realtime_ns - from.realtime_ns) - d_raw) * kFinePerNs, d_raw);
+  return RealtimeRateBetween(from, now);
 }
 
 std::optional<int64_t> FitClock::RecentMeanRealtimeRate(const ClockPairSample& now) const {
   for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
-    const int64_t d_raw = now.raw_ns - it->raw_ns;
-    if (d_raw >= rate_baseline_ns_) {
-      return RoundedQuotient(static_cast<__int128>((now.realtime_ns - it->realtime_ns) - d_raw) * kFinePerNs, d_raw);
-    }
+    if (now.raw_ns - it->raw_ns >= rate_baseline_ns_) return RealtimeRateBetween(*it, now);
   }
   return std::nullopt;
 }
