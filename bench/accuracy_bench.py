@@ -741,9 +741,9 @@ def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
                          f"({t['events']} events of node 2 on node 1's clock): |aligned - true| p50 "
                          f"{_ns(t['p50_ns'])}, p99 {_ns(t['p99_ns'])}, max {_ns(t['max_ns'])}")
     for r in results:
-        line = format_purity(r.get("windows", []))
-        if line:
-            lines.append(f"{r['scenario']:<14} {line}")
+        for line in (format_purity(r.get("windows", [])), format_prober_bias(r.get("windows", []))):
+            if line:
+                lines.append(f"{r['scenario']:<14} {line}")
     for r in results:
         kernel = [w for w in r.get("windows", []) if w.get("source") == "kernel"]
         if kernel:
@@ -784,6 +784,22 @@ def format_purity(windows: list[dict], source: str = "kernel") -> str:
         kinds[w.get("estimator", "?")] = kinds.get(w.get("estimator", "?"), 0) + 1
     by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     return f"{source} windows: pure pairs forward {fwd:.1f} %, reverse {rev:.1f} %; {by_kind}"
+
+
+def format_prober_bias(windows: list[dict], source: str = "kernel") -> str:
+    """The mean signed error of each prober's windows. A path's asymmetry
+    biases the two directed edges of a link oppositely; a bias of the same
+    sign from both ends follows the packets' roles (forward pairs are
+    pilot-warmed, reverse ones not), which the solve, averaging both
+    directions, cancels."""
+    by_node: dict[int, list[float]] = {}
+    for w in windows:
+        if w.get("source") == source:
+            by_node.setdefault(int(w["node"]), []).append(float(w["error_ns"]))
+    if not by_node:
+        return ""
+    means = ", ".join(f"node {n} {sum(e) / len(e):+.0f} ns" for n, e in sorted(by_node.items()))
+    return f"{source} windows: mean signed error by prober: {means}"
 
 
 def _both_ends(cpu: dict | None) -> float | None:
@@ -1006,6 +1022,12 @@ def selftest(verbose: bool = True) -> int:
                           "pure_forward": 50, "pure_reverse": 20}])
     check(pur.startswith("kernel windows: pure pairs forward 25.0 %, reverse 10.0 %"), f"purity over a fit span: {pur}")
     check(format_purity([]) == "", "no purity line without windows")
+    bias = format_prober_bias([{"source": "kernel", "node": 1, "error_ns": -60.0},
+                               {"source": "kernel", "node": 1, "error_ns": -80.0},
+                               {"source": "kernel", "node": 2, "error_ns": -50.0},
+                               {"source": "userspace", "node": 2, "error_ns": 9000.0}])
+    check(bias == "kernel windows: mean signed error by prober: node 1 -70 ns, node 2 -50 ns", bias)
+    check(format_prober_bias([]) == "", "no bias line without windows")
     # solved offsets against node 1: the truth of the injected clocks, the
     # last line of a (t_ns, node) wins, unreachable and reference rows skipped
     clk = {1: VClock.make(0, 0, 10**18), 2: VClock.make(3_700_000, 45, 10**18)}
