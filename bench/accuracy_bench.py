@@ -554,8 +554,9 @@ def timebase_errors(path: str, state_file: str, since_ns: int | None = None, unt
             knots = [json.loads(line) for line in f if line.strip()]
     except (OSError, ValueError) as e:
         return {"error": str(e)}
-    knots = [k for k in knots if (since_ns is None or state.raw.true_time(k["raw_ns"]) >= since_ns)
-             and (until_ns is None or state.raw.true_time(k["raw_ns"]) <= until_ns)]
+    lo = -math.inf if since_ns is None else since_ns
+    hi = math.inf if until_ns is None else until_ns
+    knots = [k for k in knots if lo <= state.raw.true_time(k["raw_ns"]) <= hi]
     if not knots:
         return {"error": "no knots"}
     truth = state.realtime()
