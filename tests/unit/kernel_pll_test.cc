@@ -2,12 +2,12 @@
 // kernel_pll.h) against kernel/time/ntp.c's rules, worked by hand: the PLL's
 // frequency step and its cap on the update interval, the FLL term, the phase
 // chunk of each second, the clamps, and microseconds without STA_NANO.
-#include "tools/testbed/discipline_shim/kernel_pll.h"
+#include "clock/kernel_pll.h"
 
 #include <gtest/gtest.h>
 #include <sys/timex.h>
 
-namespace chronolink::testbed {
+namespace chronolink {
 namespace {
 
 KernelPll PllOn(int64_t at_s, long constant, bool nano = true) {
@@ -72,4 +72,4 @@ TEST(KernelPll, TheFllTermPastMinsecAndTheClamps) {
 }
 
 }  // namespace
-}  // namespace chronolink::testbed
+}  // namespace chronolink

@@ -65,15 +65,15 @@
 #include <string>
 
 #include "clock/clock_state_file.h"
-#include "tools/testbed/discipline_shim/kernel_pll.h"
+#include "clock/kernel_pll.h"
 
 namespace {
 
 using chronolink::ClockStateReader;
 using chronolink::ClockStateWriter;
 using chronolink::FineNs;
+using chronolink::KernelPll;
 using chronolink::kFinePerNs;
-using chronolink::testbed::KernelPll;
 
 constexpr int64_t kNsPerSec = 1'000'000'000;
 constexpr long kNtpPhaseLimitUs = 16'000'000;  // the kernel's NTP_PHASE_LIMIT

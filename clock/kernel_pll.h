@@ -1,7 +1,8 @@
 // The kernel's NTP phase-locked loop (Linux kernel/time/ntp.c) as the test
 // bed's discipline shim emulates it for daemons that drive it with
-// ADJ_OFFSET (ntpd, systemd-timesyncd): the same state, units and update
-// rules, so that such a daemon sees the clock respond as a kernel's would.
+// ADJ_OFFSET (ntpd, systemd-timesyncd), and as chronolink-sim's disciplined
+// clocks run it: the same state, units and update rules, so that such a
+// daemon sees the clock respond as a kernel's would.
 //
 //   - ntp_update_offset(): with STA_PLL on, an offset (ns with STA_NANO,
 //     else us, clamped to +/-0.5 s) replaces the phase still to be slewed
@@ -22,7 +23,7 @@
 
 #include <cstdint>
 
-namespace chronolink::testbed {
+namespace chronolink {
 
 class KernelPll {
  public:
@@ -67,4 +68,4 @@ class KernelPll {
   int64_t reftime_s_ = 0;
 };
 
-}  // namespace chronolink::testbed
+}  // namespace chronolink

@@ -1,10 +1,10 @@
-#include "tools/testbed/discipline_shim/kernel_pll.h"
+#include "clock/kernel_pll.h"
 
 #include <sys/timex.h>
 
 #include <algorithm>
 
-namespace chronolink::testbed {
+namespace chronolink {
 namespace {
 
 // The kernel's shift_right: toward zero for negative values too.
@@ -64,4 +64,4 @@ long KernelPll::ReportedOffset() const {
   return static_cast<long>((status_ & STA_NANO) ? ns : ns / 1000);
 }
 
-}  // namespace chronolink::testbed
+}  // namespace chronolink
