@@ -1,7 +1,8 @@
 // Tests of the cluster simulator (tools/sim/, docs/simulator.md): a small
 // cluster without asymmetry solves close to the simulated truth, one
-// asymmetric link shows up where it should, and a run is a function of its
-// seed alone.
+// asymmetric link shows up where it should, a run is a function of its
+// seed alone, and a daemon bending REALTIME stays out of the estimates made
+// on the fit clocks, and out of the solution mapped back to REALTIME.
 #include "tools/sim/cluster_simulator.h"
 
 #include <gtest/gtest.h>
@@ -63,7 +64,7 @@ TEST(ClusterSimulator, DefaultsAreValidAndBadConfigsAreNot) {
 
 TEST(ClusterSimulator, ClockReadsAndInvertsOnIntegerNanoseconds) {
   const ClusterSimulator sim(SmallCluster());
-  const SimClock& clk = sim.clock(3);
+  const SimNodeClock& clk = sim.clock(3);
   const int64_t t = sim.config().start_ns + 1'234'567'891;
   const int64_t local = clk.Read(t);
   EXPECT_NEAR(static_cast<double>(local - t), clk.DeviationNs(t), 0.5);
@@ -172,6 +173,112 @@ TEST(ClusterSimulator, DeterministicForASeedWhateverTheThreads) {
     if (i < other.windows.size() && other.windows[i].estimate.beta_ns != x.beta_ns) differs = true;
   }
   EXPECT_TRUE(differs) << "another seed must give another run";
+}
+
+// A node disciplined as timesyncd disciplines it, polling every 4 s with
+// noisy offsets: REALTIME stays near true time while its rate swings by
+// ppm; F minus the oscillator's own wander is a straight line, REALTIME's
+// is not; and each view reads, inverts and maps into the other.
+TEST(SimNodeClock, AKernelPllKeepsRealtimeNearTrueWhileFFollowsTheOscillator) {
+  constexpr int64_t kBegin = 1'790'000'000'000'000'000, kSecond = 1'000'000'000;
+  ClockParams p;
+  p.offset_ns = 30e6;
+  p.drift = 50e-6;
+  p.wander_ns_per_sqrt_s = 5;
+  DisciplineParams d;
+  d.poll_ns = 4 * kSecond;
+  d.measurement_noise_ns = 20'000;
+  const SimNodeClock clk(SimClock(p, kBegin, kBegin, kBegin + 600 * kSecond, 7), d, kBegin, kBegin + 600 * kSecond, 8);
+  ASSERT_TRUE(clk.disciplined());
+  const DisciplineStats& s = clk.discipline_stats();
+  EXPECT_EQ(s.updates, 150);
+  EXPECT_LT(s.max_abs_realtime_ns, 500'000.0);  // the oscillator alone is 30 ms off
+  EXPECT_GT(s.rate_max_ppm - s.rate_min_ppm, 1.0);
+  EXPECT_NEAR((s.rate_max_ppm + s.rate_min_ppm) / 2, -50.0, 20.0);  // it cancels the oscillator's drift
+
+  const SimClock& osc = clk.oscillator();
+  // Deviation less the oscillator's wander, at three equally spaced instants.
+  const auto bend = [&](ClockView v, int64_t t0) {
+    const auto less_wander = [&](int64_t t) {
+      return clk.DeviationNs(v, t) - (osc.DeviationNs(t) - p.drift * static_cast<double>(t - kBegin));
+    };
+    const int64_t h = 100 * kSecond;
+    return less_wander(t0) - 2 * less_wander(t0 + h) + less_wander(t0 + 2 * h);
+  };
+  double worst_fit = 0, worst_realtime = 0;
+  for (int64_t t0 = kBegin + kSecond; t0 < kBegin + 390 * kSecond; t0 += 37 * kSecond) {
+    worst_fit = std::max(worst_fit, std::fabs(bend(ClockView::kFit, t0)));
+    worst_realtime = std::max(worst_realtime, std::fabs(bend(ClockView::kRealtime, t0)));
+  }
+  EXPECT_LT(worst_fit, 0.05);
+  EXPECT_GT(worst_realtime, 100.0);
+
+  for (ClockView v : {ClockView::kFit, ClockView::kRealtime}) {
+    const int64_t t = kBegin + 123 * kSecond + 456'789;
+    const int64_t reading = clk.Read(v, t);
+    EXPECT_NEAR(static_cast<double>(reading - t), clk.DeviationNs(v, t), 0.5);
+    EXPECT_LE(std::llabs(clk.TrueInstant(v, reading) - t), 1);
+  }
+  const int64_t t = kBegin + 321 * kSecond;
+  EXPECT_NEAR(clk.RealtimeMinusFitNs(clk.Read(ClockView::kFit, t)),
+              clk.DeviationNs(ClockView::kRealtime, t) - clk.DeviationNs(ClockView::kFit, t), 1.0);
+}
+
+TEST(SimNodeClock, WithoutADisciplineEveryViewIsTheOscillator) {
+  SimConfig c = SmallCluster();
+  c.discipline.model = SimDiscipline::kNone;
+  const ClusterSimulator sim(c);
+  const SimNodeClock& clk = sim.clock(5);
+  EXPECT_FALSE(clk.disciplined());
+  for (int64_t t = c.start_ns; t < c.start_ns + 6'000'000'000; t += 777'777'777) {
+    EXPECT_EQ(clk.Read(ClockView::kFit, t), clk.oscillator().Read(t));
+    EXPECT_EQ(clk.Read(ClockView::kRealtime, t), clk.oscillator().Read(t));
+    EXPECT_EQ(clk.RealtimeMinusFitNs(clk.Read(t)), 0.0);
+  }
+}
+
+// The same cluster under a daemon that swings REALTIME's rate by tens of
+// ppm: fitted on the fit clocks the estimates and the solve err as on
+// undisciplined clocks, and so does the solution mapped back to REALTIME
+// (which, left unmapped, would be µs off); fitted on REALTIME they err by
+// what the daemon bent within each span.
+TEST(ClusterSimulator, TheFitClockKeepsTheDisciplineOutOfTheEstimates) {
+  SimConfig c = SmallCluster();
+  c.windows = 20;
+  c.discipline.poll_ns = 4'000'000'000;
+  c.discipline.measurement_noise_ns = 50'000;
+  const SolverOptions named = NamedReference(0, c);
+  const auto run = [&](SimDiscipline model, FitClockMode fit_clock) {
+    SimConfig rc = c;
+    rc.discipline.model = model;
+    rc.discipline.fit_clock = fit_clock;
+    const ClusterSimulator sim(rc);
+    return Evaluate(sim, sim.SimulateAll(), named);
+  };
+  const AccuracyReport undisciplined = run(SimDiscipline::kNone, FitClockMode::kRaw);
+  const AccuracyReport on_fit = run(SimDiscipline::kKernelPll, FitClockMode::kRaw);
+  const AccuracyReport on_realtime = run(SimDiscipline::kKernelPll, FitClockMode::kRealtime);
+  ASSERT_EQ(on_fit.global.error.samples, 20u * 7);
+  EXPECT_LT(on_fit.windows.edge_error.p99_ns, 2 * undisciplined.windows.edge_error.p99_ns + 5);
+  EXPECT_LT(on_fit.global.error.p99_ns, 2 * undisciplined.global.error.p99_ns + 5);
+  EXPECT_LT(on_fit.global_realtime.error.p99_ns, 2 * undisciplined.global.error.p99_ns + 5);
+  EXPECT_EQ(on_fit.global_realtime.error.samples, on_fit.global.error.samples);
+  EXPECT_GT(on_realtime.global.error.p99_ns, 10 * on_fit.global.error.p99_ns + 300);
+
+  // Unmapped, the offsets on F are not REALTIME's.
+  SimConfig rc = c;
+  const ClusterSimulator sim(rc);
+  const std::vector<EdgeEstimate> estimates = UsableEstimates(sim.SimulateAll());
+  const int64_t T = sim.ReferenceInstants()[10];
+  const SolveResult r = Solve(EstimatesNear(estimates, T, named.validity_horizon_ns), T, named);
+  std::vector<uint32_t> nodes;
+  for (const NodeSolution& n : r.nodes) nodes.push_back(n.node);
+  const std::vector<double> realtime_truth = TrueOffsets(sim, T, 0, nodes, ClockView::kRealtime);
+  double worst_unmapped = 0;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    worst_unmapped = std::max(worst_unmapped, std::fabs(r.nodes[i].offset_ns - realtime_truth[i]));
+  EXPECT_GT(worst_unmapped, 1000.0);
+  for (const auto& [error, sigma] : RealtimeSolutionErrors(sim, r)) EXPECT_LT(std::fabs(error), 200.0);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// chronolink-sim: simulates a cluster of drifting, wandering clocks probing
-// each other over queueing, asymmetric links, runs the agent's pairing and
+// chronolink-sim: simulates a cluster of drifting, wandering clocks, each
+// disciplined by a daemon, probing each other over queueing, asymmetric links, runs the agent's pairing and
 // estimator and the leader's global solve on the simulated stamps, and
 // prints the accuracy against the simulated truth, next to a spanning-tree
 // baseline on the same data (docs/simulator.md).
@@ -47,13 +47,41 @@ class Progress {
   std::chrono::steady_clock::time_point last_;
 };
 
+// What the daemons did to REALTIME over the run, over all nodes.
+struct DisciplineSummary {
+  int updates = 0;
+  double swing_p50_ppm = 0, swing_max_ppm = 0;  // REALTIME's rate range against RAW, per node
+  double max_abs_realtime_ns = 0;
+};
+
+DisciplineSummary SummariseDiscipline(const ClusterSimulator& sim) {
+  DisciplineSummary s;
+  std::vector<double> swings;
+  for (uint32_t n = 0; n < sim.config().nodes; ++n) {
+    const chronolink::sim::DisciplineStats& d = sim.clock(n).discipline_stats();
+    if (!sim.clock(n).disciplined()) continue;
+    s.updates += d.updates;
+    swings.push_back(d.rate_max_ppm - d.rate_min_ppm);
+    s.max_abs_realtime_ns = std::max(s.max_abs_realtime_ns, d.max_abs_realtime_ns);
+  }
+  if (swings.empty()) return s;
+  std::sort(swings.begin(), swings.end());
+  s.swing_p50_ppm = swings[swings.size() / 2];
+  s.swing_max_ppm = swings.back();
+  return s;
+}
+
 struct RunResult {
   SimConfig config;
   size_t links = 0;
   int degree = 0;
+  DisciplineSummary discipline;
   SimTraffic traffic;
   AccuracyReport report;
 };
+
+bool Disciplined(const SimConfig& c) { return c.discipline.model != chronolink::sim::SimDiscipline::kNone; }
+bool FitsInRealtime(const SimConfig& c) { return c.discipline.fit_clock == chronolink::FitClockMode::kRealtime; }
 
 RunResult RunOne(const SimConfig& config, const chronolink::SolverOptions& options, bool show_progress) {
   RunResult run;
@@ -61,6 +89,7 @@ RunResult RunOne(const SimConfig& config, const chronolink::SolverOptions& optio
   const ClusterSimulator sim(config);
   run.links = sim.graph().edges().size();
   run.degree = sim.graph().target_degree();
+  run.discipline = SummariseDiscipline(sim);
   Progress progress(show_progress);
   run.traffic = sim.SimulateAll([&](size_t done, size_t total) {
     progress.Report(std::to_string(config.nodes) + " nodes: simulated edges", done, total);
@@ -147,6 +176,11 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
                          {"offset_spread_ms", c.offset_spread_ns / 1e6},
                          {"drift_spread_ppm", std::round(c.drift_spread * 1e12) / 1e6},
                          {"wander_ns_per_sqrt_s", c.wander_ns_per_sqrt_s},
+                         {"frequency_wander_adev", c.frequency_wander_adev_1s},
+                         {"discipline", Disciplined(c) ? "kernel-pll" : "none"},
+                         {"ntp_poll_s", static_cast<double>(c.discipline.poll_ns) / 1e9},
+                         {"ntp_noise_us", c.discipline.measurement_noise_ns / 1e3},
+                         {"fit_clock", FitsInRealtime(c) ? "realtime" : "raw"},
                          {"delay_us", {c.delay_min_ns / 1e3, c.delay_max_ns / 1e3}},
                          {"asymmetry_ns", c.asymmetry_ns},
                          {"queue_mean_us", c.queue.queue_mean_ns / 1e3},
@@ -172,7 +206,13 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
            }()},
           {"edge_error", StatsJson(w.edge_error)},
           {"edge_sigma", CoverageJson(w.edge_sigma)},
+          {"discipline",
+           {{"updates", r.discipline.updates},
+            {"rate_swing_p50_ppm", r.discipline.swing_p50_ppm},
+            {"rate_swing_max_ppm", r.discipline.swing_max_ppm},
+            {"max_abs_realtime_ns", r.discipline.max_abs_realtime_ns}}},
           {"global", SolverJson(r.report.global)},
+          {"global_realtime", SolverJson(r.report.global_realtime)},
           {"spanning_tree", SolverJson(r.report.tree)},
           {"p99_ratio", r.report.p99_ratio},
           {"instants", r.report.instants},
@@ -188,8 +228,20 @@ void PrintTable(const RunResult& r, const std::string& reference) {
       c.nodes, c.k, r.degree, r.links, c.windows, static_cast<double>(c.window_ns) / 1e9,
       SpanText(r).c_str(), static_cast<double>(c.interval_ns) / 1e6,
       static_cast<unsigned long long>(c.seed), reference.c_str());
-  std::printf("clocks: offsets +/-%g ms, drifts +/-%g ppm, wander %g ns/sqrt(s)\n", c.offset_spread_ns / 1e6,
-              c.drift_spread * 1e6, c.wander_ns_per_sqrt_s);
+  std::printf("clocks: offsets +/-%g ms, drifts +/-%g ppm, wander %g ns/sqrt(s), frequency wander %g at 1 s\n",
+              c.offset_spread_ns / 1e6, c.drift_spread * 1e6, c.wander_ns_per_sqrt_s, c.frequency_wander_adev_1s);
+  if (Disciplined(c)) {
+    const DisciplineSummary& d = r.discipline;
+    std::printf(
+        "discipline: the kernel PLL driven as timesyncd drives it, an NTP offset every %g s with %g us noise "
+        "(%d updates); REALTIME's rate against RAW swung by p50 %.3f, max %.3f ppm; |REALTIME - true| up to "
+        "%.1f us; agents fit on %s\n",
+        static_cast<double>(c.discipline.poll_ns) / 1e9, c.discipline.measurement_noise_ns / 1e3, d.updates,
+        d.swing_p50_ppm, d.swing_max_ppm, d.max_abs_realtime_ns / 1e3,
+        FitsInRealtime(c) ? "REALTIME (--fit-clock realtime)" : "their fit clocks (RAW)");
+  } else {
+    std::printf("discipline: none (REALTIME is the oscillator)\n");
+  }
   std::printf(
       "links: delay %g-%g us, asymmetry +/-%g ns, queue idle %g %% else Exp(%g us), "
       "bursts %g %% Exp(%g us), loss %g %%\n",
@@ -212,6 +264,11 @@ void PrintTable(const RunResult& r, const std::string& reference) {
   }
   std::printf("p99 ratio (spanning-tree / global): %.2f\n", r.report.p99_ratio);
   PrintCoverage("solved (global)", r.report.global.sigma);
+  if (Disciplined(c)) {
+    const ErrorStats& e = r.report.global_realtime.error;
+    std::printf("solved (global) mapped back to REALTIME: p50 %.1f ns, p99 %.1f ns, max %.1f ns\n", e.p50_ns, e.p99_ns,
+                e.max_ns);
+  }
 }
 
 void PrintSweepHeader() {
@@ -242,7 +299,9 @@ int main(int argc, char** argv) {
          spacing_us = static_cast<double>(c.spacing_ns) / 1e3;
   double offset_spread_ms = 50, drift_spread_ppm = 100, queue_mean_us = 20, burst_us = 500;
   std::vector<double> delay_us = {20, 200};
-  std::string reference = "mean";
+  std::string reference = "mean", discipline = "kernel-pll", fit_clock = "raw";
+  double ntp_poll_s = static_cast<double>(c.discipline.poll_ns) / 1e9,
+         ntp_noise_us = c.discipline.measurement_noise_ns / 1e3;
   bool json_out = false, quiet = false;
   c.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
@@ -290,6 +349,25 @@ int main(int argc, char** argv) {
   app.add_option("--wander-ns-per-sqrt-s", c.wander_ns_per_sqrt_s, "random-walk phase noise of every clock")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--frequency-wander-adev", c.frequency_wander_adev_1s,
+                 "random-walk FM of every oscillator: its Allan deviation at 1 s")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e-6));
+  app.add_option("--discipline", discipline,
+                 "each node's daemon: kernel-pll (an NTP client driving the kernel PLL, as timesyncd), "
+                 "or none (REALTIME is the oscillator; the simulator before 2026-12-03)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"kernel-pll", "none"}));
+  app.add_option("--ntp-poll-s", ntp_poll_s, "the daemon's poll interval, whole seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 2048.0));
+  app.add_option("--ntp-noise-us", ntp_noise_us, "sigma of one NTP offset measurement, us")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e5));
+  app.add_option("--fit-clock", fit_clock,
+                 "what the agents fit on: raw (their fit clocks, the agent's default) or realtime")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"raw", "realtime"}));
   app.add_option("--delay-us", delay_us, "per-link base one-way delay, us: MIN,MAX (uniform) or one value")
       ->delimiter(',')
       ->expected(1, 2)
@@ -341,6 +419,13 @@ int main(int argc, char** argv) {
   c.delay_max_ns = delay_us.back() * 1e3;
   c.queue.queue_mean_ns = queue_mean_us * 1e3;
   c.queue.burst_mean_ns = burst_us * 1e3;
+  c.discipline.model =
+      discipline == "none" ? chronolink::sim::SimDiscipline::kNone : chronolink::sim::SimDiscipline::kKernelPll;
+  c.discipline.fit_clock =
+      fit_clock == "realtime" ? chronolink::FitClockMode::kRealtime : chronolink::FitClockMode::kRaw;
+  if (ntp_poll_s != std::floor(ntp_poll_s)) return fail("--ntp-poll-s must be whole seconds");
+  c.discipline.poll_ns = std::llround(ntp_poll_s * 1e9);
+  c.discipline.measurement_noise_ns = ntp_noise_us * 1e3;
   if (c.window_ns % 1'000'000 != 0) return fail("--window-s must be a whole number of milliseconds");
   c.start_ns -= c.start_ns % c.window_ns;
 

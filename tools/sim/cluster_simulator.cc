@@ -16,7 +16,7 @@ namespace chronolink::sim {
 namespace {
 
 // Stream kinds, so that no two streams of one run share a seed.
-enum Stream : uint64_t { kClockStream = 1, kWanderStream = 2, kLinkStream = 3, kEdgeStream = 4 };
+enum Stream : uint64_t { kClockStream = 1, kWanderStream = 2, kLinkStream = 3, kEdgeStream = 4, kDisciplineStream = 5 };
 
 bool IsFraction(double v) {
   return v >= 0 && v <= 1;
@@ -29,16 +29,18 @@ int64_t ClockMargin(const SimConfig& c) {
   return static_cast<int64_t>(c.offset_spread_ns + c.drift_spread * run_ns) + 1'000'000'000;
 }
 
-SimClock MakeClock(const SimConfig& c, uint32_t node) {
+SimNodeClock MakeClock(const SimConfig& c, uint32_t node) {
   SimRandom rng(StreamSeed(c.seed, {kClockStream, node}));
   ClockParams p;
   p.offset_ns = rng.Uniform(-c.offset_spread_ns, c.offset_spread_ns);
   p.drift = rng.Uniform(-c.drift_spread, c.drift_spread);
   p.wander_ns_per_sqrt_s = c.wander_ns_per_sqrt_s;
+  p.frequency_wander_adev_1s = c.frequency_wander_adev_1s;
   const int64_t margin = ClockMargin(c);
   const int64_t end = c.start_ns + c.windows * c.window_ns;
-  return SimClock(p, c.start_ns, c.start_ns - margin, end + margin,
-                  StreamSeed(c.seed, {kWanderStream, node}));
+  SimClock oscillator(p, c.start_ns, c.start_ns - margin, end + margin, StreamSeed(c.seed, {kWanderStream, node}));
+  return SimNodeClock(std::move(oscillator), c.discipline, c.start_ns - margin, end + margin,
+                      StreamSeed(c.seed, {kDisciplineStream, node}));
 }
 
 SimLink MakeLink(const SimConfig& c, uint32_t lo, uint32_t hi) {
@@ -52,7 +54,7 @@ SimLink MakeLink(const SimConfig& c, uint32_t lo, uint32_t hi) {
   return SimLink(p, c.queue);
 }
 
-SimWindow ToSimWindow(const EdgeWindowRecord& r, const SimClock& node, const SimClock& peer) {
+SimWindow ToSimWindow(const EdgeWindowRecord& r, const SimNodeClock& node, const SimNodeClock& peer) {
   SimWindow w;
   // The agent hands the solver exactly these (agent/cluster/edge_estimate_of.h).
   const std::optional<EdgeEstimate> estimate = EdgeEstimateOf(r);
@@ -94,6 +96,15 @@ std::string ValidateConfig(const SimConfig& c) {
   if (!(c.drift_spread >= 0 && c.drift_spread <= 1e-3))
     return "drift spread must be in [0, 1000 ppm] (--drift-spread-ppm)";
   if (!(c.wander_ns_per_sqrt_s >= 0)) return "wander must be >= 0 (--wander-ns-per-sqrt-s)";
+  if (!(c.frequency_wander_adev_1s >= 0 && c.frequency_wander_adev_1s <= 1e-6))
+    return "frequency wander must be in [0, 1e-6] (--frequency-wander-adev)";
+  const DisciplineParams& d = c.discipline;
+  if (d.poll_ns < 1'000'000'000 || d.poll_ns > 2048'000'000'000 || d.poll_ns % 1'000'000'000 != 0)
+    return "NTP poll must be whole seconds in [1, 2048] (--ntp-poll-s)";
+  if (!(d.measurement_noise_ns >= 0 && d.measurement_noise_ns <= 1e8))
+    return "NTP noise must be in [0, 100 ms] (--ntp-noise-us)";
+  if (!(d.settled_frequency_error_ppm >= 0 && d.settled_frequency_error_ppm <= 100))
+    return "settled frequency error must be in [0, 100 ppm]";
   if (!(c.delay_min_ns > 0 && c.delay_min_ns <= c.delay_max_ns))
     return "need 0 < delay min <= delay max (--delay-us MIN,MAX)";
   if (!(c.asymmetry_ns >= 0)) return "asymmetry must be >= 0 (--asymmetry-ns)";
@@ -127,8 +138,8 @@ const SimLink& ClusterSimulator::link(uint32_t a, uint32_t b) const {
 
 std::vector<SimWindow> ClusterSimulator::SimulateEdge(uint32_t node, uint32_t peer) const {
   const SimConfig& c = config_;
-  const SimClock& prober = clocks_[node];
-  const SimClock& responder = clocks_[peer];
+  const SimNodeClock& prober = clocks_[node];
+  const SimNodeClock& responder = clocks_[peer];
   const SimLink& l = link(node, peer);
   SimRandom rng(StreamSeed(c.seed, {kEdgeStream, node, peer}));
   const HostLatency host;

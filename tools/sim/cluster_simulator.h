@@ -1,5 +1,5 @@
 // chronolink-sim's cluster (docs/simulator.md): N nodes with drifting and
-// wandering clocks, the probe graph every node derives (ProbeGraph::Build),
+// wandering oscillators, each disciplined by a daemon (or not), the probe graph every node derives (ProbeGraph::Build),
 // and links with fixed delays, asymmetry and queueing. Every directed edge's
 // probe traffic is simulated on its own (its own random stream), stamped on
 // the two nodes' clocks into the records the agent builds (FullTuple of
@@ -21,8 +21,8 @@
 #include "agent/estimate/fit_span_range.h"
 #include "agent/estimate/window_estimator.h"
 #include "agent/solve/global_solver.h"
-#include "tools/sim/sim_clock.h"
 #include "tools/sim/sim_link.h"
+#include "tools/sim/sim_node_clock.h"
 
 namespace chronolink::sim {
 
@@ -51,6 +51,9 @@ struct SimConfig {
   double offset_spread_ns = 50e6;   // clock offsets uniform in ±spread
   double drift_spread = 100e-6;     // drifts uniform in ±spread
   double wander_ns_per_sqrt_s = 5;  // random-walk phase noise
+  // Random-walk FM (sigma_y at 1 s): the test bed's crystal (node_clocks.py).
+  double frequency_wander_adev_1s = 2e-11;
+  DisciplineParams discipline;      // each node's daemon, and the clock the agent fits on
   double delay_min_ns = 20'000;     // per-link base one-way delay, uniform in [min, max]
   double delay_max_ns = 200'000;
   double asymmetry_ns = 500;  // per-link asymmetry (fwd − rev) uniform in ±this
@@ -94,7 +97,7 @@ class ClusterSimulator {
 
   const SimConfig& config() const { return config_; }
   const ProbeGraph& graph() const { return graph_; }
-  const SimClock& clock(uint32_t node) const { return clocks_[node]; }
+  const SimNodeClock& clock(uint32_t node) const { return clocks_[node]; }
   const SimLink& link(uint32_t a, uint32_t b) const;
 
   // The probe traffic of one directed edge, through the agent's pairing and
@@ -111,7 +114,7 @@ class ClusterSimulator {
  private:
   SimConfig config_;
   ProbeGraph graph_;
-  std::vector<SimClock> clocks_;  // by node id
+  std::vector<SimNodeClock> clocks_;  // by node id
   std::vector<SimLink> links_;    // parallel to graph_.edges()
 };
 

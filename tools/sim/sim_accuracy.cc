@@ -11,12 +11,12 @@ namespace {
 
 // The true instant at which the mean of `nodes`' clocks reads T: the fixed
 // point of t = T − mean deviation(t).
-int64_t MeanClockInstant(const ClusterSimulator& sim, int64_t T, const std::vector<uint32_t>& nodes,
+int64_t MeanClockInstant(const ClusterSimulator& sim, int64_t T, const std::vector<uint32_t>& nodes, ClockView view,
                          double* mean_deviation) {
   int64_t t = T;
   for (int i = 0; i < 8; ++i) {
     double sum = 0;
-    for (uint32_t n : nodes) sum += sim.clock(n).DeviationNs(t);
+    for (uint32_t n : nodes) sum += sim.clock(n).DeviationNs(view, t);
     *mean_deviation = sum / static_cast<double>(nodes.size());
     const int64_t next = T - std::llround(*mean_deviation);
     if (next == t) break;
@@ -60,18 +60,18 @@ std::span<const EdgeEstimate> EstimatesNear(std::span<const EdgeEstimate> sorted
 }
 
 std::vector<double> TrueOffsets(const ClusterSimulator& sim, int64_t T, std::optional<uint32_t> reference,
-                                const std::vector<uint32_t>& nodes) {
+                                const std::vector<uint32_t>& nodes, ClockView view) {
   int64_t t = 0;
   double ref_deviation = 0;
   if (reference) {
-    t = sim.clock(*reference).TrueInstant(T);
-    ref_deviation = sim.clock(*reference).DeviationNs(t);
+    t = sim.clock(*reference).TrueInstant(view, T);
+    ref_deviation = sim.clock(*reference).DeviationNs(view, t);
   } else if (!nodes.empty()) {
-    t = MeanClockInstant(sim, T, nodes, &ref_deviation);
+    t = MeanClockInstant(sim, T, nodes, view, &ref_deviation);
   }
   std::vector<double> out;
   out.reserve(nodes.size());
-  for (uint32_t n : nodes) out.push_back(sim.clock(n).DeviationNs(t) - ref_deviation);
+  for (uint32_t n : nodes) out.push_back(sim.clock(n).DeviationNs(view, t) - ref_deviation);
   return out;
 }
 
@@ -126,6 +126,33 @@ std::vector<std::pair<double, double>> SolutionErrors(const ClusterSimulator& si
   return err;
 }
 
+std::vector<std::pair<double, double>> RealtimeSolutionErrors(const ClusterSimulator& sim, const SolveResult& r) {
+  std::vector<const NodeSolution*> solved;
+  for (const NodeSolution& s : r.nodes)
+    if (s.reachable) solved.push_back(&s);
+  if (solved.empty()) return {};
+  const int64_t T = r.reference_instant_ns;
+  std::vector<double> d(solved.size());
+  double d_ref = 0;
+  for (size_t i = 0; i < solved.size(); ++i) {
+    const int64_t own_instant = T + std::llround(solved[i]->offset_ns);
+    d[i] = sim.clock(solved[i]->node).RealtimeMinusFitNs(own_instant);
+    d_ref += d[i] / static_cast<double>(solved.size());
+  }
+  if (r.reference_node) d_ref = sim.clock(*r.reference_node).RealtimeMinusFitNs(T);
+  std::vector<uint32_t> nodes;
+  for (const NodeSolution* s : solved) nodes.push_back(s->node);
+  const std::vector<double> truth =
+      TrueOffsets(sim, T + std::llround(d_ref), r.reference_node, nodes, ClockView::kRealtime);
+  std::vector<std::pair<double, double>> err;
+  for (size_t i = 0; i < solved.size(); ++i) {
+    if (r.reference_node && nodes[i] == *r.reference_node) continue;  // 0 by definition
+    const double mapped = solved[i]->offset_ns + d[i] - d_ref;
+    err.emplace_back(mapped - truth[i], solved[i]->uncertainty_ns);
+  }
+  return err;
+}
+
 WindowSummary SummarizeWindows(const SimTraffic& traffic) {
   WindowSummary s;
   double pure = 0, tuples = 0;
@@ -157,8 +184,8 @@ AccuracyReport Evaluate(const ClusterSimulator& sim, const SimTraffic& traffic, 
   const std::vector<EdgeEstimate> sorted = UsableEstimates(traffic);
   const std::vector<int64_t> instants = sim.ReferenceInstants();
   report.instants = static_cast<int>(instants.size());
-  std::vector<double> err[2];
-  std::vector<std::pair<double, double>> err_sigma[2];
+  std::vector<double> err[2], realtime_err;
+  std::vector<std::pair<double, double>> err_sigma[2], realtime_err_sigma;
   SolverAccuracy* acc[2] = {&report.global, &report.tree};
   const SolverMethod methods[2] = {SolverMethod::kGlobal, SolverMethod::kSpanningTree};
   for (size_t k = 0; k < instants.size(); ++k) {
@@ -175,6 +202,11 @@ AccuracyReport Evaluate(const ClusterSimulator& sim, const SimTraffic& traffic, 
         err[m].push_back(std::fabs(error));
         err_sigma[m].emplace_back(error, sigma);
       }
+      if (methods[m] != SolverMethod::kGlobal) continue;
+      for (const auto& [error, sigma] : RealtimeSolutionErrors(sim, r)) {
+        realtime_err.push_back(std::fabs(error));
+        realtime_err_sigma.emplace_back(error, sigma);
+      }
     }
     if (progress) progress(static_cast<int>(k) + 1, report.instants);
   }
@@ -183,6 +215,9 @@ AccuracyReport Evaluate(const ClusterSimulator& sim, const SimTraffic& traffic, 
     acc[m]->sigma = Coverage(err_sigma[m]);
     acc[m]->solve_ms /= std::max<size_t>(1, instants.size());
   }
+  report.global_realtime.error = Summarize(std::move(realtime_err));
+  report.global_realtime.sigma = Coverage(realtime_err_sigma);
+  report.global_realtime.unreachable = report.global.unreachable;
   report.p99_ratio =
       report.global.error.p99_ns > 0 ? report.tree.error.p99_ns / report.global.error.p99_ns : 0;
   return report;

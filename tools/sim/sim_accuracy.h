@@ -31,9 +31,10 @@ std::vector<EdgeEstimate> UsableEstimates(const SimTraffic& traffic);
 std::span<const EdgeEstimate> EstimatesNear(std::span<const EdgeEstimate> sorted, int64_t T, int64_t horizon);
 
 // True node − reference at the instant the reference reads T, for each of
-// `nodes`: against the named node, or (nullopt) the mean of `nodes`.
+// `nodes`: against the named node, or (nullopt) the mean of `nodes`; on the
+// clocks the agents fit on, or on REALTIME.
 std::vector<double> TrueOffsets(const ClusterSimulator& sim, int64_t T, std::optional<uint32_t> reference,
-                                const std::vector<uint32_t>& nodes);
+                                const std::vector<uint32_t>& nodes, ClockView view = ClockView::kFit);
 
 struct ErrorStats {
   size_t samples = 0;
@@ -44,6 +45,14 @@ ErrorStats Summarize(std::vector<double> abs_errors);
 // solved − true, with the solved one-sigma, of every reachable node of `r`
 // but a named reference.
 std::vector<std::pair<double, double>> SolutionErrors(const ClusterSimulator& sim, const SolveResult& r);
+
+// The same after mapping `r` (on the fit clocks) back to REALTIME as the
+// leader maps it (docs/leader.md "From fit clocks to REALTIME"):
+//   REALTIME_n − REALTIME_ref = (F_n − F_ref) + d_n − d_ref,  d = REALTIME − F,
+// each d at the node's own instant of T, d_ref the mean d for the mean
+// reference; against REALTIME's truth at the instant the reference's
+// REALTIME reads T + d_ref.
+std::vector<std::pair<double, double>> RealtimeSolutionErrors(const ClusterSimulator& sim, const SolveResult& r);
 
 // How honest a reported one-sigma is against the truth: the share of
 // |error| within 1, 2 and 3 sigma, and the median sigma over the median
@@ -75,6 +84,7 @@ struct AccuracyReport {
   int instants = 0;
   WindowSummary windows;
   SolverAccuracy global, tree;
+  SolverAccuracy global_realtime;  // the global solve mapped back to REALTIME (its error and sigma)
   double p99_ratio = 0;  // spanning tree / global: > 1 is the network effect
 };
 

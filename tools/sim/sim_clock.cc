@@ -12,12 +12,20 @@ SimClock::SimClock(const ClockParams& params, int64_t epoch_ns, int64_t begin_ns
   const int64_t count = (end_ns - begin_ns) / kKnotNs + 2;
   knots_.reserve(static_cast<size_t>(count));
   // A random walk: independent normal steps of sigma·√(knot spacing).
-  const double step_sigma = params.wander_ns_per_sqrt_s * std::sqrt(static_cast<double>(kKnotNs) * 1e-9);
+  const double h_s = static_cast<double>(kKnotNs) * 1e-9;
+  const double step_sigma = params.wander_ns_per_sqrt_s * std::sqrt(h_s);
+  // Random-walk FM: sigma_y(tau)² = q²·tau/3, so q = √3·adev at 1 s and the
+  // frequency steps by q·√h per knot (as clock/oscillator_model.cc).
+  const double frequency_sigma = std::sqrt(3.0) * params.frequency_wander_adev_1s * std::sqrt(h_s);
   SimRandom rng(seed);
-  double w = 0;
+  double w = 0, frequency = 0;
   for (int64_t i = 0; i < count; ++i) {
     knots_.push_back(w);
     if (step_sigma > 0) w += step_sigma * rng.Normal();
+    if (frequency_sigma > 0) {
+      w += frequency * static_cast<double>(kKnotNs);
+      frequency += frequency_sigma * rng.Normal();
+    }
   }
 }
 

@@ -1,7 +1,10 @@
-// A simulated node clock (docs/simulator.md): at true instant t it reads
+// A simulated node's oscillator (docs/simulator.md): at true instant t it
+// reads
 //   local(t) = t + offset + drift·(t − epoch) + wander(t),
-// wander being a random walk of the phase (ns/√s), drawn at fixed knots and
-// interpolated linearly between them. Instants are int64 ns; only the
+// wander being a random walk of the phase (white FM, ns/√s) plus the phase
+// of a random walk of the frequency (random-walk FM, set by its Allan
+// deviation at 1 s, as clock/oscillator_model.h draws the test bed's), drawn
+// at fixed knots and interpolated linearly between them. Instants are int64 ns; only the
 // deviation local − t, a difference, is ever a double.
 #pragma once
 
@@ -14,6 +17,7 @@ struct ClockParams {
   double offset_ns = 0;             // local − true at the epoch (before wander)
   double drift = 0;                 // d(local − true)/d(true)
   double wander_ns_per_sqrt_s = 0;  // random-walk phase noise
+  double frequency_wander_adev_1s = 0;  // random-walk FM: sigma_y(1 s) (e.g. 2e-11)
 };
 
 class SimClock {

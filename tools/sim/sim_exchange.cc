@@ -49,7 +49,7 @@ Exchange SimulateExchange(int64_t start_ns, int64_t spacing_ns, const SimLink& l
   return x;
 }
 
-int64_t FeedExchange(const Exchange& x, uint64_t seq, const SimClock& prober, const SimClock& responder,
+int64_t FeedExchange(const Exchange& x, uint64_t seq, const SimNodeClock& prober, const SimNodeClock& responder,
                      TupleAssembler& assembler) {
   constexpr ClockDomain kOwn = ClockDomain::kNodeRealtime;
   constexpr ClockDomain kPeer = ClockDomain::kPeerRealtime;

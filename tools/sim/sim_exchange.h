@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "agent/pair/tuple_assembler.h"
-#include "tools/sim/sim_clock.h"
 #include "tools/sim/sim_link.h"
+#include "tools/sim/sim_node_clock.h"
 #include "tools/sim/sim_random.h"
 
 namespace chronolink::sim {
@@ -49,7 +49,7 @@ Exchange SimulateExchange(int64_t start_ns, int64_t spacing_ns, const SimLink& l
 // Stamps the exchange on the prober's and the responder's clocks and feeds
 // it to the prober's assembler as tuple `seq`. Returns the userspace send
 // stamp of the first forward probe (the tuple's created_ns).
-int64_t FeedExchange(const Exchange& x, uint64_t seq, const SimClock& prober, const SimClock& responder,
+int64_t FeedExchange(const Exchange& x, uint64_t seq, const SimNodeClock& prober, const SimNodeClock& responder,
                      TupleAssembler& assembler);
 
 }  // namespace chronolink::sim
