@@ -10,7 +10,6 @@
 // until every node holds a solution from the new one.
 //
 //   build/bench/coordination_load_bench --nodes 1000 --windows 20 --out /tmp/coord-1000
-#include <CLI/CLI.hpp>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <httplib.h>
@@ -25,15 +24,16 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cmath>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <atomic>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -50,6 +50,7 @@
 #include "clock/clock_reader.h"
 #include "tests/support/etcd_server.h"
 #include "trace/correct/offsets_file.h"
+#include "trace/correct/timebase_file.h"
 
 namespace chronolink::bench {
 namespace {
@@ -596,6 +597,28 @@ int Run(const Options& o) {
     summary["offsets_bytes_per_node_instant"] = per_line;
     summary["offsets_gzip_bytes_per_node_instant"] = per_line_gz;
     summary["offsets_gzip_gb_per_day_at_10000"] = per_line_gz * 1e4 * kInstantsPerDay / 1e9;
+  }
+  // The leader's cluster-timebase.jsonl (columns from 1 000 nodes) must
+  // read back with the trace tools' reader. Its cost is timebase_form_bench's
+  // to measure: the simulated nodes' knots are straight lines.
+  {
+    trace::TimebaseReader reader;
+    std::map<uint32_t, trace::NodeTimebase> nodes;
+    std::string error;
+    const fs::path file = leader_agent(first_leader->id).dir / "cluster-timebase.jsonl";
+    if (!reader.AddFile(file.string(), &error) || !reader.Finish(&nodes, &error)) {
+      std::fprintf(stderr, "coordination_load_bench: the leader's cluster-timebase.jsonl does not read back: %s\n",
+                   error.c_str());
+      return 1;
+    }
+    size_t knots = 0;
+    for (const auto& [node, t] : nodes) {
+      for (const auto& stretch : t.stretches) knots += stretch.knots.size();
+    }
+    std::printf("cluster-timebase.jsonl as the leader wrote it: %zu knots of %zu nodes read back, %lld bytes\n", knots,
+                nodes.size(), static_cast<long long>(fs::file_size(file)));
+    summary["cluster_timebase_knots"] = knots;
+    summary["cluster_timebase_nodes"] = nodes.size();
   }
   nlohmann::json result = {{"nodes", o.nodes},
                            {"summary", summary},

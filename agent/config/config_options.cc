@@ -22,8 +22,7 @@ namespace fs = std::filesystem;
 // Option table.
 
 const Spec kSpecs[] = {
-    {"node_id", "node-id", Kind::kId, "N", kGeneral,
-     "This node's id; must be listed in the cluster file (required)"},
+    {"node_id", "node-id", Kind::kId, "N", kGeneral, "This node's id; must be listed in the cluster file (required)"},
     {"cluster_file", "cluster-file", Kind::kPath, "FILE", kGeneral,
      "Cluster file: cluster id and every node's id, address, port (required)"},
     {"listen", "listen", Kind::kAddress, "ADDR", kGeneral,
@@ -41,8 +40,7 @@ const Spec kSpecs[] = {
     {"metrics", "metrics", Kind::kString, "[ADDR:]PORT", kGeneral,
      "Serve Prometheus metrics at http://ADDR:PORT/metrics; a bare PORT is 127.0.0.1:PORT (loopback), "
      "ADDR:PORT another address, e.g. the node's 10.0.0.1:9319 (default: off)"},
-    {"log_level", "log-level", Kind::kLogLevel, "LEVEL", kGeneral,
-     "trace|debug|info|warn|error (default: info)"},
+    {"log_level", "log-level", Kind::kLogLevel, "LEVEL", kGeneral, "trace|debug|info|warn|error (default: info)"},
     {"duration_s", "duration-s", Kind::kNsFromSec, "SEC", kGeneral,
      "Run this many seconds, then shut down cleanly (default: until SIGINT/SIGTERM)"},
     {"user", "user", Kind::kString, "USER", kGeneral,
@@ -138,7 +136,8 @@ const Spec kSpecs[] = {
     {"cluster.reference", "reference", Kind::kString, "REF", kCluster,
      "Reference clock of the solved offsets: mean (of all nodes) or a node id (default: mean)"},
     {"cluster.coordination_port", "coordination-port", Kind::kPort, "N", kCluster,
-     "TCP port of the coordination channel (both backends) on every node; the same on all (default: each node's probe port)"},
+     "TCP port of the coordination channel (both backends) on every node; the same on all (default: each node's probe "
+     "port)"},
     {"cluster.etcd_endpoints", "etcd-endpoints", Kind::kString, "URLS", kCluster,
      "Comma-separated etcd client URLs, all http://HOST:PORT or all https://HOST:PORT (required with "
      "--coordination etcd; plain http is unencrypted and unauthenticated: trusted networks only)"},
@@ -167,16 +166,17 @@ const Spec kSpecs[] = {
      "Window summaries kept (etcd, the static backend's resend buffer, the leader) for catch-up and "
      "failover, >= 10 (default: 120)"},
     {"cluster.offsets_rotate_mb", "offsets-rotate-mb", Kind::kCount, "MB", kCluster,
-     "The leader's offsets.jsonl and cluster-timebase.jsonl are rotated past this size and the full one gzip-compressed "
+     "The leader's offsets.jsonl and cluster-timebase.jsonl are rotated past this size and the full one "
+     "gzip-compressed "
      "(offsets.<N>.jsonl.gz); 0: never (default: 256)"},
     {"cluster.offsets_format", "offsets-format", Kind::kString, "FORM", kCluster,
      "The leader's offsets.jsonl as rows (a line per node per instant), columns (a line per instant, under a "
-     "third of the rows' size gzipped) or auto: columns from 1000 nodes (default: auto)"},
+     "third of the rows' size gzipped) or auto: columns from 1000 nodes (default: auto); its "
+     "cluster-timebase.jsonl follows (columns: a line per turn, each knot as steps from its node's last)"},
     {"clock_page", "clock-page", Kind::kString, "PATH", kCluster,
      "Shared-memory page with this node's clock mapping, or off (default: /dev/shm/chronolink-<node>)"},
 
-    {"test_mode", "test-mode", Kind::kBool, "", kTestOnly,
-     "Allow the test-only options below; never in production"},
+    {"test_mode", "test-mode", Kind::kBool, "", kTestOnly, "Allow the test-only options below; never in production"},
     {"virtual_clock.offset_ns", "virtual-offset-ns", Kind::kInt64, "NS", kTestOnly,
      "Virtual clock offset: t' = t + offset + drift*(t - t0) (default: 0)"},
     {"virtual_clock.drift_ppm", "virtual-drift-ppm", Kind::kDouble, "PPM", kTestOnly,

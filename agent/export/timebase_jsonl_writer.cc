@@ -26,6 +26,9 @@ bool TimebaseJsonlWriter::Open(const std::string& dir, uint32_t node, uint64_t s
                                const std::string& file_name, FileRotation rotation) {
   Close();
   if (!file_.Open(std::filesystem::path(dir) / file_name, rotation, error)) return false;
+  // Appending to a file another run wrote: its knots are not this encoder's.
+  columns_.Restart();
+  columns_rotations_ = file_.rotations();
   node_ = node;
   session_ = session;
   return true;
@@ -45,6 +48,23 @@ bool TimebaseJsonlWriter::WriteKnot(const TimebaseKnot& k, uint32_t node, uint64
                                     std::string* error) {
   if (!file_.is_open()) return true;
   return WriteLine(TimebaseKnotToJson(k, node, session, after_gap), error);
+}
+
+bool TimebaseJsonlWriter::WriteKnots(std::span<const RelayedKnot> knots, bool columns, std::string* error) {
+  if (!file_.is_open()) return true;
+  if (!columns) {
+    for (const RelayedKnot& k : knots) {
+      if (!WriteKnot(k.knot, k.node, k.session, k.after_gap, error)) return false;
+    }
+  } else if (!knots.empty()) {
+    // A new file (rotated since the last line) must not lean on the last one.
+    if (file_.rotations() != columns_rotations_) {
+      columns_.Restart();
+      columns_rotations_ = file_.rotations();
+    }
+    if (!WriteLine(columns_.Line(knots), error)) return false;
+  }
+  return Flush(error);
 }
 
 bool TimebaseJsonlWriter::WriteLine(const std::string& json, std::string* error) {

@@ -9,6 +9,8 @@
 #include <limits>
 #include <string>
 
+#include "agent/cluster/timebase_knot_relay.h"
+#include "agent/export/timebase_columns.h"
 #include "clock/timebase_knots.h"
 #include "common/rotating_file.h"
 
@@ -38,6 +40,9 @@ class TimebaseJsonlWriter {
   // cluster's timebase beside offsets.jsonl); `after_gap`: the knots before
   // it in this session were not all received, nothing is known between.
   bool WriteKnot(const TimebaseKnot& k, uint32_t node, uint64_t session, bool after_gap, std::string* error);
+  // The knots the leader gathered since its last turn: a line each, or, as
+  // `columns`, one columns line (timebase_columns.h); then Flush.
+  bool WriteKnots(std::span<const RelayedKnot> knots, bool columns, std::string* error);
   // Flushes, then rotates a full file: a file ends at a knot, and readers
   // take the rotated set as one.
   bool Flush(std::string* error);
@@ -51,6 +56,8 @@ class TimebaseJsonlWriter {
   bool WriteLine(const std::string& json, std::string* error);
 
   RotatingFile file_;
+  TimebaseColumnsEncoder columns_;
+  uint64_t columns_rotations_ = 0;  // the file's rotations when the encoder last started again
   uint32_t node_ = 0;
   uint64_t session_ = 0;
   uint64_t lines_ = 0;

@@ -1,13 +1,15 @@
 #include "agent/runtime/cluster_service.h"
-#include "agent/cluster/edge_estimate_of.h"
-#include "agent/export/cluster_metrics.h"
-#include "clock/clock_trajectory.h"
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
+
+#include "agent/cluster/edge_estimate_of.h"
+#include "agent/export/cluster_metrics.h"
+#include "clock/clock_trajectory.h"
 
 namespace chronolink {
 
@@ -136,6 +138,7 @@ std::optional<std::vector<Member>> ClusterService::TakeMembershipChange() {
   if (members_seen_ && version == members_version_) return std::nullopt;
   members_seen_ = true;
   members_version_ = version;
+  members_count_ = members.size();
   return members;
 }
 
@@ -196,12 +199,13 @@ void ClusterService::PublishOnPage(ClockMapping m) {
 
 void ClusterService::WriteClusterTimebase() {
   std::string error;
-  bool ok = true;
-  for (const RelayedKnot& k : timebase_relay_.Take()) {
-    ok = ok && cluster_timebase_.WriteKnot(k.knot, k.node, k.session, k.after_gap, &error);
+  // As columns where offsets.jsonl is (from 1 000 nodes by default), judged
+  // before the first solve by the members registered.
+  const bool columns =
+      OffsetsAsColumns(config_.cluster_settings.offsets_form, std::max(solved_nodes_, members_count_.load()));
+  if (!cluster_timebase_.WriteKnots(timebase_relay_.Take(), columns, &error) && !write_failed_.exchange(true)) {
+    spdlog::error("{}", error);
   }
-  ok = ok && cluster_timebase_.Flush(&error);
-  if (!ok && !write_failed_.exchange(true)) spdlog::error("{}", error);
 }
 
 // The leader's two files that grow with the cluster's size.
@@ -253,6 +257,7 @@ void ClusterService::LeadOnce() {
     for (const WindowSummary& w : inbox) timebase_relay_.Add(w);
     WriteClusterTimebase();
     for (const OffsetsSnapshot& s : leader_.SolveDue(now)) {
+      solved_nodes_ = s.nodes.size();
       std::string error;
       if (offsets_.is_open() && !offsets_.Write(s, &error) && !write_failed_.exchange(true)) {
         spdlog::error("{}", error);

@@ -102,6 +102,10 @@ class ClusterService {
   OffsetsJsonlWriter offsets_;
   // Every node's REALTIME/RAW knots from the summaries, beside offsets.jsonl.
   TimebaseKnotRelay timebase_relay_;
+  // Whether cluster-timebase.jsonl goes as columns: the nodes of the last
+  // snapshot (the leader's thread), and the members registered (the agent's).
+  size_t solved_nodes_ = 0;
+  std::atomic<size_t> members_count_{0};
   TimebaseJsonlWriter cluster_timebase_;
   std::thread leader_thread_;
   std::mutex mutex_;

@@ -157,6 +157,170 @@ TEST_F(OffsetsRotationTest, ARotatedClusterTimebaseIsOnePolylineAcrossItsFiles) 
   EXPECT_EQ(nodes[3].stretches[0].knots.size(), 60u);
 }
 
+// Generated knots as the leader gathers them, turn by turn: nodes across
+// the id range (0 and 2^32 − 1 too), restarts (new sessions), gaps, steps
+// of REALTIME either way, RAW jumps of up to 1 000 s, rates up to 500 ppm.
+std::vector<std::vector<RelayedKnot>> GeneratedTurns(uint64_t seed, int turns) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  struct Node {
+    uint32_t id;
+    uint64_t session;
+    int64_t raw, offset;
+  };
+  std::vector<Node> nodes;
+  for (uint32_t id : {0u, 1u, 2u, 77u, 4'294'967'295u}) nodes.push_back({id, rng(), 0, 0});
+  for (int i = 0; i < 20; ++i) nodes.push_back({static_cast<uint32_t>(rng()), rng(), 0, 0});
+  for (Node& n : nodes) {
+    n.raw = static_cast<int64_t>(u(rng) * 1e15);
+    n.offset = kT0 - n.raw;
+  }
+  std::vector<std::vector<RelayedKnot>> out(static_cast<size_t>(turns));
+  for (auto& turn : out) {
+    for (Node& n : nodes) {
+      if (u(rng) < 0.5) continue;
+      if (u(rng) < 0.03) n.session = rng();  // the agent restarted
+      const int knots = 1 + static_cast<int>(u(rng) * 3);
+      for (int k = 0; k < knots; ++k) {
+        const auto step = static_cast<int64_t>(1 + u(rng) * (u(rng) < 0.05 ? 1e12 : 3e9));
+        const bool after_step = u(rng) < 0.03;
+        n.raw += step;
+        n.offset += after_step ? static_cast<int64_t>((u(rng) - 0.5) * 2e9)
+                               : std::llround((u(rng) - 0.5) * 1e-3 * static_cast<double>(step));
+        turn.push_back({n.id, n.session, TimebaseKnot{n.raw, n.raw + n.offset, after_step}, u(rng) < 0.03});
+      }
+    }
+  }
+  return out;
+}
+
+std::map<uint32_t, trace::NodeTimebase> ReadTimebase(const fs::path& path) {
+  trace::TimebaseReader reader;
+  std::string error;
+  std::map<uint32_t, trace::NodeTimebase> nodes;
+  EXPECT_TRUE(reader.AddFile(path.string(), &error)) << error;
+  EXPECT_TRUE(reader.Finish(&nodes, &error)) << error;
+  return nodes;
+}
+
+// cluster-timebase.jsonl as columns (what a leader of 1 000 nodes or more
+// writes) holds what the rows hold: the same knots, the same stretches,
+// across rotations (each file decodes from its own start).
+TEST_F(OffsetsRotationTest, ClusterTimebaseColumnsReadBackAsTheRowsAcrossRotations) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    const auto turns = GeneratedTurns(seed, 40);
+    for (const char* form : {"rows", "columns"}) {
+      fs::create_directories(dir_ / form);
+      TimebaseJsonlWriter w;
+      std::string error;
+      ASSERT_TRUE(w.Open((dir_ / form).string(), 1, 0, &error, kClusterTimebaseFile, FileRotation{.max_bytes = 6'000}))
+          << error;
+      for (const auto& turn : turns) ASSERT_TRUE(w.WriteKnots(turn, form[0] == 'c', &error)) << error;
+      w.Close();
+    }
+    EXPECT_GE(RotatedSet((dir_ / "columns" / kClusterTimebaseFile).string()).size(), 4u) << "rotated";
+    const auto rows = ReadTimebase(dir_ / "rows" / kClusterTimebaseFile);
+    const auto columns = ReadTimebase(dir_ / "columns" / kClusterTimebaseFile);
+    ASSERT_EQ(rows.size(), 25u);
+    ASSERT_EQ(columns.size(), rows.size());
+    for (const auto& [node, r] : rows) {
+      const trace::NodeTimebase& c = columns.at(node);
+      ASSERT_EQ(c.stretches.size(), r.stretches.size()) << "node " << node << ", seed " << seed;
+      for (size_t i = 0; i < r.stretches.size(); ++i) {
+        const auto &a = r.stretches[i].knots, &b = c.stretches[i].knots;
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t k = 0; k < a.size(); ++k) {
+          EXPECT_EQ(a[k].raw_ns, b[k].raw_ns);
+          EXPECT_EQ(a[k].realtime_ns, b[k].realtime_ns);
+        }
+      }
+    }
+    fs::remove_all(dir_ / "rows");
+    fs::remove_all(dir_ / "columns");
+  }
+}
+
+// Every rule of a columns line, broken: an error naming the line, never a
+// crash or a knot read wrong; nor from any one byte of a valid line changed.
+TEST_F(OffsetsRotationTest, AColumnsTimebaseLineThatBreaksARuleIsAnError) {
+  const std::string head = R"({"schema":"chronolink.timebase_columns.v1",)";
+  const std::string good =
+      head + R"("node_delta":[3],"knots":[2],"starts":[[0,"9","1000","1796000000000000000"]],"raw_step_ns":[0,500],)"
+             R"("offset_step_ns":[0,-7],"after_step":[],"after_gap":[1]})";
+  const std::string continued =
+      head +
+      R"("node_delta":[3],"knots":[1],"starts":[],"raw_step_ns":[500],"offset_step_ns":[1],"after_step":[],"after_gap":[]})";
+  std::string error;
+  {
+    trace::TimebaseReader r;
+    ASSERT_TRUE(r.AddText(good + "\n" + continued, "t.jsonl", &error)) << error;
+    std::map<uint32_t, trace::NodeTimebase> nodes;
+    ASSERT_TRUE(r.Finish(&nodes, &error)) << error;
+    ASSERT_EQ(nodes.at(3).stretches.size(), 2u);  // the after_gap knot starts a stretch
+    EXPECT_EQ(nodes.at(3).stretches[1].knots.back().raw_ns, 2000);
+    EXPECT_EQ(nodes.at(3).stretches[1].knots.back().realtime_ns, 1796000000000000000 + 2000 - 6);
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {head + R"("knots":[1]})", "needs the arrays"},
+      {head +
+           R"("node_delta":[3,1],"knots":[2],"starts":[],"raw_step_ns":[0,1],"offset_step_ns":[0,1],"after_step":[],"after_gap":[]})",
+       "one length"},
+      {head +
+           R"("node_delta":[-1],"knots":[1],"starts":[[0,"9","1","2"]],"raw_step_ns":[0],"offset_step_ns":[0],"after_step":[],"after_gap":[]})",
+       "node_delta"},
+      {head +
+           R"("node_delta":[4294967295,1],"knots":[1,1],"starts":[[0,"9","1","2"],[1,"9","1","2"]],"raw_step_ns":[0,0],"offset_step_ns":[0,0],"after_step":[],"after_gap":[]})",
+       "32 bits"},
+      {head +
+           R"("node_delta":[3],"knots":[0],"starts":[[0,"9","1","2"]],"raw_step_ns":[],"offset_step_ns":[],"after_step":[],"after_gap":[]})",
+       "positive integer"},
+      {head +
+           R"("node_delta":[3],"knots":[1],"starts":[[0,"9","1","2"]],"raw_step_ns":[0,1],"offset_step_ns":[0,1],"after_step":[],"after_gap":[]})",
+       "raw_step_ns's length"},
+      {head +
+           R"("node_delta":[3],"knots":[1],"starts":[[0,9,"1","2"]],"raw_step_ns":[0],"offset_step_ns":[0],"after_step":[],"after_gap":[]})",
+       "start 0"},
+      {head +
+           R"("node_delta":[3],"knots":[1],"starts":[[0,"9",1,"2"]],"raw_step_ns":[0],"offset_step_ns":[0],"after_step":[],"after_gap":[]})",
+       "start 0"},
+      {head +
+           R"("node_delta":[3],"knots":[1],"starts":[[0,"9","1x","2"]],"raw_step_ns":[0],"offset_step_ns":[0],"after_step":[],"after_gap":[]})",
+       "start 0"},
+      {head +
+           R"("node_delta":[3],"knots":[1],"starts":[[1,"9","1","2"]],"raw_step_ns":[0],"offset_step_ns":[0],"after_step":[],"after_gap":[]})",
+       "start 0"},
+      {continued, "no start"},
+      {head +
+           R"("node_delta":[3],"knots":[1],"starts":[[0,"9","1","2"],[0,"9","1","2"]],"raw_step_ns":[0],"offset_step_ns":[0],"after_step":[],"after_gap":[]})",
+       "one twice"},
+      {head +
+           R"("node_delta":[3],"knots":[2],"starts":[[0,"9","1","2"]],"raw_step_ns":[0,1],"offset_step_ns":[0,1],"after_step":[1,1],"after_gap":[]})",
+       "ascending knot indices"},
+      {head +
+           R"("node_delta":[3],"knots":[1],"starts":[[0,"9","1","2"]],"raw_step_ns":[0],"offset_step_ns":[0],"after_step":[],"after_gap":[1]})",
+       "ascending knot indices"},
+      {head +
+           R"("node_delta":[3],"knots":[2],"starts":[[0,"9","9223372036854775000","2"]],"raw_step_ns":[0,9000],"offset_step_ns":[0,0],"after_step":[],"after_gap":[]})",
+       "within int64"},
+      {head +
+           R"("node_delta":[3],"knots":[2],"starts":[[0,"9","1000","2"]],"raw_step_ns":[0,-5],"offset_step_ns":[0,0],"after_step":[],"after_gap":[]})",
+       "must come after"},
+  };
+  for (const auto& [line, why] : bad) {
+    trace::TimebaseReader r;
+    EXPECT_FALSE(r.AddText(line, "t.jsonl", &error)) << line;
+    EXPECT_NE(error.find("t.jsonl:1"), std::string::npos) << error;
+    EXPECT_NE(error.find(why), std::string::npos) << why << " in: " << error;
+  }
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = good + "\n" + continued;
+    text[rng() % text.size()] = "0123456789-,[]{}\":n"[rng() % 19];
+    trace::TimebaseReader r;
+    EXPECT_NO_THROW(r.AddText(text, "t.jsonl", &error));
+  }
+}
+
 TEST_F(OffsetsRotationTest, GzipRoundTripsLongLinesAndATruncatedFileIsAnError) {
   const fs::path src = dir_ / "lines.txt";
   const std::string long_line(10'000, 'a');

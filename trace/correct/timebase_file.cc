@@ -1,6 +1,7 @@
 #include "trace/correct/timebase_file.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -24,6 +25,42 @@ bool Int64Of(const Json& j, const char* name, int64_t* out) {
   }
   if (!it->is_number_integer()) return false;
   *out = it->get<int64_t>();
+  return true;
+}
+
+// A decimal int64 given as a string (the columns' starts: epoch nanoseconds
+// that a reader parsing doubles would round).
+bool Int64OfString(const Json& v, int64_t* out) {
+  if (!v.is_string()) return false;
+  const std::string& text = v.get_ref<const std::string&>();
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, *out);
+  return ec == std::errc() && ptr == end && !text.empty();
+}
+
+bool Int64OfValue(const Json& v, int64_t* out) {
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}) return false;
+    *out = static_cast<int64_t>(v.get<uint64_t>());
+    return true;
+  }
+  if (!v.is_number_integer()) return false;
+  *out = v.get<int64_t>();
+  return true;
+}
+
+// `name`'s entries as knot indices: integers in [0, knots), ascending.
+bool KnotFlags(const Json& j, const char* name, size_t knots, std::vector<bool>* flags) {
+  const auto it = j.find(name);
+  if (it == j.end() || !it->is_array()) return false;
+  flags->assign(knots, false);
+  int64_t previous = -1;
+  for (const Json& v : *it) {
+    int64_t i = 0;
+    if (!Int64OfValue(v, &i) || i <= previous || i >= static_cast<int64_t>(knots)) return false;
+    (*flags)[static_cast<size_t>(i)] = true;
+    previous = i;
+  }
   return true;
 }
 
@@ -72,6 +109,7 @@ const TimebaseStretch* NodeTimebase::Covering(int64_t from_realtime_ns, int64_t 
 bool TimebaseReader::AddFile(const std::string& path, std::string* error) {
   ++source_;
   for (const std::string& file : RotatedSet(path)) {
+    columns_last_.clear();  // each file of a rotated set decodes from its own start
     LineFileReader in;
     if (!in.Open(file, error)) return false;
     std::string line;
@@ -91,6 +129,7 @@ bool TimebaseReader::AddFile(const std::string& path, std::string* error) {
 bool TimebaseReader::AddText(std::string_view text, const std::string& name, std::string* error) {
   uint64_t number = 0;
   ++source_;
+  columns_last_.clear();
   while (!text.empty()) {
     const size_t end = text.find('\n');
     ++number;
@@ -109,8 +148,10 @@ bool TimebaseReader::AddLine(std::string_view line, const std::string& where, st
     return false;
   }
   const auto schema = j.find("schema");
+  if (schema != j.end() && *schema == kTimebaseColumnsSchema) return AddColumnsLine(j, where, error);
   if (schema == j.end() || *schema != kTimebaseSchema) {
-    *error = where + ": schema is not \"" + kTimebaseSchema + "\" (a timebase.jsonl line)";
+    *error = where + ": schema is neither \"" + kTimebaseSchema + "\" nor \"" + kTimebaseColumnsSchema +
+             "\" (a timebase.jsonl line)";
     return false;
   }
   int64_t node = 0;
@@ -130,8 +171,14 @@ bool TimebaseReader::AddLine(std::string_view line, const std::string& where, st
     *error = where + ": after_gap is not a boolean";
     return false;
   }
-  std::vector<TimebaseStretch>& run = runs_[Key{source_, static_cast<uint32_t>(node), session->get<std::string>()}];
-  if (run.empty() || step->get<bool>() || (gap != j.end() && gap->get<bool>())) run.emplace_back();
+  return AddKnot(static_cast<uint32_t>(node), session->get<std::string>(), p, step->get<bool>(),
+                 gap != j.end() && gap->get<bool>(), where, error);
+}
+
+bool TimebaseReader::AddKnot(uint32_t node, const std::string& session, const TimebasePoint& p, bool after_step,
+                             bool after_gap, const std::string& where, std::string* error) {
+  std::vector<TimebaseStretch>& run = runs_[Key{source_, node, session}];
+  if (run.empty() || after_step || after_gap) run.emplace_back();
   std::vector<TimebasePoint>& knots = run.back().knots;
   if (!knots.empty() && !(p.raw_ns > knots.back().raw_ns && p.realtime_ns > knots.back().realtime_ns)) {
     *error = where + ": a knot must come after the one before it in both clocks (raw_ns " +
@@ -139,6 +186,103 @@ bool TimebaseReader::AddLine(std::string_view line, const std::string& where, st
     return false;
   }
   knots.push_back(p);
+  return true;
+}
+
+bool TimebaseReader::AddColumnsLine(const Json& j, const std::string& where, std::string* error) {
+  const auto array = [&](const char* name) -> const Json* {
+    const auto it = j.find(name);
+    return it != j.end() && it->is_array() ? &*it : nullptr;
+  };
+  const Json *node_delta = array("node_delta"), *counts = array("knots"), *starts = array("starts"),
+             *raw_step = array("raw_step_ns"), *offset_step = array("offset_step_ns");
+  if (!node_delta || !counts || !starts || !raw_step || !offset_step) {
+    *error = where + ": a columns line needs the arrays node_delta, knots, starts, raw_step_ns and offset_step_ns";
+    return false;
+  }
+  const size_t groups = node_delta->size(), knots = raw_step->size();
+  if (counts->size() != groups || offset_step->size() != knots) {
+    *error = where +
+             ": the per-group columns (node_delta, knots) and the per-knot ones (raw_step_ns, "
+             "offset_step_ns) must each have one length";
+    return false;
+  }
+  // starts: [group, "session", "raw_ns", "realtime minus raw ns"], by ascending group.
+  size_t next_start = 0;
+  std::vector<bool> after_step, after_gap;
+  if (!KnotFlags(j, "after_step", knots, &after_step) || !KnotFlags(j, "after_gap", knots, &after_gap)) {
+    *error =
+        where + ": after_step and after_gap must be arrays of ascending knot indices below " + std::to_string(knots);
+    return false;
+  }
+  int64_t node = 0;
+  size_t k = 0;
+  for (size_t g = 0; g < groups; ++g) {
+    const std::string at = where + ": node group " + std::to_string(g);
+    int64_t delta = 0, count = 0;
+    if (!Int64OfValue((*node_delta)[g], &delta) || delta < 0 ||
+        delta > int64_t{std::numeric_limits<uint32_t>::max()} - node) {
+      *error = at + ": node_delta must be a non-negative integer keeping the node id within 32 bits";
+      return false;
+    }
+    node += delta;
+    if (!Int64OfValue((*counts)[g], &count) || count < 1 || static_cast<uint64_t>(count) > knots - k) {
+      *error = at + ": knots must be a positive integer, and all of them together raw_step_ns's length";
+      return false;
+    }
+    ColumnsLast base;
+    int64_t start_group = -1;
+    if (next_start < starts->size()) {
+      const Json& s = (*starts)[next_start];
+      if (!s.is_array() || s.size() != 4 || !Int64OfValue(s[0], &start_group) ||
+          start_group < static_cast<int64_t>(g) || start_group >= static_cast<int64_t>(groups) || !s[1].is_string() ||
+          !Int64OfString(s[2], &base.raw_ns) || !Int64OfString(s[3], &base.offset_ns)) {
+        *error = where + ": start " + std::to_string(next_start) +
+                 " must be [group, \"session\", \"raw_ns\", "
+                 "\"offset_ns\"], integers in strings, groups ascending within the line";
+        return false;
+      }
+    }
+    if (start_group == static_cast<int64_t>(g)) {
+      base.session = (*starts)[next_start][1].get<std::string>();
+      ++next_start;
+    } else if (const auto last = columns_last_.find(static_cast<uint32_t>(node)); last != columns_last_.end()) {
+      base = last->second;
+    } else {
+      *error = at + ": no start, and this file had no knot of node " + std::to_string(node) + " before";
+      return false;
+    }
+    const std::string& group_session = base.session;
+    for (int64_t c = 0; c < count; ++c, ++k) {
+      int64_t raw = 0, offset = 0, dr = 0, doff = 0;
+      TimebasePoint p;
+      if (!Int64OfValue((*raw_step)[k], &dr) || !Int64OfValue((*offset_step)[k], &doff) ||
+          __builtin_add_overflow(base.raw_ns, dr, &raw) || __builtin_add_overflow(base.offset_ns, doff, &offset) ||
+          __builtin_add_overflow(raw, offset, &p.realtime_ns)) {
+        *error = where + ": knot " + std::to_string(k) +
+                 ": raw_step_ns and offset_step_ns must be integers whose "
+                 "sums stay within int64";
+        return false;
+      }
+      p.raw_ns = raw;
+      if (!AddKnot(static_cast<uint32_t>(node), group_session, p, after_step[k], after_gap[k],
+                   where + ": knot " + std::to_string(k), error)) {
+        return false;
+      }
+      base.raw_ns = raw;
+      base.offset_ns = offset;
+    }
+    columns_last_[static_cast<uint32_t>(node)] = base;
+  }
+  if (k != knots) {
+    *error = where + ": the groups' knots add up to " + std::to_string(k) + ", not raw_step_ns's length " +
+             std::to_string(knots);
+    return false;
+  }
+  if (next_start != starts->size()) {
+    *error = where + ": starts name groups that are not in the line, or one twice";
+    return false;
+  }
   return true;
 }
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,10 @@
 namespace chronolink::trace {
 
 inline constexpr char kTimebaseSchema[] = "chronolink.timebase.v1";
+// A large cluster's leader writes its cluster-timebase.jsonl as columns:
+// each line a turn's knots, each knot as steps from its node's last one in
+// the same file (docs/formats.md).
+inline constexpr char kTimebaseColumnsSchema[] = "chronolink.timebase_columns.v1";
 
 struct TimebasePoint {
   int64_t realtime_ns = 0;
@@ -70,10 +75,21 @@ class TimebaseReader {
     auto operator<=>(const Key&) const = default;
   };
   bool AddLine(std::string_view line, const std::string& where, std::string* error);
+  bool AddColumnsLine(const nlohmann::json& j, const std::string& where, std::string* error);
+  bool AddKnot(uint32_t node, const std::string& session, const TimebasePoint& p, bool after_step, bool after_gap,
+               const std::string& where, std::string* error);
 
   // Per (file, node, session): its stretches, the last one open.
   std::map<Key, std::vector<TimebaseStretch>> runs_;
   size_t source_ = 0;
+  // The columns lines' last knot of each node in the file being read: what
+  // a group that states no start goes on from. Empty at each file's start.
+  struct ColumnsLast {
+    std::string session;
+    int64_t raw_ns = 0;
+    int64_t offset_ns = 0;  // REALTIME − RAW
+  };
+  std::map<uint32_t, ColumnsLast> columns_last_;
 };
 
 }  // namespace chronolink::trace
