@@ -17,15 +17,34 @@ struct FieldError {
   std::string what;
 };
 
-const json& Field(const json& j, const char* name) {
-  auto it = j.find(name);
-  if (it == j.end()) throw FieldError{std::string("missing field \"") + name + "\""};
-  return *it;
+// Where a message's fields are found: one JSON object, or an edge of a
+// grouped window batch and then its window (the edge's value where it has
+// one), so that a batch's summaries are read in place, not copied out.
+struct FieldSource {
+  FieldSource(const json& object) : first(&object) {}  // NOLINT: any object is a source
+  FieldSource(const json& edge, const json& window) : first(&edge), second(&window) {}
+
+  const json* Find(const char* name) const {
+    if (const auto it = first->find(name); it != first->end()) return &*it;
+    if (second != nullptr) {
+      if (const auto it = second->find(name); it != second->end()) return &*it;
+    }
+    return nullptr;
+  }
+  bool Contains(const char* name) const { return Find(name) != nullptr; }
+
+  const json* first;
+  const json* second = nullptr;
+};
+
+const json& Field(const FieldSource& j, const char* name) {
+  const json* v = j.Find(name);
+  if (v == nullptr) throw FieldError{std::string("missing field \"") + name + "\""};
+  return *v;
 }
 
 template <typename Int>
-Int IntField(const json& j, const char* name) {
-  const json& v = Field(j, name);
+Int IntValue(const json& v, const char* name) {
   if (!v.is_number_integer()) throw FieldError{std::string("\"") + name + "\" is not an integer"};
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
@@ -40,7 +59,12 @@ Int IntField(const json& j, const char* name) {
   return static_cast<Int>(s);
 }
 
-double FiniteField(const json& j, const char* name) {
+template <typename Int>
+Int IntField(const FieldSource& j, const char* name) {
+  return IntValue<Int>(Field(j, name), name);
+}
+
+double FiniteField(const FieldSource& j, const char* name) {
   const json& v = Field(j, name);
   if (!v.is_number()) throw FieldError{std::string("\"") + name + "\" is not a number"};
   const double d = v.get<double>();
@@ -51,7 +75,7 @@ double FiniteField(const json& j, const char* name) {
 // 64-bit ids travel as decimal strings: JSON readers elsewhere (JavaScript,
 // jq) lose integers above 2^53. Digits only, in range: no sign, space, hex
 // or trailing text (std::stoull took "-1" as 2^64 - 1 and "12abc" as 12).
-uint64_t DecimalField(const json& j, const char* name) {
+uint64_t DecimalField(const FieldSource& j, const char* name) {
   const json& v = Field(j, name);
   const std::string not_decimal = std::string("\"") + name + "\" is not a decimal string";
   if (!v.is_string()) throw FieldError{not_decimal};
@@ -72,13 +96,13 @@ constexpr int64_t kMaxFitRateFine = 250'000'000'000'000;
 constexpr double kMaxFitRate = 0.25;
 
 // A fit clock's rate field (a point's, an anchor's): within 25 %.
-int64_t FitRateField(const json& j) {
+int64_t FitRateField(const FieldSource& j) {
   const auto rate = IntField<int64_t>(j, "rate_fine");
   if (rate > kMaxFitRateFine || rate < -kMaxFitRateFine) throw FieldError{"\"rate_fine\" beyond 25 %"};
   return rate;
 }
 
-const json& ObjectField(const json& j, const char* name) {
+const json& ObjectField(const FieldSource& j, const char* name) {
   const json& v = Field(j, name);
   if (!v.is_object()) throw FieldError{std::string("\"") + name + "\" is not a JSON object"};
   return v;
@@ -105,8 +129,8 @@ TimebaseExcerpt KnotsFromJson(const json& j) {
       throw FieldError{"a knot is not a pair of integers [raw_ns, realtime_ns]"};
     }
     TimebaseKnot knot;
-    knot.raw_ns = IntField<int64_t>(json{{"knot raw_ns", pair[0]}}, "knot raw_ns");
-    knot.realtime_ns = IntField<int64_t>(json{{"knot realtime_ns", pair[1]}}, "knot realtime_ns");
+    knot.raw_ns = IntValue<int64_t>(pair[0], "knot raw_ns");
+    knot.realtime_ns = IntValue<int64_t>(pair[1], "knot realtime_ns");
     if (!e.knots.empty()) {
       const TimebaseKnot& prev = e.knots.back();
       const long double d_raw = static_cast<long double>(knot.raw_ns) - prev.raw_ns;
@@ -152,8 +176,27 @@ json SummaryToJson(const WindowSummary& w) {
   return j;
 }
 
-WindowSummary SummaryFromJson(const json& j) {
-  if (!j.is_object()) throw FieldError{"a window summary is not a JSON object"};
+// A window's prober clock fields, read once for all its edges.
+struct ProberFields {
+  bool read = false;
+  std::optional<FitPoint> clock;
+  std::optional<FitAnchor> anchor;
+  std::optional<TimebaseExcerpt> knots;
+};
+
+void ReadProberFields(const FieldSource& j, ProberFields* p) {
+  if (j.Contains("prober_clock")) p->clock = FitPointFromJson(ObjectField(j, "prober_clock"));
+  if (j.Contains("prober_timebase")) {
+    const json& t = ObjectField(j, "prober_timebase");
+    p->anchor = FitAnchorFromJson(ObjectField(t, "anchor"));
+    p->knots = KnotsFromJson(t);
+  }
+  p->read = true;
+}
+
+// One summary's fields from `j`, checked in one order whatever holds them;
+// `prober` (optional) keeps the window's prober fields once read.
+WindowSummary SummaryFromFields(const FieldSource& j, ProberFields* prober = nullptr) {
   WindowSummary w;
   w.estimate.node = IntField<uint32_t>(j, "node");
   w.estimate.peer = IntField<uint32_t>(j, "peer");
@@ -166,7 +209,7 @@ WindowSummary SummaryFromJson(const json& j) {
   if (std::fabs(w.estimate.alpha) > 0.01) throw FieldError{"\"alpha\" beyond 10000 ppm"};
   w.estimate.uncertainty_ns = FiniteField(j, "uncertainty_ns");
   if (w.estimate.uncertainty_ns < 0) throw FieldError{"\"uncertainty_ns\" is negative"};
-  if (j.contains("shared_ns")) {
+  if (j.Contains("shared_ns")) {
     const double shared = FiniteField(j, "shared_ns");
     if (shared < 0 || shared > w.estimate.uncertainty_ns) {
       throw FieldError{"\"shared_ns\" is not within [0, uncertainty_ns]"};
@@ -176,13 +219,18 @@ WindowSummary SummaryFromJson(const json& j) {
   const json& e = Field(j, "estimator");
   if (!e.is_string()) throw FieldError{"\"estimator\" is not a string"};
   w.estimator = e.get<std::string>();
-  if (j.contains("prober_clock")) w.prober_clock = FitPointFromJson(ObjectField(j, "prober_clock"));
-  if (j.contains("prober_timebase")) {
-    const json& t = ObjectField(j, "prober_timebase");
-    w.prober_anchor = FitAnchorFromJson(ObjectField(t, "anchor"));
-    w.prober_knots = KnotsFromJson(t);
-  }
+  ProberFields own;
+  if (prober == nullptr) prober = &own;
+  if (!prober->read) ReadProberFields(j, prober);
+  w.prober_clock = prober->clock;
+  w.prober_anchor = prober->anchor;
+  w.prober_knots = prober->knots;
   return w;
+}
+
+WindowSummary SummaryFromJson(const json& j) {
+  if (!j.is_object()) throw FieldError{"a window summary is not a JSON object"};
+  return SummaryFromFields(j);
 }
 
 json NullableNumber(bool present, double v) { return present ? json(v) : json(nullptr); }
@@ -203,7 +251,7 @@ json SolutionToJson(const NodeSolution& s) {
 // REALTIME − F stays within the fit clock's allowed divergence (20 ms by
 // default; an hour is beyond any), its rate within the 25 % any REALTIME
 // against F may have.
-FitDiscipline DisciplineFromJson(const json& j) {
+FitDiscipline DisciplineFromJson(const FieldSource& j) {
   FitDiscipline d;
   d.d_ns = IntField<int64_t>(j, "d_ns");
   d.rate = FiniteField(j, "rate");
@@ -369,19 +417,17 @@ bool DecodeWindowBatch(std::string_view text, std::vector<WindowSummary>* out, s
       if (!g.is_object()) throw FieldError{"a window of a batch is not a JSON object"};
       const json& edges = Field(g, "edges");
       if (!edges.is_array() || edges.empty()) throw FieldError{"\"edges\" is not a non-empty array"};
+      ProberFields prober;  // the window's, read at its first edge
       for (const json& e : edges) {
         if (!e.is_object()) throw FieldError{"an edge of a window is not a JSON object"};
-        // The window's fields, then the edge's (which may override the
-        // window's edge fields): one summary, checked whole.
-        json one = g;
-        one.erase("edges");
         for (const auto& [k, v] : e.items()) {
           if (std::find(std::begin(kEdgeFields), std::end(kEdgeFields), k) == std::end(kEdgeFields)) {
             throw FieldError{"\"" + k + "\" is not a field of an edge"};
           }
-          one[k] = v;
         }
-        batch.push_back(SummaryFromJson(one));
+        // The edge's fields, then the window's (but its "edges"): one
+        // summary, checked whole, as if the two were merged into one.
+        batch.push_back(SummaryFromFields(FieldSource(e, g), &prober));
       }
     }
     *out = std::move(batch);

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <random>
+#include <set>
 
 #include "agent/cluster/cluster_messages.h"
 #include "agent/cluster/timebase_knot_relay.h"
@@ -785,6 +787,158 @@ TEST(ClusterMessages, AWindowBatchSendsWhatANodesWindowSharesOnce) {
     EXPECT_FALSE(DecodeWindowBatch(bad, &back, &error)) << bad;
     EXPECT_NE(error.find(why), std::string::npos) << bad << " -> " << error;
   }
+}
+
+// The simple reading of a grouped batch, from the public single-summary
+// decoder: each edge merged over a copy of its window, then decoded whole
+// (what DecodeWindowBatch did before it read the two in place).
+bool ReferenceDecodeWindowBatch(const std::string& text, std::vector<WindowSummary>* out, std::string* error) {
+  static const std::set<std::string> kEdgeFields = {"peer",           "x0_ns",     "beta_ns",  "alpha",
+                                                    "uncertainty_ns", "shared_ns", "estimator"};
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("windows") || !doc["windows"].is_array()) {
+    *error = "structure";
+    return false;
+  }
+  out->clear();
+  for (const nlohmann::json& g : doc["windows"]) {
+    if (!g.is_object() || !g.contains("edges") || !g["edges"].is_array() || g["edges"].empty()) {
+      *error = "structure";
+      return false;
+    }
+    for (const nlohmann::json& e : g["edges"]) {
+      if (!e.is_object()) {
+        *error = "structure";
+        return false;
+      }
+      nlohmann::json one = g;
+      one.erase("edges");
+      for (const auto& [k, v] : e.items()) {
+        if (!kEdgeFields.count(k)) {
+          *error = "\"" + k + "\" is not a field of an edge";
+          return false;
+        }
+        one[k] = v;
+      }
+      WindowSummary w;
+      if (!DecodeWindowSummary(one.dump(), &w, error)) return false;
+      out->push_back(w);
+    }
+  }
+  return true;
+}
+
+bool SameSummary(const WindowSummary& a, const WindowSummary& b) {
+  const auto same_double = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
+  const bool same_knots = a.prober_knots.has_value() == b.prober_knots.has_value() &&
+                          (!a.prober_knots || (a.prober_knots->knots == b.prober_knots->knots &&
+                                               a.prober_knots->last_provisional == b.prober_knots->last_provisional));
+  return a.estimate.node == b.estimate.node && a.estimate.peer == b.estimate.peer &&
+         a.estimate.x0_ns == b.estimate.x0_ns && same_double(a.estimate.beta_ns, b.estimate.beta_ns) &&
+         same_double(a.estimate.alpha, b.estimate.alpha) &&
+         same_double(a.estimate.uncertainty_ns, b.estimate.uncertainty_ns) &&
+         a.estimate.shared_ns == b.estimate.shared_ns && a.session == b.session &&
+         a.window_start_ns == b.window_start_ns && a.estimator == b.estimator && a.prober_clock == b.prober_clock &&
+         a.prober_anchor == b.prober_anchor && same_knots;
+}
+
+// A random value of any JSON type, some of them near what the fields take.
+nlohmann::json RandomValue(std::mt19937_64& rng) {
+  switch (rng() % 12) {
+    case 0:
+      return static_cast<int64_t>(rng() % 2000) - 1000;
+    case 1:
+      return static_cast<int64_t>(rng());
+    case 2:
+      return rng();
+    case 3:
+      return std::to_string(rng() % 100);
+    case 4:
+      return "x";
+    case 5:
+      return 1e300 * static_cast<double>(rng() % 3);
+    case 6:
+      return 0.5;
+    case 7:
+      return true;
+    case 8:
+      return nullptr;
+    case 9:
+      return nlohmann::json::object({{"fit_ns", 1}, {"realtime_ns", 2}, {"rate_fine", 0}});
+    case 10:
+      return nlohmann::json::array({nlohmann::json::array({1, 2}), nlohmann::json::array({3, 4})});
+    default:
+      return nlohmann::json::array();
+  }
+}
+
+// The grouped batch read in place gives what the simple reading gives, on
+// generated batches (with and without the prober's clock, knots, shared_ns,
+// edge fields alike or not) and on mutations of them: the same summaries,
+// or the same refusal with the same reason.
+TEST(ClusterMessages, AGroupedBatchReadInPlaceIsWhatTheSimpleReadingGives) {
+  std::mt19937_64 rng(11);
+  const char* kFields[] = {"node",  "peer",      "session",        "window_start_ns", "x0_ns",        "beta_ns",
+                           "alpha", "shared_ns", "uncertainty_ns", "estimator",       "prober_clock", "prober_timebase",
+                           "edges", "zzz"};
+  int valid = 0, refused = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::vector<WindowSummary> batch;
+    const int windows = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < windows; ++k) {
+      const int64_t start = kBase + k * kStep;
+      const int edges = 1 + static_cast<int>(rng() % 7);
+      for (int e = 0; e < edges; ++e) {
+        WindowSummary w = Window(1, static_cast<uint32_t>(2 + e % 3), start, 7 + rng() % 2);
+        w.estimate.x0_ns += rng() % 2 == 0 ? 0 : static_cast<int64_t>(rng() % 1000);
+        w.estimate.beta_ns += static_cast<double>(rng() % 1000) / 8;
+        if (rng() % 2 == 0) w.estimate.shared_ns = 5.0;
+        if (rng() % 4 == 0) w.estimator = "min_delay";
+        if (k % 2 == 0) {
+          w.prober_clock = FitPoint{start, start + 1000, 5};
+          w.prober_anchor = FitAnchor{start - 7, start - 7 + 900, 3};
+          TimebaseExcerpt ex;
+          ex.knots = {{start, start + 1000, false}, {start + kStep, start + kStep + 1000 + 10, false}};
+          ex.last_provisional = rng() % 2 == 0;
+          w.prober_knots = ex;
+        }
+        batch.push_back(w);
+      }
+    }
+    nlohmann::json doc = nlohmann::json::parse(EncodeWindowBatch(batch));
+    const int mutations = static_cast<int>(rng() % 3);
+    for (int m = 0; m < mutations; ++m) {
+      nlohmann::json& g = doc["windows"][rng() % doc["windows"].size()];
+      nlohmann::json& target =
+          rng() % 2 == 0 || !g["edges"].is_array() || g["edges"].empty() ? g : g["edges"][rng() % g["edges"].size()];
+      if (!target.is_object()) continue;
+      const char* field = kFields[rng() % std::size(kFields)];
+      if (rng() % 3 == 0) {
+        target.erase(field);
+      } else {
+        target[field] = RandomValue(rng);
+      }
+    }
+    const std::string text = doc.dump();
+    std::vector<WindowSummary> fast, simple;
+    std::string fast_error, simple_error;
+    const bool fast_ok = DecodeWindowBatch(text, &fast, &fast_error);
+    const bool simple_ok = ReferenceDecodeWindowBatch(text, &simple, &simple_error);
+    ASSERT_EQ(fast_ok, simple_ok) << text << "\n" << fast_error << " / " << simple_error;
+    if (!fast_ok) {
+      ++refused;
+      if (simple_error != "structure") {
+        EXPECT_EQ(fast_error, simple_error) << text;
+      }
+      continue;
+    }
+    ++valid;
+    ASSERT_EQ(fast.size(), simple.size()) << text;
+    for (size_t i = 0; i < fast.size(); ++i) EXPECT_TRUE(SameSummary(fast[i], simple[i])) << text << " #" << i;
+  }
+  // Both kinds were tried in numbers.
+  EXPECT_GT(valid, 80);
+  EXPECT_GT(refused, 80);
 }
 
 TEST(ClusterMessages, BadWindowSummariesAreRefusedWithAReason) {
