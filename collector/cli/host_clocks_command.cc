@@ -31,12 +31,6 @@ namespace {
 
 constexpr int64_t kKillAfterSignalNs = 10'000'000'000;
 
-std::string HostName() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
-  return buf;
-}
-
 // The recording: a recorder, its file, and what it saw.
 class Recording {
  public:
@@ -44,7 +38,7 @@ class Recording {
 
   bool Open(std::string* error) {
     HostClocksHeader h;
-    h.host = HostName();
+    h.host = ThisHostName("unknown");
     if (!CurrentBootId(&h.boot_id, error)) return false;
     h.started_realtime_ns = ReadClockNs(CLOCK_REALTIME);
     h.period_ns = static_cast<int64_t>(flags_.period_ms * 1e6);

@@ -25,11 +25,6 @@
 namespace chronolink::collector::cli {
 namespace {
 
-std::string ThisHost() {
-  char buf[256] = {};
-  return gethostname(buf, sizeof(buf) - 1) == 0 ? std::string(buf) : std::string();
-}
-
 // The conversion: a recorded domain's track, or REALTIME's identity.
 struct Conversion {
   HostClocksFile file;
@@ -131,7 +126,7 @@ int RunImportRocprof(const ImportRocprofFlags& f) {
   Conversion conv;
   if (const int rc = LoadConversion(f, domain, &conv); rc != 0) return rc;
   std::string host = f.host.empty() ? conv.file.header.host : f.host;
-  if (host.empty()) host = ThisHost();
+  if (host.empty()) host = ThisHostName("");
   if (host.empty() || host.find('/') != std::string::npos)
     return FailCommand("import-rocprof", 2, "give --host NAME (one path component)");
   const std::string run = f.run.empty() ? trace::RunNameFor(std::chrono::system_clock::now()) : f.run;

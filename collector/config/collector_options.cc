@@ -280,10 +280,7 @@ bool Resolve(const Layer& l, CollectorOptions* o, std::string* error) {
     return false;
   }
   o->host = Get<std::string>(l, "host", "");
-  if (o->host.empty()) {
-    char name[256] = {};
-    o->host = gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0' ? name : "localhost";
-  }
+  if (o->host.empty()) o->host = ThisHostName("localhost");
   o->log_level = Get<std::string>(l, "log_level", o->log_level);
   o->test_mode = Get<bool>(l, "test_mode", false);
   for (const char* key :
@@ -366,6 +363,11 @@ std::string DescribeOptions(const CollectorOptions& o) {
             {"host", o.host},
             {"test_mode", o.test_mode}};
   return j.dump();
+}
+
+std::string ThisHostName(const std::string& fallback) {
+  char name[256] = {};
+  return gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0' ? std::string(name) : fallback;
 }
 
 }  // namespace chronolink::collector

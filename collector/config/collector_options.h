@@ -73,4 +73,8 @@ std::vector<OptionFlag> CollectorOptionFlags();
 // The options as a JSON object (file keys), for logs and the clock plane.
 std::string DescribeOptions(const CollectorOptions& options);
 
+// This machine's host name (gethostname), or `fallback` where it has none:
+// what --host defaults to, and what the collect subcommands name a host by.
+std::string ThisHostName(const std::string& fallback);
+
 }  // namespace chronolink::collector
