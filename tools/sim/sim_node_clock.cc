@@ -111,6 +111,7 @@ int64_t SimNodeClock::Read(ClockView view, int64_t true_ns) const {
 }
 
 int64_t SimNodeClock::TrueInstant(ClockView view, int64_t reading_ns) const {
+  if (!disciplined()) return oscillator_.TrueInstant(reading_ns);  // the simulator before disciplined clocks, exactly
   return FixedPoint(reading_ns, [&](int64_t t) { return DeviationNs(view, t); });
 }
 
