@@ -92,6 +92,7 @@ json ProbeJson(const ProbeSettings& p) {
       {"followup_delay_ms", Number(p.followup_delay_ns, Kind::kNsFromMs)},
       {"max_pending_tuples", p.max_pending_tuples},
       {"pilot", p.pilot ? "on" : "off"},
+      {"reverse_pilot", p.reverse_pilot ? "on" : "off"},
       {"pilot_lead_us", Number(p.pilot_lead_ns, Kind::kNsFromUs)},
   };
   return out;

@@ -80,6 +80,8 @@ const Spec kSpecs[] = {
     {"probe.pilot", "probe-pilot", Kind::kString, "MODE", kProbing,
      "Send a 16-byte pilot before each forward pair so that both probes find the path awake: auto "
      "(when the interval is 2 ms or more), on, off (default: auto)"},
+    {"probe.reverse_pilot", "probe-reverse-pilot", Kind::kString, "MODE", kProbing,
+     "Lead each reverse pair with a pilot too, where this agent sends pilots: on, off (default: on)"},
     {"probe.pilot_lead_us", "probe-pilot-lead-us", Kind::kNsFromUs, "US", kProbing,
      "How long before a pair its pilot goes, 0..interval/4; 0 with spacing 0: in the pair's own system call "
      "(default: 0)"},

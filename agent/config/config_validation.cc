@@ -540,6 +540,14 @@ bool ValidatePilot(const Merged& m, ProbeSettings* p, std::string* error) {
   // (the pilot bought nothing measurable); from 2 ms on it does, more and
   // more (docs/PERFORMANCE.md section 9).
   p->pilot = mode == "on" || (mode == "auto" && p->interval_ns >= kPilotAutoMinIntervalNs);
+  // The reverse pair goes out the moment the forward one is read: its pilot
+  // can only lead it in the same system call.
+  const std::string reverse = m.Get<std::string>("probe.reverse_pilot", "on");
+  if (reverse != "on" && reverse != "off") {
+    return Fail(error,
+                "reverse pilot mode '" + reverse + "' (" + m.From("probe.reverse_pilot") + ") must be on or off");
+  }
+  p->reverse_pilot = p->pilot && reverse == "on";
   // Unset, the lead shrinks to fit a short interval; set, it must fit.
   p->pilot_lead_ns = m.Has("probe.pilot_lead_us") ? m.Get<int64_t>("probe.pilot_lead_us", 0)
                                                    : std::min(p->pilot_lead_ns, p->interval_ns / 4);

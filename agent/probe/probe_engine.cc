@@ -424,7 +424,7 @@ void ProbeEngine::SendReverse(uint32_t peer, Responder& r, int index) {
 void ProbeEngine::SendReversePair(uint32_t peer, Responder& r) {
   const ProbeMessage m[2] = {ReverseMessage(peer, r, 0), ReverseMessage(peer, r, 1)};
   SendOutcome out[2];
-  TransmitPair(peer, m, PacketKind::kReverse, false, out);
+  TransmitPair(peer, m, PacketKind::kReverse, options_.probe.reverse_pilot, out);
   AfterReverseSent(r, 0, out[0]);
   AfterReverseSent(r, 1, out[1]);
 }

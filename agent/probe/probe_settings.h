@@ -33,6 +33,12 @@ struct ProbeSettings {
   // turns it on for intervals of 2 ms and more (the default's).
   bool pilot = false;
   int64_t pilot_lead_ns = 0;
+  // The responder leads its reverse pair with a pilot too (in the same
+  // sendmmsg). With the forward pair alone warmed, its probes met a faster
+  // path than the reverse ones, and the max-margin line, midway between the
+  // two directions' fastest, leaned to the prober's side: every routed edge
+  // erred the same way in its prober's frame (docs/protocol.md "Pilot").
+  bool reverse_pilot = false;
 };
 
 }  // namespace chronolink

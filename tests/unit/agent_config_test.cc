@@ -393,6 +393,18 @@ TEST_F(AgentConfigTest, PilotGoesWithLongIntervalsByDefaultAndCanBeTunedOrForced
   EXPECT_EQ(r.config->probe.pilot_lead_ns, 0);
 
   ExpectError(LoadMinimal({"--probe-pilot", "maybe"}), {"pilot mode 'maybe'", "--probe-pilot", "auto, on or off"});
+  // The reverse pair's pilot: on by default where pilots go, never without them.
+  r = LoadMinimal({});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(r.config->probe.reverse_pilot);
+  r = LoadMinimal({"--probe-reverse-pilot", "off"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_FALSE(r.config->probe.reverse_pilot);
+  r = LoadMinimal({"--probe-pilot", "off", "--probe-reverse-pilot", "on"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_FALSE(r.config->probe.reverse_pilot);
+  ExpectError(LoadMinimal({"--probe-reverse-pilot", "auto"}),
+              {"reverse pilot mode 'auto'", "--probe-reverse-pilot", "on or off"});
   // Set explicitly, a lead must fit the interval: a quarter of 1 ms at most.
   ExpectError(LoadMinimal({"--probe-pilot-lead-us", "251", "--probe-interval-us", "1000"}),
               {"pilot lead 251 us", "--probe-pilot-lead-us", "quarter of the probe interval 1000 us"});

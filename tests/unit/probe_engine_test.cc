@@ -192,6 +192,39 @@ TEST_F(ProbeEngineTest, BackToBackPairsLeaveInOneBurstWithThePilot) {
   EXPECT_EQ(b.engine->counters().tx_stamps_unmatched, 0u);
 }
 
+// With the reverse pilot a responder leads each reverse pair with a pilot in
+// the pair's own burst (docs/protocol.md "Pilot"); without it, none. The
+// pilots take no timestamping id from the probes either way.
+TEST_F(ProbeEngineTest, AReversePilotLeadsEachReversePairInItsBurst) {
+  for (const bool reverse_pilot : {true, false}) {
+    Node a(1), b(2);
+    const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
+    ProbeSettings ps = FastProbing();
+    ps.spacing_ns = 0;
+    ps.pilot = true;
+    ps.pilot_lead_ns = 0;
+    ps.reverse_pilot = reverse_pilot;
+    a.Start(ports, {2}, 0xA1, TestKey(1), ps);
+    b.Start(ports, {}, 0xB2, TestKey(1), ps);  // b only answers
+    RunFor({&a, &b}, 300);
+    a.engine->FinalizeTuples(a.clock.Now(), a.clock.Now());
+    ASSERT_GT(a.pairs_sent, 100);
+    int complete = 0;
+    for (const FullTuple& t : a.tuples) complete += ClassifyTuple(t) == TupleOutcome::kComplete ? 1 : 0;
+    EXPECT_GE(complete, static_cast<int>(a.tuples.size()) - 3);
+    const uint64_t reverse_pilots = b.engine->peer_counters().at(1).pilots_sent;
+    if (reverse_pilot) {
+      EXPECT_GE(reverse_pilots + 3, static_cast<uint64_t>(complete)) << "a pilot ahead of every reverse pair";
+      EXPECT_LE(reverse_pilots, static_cast<uint64_t>(a.pairs_sent) + 1);
+    } else {
+      EXPECT_EQ(reverse_pilots, 0u);
+    }
+    EXPECT_EQ(a.engine->counters().tx_stamps_unmatched, 0u);
+    EXPECT_EQ(b.engine->counters().tx_stamps_unmatched, 0u);
+    EXPECT_EQ(a.engine->counters().decode.rejected(), 0u);
+  }
+}
+
 TEST_F(ProbeEngineTest, ShutdownFollowUpDeliversTheLastTxStamps) {
   Node a(1), b(2);
   const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
