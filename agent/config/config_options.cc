@@ -169,8 +169,7 @@ const Spec kSpecs[] = {
      "failover, >= 10 (default: 120)"},
     {"cluster.offsets_rotate_mb", "offsets-rotate-mb", Kind::kCount, "MB", kCluster,
      "The leader's offsets.jsonl and cluster-timebase.jsonl are rotated past this size and the full one "
-     "gzip-compressed "
-     "(offsets.<N>.jsonl.gz); 0: never (default: 256)"},
+     "gzip-compressed (offsets.<N>.jsonl.gz); 0: never (default: 256)"},
     {"cluster.offsets_format", "offsets-format", Kind::kString, "FORM", kCluster,
      "The leader's offsets.jsonl as rows (a line per node per instant), columns (a line per instant, under a "
      "third of the rows' size gzipped) or auto: columns from 1000 nodes (default: auto); its "
