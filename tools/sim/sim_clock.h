@@ -8,10 +8,49 @@
 // deviation local − t, a difference, is ever a double.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
 namespace chronolink::sim {
+
+// Values at begin + i·step (true time), straight between them and held
+// before the first and after the last: an oscillator's wander, a daemon's
+// correction.
+class UniformKnots {
+ public:
+  UniformKnots(int64_t begin_ns, int64_t step_ns) : begin_ns_(begin_ns), step_ns_(step_ns) {}
+  void Reserve(size_t n) { values_.reserve(n); }
+  void Add(double v) { values_.push_back(v); }
+  bool empty() const { return values_.empty(); }
+  double At(int64_t true_ns) const {
+    if (true_ns <= begin_ns_) return values_.front();
+    const int64_t since = true_ns - begin_ns_;
+    const auto i = static_cast<size_t>(since / step_ns_);
+    if (i + 1 >= values_.size()) return values_.back();
+    const double f = static_cast<double>(since % step_ns_) / static_cast<double>(step_ns_);
+    return values_[i] + f * (values_[i + 1] - values_[i]);
+  }
+
+ private:
+  int64_t begin_ns_, step_ns_;
+  std::vector<double> values_;
+};
+
+// The true instant at which a clock `deviation(t)` off true time reads
+// `reading_ns` (to 1 ns), iterated from `guess_ns`: t = reading −
+// deviation(t) is a contraction, a deviation changing by far less than a ns
+// per ns (drifts and slews ~1e-4).
+template <typename Deviation>
+int64_t TrueInstantOf(int64_t reading_ns, int64_t guess_ns, Deviation deviation) {
+  int64_t t = guess_ns;
+  for (int i = 0; i < 8; ++i) {
+    const int64_t next = reading_ns - std::llround(deviation(t));
+    if (next == t) break;
+    t = next;
+  }
+  return t;
+}
 
 struct ClockParams {
   double offset_ns = 0;             // local − true at the epoch (before wander)
@@ -38,12 +77,9 @@ class SimClock {
   static constexpr int64_t kKnotNs = 50'000'000;  // wander knots every 50 ms
 
  private:
-  double WanderNs(int64_t true_ns) const;
-
   ClockParams params_;
   int64_t epoch_ns_;
-  int64_t begin_ns_;
-  std::vector<double> knots_;  // wander at begin_ns + i·kKnotNs
+  UniformKnots wander_;  // every kKnotNs from begin_ns
 };
 
 }  // namespace chronolink::sim

@@ -14,24 +14,14 @@ namespace {
 
 constexpr int64_t kSecondNs = 1'000'000'000;
 
-// The fixed point of t = reading − deviation(t): a contraction, since a
-// deviation changes by far less than a ns per ns (drift and PLL ~1e-4).
-template <typename Deviation>
-int64_t FixedPoint(int64_t reading_ns, Deviation deviation) {
-  int64_t t = reading_ns - std::llround(deviation(reading_ns));
-  for (int i = 0; i < 8; ++i) {
-    const int64_t next = reading_ns - std::llround(deviation(t));
-    if (next == t) break;
-    t = next;
-  }
-  return t;
-}
-
 }  // namespace
 
 SimNodeClock::SimNodeClock(SimClock oscillator, const DisciplineParams& discipline, int64_t begin_ns, int64_t end_ns,
                            uint64_t seed)
-    : oscillator_(std::move(oscillator)), fit_clock_(discipline.fit_clock), begin_ns_(begin_ns) {
+    : oscillator_(std::move(oscillator)),
+      fit_clock_(discipline.fit_clock),
+      begin_ns_(begin_ns),
+      correction_(begin_ns, kSecondNs) {
   if (discipline.model == SimDiscipline::kKernelPll) RunKernelPll(discipline, end_ns, seed);
 }
 
@@ -51,9 +41,9 @@ void SimNodeClock::RunKernelPll(const DisciplineParams& d, int64_t end_ns, uint6
   const auto phase = static_cast<int64_t>(rng.Uniform(0, static_cast<double>(poll_s)));
 
   const int64_t seconds = (end_ns - begin_ns_) / kSecondNs + 2;
-  correction_.reserve(static_cast<size_t>(seconds) + 1);
+  correction_.Reserve(static_cast<size_t>(seconds) + 1);
   double c = -oscillator_.DeviationNs(begin_ns_) + d.measurement_noise_ns * rng.Normal();
-  correction_.push_back(c);
+  correction_.Add(c);
   stats_.rate_min_ppm = 1e9;
   stats_.rate_max_ppm = -1e9;
   for (int64_t k = 0; k < seconds; ++k) {
@@ -76,21 +66,12 @@ void SimNodeClock::RunKernelPll(const DisciplineParams& d, int64_t end_ns, uint6
     stats_.rate_max_ppm = std::max(stats_.rate_max_ppm, rate * 1e6);
     const double raw_elapsed = kSecondNs + oscillator_.DeviationNs(t + kSecondNs) - oscillator_.DeviationNs(t);
     c += rate * raw_elapsed;
-    correction_.push_back(c);
+    correction_.Add(c);
   }
 }
 
-double SimNodeClock::CorrectionNs(int64_t true_ns) const {
-  if (true_ns <= begin_ns_) return correction_.front();
-  const int64_t since = true_ns - begin_ns_;
-  const auto i = static_cast<size_t>(since / kSecondNs);
-  if (i + 1 >= correction_.size()) return correction_.back();
-  const double f = static_cast<double>(since % kSecondNs) / static_cast<double>(kSecondNs);
-  return correction_[i] + f * (correction_[i + 1] - correction_[i]);
-}
-
 double SimNodeClock::RealtimeDeviationNs(int64_t true_ns) const {
-  return oscillator_.DeviationNs(true_ns) + (disciplined() ? CorrectionNs(true_ns) : 0.0);
+  return oscillator_.DeviationNs(true_ns) + (disciplined() ? correction_.At(true_ns) : 0.0);
 }
 
 // F = REALTIME(t0) + (RAW − RAW(t0))·(1 + rate0), less t: in differences.
@@ -112,7 +93,8 @@ int64_t SimNodeClock::Read(ClockView view, int64_t true_ns) const {
 
 int64_t SimNodeClock::TrueInstant(ClockView view, int64_t reading_ns) const {
   if (!disciplined()) return oscillator_.TrueInstant(reading_ns);  // the simulator before disciplined clocks, exactly
-  return FixedPoint(reading_ns, [&](int64_t t) { return DeviationNs(view, t); });
+  const auto deviation = [&](int64_t t) { return DeviationNs(view, t); };
+  return TrueInstantOf(reading_ns, reading_ns - std::llround(deviation(reading_ns)), deviation);
 }
 
 double SimNodeClock::RealtimeMinusFitNs(int64_t fit_ns) const {

@@ -75,7 +75,6 @@ class SimNodeClock {
   const DisciplineStats& discipline_stats() const { return stats_; }
 
  private:
-  double CorrectionNs(int64_t true_ns) const;  // REALTIME − the oscillator's reading
   double RealtimeDeviationNs(int64_t true_ns) const;
   double FitDeviationNs(int64_t true_ns) const;
   void RunKernelPll(const DisciplineParams& d, int64_t end_ns, uint64_t seed);
@@ -83,7 +82,7 @@ class SimNodeClock {
   SimClock oscillator_;
   FitClockMode fit_clock_;
   int64_t begin_ns_;
-  std::vector<double> correction_;  // at begin_ns + k s; empty: no discipline
+  UniformKnots correction_;  // REALTIME − the oscillator's reading, every second; empty: no discipline
   // F's anchor at begin_ns: REALTIME − true there, and REALTIME's rate.
   double anchor_deviation_ns_ = 0;
   double anchor_rate_ = 0;
