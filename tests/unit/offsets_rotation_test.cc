@@ -222,19 +222,10 @@ TEST_F(OffsetsRotationTest, ClusterTimebaseColumnsReadBackAsTheRowsAcrossRotatio
     const auto rows = ReadTimebase(dir_ / "rows" / kClusterTimebaseFile);
     const auto columns = ReadTimebase(dir_ / "columns" / kClusterTimebaseFile);
     ASSERT_EQ(rows.size(), 25u);
-    ASSERT_EQ(columns.size(), rows.size());
-    for (const auto& [node, r] : rows) {
-      const trace::NodeTimebase& c = columns.at(node);
-      ASSERT_EQ(c.stretches.size(), r.stretches.size()) << "node " << node << ", seed " << seed;
-      for (size_t i = 0; i < r.stretches.size(); ++i) {
-        const auto &a = r.stretches[i].knots, &b = c.stretches[i].knots;
-        ASSERT_EQ(a.size(), b.size());
-        for (size_t k = 0; k < a.size(); ++k) {
-          EXPECT_EQ(a[k].raw_ns, b[k].raw_ns);
-          EXPECT_EQ(a[k].realtime_ns, b[k].realtime_ns);
-        }
-      }
-    }
+    size_t stretches = 0;
+    for (const auto& [node, r] : rows) stretches += r.stretches.size();
+    EXPECT_GT(stretches, 25u) << "restarts, gaps and steps made stretches";
+    EXPECT_TRUE(columns == rows) << "seed " << seed;
     fs::remove_all(dir_ / "rows");
     fs::remove_all(dir_ / "columns");
   }

@@ -32,12 +32,14 @@ inline constexpr char kTimebaseColumnsSchema[] = "chronolink.timebase_columns.v1
 struct TimebasePoint {
   int64_t realtime_ns = 0;
   int64_t raw_ns = 0;
+  friend bool operator==(const TimebasePoint&, const TimebasePoint&) = default;
 };
 
 // One stretch of REALTIME over RAW with no step or restart inside:
 // straight between consecutive knots, known from the first knot to the last.
 struct TimebaseStretch {
   std::vector<TimebasePoint> knots;  // increasing in both clocks
+  friend bool operator==(const TimebaseStretch&, const TimebaseStretch&) = default;
 
   int64_t first_realtime_ns() const { return knots.front().realtime_ns; }
   int64_t last_realtime_ns() const { return knots.back().realtime_ns; }
@@ -52,6 +54,7 @@ struct TimebaseStretch {
 struct NodeTimebase {
   uint32_t node = 0;
   std::vector<TimebaseStretch> stretches;
+  friend bool operator==(const NodeTimebase&, const NodeTimebase&) = default;
 
   // The stretch holding the whole of [from, to] on REALTIME, if one does.
   const TimebaseStretch* Covering(int64_t from_realtime_ns, int64_t to_realtime_ns) const;
