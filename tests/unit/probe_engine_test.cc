@@ -148,16 +148,22 @@ TEST_F(ProbeEngineTest, CompletesTuplesWithKernelStampsBothWays) {
   EXPECT_EQ(k.rev_rx[1].domain, ClockDomain::kNodeRealtime);
 }
 
+// Both probes of a pair in one sendmmsg, the pilot first in it.
+ProbeSettings BackToBackWithPilot() {
+  ProbeSettings ps = FastProbing();
+  ps.spacing_ns = 0;
+  ps.pilot = true;
+  ps.pilot_lead_ns = 0;
+  return ps;
+}
+
 // Spacing 0: each pair leaves in one sendmmsg with its pilot ahead, both
 // ways; the tuples are as complete as with spaced probes, and the two
 // probes of a pair leave the kernel back to back.
 TEST_F(ProbeEngineTest, BackToBackPairsLeaveInOneBurstWithThePilot) {
   Node a(1), b(2);
   const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
-  ProbeSettings ps = FastProbing();
-  ps.spacing_ns = 0;
-  ps.pilot = true;
-  ps.pilot_lead_ns = 0;
+  const ProbeSettings ps = BackToBackWithPilot();
   a.Start(ports, {2}, 0xA1, TestKey(1), ps);
   b.Start(ports, {1}, 0xB2, TestKey(1), ps);
   RunFor({&a, &b}, 400);
@@ -199,10 +205,7 @@ TEST_F(ProbeEngineTest, AReversePilotLeadsEachReversePairInItsBurst) {
   for (const bool reverse_pilot : {true, false}) {
     Node a(1), b(2);
     const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
-    ProbeSettings ps = FastProbing();
-    ps.spacing_ns = 0;
-    ps.pilot = true;
-    ps.pilot_lead_ns = 0;
+    ProbeSettings ps = BackToBackWithPilot();
     ps.reverse_pilot = reverse_pilot;
     a.Start(ports, {2}, 0xA1, TestKey(1), ps);
     b.Start(ports, {}, 0xB2, TestKey(1), ps);  // b only answers
