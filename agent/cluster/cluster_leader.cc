@@ -11,7 +11,10 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0
 }  // namespace
 
 ClusterLeader::ClusterLeader(uint32_t leader_id, ClusterLeaderOptions options)
-    : leader_id_(leader_id), options_(std::move(options)), fit_points_(options_.solver.validity_horizon_ns) {
+    : leader_id_(leader_id),
+      options_(std::move(options)),
+      drift_history_(options_.page_drift),
+      fit_points_(options_.solver.validity_horizon_ns) {
   if (options_.step_ns <= 0) options_.step_ns = 2'000'000'000;
 }
 
@@ -146,6 +149,7 @@ std::optional<OffsetsSnapshot> ClusterLeader::SolveInstant(int64_t t_ns, bool re
   }
   std::sort(s.nodes.begin(), s.nodes.end(),
             [](const NodeSolution& a, const NodeSolution& b) { return a.node < b.node; });
+  drift_history_.Apply(t_ns, &s.nodes);  // on the fit clocks, before they are mapped
   const bool mapped = fit_points_.ToRealtime(&s);
   stats_.nodes_unmapped = fit_points_.stats().nodes_unmapped;
   stats_.instants_unmapped = fit_points_.stats().instants_unmapped;

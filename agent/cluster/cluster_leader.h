@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "agent/cluster/cluster_messages.h"
+#include "agent/cluster/fit_drift_history.h"
 #include "agent/cluster/fit_point_book.h"
 #include "agent/solve/clock_step_barriers.h"
 #include "agent/solve/global_solver.h"
@@ -46,6 +47,9 @@ struct ClusterLeaderOptions {
   // At most this many instants are solved per call (a leader that fell far
   // behind skips ahead rather than never catching up).
   int max_instants_per_call = 8;
+  // The clock pages' drift: a line through each node's solved offsets over
+  // this span (fit_drift_history.h).
+  FitDriftHistoryOptions page_drift;
 };
 
 struct ClusterLeaderStats {
@@ -119,6 +123,7 @@ class ClusterLeader {
   // step rather than on every turn.
   int64_t fit_points_expired_before_ = std::numeric_limits<int64_t>::min();
   ClockStepBarriers steps_;                 // step markers: estimates are not used across them
+  FitDriftHistory drift_history_;           // each node's last solved offsets, for its page's drift
   FitPointBook fit_points_;                 // the probers' REALTIME against their fit clocks
   std::optional<SolveResult> last_solution_;  // the warm start of the next solve
   std::set<int64_t> solved_;                // instants solved, within the retention

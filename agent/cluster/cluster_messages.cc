@@ -245,6 +245,7 @@ json SolutionToJson(const NodeSolution& s) {
          {"component", s.component},
          {"edges_used", s.edges_used}};
   if (s.reachable && s.discipline) j["discipline"] = json{{"d_ns", s.discipline->d_ns}, {"rate", s.discipline->rate}};
+  if (s.reachable && s.page_drift) j["page_drift"] = *s.page_drift;
   return j;
 }
 
@@ -276,6 +277,10 @@ NodeSolution SolutionFromJson(const json& j) {
   s.component = IntField<int>(j, "component");
   s.edges_used = IntField<int>(j, "edges_used");
   if (s.reachable && j.contains("discipline")) s.discipline = DisciplineFromJson(ObjectField(j, "discipline"));
+  if (s.reachable && j.contains("page_drift")) {
+    s.page_drift = FiniteField(j, "page_drift");
+    if (!(std::abs(*s.page_drift) <= kMaxFitRate)) throw FieldError{"\"page_drift\" is beyond 25 %"};
+  }
   return s;
 }
 

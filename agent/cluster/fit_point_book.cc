@@ -170,6 +170,7 @@ bool FitPointBook::ToRealtime(OffsetsSnapshot* s) {
     }
     n.offset_ns += static_cast<double>(mapped[i]->d_ns - ref.d_ns);
     n.drift = (1 + n.drift) * (1 + mapped[i]->rate) / (1 + ref.rate) - 1;
+    if (n.page_drift) n.page_drift = (1 + *n.page_drift) * (1 + mapped[i]->rate) / (1 + ref.rate) - 1;
     n.discipline = FitDiscipline{mapped[i]->d_ns, mapped[i]->rate};
     mean_shift += n.offset_ns;
     ++kept;

@@ -60,7 +60,8 @@ json ClusterJson(const AgentConfig& c) {
              {"solve_delay_ms", Number(cs.solve_delay_ns, Kind::kNsFromMs)},
              {"retention_s", Number(cs.retention_ns, Kind::kNsFromSec)},
              {"offsets_rotate_mb", cs.offsets_rotate_bytes >> 20},
-             {"offsets_format", OffsetsFormName(cs.offsets_form)}};
+             {"offsets_format", OffsetsFormName(cs.offsets_form)},
+             {"page_drift_span_s", Number(cs.page_drift_span_ns, Kind::kNsFromSec)}};
   if (cs.probe_k > 0) cl["probe_k"] = cs.probe_k;
   if (cs.backend != CoordinationBackend::kNone && cs.coordination_port != 0) {
     cl["coordination_port"] = cs.coordination_port;

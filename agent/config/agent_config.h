@@ -104,6 +104,7 @@ struct ClusterSettings {
   int64_t retention_ns = 120'000'000'000;   // windows kept for catch-up and failover
   int64_t offsets_rotate_bytes = 256LL << 20;  // offsets.jsonl rotated past this; 0: never
   OffsetsForm offsets_form = OffsetsForm::kAuto;  // rows, columns, or columns from 1000 nodes
+  int64_t page_drift_span_ns = 30'000'000'000;    // the clock pages' drift: a line over this; 0: the instant's
   std::string clock_page_path;              // empty: off
 };
 

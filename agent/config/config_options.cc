@@ -174,6 +174,10 @@ const Spec kSpecs[] = {
      "The leader's offsets.jsonl as rows (a line per node per instant), columns (a line per instant, under a "
      "third of the rows' size gzipped) or auto: columns from 1000 nodes (default: auto); its "
      "cluster-timebase.jsonl follows (columns: a line per turn, each knot as steps from its node's last)"},
+    {"cluster.page_drift_span_s", "page-drift-span-s", Kind::kNsFromSec, "SEC", kCluster,
+     "The leader gives each node's clock page the drift of a line through its solved offsets over this "
+     "span, on the fit clocks (an instant's own drift errs by tens of ppb on a loaded path, and a page "
+     "extrapolates it ~10 s); 0: the instant's own, 4..600 (default: 30)"},
     {"clock_page", "clock-page", Kind::kString, "PATH", kCluster,
      "Shared-memory page with this node's clock mapping, or off (default: /dev/shm/chronolink-<node>)"},
 

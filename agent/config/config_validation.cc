@@ -367,6 +367,12 @@ bool ValidateLeadershipTiming(const Merged& m, AgentConfig* c, std::string* erro
     return Fail(error, "window retention " + Sec(cs.retention_ns) + " (" + m.From("cluster.retention_s") +
                            ") must be at least 10 s");
   }
+  cs.page_drift_span_ns = m.Get<int64_t>("cluster.page_drift_span_s", cs.page_drift_span_ns);
+  if (cs.page_drift_span_ns != 0 &&
+      (cs.page_drift_span_ns < 4'000'000'000 || cs.page_drift_span_ns > 600'000'000'000)) {
+    return Fail(error, "page drift span " + Sec(cs.page_drift_span_ns) + " (" + m.From("cluster.page_drift_span_s") +
+                           ") must be 0 (off) or 4..600 s");
+  }
   const int64_t rotate_mb = m.Get<int64_t>("cluster.offsets_rotate_mb", cs.offsets_rotate_bytes >> 20);
   if (rotate_mb < 0 || rotate_mb > (1 << 20)) {
     return Fail(error, "offsets rotation size " + std::to_string(rotate_mb) + " MB (" +

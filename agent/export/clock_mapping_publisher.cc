@@ -86,8 +86,11 @@ ClockMapping MappingFromSolution(const NodeSolution& s, int64_t t_ns, int64_t va
   if (!s.reachable) return m;
   // A solution no clock can have (an offset or drift beyond any crystal, an
   // instant at the end of time) gives no mapping rather than an overflow.
-  if (!std::isfinite(s.offset_ns) || std::abs(s.offset_ns) > kMaxOffsetNs || !std::isfinite(s.drift) ||
-      std::abs(s.drift) > kMaxDrift || !std::isfinite(s.uncertainty_ns) || s.uncertainty_ns > kMaxOffsetNs) {
+  // The leader's line through the node's last solved offsets where it sent
+  // one (agent/cluster/fit_drift_history.h), else the instant's own drift.
+  const double drift = s.page_drift.value_or(s.drift);
+  if (!std::isfinite(s.offset_ns) || std::abs(s.offset_ns) > kMaxOffsetNs || !std::isfinite(drift) ||
+      std::abs(drift) > kMaxDrift || !std::isfinite(s.uncertainty_ns) || s.uncertainty_ns > kMaxOffsetNs) {
     return m;
   }
   const int64_t offset = std::llround(s.offset_ns);  // node − cluster at T
@@ -100,7 +103,7 @@ ClockMapping MappingFromSolution(const NodeSolution& s, int64_t t_ns, int64_t va
   m.valid = true;
   m.offset_ns = -offset;
   // d(cluster − local)/d(local) = −drift / (1 + drift), drift being d(node − cluster)/d(cluster).
-  m.drift_ppt = std::llround(-s.drift / (1.0 + s.drift) * 1e12);
+  m.drift_ppt = std::llround(-drift / (1.0 + drift) * 1e12);
   m.uncertainty_ns = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(s.uncertainty_ns)));
   m.uncertainty_growth_ppt = growth_ppt;
   return m;

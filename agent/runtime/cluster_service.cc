@@ -61,6 +61,7 @@ ClusterLeaderOptions LeaderOptionsFor(const AgentConfig& c) {
   o.max_instants_per_call =
       std::max(o.max_instants_per_call, static_cast<int>(takeover_ns / c.estimation.window_ns) + 2);
   o.late_settle_ns = std::max<int64_t>(1'000'000'000, c.estimation.window_ns / 2);
+  o.page_drift.span_ns = cs.page_drift_span_ns;
   return o;
 }
 

@@ -113,6 +113,11 @@ struct NodeSolution {
   // The node's REALTIME − F at its instant of T, by which the leader mapped
   // this solution from the fit clocks (none from the solver itself).
   std::optional<FitDiscipline> discipline = std::nullopt;
+  // The drift the node's clock page extrapolates with, as `drift`: a line
+  // through its last span of solved offsets on the fit clocks, mapped as
+  // drift is (agent/cluster/fit_drift_history.h; the leader's, none from the
+  // solver itself, and not in offsets.jsonl).
+  std::optional<double> page_drift = std::nullopt;
 };
 
 // One measurement used at T, with its fate.

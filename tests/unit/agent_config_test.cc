@@ -1177,6 +1177,16 @@ TEST_F(AgentConfigTest, BadClusterSettingsAreRefusedWithTheirSource) {
   r = LoadMinimal({"--offsets-format", "columns"});
   ASSERT_TRUE(r.config) << r.error;
   EXPECT_EQ(r.config->cluster_settings.offsets_form, OffsetsForm::kColumns);
+  // The clock pages' drift: a line over 30 s by default, 0 for the instant's own.
+  EXPECT_EQ(r.config->cluster_settings.page_drift_span_ns, 30'000'000'000);
+  for (const auto& [span, ns] : {std::pair{"0", int64_t{0}}, std::pair{"4", int64_t{4'000'000'000}},
+                                 std::pair{"600", int64_t{600'000'000'000}}}) {
+    r = LoadMinimal({"--page-drift-span-s", span});
+    ASSERT_TRUE(r.config) << span << ": " << r.error;
+    EXPECT_EQ(r.config->cluster_settings.page_drift_span_ns, ns) << span;
+  }
+  ExpectError(LoadMinimal({"--page-drift-span-s", "3"}), {"page drift span", "--page-drift-span-s", "4..600"});
+  ExpectError(LoadMinimal({"--page-drift-span-s", "601"}), {"page drift span", "4..600"});
   ExpectError(LoadMinimal({"--etcd-endpoints", "http://10.0.0.9:2379"}), {"--coordination etcd"});
   ExpectError(LoadMinimal({"--coordination", "etcd", "--etcd-endpoints", "ftp://10.0.0.9:2379"}),
               {"http://HOST:PORT or https://HOST:PORT"});

@@ -77,6 +77,33 @@ TEST(ClusterLeader, InstantsAreWindowCentres) {
   EXPECT_EQ(leader.InstantAt(leader.FirstIndexAtOrAfter(kBase)), kBase + kStep / 2);
 }
 
+// Each node's clock page gets the drift of a line through its solved
+// offsets (fit_drift_history.h) once five instants are solved, mapped to
+// REALTIME with the rest; with a span of 0 it never does.
+TEST(ClusterLeader, PagesGetTheDriftOfALineOnceFiveInstantsAreSolved) {
+  for (const int64_t span : {int64_t{30} * kSecond, int64_t{0}}) {
+    ClusterLeaderOptions o = Options();
+    o.page_drift.span_ns = span;
+    ClusterLeader leader(1, o);
+    leader.TakeOffice(kBase);
+    std::vector<OffsetsSnapshot> solved;
+    for (int k = 0; k < 10; ++k) {
+      leader.Add(AllWindows(kBase + k * kStep), kBase + (k + 1) * kStep);
+      for (OffsetsSnapshot& s : leader.SolveDue(kBase + (k + 1) * kStep + kSecond)) solved.push_back(std::move(s));
+    }
+    ASSERT_EQ(solved.size(), 10u);
+    for (size_t i = 0; i < solved.size(); ++i) {
+      for (const NodeSolution& n : solved[i].nodes) {
+        ASSERT_TRUE(n.reachable);
+        EXPECT_EQ(n.page_drift.has_value(), span > 0 && i >= 4) << "instant " << i << " node " << n.node;
+        if (n.page_drift) {
+          EXPECT_NEAR(*n.page_drift, n.drift, 1e-12) << "clocks without drift";
+        }
+      }
+    }
+  }
+}
+
 TEST(ClusterLeader, SolvesEachInstantOnceWhenReady) {
   ClusterLeader leader(1, Options());
   leader.TakeOffice(kBase);
@@ -578,6 +605,12 @@ TEST(FitPointBook, ThroughTheNodesKnotsTheMappingFollowsEveryRateChange) {
   ASSERT_TRUE(s2.nodes[1].discipline.has_value());
   EXPECT_NEAR(static_cast<double>(s2.nodes[1].discipline->d_ns), static_cast<double>(n.D(t + 1'234)), 1.0);
   EXPECT_NEAR(s2.nodes[1].discipline->rate, static_cast<double>(n.Rate(t + 1'234)), 1e-12);
+  // The page's drift is mapped as the drift is: the same F drift gives the same.
+  OffsetsSnapshot s3 = OneNodeAgainstTheReference(t, offset);
+  s3.nodes[1].page_drift = 0.0;
+  ASSERT_TRUE(book.ToRealtime(&s3));
+  ASSERT_TRUE(s3.nodes[1].page_drift.has_value());
+  EXPECT_DOUBLE_EQ(*s3.nodes[1].page_drift, s3.nodes[1].drift);
 }
 
 TEST(FitPointBook, AGapBetweenWindowsKnotsIsNotBridged) {
@@ -1050,6 +1083,18 @@ TEST(ClusterMessages, OffsetsSnapshotRoundTrip) {
     EXPECT_FALSE(DecodeOffsetsSnapshot(one_node + bad + "}]}", &back, &error)) << bad;
     EXPECT_FALSE(error.empty()) << bad;
   }
+  // The page's drift, where the leader's line gave one (fit_drift_history.h).
+  s.nodes[0].page_drift = -2.5e-6;
+  ASSERT_TRUE(DecodeOffsetsSnapshot(EncodeOffsetsSnapshot(s), &back, &error)) << error;
+  for (size_t i = 0; i < s.nodes.size(); ++i) EXPECT_EQ(back.nodes[i].page_drift, s.nodes[i].page_drift) << i;
+  const std::string with_discipline = one_node + R"({"d_ns":-5,"rate":1e-4},"page_drift":)";
+  ASSERT_TRUE(DecodeOffsetsSnapshot(with_discipline + "3e-6}]}", &back, &error)) << error;
+  EXPECT_EQ(back.nodes[0].page_drift, std::optional<double>(3e-6));
+  for (const char* bad : {"0.3", "\"3e-6\"", "null", "1e400"}) {
+    error.clear();
+    EXPECT_FALSE(DecodeOffsetsSnapshot(with_discipline + bad + "}]}", &back, &error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
   EXPECT_FALSE(DecodeOffsetsSnapshot(R"({"leader":1})", &back, &error));
   EXPECT_FALSE(DecodeOffsetsSnapshot(R"({"leader":1,"sequence":"1","t_ns":0,"reference":"median","recomputed":false,"nodes":[]})",
                                      &back, &error));
@@ -1152,6 +1197,15 @@ TEST(ClockPage, MappingFromSolutionInvertsTheOffset) {
   EXPECT_NEAR(static_cast<double>(m.ToCluster(m.local_ref_ns + kSecond) - t), expected, 1.0);
   EXPECT_EQ(m.uncertainty_ns, 4);
   EXPECT_EQ(m.valid_until_ns, m.local_ref_ns + 5 * kStep);
+  // The leader's line through the node's last offsets, where it sent one,
+  // is the drift the page extrapolates with; a wild one gives no mapping.
+  s.page_drift = 50.2e-6;
+  const ClockMapping lined = MappingFromSolution(s, t, 5 * kStep, 100'000);
+  ASSERT_TRUE(lined.valid);
+  EXPECT_NEAR(static_cast<double>(lined.ToCluster(lined.local_ref_ns + kSecond) - t), kSecond / (1 + 50.2e-6), 1.0);
+  s.page_drift = 0.02;
+  EXPECT_FALSE(MappingFromSolution(s, t, 5 * kStep, 100'000).valid);
+  s.page_drift.reset();
   s.reachable = false;
   EXPECT_FALSE(MappingFromSolution(s, t, kStep, 0).valid);
 }
