@@ -4,7 +4,9 @@
 // of noise, 100 ns uncertainty). Times Solve() at 1k and 10k nodes and
 // prints the solution's |error| against the truth: cold (no earlier
 // solution) and warm (given the solution of an instant 1 s before, as the
-// leader passes the previous window's).
+// leader passes the previous window's). Also times the clock pages' drift
+// lines the leader draws after each solve (agent/cluster/fit_drift_history.h):
+// every node's line through its last 15 instants.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "agent/cluster/fit_drift_history.h"
 #include "agent/cluster/probe_graph.h"
 #include "agent/solve/global_solver.h"
 
@@ -91,6 +94,36 @@ void BM_GlobalSolve(benchmark::State& state) { RunSolve(state, false); }
 void BM_GlobalSolveWarm(benchmark::State& state) { RunSolve(state, true); }
 BENCHMARK(BM_GlobalSolve)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_GlobalSolveWarm)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+// One instant's page drift lines for n nodes, each with a full span (15
+// instants of 2 s) behind it: what the leader adds to each solve.
+void BM_PageDriftLines(benchmark::State& state) {
+  const auto n = static_cast<uint32_t>(state.range(0));
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> dr(-100e-6, 100e-6);
+  std::normal_distribution<double> noise(0, 40.0);
+  std::vector<double> drift(n);
+  for (double& d : drift) d = dr(rng);
+  FitDriftHistory history{FitDriftHistoryOptions{}};
+  std::vector<NodeSolution> nodes(n);
+  auto instant = [&](int64_t k) {
+    for (uint32_t i = 0; i < n; ++i) {
+      nodes[i] = NodeSolution{.node = i, .reachable = true, .offset_ns = drift[i] * 2e9 * k + noise(rng),
+                              .drift = drift[i], .uncertainty_ns = 40};
+    }
+    history.Apply(kT + k * 2'000'000'000, &nodes);
+  };
+  int64_t k = 0;
+  for (; k < 15; ++k) instant(k);
+  double worst_ppb = 0;
+  for (auto _ : state) {
+    instant(k++);
+    for (uint32_t i = 0; i < n; ++i) worst_ppb = std::max(worst_ppb, std::fabs(nodes[i].page_drift.value_or(1) - drift[i]) * 1e9);
+  }
+  state.counters["nodes"] = n;
+  state.counters["worst_drift_err_ppb"] = worst_ppb;  // 40 ns of noise on each offset
+}
+BENCHMARK(BM_PageDriftLines)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->Iterations(20);
 
 }  // namespace
 }  // namespace chronolink
