@@ -74,6 +74,11 @@ void ClusterLeader::AddStepMarker(const WindowSummary& w, int64_t now_ns) {
   const int64_t start = w.window_start_ns, end = w.window_start_ns + options_.step_ns;
   if (!steps_.Add(w.estimate.node, w.estimate.peer, start, end)) return;
   ++stats_.clock_steps;
+  // Either end's clock may have stepped; a window either side covers the
+  // nodes' offsets between their clocks and the instants'.
+  for (uint32_t node : {w.estimate.node, w.estimate.peer}) {
+    drift_history_.NoteStep(node, start - options_.step_ns, end + options_.step_ns);
+  }
   // Instants already solved may have used estimates across it: solve them again.
   const int64_t horizon = options_.solver.validity_horizon_ns;
   MarkLate(start - horizon, end + horizon, now_ns);

@@ -12,17 +12,47 @@ void FitDriftHistory::Apply(int64_t t_ns, std::vector<NodeSolution>* nodes) {
     Forget(t_ns - 2 * options_.span_ns);
   }
   for (NodeSolution& n : *nodes) {
-    if (!n.reachable) continue;
+    if (!n.reachable || !(n.uncertainty_ns <= options_.max_sigma_ns)) continue;
     Points& points = by_node_[n.node];
     points.erase(t_ns);
-    double slope = 0, predicted = 0;
-    if (Line(points, t_ns, &slope, &predicted) &&
-        std::abs(n.offset_ns - predicted) > std::max(options_.jump_sigmas * n.uncertainty_ns, options_.jump_floor_ns)) {
-      points.clear();
-    }
+    if (!KeepToStepsSideOf(n.node, t_ns, &points)) continue;
+    if (OffTheLine(points, t_ns, n)) points.clear();
     points[t_ns] = n.offset_ns;
-    if (Line(points, t_ns + 1, &slope, &predicted)) n.page_drift = slope;
+    double slope = 0, at = 0;
+    if (Line(points, t_ns + 1, &slope, &at)) n.page_drift = slope;
   }
+}
+
+void FitDriftHistory::NoteStep(uint32_t node, int64_t from_ns, int64_t to_ns) {
+  auto& steps = steps_[node];
+  auto [it, added] = steps.emplace(from_ns, to_ns);
+  if (!added) it->second = std::max(it->second, to_ns);
+}
+
+bool FitDriftHistory::KeepToStepsSideOf(uint32_t node, int64_t t_ns, Points* points) const {
+  const auto found = steps_.find(node);
+  if (found == steps_.end()) return true;
+  for (const auto& [from, to] : found->second) {
+    if (t_ns >= from && t_ns <= to) return false;
+    if (t_ns > to) {
+      points->erase(points->begin(), points->upper_bound(to));
+    } else {
+      points->erase(points->lower_bound(from), points->end());
+    }
+  }
+  return true;
+}
+
+bool FitDriftHistory::OffTheLine(const Points& points, int64_t t_ns, const NodeSolution& n) const {
+  double slope = 0, predicted = 0;
+  if (!Line(points, t_ns, &slope, &predicted)) {
+    // No line yet: the last point before, along this instant's drift.
+    auto before = points.lower_bound(t_ns);
+    if (before == points.begin()) return false;
+    --before;
+    predicted = before->second + n.drift * static_cast<double>(t_ns - before->first);
+  }
+  return std::abs(n.offset_ns - predicted) > std::max(options_.jump_sigmas * n.uncertainty_ns, options_.jump_floor_ns);
 }
 
 bool FitDriftHistory::Line(const Points& points, int64_t t_ns, double* slope, double* at_t_ns) const {
@@ -59,6 +89,11 @@ void FitDriftHistory::Forget(int64_t before_ns) {
     Points& points = it->second;
     points.erase(points.begin(), points.lower_bound(before_ns));
     it = points.empty() ? by_node_.erase(it) : std::next(it);
+  }
+  for (auto it = steps_.begin(); it != steps_.end();) {
+    auto& steps = it->second;
+    std::erase_if(steps, [&](const auto& step) { return step.second < before_ns; });
+    it = steps.empty() ? steps_.erase(it) : std::next(it);
   }
 }
 

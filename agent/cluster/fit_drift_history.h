@@ -11,11 +11,15 @@
 // their drifts hold for tens of seconds, and a line through the last 30 s
 // of solved offsets errs by 1-3 ppb there.
 //
-// A point off the line by more than a step's worth (the node's fit clock
-// anchored again, the mean reference moved by a member joining or leaving)
-// starts the history again from that point: until it holds enough points
-// again, the instant's own drift is used. Only the page reads this drift;
-// offsets.jsonl keeps each instant's own.
+// No line crosses a clock step of the node (the leader's step markers, with
+// a window either side), and a point off the line (or, before there is one,
+// off the last point along the instant's drift) by more than 6 of its
+// sigmas, at least 100 ns, starts the history again: the node's fit clock
+// anchored again, the mean reference moved by a member joining or leaving.
+// A solution whose sigma passes 1 µs is no point of a line (right after a
+// step it can be hundreds of µs, and would pass any jump test). Until a
+// line holds enough points again, the instant's own drift is used. Only
+// the page reads this drift; offsets.jsonl keeps each instant's own.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +37,7 @@ struct FitDriftHistoryOptions {
   // floor) starts the history again.
   double jump_sigmas = 6;
   double jump_floor_ns = 100;
+  double max_sigma_ns = 1000;  // a solution less sure than this is no point of a line
 };
 
 class FitDriftHistory {
@@ -44,16 +49,25 @@ class FitDriftHistory {
   // where its history gives a line. An instant solved again (late windows)
   // replaces what it had recorded.
   void Apply(int64_t t_ns, std::vector<NodeSolution>* nodes);
+  // The node's clock stepped somewhere in [from_ns, to_ns] (on the instants'
+  // clock, give or take the nodes' offsets: widen it): no line crosses it.
+  void NoteStep(uint32_t node, int64_t from_ns, int64_t to_ns);
 
  private:
   using Points = std::map<int64_t, double>;  // offset by instant
   // The line's slope and its value at t_ns through the points before t_ns
   // within the span; false when they are too few or too close together.
   bool Line(const Points& points, int64_t t_ns, double* slope, double* at_t_ns) const;
+  // Drops the points a step of the node separates from t_ns; false when
+  // t_ns itself is within a step.
+  bool KeepToStepsSideOf(uint32_t node, int64_t t_ns, Points* points) const;
+  // Whether the new point is off what the points before it say.
+  bool OffTheLine(const Points& points, int64_t t_ns, const NodeSolution& n) const;
   void Forget(int64_t before_ns);
 
   FitDriftHistoryOptions options_;
   std::map<uint32_t, Points> by_node_;
+  std::map<uint32_t, std::map<int64_t, int64_t>> steps_;  // node -> step windows, from -> to
   int64_t newest_ns_ = INT64_MIN;
 };
 

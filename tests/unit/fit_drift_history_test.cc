@@ -26,8 +26,8 @@ NodeSolution Solved(uint32_t node, double offset_ns, double drift, double sigma_
 }
 
 // One node's page drift after an instant, the instant's own drift being
-// `instant_drift` (which the line must not take).
-std::optional<double> ApplyOne(FitDriftHistory* h, int64_t t_ns, double offset_ns, double instant_drift = 1.0e-3) {
+// `instant_drift` (off by 100 ppb, as under load: the line must not take it).
+std::optional<double> ApplyOne(FitDriftHistory* h, int64_t t_ns, double offset_ns, double instant_drift) {
   std::vector<NodeSolution> nodes = {Solved(7, offset_ns, instant_drift)};
   h->Apply(t_ns, &nodes);
   return nodes[0].page_drift;
@@ -67,10 +67,13 @@ TEST(FitDriftHistory, AJumpStartsTheHistoryAgain) {
   const double drift = -1.5e-6;
   int64_t t = kStart;
   double offset = 0;
-  for (int k = 0; k < 10; ++k, t += kStep, offset += drift * kStep) ASSERT_EQ(k >= 4, ApplyOne(&h, t, offset).has_value());
+  const double instant = drift + 100e-9;
+  for (int k = 0; k < 10; ++k, t += kStep, offset += drift * kStep) {
+    ASSERT_EQ(k >= 4, ApplyOne(&h, t, offset, instant).has_value());
+  }
   offset += 5'000;  // 5 µs
   for (int k = 0; k < 10; ++k, t += kStep, offset += drift * kStep) {
-    const std::optional<double> page = ApplyOne(&h, t, offset);
+    const std::optional<double> page = ApplyOne(&h, t, offset, instant);
     ASSERT_EQ(k >= 4, page.has_value()) << k << " instants after the jump";
     if (page) {
       EXPECT_NEAR(*page, drift, 1e-12) << "the line still leans on points from before the jump";
@@ -78,7 +81,64 @@ TEST(FitDriftHistory, AJumpStartsTheHistoryAgain) {
   }
   // Below the floor (100 ns, 6 sigma of 40 ns: 240 ns) it is noise, kept.
   offset += 200;
-  EXPECT_TRUE(ApplyOne(&h, t, offset).has_value());
+  EXPECT_TRUE(ApplyOne(&h, t, offset, instant).has_value());
+}
+
+// Before a line is drawn, a point off the last one along the instant's
+// drift starts the history again too.
+TEST(FitDriftHistory, AJumpBeforeTheLineIsDrawnStartsTheHistoryAgain) {
+  FitDriftHistory h{FitDriftHistoryOptions{}};
+  const double drift = 2e-6, instant = drift + 100e-9;
+  double offset = 0;
+  int64_t t = kStart;
+  for (int k = 0; k < 2; ++k, t += kStep, offset += drift * kStep) ASSERT_FALSE(ApplyOne(&h, t, offset, instant));
+  offset += 1'000'000;  // 1 ms: a step the leader had no marker of
+  for (int k = 0; k < 6; ++k, t += kStep, offset += drift * kStep) {
+    const std::optional<double> page = ApplyOne(&h, t, offset, instant);
+    ASSERT_EQ(k >= 4, page.has_value()) << k << " instants after the jump";
+    if (page) {
+      EXPECT_NEAR(*page, drift, 1e-12);
+    }
+  }
+}
+
+// No line crosses a step the leader was told of, even one too small for
+// the jump test; the instants within it give no point.
+TEST(FitDriftHistory, AStepOfTheNodeIsNeverCrossed) {
+  FitDriftHistory h{FitDriftHistoryOptions{}};
+  const double drift = -3e-6, instant = drift;
+  double offset = 0;
+  int64_t t = kStart;
+  for (int k = 0; k < 10; ++k, t += kStep, offset += drift * kStep)
+    ASSERT_EQ(k >= 4, ApplyOne(&h, t, offset, instant).has_value());
+  h.NoteStep(7, t - 1, t + 2 * kStep + 1);  // this instant and the next two
+  for (int k = 0; k < 3; ++k, t += kStep, offset += drift * kStep) {
+    EXPECT_FALSE(ApplyOne(&h, t, offset, instant).has_value()) << "an instant within the step";
+  }
+  offset += 80;  // under the jump test's floor
+  for (int k = 0; k < 6; ++k, t += kStep, offset += drift * kStep) {
+    const std::optional<double> page = ApplyOne(&h, t, offset, instant);
+    ASSERT_EQ(k >= 4, page.has_value()) << k << " instants after the step";
+    if (page) {
+      EXPECT_NEAR(*page, drift, 1e-12) << "a line across the step";
+    }
+  }
+}
+
+// Right after a step a solution's sigma can be hundreds of µs, which would
+// pass any jump test: it is no point of a line.
+TEST(FitDriftHistory, ASolutionLessSureThanAMicrosecondIsNoPoint) {
+  FitDriftHistory h{FitDriftHistoryOptions{}};
+  const double drift = 1e-6;
+  for (int k = 0; k < 10; ++k) {
+    std::vector<NodeSolution> nodes = {
+        Solved(7, drift * k * kStep + (k == 7 ? 1'000'000 : 0), drift, k == 7 ? 3e5 : 40)};
+    h.Apply(kStart + k * kStep, &nodes);
+    EXPECT_EQ(nodes[0].page_drift.has_value(), k >= 4 && k != 7) << k;
+    if (nodes[0].page_drift) {
+      EXPECT_NEAR(*nodes[0].page_drift, drift, 1e-12) << k;
+    }
+  }
 }
 
 // An instant solved again (late windows) replaces its point; an instant
@@ -89,13 +149,13 @@ TEST(FitDriftHistory, AnInstantSolvedAgainReplacesItsPointAndNodesKeepTheirOwn) 
   const double drift_a = 2e-6, drift_b = -4e-6;
   for (int k = 0; k < 12; ++k) {
     const int64_t t = kStart + k * kStep;
-    std::vector<NodeSolution> nodes = {Solved(1, drift_a * k * kStep + (k == 6 ? 90 : 0), 0),
-                                       Solved(2, drift_b * k * kStep, 0)};
+    std::vector<NodeSolution> nodes = {Solved(1, drift_a * k * kStep + (k == 6 ? 90 : 0), drift_a + 1e-7),
+                                       Solved(2, drift_b * k * kStep, drift_b - 1e-7)};
     if (k == 8) nodes[1] = NodeSolution{.node = 2};  // unreachable at this instant
     h.Apply(t, &nodes);
     if (k == 6) {
       // Solved again without the 90 ns that instant first had.
-      nodes = {Solved(1, drift_a * k * kStep, 0), Solved(2, drift_b * k * kStep, 0)};
+      nodes = {Solved(1, drift_a * k * kStep, drift_a + 1e-7), Solved(2, drift_b * k * kStep, drift_b - 1e-7)};
       h.Apply(t, &nodes);
     }
     if (!nodes[1].reachable) {
@@ -114,7 +174,7 @@ TEST(FitDriftHistory, AnInstantSolvedAgainReplacesItsPointAndNodesKeepTheirOwn) 
 
 TEST(FitDriftHistory, ASpanOfZeroLeavesEveryPageTheInstantsDrift) {
   FitDriftHistory h{FitDriftHistoryOptions{.span_ns = 0}};
-  for (int k = 0; k < 20; ++k) EXPECT_FALSE(ApplyOne(&h, kStart + k * kStep, 1e-6 * k * kStep).has_value());
+  for (int k = 0; k < 20; ++k) EXPECT_FALSE(ApplyOne(&h, kStart + k * kStep, 1e-6 * k * kStep, 1e-6).has_value());
 }
 
 // Points older than the span leave the line: a drift that changed is
@@ -126,7 +186,7 @@ TEST(FitDriftHistory, ALineForgetsWhatIsOlderThanItsSpan) {
   for (int k = 0; k < 40; ++k) {
     const double drift = k < 20 ? 1e-6 : 1.05e-6;  // 50 ppb more: under the jump floor over 2 s
     offset += drift * kStep;
-    page = ApplyOne(&h, kStart + k * kStep, offset);
+    page = ApplyOne(&h, kStart + k * kStep, offset, drift);
   }
   ASSERT_TRUE(page.has_value());
   EXPECT_NEAR(*page, 1.05e-6, 1e-12);
