@@ -1101,6 +1101,53 @@ TEST_F(EtcdCoordinatorTest, EtcdHoldsNoWindowsNorOffsets) {
   EXPECT_EQ(keys, (std::set<std::string>{"graph", "leader", "members/1", "members/2", "members/3"}));
 }
 
+// The graph key grows with the members (400 kB at 10 000): while nodes
+// join, the leader rewrites it at most once per interval, and the newest
+// graph still goes once the interval has passed.
+TEST_F(EtcdCoordinatorTest, TheLeaderRewritesTheGraphAtMostOncePerInterval) {
+  ASSERT_NO_FATAL_FAILURE(MakeNodes(shared_->client_url()));
+  auto start = [&](Node& n) {
+    CoordinationOptions o = CoordinationOptionsFrom(*n.config);
+    o.graph_interval_ns = 6'000'000'000;
+    n.coordinator = MakeCoordinator(o);
+    ASSERT_NE(n.coordinator, nullptr);
+    std::string error;
+    ASSERT_TRUE(n.coordinator->Start(&error)) << "node " << n.id << ": " << error;
+  };
+  EtcdClientOptions eo;
+  eo.endpoints = {shared_->client_url()};
+  EtcdClient reader(eo);
+  auto graph = [&] {
+    std::optional<EtcdKeyValue> kv;
+    std::string error;
+    EXPECT_TRUE(reader.Get(prefix_ + "graph", &kv, &error)) << error;
+    return kv;
+  };
+  ASSERT_NO_FATAL_FAILURE(start(node(1)));
+  ASSERT_TRUE(WaitUntil([&] { return node(1).Status().is_leader && graph().has_value(); })) << StatusReport();
+  const auto first_written = std::chrono::steady_clock::now();
+  const int64_t first = graph()->version;
+  ASSERT_NO_FATAL_FAILURE(start(node(2)));
+  ASSERT_TRUE(WaitUntil([&] {
+    uint64_t v = 0;
+    return node(1).coordinator->Members(&v).size() == 2;
+  })) << StatusReport();
+  std::this_thread::sleep_for(milliseconds(500));  // the leader's turns: the two joins apart
+  ASSERT_NO_FATAL_FAILURE(start(node(3)));
+  ASSERT_TRUE(WaitUntil([&] { return AllSeeMembers({1, 2, 3}); })) << StatusReport();
+  std::this_thread::sleep_for(milliseconds(1000));  // the leader's turns after the last change
+  // Two changes of the members: at most one rewrite per interval since the
+  // first (on a machine this slow, both may be past it: then two).
+  const auto intervals = (std::chrono::steady_clock::now() - first_written) / std::chrono::seconds(6);
+  EXPECT_LE(graph()->version, first + 1 + intervals) << "the graph was rewritten at each change of the members";
+  ASSERT_TRUE(WaitUntil([&] {
+    const auto kv = graph();
+    return kv && kv->value.find("\"members\":[1,2,3]") != std::string::npos;
+  })) << "the newest graph never went: "
+      << (graph() ? graph()->value : std::string("none"));
+  EXPECT_LE(graph()->version, first + 2);
+}
+
 // Once a leader is elected, etcd sees the leader's lease keepalives and
 // nothing that grows with time or the data: no summaries, no offsets, and
 // no follower campaigning again and again (a follower whose view came from

@@ -149,7 +149,7 @@ void EtcdCoordinator::Loop() {
     if (stopping_) break;
     const int64_t now = ReadClockNs(CLOCK_MONOTONIC);
     if (now < next_retry_ns_) continue;
-    const bool ok = EnsureMemberLease(now) && Reload() && Campaign() && KeepLeaderLease(now) && PublishGraph();
+    const bool ok = EnsureMemberLease(now) && Reload() && Campaign() && KeepLeaderLease(now) && PublishGraph(now);
     if (ok) {
       NoteSuccess();
     } else {
@@ -429,11 +429,13 @@ bool EtcdCoordinator::KeepLeaderLease(int64_t now_ns) {
   return true;
 }
 
-bool EtcdCoordinator::PublishGraph() {
+bool EtcdCoordinator::PublishGraph(int64_t now_ns) {
   if (!IsLeader()) return true;
   uint64_t version = 0;
   const std::vector<Member> members = Members(&version);
   if (version == graph_version_published_) return true;
+  // The newest graph goes at a later turn.
+  if (graph_published_ns_ && now_ns - *graph_published_ns_ < options_.graph_interval_ns) return true;
   std::vector<uint32_t> ids;
   for (const Member& m : members) ids.push_back(m.id);
   ProbeGraphOptions go;
@@ -449,6 +451,7 @@ bool EtcdCoordinator::PublishGraph() {
     return false;
   }
   graph_version_published_ = version;
+  graph_published_ns_ = now_ns;
   return true;
 }
 

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "agent/coord/coordinator.h"
@@ -79,7 +80,7 @@ class EtcdCoordinator : public Coordinator {
   bool Campaign();
   // Whether the view names a leader; if so, no campaign is needed.
   bool HasLeader();
-  bool PublishGraph();
+  bool PublishGraph(int64_t now_ns);
   bool LoadMembers();
   bool LoadLeader();
   void OnMemberEvents(const std::vector<EtcdEvent>& events);
@@ -123,6 +124,7 @@ class EtcdCoordinator : public Coordinator {
   int64_t leader_lease_ = 0;  // granted for a campaign; the term when it won
   int64_t leader_lease_refreshed_ns_ = 0;
   uint64_t graph_version_published_ = 0;
+  std::optional<int64_t> graph_published_ns_;  // MONOTONIC; none since this process started
   int64_t next_retry_ns_ = 0;
   int64_t backoff_ns_ = 0;
 
