@@ -108,8 +108,11 @@ void BM_PageDriftLines(benchmark::State& state) {
   std::vector<NodeSolution> nodes(n);
   auto instant = [&](int64_t k) {
     for (uint32_t i = 0; i < n; ++i) {
-      nodes[i] = NodeSolution{.node = i, .reachable = true, .offset_ns = drift[i] * 2e9 * k + noise(rng),
-                              .drift = drift[i], .uncertainty_ns = 40};
+      nodes[i] = NodeSolution{.node = i,
+                              .reachable = true,
+                              .offset_ns = drift[i] * 2e9 * k + noise(rng),
+                              .drift = drift[i],
+                              .uncertainty_ns = 40};
     }
     history.Apply(kT + k * 2'000'000'000, &nodes);
   };
@@ -118,7 +121,8 @@ void BM_PageDriftLines(benchmark::State& state) {
   double worst_ppb = 0;
   for (auto _ : state) {
     instant(k++);
-    for (uint32_t i = 0; i < n; ++i) worst_ppb = std::max(worst_ppb, std::fabs(nodes[i].page_drift.value_or(1) - drift[i]) * 1e9);
+    for (uint32_t i = 0; i < n; ++i)
+      worst_ppb = std::max(worst_ppb, std::fabs(nodes[i].page_drift.value_or(1) - drift[i]) * 1e9);
   }
   state.counters["nodes"] = n;
   state.counters["worst_drift_err_ppb"] = worst_ppb;  // 40 ns of noise on each offset
