@@ -431,11 +431,15 @@ bool EtcdCoordinator::KeepLeaderLease(int64_t now_ns) {
 
 bool EtcdCoordinator::PublishGraph(int64_t now_ns) {
   if (!IsLeader()) return true;
-  uint64_t version = 0;
-  const std::vector<Member> members = Members(&version);
-  if (version == graph_version_published_) return true;
+  {
+    // Every turn asks; only a change copies the members.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (members_version_ == graph_version_published_) return true;
+  }
   // The newest graph goes at a later turn.
   if (graph_published_ns_ && now_ns - *graph_published_ns_ < options_.graph_interval_ns) return true;
+  uint64_t version = 0;
+  const std::vector<Member> members = Members(&version);
   std::vector<uint32_t> ids;
   for (const Member& m : members) ids.push_back(m.id);
   ProbeGraphOptions go;
