@@ -12,9 +12,10 @@ void FitDriftHistory::Apply(int64_t t_ns, std::vector<NodeSolution>* nodes) {
     Forget(t_ns - 2 * options_.span_ns);
   }
   for (NodeSolution& n : *nodes) {
+    // Solved again, the instant's point goes, whatever replaces it.
+    if (const auto had = by_node_.find(n.node); had != by_node_.end()) had->second.erase(t_ns);
     if (!n.reachable || !(n.uncertainty_ns <= options_.max_sigma_ns)) continue;
     Points& points = by_node_[n.node];
-    points.erase(t_ns);
     if (!KeepToStepsSideOf(n.node, t_ns, &points)) continue;
     if (OffTheLine(points, t_ns, n)) points.clear();
     points[t_ns] = n.offset_ns;

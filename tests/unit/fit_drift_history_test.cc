@@ -149,7 +149,7 @@ TEST(FitDriftHistory, AnInstantSolvedAgainReplacesItsPointAndNodesKeepTheirOwn) 
   const double drift_a = 2e-6, drift_b = -4e-6;
   for (int k = 0; k < 12; ++k) {
     const int64_t t = kStart + k * kStep;
-    std::vector<NodeSolution> nodes = {Solved(1, drift_a * k * kStep + (k == 6 ? 90 : 0), drift_a + 1e-7),
+    std::vector<NodeSolution> nodes = {Solved(1, drift_a * k * kStep + (k == 6 || k == 10 ? 90 : 0), drift_a + 1e-7),
                                        Solved(2, drift_b * k * kStep, drift_b - 1e-7)};
     if (k == 8) nodes[1] = NodeSolution{.node = 2};  // unreachable at this instant
     h.Apply(t, &nodes);
@@ -157,6 +157,13 @@ TEST(FitDriftHistory, AnInstantSolvedAgainReplacesItsPointAndNodesKeepTheirOwn) 
       // Solved again without the 90 ns that instant first had.
       nodes = {Solved(1, drift_a * k * kStep, drift_a + 1e-7), Solved(2, drift_b * k * kStep, drift_b - 1e-7)};
       h.Apply(t, &nodes);
+    }
+    if (k == 10) {
+      // Solved again too unsure to be a point: the first point goes all the same.
+      nodes = {Solved(1, 0, drift_a, 3e5), Solved(2, drift_b * k * kStep, drift_b)};
+      h.Apply(t, &nodes);
+      EXPECT_FALSE(nodes[0].page_drift.has_value()) << "an unsure solution's page";
+      continue;
     }
     if (!nodes[1].reachable) {
       EXPECT_FALSE(nodes[1].page_drift.has_value()) << "an unreachable node's page";
