@@ -476,6 +476,19 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
     return res
 
 
+SETTLED_PAGE_AFTER_NS = 30 * 10**9
+
+
+def settled_page_errors_ns(rows: list, after_ns: int) -> list[float]:
+    """|error| of the page reads (results.json `page.rows`: true instant,
+    ns since the page's reference, signed error, ...) from `after_ns` past the
+    first read on."""
+    if not rows:
+        return []
+    start = min(row[0] for row in rows)
+    return [abs(row[2]) for row in rows if row[0] - start >= after_ns]
+
+
 DEFAULT_TRACE_TOOL = os.path.join(REPO, "build", "tools", "chronolink-trace")
 
 
@@ -721,6 +734,15 @@ def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
                 lines.append(f"{r['scenario']:<14}   of which node 1's own discipline since the solved instant "
                              f"(no page can know it): p50 {rs['p50_us'] * 1e3:.0f} ns, p99 {rs['p99_us'] * 1e3:.0f} ns; "
                              f"the rest p50 {rest['p50_us'] * 1e3:.0f} ns, p99 {rest['p99_us'] * 1e3:.0f} ns")
+            # The start's solutions are the worst a page extrapolates, and a
+            # line through the last 30 s of them needs five instants first
+            # (docs/leader.md "The page's drift"): the reads after it apart.
+            settled = settled_page_errors_ns(pg.get("rows", []), SETTLED_PAGE_AFTER_NS)
+            if settled:
+                sm = summarize_abs_us(settled)
+                lines.append(f"{r['scenario']:<14}   from {SETTLED_PAGE_AFTER_NS // 10**9} s after the span's start "
+                             f"({sm['samples']} reads): p50 {sm['p50_us'] * 1e3:.0f} ns, "
+                             f"p99 {sm['p99_us'] * 1e3:.0f} ns, max {sm['max_us'] * 1e3:.0f} ns")
             fol = pg.get("rest_followed_summary")
             if fol and fol["samples"]:
                 lines.append(f"{r['scenario']:<14}   the rest where the page was republished within a second "
@@ -892,6 +914,9 @@ def selftest(verbose: bool = True) -> int:
     check(percentile([1, 2, 3, 4], 0) == 1 and percentile([1, 2, 3, 4], 100) == 4, "p0 / p100")
     s = summarize_abs_us([-3000, 1000, -2000])
     check(s["samples"] == 3 and s["p50_us"] == 2.0 and s["max_us"] == 3.0, "summarize_abs_us uses |x|")
+    rows = [[10**9 + 10**9 * k, 0, (-1) ** k * 100 * k, 5, 0] for k in range(40)]
+    check(settled_page_errors_ns(rows, 30 * 10**9) == [100 * k for k in range(30, 40)]
+          and settled_page_errors_ns([], 30 * 10**9) == [], "page reads from 30 s after the first, as |error|")
 
     # the clock page as the header lays it out, mapped as ClockMapping::ToCluster does
     with tempfile.TemporaryDirectory() as pd:

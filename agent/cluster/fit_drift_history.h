@@ -4,12 +4,12 @@
 //
 // A page reaches its agent 7-9 s after the instant it was solved for, and
 // goes on 2 s more, so its error is the solution's drift error times ~10 s.
-// One instant's drift comes from its edges' fit spans (12 s at most), and
-// on a loaded routed path it erred by 9 ppb at the median and 130-165 ppb
-// at p99: page errors of 1-1.3 µs at p99 against a solved p99 of 0.1-0.15 µs
-// (docs/PERFORMANCE.md §0a''). The fit clocks run free of every daemon, so
-// their drifts hold for tens of seconds, and a line through the last 30 s
-// of solved offsets errs by 1-3 ppb there.
+// One instant's drift comes from its edges' fit spans (12 s at most): on a
+// loaded routed path the page erred by 0.7-1.4 µs at p99 against a solved
+// p99 of 0.1-0.4 µs, drift errors of the order of 100 ppb (docs/PERFORMANCE.md
+// §0a''). The fit clocks run free of every daemon, so their drifts hold
+// for tens of seconds, and a line through the last 30 s of solved offsets
+// with 40 ns of noise on each errs by a few ppb (solver_bench's PageDrift).
 //
 // No line crosses a clock step of the node (the leader's step markers, with
 // a window either side), and a point off the line (or, before there is one,

@@ -55,7 +55,7 @@ struct CoordinationOptions {
   int64_t lease_ttl_s = 5;           // the leader key's lease: how fast a dead leader is replaced
   int64_t member_lease_ttl_s = 180;  // a registration's: how fast a killed member leaves the list
   // The leader rewrites the `graph` key (its size grows with the members:
-  // 400 kB at 10 000) at most this often: while thousands of nodes join,
+  // about 400 kB at 10 000) at most this often: while thousands of nodes join,
   // the members change at every 100 ms turn, and each rewrite stays in
   // etcd's history until compaction.
   int64_t graph_interval_ns = 10'000'000'000;
