@@ -400,6 +400,20 @@ int Run(const Options& o) {
               first_leader ? std::to_string(first_leader->id).c_str() : "none");
   std::fflush(stdout);
   if (!first_leader) return 1;
+  // Like agents, the simulated nodes watch no members: each is given its
+  // peers by the leader, over its link.
+  while (sims.Totals().peers_held < sim_ids.size() && Clock::now() < links_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  {
+    const SimulatedAgentsTotals t = sims.Totals();
+    std::printf("%llu of %zu nodes hold their peers from the leader after %.1f s (%llu not the probe graph's)\n",
+                static_cast<unsigned long long>(t.peers_held), sim_ids.size(),
+                std::chrono::duration<double>(Clock::now() - reg_start).count(),
+                static_cast<unsigned long long>(t.peers_wrong));
+    std::fflush(stdout);
+    if (t.peers_wrong != 0) return 1;
+  }
 
   // ---- the measured windows --------------------------------------------------
   const int kill_at = o.kill_after_windows >= 0 ? o.kill_after_windows : o.windows * 6 / 10;
@@ -414,6 +428,8 @@ int Run(const Options& o) {
   std::string etcd_metrics_prev = Scrape("127.0.0.1", etcd.client_port());
   double etcd_writes_prev = MetricSum(etcd_metrics_prev, "etcd_server_proposals_committed_total");
   double etcd_renewals_prev = MetricSum(etcd_metrics_prev, "etcd_debugging_lease_renewed_total");
+  // Watch events etcd sent (one per event per watcher that matched).
+  double etcd_events_prev = MetricSum(etcd_metrics_prev, "etcd_debugging_mvcc_events_total");
   SimulatedAgentsTotals totals_prev = sims.Totals();
   uint32_t leading = first_leader->id;
   ProcessSample cpu_prev = SampleProcess(leader_agent(leading).pid);
@@ -426,7 +442,7 @@ int Run(const Options& o) {
   // The failover's steps, seconds after the kill: a new leader named in
   // etcd (as the nodes see it), every node's link to it up, the first and
   // then every node holding its solution.
-  std::optional<double> named_s, linked_s, first_held_s;
+  std::optional<double> named_s, linked_s, first_held_s, peers_s;
   auto next = Clock::now();
   const int64_t run_start_ns = ReadClockNs(CLOCK_MONOTONIC);
   const SimulatedAgentsTotals totals_start = sims.Totals();
@@ -444,7 +460,9 @@ int Run(const Options& o) {
         const double since = static_cast<double>(ReadClockNs(CLOCK_MONOTONIC) - *killed_at) / 1e9;
         if (now_leading && now_leading->id != killed) {
           if (!named_s) named_s = since;
-          if (!linked_s && sims.Totals().links_up == sim_ids.size()) linked_s = since;
+          const SimulatedAgentsTotals t = sims.Totals();
+          if (!linked_s && t.links_up == sim_ids.size()) linked_s = since;
+          if (!peers_s && t.peers_held == sim_ids.size()) peers_s = since;
           const size_t holding = sims.HoldingFrom(now_leading->id);
           if (!first_held_s && holding > 0) first_held_s = since;
           if (holding == sim_ids.size()) failover_s = since;
@@ -455,6 +473,7 @@ int Run(const Options& o) {
     const double dt = static_cast<double>(kWindowNs) / 1e9;
     const std::string etcd_metrics = Scrape("127.0.0.1", etcd.client_port());
     const double etcd_writes = MetricSum(etcd_metrics, "etcd_server_proposals_committed_total");
+    const double etcd_events = MetricSum(etcd_metrics, "etcd_debugging_mvcc_events_total");
     const double etcd_renewals = MetricSum(etcd_metrics, "etcd_debugging_lease_renewed_total");
     const SimulatedAgentsTotals totals = sims.Totals();
     const std::optional<LeaderClaim> claim = sims.leader();
@@ -483,7 +502,10 @@ int Run(const Options& o) {
                           {"etcd_db_bytes", MetricSum(etcd_metrics, "etcd_mvcc_db_total_size_in_bytes")},
                           {"leader", leading},
                           {"bytes_per_node_per_window", per_node},
+                          {"etcd_watch_events_per_s", (etcd_events - etcd_events_prev) / dt},
                           {"links_up", totals.links_up},
+                          {"peers_held", totals.peers_held},
+                          {"peers_wrong", totals.peers_wrong},
                           {"windows_pending", totals.windows_pending}};
     // The leader's figures only while it runs (not across its death).
     const bool leader_sampled = la.pid > 0 && cpu_prev.cpu_s > 0;
@@ -520,6 +542,7 @@ int Run(const Options& o) {
     std::fflush(stdout);
     rows.push_back(row);
     etcd_writes_prev = etcd_writes;
+    etcd_events_prev = etcd_events;
     etcd_renewals_prev = etcd_renewals;
     totals_prev = totals;
     cpu_prev = la.pid > 0 ? cpu : ProcessSample{};
@@ -570,10 +593,11 @@ int Run(const Options& o) {
       std::snprintf(buf, sizeof(buf), "%.2f s", s.value_or(NAN));
       return s ? std::string(buf) : std::string("(not within the run)");
     };
-    std::printf("leader killed: a new leader named after %s, every link to it up after %s, the first node held its "
-                "solution after %s, every node after %s\n",
-                after(named_s).c_str(), after(linked_s).c_str(), after(first_held_s).c_str(),
-                after(failover_s).c_str());
+    std::printf(
+        "leader killed: a new leader named after %s, every link to it up after %s, every node held its "
+        "peers from it after %s, the first node held its solution after %s, every node after %s\n",
+        after(named_s).c_str(), after(linked_s).c_str(), after(peers_s).c_str(), after(first_held_s).c_str(),
+        after(failover_s).c_str());
   }
   sims.Stop();
   for (RealAgent& a : agents) a.Kill(SIGTERM);
@@ -620,14 +644,16 @@ int Run(const Options& o) {
     summary["cluster_timebase_knots"] = knots;
     summary["cluster_timebase_nodes"] = nodes.size();
   }
-  nlohmann::json result = {{"nodes", o.nodes},
-                           {"summary", summary},
-                           {"windows", rows},
-                           {"failover_s", failover_s ? nlohmann::json(*failover_s) : nlohmann::json(nullptr)},
-                           {"failover_steps_s",
-                            {{"leader_named", named_s ? nlohmann::json(*named_s) : nlohmann::json(nullptr)},
-                             {"every_link_up", linked_s ? nlohmann::json(*linked_s) : nlohmann::json(nullptr)},
-                             {"first_node_held", first_held_s ? nlohmann::json(*first_held_s) : nlohmann::json(nullptr)}}}};
+  nlohmann::json result = {
+      {"nodes", o.nodes},
+      {"summary", summary},
+      {"windows", rows},
+      {"failover_s", failover_s ? nlohmann::json(*failover_s) : nlohmann::json(nullptr)},
+      {"failover_steps_s",
+       {{"leader_named", named_s ? nlohmann::json(*named_s) : nlohmann::json(nullptr)},
+        {"every_link_up", linked_s ? nlohmann::json(*linked_s) : nlohmann::json(nullptr)},
+        {"every_node_held_peers", peers_s ? nlohmann::json(*peers_s) : nlohmann::json(nullptr)},
+        {"first_node_held", first_held_s ? nlohmann::json(*first_held_s) : nlohmann::json(nullptr)}}}};
   std::ofstream(fs::path(o.out) / "results.json") << result.dump(1) << "\n";
   std::printf("results: %s\n", (fs::path(o.out) / "results.json").c_str());
   return 0;

@@ -3,7 +3,8 @@
 // live id; etcd: leased keys, a transaction election, watches) and share
 // the data plane (leader_exchange.h: the authenticated TCP channel to the
 // leader). It answers three questions for the agent -- who is in the
-// cluster, who leads, what did the leader solve for this node -- and
+// cluster (or, where the leader decides the probe graph, whom this node
+// probes), who leads, what did the leader solve for this node -- and
 // carries every node's window summaries to the leader. Each backend runs
 // its own thread; every method here is thread-safe and never blocks on the
 // network, so the probe loop never waits for coordination.
@@ -22,6 +23,13 @@
 
 namespace chronolink {
 
+struct Membership {
+  std::vector<Member> members;  // sorted by id, this node included
+  // False: every live member (the agent builds the probe graph from them).
+  // True: this node and its neighbours in the probe graph the leader built
+  // from every member (an etcd follower: peer_list.h); it probes them all.
+  bool neighbours_only = false;
+};
 
 struct CoordinatorStatus {
   std::string backend;            // "static" or "etcd"
@@ -34,6 +42,7 @@ struct CoordinatorStatus {
   uint64_t windows_pending = 0;   // waiting for the leader or for etcd
   uint64_t windows_dropped = 0;   // beyond the retention while undeliverable
   uint64_t offsets_received = 0;  // snapshots from the leader
+  uint64_t peers_received = 0;    // peer lists from the leader (etcd)
   uint64_t errors = 0;            // backend errors (connection, request, decode)
   // Values or messages refused as unauthenticated, not their writer's,
   // stale or out of date (docs/security.md), in all and by reason.
@@ -53,9 +62,9 @@ class Coordinator {
   virtual bool Start(std::string* error) = 0;
   virtual void Stop() = 0;
 
-  // Live members including this node, sorted by id, and a version that
-  // changes whenever the list does.
-  virtual std::vector<Member> Members(uint64_t* version) const = 0;
+  // The members this node needs to know, and a version that changes
+  // whenever they do.
+  virtual Membership Members(uint64_t* version) const = 0;
 
   // Closed windows of this node, for the leader. Never blocks; delivery is
   // retried until the retention passes.

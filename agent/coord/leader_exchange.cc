@@ -135,7 +135,8 @@ bool LeaderExchange::Flush(SecureChannelHub& hub, int64_t now_ns) {
     }
   }
   to_send_.clear();
-  if (!leader_) return outbox_.pending() == 0;
+  const bool peers_sent = FlushPeers(hub);
+  if (!leader_) return peers_sent && outbox_.pending() == 0;
   // A new leader -- another node, or this one -- has not seen what went to
   // the old one, and a leader whose link comes back may have restarted:
   // everything held goes to it again (the leader drops duplicates).
@@ -165,6 +166,68 @@ bool LeaderExchange::Flush(SecureChannelHub& hub, int64_t now_ns) {
   }
 }
 
+void LeaderExchange::PublishPeers(std::unordered_map<uint32_t, std::vector<Member>> by_node) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [node, peers] : by_node) {
+    const auto it = peer_lists_.find(node);
+    if (it == peer_lists_.end() || it->second != peers) peers_due_.insert(node);
+  }
+  // A node that left needs no list; one that comes back is sent its new one.
+  std::erase_if(peers_due_, [&](uint32_t node) { return by_node.count(node) == 0; });
+  peer_lists_ = std::move(by_node);
+}
+
+std::optional<PeerList> LeaderExchange::Peers(uint64_t* version) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *version = peers_version_;
+  return peers_;
+}
+
+void LeaderExchange::SetOwnPeers(PeerList list) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (peers_ == list) return;
+  peers_ = std::move(list);
+  ++peers_version_;
+}
+
+bool LeaderExchange::SendPeers(SecureChannelHub& hub, uint32_t peer) {
+  const auto it = peer_lists_.find(peer);
+  if (it == peer_lists_.end()) return true;
+  return hub.Send(peer, kPeersMessage, EncodePeerList(PeerList{self_, it->second}));
+}
+
+bool LeaderExchange::FlushPeers(SecureChannelHub& hub) {
+  if (peers_due_.empty() || leader_ != self_) return true;
+  bool all = true;
+  for (auto it = peers_due_.begin(); it != peers_due_.end();) {
+    // A node whose link is down is sent its list when the link comes up.
+    if (hub.IsUp(*it) && !SendPeers(hub, *it)) {
+      all = false;  // its queue is full: again at the next flush
+      ++it;
+      continue;
+    }
+    it = peers_due_.erase(it);
+  }
+  return all;
+}
+
+void LeaderExchange::TakePeers(uint32_t peer, std::string_view payload) {
+  PeerList list;
+  std::string error;
+  const bool ok = DecodePeerList(payload, &list, &error);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!ok || std::any_of(list.peers.begin(), list.peers.end(), [&](const Member& m) { return m.id == self_; })) {
+    ++errors_;
+    spdlog::warn("{}: bad peer list from node {}: {}", log_name_, peer, ok ? "it names this node" : error);
+    return;
+  }
+  if (leader_ != peer || list.leader != peer) return;  // not (or no longer) our leader
+  ++peers_received_;
+  if (peers_ == list) return;
+  peers_ = std::move(list);
+  ++peers_version_;
+}
+
 void LeaderExchange::SendOwnPart(SecureChannelHub& hub, uint32_t peer, const OffsetsSnapshot& s) {
   hub.Send(peer, kOffsetsMessage, EncodeOffsetsSnapshot(OwnPartOf(s, peer)));
 }
@@ -172,7 +235,9 @@ void LeaderExchange::SendOwnPart(SecureChannelHub& hub, uint32_t peer, const Off
 void LeaderExchange::OnLinkUp(SecureChannelHub& hub, uint32_t peer) {
   std::lock_guard<std::mutex> lock(mutex_);
   // A node that (re)connects to us as its leader has missed what we sent.
-  if (leader_ == self_ && latest_ && latest_->leader == self_) SendOwnPart(hub, peer, *latest_);
+  if (leader_ != self_) return;
+  if (peer_lists_.count(peer) != 0 && SendPeers(hub, peer)) peers_due_.erase(peer);
+  if (latest_ && latest_->leader == self_) SendOwnPart(hub, peer, *latest_);
 }
 
 bool LeaderExchange::OnMessage(uint32_t peer, uint16_t type, std::string_view payload) {
@@ -203,6 +268,10 @@ bool LeaderExchange::OnMessage(uint32_t peer, uint16_t type, std::string_view pa
     if (leader_ != peer || s.leader != peer) return true;  // not (or no longer) our leader
     ++offsets_received_;
     if (Supersedes(s, term_)) Take(std::move(s), term_);
+    return true;
+  }
+  if (type == kPeersMessage) {
+    TakePeers(peer, payload);
     return true;
   }
   return false;
@@ -242,6 +311,7 @@ void LeaderExchange::FillStatus(CoordinatorStatus* s) const {
   s->windows_pending = outbox_.pending() + incoming_.size();
   s->windows_dropped = outbox_.dropped();
   s->offsets_received = offsets_received_;
+  s->peers_received = peers_received_;
   s->errors += errors_;
   s->refused += refused_;
   if (refused_ != 0) s->refused_by_reason[kWrongWriter] += refused_;

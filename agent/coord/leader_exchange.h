@@ -16,7 +16,11 @@
 //   that node's row), not the cluster's: traffic grows with n, not n²; a
 //   node that connects later gets the latest at once;
 // - a node takes offsets only from the leader it knows, under that
-//   leader's term.
+//   leader's term;
+// - where the leader decides the probe graph (etcd), it sends each node its
+//   peers (peer_list.h) when they change and whenever the node's link comes
+//   up; a node takes them only from the leader it knows, and keeps the last
+//   ones while it knows none.
 //
 // Thread-safe. Flush, OnMessage and OnLinkUp touch the hub and run on the
 // thread that polls it; the rest may run on any thread.
@@ -28,10 +32,13 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "agent/cluster/cluster_messages.h"
 #include "agent/coord/coordinator.h"
+#include "agent/coord/peer_list.h"
 #include "agent/coord/secure_channel.h"
 #include "agent/coord/window_outbox.h"
 
@@ -51,6 +58,7 @@ class LeaderExchange {
   static constexpr uint16_t kWindowsMessage = 16;      // a JSON array of summaries (received only)
   static constexpr uint16_t kOffsetsMessage = 17;
   static constexpr uint16_t kWindowBatchMessage = 18;  // grouped by window (EncodeWindowBatch): sent
+  static constexpr uint16_t kPeersMessage = 19;        // a node's peers (EncodePeerList)
 
   // retention_ns: how long summaries are kept; resend_ns: how much of that
   // goes again to a new leader (what it can use: TakeoverResendNs).
@@ -71,6 +79,15 @@ class LeaderExchange {
   // The version Latest would give, without copying the snapshot.
   uint64_t LatestVersion() const;
 
+  // Leader: every node's peers, by node. A node is sent its list when it
+  // differs from the one it was last given, and whenever its link comes up.
+  void PublishPeers(std::unordered_map<uint32_t, std::vector<Member>> by_node);
+  // Follower: the newest list from the leader we know, and a version that
+  // changes with it; nullopt before the first. SetOwnPeers stands in for it
+  // (a leader that steps down keeps probing its neighbours meanwhile).
+  std::optional<PeerList> Peers(uint64_t* version) const;
+  void SetOwnPeers(PeerList list);
+
   // The hub's thread: sends what is due (windows to the leader, offsets to
   // their nodes); false when something is still waiting (the leader's link
   // is down or its queue full).
@@ -88,6 +105,10 @@ class LeaderExchange {
   void Take(OffsetsSnapshot s, int64_t term);
   void KeepOwnSummaries(uint32_t peer, std::vector<WindowSummary>* batch);
   void SendOwnPart(SecureChannelHub& hub, uint32_t peer, const OffsetsSnapshot& s);
+  // Sends each due node that is up its peers; false when a queue was full.
+  bool FlushPeers(SecureChannelHub& hub);
+  bool SendPeers(SecureChannelHub& hub, uint32_t peer);
+  void TakePeers(uint32_t peer, std::string_view payload);
 
   const uint32_t self_;
   const std::string log_name_;
@@ -102,6 +123,11 @@ class LeaderExchange {
   WindowOutbox outbox_;
   std::vector<WindowSummary> inbox_;
   std::vector<OffsetsSnapshot> to_send_;  // leader: solved, not yet sent
+  std::unordered_map<uint32_t, std::vector<Member>> peer_lists_;  // leader: every node's
+  std::unordered_set<uint32_t> peers_due_;                        // leader: changed, not yet sent
+  std::optional<PeerList> peers_;                                 // follower: ours
+  uint64_t peers_version_ = 0;
+  uint64_t peers_received_ = 0;
   std::optional<OffsetsSnapshot> latest_;
   int64_t latest_term_ = 0;
   uint64_t latest_version_ = 0;

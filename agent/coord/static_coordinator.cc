@@ -107,9 +107,9 @@ void StaticCoordinator::OnMessage(uint32_t peer, uint16_t type, std::string_view
   spdlog::warn("static coordination: unknown message type {} from node {}", type, peer);
 }
 
-std::vector<Member> StaticCoordinator::Members(uint64_t* version) const {
+Membership StaticCoordinator::Members(uint64_t* version) const {
   *version = 1;  // the cluster file does not change under a running agent
-  return members_;
+  return Membership{members_, false};
 }
 
 void StaticCoordinator::PublishWindows(std::span<const WindowSummary> windows) {

@@ -33,7 +33,7 @@ class StaticCoordinator : public Coordinator {
 
   bool Start(std::string* error) override;
   void Stop() override;
-  std::vector<Member> Members(uint64_t* version) const override;
+  Membership Members(uint64_t* version) const override;
   void PublishWindows(std::span<const WindowSummary> windows) override;
   bool IsLeader() const override;
   std::vector<WindowSummary> TakeLeaderInbox() override;

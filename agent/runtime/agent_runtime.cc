@@ -207,9 +207,9 @@ void AgentRuntime::EnsureWindows(uint32_t peer) {
                                                  config_.estimation.FitSpans());
 }
 
-void AgentRuntime::ApplyMembership(const std::vector<Member>& members, int64_t now_ns) {
+void AgentRuntime::ApplyMembership(const Membership& membership, int64_t now_ns) {
   std::set<uint32_t> ids{config_.node_id};
-  for (const Member& m : members) {
+  for (const Member& m : membership.members) {
     ids.insert(m.id);
     if (m.id == config_.node_id) continue;
     UdpEndpoint ep;
@@ -227,7 +227,11 @@ void AgentRuntime::ApplyMembership(const std::vector<Member>& members, int64_t n
     }
   }
   std::vector<uint32_t> peers = config_.peers;
-  if (!config_.cluster_settings.peers_explicit) {
+  if (membership.neighbours_only) {
+    // The leader built the graph from every member: ours are all of these.
+    peers.assign(ids.begin(), ids.end());
+    std::erase(peers, config_.node_id);
+  } else if (!config_.cluster_settings.peers_explicit) {
     ProbeGraphOptions go;
     go.k = config_.cluster_settings.probe_k;
     peers = ProbeGraph::Build(std::vector<uint32_t>(ids.begin(), ids.end()), go).PeersOf(config_.node_id);
@@ -235,7 +239,12 @@ void AgentRuntime::ApplyMembership(const std::vector<Member>& members, int64_t n
   if (peers != engine_->probed_peers()) {
     std::string list;
     for (uint32_t p : peers) list += (list.empty() ? "" : ",") + std::to_string(p);
-    spdlog::info("membership: {} member(s); probing {}", ids.size(), list.empty() ? "nobody" : list);
+    if (membership.neighbours_only) {
+      spdlog::info("membership: the leader gives this node {} peer(s); probing {}", peers.size(),
+                   list.empty() ? "nobody" : list);
+    } else {
+      spdlog::info("membership: {} member(s); probing {}", ids.size(), list.empty() ? "nobody" : list);
+    }
   }
   engine_->SetMembership(ids, peers, now_ns);
   for (uint32_t p : peers) EnsureWindows(p);

@@ -52,7 +52,7 @@ class AgentRuntime {
   void LogSpanChange(const EdgeWindowRecord& r);
   void AdaptCadence(const EdgeWindowRecord& r, int64_t now_ns);
   void EnsureWindows(uint32_t peer);
-  void ApplyMembership(const std::vector<Member>& members, int64_t now_ns);
+  void ApplyMembership(const Membership& membership, int64_t now_ns);
   void WriteStats(bool final);
   void WriteTimebase();
   // A sample of REALTIME and RAW for the fit clock and the knots, at most one a millisecond.

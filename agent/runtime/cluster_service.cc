@@ -132,15 +132,16 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records,
   if (!out.empty()) coordinator_->PublishWindows(out);
 }
 
-std::optional<std::vector<Member>> ClusterService::TakeMembershipChange() {
+std::optional<Membership> ClusterService::TakeMembershipChange() {
   if (coordinator_ == nullptr) return std::nullopt;
   uint64_t version = 0;
-  std::vector<Member> members = coordinator_->Members(&version);
+  Membership membership = coordinator_->Members(&version);
   if (members_seen_ && version == members_version_) return std::nullopt;
   members_seen_ = true;
   members_version_ = version;
-  members_count_ = members.size();
-  return members;
+  // The cluster's size, where it is known: a follower's neighbours are not.
+  if (!membership.neighbours_only) members_count_ = membership.members.size();
+  return membership;
 }
 
 void ClusterService::RefreshClockPage() {
@@ -305,6 +306,7 @@ nlohmann::ordered_json ClusterService::Stats() const {
   j["windows_pending"] = st.windows_pending;
   j["windows_dropped"] = st.windows_dropped;
   j["offsets_received"] = st.offsets_received;
+  j["peers_received"] = st.peers_received;
   j["errors"] = st.errors;
   j["refused"] = st.refused;
   j["refused_by_reason"] = st.refused_by_reason;

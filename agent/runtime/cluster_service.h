@@ -57,7 +57,7 @@ class ClusterService {
                        uint64_t session);
 
   // The member list, when it changed since the last call.
-  std::optional<std::vector<Member>> TakeMembershipChange();
+  std::optional<Membership> TakeMembershipChange();
 
   // Publishes the newest solution of this node to the clock page; between
   // solutions, the page follows this node's own discipline since the last

@@ -34,14 +34,12 @@ std::string ReportLine(SimulatedAgents& sims) {
   Json holding = Json::array();
   for (const auto& [leader, count] : sims.HoldingCounts()) holding.push_back({leader, count});
   const std::optional<LeaderClaim> leader = sims.leader();
-  const Json j = {{"bytes_sent", t.bytes_sent},
-                  {"bytes_received", t.bytes_received},
-                  {"links_up", t.links_up},
-                  {"windows_pending", t.windows_pending},
-                  {"pass_ms_max", t.pass_ms_max},
-                  {"deliveries", deliveries},
-                  {"holding", holding},
-                  {"leader", leader ? Json::array({leader->id, leader->term}) : Json(nullptr)}};
+  const Json j = {
+      {"bytes_sent", t.bytes_sent},   {"bytes_received", t.bytes_received},
+      {"links_up", t.links_up},       {"windows_pending", t.windows_pending},
+      {"peers_held", t.peers_held},   {"peers_wrong", t.peers_wrong},
+      {"pass_ms_max", t.pass_ms_max}, {"deliveries", deliveries},
+      {"holding", holding},           {"leader", leader ? Json::array({leader->id, leader->term}) : Json(nullptr)}};
   return j.dump();
 }
 
@@ -239,6 +237,8 @@ void SimulatedAgentProcesses::Report(Share* share, const std::string& line) {
     t.bytes_received = j.at("bytes_received").get<uint64_t>();
     t.links_up = j.at("links_up").get<uint64_t>();
     t.windows_pending = j.at("windows_pending").get<uint64_t>();
+    t.peers_held = j.at("peers_held").get<uint64_t>();
+    t.peers_wrong = j.at("peers_wrong").get<uint64_t>();
     t.pass_ms_max = j.at("pass_ms_max").get<double>();
     for (const Json& d : j.at("deliveries")) {
       auto& v = deliveries_[d.at(0).get<int64_t>()];
@@ -287,6 +287,8 @@ SimulatedAgentsTotals SimulatedAgentProcesses::Totals() const {
     sum.bytes_received += s->totals.bytes_received;
     sum.links_up += s->totals.links_up;
     sum.windows_pending += s->totals.windows_pending;
+    sum.peers_held += s->totals.peers_held;
+    sum.peers_wrong += s->totals.peers_wrong;
     sum.pass_ms_max = std::max(sum.pass_ms_max, s->totals.pass_ms_max);
   }
   return sum;

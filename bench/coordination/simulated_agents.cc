@@ -64,6 +64,10 @@ struct SimulatedAgents::Node {
   std::atomic<uint64_t> bytes_sent{0}, bytes_received{0};
   std::atomic<bool> up{false};
   std::atomic<uint32_t> holding_from{0};
+  uint64_t peers_version = 0;
+  std::atomic<uint32_t> peers_from{0};  // the leader of the peer list held; 0: none
+  std::atomic<bool> peers_right{false};
+  std::atomic<bool> peers_held{false};  // from the leader it follows, over a link that is up
 };
 
 int64_t SimulatedAgents::KeepalivePeriodNs() const { return options_.member_lease_ttl_s * 1'000'000'000 / 2; }
@@ -313,6 +317,16 @@ void SimulatedAgents::Step(Node& n, const std::optional<LeaderClaim>& leader, in
   n.bytes_sent = s.bytes_sent;
   n.bytes_received = s.bytes_received;
   n.up = n.followed && n.hub->IsUp(n.followed->id);
+  uint64_t peers_version = 0;
+  const std::optional<PeerList> peers = n.exchange->Peers(&peers_version);
+  if (peers_version != n.peers_version) {
+    n.peers_version = peers_version;
+    const std::vector<uint32_t>& want = options_.summaries->PeersOf(n.id);
+    n.peers_right = peers && std::equal(peers->peers.begin(), peers->peers.end(), want.begin(), want.end(),
+                                        [](const Member& m, uint32_t id) { return m.id == id; });
+    n.peers_from = peers ? peers->leader : 0;
+  }
+  n.peers_held = n.up && n.peers_from == n.followed->id;
 }
 
 SimulatedAgentsTotals SimulatedAgents::Totals() const {
@@ -321,6 +335,8 @@ SimulatedAgentsTotals SimulatedAgents::Totals() const {
     t.bytes_sent += n->bytes_sent;
     t.bytes_received += n->bytes_received;
     t.links_up += n->up ? 1 : 0;
+    t.peers_held += n->peers_held ? 1 : 0;
+    t.peers_wrong += n->peers_from != 0 && !n->peers_right ? 1 : 0;
     CoordinatorStatus status;  // the exchange is thread-safe; the hub is not
     n->exchange->FillStatus(&status);
     t.windows_pending += status.windows_pending;

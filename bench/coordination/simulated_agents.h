@@ -9,7 +9,9 @@
 //   this process threads, not etcd) and dials the leader it names;
 // - runs its own SecureChannelHub (its own node id, its own source address
 //   127.x.y.z, as separate hosts would) and its own LeaderExchange: window
-//   summaries up, its own solution down, resent in full to a new leader.
+//   summaries up, its own solution and its peers down, resent in full to a
+//   new leader. Like an agent it watches no members: its peers come from
+//   the leader, and are checked against the bench's probe graph.
 // No probing: summaries come from WindowSummarySource at each window's
 // close on the node's clock.
 #pragma once
@@ -62,6 +64,8 @@ struct SimulatedAgentsTotals {
   uint64_t bytes_sent = 0, bytes_received = 0;  // on the channel, all nodes
   uint64_t links_up = 0;                        // nodes with their link to the leader up
   uint64_t windows_pending = 0;
+  uint64_t peers_held = 0;   // nodes holding a peer list from the leader they follow
+  uint64_t peers_wrong = 0;  // nodes whose list is not their neighbours in the bench's probe graph
   double pass_ms_max = 0;  // the slowest pass of a thread over its nodes (delays what they send and see)
 };
 

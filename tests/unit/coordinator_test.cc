@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/cluster/probe_graph.h"
 #include "agent/config/agent_config.h"
 #include "agent/coord/etcd/etcd_client.h"
 #include "agent/coord/leader_exchange.h"
@@ -311,7 +312,9 @@ class CoordinatorTestBase : public ::testing::Test {
       }
       uint64_t version = 0;
       std::string ids;
-      for (const Member& m : n.coordinator->Members(&version)) ids += (ids.empty() ? "" : ",") + std::to_string(m.id);
+      const Membership membership = n.coordinator->Members(&version);
+      for (const Member& m : membership.members) ids += (ids.empty() ? "" : ",") + std::to_string(m.id);
+      if (membership.neighbours_only) ids += " (neighbours)";
       text += Describe(n.Status()) + " members=[" + ids + "] (version " + std::to_string(version) + ")";
     }
     return text;
@@ -396,7 +399,9 @@ TEST_F(StaticCoordinatorTest, ListsTheFilesMembersAndTheLowestIdLeads) {
                                         Member{3, "127.0.0.1", nodes_[2].config->listen_port}};
   for (Node& n : nodes_) {
     uint64_t version = 0;
-    EXPECT_EQ(n.coordinator->Members(&version), expected) << "node " << n.id;
+    const Membership membership = n.coordinator->Members(&version);
+    EXPECT_EQ(membership.members, expected) << "node " << n.id;
+    EXPECT_FALSE(membership.neighbours_only) << "node " << n.id;
     EXPECT_NE(version, 0u);
     EXPECT_EQ(n.Status().backend, "static");
   }
@@ -707,13 +712,13 @@ class EtcdCoordinatorTest : public CoordinatorTestBase {
   // Nodes 1..3 as the agent configures them for etcd without a cluster file
   // (--cluster-id, --listen, --port), at the smallest lease TTL allowed.
   void MakeNodes(const std::string& etcd_url, const std::string& prefix_suffix = "",
-                 const std::vector<std::string>& extra = {}) {
+                 const std::vector<std::string>& extra = {}, uint32_t count = 3) {
     nodes_.clear();
-    nodes_.resize(3);
+    nodes_.resize(count);
     // Free ports: every node listens there for the channel to the leader.
-    ports_ = FreeTcpPorts(3);
-    ASSERT_EQ(ports_.size(), 3u);
-    for (uint32_t id = 1; id <= 3; ++id) {
+    ports_ = FreeTcpPorts(count);
+    ASSERT_EQ(ports_.size(), count);
+    for (uint32_t id = 1; id <= count; ++id) {
       Node& n = nodes_[id - 1];
       n.id = id;
       std::vector<std::string> args = {
@@ -744,7 +749,7 @@ class EtcdCoordinatorTest : public CoordinatorTestBase {
     for (const Node& n : nodes_) {
       if (!n.running()) continue;
       uint64_t version = 0;
-      if (n.coordinator->Members(&version) != ExpectedMembers(ids)) return false;
+      if (n.coordinator->Members(&version).members != ExpectedMembers(ids)) return false;
     }
     return true;
   }
@@ -765,6 +770,41 @@ class EtcdCoordinatorTest : public CoordinatorTestBase {
     std::optional<uint32_t> leader;
     if (!WaitUntil([&] { return (leader = AgreedLeader()).has_value(); })) return 0;
     return *leader;
+  }
+
+  // A counter of the shared etcd's /metrics; -1 when it cannot be read.
+  static double EtcdMetric(const std::string& name) {
+    httplib::Client c(shared_->host(), shared_->client_port());
+    const auto r = c.Get("/metrics");
+    if (!r || r->status != 200) return -1.0;
+    std::istringstream in(r->body);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(line.find(' ')));
+    }
+    return -1.0;
+  }
+
+  // Each running node holds what it needs of the members `ids`: the leader
+  // every one, a follower itself and its neighbours in the probe graph of
+  // `ids` at k (and nobody else).
+  bool AllHoldTheirPeers(const std::vector<uint32_t>& ids, uint32_t leader, int k) const {
+    ProbeGraphOptions go;
+    go.k = k;
+    const ProbeGraph graph = ProbeGraph::Build(ids, go);
+    for (const Node& n : nodes_) {
+      if (!n.running()) continue;
+      uint64_t version = 0;
+      const Membership got = n.coordinator->Members(&version);
+      std::vector<uint32_t> want = ids;
+      if (n.id != leader) {
+        want = graph.PeersOf(n.id);
+        want.push_back(n.id);
+        std::sort(want.begin(), want.end());
+      }
+      if (got.neighbours_only != (n.id != leader) || got.members != ExpectedMembers(want)) return false;
+    }
+    return true;
   }
 
   static std::unique_ptr<EtcdServerProcess> shared_;
@@ -811,12 +851,12 @@ TEST_F(EtcdCoordinatorTest, ListsTheLiveMembers) {
   ASSERT_NO_FATAL_FAILURE(StartNode(node(1)));
   {
     uint64_t version = 0;
-    EXPECT_EQ(node(1).coordinator->Members(&version), ExpectedMembers({1}));
+    EXPECT_EQ(node(1).coordinator->Members(&version).members, ExpectedMembers({1}));
   }
   ASSERT_NO_FATAL_FAILURE(settle(1));
   EXPECT_TRUE(AllAgreeOn(1)) << StatusReport();
   uint64_t version1 = 0;
-  EXPECT_EQ(node(1).coordinator->Members(&version1), ExpectedMembers({1}));
+  EXPECT_EQ(node(1).coordinator->Members(&version1).members, ExpectedMembers({1}));
   ASSERT_NO_FATAL_FAILURE(StartNode(node(2)));
   ASSERT_TRUE(WaitUntil([&] { return AllSeeMembers({1, 2}); })) << StatusReport();
   uint64_t version2 = 0;
@@ -854,6 +894,56 @@ TEST_F(EtcdCoordinatorTest, EveryNodeListsEveryMemberWhenAllStartAtOnce) {
     EXPECT_TRUE(WaitUntil([&] { return AllSeeMembers({1, 2, 3}); }, 5000)) << "round " << round << StatusReport();
     for (Node& n : nodes_) n.Stop();
   }
+}
+
+// Only the leader reads and watches members/: each follower holds itself and
+// its neighbours in the leader's probe graph, sent over the channel. With 8
+// nodes at --probe-k 2 a neighbourhood is smaller than the cluster; a join
+// costs etcd a watch event or two, not one per agent (before, every agent
+// watched members/: n²/2 events over a cluster's start); after the leader
+// stops, the next one's graph reaches everyone.
+TEST_F(EtcdCoordinatorTest, FollowersGetTheirPeersFromTheLeaderAndWatchNoMembers) {
+  constexpr uint32_t kNodes = 8;
+  constexpr int kK = 2;
+  ASSERT_NO_FATAL_FAILURE(MakeNodes(shared_->client_url(), "", {"--probe-k", std::to_string(kK)}, kNodes));
+  std::vector<uint32_t> ids;
+  for (uint32_t id = 1; id < kNodes; ++id) {
+    ASSERT_NO_FATAL_FAILURE(StartNode(node(id)));
+    ids.push_back(id);
+  }
+  uint32_t leader = WaitForLeader();
+  ASSERT_NE(leader, 0u) << StatusReport();
+  ASSERT_TRUE(WaitUntil([&] { return AllHoldTheirPeers(ids, leader, kK); })) << StatusReport();
+  {
+    ProbeGraphOptions go;
+    go.k = kK;
+    const ProbeGraph graph = ProbeGraph::Build(ids, go);
+    ASSERT_TRUE(std::any_of(ids.begin(), ids.end(), [&](uint32_t id) {
+      return graph.PeersOf(id).size() + 1 < ids.size();
+    })) << "every neighbourhood is the whole cluster: the test shows nothing";
+  }
+  for (uint32_t id : ids) {
+    if (id != leader) EXPECT_GE(node(id).Status().peers_received, 1u) << "node " << id;
+  }
+
+  // A join: the leader's members watch sees it (and the joiner its own key).
+  std::this_thread::sleep_for(milliseconds(500));
+  const double events_before = EtcdMetric("etcd_debugging_mvcc_events_total");
+  ASSERT_GE(events_before, 0);
+  ASSERT_NO_FATAL_FAILURE(StartNode(node(kNodes)));
+  ids.push_back(kNodes);
+  ASSERT_TRUE(WaitUntil([&] { return AllHoldTheirPeers(ids, leader, kK); })) << StatusReport();
+  std::this_thread::sleep_for(milliseconds(300));
+  const double join_events = EtcdMetric("etcd_debugging_mvcc_events_total") - events_before;
+  EXPECT_LE(join_events, 4) << "watch events for one join among " << kNodes << " nodes";
+  RecordProperty("etcd_watch_events_per_join", static_cast<int>(join_events));
+
+  // The leader stops: the next one reads every member and sends its graph.
+  node(leader).Stop();
+  std::erase(ids, leader);
+  leader = WaitForLeader();
+  ASSERT_NE(leader, 0u) << StatusReport();
+  ASSERT_TRUE(WaitUntil([&] { return AllHoldTheirPeers(ids, leader, kK); })) << StatusReport();
 }
 
 TEST_F(EtcdCoordinatorTest, WindowsReachTheLeaderAndOffsetsComeBack) {
@@ -954,7 +1044,7 @@ TEST_F(EtcdCoordinatorTest, AnotherNodeLeadsWhenTheLeaderStops) {
   ASSERT_TRUE(WaitUntil([&] {
     return std::all_of(survivors.begin(), survivors.end(), [&](uint32_t id) {
       uint64_t version = 0;
-      const std::vector<Member> members = node(id).coordinator->Members(&version);
+      const std::vector<Member> members = node(id).coordinator->Members(&version).members;
       return std::none_of(members.begin(), members.end(), [&](const Member& m) { return m.id == first; });
     });
   })) << StatusReport();
@@ -1130,7 +1220,7 @@ TEST_F(EtcdCoordinatorTest, TheLeaderRewritesTheGraphAtMostOncePerInterval) {
   ASSERT_NO_FATAL_FAILURE(start(node(2)));
   ASSERT_TRUE(WaitUntil([&] {
     uint64_t v = 0;
-    return node(1).coordinator->Members(&v).size() == 2;
+    return node(1).coordinator->Members(&v).members.size() == 2;
   })) << StatusReport();
   std::this_thread::sleep_for(milliseconds(500));  // the leader's turns: the two joins apart
   ASSERT_NO_FATAL_FAILURE(start(node(3)));
@@ -1165,17 +1255,7 @@ TEST_F(EtcdCoordinatorTest, ASettledClusterWritesAlmostNothingToEtcd) {
   ASSERT_EQ(leader, 1u) << StatusReport();
   ASSERT_TRUE(WaitUntil([&] { return AllSeeMembers({1, 2, 3}); })) << StatusReport();
   std::this_thread::sleep_for(milliseconds(1500));  // registrations and the graph are written
-  auto proposals = [&] {
-    httplib::Client c(shared_->host(), shared_->client_port());
-    const auto r = c.Get("/metrics");
-    if (!r || r->status != 200) return -1.0;
-    std::istringstream in(r->body);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("etcd_server_proposals_committed_total ", 0) == 0) return std::stod(line.substr(line.find(' ')));
-    }
-    return -1.0;
-  };
+  auto proposals = [] { return EtcdMetric("etcd_server_proposals_committed_total"); };
   const double before = proposals();
   ASSERT_GE(before, 0);
   const std::vector<WindowSummary> windows = PublishOneWindowEach();
@@ -1278,13 +1358,16 @@ TEST_F(EtcdCoordinatorTest, AWriterWithoutTheKeyMovesNothing) {
   for (const WindowSummary& w : {forged2, forged9}) {
     EXPECT_EQ(node(leader).inbox.count(w.Key()), 0u) << "leader took forged window " << w.Key();
   }
-  // Counted where they were read: every node saw the members and the leader
-  // key.
+  // Counted where they were read: every node saw the leader key; the
+  // leader, which alone watches the members, the forged ones too; the
+  // overwritten node its own key.
   for (Node& n : nodes_) {
     const CoordinatorStatus s = n.Status();
-    EXPECT_GE(s.refused, 3u) << "node " << n.id << ": " << Describe(s);
+    const uint64_t seen = n.id == first ? 3u : n.id == overwritten ? 2u : 1u;
+    EXPECT_GE(s.refused, seen) << "node " << n.id << ": " << Describe(s);
     const auto unsealed = s.refused_by_reason.find("unsealed");
-    EXPECT_TRUE(unsealed != s.refused_by_reason.end() && unsealed->second >= 2u) << "node " << n.id << ": " << Describe(s);
+    EXPECT_TRUE(unsealed != s.refused_by_reason.end() && unsealed->second >= std::min<uint64_t>(seen, 2u))
+        << "node " << n.id << ": " << Describe(s);
   }
 }
 

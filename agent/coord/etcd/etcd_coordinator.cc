@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "agent/cluster/probe_graph.h"
 #include "agent/coord/etcd/member_view.h"
@@ -18,6 +19,12 @@ constexpr int64_t kMinBackoffNs = 100'000'000;
 constexpr int64_t kMaxBackoffNs = 2'000'000'000;
 constexpr int kChannelPollMs = 50;
 constexpr int64_t kLastWindowsMs = 1000;  // a stopping node's last windows: at most this long
+// While thousands join, the members change at every turn; the graph (15-20
+// ms at 10 000 members) and the peers it changed follow at most this often.
+constexpr int64_t kPeersIntervalNs = 1'000'000'000;
+// A follower whose leader's registration is missing or refused reads it
+// again at most this often (10 000 followers ask etcd).
+constexpr int64_t kLeaderMemberRetryNs = 1'000'000'000;
 
 int64_t RealtimeNs() { return ReadClockNs(CLOCK_REALTIME); }
 
@@ -60,33 +67,35 @@ bool EtcdCoordinator::Start(std::string* error) {
   }
   client_ = std::make_unique<EtcdClient>(client_options_);
   if (!CheckAccess(error)) return false;
-  auto watch = [&](const std::string& key, bool prefix, auto on_events) {
-    EtcdWatcher::Options o;
-    o.client = client_options_;
-    o.key = key;
-    o.prefix = prefix;
-    auto w = std::make_unique<EtcdWatcher>(
-        o, [this, on_events](const std::vector<EtcdEvent>& ev, int64_t) { (this->*on_events)(ev); },
-        [this](int64_t) { Wake(true); },
-        [this, key](bool connected, const std::string& why) {
-          if (connected) {
-            Wake(true);  // (re)connected: re-read what a gap may have hidden
-          } else {
-            // A follower's only steady contact with etcd: it says when etcd is gone.
-            NoteError("watching " + key, why);
-          }
-        });
-    w->Start();
-    return w;
-  };
-  members_watch_ = watch(codec_.MembersPrefix(), true, &EtcdCoordinator::OnMemberEvents);
-  leader_watch_ = watch(codec_.LeaderKey(), false, &EtcdCoordinator::OnLeaderEvents);
+  leader_watch_ = StartWatch(codec_.LeaderKey(), false, &EtcdCoordinator::OnLeaderEvents);
+  own_key_watch_ = StartWatch(codec_.MemberKey(options_.node_id), false, &EtcdCoordinator::OnOwnKeyEvents);
   if (!StartChannel(error)) return false;
   thread_ = std::thread([this] { Loop(); });
   spdlog::info("etcd coordination at {} under prefix {}{}{}", client_options_.endpoints.front(), prefix_,
                client_options_.tls ? ", TLS" : ", plain http",
                client_options_.auth ? ", as etcd user " + client_options_.auth->user() : "");
   return true;
+}
+
+std::unique_ptr<EtcdWatcher> EtcdCoordinator::StartWatch(
+    const std::string& key, bool prefix, void (EtcdCoordinator::*on_events)(const std::vector<EtcdEvent>&)) {
+  EtcdWatcher::Options o;
+  o.client = client_options_;
+  o.key = key;
+  o.prefix = prefix;
+  auto w = std::make_unique<EtcdWatcher>(
+      o, [this, on_events](const std::vector<EtcdEvent>& ev, int64_t) { (this->*on_events)(ev); },
+      [this](int64_t) { Wake(true); },
+      [this, key](bool connected, const std::string& why) {
+        if (connected) {
+          Wake(true);  // (re)connected: re-read what a gap may have hidden
+        } else {
+          // A follower's only steady contact with etcd: it says when etcd is gone.
+          NoteError("watching " + key, why);
+        }
+      });
+  w->Start();
+  return w;
 }
 
 bool EtcdCoordinator::CheckAccess(std::string* error) {
@@ -126,7 +135,7 @@ void EtcdCoordinator::Stop() {
   channel_stopping_ = true;
   if (channel_thread_.joinable()) channel_thread_.join();
   hub_.reset();
-  for (auto* w : {&members_watch_, &leader_watch_}) {
+  for (auto* w : {&members_watch_, &leader_watch_, &own_key_watch_}) {
     if (*w) (*w)->Stop();
     w->reset();
   }
@@ -149,7 +158,8 @@ void EtcdCoordinator::Loop() {
     if (stopping_) break;
     const int64_t now = ReadClockNs(CLOCK_MONOTONIC);
     if (now < next_retry_ns_) continue;
-    const bool ok = EnsureMemberLease(now) && Reload() && Campaign() && KeepLeaderLease(now) && PublishGraph(now);
+    const bool ok = EnsureMemberLease(now) && Reload() && Campaign() && KeepLeaderLease(now) && FollowRole(now) &&
+                    PublishGraph(now);
     if (ok) {
       NoteSuccess();
     } else {
@@ -205,9 +215,8 @@ void EtcdCoordinator::FollowLeader() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     claim = leader_view_.claim();
-    if (claim) {
-      const auto& members = members_.members();
-      if (const auto it = members.find(claim->id); it != members.end()) member = it->second;
+    if (claim && leader_member_ && leader_member_->first == claim->term && leader_member_->second.id == claim->id) {
+      member = leader_member_->second;
     }
   }
   // Until its registration is seen the leader stays unknown here: summaries
@@ -289,7 +298,7 @@ bool EtcdCoordinator::Reload() {
     if (!reload_needed_) return true;
     reload_needed_ = false;
   }
-  if (LoadMembers() && LoadLeader()) return true;
+  if ((leading_ ? LoadMembers() : LoadOwnRegistration()) && LoadLeader()) return true;
   std::lock_guard<std::mutex> lock(wake_mutex_);
   reload_needed_ = true;
   return false;
@@ -318,6 +327,110 @@ bool EtcdCoordinator::LoadMembers() {
   if (member_lease_ != 0 && (own == kvs.end() || !IsOwnRegistration(*own))) registration_lost_ = true;
   std::lock_guard<std::mutex> lock(mutex_);
   if (members_.ApplyRead(kvs, read_revision)) ++members_version_;
+  return true;
+}
+
+bool EtcdCoordinator::LoadOwnRegistration() {
+  std::optional<EtcdKeyValue> kv;
+  std::string error;
+  if (!client_->Get(codec_.MemberKey(options_.node_id), &kv, &error)) {
+    NoteError("reading this node's registration", error);
+    return false;
+  }
+  if (member_lease_ != 0 && (!kv || !IsOwnRegistration(*kv))) registration_lost_ = true;
+  return true;
+}
+
+bool EtcdCoordinator::LoadLeaderMember(int64_t now_ns) {
+  std::optional<LeaderClaim> claim;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    claim = leader_view_.claim();
+    if (!claim || claim->id == options_.node_id) return true;
+    if (leader_member_ && leader_member_->first == claim->term && leader_member_->second.id == claim->id) return true;
+  }
+  if (now_ns < leader_member_retry_ns_) return true;
+  std::optional<EtcdKeyValue> kv;
+  std::string error;
+  if (!client_->Get(codec_.MemberKey(claim->id), &kv, &error)) {
+    NoteError("reading the leader's registration", error);
+    return false;
+  }
+  Member m;
+  std::optional<EtcdRefusal> refused;
+  if (kv) refused = codec_.OpenMember(*kv, claim->id, &m);
+  if (refused) Refuse(*refused, kv->key);
+  if (!kv || refused) {
+    // It registers before it campaigns: gone since, or forged. Its term ends
+    // or its agent puts it back; ask again a little later.
+    leader_member_retry_ns_ = now_ns + kLeaderMemberRetryNs;
+    return true;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  leader_member_ = std::make_pair(claim->term, m);
+  return true;
+}
+
+bool EtcdCoordinator::FollowRole(int64_t now_ns) {
+  const bool leading = IsLeader();
+  if (leading && !leading_) {
+    // Taking office: every member, read and then watched.
+    if (!LoadMembers()) return false;
+    members_watch_ = StartWatch(codec_.MembersPrefix(), true, &EtcdCoordinator::OnMemberEvents);
+    std::lock_guard<std::mutex> lock(mutex_);
+    leading_ = true;
+    ++members_version_;  // the list is now every member's, not our neighbours'
+  } else if (!leading && leading_) {
+    if (members_watch_) members_watch_->Stop();
+    members_watch_.reset();
+    // Our neighbours stay ours until the next leader gives its list.
+    if (graph_) {
+      PeerList own{options_.node_id, {}};
+      uint64_t ignored = 0;
+      const Membership all = Members(&ignored);
+      for (uint32_t p : graph_->PeersOf(options_.node_id)) {
+        const auto it =
+            std::find_if(all.members.begin(), all.members.end(), [&](const Member& m) { return m.id == p; });
+        if (it != all.members.end()) own.peers.push_back(*it);
+      }
+      exchange_.SetOwnPeers(std::move(own));
+    }
+    exchange_.PublishPeers({});
+    graph_.reset();
+    peers_published_ns_.reset();
+    std::lock_guard<std::mutex> lock(mutex_);
+    leading_ = false;
+  }
+  return leading ? PublishPeers(now_ns) : LoadLeaderMember(now_ns);
+}
+
+bool EtcdCoordinator::PublishPeers(int64_t now_ns) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (graph_ && graph_members_version_ == members_version_) return true;
+  }
+  if (peers_published_ns_ && now_ns - *peers_published_ns_ < kPeersIntervalNs) return true;
+  std::map<uint32_t, Member> members;
+  uint64_t version = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    members = members_.members();
+    version = members_version_;
+  }
+  std::vector<uint32_t> ids;
+  for (const auto& [id, m] : members) ids.push_back(id);
+  ProbeGraphOptions go;
+  go.k = options_.probe_k;
+  graph_ = ProbeGraph::Build(ids, go);
+  std::unordered_map<uint32_t, std::vector<Member>> by_node;
+  for (uint32_t id : ids) {
+    if (id == options_.node_id) continue;  // the agent builds its own from every member
+    std::vector<Member>& peers = by_node[id];
+    for (uint32_t p : graph_->PeersOf(id)) peers.push_back(members.at(p));
+  }
+  exchange_.PublishPeers(std::move(by_node));
+  graph_members_version_ = version;
+  peers_published_ns_ = now_ns;
   return true;
 }
 
@@ -430,46 +543,38 @@ bool EtcdCoordinator::KeepLeaderLease(int64_t now_ns) {
 }
 
 bool EtcdCoordinator::PublishGraph(int64_t now_ns) {
-  if (!IsLeader()) return true;
-  {
-    // Every turn asks; only a change copies the members.
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (members_version_ == graph_version_published_) return true;
-  }
-  // The newest graph goes at a later turn.
+  // The graph PublishPeers built, for inspection: rewritten at most every
+  // graph_interval_ns (its size grows with the members).
+  if (!leading_ || !graph_ || graph_members_version_ == graph_version_published_) return true;
   if (graph_published_ns_ && now_ns - *graph_published_ns_ < options_.graph_interval_ns) return true;
-  uint64_t version = 0;
-  const std::vector<Member> members = Members(&version);
-  std::vector<uint32_t> ids;
-  for (const Member& m : members) ids.push_back(m.id);
-  ProbeGraphOptions go;
-  go.k = options_.probe_k;
-  const ProbeGraph g = ProbeGraph::Build(ids, go);
   nlohmann::json edges = nlohmann::json::array();
-  for (const ProbeEdge& e : g.edges()) edges.push_back({e.first, e.second});
-  const nlohmann::json j = {{"leader", options_.node_id}, {"members", ids}, {"k", g.k()}, {"edges", edges}};
+  for (const ProbeEdge& e : graph_->edges()) edges.push_back({e.first, e.second});
+  const nlohmann::json j = {
+      {"leader", options_.node_id}, {"members", graph_->members()}, {"k", graph_->k()}, {"edges", edges}};
   std::string error;
   if (!client_->Put(codec_.GraphKey(), codec_.SealGraph(j.dump(), member_lease_, RealtimeNs()), member_lease_,
                     &error)) {
     NoteError("publishing the probe graph", error);
     return false;
   }
-  graph_version_published_ = version;
+  graph_version_published_ = graph_members_version_;
   graph_published_ns_ = now_ns;
   return true;
 }
 
 void EtcdCoordinator::OnMemberEvents(const std::vector<EtcdEvent>& events) {
-  // Our own key: MemberView keeps us a member whatever it says, but the
-  // others see what etcd holds, so a deleted or forged one is put back.
-  const std::string mine = codec_.MemberKey(options_.node_id);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (members_.ApplyEvents(events)) ++members_version_;
+}
+
+void EtcdCoordinator::OnOwnKeyEvents(const std::vector<EtcdEvent>& events) {
+  // MemberView keeps us a member whatever our key says, but the others see
+  // what etcd holds, so a deleted or forged one is put back.
   for (const EtcdEvent& e : events) {
-    if (e.kv.key != mine || (e.type == EtcdEvent::Type::kPut && IsOwnRegistration(e.kv))) continue;
+    if (e.type == EtcdEvent::Type::kPut && IsOwnRegistration(e.kv)) continue;
     registration_lost_ = true;
     Wake(false);
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (members_.ApplyEvents(events)) ++members_version_;
 }
 
 void EtcdCoordinator::OnLeaderEvents(const std::vector<EtcdEvent>& events) {
@@ -479,7 +584,8 @@ void EtcdCoordinator::OnLeaderEvents(const std::vector<EtcdEvent>& events) {
     if (e.type == EtcdEvent::Type::kPut) {
       refused = codec_.OpenLeader(e.kv, &claim);
       if (!refused) {
-        UpdateLeader(claim, e.kv.mod_revision, false);
+        // A follower reads the new leader's address at the loop's next turn.
+        if (UpdateLeader(claim, e.kv.mod_revision, false)) Wake(false);
         continue;
       }
       Refuse(*refused, e.kv.key);
@@ -532,11 +638,22 @@ void EtcdCoordinator::NoteSuccess() {
   status_.connected = true;
 }
 
-std::vector<Member> EtcdCoordinator::Members(uint64_t* version) const {
+Membership EtcdCoordinator::Members(uint64_t* version) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  *version = members_version_;
-  std::vector<Member> out;
-  for (const auto& [id, m] : members_.members()) out.push_back(m);
+  Membership out;
+  if (leading_) {
+    // Even versions the leader's, odd ones the peers': a change of role is a change.
+    *version = 2 * members_version_;
+    for (const auto& [id, m] : members_.members()) out.members.push_back(m);
+    return out;
+  }
+  uint64_t peers_version = 0;
+  const std::optional<PeerList> peers = exchange_.Peers(&peers_version);
+  *version = 2 * peers_version + 1;
+  out.neighbours_only = true;
+  out.members.push_back(Member{options_.node_id, options_.listen_address, options_.listen_port});
+  if (peers) out.members.insert(out.members.end(), peers->peers.begin(), peers->peers.end());
+  std::sort(out.members.begin(), out.members.end(), [](const Member& a, const Member& b) { return a.id < b.id; });
   return out;
 }
 

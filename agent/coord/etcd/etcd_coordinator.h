@@ -13,7 +13,12 @@
 // With https endpoints the connections use the configured CA and client
 // certificate (etcd_tls.h); with a user, every request carries an etcd auth
 // token (etcd_auth.h). Credentials etcd refuses fail Start, clearly.
-// Watches keep the member list and the leader current.
+// Every node watches the leader key and its own registration; only the
+// leader reads and watches members/ (every join would otherwise be one
+// watch event per agent: n²/2 over a cluster's start). The leader builds
+// the probe graph and gives each node its peers over the channel
+// (peer_list.h); a follower finds the leader's address by one read of its
+// registration per term.
 //
 // Window summaries and solutions do not go through etcd: every node keeps
 // one authenticated channel connection (docs/coordination-channel.md) to
@@ -32,6 +37,7 @@
 #include <optional>
 #include <thread>
 
+#include "agent/cluster/probe_graph.h"
 #include "agent/coord/coordinator.h"
 #include "agent/coord/etcd/etcd_auth.h"
 #include "agent/coord/etcd/etcd_client.h"
@@ -52,7 +58,7 @@ class EtcdCoordinator : public Coordinator {
 
   bool Start(std::string* error) override;
   void Stop() override;
-  std::vector<Member> Members(uint64_t* version) const override;
+  Membership Members(uint64_t* version) const override;
   void PublishWindows(std::span<const WindowSummary> windows) override;
   bool IsLeader() const override;
   std::vector<WindowSummary> TakeLeaderInbox() override;
@@ -80,10 +86,27 @@ class EtcdCoordinator : public Coordinator {
   bool Campaign();
   // Whether the view names a leader; if so, no campaign is needed.
   bool HasLeader();
+  // Follows this node's role: on taking office it reads and watches every
+  // member; on leaving office it stops, and keeps its own neighbours until
+  // the next leader gives it its peers. Then, leading: PublishPeers;
+  // following: LoadLeaderMember.
+  bool FollowRole(int64_t now_ns);
+  // Leader: the probe graph of the members, and each node's peers from it,
+  // at most once a second while the members change.
+  bool PublishPeers(int64_t now_ns);
   bool PublishGraph(int64_t now_ns);
   bool LoadMembers();
+  // A follower's check that its registration still stands (the leader's
+  // comes with LoadMembers).
+  bool LoadOwnRegistration();
   bool LoadLeader();
+  // Follower: the registration of the leader named, once per term (its
+  // address does not change within one).
+  bool LoadLeaderMember(int64_t now_ns);
+  std::unique_ptr<EtcdWatcher> StartWatch(const std::string& key, bool prefix,
+                                          void (EtcdCoordinator::*on_events)(const std::vector<EtcdEvent>&));
   void OnMemberEvents(const std::vector<EtcdEvent>& events);
+  void OnOwnKeyEvents(const std::vector<EtcdEvent>& events);
   void OnLeaderEvents(const std::vector<EtcdEvent>& events);
   // Whether our key holds our own registration (a refusal is counted).
   bool IsOwnRegistration(const EtcdKeyValue& kv);
@@ -104,7 +127,8 @@ class EtcdCoordinator : public Coordinator {
   EtcdRefusalLog refusals_;
   EtcdClientOptions client_options_;
   std::unique_ptr<EtcdClient> client_;  // the loop thread's
-  std::unique_ptr<EtcdWatcher> members_watch_, leader_watch_;
+  std::unique_ptr<EtcdWatcher> leader_watch_, own_key_watch_;
+  std::unique_ptr<EtcdWatcher> members_watch_;  // while leading; the loop thread's
   std::thread thread_;
   std::unique_ptr<SecureChannelHub> hub_;  // the channel thread's
   std::thread channel_thread_;
@@ -123,7 +147,11 @@ class EtcdCoordinator : public Coordinator {
   int64_t member_lease_refreshed_ns_ = 0;
   int64_t leader_lease_ = 0;  // granted for a campaign; the term when it won
   int64_t leader_lease_refreshed_ns_ = 0;
+  std::optional<ProbeGraph> graph_;  // leader: of the members at graph_members_version_
+  uint64_t graph_members_version_ = 0;
+  std::optional<int64_t> peers_published_ns_;  // MONOTONIC
   uint64_t graph_version_published_ = 0;
+  int64_t leader_member_retry_ns_ = 0;
   std::optional<int64_t> graph_published_ns_;  // MONOTONIC; none since this process started
   int64_t next_retry_ns_ = 0;
   int64_t backoff_ns_ = 0;
@@ -132,6 +160,9 @@ class EtcdCoordinator : public Coordinator {
   MemberView members_;  // reads and watch events merged by revision
   uint64_t members_version_ = 1;
   LeaderView leader_view_;  // reads, events and campaigns merged by revision
+  bool leading_ = false;    // in office: members_ is complete and watched (written by the loop thread)
+  // The registration of the leader named, and the term it was read for.
+  std::optional<std::pair<int64_t, Member>> leader_member_;
   bool campaign_needed_ = true;
   CoordinatorStatus status_;
   ChannelStats channel_stats_;  // copied from the hub by the channel thread

@@ -1,43 +1,19 @@
 #include "agent/coord/etcd/member_view.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <charconv>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "agent/coord/peer_list.h"
+
 namespace chronolink {
 
-std::string EncodeMember(const Member& m) {
-  return nlohmann::json{{"id", m.id}, {"address", m.address}, {"port", m.port}}.dump();
-}
-
-namespace {
-
-// A non-negative JSON integer no larger than max. nlohmann's get<uint16_t>
-// would wrap 72855 to 7319 and truncate 3.9 to 3.
-bool UnsignedAtMost(const nlohmann::json& v, uint64_t max, uint64_t* out) {
-  if (!v.is_number_unsigned() || v.get<uint64_t>() > max) return false;
-  *out = v.get<uint64_t>();
-  return true;
-}
-
-}  // namespace
+std::string EncodeMember(const Member& m) { return MemberToJson(m).dump(); }
 
 bool DecodeMember(const std::string& text, Member* m) {
-  try {
-    const auto j = nlohmann::json::parse(text);
-    uint64_t id = 0, port = 0;
-    if (!UnsignedAtMost(j.at("id"), UINT32_MAX, &id) || !UnsignedAtMost(j.at("port"), UINT16_MAX, &port)) {
-      return false;
-    }
-    m->id = static_cast<uint32_t>(id);
-    m->address = j.at("address").get<std::string>();
-    m->port = static_cast<uint16_t>(port);
-    return m->id != 0 && !m->address.empty() && m->port != 0;
-  } catch (const nlohmann::json::exception&) {
-    return false;
-  }
+  return MemberFromJson(nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false), m);
 }
 
 MemberView::MemberView(Member self, std::string prefix, MemberDecoder decode)
