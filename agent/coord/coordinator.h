@@ -27,8 +27,9 @@ struct Membership {
   std::vector<Member> members;  // sorted by id, this node included
   // False: every live member (the agent builds the probe graph from them).
   // True: this node and its neighbours in the probe graph the leader built
-  // from every member (an etcd follower: peer_list.h); it probes them all.
+  // from every member (etcd: peer_list.h); it probes them all.
   bool neighbours_only = false;
+  size_t cluster_size = 0;  // every live member, where known here (0: not known)
 };
 
 struct CoordinatorStatus {

@@ -109,7 +109,7 @@ void StaticCoordinator::OnMessage(uint32_t peer, uint16_t type, std::string_view
 
 Membership StaticCoordinator::Members(uint64_t* version) const {
   *version = 1;  // the cluster file does not change under a running agent
-  return Membership{members_, false};
+  return Membership{members_, false, members_.size()};
 }
 
 void StaticCoordinator::PublishWindows(std::span<const WindowSummary> windows) {

@@ -140,7 +140,7 @@ std::optional<Membership> ClusterService::TakeMembershipChange() {
   members_seen_ = true;
   members_version_ = version;
   // The cluster's size, where it is known: a follower's neighbours are not.
-  if (!membership.neighbours_only) members_count_ = membership.members.size();
+  if (membership.cluster_size != 0) members_count_ = membership.cluster_size;
   return membership;
 }
 

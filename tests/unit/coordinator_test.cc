@@ -402,6 +402,7 @@ TEST_F(StaticCoordinatorTest, ListsTheFilesMembersAndTheLowestIdLeads) {
     const Membership membership = n.coordinator->Members(&version);
     EXPECT_EQ(membership.members, expected) << "node " << n.id;
     EXPECT_FALSE(membership.neighbours_only) << "node " << n.id;
+    EXPECT_EQ(membership.cluster_size, expected.size()) << "node " << n.id;
     EXPECT_NE(version, 0u);
     EXPECT_EQ(n.Status().backend, "static");
   }
@@ -785,9 +786,9 @@ class EtcdCoordinatorTest : public CoordinatorTestBase {
     return -1.0;
   }
 
-  // Each running node holds what it needs of the members `ids`: the leader
-  // every one, a follower itself and its neighbours in the probe graph of
-  // `ids` at k (and nobody else).
+  // Each running node holds itself and its neighbours in the probe graph of
+  // the members `ids` at k, and nobody else; the leader, which alone reads
+  // the members, knows how many there are.
   bool AllHoldTheirPeers(const std::vector<uint32_t>& ids, uint32_t leader, int k) const {
     ProbeGraphOptions go;
     go.k = k;
@@ -796,13 +797,11 @@ class EtcdCoordinatorTest : public CoordinatorTestBase {
       if (!n.running()) continue;
       uint64_t version = 0;
       const Membership got = n.coordinator->Members(&version);
-      std::vector<uint32_t> want = ids;
-      if (n.id != leader) {
-        want = graph.PeersOf(n.id);
-        want.push_back(n.id);
-        std::sort(want.begin(), want.end());
-      }
-      if (got.neighbours_only != (n.id != leader) || got.members != ExpectedMembers(want)) return false;
+      std::vector<uint32_t> want = graph.PeersOf(n.id);
+      want.push_back(n.id);
+      std::sort(want.begin(), want.end());
+      if (!got.neighbours_only || got.members != ExpectedMembers(want)) return false;
+      if (got.cluster_size != (n.id == leader ? ids.size() : 0u)) return false;
     }
     return true;
   }
@@ -872,6 +871,8 @@ TEST_F(EtcdCoordinatorTest, ListsTheLiveMembers) {
   // The first one leads; the later ones follow it.
   EXPECT_TRUE(AllAgreeOn(1)) << StatusReport();
   EXPECT_TRUE(AllSeeMembers({1, 2, 3})) << StatusReport();
+  uint64_t version_before_leave = 0;
+  node(2).coordinator->Members(&version_before_leave);
 
   // A member that leaves (its lease revoked) is gone from every list, with
   // a new version, and a follower leaving changes no leader.
@@ -879,7 +880,7 @@ TEST_F(EtcdCoordinatorTest, ListsTheLiveMembers) {
   ASSERT_TRUE(WaitUntil([&] { return AllSeeMembers({1, 2}); })) << StatusReport();
   uint64_t version_left = 0;
   node(2).coordinator->Members(&version_left);
-  EXPECT_NE(version_left, version3);
+  EXPECT_NE(version_left, version_before_leave);
   EXPECT_TRUE(AllAgreeOn(1)) << StatusReport();
 }
 
@@ -896,9 +897,10 @@ TEST_F(EtcdCoordinatorTest, EveryNodeListsEveryMemberWhenAllStartAtOnce) {
   }
 }
 
-// Only the leader reads and watches members/: each follower holds itself and
-// its neighbours in the leader's probe graph, sent over the channel. With 8
-// nodes at --probe-k 2 a neighbourhood is smaller than the cluster; a join
+// Only the leader reads and watches members/: each node holds itself and
+// its neighbours in the leader's probe graph, sent over the channel (the
+// leader's its own). With 8 nodes at --probe-k 2 a neighbourhood is smaller
+// than the cluster; a join
 // costs etcd a watch event or two, not one per agent (before, every agent
 // watched members/: n²/2 events over a cluster's start); after the leader
 // stops, the next one's graph reaches everyone.
@@ -923,7 +925,9 @@ TEST_F(EtcdCoordinatorTest, FollowersGetTheirPeersFromTheLeaderAndWatchNoMembers
     })) << "every neighbourhood is the whole cluster: the test shows nothing";
   }
   for (uint32_t id : ids) {
-    if (id != leader) EXPECT_GE(node(id).Status().peers_received, 1u) << "node " << id;
+    if (id != leader) {
+      EXPECT_GE(node(id).Status().peers_received, 1u) << "node " << id;
+    }
   }
 
   // A join: the leader's members watch sees it (and the joiner its own key).
