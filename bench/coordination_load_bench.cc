@@ -437,6 +437,9 @@ int Run(const Options& o) {
   double etcd_renewals_prev = MetricSum(etcd_metrics_prev, "etcd_debugging_lease_renewed_total");
   // Watch events etcd sent (one per event per watcher that matched).
   double etcd_events_prev = MetricSum(etcd_metrics_prev, "etcd_debugging_mvcc_events_total");
+  // Reads (ranges): the agents' re-reads, and each node's read of a new
+  // leader's registration.
+  double etcd_reads_prev = MetricSum(etcd_metrics_prev, "etcd_debugging_mvcc_range_total");
   SimulatedAgentsTotals totals_prev = sims.Totals();
   uint32_t leading = first_leader->id;
   ProcessSample cpu_prev = SampleProcess(leader_agent(leading).pid);
@@ -481,6 +484,7 @@ int Run(const Options& o) {
     const std::string etcd_metrics = Scrape("127.0.0.1", etcd.client_port());
     const double etcd_writes = MetricSum(etcd_metrics, "etcd_server_proposals_committed_total");
     const double etcd_events = MetricSum(etcd_metrics, "etcd_debugging_mvcc_events_total");
+    const double etcd_reads = MetricSum(etcd_metrics, "etcd_debugging_mvcc_range_total");
     const double etcd_renewals = MetricSum(etcd_metrics, "etcd_debugging_lease_renewed_total");
     const SimulatedAgentsTotals totals = sims.Totals();
     const std::optional<LeaderClaim> claim = sims.leader();
@@ -510,6 +514,7 @@ int Run(const Options& o) {
                           {"leader", leading},
                           {"bytes_per_node_per_window", per_node},
                           {"etcd_watch_events_per_s", (etcd_events - etcd_events_prev) / dt},
+                          {"etcd_reads_per_s", (etcd_reads - etcd_reads_prev) / dt},
                           {"links_up", totals.links_up},
                           {"peers_held", totals.peers_held},
                           {"peers_wrong", totals.peers_wrong},
@@ -550,6 +555,7 @@ int Run(const Options& o) {
     rows.push_back(row);
     etcd_writes_prev = etcd_writes;
     etcd_events_prev = etcd_events;
+    etcd_reads_prev = etcd_reads;
     etcd_renewals_prev = etcd_renewals;
     totals_prev = totals;
     cpu_prev = la.pid > 0 ? cpu : ProcessSample{};

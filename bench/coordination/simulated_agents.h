@@ -6,7 +6,9 @@
 //   --member-lease-ttl-s, and keeps it alive every half of it;
 // - follows the leader key (one watch shared by all simulated nodes: a
 //   watch costs etcd no writes, and thousands of watch streams would cost
-//   this process threads, not etcd) and dials the leader it names;
+//   this process threads, not etcd), reads the leader's registration once
+//   per term, each node for itself (kLeaderReaders at a time), and only
+//   then dials the leader;
 // - runs its own SecureChannelHub (its own node id, its own source address
 //   127.x.y.z, as separate hosts would) and its own LeaderExchange: window
 //   summaries up, its own solution and its peers down, resent in full to a
@@ -115,6 +117,9 @@ class SimulatedAgents : public SimulatedNodes {
   void Step(Node& n, const std::optional<LeaderClaim>& leader, int64_t now_mono, int64_t now_real);
   int64_t DueNs(const Node& n, int64_t now_mono, int64_t now_real) const;
   void KeepLeasesAlive();
+  // Each node's one read of the leader's members/<id> per term, as
+  // EtcdCoordinator::LoadLeaderMember does.
+  void ReadLeaderRegistrations();
   void OnLeaderEvents(const std::vector<EtcdEvent>& events);
   bool ReadLeader(std::string* error);
   // As EtcdCoordinator keeps its member lease: every half TTL.
