@@ -240,7 +240,7 @@ void AgentRuntime::ApplyMembership(const Membership& membership, int64_t now_ns)
     std::string list;
     for (uint32_t p : peers) list += (list.empty() ? "" : ",") + std::to_string(p);
     if (membership.neighbours_only) {
-      spdlog::info("membership: the leader gives this node {} peer(s); probing {}", peers.size(),
+      spdlog::info("membership: {} peer(s) in the leader's probe graph; probing {}", peers.size(),
                    list.empty() ? "nobody" : list);
     } else {
       spdlog::info("membership: {} member(s); probing {}", ids.size(), list.empty() ? "nobody" : list);
