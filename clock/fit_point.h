@@ -39,6 +39,13 @@ struct FitPoint {
   friend bool operator==(const FitPoint&, const FitPoint&) = default;
 };
 
+// The same instant's point on another fit clock of the same node: `p` is
+// on the clock `from` defines, the result on the one `to` defines (both
+// functions of RAW, so the one instant is one RAW). REALTIME is the same;
+// F and REALTIME's rate against it are `to`'s. What a clock page follows
+// along after F was anchored again: the solution's anchor, not the new one.
+FitPoint PointOnAnchor(const FitPoint& p, const FitAnchor& from, const FitAnchor& to);
+
 // A node's discipline at one instant, as the leader mapped it: REALTIME − F
 // there, and REALTIME's rate against F, less 1. A solution carries its
 // node's (docs/leader.md), so that the node's agent can put into its clock

@@ -169,11 +169,15 @@ void ClusterService::RefreshClockPage() {
 void ClusterService::FollowOwnDisciplineOnPage() {
   // Fitting in REALTIME there is no discipline apart from the line.
   if (!page_open_ || !solved_on_page_ || clock_.mode() != FitClockMode::kRaw) return;
-  const FitPoint now = clock_.PointAt(clock_.Now());
-  // Only along the fit clock the solution was mapped on: a new anchor moved F
-  // (and so REALTIME − F) by its jump.
+  // Along the fit clock the solution was mapped on, also after F was anchored
+  // again (a new anchor moved F, and so REALTIME − F, by its jump): before,
+  // the page stood still then until solutions of the new anchor came, 15-20 s
+  // under chronyd's start-up slews.
   const SolvedOnPage& solved = *solved_on_page_;
-  if (clock_.AnchorFor(solved.mapping.local_ref_ns - solved.discipline.d_ns) != clock_.anchor()) return;
+  const std::optional<FitAnchor> solved_anchor = clock_.AnchorFor(solved.mapping.local_ref_ns - solved.discipline.d_ns);
+  const std::optional<FitAnchor> current = clock_.anchor();
+  if (!solved_anchor || !current) return;
+  const FitPoint now = PointOnAnchor(clock_.PointAt(clock_.Now()), *current, *solved_anchor);
   const FitDiscipline d{now.realtime_ns - now.fit_ns, static_cast<double>(now.rate_fine) / kFinePerNs};
   PublishOnPage(FollowOwnDiscipline(solved.mapping, solved.discipline, now.realtime_ns, d));
 }

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <random>
 
@@ -40,6 +41,35 @@ TEST(FitAnchor, RunsAtTheAnchorsRateAndInvertsToTheNanosecond) {
                                  static_cast<long double>(raw - a.raw_ns) * (1 + a.rate_fine * 1e-15L);
     EXPECT_LE(std::fabs(static_cast<long double>(fit) - expected), 0.5L + 1e-6L);
     EXPECT_LE(std::llabs(a.RawOfFit(fit) - raw), 1);
+  }
+}
+
+// A point of REALTIME moved from one anchor's F to another's: against a
+// REALTIME that is an exact line in RAW, the moved point gives F_to's value
+// at that RAW, REALTIME's rate against F_to, and REALTIME − F_to a second on.
+TEST(FitAnchor, APointMovesToAnotherAnchorAtTheSameRaw) {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int64_t> rate(-500'000'000'000, 500'000'000'000), offset(-100 * kSecond, 100 * kSecond);
+  for (int i = 0; i < 2000; ++i) {
+    const FitAnchor from{5'000 * kSecond + offset(rng), kT0 + offset(rng), rate(rng)};
+    const FitAnchor to{5'000 * kSecond + offset(rng), kT0 + offset(rng), rate(rng)};
+    const int64_t raw0 = 5'000 * kSecond + offset(rng);
+    const int64_t realtime0 = kT0 + offset(rng);
+    const long double q = rate(rng) * 1e-15L;  // REALTIME's rate against RAW, less 1
+    auto realtime_at = [&](int64_t raw) {
+      return static_cast<long double>(realtime0) + static_cast<long double>(raw - raw0) * (1 + q);
+    };
+    auto rate_against = [&](const FitAnchor& a) { return ((1 + q) / (1 + a.rate_fine * 1e-15L) - 1) * 1e15L; };
+    const FitPoint p{from.FitOfRaw(raw0), realtime0, static_cast<int64_t>(std::llround(rate_against(from)))};
+
+    const FitPoint moved = PointOnAnchor(p, from, to);
+    EXPECT_EQ(moved.realtime_ns, realtime0);
+    EXPECT_LE(std::llabs(moved.fit_ns - to.FitOfRaw(raw0)), 1);
+    EXPECT_LE(std::fabs(static_cast<long double>(moved.rate_fine) - rate_against(to)), 2.0L);
+    const int64_t raw1 = raw0 + kSecond;
+    const long double truth = realtime_at(raw1) - static_cast<long double>(to.FitOfRaw(raw1));
+    EXPECT_LE(std::fabs(static_cast<long double>(moved.RealtimeMinusFitAt(to.FitOfRaw(raw1))) - truth), 2.0L);
+    EXPECT_EQ(PointOnAnchor(p, from, from), p);
   }
 }
 
