@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <random>
+#include <vector>
 
 #include "clock/clock_trajectory.h"
 #include "clock/timebase_knots.h"
@@ -95,6 +97,54 @@ TEST(RealtimeRawMap, KeepsItsCapacityAndIgnoresSamplesOutOfOrder) {
   map.Add({kT0 + 10 * kMs, 5 * kSecond + 10 * kMs, 40});
   EXPECT_TRUE(map.RawOf(kT0 + 9 * kMs + 1, &bound).has_value());
   EXPECT_EQ(bound, 40);
+}
+
+// RealtimeOf searches; the scan from the newest sample it replaced stays
+// here as the reference. On generated samples (steps, slews, rates known or
+// not, a capacity that drops the oldest) the two agree at every sample,
+// between samples, across breaks and outside the samples.
+std::optional<int64_t> RealtimeOfByScan(const RealtimeRawMap& map, int64_t raw_ns) {
+  const auto& ss = map.samples();
+  for (size_t i = ss.size(); i-- > 0;) {
+    if (ss[i].raw_ns == raw_ns) return ss[i].realtime_ns;
+    if (i == 0 || map.BreakBefore(i)) continue;
+    if (ss[i - 1].raw_ns < raw_ns && raw_ns < ss[i].raw_ns) {
+      // The map's own interpolation between the two: what is compared is
+      // which pair (or none) answers.
+      RealtimeRawMap pair;
+      pair.Add(ss[i - 1]);
+      pair.Add(ss[i]);
+      return pair.RealtimeOf(raw_ns);
+    }
+  }
+  return std::nullopt;
+}
+
+TEST(RealtimeRawMap, TheSearchAnswersAsTheScanFromTheNewestDid) {
+  std::mt19937_64 rng(29);
+  for (int round = 0; round < 200; ++round) {
+    RealtimeRawMap map(std::uniform_int_distribution<size_t>(1, 300)(rng));
+    int64_t raw = 5'000 * kSecond, realtime = kT0;
+    const int samples = std::uniform_int_distribution<int>(0, 400)(rng);
+    for (int i = 0; i < samples; ++i) {
+      const int64_t d_raw = std::uniform_int_distribution<int64_t>(1, 3 * kMs)(rng);
+      raw += d_raw;
+      realtime += d_raw + std::uniform_int_distribution<int64_t>(-200, 200)(rng);
+      if (rng() % 40 == 0) realtime += std::uniform_int_distribution<int64_t>(-5 * kMs, 5 * kMs)(rng);  // a step
+      const int64_t rate = rng() % 2 ? kRateUnknown : std::uniform_int_distribution<int64_t>(-1e11, 1e11)(rng);
+      map.Add({realtime, raw - (rng() % 8 == 0 ? d_raw : 0), std::uniform_int_distribution<int64_t>(0, 50)(rng), rate});
+    }
+    const auto& ss = map.samples();
+    std::vector<int64_t> queries = {0, INT64_MAX, raw + 1, 5'000 * kSecond};
+    for (size_t i = 0; i < ss.size(); ++i) {
+      queries.push_back(ss[i].raw_ns);
+      queries.push_back(ss[i].raw_ns - 1);
+      queries.push_back(ss[i].raw_ns + 1);
+      if (i > 0) queries.push_back(ss[i - 1].raw_ns + (ss[i].raw_ns - ss[i - 1].raw_ns) / 2);
+    }
+    for (int64_t q : queries)
+      ASSERT_EQ(map.RealtimeOf(q), RealtimeOfByScan(map, q)) << "round " << round << " raw " << q;
+  }
 }
 
 TEST(TimebaseKnots, AKnotPerRateChangeAndTheClockWithinThreeNanoseconds) {
