@@ -16,6 +16,7 @@
 #include "clock/clock_trajectory.h"
 #include "clock/timebase_knots.h"
 #include "tests/support/disciplined_clock.h"
+#include "tests/support/property_cases.h"
 
 namespace chronolink {
 namespace {
@@ -122,7 +123,8 @@ std::optional<int64_t> RealtimeOfByScan(const RealtimeRawMap& map, int64_t raw_n
 
 TEST(RealtimeRawMap, TheSearchAnswersAsTheScanFromTheNewestDid) {
   std::mt19937_64 rng(29);
-  for (int round = 0; round < 200; ++round) {
+  const int64_t rounds = trace::testing::CasesFromEnvironment(200);  // 100 under qemu
+  for (int64_t round = 0; round < rounds; ++round) {
     RealtimeRawMap map(std::uniform_int_distribution<size_t>(1, 300)(rng));
     int64_t raw = 5'000 * kSecond, realtime = kT0;
     const int samples = std::uniform_int_distribution<int>(0, 400)(rng);
