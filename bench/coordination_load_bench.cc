@@ -344,10 +344,14 @@ int Run(const Options& o) {
     NodeSolution row{3, true, 12345.678901, 1.2345e-7, 12.34, 3.21, 0, 6};
     row.discipline = FitDiscipline{-123456, 2.5e-8};
     s.nodes.push_back(row);
-    std::printf("a node's window of %zu summaries: %zu B grouped (as sent), %zu B as an array; its row of a "
-                "solution: %zu B\n",
-                one.size(), EncodeWindowBatch(one).size(), EncodeWindowSummaries(one).size(),
-                EncodeOffsetsSnapshot(s).size());
+    // Its peer list as the leader sends it (its neighbours as simulated nodes register).
+    PeerList peers{1, {}};
+    for (uint32_t p : graph.PeersOf(3)) peers.peers.push_back(SimulatedMember(p));
+    std::printf(
+        "a node's window of %zu summaries: %zu B grouped (as sent), %zu B as an array; its row of a "
+        "solution: %zu B; its peer list (%zu peers): %zu B\n",
+        one.size(), EncodeWindowBatch(one).size(), EncodeWindowSummaries(one).size(), EncodeOffsetsSnapshot(s).size(),
+        peers.peers.size(), EncodePeerList(peers).size());
   }
 
   SimulatedAgentsOptions so;

@@ -26,14 +26,17 @@ constexpr auto kPass = std::chrono::milliseconds(10);  // a thread's pass over i
 // once; this process has two cores.
 constexpr int kLeaderReaders = 8;
 constexpr int kMaxReady = 256;
-constexpr uint16_t kProbePort = 7319;
 
-// Each simulated node's own loopback address, as separate hosts have their
-// own: the leader's channel bounds unauthenticated connections per address.
+}  // namespace
+
 std::string AddressOf(uint32_t id) {
   return "127." + std::to_string(10 + id / 62500) + "." + std::to_string((id / 250) % 250 + 1) + "." +
          std::to_string(id % 250 + 1);
 }
+
+Member SimulatedMember(uint32_t id) { return Member{id, AddressOf(id), kSimulatedProbePort}; }
+
+namespace {
 
 EtcdClientOptions ClientOptions(const std::string& url) {
   EtcdClientOptions o;
@@ -109,7 +112,7 @@ bool SimulatedAgents::Start(std::string* error) {
         Node& n = *nodes_[i];
         EtcdValueCodec writer(options_.key, options_.etcd_prefix, n.id);
         std::string why;
-        const Member self{n.id, AddressOf(n.id), kProbePort};
+        const Member self = SimulatedMember(n.id);
         const bool ok = etcd.GrantLease(options_.member_lease_ttl_s, &n.lease, &why) &&
                         etcd.Put(writer.MemberKey(n.id), writer.SealMember(self, n.lease, ReadClockNs(CLOCK_REALTIME)),
                                  n.lease, &why);
@@ -161,17 +164,20 @@ void SimulatedAgents::ReadLeaderRegistrations() {
       continue;
     }
     std::atomic<size_t> next{0};
+    std::atomic<bool> all_read{true};
     std::vector<std::thread> readers;
     for (int r = 0; r < kLeaderReaders; ++r) {
       readers.emplace_back([&] {
         EtcdClient etcd(ClientOptions(options_.etcd_url));
         for (size_t i = next++; i < nodes_.size() && !stopping_; i = next++) {
+          if (nodes_[i]->leader_read_term == claim->term) continue;  // read on an earlier pass
           std::optional<EtcdKeyValue> kv;
           std::string why;
           Member m;
           if (etcd.Get(codec_.MemberKey(claim->id), &kv, &why) && kv && !codec_.OpenMember(*kv, claim->id, &m)) {
             nodes_[i]->leader_read_term = claim->term;
           } else {
+            all_read = false;
             spdlog::warn("simulated node {}: reading the leader's registration: {}", nodes_[i]->id,
                          why.empty() ? "absent or refused" : why);
           }
@@ -179,7 +185,11 @@ void SimulatedAgents::ReadLeaderRegistrations() {
       });
     }
     for (std::thread& t : readers) t.join();
-    term_read = claim->term;
+    if (all_read) {
+      term_read = claim->term;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // those that failed, again (as the agent does)
+    }
   }
 }
 

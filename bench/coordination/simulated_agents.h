@@ -39,6 +39,13 @@ namespace chronolink::bench {
 // The bench's cluster, as its real agents are started into it.
 inline constexpr char kBenchEtcdPrefix[] = "/bench/";
 inline constexpr uint32_t kBenchClusterId = 7;
+inline constexpr uint16_t kSimulatedProbePort = 7319;
+
+// Each simulated node's own loopback address, as separate hosts have their
+// own: the leader's channel bounds unauthenticated connections per address.
+std::string AddressOf(uint32_t id);
+// A simulated node as it registers in etcd (and as peer lists name it).
+Member SimulatedMember(uint32_t id);
 
 struct SimulatedAgentsOptions {
   std::vector<uint32_t> ids;  // the simulated nodes

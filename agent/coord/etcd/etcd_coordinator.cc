@@ -215,9 +215,7 @@ void EtcdCoordinator::FollowLeader() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     claim = leader_view_.claim();
-    if (claim && leader_member_ && leader_member_->first == claim->term && leader_member_->second.id == claim->id) {
-      member = leader_member_->second;
-    }
+    if (claim) member = LeaderMemberLocked(*claim);
   }
   // Until its registration is seen the leader stays unknown here: summaries
   // wait in the outbox, and go to it in full once it is.
@@ -346,8 +344,7 @@ bool EtcdCoordinator::LoadLeaderMember(int64_t now_ns) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     claim = leader_view_.claim();
-    if (!claim || claim->id == options_.node_id) return true;
-    if (leader_member_ && leader_member_->first == claim->term && leader_member_->second.id == claim->id) return true;
+    if (!claim || claim->id == options_.node_id || LeaderMemberLocked(*claim)) return true;
   }
   if (now_ns < leader_member_retry_ns_) return true;
   std::optional<EtcdKeyValue> kv;
@@ -369,6 +366,13 @@ bool EtcdCoordinator::LoadLeaderMember(int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   leader_member_ = std::make_pair(claim->term, m);
   return true;
+}
+
+std::optional<Member> EtcdCoordinator::LeaderMemberLocked(const LeaderClaim& claim) const {
+  if (!leader_member_ || leader_member_->first != claim.term || leader_member_->second.id != claim.id) {
+    return std::nullopt;
+  }
+  return leader_member_->second;
 }
 
 bool EtcdCoordinator::FollowRole(int64_t now_ns) {

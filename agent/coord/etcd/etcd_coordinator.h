@@ -103,6 +103,8 @@ class EtcdCoordinator : public Coordinator {
   // Follower: the registration of the leader named, once per term (its
   // address does not change within one).
   bool LoadLeaderMember(int64_t now_ns);
+  // The leader's registration as read for that claim's term; under mutex_.
+  std::optional<Member> LeaderMemberLocked(const LeaderClaim& claim) const;
   std::unique_ptr<EtcdWatcher> StartWatch(const std::string& key, bool prefix,
                                           void (EtcdCoordinator::*on_events)(const std::vector<EtcdEvent>&));
   void OnMemberEvents(const std::vector<EtcdEvent>& events);
