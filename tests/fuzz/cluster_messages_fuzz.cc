@@ -1,5 +1,6 @@
 // libFuzzer target for the coordination messages (agent/coord/
-// cluster_messages.h) and the etcd member record (member_view.h): JSON that
+// cluster_messages.h), the leader's peer list (peer_list.h) and the etcd
+// member record (member_view.h): JSON that
 // agents and the leader send each other over the channel or through etcd.
 // Every input is given to each decoder (the grouped window batch too). Invariants: no crash, hang or
 // sanitizer report (deep nesting included); a refusal says why; what a
@@ -12,14 +13,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "agent/cluster/cluster_messages.h"
 #include "agent/coord/etcd/member_view.h"
+#include "agent/coord/peer_list.h"
 
 namespace {
 
@@ -156,6 +157,30 @@ void Member(std::string_view text) {
     Fail("a re-encoded member decodes differently");
 }
 
+// A peer list the decoder takes is whole and in order (a follower probes
+// every member of it), and encodes canonically.
+void Peers(std::string_view text) {
+  chronolink::PeerList list;
+  std::string error;
+  if (!chronolink::DecodePeerList(text, &list, &error)) {
+    if (error.empty()) Fail("a refused peer list without a message");
+    return;
+  }
+  if (list.leader == 0) Fail("a peer list without a leader accepted");
+  if (list.peers.size() > chronolink::kMaxPeerListSize) Fail("an oversized peer list accepted");
+  for (size_t i = 0; i < list.peers.size(); ++i) {
+    const chronolink::Member& m = list.peers[i];
+    if (m.id == 0 || m.port == 0 || m.address.empty() || m.address.size() > chronolink::kMaxMemberAddressBytes)
+      Fail("an incomplete peer accepted");
+    if (i > 0 && !(list.peers[i - 1].id < m.id)) Fail("peer ids not strictly increasing accepted");
+  }
+  const std::string once = chronolink::EncodePeerList(list);
+  chronolink::PeerList again;
+  if (!chronolink::DecodePeerList(once, &again, &error)) Fail("a re-encoded peer list is refused");
+  if (!(again == list)) Fail("a re-encoded peer list decodes differently");
+  if (chronolink::EncodePeerList(again) != once) Fail("peer list encoding is not canonical");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -165,5 +190,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   GroupedBatch(text);
   Snapshot(text);
   Member(text);
+  Peers(text);
   return 0;
 }

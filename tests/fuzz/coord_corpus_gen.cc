@@ -3,15 +3,15 @@
 // gateway's own format): `coord_corpus_gen tests/fuzz/corpus`. Not a fuzz
 // target; keys and ids match those the targets use.
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "agent/cluster/cluster_messages.h"
 #include "agent/coord/etcd/etcd_gateway.h"
 #include "agent/coord/etcd/etcd_value_codec.h"
 #include "agent/coord/etcd/member_view.h"
+#include "agent/coord/peer_list.h"
 
 namespace {
 
@@ -99,6 +99,9 @@ int main(int argc, char** argv) {
   Write(cm, "window_batch_grouped.json", EncodeWindowBatch(batch));
   Write(cm, "offsets_snapshot.json", EncodeOffsetsSnapshot(Snapshot(now)));
   Write(cm, "member.json", EncodeMember(Member{3, "10.77.1.3", 7319}));
+  Write(cm, "peer_list.json",
+        EncodePeerList(
+            PeerList{1, {Member{2, "10.77.1.2", 7319}, Member{3, "10.77.1.3", 7319}, Member{6, "fd00:77::6", 7319}}}));
 
   // etcd_value_fuzz: authentic values of each kind, as agents 3 and 1 write them.
   const std::string ev = root + "/etcd_value";
