@@ -300,6 +300,28 @@ def _write_key(path: str) -> None:
         f.write(secrets.token_hex(32) + "\n")
 
 
+def cpu_split(load_cpu: str, ncpu: int | None = None) -> tuple[list[int] | None, list[int] | None]:
+    """(the cross traffic's CPUs, the agents' CPUs) for --load-cpu.
+
+    This VM's kernel (like any without CONFIG_IRQ_TIME_ACCOUNTING) charges a
+    softirq to whichever task it interrupts: beside iperf3's 2 x 180 Mbit/s the
+    agents' /proc figures included the load's packets (1.2 % of a core per
+    edge at 90 % load, 0.8 % with the load on its own CPU; 0.75 % idle). So by
+    default the load runs on the last CPU and the agents on the others;
+    'none' leaves every process free (the figures before stop 48)."""
+    ncpu = ncpu or os.cpu_count() or 1
+    if load_cpu == "none":
+        return None, None
+    if load_cpu != "auto" and not load_cpu.isdigit():
+        raise ValueError(f"--load-cpu {load_cpu!r}: give auto, none or a CPU number")
+    cpu = ncpu - 1 if load_cpu == "auto" else int(load_cpu)
+    if ncpu < 2:
+        return None, None  # nowhere else to put it
+    if not 0 <= cpu < ncpu:
+        raise ValueError(f"--load-cpu {cpu}: this machine has CPUs 0..{ncpu - 1}")
+    return [cpu], [c for c in range(ncpu) if c != cpu]
+
+
 def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) -> dict:
     res: dict[str, Any] = {"scenario": sc.name, "topology": sc.topology, "tbf": sc.tbf, "load": sc.load,
                            "seconds": a.seconds, "methods": {}, "agents": {}, "cross_traffic": []}
@@ -320,9 +342,11 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
             stack.enter_context(clock_discipline.ClockDiscipline(
                 tb, 1, {n: c.state_file for n, c in node_clock.items()}, os.path.join(outdir, "discipline"),
                 client=a.clock_model))
+        load_cpus, agent_cpus = cpu_split(a.load_cpu) if sc.load else (None, None)
+        res["agent_cpus"] = agent_cpus
         if sc.load:
             for s, d in ((1, 2), (2, 1)):
-                ct = stack.enter_context(tb.cross_traffic(s, d, sc.load))
+                ct = stack.enter_context(tb.cross_traffic(s, d, sc.load, cpus=load_cpus))
                 res["cross_traffic"].append(ct)
         baselines: list[Any] = []
         if not a.no_baselines:
@@ -367,7 +391,8 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
                 stack.callback(logf.close)
                 # settings come only from this command line, not from CHRONOLINK_* variables
                 env = {k: v for k, v in os.environ.items() if not k.startswith("CHRONOLINK_")}
-                p = tb.popen(n.index, argv, stdout=logf, stderr=subprocess.STDOUT, env=env)
+                pin = ["taskset", "-c", ",".join(map(str, agent_cpus))] if agent_cpus else []
+                p = tb.popen(n.index, pin + argv, stdout=logf, stderr=subprocess.STDOUT, env=env)
                 agents[n.index] = {"proc": p, "dir": adir, "argv": argv, "spawn_mono": time.monotonic(),
                                    "log": alog}
             time.sleep(0.5)
@@ -710,7 +735,9 @@ def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
             cpu = ag.get("cpu_pct_per_edge")
             bps = ag.get("probe_bytes_per_s_per_edge")
             lines.append(f"{r['scenario']:<14} agent n{node}: edges {ag['edges']}, CPU "
-                         f"{'-' if cpu is None else f'{cpu:.2f}'} % of a core per edge, probes "
+                         f"{'-' if cpu is None else f'{cpu:.2f}'} % of a core per edge"
+                         + (f" (on CPU {','.join(map(str, r['agent_cpus']))})" if r.get("agent_cpus") else "")
+                         + ", probes "
                          f"{'-' if bps is None or math.isnan(bps) else f'{bps / 1e3:.1f}'} kB/s per edge "
                          f"({ag['probe_bytes_source']})" + (f"  [{ag['died']}]" if ag.get("died") else ""))
             tb = ag.get("timebase")
@@ -905,6 +932,18 @@ def _jsonable(o: Any) -> Any:
 
 def selftest(verbose: bool = True) -> int:
     check = bl.SelfTestChecks(verbose)
+
+    # where the load and the agents run (--load-cpu)
+    check(cpu_split("auto", 2) == ([1], [0]) and cpu_split("auto", 4) == ([3], [0, 1, 2]),
+          "--load-cpu auto: the load on the last CPU, the agents on the others")
+    check(cpu_split("0", 2) == ([0], [1]) and cpu_split("none", 8) == (None, None)
+          and cpu_split("auto", 1) == (None, None), "--load-cpu N, none, and one CPU")
+    for bad in ("2", "x", "-1"):
+        try:
+            cpu_split(bad, 2)
+            check(False, f"--load-cpu {bad} on 2 CPUs is refused")
+        except ValueError:
+            check(True, f"--load-cpu {bad} on 2 CPUs is refused")
 
     # percentiles (numpy 'linear' reference values)
     v = list(range(1, 101))
@@ -1200,6 +1239,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--probe-interval-us", type=float, default=50000.0,
                     help="probe cadence for the bytes/s estimate when the agent reports no counters")
     ap.add_argument("--agent-arg", action="append", default=[], help="extra agent argument (repeatable)")
+    ap.add_argument("--load-cpu", default="auto",
+                    help="the CPU the cross traffic runs on, the agents on the others (auto: the last CPU, "
+                         "on a machine with two or more; none: every process free). This kernel charges a "
+                         "softirq to the task it interrupts, so beside the load an agent's CPU figure "
+                         "includes the load's packets")
     ap.add_argument("--no-baselines", action="store_true")
     ap.add_argument("--skip-agent", action="store_true", help="baselines only (no chronolink rows)")
     ap.add_argument("--selftest", action="store_true", help="check the arithmetic and exit (no root)")
@@ -1220,6 +1264,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             a.probe_interval_us = float(x.split("=", 1)[1])
     if a.warmup_s is None:
         a.warmup_s = 2 * a.window_s + 2.0
+    try:
+        cpu_split(a.load_cpu)
+    except ValueError as e:
+        print(f"accuracy_bench: {e}", file=sys.stderr)
+        return 2
     _frac(a.node2_drift_ppm)  # validate
     wanted = [s.strip() for s in a.scenarios.split(",") if s.strip()]
     known = {s.name: s for s in SCENARIOS}

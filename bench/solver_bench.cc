@@ -6,7 +6,8 @@
 // solution) and warm (given the solution of an instant 1 s before, as the
 // leader passes the previous window's). Also times the clock pages' drift
 // lines the leader draws after each solve (agent/cluster/fit_drift_history.h):
-// every node's line through its last 15 instants.
+// every node's line through its last 15 instants, and the probe graph with
+// every node's peer list that an etcd leader builds when the members change.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -128,6 +129,25 @@ void BM_PageDriftLines(benchmark::State& state) {
   state.counters["worst_drift_err_ppb"] = worst_ppb;  // 40 ns of noise on each offset
 }
 BENCHMARK(BM_PageDriftLines)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->Iterations(20);
+
+// What an etcd leader does when the members change (at most once a second:
+// agent/coord/etcd/etcd_coordinator.cc, PublishPeers): the probe graph of
+// every member, and each node's neighbours for its peer list.
+void BM_ProbeGraphAndPeerLists(benchmark::State& state) {
+  const auto n = static_cast<uint32_t>(state.range(0));
+  std::vector<uint32_t> ids(n);
+  for (uint32_t i = 0; i < n; ++i) ids[i] = 1 + i * 7;  // ids need not be dense
+  size_t listed = 0;
+  for (auto _ : state) {
+    const ProbeGraph g = ProbeGraph::Build(ids, ProbeGraphOptions{});
+    listed = 0;
+    for (uint32_t id : ids) listed += g.PeersOf(id).size();
+    benchmark::DoNotOptimize(listed);
+  }
+  state.counters["nodes"] = n;
+  state.counters["mean_peers"] = static_cast<double>(listed) / n;
+}
+BENCHMARK(BM_ProbeGraphAndPeerLists)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->Iterations(10);
 
 }  // namespace
 }  // namespace chronolink

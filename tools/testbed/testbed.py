@@ -733,7 +733,8 @@ def format_cross_traffic(cts: list[dict | None]) -> str:
         parts.append(f"{c.get('src')}->{c.get('dst')} "
                      + (f"{bps / 1e6:.1f} Mbit/s" if isinstance(bps, (int, float)) else "? Mbit/s")
                      + (f" (lost {lost:.1f} %)" if isinstance(lost, (int, float)) else "")
-                     + f" of {c.get('rate')} asked")
+                     + f" of {c.get('rate')} asked"
+                     + (f" on CPU {','.join(map(str, c['cpus']))}" if c.get("cpus") else ""))
     return ", ".join(parts)
 
 
@@ -742,11 +743,18 @@ class CrossTraffic:
 
     iperf3 (UDP, `length`-byte datagrams) when installed, else a small Python
     UDP blaster (this file's `blast`/`sink` subcommands). Context manager or
-    start()/stop(); stop() always returns within a few seconds."""
+    start()/stop(); stop() always returns within a few seconds.
+
+    `cpus`: run both ends on these CPUs only (taskset). The softirqs of the
+    load's packets then run there too, not on the CPU of whatever else is
+    running: a kernel without CONFIG_IRQ_TIME_ACCOUNTING charges a softirq
+    to the task it interrupts, so a process measured beside the load pays
+    for the load's packets in /proc's figures."""
 
     def __init__(self, tb: Testbed, src: Any, dst: Any, rate: str, *, seconds: float | None = None,
                  port: int | None = None, length: int = 1400, tool: str = "auto",
-                 logdir: str | None = None, start_timeout: float = 5.0) -> None:
+                 logdir: str | None = None, start_timeout: float = 5.0,
+                 cpus: Sequence[int] | None = None) -> None:
         self.tb = tb
         self.src = tb.node(src)
         self.dst = tb.node(dst)
@@ -763,6 +771,10 @@ class CrossTraffic:
         self.tool = tool
         self.logdir = logdir
         self.start_timeout = start_timeout
+        self.cpus = sorted({int(c) for c in cpus}) if cpus else None
+        if self.cpus is not None and any(c < 0 or c >= (os.cpu_count() or 1) for c in self.cpus):
+            raise TestbedError(f"cross-traffic CPUs {self.cpus} are not all on this machine "
+                               f"(0..{(os.cpu_count() or 1) - 1})")
         self.server: subprocess.Popen | None = None
         self.client: subprocess.Popen | None = None
         self.result: dict | None = None
@@ -827,6 +839,9 @@ class CrossTraffic:
             cli = [sys.executable, me, "blast", "--dst", dst_addr, "--port", str(self.port),
                    "--rate", self.rate, "--length", str(self.length), "--seconds", str(secs)]
             ready = "sink ready"
+        if self.cpus is not None:
+            pin = ["taskset", "-c", ",".join(map(str, self.cpus))]
+            srv, cli = pin + srv, pin + cli
         self.server = self.tb.popen(self.dst, srv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             head = self._wait_line(self.server, ready, self.start_timeout)
@@ -878,7 +893,7 @@ class CrossTraffic:
 
     def _parse(self, text: str) -> dict:
         res: dict[str, Any] = {"src": self.src.index, "dst": self.dst.index, "rate": self.rate,
-                               "tool": self.tool}
+                               "tool": self.tool, "cpus": self.cpus}
         try:
             if self.tool == "iperf3":
                 j = json.loads(text[text.index("{"):])
@@ -1020,8 +1035,9 @@ def _cmd_cross(a: argparse.Namespace) -> int:
     results = []
     with tb:
         flows = [(a.src, a.dst)] + ([(a.dst, a.src)] if a.both else [])
+        cpus = [int(c) for c in a.cpus.split(",")] if a.cpus else None
         cts = [tb.cross_traffic(s, d, a.rate, seconds=a.seconds, length=a.length, tool=a.tool,
-                                port=a.port if i == 0 else None) for i, (s, d) in enumerate(flows)]
+                                port=a.port if i == 0 else None, cpus=cpus) for i, (s, d) in enumerate(flows)]
         try:
             for ct in cts:
                 ct.start()
@@ -1094,6 +1110,7 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--port", type=int)
     c.add_argument("--both", action="store_true", help="also the reverse direction")
     c.add_argument("--tool", choices=["auto", "iperf3", "python"], default="auto")
+    c.add_argument("--cpus", help="run the load on these CPUs only, e.g. 1 or 2,3 (its softirqs then run there)")
     c.set_defaults(func=_cmd_cross)
 
     pl = sub.add_parser("probe-loss",
