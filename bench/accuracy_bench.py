@@ -383,6 +383,8 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
                         "--reference", "1",  # the leader's offsets against node 1 (solved coverage)
                         "--duration-s", str(int(a.warmup_s + a.seconds + 60)),
                         "--log-level", a.log_level, "--test-mode"] + c.agent_args + a.agent_arg
+                if a.stamp_logs:  # every probe's stamps, for bench/path_floor.py
+                    argv += ["--stamp-log", os.path.join(adir, "stamps.jsonl")]
                 # beside the output directory, not in it: started as root the agent
                 # hands that directory to its unprivileged user, and only if it holds
                 # nothing but the agent's own files (docs/deployment.md)
@@ -1244,6 +1246,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "on a machine with two or more; none: every process free). This kernel charges a "
                          "softirq to the task it interrupts, so beside the load an agent's CPU figure "
                          "includes the load's packets")
+    ap.add_argument("--stamp-logs", action="store_true",
+                    help="each agent also writes every probe's stamps (agent-n<i>/stamps.jsonl; ~8 MB a minute), "
+                         "which bench/path_floor.py reads: the path's one-way delay floor per second and direction")
     ap.add_argument("--no-baselines", action="store_true")
     ap.add_argument("--skip-agent", action="store_true", help="baselines only (no chronolink rows)")
     ap.add_argument("--selftest", action="store_true", help="check the arithmetic and exit (no root)")

@@ -60,7 +60,8 @@ def base_namespace(a) -> argparse.Namespace:
         warmup_s=6.0, node2_offset_ns=3_700_000, node2_drift_ppm="45", cluster_id=7,
         log_level="info", probe_interval_us=1000.0, agent_arg=[], no_baselines=True, skip_agent=False,
         clock_model="linear", clock_seed=1, white_fm_adev=ab.node_clocks.DEFAULT_WHITE_FM_ADEV,
-        random_walk_fm_adev=ab.node_clocks.DEFAULT_RANDOM_WALK_FM_ADEV, load_cpu="auto")
+        random_walk_fm_adev=ab.node_clocks.DEFAULT_RANDOM_WALK_FM_ADEV, load_cpu="auto",
+        stamp_logs=False)
 
 
 def run_sources(a) -> int:
