@@ -11,7 +11,10 @@ state files), gives every probe packet its true one-way delay (each stamp is
 on its node's fit clock, mapped to true time exactly: tools/testbed/truth.py)
 and prints, per stamp source, how the floor moves: per second and
 direction the fastest packet, half the difference between the directions
-(the "floor asymmetry"), and their spread over the run.
+(the "floor asymmetry"), and their spread over the run; then the same
+over only the seconds whose two floors summed (a round trip's floor, which
+an agent can see: no clock offset in it) stood within 200, 300 or 500 ns
+of the whole run's.
 
     sudo python3 bench/accuracy_bench.py --scenarios routed-90pct --stamp-logs --no-baselines --out OUT
     python3 bench/path_floor.py OUT/routed-90pct [--source socket_software] [--table]
@@ -95,7 +98,21 @@ def summarize(floors: dict[int, dict], delays: list[tuple], since_ns: Fraction) 
             whole[(a, b)] = d
     if not asym:
         return {"seconds": 0}
+    # What the agent could see: the two directions' floors summed (a round
+    # trip's, free of any clock offset) against the whole run's. Seconds
+    # whose sum stood high are where the asymmetric ones are.
+    base = sum(whole.values()) if len(whole) == 2 else None
+    gated = {}
+    if base is not None:
+        both = [(f[(1, 2)] + f[(2, 1)] - base, abs(f[(1, 2)] - f[(2, 1)]) / 2)
+                for f in floors.values() if (1, 2) in f and (2, 1) in f]
+        for limit in (200, 300, 500):
+            kept = sorted(a for excess, a in both if excess <= limit)
+            if kept:
+                gated[limit] = {"seconds": len(kept), "p99_ns": float(percentile_of_sorted(kept, 0.99)),
+                                "max_ns": float(kept[-1])}
     return {"seconds": len(asym),
+            "round_trip_floor_gate": gated,
             "asymmetry_ns": {q: float(percentile_of_sorted(asym, p))
                              for q, p in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))},
             "floor_ns": {q: float(percentile_of_sorted(per_second, p))
@@ -134,9 +151,13 @@ def format_summary(source: str, s: dict) -> str:
         return f"{source}: no second with packets both ways"
     a, f = s["asymmetry_ns"], s["floor_ns"]
     whole = ", ".join(f"{k} {v:.0f} ns" for k, v in s["whole_run_floor_ns"].items())
+    gate = "; ".join(f"<= {lim} ns: {g['seconds']} s, asymmetry p99 {g['p99_ns']:.0f} / max {g['max_ns']:.0f} ns"
+                     for lim, g in s.get("round_trip_floor_gate", {}).items())
     return (f"{source}: {s['seconds']} s; floor asymmetry per second (|1->2 - 2->1| / 2) p50 {a['p50']:.0f} / "
             f"p90 {a['p90']:.0f} / p99 {a['p99']:.0f} / max {a['max']:.0f} ns; floor per second and direction "
-            f"p10 {f['p10']:.0f} / p50 {f['p50']:.0f} / p90 {f['p90']:.0f} ns; over the whole run {whole}")
+            f"p10 {f['p10']:.0f} / p50 {f['p50']:.0f} / p90 {f['p90']:.0f} ns; over the whole run {whole}"
+            + (f"\n  only the seconds whose two floors summed stood within X of the whole run's: {gate}"
+               if gate else ""))
 
 
 def selftest() -> int:
@@ -178,6 +199,10 @@ def selftest() -> int:
           f"floor asymmetry: 300 ns in one second, ~0 in the others ({s['asymmetry_ns']})")
     check(all(abs(v - 1000) <= 1 for v in s["whole_run_floor_ns"].values()), "the whole run's floors are 1000 ns")
     check(format_summary("socket_software", s).startswith("socket_software: 6 s;"), "the summary line")
+    # Second 3's round trip floor stood 600 ns high: a 500 ns gate drops it.
+    g = s["round_trip_floor_gate"]
+    check(g[500]["seconds"] == 5 and g[500]["max_ns"] <= 1 and g[200]["seconds"] == 5,
+          f"the round-trip floor gate drops the one high second ({g})")
     try:
         path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"path_floor_selftest_{os.getpid()}.jsonl")
         with open(path, "w") as f:
