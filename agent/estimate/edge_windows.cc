@@ -110,7 +110,7 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
     r.clock_step = w.clock_step;
     FitSpanChooser* chooser = nullptr;
     if (adaptive_span_) chooser = &span_chooser_.try_emplace(c, window_ns_, *adaptive_span_).first->second;
-    if (w.clock_step && chooser) chooser->Reset();
+    if (w.clock_step && chooser) chooser->AfterClockStep();
     if (!w.clock_step) {
       std::vector<PtPrTuple> projected, own;
       const std::vector<const FullTuple*> span = SpanTuples(start, chooser ? chooser->span_ns() : 0, &r);

@@ -82,11 +82,9 @@ std::optional<FitSpanEvidence> FitSpanChooser::Estimate() const {
   return e;
 }
 
-void FitSpanChooser::Reset() {
+void FitSpanChooser::AfterClockStep() {
   fits_.clear();
-  evidence_.reset();
   wanting_ = 0;
-  span_ns_ = options_.min_span_ns;
 }
 
 bool FitSpanChooser::Add(int64_t x0_ns, const LineFit& fit) {

@@ -74,9 +74,11 @@ class FitSpanChooser {
   // skipped; a gap of more than 4 windows restarts the history). Returns
   // true when the span changed.
   bool Add(int64_t x0_ns, const LineFit& own_window_fit);
-  // A clock step: the offsets before it predict nothing; back to the
-  // shortest span until the history says otherwise.
-  void Reset();
+  // A clock step (REALTIME's, or the fit clock anchored again): the offsets
+  // before it predict nothing of those after, so the history starts again;
+  // the span and its evidence stay, as the step changed neither the path's
+  // noise nor the clocks' wander, and the spans beside it are cut at it.
+  void AfterClockStep();
 
   int64_t span_ns() const { return span_ns_; }
   const std::optional<FitSpanEvidence>& evidence() const { return evidence_; }

@@ -124,13 +124,31 @@ TEST(FitSpanChooser, SkipsFailedFitsAndRestartsAfterAGap) {
   EXPECT_TRUE(c.evidence().has_value());
 }
 
-TEST(FitSpanChooser, AClockStepGoesBackToTheShortestSpan) {
+// A step changes neither the path's noise nor the clocks' wander: the span
+// chosen before it stays (back at the shortest, a loaded edge fitted 4 s
+// spans for 40-60 s after the start check's re-anchor, and those windows
+// held its worst errors), while the offsets before the step no longer count.
+TEST(FitSpanChooser, AClockStepKeepsTheSpanAndStartsItsHistoryAgain) {
   FitSpanChooser c(kWindow, Range());
   Feed(&c, 64, 20, 0, 10);
   ASSERT_EQ(c.span_ns(), 6 * kWindow);
-  c.Reset();
-  EXPECT_EQ(c.span_ns(), 2 * kWindow);
-  EXPECT_FALSE(c.evidence().has_value());
+  ASSERT_TRUE(c.evidence().has_value());
+  const double noise_before = c.evidence()->window_noise_ns;
+  c.AfterClockStep();
+  EXPECT_EQ(c.span_ns(), 6 * kWindow);
+  ASSERT_TRUE(c.evidence().has_value()) << "what the span rests on";
+  EXPECT_EQ(c.evidence()->window_noise_ns, noise_before);
+  // The history starts again: after the step, windows without noise or
+  // wander (where the shortest span would do) move nothing until 16 of them
+  // are in, and a step back of the offset between them and the old ones
+  // never enters a second difference.
+  for (int k = 0; k < 15; ++k) {
+    EXPECT_FALSE(c.Add(kStart + (64 + k) * kWindow + kWindow / 2, Fit(9.9e6)));
+    EXPECT_EQ(c.span_ns(), 6 * kWindow);
+  }
+  c.Add(kStart + 79 * kWindow + kWindow / 2, Fit(9.9e6));
+  ASSERT_TRUE(c.evidence().has_value());
+  EXPECT_EQ(c.evidence()->windows, 16) << "only the windows since the step";
 }
 
 TEST(FitSpanChooser, SpanVarianceIsLeastWhereNoiseAndWanderTermsMeet) {
