@@ -308,7 +308,7 @@ def cpu_split(load_cpu: str, ncpu: int | None = None) -> tuple[list[int] | None,
     agents' /proc figures included the load's packets (1.2 % of a core per
     edge at 90 % load, 0.8 % with the load on its own CPU; 0.75 % idle). So by
     default the load runs on the last CPU and the agents on the others;
-    'none' leaves every process free (the figures before stop 48)."""
+    'none' leaves every process free (as every figure before 2026-12-04)."""
     ncpu = ncpu or os.cpu_count() or 1
     if load_cpu == "none":
         return None, None
