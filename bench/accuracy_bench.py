@@ -26,7 +26,9 @@ accumulated sample; bench/baselines.py says why the client stays noselect).
 
 Prints one table (|error| in µs: samples, p50, p99, max; baselines' p99
 divided by chronolink-kernel's p99), then per-agent CPU per probed edge and
-probe bytes/s per edge, the daemons' CPU over the same span (chronyd server
+probe bytes/s per edge (in the loaded scenarios with the cross traffic on
+its own CPU, --load-cpu: this kernel charges a softirq to the task it
+interrupts), the daemons' CPU over the same span (chronyd server
 and client, ptp4l master and slave), and per scenario one "accuracy per
 CPU" line (p99 next to the CPU of both ends of the link). Writes everything, including every window's error,
 to OUT/results.json.
@@ -36,6 +38,8 @@ to OUT/results.json.
   python3 bench/accuracy_bench.py --selftest      # ground-truth and percentile checks, no root
   python3 bench/accuracy_bench.py --report OUT    # the summary of an earlier run again, no root
   sudo python3 bench/accuracy_bench.py --skip-agent --quick   # baselines only
+  sudo python3 bench/accuracy_bench.py --scenarios routed-90pct --stamp-logs --out DIR
+        # and then: python3 bench/path_floor.py DIR/routed-90pct (the path's delay floor)
 """
 
 from __future__ import annotations
