@@ -254,8 +254,10 @@ class SolvedInstants {
   std::map<int64_t, std::pair<int64_t, int64_t>> seen_;
 };
 
+// NaN for no values ("nan" printed, null in results.json): a run too short
+// to measure something must not print 0 s, which reads as a target met.
 double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
+  if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
 }

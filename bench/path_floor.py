@@ -33,7 +33,9 @@ from fractions import Fraction
 from typing import Any, Iterable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools", "testbed"))
+from baselines import percentile  # noqa: E402  (numpy's linear, as every bench prints)
 from truth import VClock, fit_clock_truth  # noqa: E402
 
 NS_PER_S = 1_000_000_000
@@ -82,10 +84,6 @@ def floors_per_second(delays: Iterable[tuple], since_ns: Fraction) -> dict[int, 
     return dict(out)
 
 
-def percentile_of_sorted(v: list, q: float):
-    return v[min(len(v) - 1, int(q * len(v)))]
-
-
 def summarize(floors: dict[int, dict], delays: list[tuple], since_ns: Fraction) -> dict:
     """Per run: the floor asymmetry |d(1->2) - d(2->1)| / 2 per second (both
     directions seen), the per-second floors, and each direction's floor over
@@ -109,14 +107,12 @@ def summarize(floors: dict[int, dict], delays: list[tuple], since_ns: Fraction) 
         for limit in (200, 300, 500):
             kept = sorted(a for excess, a in both if excess <= limit)
             if kept:
-                gated[limit] = {"seconds": len(kept), "p99_ns": float(percentile_of_sorted(kept, 0.99)),
+                gated[limit] = {"seconds": len(kept), "p99_ns": percentile(kept, 99),
                                 "max_ns": float(kept[-1])}
     return {"seconds": len(asym),
             "round_trip_floor_gate": gated,
-            "asymmetry_ns": {q: float(percentile_of_sorted(asym, p))
-                             for q, p in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))},
-            "floor_ns": {q: float(percentile_of_sorted(per_second, p))
-                         for q, p in (("p10", 0.1), ("p50", 0.5), ("p90", 0.9))},
+            "asymmetry_ns": {q: percentile(asym, p) for q, p in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100))},
+            "floor_ns": {q: percentile(per_second, p) for q, p in (("p10", 10), ("p50", 50), ("p90", 90))},
             "whole_run_floor_ns": {f"{a}->{b}": float(d) for (a, b), d in sorted(whole.items())}}
 
 

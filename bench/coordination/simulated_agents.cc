@@ -10,6 +10,7 @@
 
 #include "agent/config/agent_config.h"
 #include "agent/coord/etcd/etcd_client.h"
+#include "agent/coord/etcd/etcd_coordinator.h"
 #include "clock/clock_reader.h"
 
 namespace chronolink::bench {
@@ -188,7 +189,8 @@ void SimulatedAgents::ReadLeaderRegistrations() {
     if (all_read) {
       term_read = claim->term;
     } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // those that failed, again (as the agent does)
+      // Those that failed, again, at the agent's pace.
+      std::this_thread::sleep_for(std::chrono::nanoseconds(kLeaderMemberRetryNs));
     }
   }
 }

@@ -51,6 +51,11 @@
 
 namespace chronolink {
 
+// A follower whose leader's registration is missing or refused reads it
+// again at most this often (10 000 followers ask etcd); the coordination
+// bench's simulated nodes keep the same pace.
+inline constexpr int64_t kLeaderMemberRetryNs = 1'000'000'000;
+
 class EtcdCoordinator : public Coordinator {
  public:
   explicit EtcdCoordinator(const CoordinationOptions& options);
