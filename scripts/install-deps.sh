@@ -23,7 +23,7 @@ RUN_PACKAGES=(
   openssl libcap2-bin
   iproute2 iperf3 chrony linuxptp procps time etcd-server etcd-client
   python3-protobuf python3-torch chromium librsvg2-bin
-  python3-yaml
+  python3-yaml python3-numpy  # python3-numpy: bench/fit_replay.py
   systemd  # systemd-analyze verify/security for the unit files (tests/deploy/systemd_units_test.sh); not booted
 )
 # kubectl for the Kubernetes manifest check (tests/deploy/): Debian's

@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""Replay a window's max-margin fit over a stamp-logged run, with other
+choices of span and probes, against each packet's true one-way delay.
+
+Every probe packet of an accuracy_bench run made with --stamp-logs has both
+its stamps (each agent's stamps.jsonl) and its true one-way delay (the
+stamps mapped to true time through each node's fit clock, exactly:
+tools/testbed/truth.py, as bench/path_floor.py does). A max-margin line
+through those packets' bounds with the true offset taken out (a forward
+packet bounds the offset from above by its delay, a reverse one from below
+by minus its delay) errs at x0 by exactly what the path's delays make it
+err; the clocks' wander, which the agent's line must also follow, is not in
+it. So an estimator change that acts on which packets a fit takes, or on
+its span, can be measured here in seconds over saved runs, against the same
+packets, instead of in a new 5-minute run whose path differs.
+
+Each policy names a span and a packet set:
+  span    agent (the span the agent took, edges.jsonl fit_start/fit_end),
+          S (seconds, centred on the window), or S@D (S seconds ending D
+          seconds after the window's end: a trailing span, what a window
+          could be fitted on D seconds after it ends)
+  packets own (the prober's own session, as the agent fits today) or
+          both (every probe of the link: the peer's session too, mirrored
+          into the prober's frame; a node would need the peer's receive
+          stamps of its replies for that)
+written SPAN/PACKETS, e.g. agent/own, 12/both, 12@1/own.
+
+It prints, per policy, |error| p50 / p99 / max over the agent's kernel
+windows in the measured span, each prober's median signed error (what a
+path or prober asymmetry adds), and first how far the agent/own replay
+stands from the errors the agent's own windows made (results.json): the
+replay's validity on that run.
+
+    python3 bench/fit_replay.py OUT/routed-90pct [--policy agent/own --policy 12/both ...]
+    python3 bench/fit_replay.py --selftest
+
+No root: only saved runs (accuracy_bench --stamp-logs --out OUT). Needs
+numpy (Debian's python3-numpy; run it with /usr/bin/python3 where another
+python3 comes first on PATH).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tools", "testbed"))
+from baselines import percentile  # noqa: E402  (numpy's linear, as every bench prints)
+from path_floor import read_stamp_log, scenario_clocks  # noqa: E402
+
+NS_PER_S = 1_000_000_000
+SOURCE = "socket_software"
+DEFAULT_POLICIES = ["agent/own", "agent/both", "12/own", "12/both", "12@1/own"]
+
+
+@dataclass
+class Bounds:
+    """One prober's bounds, sorted by x: x on the prober's fit clock (ns),
+    y the bound less the true offset (ns), upper or not, own session or the peer's."""
+    x: "np.ndarray"
+    y: "np.ndarray"
+    upper: "np.ndarray"
+    own: "np.ndarray"
+
+
+def link_bounds(logs: dict[int, dict], clocks: dict, source: str = SOURCE) -> dict[int, Bounds]:
+    """Every forward and reverse packet both ends stamped with `source`, as
+    bounds in each prober's frame (offset peer - prober), with the peer's
+    session's packets mirrored in."""
+    import numpy as np
+    rows: dict[int, list] = {1: [], 2: []}
+    for node, log in logs.items():
+        for key, stamps in log.items():
+            kind, sender, receiver = key[0], key[1], key[2]
+            if key[6] != "tx" or sender != node or kind not in ("forward", "reverse") or source not in stamps:
+                continue
+            rx = logs.get(receiver, {}).get(key[:6] + ("rx",))
+            if not rx or source not in rx:
+                continue
+            delay = float(clocks[receiver].true_time(rx[source]) - clocks[sender].true_time(stamps[source]))
+            # In the frame of a node n, a packet n -> peer bounds (peer - n)
+            # from above by its delay, a packet peer -> n from below by minus
+            # it; x is n's own stamp of it (n's fit clock, the agent's x).
+            prober = sender if kind == "forward" else receiver
+            for n in (sender, receiver):
+                x = stamps[source] if n == sender else rx[source]
+                rows[n].append((x, delay if n == sender else -delay, n == sender, n == prober))
+    out = {}
+    for n, r in rows.items():
+        r.sort()
+        out[n] = Bounds(np.array([a[0] for a in r], dtype=np.int64), np.array([a[1] for a in r]),
+                        np.array([a[2] for a in r], dtype=bool), np.array([a[3] for a in r], dtype=bool))
+    return out
+
+
+def max_margin_at(xu, yu, xl, yl, x0: int) -> float:
+    """The max-vertical-margin line's value at x0 (docs/estimator.md §2):
+    the slope maximises min(upper - a x) - max(lower - a x), a concave
+    function of a, by ternary search; the line runs midway."""
+    import numpy as np
+    if len(xu) == 0 or len(xl) == 0:
+        return float("nan")
+    du = (xu - x0).astype(float)
+    dl = (xl - x0).astype(float)
+
+    def gap(a):
+        return np.min(yu - a * du) - np.max(yl - a * dl)
+    lo, hi = -1e-5, 1e-5  # 10 ppm: the delays' own slope across a span, far more than any
+    for _ in range(120):
+        m1, m2 = lo + (hi - lo) / 3, hi - (hi - lo) / 3
+        if gap(m1) < gap(m2):
+            lo = m1
+        else:
+            hi = m2
+    a = (lo + hi) / 2
+    return float((np.min(yu - a * du) + np.max(yl - a * dl)) / 2)
+
+
+@dataclass
+class Policy:
+    name: str
+    span_s: float | None  # None: the agent's span
+    trailing_s: float | None  # None: centred on the window; else the span ends this long after the window
+    both_sessions: bool
+
+    @classmethod
+    def parse(cls, text: str) -> "Policy":
+        try:
+            span, packets = text.split("/")
+            if packets not in ("own", "both"):
+                raise ValueError(f"packets must be own or both, not {packets!r}")
+            if span == "agent":
+                return cls(text, None, None, packets == "both")
+            s, _, d = span.partition("@")
+            p = cls(text, float(s), float(d) if d else None, packets == "both")
+            if not p.span_s > 0 or (p.trailing_s is not None and p.trailing_s < 0):
+                raise ValueError("the span must be > 0 s and the trailing delay >= 0 s")
+            return p
+        except ValueError as e:
+            raise ValueError(f"policy {text!r}: {e} (SPAN/PACKETS: agent|S|S@D / own|both)") from None
+
+    def span(self, window: dict, window_ns: int) -> tuple[int, int]:
+        if self.span_s is None:
+            return window["fit_start_ns"], window["fit_end_ns"]
+        s = int(self.span_s * NS_PER_S)
+        if self.trailing_s is None:
+            return window["x0_ns"] - s // 2, window["x0_ns"] + s // 2
+        end = window["x0_ns"] + window_ns // 2 + int(self.trailing_s * NS_PER_S)
+        return end - s, end
+
+
+def replay(bounds: dict[int, Bounds], windows: list[dict], policy: Policy, window_ns: int) -> list[float]:
+    """The policy's error at each window's x0 (the path's part alone)."""
+    out = []
+    for w in windows:
+        b = bounds[w["node"]]
+        lo, hi = policy.span(w, window_ns)
+        i, j = b.x.searchsorted(lo), b.x.searchsorted(hi)
+        keep = slice(i, j)
+        sel = b.own[keep] | policy.both_sessions
+        up, x, y = b.upper[keep] & sel, b.x[keep], b.y[keep]
+        low = ~b.upper[keep] & sel
+        out.append(max_margin_at(x[up], y[up], x[low], y[low], w["x0_ns"]))
+    return out
+
+
+def agent_windows(scenario_dir: str) -> tuple[list[dict], int]:
+    """The agent's kernel windows in the measured span, with their spans and
+    the errors results.json gives them; and the window length."""
+    path = os.path.join(os.path.dirname(os.path.abspath(scenario_dir)), "results.json")
+    name = os.path.basename(os.path.normpath(scenario_dir))
+    with open(path) as f:
+        res = json.load(f)
+    scenario = next((s for s in res.get("scenarios", []) if s.get("scenario") == name), None)
+    if scenario is None:
+        raise ValueError(f"{path}: no scenario {name}")
+    measured = {(w["node"], w["x0_ns"]): w["error_ns"] for w in scenario.get("windows", [])
+                if w.get("source") == "kernel" and w.get("error_ns") is not None}
+    windows, window_ns = [], 0
+    for n in (1, 2):
+        with open(os.path.join(scenario_dir, f"agent-n{n}", "edges.jsonl")) as f:
+            for line in f:
+                r = json.loads(line)
+                if r.get("timestamp_source") != "kernel" or (n, r["x0_ns"]) not in measured:
+                    continue
+                window_ns = r["window_end_ns"] - r["window_start_ns"]
+                windows.append({"node": n, "x0_ns": r["x0_ns"], "fit_start_ns": r["fit_start_ns"],
+                                "fit_end_ns": r["fit_end_ns"], "agent_error_ns": measured[(n, r["x0_ns"])]})
+    if not windows:
+        raise ValueError(f"{scenario_dir}: no kernel window of the measured span")
+    return windows, window_ns
+
+
+def summary(windows: list[dict], errors: list[float]) -> dict:
+    import numpy as np
+    e = np.array(errors)
+    ok = np.isfinite(e)
+    by_node = {n: float(np.median(e[[w["node"] == n for w in windows] & ok])) for n in (1, 2)
+               if any(w["node"] == n for w in windows)}
+    a = np.abs(e[ok])
+    return {"windows": int(ok.sum()), "p50_ns": percentile(sorted(a), 50), "p99_ns": percentile(sorted(a), 99),
+            "max_ns": float(a.max()) if len(a) else float("nan"), "median_signed_ns": by_node}
+
+
+def format_row(name: str, s: dict) -> str:
+    signed = ", ".join(f"node {n} {v:+.1f}" for n, v in s["median_signed_ns"].items())
+    return (f"{name:<14} |error| p50 {s['p50_ns']:6.1f}  p99 {s['p99_ns']:6.1f}  max {s['max_ns']:6.1f} ns "
+            f"({s['windows']} windows); median signed: {signed}")
+
+
+def selftest() -> int:
+    """Generated packets on two clocks with known delays: a prober's packets
+    slower than its responder's replies lean its own fit by half the
+    difference, in each prober's own direction, and a fit on both sessions
+    does not lean; flat floors give the true offset exactly."""
+    import random
+    from truth import VClock
+    failures = 0
+
+    def check(ok: bool, what: str) -> None:
+        nonlocal failures
+        print(("ok:   " if ok else "FAIL: ") + what)
+        failures += not ok
+
+    t0 = 1_800_000_000 * NS_PER_S
+    clocks = {1: VClock.make(0, "0", t0), 2: VClock.make(3_700_000, "45", t0)}
+    rng = random.Random(7)
+    lean = 40  # a prober's forward packets meet this much more floor than the replies
+
+    def make_logs(jitter: bool) -> dict[int, dict]:
+        logs: dict[int, dict] = {1: {}, 2: {}}
+        for prober in (1, 2):
+            peer = 3 - prober
+            for seq in range(1, 401):  # 20 s at one pair per 50 ms
+                send = t0 + seq * 50_000_000
+                for index in (0, 1):
+                    for kind, a, b, extra in (("forward", prober, peer, lean), ("reverse", peer, prober, 0)):
+                        delay = 1000 + extra + (int(rng.expovariate(1 / 300)) if jitter else 0)  # whole ns: exact
+                        key = (kind, a, b, f"s{prober}", seq, index)
+                        logs[a][key + ("tx",)] = {SOURCE: int(clocks[a].at(send))}
+                        logs[b][key + ("rx",)] = {SOURCE: int(clocks[b].at(send + delay))}
+                        send += 5000
+        return logs
+
+    windows_for = lambda n: [{"node": n, "x0_ns": int(clocks[n].at(t0 + s * NS_PER_S)),
+                              "fit_start_ns": int(clocks[n].at(t0 + (s - 2) * NS_PER_S)),
+                              "fit_end_ns": int(clocks[n].at(t0 + (s + 2) * NS_PER_S))} for s in range(4, 17, 2)]
+    windows = windows_for(1) + windows_for(2)
+    flat = link_bounds(make_logs(jitter=False), clocks)
+    own = replay(flat, windows, Policy.parse("agent/own"), 2 * NS_PER_S)
+    check(all(abs(e - lean / 2) <= 1.5 for e in own),
+          f"flat floors: each prober's own fit leans by half its packets' extra floor, {lean / 2:.0f} ns "
+          f"(got {min(own):.1f} to {max(own):.1f})")
+    both = replay(flat, windows, Policy.parse("agent/both"), 2 * NS_PER_S)
+    check(all(abs(e) <= 1.5 for e in both), f"flat floors, both sessions: no lean (got {min(both):.1f} to {max(both):.1f})")
+    noisy = link_bounds(make_logs(jitter=True), clocks)
+    s_own = summary(windows, replay(noisy, windows, Policy.parse("agent/own"), 2 * NS_PER_S))
+    s_both = summary(windows, replay(noisy, windows, Policy.parse("agent/both"), 2 * NS_PER_S))
+    check(all(v > 10 for v in s_own["median_signed_ns"].values()),
+          f"queued packets: both probers still lean their own way ({s_own['median_signed_ns']})")
+    check(all(abs(v) < 10 for v in s_both["median_signed_ns"].values()),
+          f"queued packets, both sessions: the lean is gone ({s_both['median_signed_ns']})")
+    w = {"x0_ns": 10 * NS_PER_S, "fit_start_ns": 0, "fit_end_ns": 0}
+    check(Policy.parse("12@1/own").span(w, 2 * NS_PER_S) == (0, 12 * NS_PER_S)
+          and Policy.parse("4/own").span(w, 2 * NS_PER_S) == (8 * NS_PER_S, 12 * NS_PER_S),
+          "a trailing span ends D s after the window's end; a centred one is centred on x0")
+    for bad in ("12", "12/all", "0/own", "x/own", "12@-1/own"):
+        try:
+            Policy.parse(bad)
+            check(False, f"policy {bad!r} refused")
+        except ValueError:
+            check(True, f"policy {bad!r} refused")
+    print("selftest: " + ("PASS" if not failures else f"{failures} FAILED"))
+    return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Replay the window fits of an accuracy_bench --stamp-logs scenario "
+                                             "with other spans and packet sets, against the true delays")
+    ap.add_argument("scenario_dir", nargs="?", help="OUT/<scenario> of accuracy_bench --stamp-logs")
+    ap.add_argument("--policy", action="append", help="SPAN/PACKETS (repeatable; default: "
+                    + ", ".join(DEFAULT_POLICIES) + ")")
+    ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--selftest", action="store_true", help="check the replay on generated packets and exit")
+    a = ap.parse_args(argv)
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        print("fit_replay: needs numpy (apt-get install python3-numpy; run with /usr/bin/python3)", file=sys.stderr)
+        return 2
+    if a.selftest:
+        return selftest()
+    if not a.scenario_dir:
+        ap.error("give a scenario directory (or --selftest)")
+    try:
+        policies = [Policy.parse(p) for p in (a.policy or DEFAULT_POLICIES)]
+        logs = {n: read_stamp_log(os.path.join(a.scenario_dir, f"agent-n{n}", "stamps.jsonl")) for n in (1, 2)}
+        clocks = scenario_clocks(a.scenario_dir)
+        windows, window_ns = agent_windows(a.scenario_dir)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"fit_replay: {e} (run accuracy_bench with --stamp-logs)", file=sys.stderr)
+        return 2
+    bounds = link_bounds(logs, clocks)
+    import numpy as np
+    agent = summary(windows, [w["agent_error_ns"] for w in windows])
+    own = replay(bounds, windows, Policy.parse("agent/own"), window_ns)
+    gap = np.abs(np.array(own) - np.array([w["agent_error_ns"] for w in windows]))
+    gap = gap[np.isfinite(gap)]
+    print(format_row("the agent", agent))
+    print(f"  its replay (agent/own) stands |replay - agent| p50 {percentile(sorted(gap), 50):.1f} / "
+          f"p99 {percentile(sorted(gap), 99):.1f} ns from it: clock wander the agent's line followed, and "
+          "its soft margin")
+    out = {"agent": agent, "replay_gap_ns": {"p50": percentile(sorted(gap), 50), "p99": percentile(sorted(gap), 99)},
+           "policies": {}}
+    for p in policies:
+        s = summary(windows, own if p.name == "agent/own" else replay(bounds, windows, p, window_ns))
+        out["policies"][p.name] = s
+        print(format_row(p.name, s), flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
