@@ -70,6 +70,9 @@ struct EstimationSettings {
   int64_t purity_tolerance_ns = 300;
   int min_points_per_side = 8;
   bool fit_every_probe = true;  // --estimate-points every|pure
+  // --fit-probes link|own: a fit takes the peer's session's tuples too
+  // (docs/estimator.md §11), or this node's own probes only.
+  bool fit_peer_probes = true;
   // --fit-clock raw|realtime: fit in the node's MONOTONIC_RAW-based fit
   // clock (clock/fit_clock.h), free of every daemon's discipline, or in
   // REALTIME as before.

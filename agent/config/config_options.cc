@@ -104,6 +104,10 @@ const Spec kSpecs[] = {
     {"estimation.points", "estimate-points", Kind::kString, "WHICH", kEstimation,
      "Bounds the max-margin fit rests on: every (every probe; pure pairs only when that fails) or pure "
      "(pure pairs only, Huygens' way; for comparisons) (default: every)"},
+    {"estimation.fit_probes", "fit-probes", Kind::kString, "WHICH", kEstimation,
+     "Whose probes an edge's fit takes: link (its own and, where the peer probes us too, the peer's, "
+     "whose tuples the peer's echo makes whole here: the two directions lean neither way) or own (this "
+     "node's probes only; for comparisons) (default: link)"},
     {"estimation.fit_clock", "fit-clock", Kind::kString, "CLOCK", kEstimation,
      "The clock offsets are fitted in: raw (MONOTONIC_RAW scaled and set to REALTIME at the start: no "
      "clock daemon's frequency changes, slews or steps enter a fit) or realtime (CLOCK_REALTIME itself, "

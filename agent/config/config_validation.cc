@@ -646,6 +646,11 @@ bool ValidateEstimationWindows(const Merged& m, AgentConfig* c, std::string* err
     return Fail(error, "estimate points '" + points + "' (" + m.From("estimation.points") + ") must be every or pure");
   }
   e.fit_every_probe = points == "every";
+  const std::string probes = m.Get<std::string>("estimation.fit_probes", "link");
+  if (probes != "link" && probes != "own") {
+    return Fail(error, "fit probes '" + probes + "' (" + m.From("estimation.fit_probes") + ") must be link or own");
+  }
+  e.fit_peer_probes = probes == "link";
   const std::string fit_clock = m.Get<std::string>("estimation.fit_clock", "raw");
   if (fit_clock != "raw" && fit_clock != "realtime") {
     return Fail(error, "fit clock '" + fit_clock + "' (" + m.From("estimation.fit_clock") + ") must be raw or realtime");

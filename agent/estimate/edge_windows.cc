@@ -56,7 +56,9 @@ void EdgeWindows::AddSigma(EdgeWindowRecord* r) {
   if (k != EstimatorKind::kMaxMargin && k != EstimatorKind::kMaxMarginPure) return;
   if (const auto sigma = it->second.Add(r->x0_ns, r->estimate.fit, r->fit_end_ns - r->fit_start_ns)) {
     r->sigma_ns = sigma->sigma_ns;
-    r->sigma_shared_ns = sigma->shared_ns;
+    // A fit on the peer's session too rests on the probes the link's other
+    // direction fits on: the two are one measurement, not two.
+    r->sigma_shared_ns = r->peer_session_tuples > 0 ? sigma->sigma_ns : sigma->shared_ns;
   }
 }
 
@@ -76,6 +78,20 @@ void EdgeWindows::OnTupleFinalized(const FullTuple& t) {
       ++w.counts.lost;
       break;
   }
+}
+
+void EdgeWindows::OnPeerTuple(const FullTuple& t) {
+  const int64_t start = WindowStart(t.created_ns);
+  if (!windows_.empty() && start < windows_.rbegin()->first) {
+    // Older than the newest window: it may have closed, or gone.
+    auto it = windows_.find(start);
+    if (it == windows_.end() || it->second.closed) return;
+  }
+  if (ClassifyTuple(t) == TupleOutcome::kLost) return;
+  Window& w = At(t.created_ns);
+  ++w.counts.peer_session;
+  w.tuples.push_back(t);
+  w.tuples.back().peer_session = true;
 }
 
 std::vector<const FullTuple*> EdgeWindows::SpanTuples(int64_t start, int64_t span_ns,
@@ -119,6 +135,7 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
         PtPrTuple p;
         if (!t->Project(c, &p)) continue;
         projected.push_back(p);
+        r.peer_session_tuples += t->peer_session;
         if (chooser && t->created_ns >= start && t->created_ns < r.window_end_ns) own.push_back(p);
         for (int i = 0; i < 2; ++i) {
           for (const ProbeStamp* st : {&p.fwd_tx[i], &p.fwd_rx[i], &p.rev_tx[i], &p.rev_rx[i]}) {

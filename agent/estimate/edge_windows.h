@@ -27,6 +27,9 @@ struct WindowCounts {
   int64_t complete = 0;
   int64_t tx_stamps_missing = 0;
   int64_t lost = 0;
+  // Tuples of the peer's session made whole here (OnPeerTuple), not among
+  // the counts above, which are the window's own probes.
+  int64_t peer_session = 0;
 };
 
 struct EdgeWindowRecord {
@@ -45,6 +48,10 @@ struct EdgeWindowRecord {
   // Sources of the stamps of every tuple offered in this class (8 per tuple).
   std::array<int64_t, kNumStampSources> stamp_sources{};
   bool clock_step = false;  // the window was discarded because the clock stepped
+  // Of the tuples the fit took (estimate.tuples), those of the peer's
+  // session: where there are any, the link's other direction fits on the
+  // same probes, so its whole sigma is shared (SolveShared).
+  int peer_session_tuples = 0;
   // One-sigma of estimate.fit.beta_ns from the edge's recent windows
   // (window_scatter.h); a min-delay window's own bound; 0 while unknown.
   double sigma_ns = 0;
@@ -89,6 +96,11 @@ class EdgeWindows {
   // Counts a forward pair as sent in the window of its first probe.
   void OnPairSent(int64_t node_ns);
   void OnTupleFinalized(const FullTuple& t);
+  // A tuple of the peer's session, mirrored into ours (ProbeEngine's
+  // MirrorSink): a fit takes it like its own, so that the link's two
+  // directions lean neither way (docs/estimator.md §11). One whose window
+  // has closed already comes too late and is dropped.
+  void OnPeerTuple(const FullTuple& t);
   // The clock stepped from before_ns to after_ns (node clock; a peer's step
   // is seen as one spanning the notice's delay): the windows holding either
   // side are discarded. After a step back, so is every window the clock

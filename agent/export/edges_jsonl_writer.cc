@@ -74,6 +74,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
   j["pairs_sent"] = r.counts.pairs_sent;
   j["tuples_complete"] = r.counts.complete;
   j["tuples_in_class"] = e.tuples;
+  j["tuples_peer_session"] = r.peer_session_tuples;
   j["pure_forward"] = e.pure_forward;
   j["pure_reverse"] = e.pure_reverse;
   j["tx_stamps_missing"] = r.counts.tx_stamps_missing;

@@ -28,6 +28,10 @@ struct FullTuple {
   DualStamp rev_rx[2];     // ours
   bool sent[2] = {false, false};
   bool spoiled = false;  // a packet of it was seen twice: no stamp of it is trusted
+  // A tuple of the peer's session mirrored into ours (ProbeEngine::MirrorSink):
+  // our reverse pair as its forward half, the peer's forward pair as its
+  // reverse half. Not counted among the window's own probes.
+  bool peer_session = false;
 
   // Projects onto one source class; false if any stamp of that class is
   // absent, or the tuple is spoiled.

@@ -236,6 +236,15 @@ ProbeMessage ProbeEngine::ForwardMessage(const Prober& p, uint64_t seq, int inde
     m.prev_tx_seq = prev->seq;
     m.prev_tx[0] = prev->fwd_tx[0];
     m.prev_tx[1] = prev->fwd_tx[1];
+    // Our receive stamps of the peer's answer to that pair: with them the
+    // peer holds the whole tuple and fits its side of the edge on both
+    // sessions. A spoiled tuple vouches for none of its stamps.
+    if (options_.probe.echo_reverse_rx && !prev->spoiled &&
+        (prev->rev_rx[0].user.present() || prev->rev_rx[1].user.present())) {
+      m.flags |= kFlagHasEchoRx;
+      m.echo_rx[0] = prev->rev_rx[0];
+      m.echo_rx[1] = prev->rev_rx[1];
+    }
   }
   return m;
 }
@@ -338,6 +347,7 @@ void ProbeEngine::OnForward(const ProbeMessage& m, const DualStamp& local_rx, bo
     ++counters_.stale_sequence;
     return;
   }
+  MirrorPeerTuple(m, r, now_ns);
   if (m.seq > r.fwd_seq) {
     r.fwd_seq = m.seq;
     r.have[0] = r.have[1] = false;
@@ -367,6 +377,41 @@ void ProbeEngine::OnForward(const ProbeMessage& m, const DualStamp& local_rx, bo
       StartReversePair(m.sender_node, r, now_ns);
     }
   }
+}
+
+void ProbeEngine::MirrorPeerTuple(const ProbeMessage& m, Responder& r, int64_t now_ns) {
+  constexpr uint16_t kBoth = kFlagHasPrevTx | kFlagHasEchoRx;
+  if ((m.flags & kBoth) != kBoth || !on_mirror_) return;
+  // Across a clock step the halves are on different clocks; the windows
+  // around it are discarded anyway.
+  if ((m.flags & kFlagClockStepped) || (step_notice_until_ns_ >= 0 && now_ns < step_notice_until_ns_)) return;
+  ReversePair* pair = nullptr;
+  for (ReversePair* p : {&r.sending, &r.previous}) {
+    if (p->valid && p->seq == m.prev_tx_seq) pair = p;
+  }
+  for (ReversePair& p : r.late) {
+    if (p.valid && p.seq == m.prev_tx_seq) pair = &p;
+  }
+  if (pair == nullptr || pair->mirrored || pair->spoiled || !pair->tx[0].user.present()) return;
+  pair->mirrored = true;
+  for (int i = 0; i < 2; ++i) {
+    if (!m.echo_rx[i].InDomain(ClockDomain::kPeerRealtime) || !m.prev_tx[i].InDomain(ClockDomain::kPeerRealtime)) {
+      ++peer_counters_[m.sender_node].stamps_wrong_domain;
+      return;
+    }
+  }
+  FullTuple t;
+  t.seq = pair->seq;
+  t.created_ns = pair->tx[0].user.ns;  // our send of the reverse pair: the tuple's place in our windows
+  for (int i = 0; i < 2; ++i) {
+    t.fwd_tx[i] = pair->tx[i];       // ours, of our reverse probe
+    t.fwd_rx[i] = m.echo_rx[i];      // the peer's receive stamp of it
+    t.rev_tx[i] = m.prev_tx[i];      // the peer's send stamp of its forward probe
+    t.rev_rx[i] = pair->echo_rx[i];  // our receive stamp of it
+    t.sent[i] = true;
+  }
+  ++peer_counters_[m.sender_node].peer_tuples_mirrored;
+  on_mirror_(m.sender_node, t);
 }
 
 void ProbeEngine::StartReversePair(uint32_t peer, Responder& r, int64_t now_ns) {
@@ -813,7 +858,7 @@ std::map<uint32_t, PeerCounters> ProbeEngine::peer_counters() const {
   std::map<uint32_t, PeerCounters> out = peer_counters_;
   for (const auto& [peer, p] : probers_) {
     out[peer].stamps_unmatched = p->assembler.unmatched();
-    out[peer].stamps_wrong_domain = p->assembler.wrong_domain();
+    out[peer].stamps_wrong_domain += p->assembler.wrong_domain();  // plus the mirrored tuples' refused
     out[peer].tuples_spoiled = p->assembler.spoiled();
     out[peer].tuples_stepped = p->assembler.stepped();
   }

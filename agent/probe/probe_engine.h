@@ -56,6 +56,9 @@ struct PeerCounters {
   uint64_t send_errors = 0;
   uint64_t forward_pairs_incomplete = 0;  // a forward pair arrived without its probe 0
   uint64_t forward_pairs_spoiled = 0;     // not answered: a probe of it was seen twice
+  // The peer's tuples made whole here (its forward pair echoed our receive
+  // stamps of our answer to its previous pair): its session, mirrored.
+  uint64_t peer_tuples_mirrored = 0;
   uint64_t tuples_spoiled = 0;            // ours, made unusable: a packet of it was seen twice
   uint64_t tuples_stepped = 0;            // ours, made unusable: a clock stepped while it was pending
   uint64_t peer_clock_steps = 0;          // the peer said its clock stepped (kFlagClockStepped)
@@ -110,6 +113,11 @@ struct ProbeEngineOptions {
 class ProbeEngine {
  public:
   using TupleSink = std::function<void(uint32_t peer, const FullTuple&)>;
+  // A tuple of the peer's session, whole here once its next forward pair
+  // echoed its receive stamps of our reverse pair, in our frame: our reverse
+  // pair as the "forward" half, its forward pair as the "reverse" half
+  // (MirrorPeerTuple). Stamps on each clock as in our own tuples.
+  using MirrorSink = std::function<void(uint32_t peer, const FullTuple&)>;
   using PairSentSink = std::function<void(uint32_t peer, int64_t node_ns)>;
   // Sees every stamp bound to a packet of ours or to an authentic received
   // one, before the source policy (diagnostics).
@@ -135,6 +143,7 @@ class ProbeEngine {
   void OnTapStamp(const TapStamp& t);
 
   void SetStampObserver(StampObserver observer) { observer_ = std::move(observer); }
+  void SetMirrorSink(MirrorSink sink) { on_mirror_ = std::move(sink); }
 
   // This edge's cadence from now on (adaptive cadence); the next pair comes
   // no later than one new interval from now.
@@ -217,6 +226,7 @@ class ProbeEngine {
     DualStamp echo_rx[2];
     DualStamp tx[2];
     bool spoiled = false;  // a probe of it left twice: its TX stamps are sent as absent
+    bool mirrored = false;  // the prober's echo of it came: handed to the mirror sink
     bool TxComplete() const {
       return spoiled || (tx[0].kernel.present() && tx[1].kernel.present());
     }
@@ -273,6 +283,10 @@ class ProbeEngine {
   void OnReverse(const ProbeMessage& m, const DualStamp& local_rx, bool spoiled, int64_t now_ns);
   void OnFollowUp(const ProbeMessage& m, int64_t now_ns);
   void OnPeerClockStep(uint32_t peer, int64_t now_ns);
+  // The forward pair m echoes the prober's receive stamps of our reverse
+  // pair m.prev_tx_seq, whose forward TX stamps it carries too: that
+  // tuple of the prober's session is whole here.
+  void MirrorPeerTuple(const ProbeMessage& m, Responder& r, int64_t now_ns);
   void StartReversePair(uint32_t peer, Responder& r, int64_t now_ns);
 
   int64_t NextInterval(const Prober& p);
@@ -304,6 +318,7 @@ class ProbeEngine {
   std::map<uint32_t, TxStampNeed> tx_need_;  // by peer
   EngineCounters counters_;
   StampObserver observer_;
+  MirrorSink on_mirror_;
   PeerStepSink on_peer_step_;
   int64_t step_notice_until_ns_ = -1;  // our datagrams carry kFlagClockStepped until then
   TapStampBook tap_book_;

@@ -39,6 +39,11 @@ struct ProbeSettings {
   // two directions' fastest, leaned to the prober's side: every routed edge
   // erred the same way in its prober's frame (docs/protocol.md "Pilot").
   bool reverse_pilot = false;
+  // Each forward pair echoes our receive stamps of the peer's previous
+  // reverse pair, so that the peer holds our whole tuple too and can fit its
+  // side of the edge on both sessions' probes (docs/protocol.md "Forward
+  // pair"). Off only to stand in for an older peer in tests.
+  bool echo_reverse_rx = true;
 };
 
 }  // namespace chronolink

@@ -134,6 +134,13 @@ bool AgentRuntime::BuildEngine(std::string* error) {
       eo, *codec_, *transport_,
       [this](uint32_t peer, const FullTuple& t) { windows_.at(peer)->OnTupleFinalized(t); },
       [this](uint32_t peer, int64_t ns) { windows_.at(peer)->OnPairSent(ns); });
+  if (config_.estimation.fit_peer_probes) {
+    // The peer's session's tuples go into our fit of the same edge, where we
+    // probe that peer too (docs/estimator.md §11).
+    engine_->SetMirrorSink([this](uint32_t peer, const FullTuple& t) {
+      if (auto it = windows_.find(peer); it != windows_.end()) it->second->OnPeerTuple(t);
+    });
+  }
   engine_->SetPeerStepSink([this](uint32_t peer, int64_t now) {
     // The peer noticed within a loop turn (<= 100 ms) and its notice took a
     // round trip: its step lies within kPeerStepLeadNs before now.

@@ -182,6 +182,7 @@ TEST_F(AgentConfigTest, DefaultsWithMinimalFlags) {
   EXPECT_EQ(c.estimation.purity_tolerance_ns, 300);
   EXPECT_EQ(c.estimation.min_points_per_side, 8);
   EXPECT_TRUE(c.estimation.fit_every_probe);
+  EXPECT_TRUE(c.estimation.fit_peer_probes) << "an edge's fit takes the link's probes";
   EXPECT_EQ(c.estimation.source_classes, (std::vector<SourceClass>{SourceClass::kKernel}));
   EXPECT_FALSE(c.test_mode);
   EXPECT_TRUE(c.virtual_clock.IsIdentity());
@@ -923,6 +924,12 @@ TEST_F(AgentConfigTest, OtherRanges) {
     ASSERT_TRUE(pure.config) << pure.error;
     EXPECT_FALSE(pure.config->estimation.fit_every_probe);
   }
+  {
+    Result own = LoadMinimal({"--fit-probes", "own"});
+    ASSERT_TRUE(own.config) << own.error;
+    EXPECT_FALSE(own.config->estimation.fit_peer_probes);
+  }
+  ExpectError(LoadMinimal({"--fit-probes", "both"}), {"fit probes 'both'", "link or own", "--fit-probes"});
   ExpectError(LoadMinimal({"--estimate-sources", ""}), {"source class"});
   ExpectError(LoadMinimal({"--estimate-sources", "kernel,kernel"}), {"twice"});
   ExpectError(LoadMinimal({"--duration-s", "0"}), {"duration", "positive"});

@@ -275,6 +275,73 @@ TEST(EdgeWindows, AnAdaptiveSpanStaysShortWhereTheOffsetWanders) {
   EXPECT_GT(out.back().span_evidence->wander_ns_per_sqrt_s, 100);
 }
 
+// A tuple whose forward probes meet fwd ns of path and the reverse ones rev.
+FullTuple MakeLeaningTuple(uint64_t seq, int64_t t, int64_t offset, int64_t fwd, int64_t rev) {
+  FullTuple f;
+  f.seq = seq;
+  f.created_ns = t;
+  for (int i = 0; i < 2; ++i) {
+    const int64_t tx = t + i * 3'000;
+    f.fwd_tx[i] = Both(tx);
+    f.fwd_rx[i] = Both(tx + fwd + offset);
+    f.rev_tx[i] = Both(tx + fwd + offset + 20'000);
+    f.rev_rx[i] = Both(tx + fwd + 20'000 + rev);
+  }
+  return f;
+}
+
+// A prober's probes meet 40 ns more path than the answers to them (the
+// test bed's routed path: docs/estimator.md §11). Each end's own fit leans
+// 20 ns its own way; with the peer's session mirrored in, whose halves lean
+// the other way, the fit does not, and the link's two directions become
+// one measurement (their whole sigma shared). The peer's tuples are not
+// the window's own probes: the counts stay the same.
+TEST(EdgeWindows, ThePeersSessionTakesTheLeanOutOfTheFitNotTheCounts) {
+  const int64_t offset = 3'700'000;
+  EdgeWindows own_only(1, 2, kWindow, {SourceClass::kKernel}, {});
+  EdgeWindows link(1, 2, kWindow, {SourceClass::kKernel}, {});
+  std::mt19937_64 rng(3);
+  std::exponential_distribution<double> queueing(1.0 / 200);
+  uint64_t seq = 0;
+  for (int64_t t = kBase; t < kBase + 8 * kWindow; t += 10'000'000) {
+    const auto q = [&] { return static_cast<int64_t>(queueing(rng)); };
+    const FullTuple mine = MakeLeaningTuple(++seq, t, offset, 10'040 + q(), 10'000 + q());
+    for (EdgeWindows* w : {&own_only, &link}) {
+      w->OnPairSent(t);
+      w->OnTupleFinalized(mine);
+    }
+    // The peer's pair of the same instant, in our frame: our answer is the
+    // "forward" half (fast), its probe the "reverse" half (slow).
+    link.OnPeerTuple(MakeLeaningTuple(seq, t + 5'000'000, offset, 10'000 + q(), 10'040 + q()));
+  }
+  std::vector<EdgeWindowRecord> alone, both;
+  own_only.CloseUpTo(kBase + 7 * kWindow, &alone);
+  link.CloseUpTo(kBase + 7 * kWindow, &both);
+  ASSERT_EQ(alone.size(), 7u);
+  ASSERT_EQ(both.size(), 7u);
+  for (size_t i = 0; i < alone.size(); ++i) {
+    EXPECT_NEAR(alone[i].estimate.fit.beta_ns - offset, 20, 8) << "window " << i;
+    EXPECT_NEAR(both[i].estimate.fit.beta_ns - offset, 0, 8) << "window " << i;
+    EXPECT_EQ(both[i].counts.complete, alone[i].counts.complete);
+    EXPECT_EQ(both[i].counts.pairs_sent, alone[i].counts.pairs_sent);
+    EXPECT_EQ(both[i].counts.peer_session, 200);
+    EXPECT_EQ(both[i].peer_session_tuples, 200);
+    EXPECT_EQ(alone[i].peer_session_tuples, 0);
+    EXPECT_EQ(both[i].estimate.tuples, 2 * alone[i].estimate.tuples);
+  }
+  // From the fifth window a sigma: the scatter's own part is shared too
+  // where the fit took the peer's session.
+  ASSERT_GT(both.back().sigma_ns, 0);
+  EXPECT_DOUBLE_EQ(*both.back().sigma_shared_ns, both.back().sigma_ns);
+  ASSERT_GT(alone.back().sigma_ns, 0);
+  EXPECT_LT(*alone.back().sigma_shared_ns, alone.back().sigma_ns);
+  // A peer's tuple for a window already closed comes too late: no record again.
+  link.OnPeerTuple(MakeLeaningTuple(++seq, kBase + kWindow / 2, offset, 10'000, 10'040));
+  both.clear();
+  link.CloseUpTo(kBase + 7 * kWindow, &both);
+  EXPECT_TRUE(both.empty());
+}
+
 TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   EdgeWindowRecord r;
   r.node = 3;
@@ -287,13 +354,37 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   r.estimate.fit.beta_ns = -12.5;
   r.estimate.fit.alpha = 4.5e-5;
   const auto j = nlohmann::json::parse(EdgeRecordToJson(r, Context(7, VirtualClockParams{1, 2.0, 3})));
-  for (const char* k : {"schema", "node", "peer", "session", "clock_domain", "window_start_ns",
-                        "window_end_ns", "x0_ns", "fit_start_ns", "fit_end_ns", "timestamp_source", "estimator", "alpha",
-                        "alpha_ppm", "beta_ns", "uncertainty_ns", "sigma_ns", "sigma_shared_ns",
-                        "margin_ns", "violators_removed",
-                        "pairs_sent", "tuples_complete", "tuples_in_class", "pure_forward",
-                        "pure_reverse", "tx_stamps_missing", "lost", "clock_step",
-                        "timestamp_policy", "stamp_sources",
+  for (const char* k : {"schema",
+                        "node",
+                        "peer",
+                        "session",
+                        "clock_domain",
+                        "window_start_ns",
+                        "window_end_ns",
+                        "x0_ns",
+                        "fit_start_ns",
+                        "fit_end_ns",
+                        "timestamp_source",
+                        "estimator",
+                        "alpha",
+                        "alpha_ppm",
+                        "beta_ns",
+                        "uncertainty_ns",
+                        "sigma_ns",
+                        "sigma_shared_ns",
+                        "margin_ns",
+                        "violators_removed",
+                        "pairs_sent",
+                        "tuples_complete",
+                        "tuples_in_class",
+                        "tuples_peer_session",
+                        "pure_forward",
+                        "pure_reverse",
+                        "tx_stamps_missing",
+                        "lost",
+                        "clock_step",
+                        "timestamp_policy",
+                        "stamp_sources",
                         "test_virtual_clock"}) {
     EXPECT_TRUE(j.contains(k)) << k;
   }

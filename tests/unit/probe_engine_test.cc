@@ -542,6 +542,66 @@ TEST_F(ProbeEngineTest, AForwardProbeReceivedTwiceSpoilsItsPairOnTheResponder) {
   EXPECT_EQ(b.engine->counters().tap_duplicates, 0u) << "no tap record may have spoiled it";
 }
 
+// Both ends probe each other: each forward pair echoes the prober's receive
+// stamps of the answer to its previous pair, so the responder holds that
+// tuple of the prober's session whole. It is the prober's own tuple, every
+// stamp the same, with the roles swapped: the responder's reverse pair as
+// its forward half. An older prober that sends no echo makes none.
+TEST_F(ProbeEngineTest, EachEndHoldsThePeersTuplesWholeMirroredIntoItsFrame) {
+  Node a(1), b(2);
+  const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
+  a.Start(ports, {2}, 0xA1, TestKey(1));
+  ProbeSettings older = FastProbing();
+  older.echo_reverse_rx = false;  // b stands in for an agent from before the echo
+  b.Start(ports, {1}, 0xB2, TestKey(1), older);
+  std::vector<FullTuple> mirrored_at_a, mirrored_at_b;
+  a.engine->SetMirrorSink([&](uint32_t peer, const FullTuple& t) {
+    EXPECT_EQ(peer, 2u);
+    mirrored_at_a.push_back(t);
+  });
+  b.engine->SetMirrorSink([&](uint32_t, const FullTuple& t) { mirrored_at_b.push_back(t); });
+  RunFor({&a, &b}, 300);
+  a.engine->FinalizeTuples(a.clock.Now(), a.clock.Now());
+  b.engine->FinalizeTuples(b.clock.Now(), b.clock.Now());
+
+  EXPECT_TRUE(mirrored_at_a.empty()) << "b sends no echo: a can make none of b's tuples whole";
+  ASSERT_GT(mirrored_at_b.size(), 100u) << "a echoes: b holds a's tuples";
+  EXPECT_EQ(b.engine->peer_counters().at(1).peer_tuples_mirrored, mirrored_at_b.size());
+  std::map<uint64_t, const FullTuple*> own_at_a;
+  for (const FullTuple& t : a.tuples) own_at_a[t.seq] = &t;
+  const auto same = [](const DualStamp& x, const DualStamp& y) {
+    return x.kernel.ns == y.kernel.ns && x.kernel.source == y.kernel.source && x.user.ns == y.user.ns &&
+           x.user.source == y.user.source;
+  };
+  int checked = 0, kernel_whole = 0;
+  for (const FullTuple& m : mirrored_at_b) {
+    auto it = own_at_a.find(m.seq);
+    ASSERT_NE(it, own_at_a.end()) << "a mirrored tuple of a pair a never sent: " << m.seq;
+    const FullTuple& o = *it->second;
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_TRUE(same(m.fwd_tx[i], o.rev_tx[i])) << "b's send of its answer, seq " << m.seq;
+      EXPECT_TRUE(same(m.fwd_rx[i], o.rev_rx[i])) << "a's receipt of it";
+      EXPECT_TRUE(same(m.rev_tx[i], o.fwd_tx[i])) << "a's send of its probe";
+      EXPECT_TRUE(same(m.rev_rx[i], o.fwd_rx[i])) << "b's receipt of it";
+      // On b's side: its own stamps on its clock, a's on the peer's.
+      EXPECT_TRUE(m.fwd_tx[i].InDomain(ClockDomain::kNodeRealtime));
+      EXPECT_TRUE(m.rev_rx[i].InDomain(ClockDomain::kNodeRealtime));
+      EXPECT_TRUE(m.fwd_rx[i].InDomain(ClockDomain::kPeerRealtime));
+      EXPECT_TRUE(m.rev_tx[i].InDomain(ClockDomain::kPeerRealtime));
+    }
+    EXPECT_EQ(m.created_ns, m.fwd_tx[0].user.ns);
+    PtPrTuple k;
+    if (m.Project(SourceClass::kKernel, &k)) {
+      ++kernel_whole;
+      // One shared clock on loopback: b's answer leaves before a gets it, a's probe before b does.
+      EXPECT_LT(k.fwd_tx[0].ns, k.fwd_rx[0].ns);
+      EXPECT_LT(k.rev_tx[0].ns, k.rev_rx[0].ns);
+    }
+    ++checked;
+  }
+  EXPECT_GT(kernel_whole, checked / 2);
+}
+
 // What counts as "from the listed address": the same IP and port, also as
 // a dual-stack socket reports an IPv4 peer (::ffff:a.b.c.d); nothing else.
 TEST(SocketTransportTest, AListedEndpointMatchesItselfAndItsV4MappedFormOnly) {
