@@ -27,9 +27,11 @@ written SPAN/PACKETS, e.g. agent/own, 12/both, 12@1/own.
 
 It prints, per policy, |error| p50 / p99 / max over the agent's kernel
 windows in the measured span, each prober's median signed error (what a
-path or prober asymmetry adds), and first how far the agent/own replay
-stands from the errors the agent's own windows made (results.json): the
-replay's validity on that run.
+path or prober asymmetry adds), and first how far the replay of the
+agent's own policy (agent/both where its records say its fits took the
+peer's session, tuples_peer_session; else agent/own) stands from the
+errors the agent's windows made (results.json): the replay's validity on
+that run.
 
     python3 bench/fit_replay.py OUT/routed-90pct [--policy agent/own --policy 12/both ...]
     python3 bench/fit_replay.py --selftest
