@@ -30,6 +30,14 @@ void ClusterLeader::TakeOffice(int64_t now_ns) {
   in_office_ = true;
   next_index_ = FirstIndexAtOrAfter(now_ns - options_.backfill_ns);
   late_.clear();
+  readiness_.Await(InstantAt(next_index_), EdgesAt(InstantAt(next_index_)));
+}
+
+std::set<InstantReadiness::Edge> ClusterLeader::EdgesAt(int64_t t_ns) const {
+  std::set<InstantReadiness::Edge> edges;
+  const auto [from, to] = by_x0_.equal_range(t_ns);
+  for (auto it = from; it != to; ++it) edges.emplace(it->second.second.node, it->second.second.peer);
+  return edges;
 }
 
 void ClusterLeader::Add(std::span<const WindowSummary> windows, int64_t now_ns) {
@@ -59,6 +67,7 @@ void ClusterLeader::Add(std::span<const WindowSummary> windows, int64_t now_ns) 
       continue;
     }
     by_x0_.emplace(w.estimate.x0_ns, std::make_pair(id, w.estimate));
+    readiness_.Arrived(w.estimate.x0_ns, {w.estimate.node, w.estimate.peer});
     for (uint32_t n : {w.estimate.node, w.estimate.peer}) {
       int64_t& newest = known_[n];
       newest = std::max(newest, w.estimate.x0_ns);
@@ -169,6 +178,13 @@ std::optional<OffsetsSnapshot> ClusterLeader::SolveInstant(int64_t t_ns, bool re
   return s;
 }
 
+void ClusterLeader::SolveNext(std::vector<OffsetsSnapshot>* out) {
+  const int64_t t = InstantAt(next_index_);
+  if (auto s = SolveInstant(t, false)) out->push_back(std::move(*s));
+  ++next_index_;
+  readiness_.AfterSolve(EdgesAt(t), InstantAt(next_index_), EdgesAt(InstantAt(next_index_)));
+}
+
 std::vector<OffsetsSnapshot> ClusterLeader::SolveDue(int64_t now_ns) {
   std::vector<OffsetsSnapshot> out;
   if (!in_office_) return out;
@@ -187,9 +203,14 @@ std::vector<OffsetsSnapshot> ClusterLeader::SolveDue(int64_t now_ns) {
     const int64_t skip = last_due - next_index_ + 1 - options_.max_instants_per_call;
     stats_.instants_skipped += static_cast<uint64_t>(skip);
     next_index_ += skip;
+    readiness_.Await(InstantAt(next_index_), EdgesAt(InstantAt(next_index_)));
   }
-  for (; next_index_ <= last_due; ++next_index_) {
-    if (auto s = SolveInstant(InstantAt(next_index_), false)) out.push_back(std::move(*s));
+  while (next_index_ <= last_due) SolveNext(&out);
+  // The next instant before its time, once every edge the last one had is in.
+  while (options_.solve_when_complete && readiness_.Ready(InstantAt(next_index_)) &&
+         static_cast<int>(out.size()) < options_.max_instants_per_call) {
+    ++stats_.instants_solved_early;
+    SolveNext(&out);
   }
   for (auto it = late_.begin(); it != late_.end();) {
     if (now_ns - it->second < options_.late_settle_ns) {

@@ -22,6 +22,7 @@
 #include "agent/cluster/cluster_messages.h"
 #include "agent/cluster/fit_drift_history.h"
 #include "agent/cluster/fit_point_book.h"
+#include "agent/cluster/instant_readiness.h"
 #include "agent/solve/clock_step_barriers.h"
 #include "agent/solve/global_solver.h"
 
@@ -31,8 +32,11 @@ struct ClusterLeaderOptions {
   SolverOptions solver;
   int64_t step_ns = 2'000'000'000;  // the window: instants at k·step + step/2
   // An instant T is solved when the leader's clock passes T + ready_after_ns:
-  // half a window, the agents' window grace and time for the summaries to travel.
+  // half a window, the agents' window grace and time for the summaries to
+  // travel; or as soon as every edge of the last instant has sent its window
+  // for T (instant_readiness.h), when solve_when_complete.
   int64_t ready_after_ns = 2'300'000'000;
+  bool solve_when_complete = true;
   // Summaries whose x0 is older than now − retention are forgotten.
   int64_t retention_ns = 120'000'000'000;
   // Summaries whose x0 is later than now + this are refused: they would
@@ -61,6 +65,7 @@ struct ClusterLeaderStats {
   uint64_t clock_steps = 0;        // step markers: an edge's estimates are not used across them
   uint64_t instants_solved = 0;
   uint64_t instants_recomputed = 0;
+  uint64_t instants_solved_early = 0;  // of instants_solved: every edge of the last one was in before the timer
   uint64_t instants_skipped = 0;   // fell behind: never solved
   // Instants for which no estimate was held at all (a new leader before its
   // backlog, or every link down): not published; solved, as recomputed, if
@@ -110,6 +115,10 @@ class ClusterLeader {
   // Instants solved in [from, to] are to be solved again; whether there were any.
   bool MarkLate(int64_t from_ns, int64_t to_ns, int64_t now_ns);
   void Expire(int64_t now_ns);
+  // The directed edges with a window whose x0 is t_ns.
+  std::set<InstantReadiness::Edge> EdgesAt(int64_t t_ns) const;
+  // Solves the awaited instant in order (by its timer, or early) and moves on.
+  void SolveNext(std::vector<OffsetsSnapshot>* out);
 
   uint32_t leader_id_;
   ClusterLeaderOptions options_;
@@ -128,6 +137,7 @@ class ClusterLeader {
   std::optional<SolveResult> last_solution_;  // the warm start of the next solve
   std::set<int64_t> solved_;                // instants solved, within the retention
   std::map<int64_t, int64_t> late_;         // instant -> when its last late window came
+  InstantReadiness readiness_;              // whether the awaited instant has every edge it expects
   ClusterLeaderStats stats_;
 };
 

@@ -324,6 +324,7 @@ nlohmann::ordered_json ClusterService::Stats() const {
   j["leader_clock_steps"] = leader_stats_.clock_steps;
   j["leader_instants_solved"] = leader_stats_.instants_solved;
   j["leader_instants_recomputed"] = leader_stats_.instants_recomputed;
+  j["leader_instants_solved_early"] = leader_stats_.instants_solved_early;
   j["leader_instants_skipped"] = leader_stats_.instants_skipped;
   j["leader_instants_empty"] = leader_stats_.instants_empty;
   j["leader_nodes_unmapped"] = leader_stats_.nodes_unmapped;

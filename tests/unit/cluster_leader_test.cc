@@ -127,6 +127,54 @@ TEST(ClusterLeader, SolvesEachInstantOnceWhenReady) {
   EXPECT_EQ(leader.stats().instants_solved, 1u);
 }
 
+// From the second instant on, an instant is solved as soon as every edge
+// the last one had has sent its window for it, long before its timer; one
+// edge missing makes it wait for the timer; a node gone quiet is not waited
+// for after that; and with solve_when_complete off only the timer counts.
+TEST(ClusterLeader, SolvesAnInstantOnceEveryEdgeOfTheLastIsIn) {
+  ClusterLeader leader(1, Options());
+  leader.TakeOffice(kBase);
+  leader.Add(AllWindows(kBase), kBase + kStep);
+  const int64_t t0 = kBase + kStep / 2;
+  EXPECT_TRUE(leader.SolveDue(t0 + kStep / 2 + 1).empty()) << "the first instant has no last one to go by";
+  ASSERT_EQ(leader.SolveDue(t0 + kStep / 2 + kSecond).size(), 1u);
+
+  const int64_t t1 = t0 + kStep;  // its timer: t1 + kStep / 2 + kSecond
+  std::vector<WindowSummary> next = AllWindows(kBase + kStep);
+  const std::vector<WindowSummary> last = {next.back()};
+  next.pop_back();
+  leader.Add(next, t1 + kStep / 2);
+  EXPECT_TRUE(leader.SolveDue(t1 + kStep / 2 + 1).empty()) << "one edge's window is still out";
+  leader.Add(last, t1 + kStep / 2 + 2);
+  const std::vector<OffsetsSnapshot> early = leader.SolveDue(t1 + kStep / 2 + 3);
+  ASSERT_EQ(early.size(), 1u);
+  EXPECT_EQ(early[0].reference_instant_ns, t1);
+  EXPECT_FALSE(early[0].recomputed);
+  EXPECT_EQ(leader.stats().instants_solved_early, 1u);
+  EXPECT_TRUE(leader.SolveDue(t1 + kStep / 2 + kSecond).empty()) << "solved once";
+
+  // Node 4 goes quiet: the next instant waits for its timer ...
+  const int64_t t2 = t1 + kStep;
+  leader.Add(AllWindows(kBase + 2 * kStep, 4), t2 + kStep / 2);
+  EXPECT_TRUE(leader.SolveDue(t2 + kStep / 2 + 1).empty());
+  ASSERT_EQ(leader.SolveDue(t2 + kStep / 2 + kSecond).size(), 1u);
+  // ... and the one after goes by the edges that instant had.
+  const int64_t t3 = t2 + kStep;
+  leader.Add(AllWindows(kBase + 3 * kStep, 4), t3 + kStep / 2);
+  ASSERT_EQ(leader.SolveDue(t3 + kStep / 2 + 1).size(), 1u);
+  EXPECT_EQ(leader.stats().instants_solved_early, 2u);
+  EXPECT_EQ(leader.stats().instants_solved, 4u);
+
+  ClusterLeaderOptions timer_only = Options();
+  timer_only.solve_when_complete = false;
+  ClusterLeader patient(1, timer_only);
+  patient.TakeOffice(kBase);
+  for (int k = 0; k < 3; ++k) patient.Add(AllWindows(kBase + k * kStep), kBase + (k + 1) * kStep);
+  EXPECT_EQ(patient.SolveDue(t0 + kStep / 2 + kSecond).size(), 1u);
+  EXPECT_TRUE(patient.SolveDue(t1 + kStep / 2 + 1).empty());
+  EXPECT_EQ(patient.stats().instants_solved_early, 0u);
+}
+
 TEST(ClusterLeader, DropsDuplicatesAndExpiredWindows) {
   ClusterLeader leader(1, Options());
   leader.TakeOffice(kBase);
@@ -355,7 +403,11 @@ TEST(ClusterLeader, ATakeoverSolvesBackOverItsPredecessorsGap) {
       }
       return out;
     };
-    ClusterLeader old_leader(1, options);
+    // The widest gap: an old leader that solved only by its timer (none of
+    // its instants complete early), so up to its death less the solve's lag.
+    ClusterLeaderOptions timer_only = options;
+    timer_only.solve_when_complete = false;
+    ClusterLeader old_leader(1, timer_only);
     old_leader.TakeOffice(start);
     int64_t last_old = 0;
     for (int64_t now = start; now <= death; now += w) {
