@@ -71,7 +71,8 @@ struct Options {
   std::string out = "/tmp/chronolink-coordination-bench";
   std::string offsets_format = "auto";  // the real agents' --offsets-format
   int processes = 1;                     // the simulated nodes split over this many
-  std::vector<std::string> agent_args;   // more for both real agents (e.g. --fit-span-max-s=4)
+  std::vector<std::string> agent_args;   // more for both real agents
+  double fit_span_max_s = 12;            // every node's longest fit span: the agents' and the simulated nodes'
   std::string self_bin;                  // this binary, to start the shares
 };
 
@@ -123,6 +124,7 @@ struct RealAgent {
                                      "warn",
                                      "--offsets-format",
                                      o.offsets_format};
+    args.push_back("--fit-span-max-s=" + std::to_string(o.fit_span_max_s));
     args.insert(args.end(), o.agent_args.begin(), o.agent_args.end());
     pid = ::fork();
     if (pid < 0) return false;
@@ -386,6 +388,7 @@ int Run(const Options& o) {
   so.etcd_url = etcd_url;
   so.threads = o.threads;
   so.registrations_per_second = o.registrations_per_second;
+  so.record_lag_ns = RecordLagNs(o.fit_span_max_s, kWindowNs);
   so.summaries = &summaries;
   for (const RealAgent& a : agents) so.leader_ports[a.id] = a.port;
   std::unique_ptr<SimulatedNodes> simulated;
@@ -398,6 +401,7 @@ int Run(const Options& o) {
     share.leader_ports = so.leader_ports;
     share.threads = o.threads;
     share.registrations_per_second = o.registrations_per_second;
+    share.fit_span_max_s = o.fit_span_max_s;
     simulated = std::make_unique<SimulatedAgentProcesses>(o.self_bin, share);
   } else {
     simulated = std::make_unique<SimulatedAgents>(so);
@@ -724,9 +728,11 @@ int main(int argc, char** argv) {
   app.add_option("--out", o.out, "Output directory (results.json, the agents' files)");
   app.add_option("--offsets-format", o.offsets_format, "The leader's offsets.jsonl form (its cost is printed)")
       ->check(CLI::IsMember({"rows", "columns", "auto"}));
-  app.add_option("--agent-arg", o.agent_args,
-                 "One more argument for both real agents, repeatable (e.g. --agent-arg=--fit-span-max-s=4: the "
-                 "leader's solve lag follows its longest fit span)")
+  app.add_option("--fit-span-max-s", o.fit_span_max_s,
+                 "Every node's longest fit span: the real agents' --fit-span-max-s, and when the simulated nodes "
+                 "send a window's summaries, (this - 2 s) / 2 after its end as an agent does (default: 12)")
+      ->check(CLI::Range(2.0, 16.0));
+  app.add_option("--agent-arg", o.agent_args, "One more argument for both real agents, repeatable")
       ->allow_extra_args(false);
   app.add_option("--processes", o.processes,
                  "Simulated nodes split over this many processes (each holds two descriptors per node; the limit "
@@ -747,6 +753,7 @@ int main(int argc, char** argv) {
     share.nodes = o.nodes;
     share.threads = o.threads;
     share.registrations_per_second = o.registrations_per_second;
+    share.fit_span_max_s = o.fit_span_max_s;
     if (share.share < 0 || share.share >= share.shares || !chronolink::bench::ParseLeaderPorts(leader_ports, &share.leader_ports)) {
       std::fprintf(stderr, "coordination_load_bench: a bad --simulate-share invocation\n");
       return 2;

@@ -182,7 +182,7 @@ void ClusterLeader::SolveNext(std::vector<OffsetsSnapshot>* out) {
   const int64_t t = InstantAt(next_index_);
   if (auto s = SolveInstant(t, false)) out->push_back(std::move(*s));
   ++next_index_;
-  readiness_.AfterSolve(EdgesAt(t), InstantAt(next_index_), EdgesAt(InstantAt(next_index_)));
+  readiness_.AfterSolve(t, EdgesAt(t), InstantAt(next_index_), EdgesAt(InstantAt(next_index_)));
 }
 
 std::vector<OffsetsSnapshot> ClusterLeader::SolveDue(int64_t now_ns) {

@@ -71,7 +71,9 @@ std::vector<std::string> SimulatedShareArguments(const SimulatedShareOptions& o)
           "--threads",
           std::to_string(o.threads),
           "--registrations-per-s",
-          std::to_string(o.registrations_per_second)};
+          std::to_string(o.registrations_per_second),
+          "--fit-span-max-s",
+          std::to_string(o.fit_span_max_s)};
 }
 
 bool ParseLeaderPorts(const std::string& text, std::map<uint32_t, uint16_t>* out) {
@@ -112,6 +114,7 @@ int RunSimulatedShare(const SimulatedShareOptions& o) {
   so.leader_ports = o.leader_ports;
   so.threads = o.threads;
   so.registrations_per_second = o.registrations_per_second;
+  so.record_lag_ns = RecordLagNs(o.fit_span_max_s, so.window_ns);
   so.summaries = &summaries;
   SimulatedAgents sims(so);
   if (!sims.Start(&error)) {

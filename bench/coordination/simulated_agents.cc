@@ -311,7 +311,7 @@ void SimulatedAgents::Run(size_t thread_index) {
 // next window's close on its own clock, whichever comes first (CLOCK_MONOTONIC).
 int64_t SimulatedAgents::DueNs(const Node& n, int64_t now_mono, int64_t now_real) const {
   const int64_t own_now = now_real + options_.summaries->OffsetOf(n.id);
-  const int64_t close = (n.next_window + 1) * options_.window_ns + options_.window_grace_ns;
+  const int64_t close = (n.next_window + 1) * options_.window_ns + options_.record_lag_ns + options_.window_grace_ns;
   int64_t due = now_mono + std::max<int64_t>(0, close - own_now);
   const int64_t timer_ms = n.hub->NextTimerMs();
   if (timer_ms != std::numeric_limits<int64_t>::max()) {
@@ -359,7 +359,7 @@ void SimulatedAgents::Step(Node& n, const std::optional<LeaderClaim>& named, int
     n.followed = leader;
   }
   const int64_t own_now = now_real + options_.summaries->OffsetOf(n.id);
-  while (own_now >= (n.next_window + 1) * options_.window_ns + options_.window_grace_ns) {
+  while (own_now >= (n.next_window + 1) * options_.window_ns + options_.record_lag_ns + options_.window_grace_ns) {
     n.exchange->PublishWindows(options_.summaries->Window(n.id, n.next_window, options_.window_ns));
     ++n.next_window;
   }

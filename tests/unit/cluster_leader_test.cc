@@ -165,6 +165,27 @@ TEST(ClusterLeader, SolvesAnInstantOnceEveryEdgeOfTheLastIsIn) {
   EXPECT_EQ(leader.stats().instants_solved_early, 2u);
   EXPECT_EQ(leader.stats().instants_solved, 4u);
 
+  // Node 4 is back, its windows for t3 late: t4 waits for its windows too.
+  const auto node4 = [](int64_t window_start) {
+    std::vector<WindowSummary> out;
+    for (const WindowSummary& w : AllWindows(window_start)) {
+      if (w.estimate.node == 4 || w.estimate.peer == 4) out.push_back(w);
+    }
+    return out;
+  };
+  leader.Add(node4(kBase + 3 * kStep), t3 + kStep / 2 + 10);
+  const int64_t t4 = t3 + kStep;
+  leader.Add(AllWindows(kBase + 4 * kStep, 4), t4 + kStep / 2);
+  for (const OffsetsSnapshot& s : leader.SolveDue(t4 + kStep / 2 + 1)) {
+    EXPECT_TRUE(s.reference_instant_ns == t3 && s.recomputed) << "only t3 again, with node 4";
+  }
+  leader.Add(node4(kBase + 4 * kStep), t4 + kStep / 2 + 2);
+  const std::vector<OffsetsSnapshot> with4 = leader.SolveDue(t4 + kStep / 2 + 3);
+  ASSERT_EQ(with4.size(), 1u);
+  EXPECT_EQ(with4[0].reference_instant_ns, t4);
+  for (const NodeSolution& n : with4[0].nodes) EXPECT_TRUE(n.reachable) << n.node;
+  EXPECT_EQ(leader.stats().instants_solved_early, 3u);
+
   ClusterLeaderOptions timer_only = Options();
   timer_only.solve_when_complete = false;
   ClusterLeader patient(1, timer_only);
