@@ -486,9 +486,9 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
         res["windows"] = all_windows
         if page_sampler:
             # The agents' default solution lifetime: the solve's lag (half the
-            # longest fit span of six windows, the 0.3 s grace, the 1 s solve
+            # longest fit span of three windows, the 0.3 s grace, the 1 s solve
             # delay) and five windows (docs/formats.md "valid_until_ns").
-            lifetime = int((3 * a.window_s + 1.3 + 5 * a.window_s) * 1e9) if not a.agent_arg else None
+            lifetime = int((1.5 * a.window_s + 1.3 + 5 * a.window_s) * 1e9) if not a.agent_arg else None
             pe = page_accuracy.page_errors(page_sampler.reads, clocks[2], clocks[1], span_t0, span_t1, lifetime)
             res["page"] = dict(pe, summary=summarize_abs_us(pe.pop("abs_errors_ns")),
                                reference_summary=summarize_abs_us(pe.pop("reference_abs_ns")),

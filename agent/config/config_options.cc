@@ -95,7 +95,7 @@ const Spec kSpecs[] = {
      "up to 8 windows, >= 10x probe interval (default: 0)"},
     {"estimation.fit_span_max_s", "fit-span-max-s", Kind::kNsFromSec, "SEC", kEstimation,
      "The longest span a chosen fit span takes; a window's record comes (this - window) / 2 after its "
-     "end. 2 to 8 windows (default: 6 windows)"},
+     "end. 2 to 8 windows (default: 3 windows, 6 s)"},
     {"estimation.window_grace_ms", "window-grace-ms", Kind::kNsFromMs, "MS", kEstimation,
      "Wait this long past a window's end for late stamps; < window (default: 300)"},
     {"estimation.purity_tolerance_ns", "purity-tolerance-ns", Kind::kInt64, "NS", kEstimation,
@@ -167,7 +167,8 @@ const Spec kSpecs[] = {
      "Lease of a member's registration (etcd), kept alive every half of it: a killed node leaves the "
      "member list after this long; >= --lease-ttl-s, <= 3600 (default: 180, one etcd request per 90 s)"},
     {"cluster.solve_delay_ms", "solve-delay-ms", Kind::kNsFromMs, "MS", kCluster,
-     "The leader solves an instant this long after its windows close, for summaries in transit (default: 1000)"},
+     "The leader solves an instant this long after its windows close at the latest, for summaries in transit; "
+     "sooner once every edge of the last instant has sent its window (default: 1000)"},
     {"cluster.retention_s", "window-retention-s", Kind::kNsFromSec, "SEC", kCluster,
      "Window summaries kept (etcd, the static backend's resend buffer, the leader) for catch-up and "
      "failover, >= 10 (default: 120)"},

@@ -177,7 +177,7 @@ TEST_F(AgentConfigTest, DefaultsWithMinimalFlags) {
   EXPECT_EQ(c.estimation.window_ns, 2'000'000'000);
   EXPECT_TRUE(c.estimation.AdaptiveFitSpan());
   EXPECT_EQ(c.estimation.MinFitSpan(), 4'000'000'000) << "two windows";
-  EXPECT_EQ(c.estimation.FitSpan(), 12'000'000'000) << "six windows at the longest";
+  EXPECT_EQ(c.estimation.FitSpan(), 6'000'000'000) << "three windows at the longest";
   EXPECT_EQ(c.estimation.window_grace_ns, 300'000'000);
   EXPECT_EQ(c.estimation.purity_tolerance_ns, 300);
   EXPECT_EQ(c.estimation.min_points_per_side, 8);
@@ -878,9 +878,9 @@ TEST_F(AgentConfigTest, ASolutionOutlivesTheNextSolveByFourWindows) {
   }
   const Result defaults = LoadMinimal();
   ASSERT_TRUE(defaults.config.has_value());
-  // 12 s longest span, 0.3 s grace, 1 s solve delay, then five 2 s windows.
-  EXPECT_EQ(SolveLagNs(*defaults.config), 7'300'000'000);
-  EXPECT_EQ(SolutionLifetimeNs(*defaults.config), 17'300'000'000);
+  // 6 s longest span, 0.3 s grace, 1 s solve delay, then five 2 s windows.
+  EXPECT_EQ(SolveLagNs(*defaults.config), 4'300'000'000);
+  EXPECT_EQ(SolutionLifetimeNs(*defaults.config), 14'300'000'000);
 }
 
 TEST_F(AgentConfigTest, OtherRanges) {
@@ -1124,8 +1124,8 @@ TEST_F(AgentConfigTest, ClusterDefaultsAreStaticWithTheProbeGraph) {
   EXPECT_EQ(cs.lease_ttl_s, 5);
   EXPECT_EQ(cs.member_lease_ttl_s, 180);  // one keepalive every 90 s
   // A new leader gets again what it solves back over: the solve's lag
-  // (7.3 s), the takeover (two 5 s leases) and three windows.
-  EXPECT_EQ(CoordinationOptionsFrom(*r.config).resend_ns, 23'300'000'000);
+  // (4.3 s), the takeover (two 5 s leases) and three windows.
+  EXPECT_EQ(CoordinationOptionsFrom(*r.config).resend_ns, 20'300'000'000);
   EXPECT_EQ(cs.clock_page_path, "/dev/shm/chronolink-1");
 }
 

@@ -51,12 +51,12 @@ TEST(ClusterSimulator, DefaultsAreValidAndBadConfigsAreNot) {
   c = SimConfig{};
   c.start_ns += 1;  // windows would not line up
   EXPECT_NE(ValidateConfig(c), "");
-  // The longest chosen span follows the window (six of them) unless given.
+  // The longest chosen span follows the window (three of them) unless given.
   c = SimConfig{};
   c.window_ns = 1'000'000'000;
   c.start_ns = 1'790'000'000'000'000'000;
   EXPECT_EQ(ValidateConfig(c), "");
-  EXPECT_EQ(c.FitSpan(), 6'000'000'000);
+  EXPECT_EQ(c.FitSpan(), 3'000'000'000);
   EXPECT_EQ(c.MinFitSpan(), 2'000'000'000);
   c.fit_span_max_ns = 1'500'000'000;  // under two windows
   EXPECT_NE(ValidateConfig(c), "");

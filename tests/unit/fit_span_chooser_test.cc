@@ -175,10 +175,10 @@ TEST(FitSpanRange, FixedOrChosenFromTwoWindowsToALongest) {
   const FitSpanRange chosen = FitSpanRange::Of(w, 0, 0);
   EXPECT_TRUE(chosen.chosen);
   EXPECT_EQ(chosen.shortest_ns, 2 * w);
-  EXPECT_EQ(chosen.longest_ns, 6 * w);
+  EXPECT_EQ(chosen.longest_ns, 3 * w);
   ASSERT_TRUE(ChooserOptionsFor(chosen).has_value());
   EXPECT_EQ(ChooserOptionsFor(chosen)->min_span_ns, 2 * w);
-  EXPECT_EQ(ChooserOptionsFor(chosen)->max_span_ns, 6 * w);
+  EXPECT_EQ(ChooserOptionsFor(chosen)->max_span_ns, 3 * w);
 
   EXPECT_EQ(FitSpanRange::Of(w, 0, 4 * w).longest_ns, 4 * w);
   // A longest under two windows is the shortest too.

@@ -325,7 +325,7 @@ int main(int argc, char** argv) {
                  "0: chosen per edge from 2 windows to --fit-span-max-s, as the agent's --fit-span-s")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 28800.0));
-  app.add_option("--fit-span-max-s", fit_span_max_s, "the longest chosen span, 2 to 8 windows; 0: six windows")
+  app.add_option("--fit-span-max-s", fit_span_max_s, "the longest chosen span, 2 to 8 windows; 0: three windows")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 28800.0));
   app.add_option("--interval-ms", interval_ms,

@@ -86,7 +86,7 @@ std::string ValidateConfig(const SimConfig& c) {
   if (c.fit_span_ns != 0 && (c.fit_span_ns < c.window_ns || c.fit_span_ns > 8 * c.window_ns))
     return "fit span must be 0 (chosen per edge) or 1 to 8 windows (--fit-span-s)";
   if (c.fit_span_max_ns != 0 && (c.fit_span_max_ns < 2 * c.window_ns || c.fit_span_max_ns > 8 * c.window_ns))
-    return "longest fit span must be 0 (six windows) or 2 to 8 windows (--fit-span-max-s)";
+    return "longest fit span must be 0 (three windows) or 2 to 8 windows (--fit-span-max-s)";
   if (c.interval_ns > c.window_ns)
     return "probe interval must not exceed the window (--interval-ms, --window-s)";
   if (!(c.interval_jitter >= 0 && c.interval_jitter < 1))

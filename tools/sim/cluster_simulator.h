@@ -37,7 +37,7 @@ struct SimConfig {
   // adaptive cadence settles on a quiet path), both probes back to back (on
   // veth they leave the kernel 1-3 µs apart).
   int64_t fit_span_ns = 0;
-  int64_t fit_span_max_ns = 0;  // 0: six windows, as the agent's --fit-span-max-s
+  int64_t fit_span_max_ns = 0;  // 0: three windows, as the agent's --fit-span-max-s
   FitSpanRange FitSpans() const { return FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns); }
   bool AdaptiveFitSpan() const { return FitSpans().chosen; }
   // The longest span a fit takes, and the shortest.
