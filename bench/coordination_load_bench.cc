@@ -72,7 +72,7 @@ struct Options {
   std::string offsets_format = "auto";  // the real agents' --offsets-format
   int processes = 1;                     // the simulated nodes split over this many
   std::vector<std::string> agent_args;   // more for both real agents
-  double fit_span_max_s = 12;            // every node's longest fit span: the agents' and the simulated nodes'
+  double fit_span_max_s = DefaultFitSpanMaxS();  // every node's longest fit span: the agents' and the simulated nodes'
   std::string self_bin;                  // this binary, to start the shares
 };
 
@@ -730,7 +730,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"rows", "columns", "auto"}));
   app.add_option("--fit-span-max-s", o.fit_span_max_s,
                  "Every node's longest fit span: the real agents' --fit-span-max-s, and when the simulated nodes "
-                 "send a window's summaries, (this - 2 s) / 2 after its end as an agent does (default: 12)")
+                 "send a window's summaries, (this - 2 s) / 2 after its end as an agent does (default: the agent's, 6)")
       ->check(CLI::Range(2.0, 16.0));
   app.add_option("--agent-arg", o.agent_args, "One more argument for both real agents, repeatable")
       ->allow_extra_args(false);

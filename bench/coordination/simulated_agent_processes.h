@@ -36,7 +36,7 @@ struct SimulatedShareOptions {
   std::map<uint32_t, uint16_t> leader_ports;  // real agent id -> coordination port
   int threads = 2;
   int registrations_per_second = 2000;  // this share's pace
-  double fit_span_max_s = 12;           // the nodes' longest fit span: when they send a window (RecordLagNs)
+  double fit_span_max_s = DefaultFitSpanMaxS();  // the nodes' longest fit span: when they send a window (RecordLagNs)
 };
 
 // The arguments that start a share, after the binary's path.

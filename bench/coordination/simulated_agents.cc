@@ -49,6 +49,8 @@ EtcdClientOptions ClientOptions(const std::string& url) {
 
 }  // namespace
 
+double DefaultFitSpanMaxS() { return static_cast<double>(AgentConfig{}.estimation.FitSpan()) / 1e9; }
+
 void SetBenchDefaults(SimulatedAgentsOptions* options) {
   options->cluster_id = kBenchClusterId;
   options->etcd_prefix = kBenchEtcdPrefix;

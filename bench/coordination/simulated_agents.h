@@ -59,15 +59,18 @@ struct SimulatedAgentsOptions {
   int64_t window_ns = 2'000'000'000;
   int64_t window_grace_ns = 300'000'000;  // the agent's --window-grace-ms
   // How long after its window's end an agent's record of it comes, before
-  // the grace: half its longest fit span past the window ((12 s - 2 s) / 2
+  // the grace: half its longest fit span past the window ((6 s - 2 s) / 2
   // by default: docs/estimator.md §10). Every node's summaries come that
   // late, so the leader's early solve (instant_readiness.h) waits as long.
-  int64_t record_lag_ns = 5'000'000'000;
+  int64_t record_lag_ns = 2'000'000'000;
   int64_t retention_ns = 120'000'000'000;
   int64_t resend_ns = 0;  // to a new leader; 0: all that is kept
   int registrations_per_second = 2000;
   const WindowSummarySource* summaries = nullptr;
 };
+
+// The agent's own longest fit span unless told (--fit-span-max-s), in s.
+double DefaultFitSpanMaxS();
 
 // When an agent whose longest fit span is fit_span_max_s records a window:
 // this long after the window's end, before its grace (docs/estimator.md §10).
