@@ -51,7 +51,7 @@ from dataclasses import dataclass
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools", "testbed"))
-from baselines import percentile  # noqa: E402  (numpy's linear, as every bench prints)
+from baselines import SelfTestChecks, percentile  # noqa: E402  (numpy's linear, as every bench prints)
 from path_floor import read_stamp_log, scenario_clocks  # noqa: E402
 
 NS_PER_S = 1_000_000_000
@@ -222,12 +222,7 @@ def selftest() -> int:
     does not lean; flat floors give the true offset exactly."""
     import random
     from truth import VClock
-    failures = 0
-
-    def check(ok: bool, what: str) -> None:
-        nonlocal failures
-        print(("ok:   " if ok else "FAIL: ") + what)
-        failures += not ok
+    check = SelfTestChecks()
 
     t0 = 1_800_000_000 * NS_PER_S
     clocks = {1: VClock.make(0, "0", t0), 2: VClock.make(3_700_000, "45", t0)}
@@ -277,8 +272,7 @@ def selftest() -> int:
             check(False, f"policy {bad!r} refused")
         except ValueError:
             check(True, f"policy {bad!r} refused")
-    print("selftest: " + ("PASS" if not failures else f"{failures} FAILED"))
-    return 1 if failures else 0
+    return check.result()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,7 +35,7 @@ from typing import Any, Iterable
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools", "testbed"))
-from baselines import percentile  # noqa: E402  (numpy's linear, as every bench prints)
+from baselines import SelfTestChecks, percentile  # noqa: E402  (numpy's linear, as every bench prints)
 from truth import VClock, fit_clock_truth  # noqa: E402
 
 NS_PER_S = 1_000_000_000
@@ -158,12 +158,7 @@ def format_summary(source: str, s: dict) -> str:
 
 def selftest() -> int:
     """The arithmetic on generated stamp logs with known clocks and delays."""
-    failures = 0
-
-    def check(ok: bool, what: str) -> None:
-        nonlocal failures
-        print(("ok:   " if ok else "FAIL: ") + what)
-        failures += not ok
+    check = SelfTestChecks()
 
     t0 = 1_800_000_000 * NS_PER_S
     clocks = {1: VClock.make(0, "0", t0), 2: VClock.make(3_700_000, "45", t0)}
@@ -209,8 +204,7 @@ def selftest() -> int:
         check("not a stamp-log line" in str(e), f"a line without its keys is refused ({e})")
     finally:
         os.unlink(path)
-    print("selftest: " + ("PASS" if not failures else f"{failures} FAILED"))
-    return 1 if failures else 0
+    return check.result()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,19 +25,25 @@ DualStamp Both(int64_t ns) {
   return DualStamp{{ns, StampSource::kSocketSoftware}, {ns + 3'000, StampSource::kUserspace}};
 }
 
-// A tuple on a path with `offset` (peer - own) and one-way delay `delay`.
-FullTuple MakeTuple(uint64_t seq, int64_t t, int64_t offset, int64_t delay) {
+// A tuple on a path with `offset` (peer - own) whose forward probes meet
+// `fwd` ns of one-way delay and the reverse ones `rev`.
+FullTuple MakeLeaningTuple(uint64_t seq, int64_t t, int64_t offset, int64_t fwd, int64_t rev) {
   FullTuple f;
   f.seq = seq;
   f.created_ns = t;
   for (int i = 0; i < 2; ++i) {
     const int64_t tx = t + i * 100'000;
     f.fwd_tx[i] = Both(tx);
-    f.fwd_rx[i] = Both(tx + delay + offset);
-    f.rev_tx[i] = Both(tx + delay + offset + 20'000);
-    f.rev_rx[i] = Both(tx + 2 * delay + 20'000);
+    f.fwd_rx[i] = Both(tx + fwd + offset);
+    f.rev_tx[i] = Both(tx + fwd + offset + 20'000);
+    f.rev_rx[i] = Both(tx + fwd + 20'000 + rev);
   }
   return f;
+}
+
+// The same with one delay both ways.
+FullTuple MakeTuple(uint64_t seq, int64_t t, int64_t offset, int64_t delay) {
+  return MakeLeaningTuple(seq, t, offset, delay, delay);
 }
 
 TEST(EdgeWindows, AlignsWindowsToMultiplesOfTheLength) {
@@ -273,21 +279,6 @@ TEST(EdgeWindows, AnAdaptiveSpanStaysShortWhereTheOffsetWanders) {
   }
   ASSERT_TRUE(out.back().span_evidence.has_value());
   EXPECT_GT(out.back().span_evidence->wander_ns_per_sqrt_s, 100);
-}
-
-// A tuple whose forward probes meet fwd ns of path and the reverse ones rev.
-FullTuple MakeLeaningTuple(uint64_t seq, int64_t t, int64_t offset, int64_t fwd, int64_t rev) {
-  FullTuple f;
-  f.seq = seq;
-  f.created_ns = t;
-  for (int i = 0; i < 2; ++i) {
-    const int64_t tx = t + i * 3'000;
-    f.fwd_tx[i] = Both(tx);
-    f.fwd_rx[i] = Both(tx + fwd + offset);
-    f.rev_tx[i] = Both(tx + fwd + offset + 20'000);
-    f.rev_rx[i] = Both(tx + fwd + 20'000 + rev);
-  }
-  return f;
 }
 
 // A prober's probes meet 40 ns more path than the answers to them (the
