@@ -560,12 +560,13 @@ TEST_F(ProbeEngineTest, EachEndHoldsThePeersTuplesWholeMirroredIntoItsFrame) {
     mirrored_at_a.push_back(t);
   });
   b.engine->SetMirrorSink([&](uint32_t, const FullTuple& t) { mirrored_at_b.push_back(t); });
-  RunFor({&a, &b}, 300);
+  RunFor({&a, &b}, 400);
   a.engine->FinalizeTuples(a.clock.Now(), a.clock.Now());
   b.engine->FinalizeTuples(b.clock.Now(), b.clock.Now());
 
   EXPECT_TRUE(mirrored_at_a.empty()) << "b sends no echo: a can make none of b's tuples whole";
-  ASSERT_GT(mirrored_at_b.size(), 100u) << "a echoes: b holds a's tuples";
+  // ~1 pair per ms; a loaded machine (or qemu) may manage far fewer.
+  ASSERT_GT(mirrored_at_b.size(), 50u) << "a echoes: b holds a's tuples";
   EXPECT_EQ(b.engine->peer_counters().at(1).peer_tuples_mirrored, mirrored_at_b.size());
   std::map<uint64_t, const FullTuple*> own_at_a;
   for (const FullTuple& t : a.tuples) own_at_a[t.seq] = &t;
