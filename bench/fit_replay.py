@@ -52,7 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools", "testbed"))
 from baselines import SelfTestChecks, percentile  # noqa: E402  (numpy's linear, as every bench prints)
-from path_floor import read_stamp_log, scenario_clocks  # noqa: E402
+from path_floor import read_stamp_log, scenario_clocks, stamped_packets  # noqa: E402
 
 NS_PER_S = 1_000_000_000
 SOURCE = "socket_software"
@@ -75,22 +75,17 @@ def link_bounds(logs: dict[int, dict], clocks: dict, source: str = SOURCE) -> di
     session's packets mirrored in."""
     import numpy as np
     rows: dict[int, list] = {1: [], 2: []}
-    for node, log in logs.items():
-        for key, stamps in log.items():
-            kind, sender, receiver = key[0], key[1], key[2]
-            if key[6] != "tx" or sender != node or kind not in ("forward", "reverse") or source not in stamps:
-                continue
-            rx = logs.get(receiver, {}).get(key[:6] + ("rx",))
-            if not rx or source not in rx:
-                continue
-            delay = float(clocks[receiver].true_time(rx[source]) - clocks[sender].true_time(stamps[source]))
-            # In the frame of a node n, a packet n -> peer bounds (peer - n)
-            # from above by its delay, a packet peer -> n from below by minus
-            # it; x is n's own stamp of it (n's fit clock, the agent's x).
-            prober = sender if kind == "forward" else receiver
-            for n in (sender, receiver):
-                x = stamps[source] if n == sender else rx[source]
-                rows[n].append((x, delay if n == sender else -delay, n == sender, n == prober))
+    for key, tx, rx in stamped_packets(logs, source):
+        kind, sender, receiver = key[0], key[1], key[2]
+        if kind not in ("forward", "reverse"):
+            continue
+        delay = float(clocks[receiver].true_time(rx) - clocks[sender].true_time(tx))
+        # In the frame of a node n, a packet n -> peer bounds (peer - n)
+        # from above by its delay, a packet peer -> n from below by minus
+        # it; x is n's own stamp of it (n's fit clock, the agent's x).
+        prober = sender if kind == "forward" else receiver
+        for n in (sender, receiver):
+            rows[n].append((tx if n == sender else rx, delay if n == sender else -delay, n == sender, n == prober))
     out = {}
     for n, r in rows.items():
         r.sort()

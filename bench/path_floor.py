@@ -55,19 +55,25 @@ def read_stamp_log(path: str) -> dict[tuple, dict[str, int]]:
     return out
 
 
-def one_way_delays(logs: dict[int, dict], clocks: dict[int, Any], source: str) -> list[tuple[Fraction, int, int, Fraction]]:
-    """(true send instant, sender, receiver, true one-way delay) of every
-    packet both ends stamped with `source`, sorted by send instant."""
-    out = []
+def stamped_packets(logs: dict[int, dict], source: str) -> Iterable[tuple[tuple, int, int]]:
+    """(key, sender's stamp, receiver's stamp) of every packet both ends
+    stamped with `source`, each stamp on its own node's clock."""
     for node, log in logs.items():
         for key, stamps in log.items():
             if key[6] != "tx" or key[1] != node or source not in stamps:
                 continue
             rx = logs.get(key[2], {}).get(key[:6] + ("rx",))
-            if not rx or source not in rx:
-                continue
-            sent = clocks[key[1]].true_time(stamps[source])
-            out.append((sent, key[1], key[2], clocks[key[2]].true_time(rx[source]) - sent))
+            if rx and source in rx:
+                yield key, stamps[source], rx[source]
+
+
+def one_way_delays(logs: dict[int, dict], clocks: dict[int, Any], source: str) -> list[tuple[Fraction, int, int, Fraction]]:
+    """(true send instant, sender, receiver, true one-way delay) of every
+    packet both ends stamped with `source`, sorted by send instant."""
+    out = []
+    for key, tx, rx in stamped_packets(logs, source):
+        sent = clocks[key[1]].true_time(tx)
+        out.append((sent, key[1], key[2], clocks[key[2]].true_time(rx) - sent))
     out.sort()
     return out
 
@@ -142,6 +148,27 @@ def measured_span_start(scenario_dir: str) -> Fraction | None:
     return None
 
 
+def delay_by_sender_role(logs: dict[int, dict], clocks: dict[int, Any], source: str,
+                         since_ns: Fraction, q: float = 1) -> dict[tuple[int, int, str], float]:
+    """(sender, receiver, kind) -> the q-th percentile of the one-way delay:
+    per direction, the prober's own probes (forward) apart from the answers
+    to them (reverse). A max-margin line midway between a prober's probes and
+    its peer's answers leans by half of what separates their floors
+    (docs/estimator.md §11)."""
+    by: dict[tuple[int, int, str], list] = defaultdict(list)
+    for key, tx, rx in stamped_packets(logs, source):
+        sent = clocks[key[1]].true_time(tx)
+        if sent >= since_ns:
+            by[(key[1], key[2], key[0])].append(float(clocks[key[2]].true_time(rx) - sent))
+    return {k: percentile(sorted(v), q) for k, v in sorted(by.items())}
+
+
+def format_roles(source: str, roles: dict[tuple[int, int, str], float], q: float = 1) -> str:
+    parts = [f"{a}->{b} {kind} {v:.0f} ns" for (a, b, kind), v in roles.items()]
+    return f"{source}: one-way delay p{q:g} by what the packet was (forward: a prober's probe; reverse: an answer): " + \
+        ", ".join(parts)
+
+
 def format_summary(source: str, s: dict) -> str:
     if not s.get("seconds"):
         return f"{source}: no second with packets both ways"
@@ -190,6 +217,9 @@ def selftest() -> int:
           f"floor asymmetry: 300 ns in one second, ~0 in the others ({s['asymmetry_ns']})")
     check(all(abs(v - 1000) <= 1 for v in s["whole_run_floor_ns"].values()), "the whole run's floors are 1000 ns")
     check(format_summary("socket_software", s).startswith("socket_software: 6 s;"), "the summary line")
+    roles = delay_by_sender_role(logs, clocks, "socket_software", Fraction(t0), q=0)
+    check(set(roles) == {(1, 2, "forward"), (2, 1, "forward")} and all(abs(v - 1000) <= 1 for v in roles.values()),
+          f"the fastest packet per direction and kind: 1000 ns ({roles})")
     # Second 3's round trip floor stood 600 ns high: a 500 ns gate drops it.
     g = s["round_trip_floor_gate"]
     check(g[500]["seconds"] == 5 and g[500]["max_ns"] <= 1 and g[200]["seconds"] == 5,
@@ -237,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         start = since if since is not None else d[0][0]
         fl = floors_per_second(d, start)
         print(format_summary(source, summarize(fl, d, start)))
+        print(format_roles(source, delay_by_sender_role(logs, clocks, source, start)))
         if a.table:
             print("  second  1->2 floor  2->1 floor  asymmetry (ns)")
             for s in sorted(fl):

@@ -30,14 +30,17 @@ void ClusterLeader::TakeOffice(int64_t now_ns) {
   in_office_ = true;
   next_index_ = FirstIndexAtOrAfter(now_ns - options_.backfill_ns);
   late_.clear();
-  readiness_.Await(InstantAt(next_index_), EdgesAt(InstantAt(next_index_)));
+  AwaitNext(false);
 }
 
-std::set<InstantReadiness::Edge> ClusterLeader::EdgesAt(int64_t t_ns) const {
-  std::set<InstantReadiness::Edge> edges;
-  const auto [from, to] = by_x0_.equal_range(t_ns);
-  for (auto it = from; it != to; ++it) edges.emplace(it->second.second.node, it->second.second.peer);
-  return edges;
+void ClusterLeader::AwaitNext(bool after_solve) {
+  const int64_t next = InstantAt(next_index_);
+  const int64_t last = after_solve ? InstantAt(next_index_ - 1) : std::numeric_limits<int64_t>::min();
+  readiness_.Await(next, last);
+  for (const int64_t t : {last, next}) {
+    const auto [from, to] = by_x0_.equal_range(t);
+    for (auto it = from; it != to; ++it) readiness_.Arrived(t, {it->second.second.node, it->second.second.peer});
+  }
 }
 
 void ClusterLeader::Add(std::span<const WindowSummary> windows, int64_t now_ns) {
@@ -179,10 +182,9 @@ std::optional<OffsetsSnapshot> ClusterLeader::SolveInstant(int64_t t_ns, bool re
 }
 
 void ClusterLeader::SolveNext(std::vector<OffsetsSnapshot>* out) {
-  const int64_t t = InstantAt(next_index_);
-  if (auto s = SolveInstant(t, false)) out->push_back(std::move(*s));
+  if (auto s = SolveInstant(InstantAt(next_index_), false)) out->push_back(std::move(*s));
   ++next_index_;
-  readiness_.AfterSolve(t, EdgesAt(t), InstantAt(next_index_), EdgesAt(InstantAt(next_index_)));
+  AwaitNext(true);
 }
 
 std::vector<OffsetsSnapshot> ClusterLeader::SolveDue(int64_t now_ns) {
@@ -203,7 +205,7 @@ std::vector<OffsetsSnapshot> ClusterLeader::SolveDue(int64_t now_ns) {
     const int64_t skip = last_due - next_index_ + 1 - options_.max_instants_per_call;
     stats_.instants_skipped += static_cast<uint64_t>(skip);
     next_index_ += skip;
-    readiness_.Await(InstantAt(next_index_), EdgesAt(InstantAt(next_index_)));
+    AwaitNext(false);
   }
   while (next_index_ <= last_due) SolveNext(&out);
   // The next instant before its time, once every edge the last one had is in.

@@ -115,8 +115,9 @@ class ClusterLeader {
   // Instants solved in [from, to] are to be solved again; whether there were any.
   bool MarkLate(int64_t from_ns, int64_t to_ns, int64_t now_ns);
   void Expire(int64_t now_ns);
-  // The directed edges with a window whose x0 is t_ns.
-  std::set<InstantReadiness::Edge> EdgesAt(int64_t t_ns) const;
+  // Awaits the instant at next_index_, going by the one before it when
+  // that one was just solved in order.
+  void AwaitNext(bool after_solve);
   // Solves the awaited instant in order (by its timer, or early) and moves on.
   void SolveNext(std::vector<OffsetsSnapshot>* out);
 

@@ -24,23 +24,16 @@ class InstantReadiness {
  public:
   using Edge = std::pair<uint32_t, uint32_t>;  // node, peer
 
-  // The instant `solved` was just solved in order, with the windows of
-  // `edges` held for it; `next` is the instant now awaited, of which the
-  // windows of `held` are in already.
-  void AfterSolve(int64_t solved, const std::set<Edge>& edges, int64_t next, const std::set<Edge>& held) {
-    Await(next, held);
-    last_ = solved;
-    for (const Edge& e : edges) Arrived(solved, e);
-  }
-  // Awaiting `next` with no instant solved before it to go by (the leader
-  // took office, or skipped ahead): only its timer solves it.
-  void Await(int64_t next, const std::set<Edge>& held) {
-    last_ = std::numeric_limits<int64_t>::min();
+  // Awaits instant `next`, going by `last`, the instant just solved in
+  // order before it; by none (the default: the leader took office, or
+  // skipped ahead) only its timer solves it. The caller then passes every
+  // window already held for either to Arrived.
+  void Await(int64_t next, int64_t last = std::numeric_limits<int64_t>::min()) {
+    last_ = last;
     next_ = next;
     expected_.clear();
     in_next_.clear();
     matched_ = 0;
-    for (const Edge& e : held) Arrived(next, e);
   }
   // A window of edge e at instant x0 came in.
   void Arrived(int64_t x0, const Edge& e) {
@@ -52,7 +45,6 @@ class InstantReadiness {
   }
   // Whether `instant`, the one awaited, has every expected edge's window.
   bool Ready(int64_t instant) const { return instant == next_ && !expected_.empty() && matched_ == expected_.size(); }
-  size_t expected() const { return expected_.size(); }
 
  private:
   int64_t last_ = std::numeric_limits<int64_t>::min();

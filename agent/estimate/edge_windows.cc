@@ -89,7 +89,6 @@ void EdgeWindows::OnPeerTuple(const FullTuple& t) {
   }
   if (ClassifyTuple(t) == TupleOutcome::kLost) return;
   Window& w = At(t.created_ns);
-  ++w.counts.peer_session;
   w.tuples.push_back(t);
   w.tuples.back().peer_session = true;
 }

@@ -27,9 +27,6 @@ struct WindowCounts {
   int64_t complete = 0;
   int64_t tx_stamps_missing = 0;
   int64_t lost = 0;
-  // Tuples of the peer's session made whole here (OnPeerTuple), not among
-  // the counts above, which are the window's own probes.
-  int64_t peer_session = 0;
 };
 
 struct EdgeWindowRecord {

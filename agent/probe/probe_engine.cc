@@ -386,12 +386,7 @@ void ProbeEngine::MirrorPeerTuple(const ProbeMessage& m, Responder& r, int64_t n
   // around it are discarded anyway.
   if ((m.flags & kFlagClockStepped) || (step_notice_until_ns_ >= 0 && now_ns < step_notice_until_ns_)) return;
   ReversePair* pair = nullptr;
-  for (ReversePair* p : {&r.sending, &r.previous}) {
-    if (p->valid && p->seq == m.prev_tx_seq) pair = p;
-  }
-  for (ReversePair& p : r.late) {
-    if (p.valid && p.seq == m.prev_tx_seq) pair = &p;
-  }
+  r.ForEachPair(m.prev_tx_seq, [&](ReversePair& p) { pair = &p; });
   if (pair == nullptr || pair->mirrored || pair->spoiled || !pair->tx[0].user.present()) return;
   pair->mirrored = true;
   for (int i = 0; i < 2; ++i) {
@@ -776,13 +771,9 @@ void ProbeEngine::RouteTxStamp(PacketKind kind, uint32_t peer, uint64_t seq, uin
   if (kind == PacketKind::kReverse) {
     auto it = responders_.find(peer);
     if (it == responders_.end()) return;
-    Responder& r = it->second;
-    for (ReversePair* pair : {&r.sending, &r.previous}) {
-      if (pair->valid && pair->seq == seq) pair->tx[index].Merge(DualStamp{kernel, {}}, StampDirection::kTransmit);
-    }
-    for (ReversePair& pair : r.late) {
-      if (pair.seq == seq) pair.tx[index].Merge(DualStamp{kernel, {}}, StampDirection::kTransmit);
-    }
+    it->second.ForEachPair(seq, [&](ReversePair& pair) {
+      pair.tx[index].Merge(DualStamp{kernel, {}}, StampDirection::kTransmit);
+    });
   }
 }
 

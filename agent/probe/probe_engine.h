@@ -117,7 +117,7 @@ class ProbeEngine {
   // echoed its receive stamps of our reverse pair, in our frame: our reverse
   // pair as the "forward" half, its forward pair as the "reverse" half
   // (MirrorPeerTuple). Stamps on each clock as in our own tuples.
-  using MirrorSink = std::function<void(uint32_t peer, const FullTuple&)>;
+  using MirrorSink = TupleSink;
   using PairSentSink = std::function<void(uint32_t peer, int64_t node_ns)>;
   // Sees every stamp bound to a packet of ours or to an authentic received
   // one, before the source policy (diagnostics).
@@ -247,6 +247,16 @@ class ProbeEngine {
     int64_t followup_due_ns = -1;
     bool sending_delivered = true;
     bool Answered() const { return sending.valid && sending.seq == fwd_seq; }
+    // Every pair kept that answered forward pair `seq` (at most one).
+    template <class F>
+    void ForEachPair(uint64_t seq, F f) {
+      for (ReversePair* p : {&sending, &previous}) {
+        if (p->valid && p->seq == seq) f(*p);
+      }
+      for (ReversePair& p : late) {
+        if (p.valid && p.seq == seq) f(p);
+      }
+    }
   };
 
   void AddProber(uint32_t peer);

@@ -16,8 +16,9 @@ enum class MessageType : uint8_t {
 };
 
 // Flag bits.
-constexpr uint16_t kFlagHasEchoRx =
-    1u << 0;  // echo_rx[]: a reverse probe's, of forward pair `seq`; a forward probe's, of reverse pair `prev_tx_seq`
+// echo_rx[] carries rx stamps: in a reverse probe, of forward pair `seq`; in
+// a forward probe, of the reverse pair that answered pair `prev_tx_seq`.
+constexpr uint16_t kFlagHasEchoRx = 1u << 0;
 constexpr uint16_t kFlagHasPrevTx = 1u << 1;   // prev_tx[] carries tx stamps of pair `prev_tx_seq`
 constexpr uint16_t kFlagFinal = 1u << 2;       // sender is shutting down this session
 constexpr uint16_t kFlagClockStepped = 1u << 3;  // the sender's clock stepped within the last second
