@@ -138,15 +138,37 @@ Line TrainLibsvm(const SvmProblem& p) {
   return l;
 }
 
+// The hard margin's line: what libsvm is compared with.
+MaxMarginOptions HardMargin() {
+  MaxMarginOptions o;
+  o.floor_points = 1;
+  return o;
+}
+
 void BM_MaxMargin(benchmark::State& state) {
   const Window& w = GetWindow(static_cast<int>(state.range(0)));
   for (auto _ : state) {
-    LineFit f = FitMaxMarginLine(w.upper, w.lower, w.x0);
+    LineFit f = FitMaxMarginLine(w.upper, w.lower, w.x0, HardMargin());
     benchmark::DoNotOptimize(f);
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 BENCHMARK(BM_MaxMargin)->Arg(1000)->Arg(4000)->Arg(16000)->Unit(benchmark::kMicrosecond);
+
+// The agent's default: the hard line, then the line on the mean of the 8
+// deepest bounds per side (docs/estimator.md §4b), a bisection of O(n) steps.
+void BM_MaxMarginFloors(benchmark::State& state) {
+  const Window& w = GetWindow(static_cast<int>(state.range(0)));
+  int floor_points = 0;
+  for (auto _ : state) {
+    LineFit f = FitMaxMarginLine(w.upper, w.lower, w.x0);
+    floor_points = f.floor_points;
+    benchmark::DoNotOptimize(f);
+  }
+  state.counters["floor_points"] = floor_points;
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_MaxMarginFloors)->Arg(1000)->Arg(4000)->Arg(16000)->Unit(benchmark::kMicrosecond);
 
 // The soft-margin path: 0.5 % of the forward bounds carry a receive stamp
 // 50 us early (below the line), so the fit sets them aside one by one
@@ -158,7 +180,7 @@ void BM_MaxMarginWithViolators(benchmark::State& state) {
   for (size_t k = 0; k < bad; ++k) upper[(k * 7919) % upper.size()].y_ns -= 50'000;
   int removed = 0;
   for (auto _ : state) {
-    LineFit f = FitMaxMarginLine(upper, w.lower, w.x0);
+    LineFit f = FitMaxMarginLine(upper, w.lower, w.x0, HardMargin());
     removed = f.violators_removed;
     benchmark::DoNotOptimize(f);
   }
@@ -203,7 +225,7 @@ void PrintSummary(const CapturingReporter& rep) {
               "max|dy|_ns", "margin_ns", "svm_marg_ns");
   for (int n : {1000, 4000, 16000}) {
     const Window& w = GetWindow(n);
-    const LineFit f = FitMaxMarginLine(w.upper, w.lower, w.x0);
+    const LineFit f = FitMaxMarginLine(w.upper, w.lower, w.x0, HardMargin());
     SvmProblem p;
     BuildProblem(w, &p);
     const Line s = TrainLibsvm(p);

@@ -107,6 +107,7 @@ json EstimationJson(const EstimationSettings& e) {
       {"window_grace_ms", Number(e.window_grace_ns, Kind::kNsFromMs)},
       {"purity_tolerance_ns", e.purity_tolerance_ns},
       {"min_points", e.min_points_per_side},
+      {"floor_points", e.floor_points},
       {"sources", sources},
   };
   return out;

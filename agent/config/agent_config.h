@@ -69,6 +69,9 @@ struct EstimationSettings {
   int64_t window_grace_ns = 300'000'000;  // wait this long past window end for late stamps
   int64_t purity_tolerance_ns = 300;
   int min_points_per_side = 8;
+  // --fit-floor-points N: a fit's line rests on the mean of the N deepest
+  // bounds per side (docs/estimator.md §4b); 1: the hard margin.
+  int floor_points = 8;
   bool fit_every_probe = true;  // --estimate-points every|pure
   // --fit-probes link|own: a fit takes the peer's session's tuples too
   // (docs/estimator.md §11), or this node's own probes only.

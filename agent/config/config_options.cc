@@ -117,6 +117,10 @@ const Spec kSpecs[] = {
      "two-way probing, it is counted in each window's sigma_ns (default: 0, a symmetric path)"},
     {"estimation.min_points", "min-points", Kind::kCount, "N", kEstimation,
      "Minimum pure points per side for a max-margin fit, >= 2 (default: 8)"},
+    {"estimation.floor_points", "fit-floor-points", Kind::kCount, "N", kEstimation,
+     "A fit's line rests on the mean of the N deepest bounds per side, not on the single deepest: a "
+     "path's fastest packets scatter under its usual floor. Fewer where a side has under 16 bounds per "
+     "point; 1: the hard margin, Huygens' line (for comparisons). 1..64 (default: 8)"},
     {"estimation.sources", "estimate-sources", Kind::kSourceList, "LIST", kEstimation,
      "Comma-separated timestamp source classes to estimate from: kernel, userspace (default: kernel)"},
 

@@ -641,6 +641,12 @@ bool ValidateEstimationWindows(const Merged& m, AgentConfig* c, std::string* err
   e.window_grace_ns = m.Get<int64_t>("estimation.window_grace_ms", e.window_grace_ns);
   e.purity_tolerance_ns = m.Get<int64_t>("estimation.purity_tolerance_ns", e.purity_tolerance_ns);
   e.min_points_per_side = static_cast<int>(m.Get<int64_t>("estimation.min_points", e.min_points_per_side));
+  const int64_t floor_points = m.Get<int64_t>("estimation.floor_points", e.floor_points);
+  if (floor_points < 1 || floor_points > 64) {
+    return Fail(error, "fit floor points " + std::to_string(floor_points) + " (" + m.From("estimation.floor_points") +
+                           ") must be 1..64 (1: the hard margin)");
+  }
+  e.floor_points = static_cast<int>(floor_points);
   const std::string points = m.Get<std::string>("estimation.points", "every");
   if (points != "every" && points != "pure") {
     return Fail(error, "estimate points '" + points + "' (" + m.From("estimation.points") + ") must be every or pure");

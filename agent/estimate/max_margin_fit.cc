@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace chronolink {
@@ -363,6 +364,108 @@ void RemoveDeepestViolator(const Chains& c, const Optimum& opt, std::vector<Pt>*
   side->erase(it);  // a hull vertex is always one of the side's points
 }
 
+// --- §4b: the line on the floors' means.
+// For a slope a, F_U(a) is the mean of the k smallest residuals y - a x of
+// the upper bounds and F_L(a) the mean of the k largest of the lower. F_U is
+// concave (a minimum over k-subsets of linear functions), F_L convex, so
+// f = F_U - F_L is concave, with supergradient (sum of x over those lower
+// bounds - sum of x over those upper bounds) / k at a. Bisection on its sign
+// finds the maximiser; the line runs midway between F_U and F_L. In double
+// (WithinDoubleRange). k = 1 is the hard margin's line.
+struct FloorMeans {
+  double upper = 0;      // F_U(a)
+  double lower = 0;      // F_L(a)
+  double rise_sign = 0;  // the sign of f's supergradient at a
+};
+
+using Ranked = std::pair<double, int64_t>;  // (residual, oriented so that the deepest is smallest; x)
+
+double DeepestMean(const std::vector<Pt>& pts, size_t k, double a, double sign, std::vector<Ranked>* scratch,
+                   double* sum_x) {
+  scratch->resize(pts.size());
+  for (size_t n = 0; n < pts.size(); ++n) {
+    const double r = static_cast<double>(pts[n].y) - a * static_cast<double>(pts[n].x);
+    (*scratch)[n] = {sign * r, pts[n].x};
+  }
+  std::nth_element(scratch->begin(), scratch->begin() + static_cast<std::ptrdiff_t>(k - 1), scratch->end());
+  std::sort(scratch->begin(), scratch->begin() + static_cast<std::ptrdiff_t>(k));  // a fixed order of summation
+  double sum = 0;
+  *sum_x = 0;
+  for (size_t n = 0; n < k; ++n) {
+    sum += (*scratch)[n].first;
+    *sum_x += static_cast<double>((*scratch)[n].second);
+  }
+  return sign * sum / static_cast<double>(k);
+}
+
+FloorMeans FloorMeansAt(const std::vector<Pt>& up, const std::vector<Pt>& lo, size_t k, double a,
+                        std::vector<Ranked>* scratch) {
+  FloorMeans m;
+  double x_upper = 0, x_lower = 0;
+  m.upper = DeepestMean(up, k, a, +1.0, scratch, &x_upper);
+  m.lower = DeepestMean(lo, k, a, -1.0, scratch, &x_lower);
+  m.rise_sign = (x_lower > x_upper) - (x_lower < x_upper);
+  return m;
+}
+
+// x within 2^52 ns (52 days) of x0 and y within 2^40 ns (18 min) of y_ref
+// (the smallest upper bound)
+// are exact in double, and a residual then errs by under 2^-12 ns.
+bool WithinDoubleRange(const std::vector<Pt>& pts) {
+  constexpr int64_t kX = int64_t{1} << 52;
+  constexpr int64_t kY = int64_t{1} << 40;
+  return std::all_of(pts.begin(), pts.end(),
+                     [](const Pt& p) { return p.x > -kX && p.x < kX && p.y > -kY && p.y < kY; });
+}
+
+// The floors' line: its slope and its value at x0 (relative to y_ref).
+// False, and the caller keeps the hard line, when the maximiser is not
+// bracketed within kFloorSlopeReach of the hard line's slope.
+bool FitFloorMeans(const std::vector<Pt>& up, const std::vector<Pt>& lo, size_t k, double hard_slope,
+                   std::vector<Ranked>* scratch, double* slope, double* value) {
+  constexpr double kFirstReach = 1e-6;       // 1 ppm either side of the hard line's slope
+  constexpr double kFloorSlopeReach = 4e-3;  // twenty times two clocks' largest drift apart
+  constexpr double kValueResolutionNs = 1e-7;
+  if (!WithinDoubleRange(up) || !WithinDoubleRange(lo)) return false;
+  // Bisect until the slope's doubt moves no point's residual, nor the line
+  // at x0, by more than kValueResolutionNs.
+  int64_t far = 1;
+  for (const auto* side : {&up, &lo})
+    for (const Pt& p : *side) far = std::max(far, p.x < 0 ? -p.x : p.x);
+  const double slope_resolution = kValueResolutionNs / static_cast<double>(far);
+  double reach = kFirstReach;
+  double left = hard_slope - reach, right = hard_slope + reach;
+  for (;;) {
+    const bool rises = FloorMeansAt(up, lo, k, left, scratch).rise_sign >= 0;
+    const bool falls = FloorMeansAt(up, lo, k, right, scratch).rise_sign <= 0;
+    if (rises && falls) break;
+    reach *= 4;
+    if (reach > kFloorSlopeReach) return false;
+    if (!rises) left = hard_slope - reach;
+    if (!falls) right = hard_slope + reach;
+  }
+  while (right - left > slope_resolution) {
+    const double mid = left + (right - left) / 2;
+    const double s = FloorMeansAt(up, lo, k, mid, scratch).rise_sign;
+    if (s > 0) {
+      left = mid;
+    } else if (s < 0) {
+      right = mid;
+    } else {
+      left = right = mid;  // on the flat top: every slope here keeps the same gap
+    }
+  }
+  *slope = left + (right - left) / 2;
+  const FloorMeans m = FloorMeansAt(up, lo, k, *slope, scratch);
+  *value = (m.upper + m.lower) / 2;
+  return true;
+}
+
+size_t FloorPoints(const MaxMarginOptions& o, size_t n_upper, size_t n_lower) {
+  const size_t by_count = std::min(n_upper, n_lower) / kBoundsPerFloorPoint;
+  return std::max<size_t>(1, std::min(static_cast<size_t>(std::max(1, o.floor_points)), by_count));
+}
+
 // Per-thread buffers, reused across calls: a fresh allocation per window costs
 // more than the whole fit (page faults on every call above the allocator's
 // mmap threshold), and windows on one thread have similar sizes.
@@ -370,6 +473,7 @@ struct Workspace {
   std::vector<Pt> up, lo;
   Chains c;
   std::vector<i128> scratch;
+  std::vector<Ranked> ranked;
 };
 
 }  // namespace
@@ -382,8 +486,11 @@ LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const Off
   fit.lower_points = static_cast<int>(lower.size());
   if (upper.size() < 2 || lower.size() < 2) return fit;
 
-  // y_ref: the first upper bound's y; any int64 near the data will do.
-  const int64_t y_ref = upper[0].y_ns;
+  // y_ref: any int64 near the data does for the exact hard line. The floors'
+  // line is in double, so the reference is one the input's order cannot
+  // change: the smallest upper bound.
+  const int64_t y_ref =
+      std::min_element(upper.begin(), upper.end(), [](const auto& a, const auto& b) { return a.y_ns < b.y_ns; })->y_ns;
   thread_local Workspace ws;
   std::vector<Pt>& up = ws.up;
   std::vector<Pt>& lo = ws.lo;
@@ -423,6 +530,13 @@ LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const Off
       SeparatingRangeAtX0(c, smin, smax, &top, &bot);
       fit.uncertainty_ns = static_cast<double>((top - bot) / 2.0L);
       fit.ok = true;
+      const size_t k = FloorPoints(options, up.size(), lo.size());
+      double slope = 0, value = 0;
+      if (k > 1 && FitFloorMeans(up, lo, k, fit.alpha, &ws.ranked, &slope, &value)) {
+        fit.alpha = slope;
+        fit.beta_ns = static_cast<double>(static_cast<long double>(y_ref) + static_cast<long double>(value));
+        fit.floor_points = static_cast<int>(k);
+      }
       return fit;
     }
     if (fit.violators_removed >= budget) return fit;  // inseparable within the budget

@@ -17,7 +17,17 @@ struct MaxMarginOptions {
   // before the window is declared inseparable.
   int max_violators = 32;
   double max_violator_fraction = 0.05;
+  // The line's value rests on the mean of this many deepest bounds per side
+  // instead of the single deepest (docs/estimator.md §4b): a path's fastest
+  // packets scatter below its usual floor, and one of them moved the hard
+  // margin's line by half its lead. 1: the hard margin (Huygens). Fewer
+  // where a side has under kBoundsPerFloorPoint bounds per floor point.
+  int floor_points = 8;
 };
+
+// A side needs this many bounds per floor point: with fewer, the deepest
+// few are no longer near the floor.
+constexpr int kBoundsPerFloorPoint = 16;
 
 struct LineFit {
   bool ok = false;            // false: too few points or inseparable within budget
@@ -27,6 +37,9 @@ struct LineFit {
   double margin_ns = 0.0;     // half the vertical gap the separator keeps clear
   double uncertainty_ns = 0.0;  // half-width of the interval at x0 every separating line passes through
   int violators_removed = 0;  // points set aside by the soft margin
+  // Bounds per side whose mean the line's value rests on (1: the hard
+  // margin's line; margin_ns and uncertainty_ns are that line's either way).
+  int floor_points = 1;
   int upper_points = 0;
   int lower_points = 0;
 };

@@ -61,6 +61,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["sigma_shared_ns"] = shared ? nlohmann::ordered_json(*shared) : nlohmann::ordered_json(nullptr);
     j["margin_ns"] = e.fit.margin_ns;
     j["violators_removed"] = e.fit.violators_removed;
+    j["floor_points"] = e.fit.floor_points;
   } else {
     j["alpha"] = nullptr;
     j["alpha_ppm"] = nullptr;
@@ -70,6 +71,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["sigma_shared_ns"] = nullptr;
     j["margin_ns"] = nullptr;
     j["violators_removed"] = 0;
+    j["floor_points"] = nullptr;
   }
   j["pairs_sent"] = r.counts.pairs_sent;
   j["tuples_complete"] = r.counts.complete;

@@ -930,6 +930,14 @@ TEST_F(AgentConfigTest, OtherRanges) {
     EXPECT_FALSE(own.config->estimation.fit_peer_probes);
   }
   ExpectError(LoadMinimal({"--fit-probes", "both"}), {"fit probes 'both'", "link or own", "--fit-probes"});
+  {
+    Result hard = LoadMinimal({"--fit-floor-points", "1"});
+    ASSERT_TRUE(hard.config) << hard.error;
+    EXPECT_EQ(hard.config->estimation.floor_points, 1);
+    EXPECT_EQ(LoadMinimal({}).config->estimation.floor_points, 8);
+  }
+  ExpectError(LoadMinimal({"--fit-floor-points", "0"}), {"fit floor points 0", "1..64", "--fit-floor-points"});
+  ExpectError(LoadMinimal({"--fit-floor-points", "65"}), {"fit floor points 65", "1..64"});
   ExpectError(LoadMinimal({"--estimate-sources", ""}), {"source class"});
   ExpectError(LoadMinimal({"--estimate-sources", "kernel,kernel"}), {"twice"});
   ExpectError(LoadMinimal({"--duration-s", "0"}), {"duration", "positive"});

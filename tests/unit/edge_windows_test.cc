@@ -364,6 +364,7 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
                         "sigma_shared_ns",
                         "margin_ns",
                         "violators_removed",
+                        "floor_points",
                         "pairs_sent",
                         "tuples_complete",
                         "tuples_in_class",

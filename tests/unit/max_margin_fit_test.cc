@@ -23,6 +23,14 @@ std::vector<OffsetBound> Flat(std::initializer_list<int64_t> xs, int64_t y) {
   return v;
 }
 
+// The hard margin's line (Huygens'), which the exactness and libsvm tests
+// are about; the floors' line has tests of its own below.
+MaxMarginOptions HardMargin() {
+  MaxMarginOptions o;
+  o.floor_points = 1;
+  return o;
+}
+
 // ---------------------------------------------------------------------------
 // Hand-computed cases.
 
@@ -122,8 +130,9 @@ TEST(MaxMarginFit, HugeEpochCoordinatesLoseNoPrecision) {
   }
   const int64_t x0s[] = {xs + 497'654'321, xs - 3'000'000'000, xs + 7'000'000'001};
   for (int64_t x0 : x0s) {
-    const LineFit f = FitMaxMarginLine(upper, lower, x0);
+    const LineFit f = FitMaxMarginLine(upper, lower, x0, HardMargin());
     ASSERT_TRUE(f.ok);
+    EXPECT_EQ(f.floor_points, 1);
     EXPECT_NEAR(f.alpha, 1e-7, 1e-18);
     const double expected = static_cast<double>(off) + static_cast<double>(x0 - xs) / 1e7;
     EXPECT_NEAR(f.beta_ns, expected, 1e-6) << "x0 - xs = " << (x0 - xs);
@@ -410,7 +419,7 @@ TEST(MaxMarginFit, AgreesWithLibsvmLinearSvc) {
       upper.push_back({xu, b + std::llround(slope * xu) + m + std::llround(noise(rng))});
       lower.push_back({xl, b + std::llround(slope * xl) - m - std::llround(noise(rng))});
     }
-    const LineFit f = FitMaxMarginLine(upper, lower, 0);
+    const LineFit f = FitMaxMarginLine(upper, lower, 0, HardMargin());
     ASSERT_TRUE(f.ok);
     const SvmLine s = LibsvmLine(upper, lower, 1e-3);
     double dy_max = 0;
@@ -440,6 +449,133 @@ TEST(MaxMarginFit, AgreesWithLibsvmLinearSvc) {
         << "seed " << seed;
     EXPECT_NEAR(s.alpha, f.alpha, 0.01 * f.margin_ns / 1e6);
   }
+}
+
+// ---------------------------------------------------------------------------
+// The floors' line (docs/estimator.md §4b): the mean of the k deepest bounds
+// per side instead of the single deepest.
+
+// Floors at +-1000 ns: every 7th bound on its floor, the rest above it; and
+// one forward packet `lead` ns under the floor in the middle, at x0 (which
+// EarlyPacketX gives).
+int64_t EarlyPacketX(int per_side) { return per_side / 2 * 1000; }
+
+SmallSet FloorsWithOneEarlyPacket(int per_side, int64_t lead) {
+  SmallSet s;
+  for (int k = 0; k < per_side; ++k) {
+    const int64_t above = k % 7 == 0 ? 0 : 50 + (k % 13) * 10;
+    s.upper.push_back({k * 1000, 1000 + above});
+    s.lower.push_back({k * 1000 + 500, -1000 - above});
+  }
+  s.upper.push_back({EarlyPacketX(per_side), 1000 - lead});
+  return s;
+}
+
+TEST(MaxMarginFit, OnePacketUnderTheFloorMovesTheFloorsLineByAKthOfWhatItMovesTheHardOne) {
+  const SmallSet s = FloorsWithOneEarlyPacket(320, 80);
+  const LineFit hard = FitMaxMarginLine(s.upper, s.lower, EarlyPacketX(320), HardMargin());
+  ASSERT_TRUE(hard.ok);
+  EXPECT_NEAR(hard.beta_ns, -40.0, 1e-9);  // half the packet's lead
+  const LineFit f = FitMaxMarginLine(s.upper, s.lower, EarlyPacketX(320));
+  ASSERT_TRUE(f.ok);
+  EXPECT_EQ(f.floor_points, 8);
+  EXPECT_NEAR(f.beta_ns, -80.0 / 8 / 2, 1e-6);  // (920 + 7 x 1000) / 8 against -1000
+  EXPECT_NEAR(f.alpha, 0.0, 1e-12);
+  // The band and the margin stay the hard line's.
+  EXPECT_EQ(f.margin_ns, hard.margin_ns);
+  EXPECT_EQ(f.uncertainty_ns, hard.uncertainty_ns);
+}
+
+TEST(MaxMarginFit, FewBoundsTakeFewerFloorPoints) {
+  const SmallSet s = FloorsWithOneEarlyPacket(40, 80);  // 40 lower bounds: 40 / 16 = 2 floor points
+  const LineFit f = FitMaxMarginLine(s.upper, s.lower, EarlyPacketX(40));
+  ASSERT_TRUE(f.ok);
+  EXPECT_EQ(f.floor_points, 2);
+  EXPECT_NEAR(f.beta_ns, -80.0 / 2 / 2, 1e-6);
+  const SmallSet few = FloorsWithOneEarlyPacket(31, 80);  // under 2 x 16: the hard line
+  const LineFit g = FitMaxMarginLine(few.upper, few.lower, EarlyPacketX(31));
+  ASSERT_TRUE(g.ok);
+  EXPECT_EQ(g.floor_points, 1);
+}
+
+// A window as the test bed's loaded path makes it: x over 6 s, a drift, the
+// floor at 1000 ns with queueing above it, and 2 % of packets under it by
+// 40 ns on average, with a tail (an exponential): a path's fastest packets
+// scatter under its usual floor (docs/estimator.md §4b).
+SmallSet LoadedPathWindow(uint64_t seed, int per_side, double drift, int64_t offset) {
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> queue(1.0 / 200.0);
+  std::exponential_distribution<double> lead(1.0 / 40.0);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  auto delay = [&] {
+    if (u(rng) < 0.02) return 1000 - static_cast<int64_t>(lead(rng));
+    return 1000 + static_cast<int64_t>(queue(rng));
+  };
+  SmallSet s;
+  for (int k = 0; k < per_side; ++k) {
+    const int64_t xu = -3'000'000'000 + k * (6'000'000'000 / per_side);
+    const int64_t xl = xu + 1'000'000;
+    s.upper.push_back({xu, offset + std::llround(drift * static_cast<double>(xu)) + delay()});
+    s.lower.push_back({xl, offset + std::llround(drift * static_cast<double>(xl)) - delay()});
+  }
+  return s;
+}
+
+// f(a) = mean of the k smallest upper residuals - mean of the k largest lower.
+double FloorGap(const SmallSet& s, size_t k, double a, double* mid) {
+  std::vector<double> ru, rl;
+  for (const auto& p : s.upper) ru.push_back(static_cast<double>(p.y_ns) - a * static_cast<double>(p.x_ns));
+  for (const auto& p : s.lower) rl.push_back(static_cast<double>(p.y_ns) - a * static_cast<double>(p.x_ns));
+  std::sort(ru.begin(), ru.end());
+  std::sort(rl.rbegin(), rl.rend());
+  double mu = 0, ml = 0;
+  for (size_t n = 0; n < k; ++n) {
+    mu += ru[n] / static_cast<double>(k);
+    ml += rl[n] / static_cast<double>(k);
+  }
+  if (mid != nullptr) *mid = (mu + ml) / 2;
+  return mu - ml;
+}
+
+TEST(MaxMarginFit, TheFloorsLineMaximisesTheMeanGapAgainstABruteForce) {
+  // f is concave and piecewise linear with its breakpoints where two bounds
+  // of one side have equal residuals: its maximum is at one of those slopes.
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    const SmallSet s = LoadedPathWindow(seed, 80, 1e-5 * static_cast<double>(seed % 5) - 2e-5, 123'456);
+    const LineFit f = FitMaxMarginLine(s.upper, s.lower, 0);
+    ASSERT_TRUE(f.ok) << seed;
+    ASSERT_EQ(f.floor_points, 5) << seed;  // 80 / 16
+    double best = -std::numeric_limits<double>::infinity(), best_mid = 0;
+    for (const auto* side : {&s.upper, &s.lower})
+      for (const auto& p : *side)
+        for (const auto& q : *side) {
+          if (q.x_ns <= p.x_ns) continue;
+          double mid = 0;
+          const double g = FloorGap(s, 5, static_cast<double>(q.y_ns - p.y_ns) / static_cast<double>(q.x_ns - p.x_ns),
+                                    &mid);
+          if (g > best) best = g, best_mid = mid;
+        }
+    double mid = 0;
+    EXPECT_NEAR(FloorGap(s, 5, f.alpha, &mid), best, 1e-5) << "seed " << seed;
+    EXPECT_NEAR(f.beta_ns, mid, 1e-5) << "seed " << seed;       // midway between the means
+    EXPECT_NEAR(f.beta_ns, best_mid, 1e-3) << "seed " << seed;  // at the brute force's slope
+  }
+}
+
+TEST(MaxMarginFit, PacketsUnderTheFloorErrTheFloorsLineLessThanTheHardOne) {
+  // What the floors' line is for, on generated windows: 40 windows of 480
+  // bounds a side, the true offset 123456 ns at x0 = 0.
+  double sum_hard = 0, sum_floor = 0;
+  for (uint64_t seed = 100; seed < 140; ++seed) {
+    const SmallSet s = LoadedPathWindow(seed, 480, 3e-6, 123'456);
+    const LineFit hard = FitMaxMarginLine(s.upper, s.lower, 0, HardMargin());
+    const LineFit f = FitMaxMarginLine(s.upper, s.lower, 0);
+    ASSERT_TRUE(hard.ok && f.ok) << seed;
+    EXPECT_EQ(f.floor_points, 8);
+    sum_hard += std::abs(hard.beta_ns - 123'456);
+    sum_floor += std::abs(f.beta_ns - 123'456);
+  }
+  EXPECT_LT(sum_floor, 0.7 * sum_hard) << "mean |error|: floors " << sum_floor / 40 << " ns, hard " << sum_hard / 40;
 }
 
 }  // namespace
