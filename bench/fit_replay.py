@@ -14,22 +14,25 @@ it. So an estimator change that acts on which packets a fit takes, or on
 its span, can be measured here in seconds over saved runs, against the same
 packets, instead of in a new 5-minute run whose path differs.
 
-Each policy names a span and a packet set:
+Each policy names a span, a packet set and the floor points:
   span    agent (the span the agent took, edges.jsonl fit_start/fit_end),
           S (seconds, centred on the window), or S@D (S seconds ending D
           seconds after the window's end: a trailing span, what a window
           could be fitted on D seconds after it ends)
-  packets own (the prober's own session, as the agent fits today) or
-          both (every probe of the link: the peer's session too, mirrored
-          into the prober's frame; a node would need the peer's receive
-          stamps of its replies for that)
-written SPAN/PACKETS, e.g. agent/own, 12/both, 12@1/own.
+  packets own (the prober's own session) or both (every probe of the
+          link: the peer's session too, mirrored into the prober's frame,
+          as the agent fits with --fit-probes link)
+  K       optional: the line rests on the mean of the K deepest bounds per
+          side (docs/estimator.md §4b), K = min(K, bounds per side / 16) as
+          the agent takes it; agent: what the agent's records say
+          (edges.jsonl floor_points); absent: 1, the hard margin
+written SPAN/PACKETS[/K], e.g. agent/own, 12/both, 12@1/own, agent/both/8.
 
 It prints, per policy, |error| p50 / p99 / max over the agent's kernel
 windows in the measured span, each prober's median signed error (what a
 path or prober asymmetry adds), and first how far the replay of the
-agent's own policy (agent/both where its records say its fits took the
-peer's session, tuples_peer_session; else agent/own) stands from the
+agent's own policy (agent/both/agent where its records say its fits took
+the peer's session, tuples_peer_session; else agent/own/agent) stands from the
 errors the agent's windows made (results.json): the replay's validity on
 that run.
 
@@ -56,7 +59,8 @@ from path_floor import read_stamp_log, scenario_clocks, stamped_packets  # noqa:
 
 NS_PER_S = 1_000_000_000
 SOURCE = "socket_software"
-DEFAULT_POLICIES = ["agent/own", "agent/both", "12/own", "12/both", "12@1/own"]
+DEFAULT_POLICIES = ["agent/own", "agent/both", "agent/both/8", "12/both/8", "12@1/both/8"]
+BOUNDS_PER_FLOOR_POINT = 16  # agent/estimate/max_margin_fit.h kBoundsPerFloorPoint
 
 
 @dataclass
@@ -117,28 +121,66 @@ def max_margin_at(xu, yu, xl, yl, x0: int) -> float:
     return float((np.min(yu - a * du) + np.max(yl - a * dl)) / 2)
 
 
+def floor_means_at(xu, yu, xl, yl, x0: int, k: int) -> float:
+    """The line on the floors' means at x0 (docs/estimator.md §4b): the
+    slope maximises the mean of the k smallest upper residuals less the mean
+    of the k largest lower ones (concave in the slope), the line runs
+    midway; k = 1 is max_margin_at's line."""
+    import numpy as np
+    if k <= 1:
+        return max_margin_at(xu, yu, xl, yl, x0)
+    if len(xu) < k or len(xl) < k:
+        return float("nan")
+    du = (xu - x0).astype(float)
+    dl = (xl - x0).astype(float)
+
+    def means(a):
+        return (np.partition(yu - a * du, k - 1)[:k].mean(), -np.partition(-(yl - a * dl), k - 1)[:k].mean())
+
+    def gap(a):
+        u, lo_ = means(a)
+        return u - lo_
+    grid = np.linspace(-1e-5, 1e-5, 81)  # concave, but flat-topped stretches make a grid start safer
+    i = int(np.argmax([gap(a) for a in grid]))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    for _ in range(60):
+        m1, m2 = lo + (hi - lo) / 3, hi - (hi - lo) / 3
+        if gap(m1) < gap(m2):
+            lo = m1
+        else:
+            hi = m2
+    u, lo_ = means((lo + hi) / 2)
+    return float((u + lo_) / 2)
+
+
 @dataclass
 class Policy:
     name: str
     span_s: float | None  # None: the agent's span
     trailing_s: float | None  # None: centred on the window; else the span ends this long after the window
     both_sessions: bool
+    floor_points: int | None = 1  # None: the agent's (edges.jsonl floor_points)
 
     @classmethod
     def parse(cls, text: str) -> "Policy":
         try:
-            span, packets = text.split("/")
-            if packets not in ("own", "both"):
+            span, packets, *rest = text.split("/")
+            if packets not in ("own", "both") or len(rest) > 1:
                 raise ValueError(f"packets must be own or both, not {packets!r}")
+            floor = 1
+            if rest:
+                floor = None if rest[0] == "agent" else int(rest[0])
+                if floor is not None and not 1 <= floor <= 64:
+                    raise ValueError("K must be 1..64 or agent")
             if span == "agent":
-                return cls(text, None, None, packets == "both")
+                return cls(text, None, None, packets == "both", floor)
             s, _, d = span.partition("@")
-            p = cls(text, float(s), float(d) if d else None, packets == "both")
+            p = cls(text, float(s), float(d) if d else None, packets == "both", floor)
             if not p.span_s > 0 or (p.trailing_s is not None and p.trailing_s < 0):
                 raise ValueError("the span must be > 0 s and the trailing delay >= 0 s")
             return p
         except ValueError as e:
-            raise ValueError(f"policy {text!r}: {e} (SPAN/PACKETS: agent|S|S@D / own|both)") from None
+            raise ValueError(f"policy {text!r}: {e} (SPAN/PACKETS[/K]: agent|S|S@D / own|both / 1..64|agent)") from None
 
     def span(self, window: dict, window_ns: int) -> tuple[int, int]:
         if self.span_s is None:
@@ -161,7 +203,9 @@ def replay(bounds: dict[int, Bounds], windows: list[dict], policy: Policy, windo
         sel = b.own[keep] | policy.both_sessions
         up, x, y = b.upper[keep] & sel, b.x[keep], b.y[keep]
         low = ~b.upper[keep] & sel
-        out.append(max_margin_at(x[up], y[up], x[low], y[low], w["x0_ns"]))
+        wanted = w.get("floor_points", 1) if policy.floor_points is None else policy.floor_points
+        k = max(1, min(wanted, min(int(up.sum()), int(low.sum())) // BOUNDS_PER_FLOOR_POINT))
+        out.append(floor_means_at(x[up], y[up], x[low], y[low], w["x0_ns"], k))
     return out
 
 
@@ -187,7 +231,8 @@ def agent_windows(scenario_dir: str) -> tuple[list[dict], int]:
                 window_ns = r["window_end_ns"] - r["window_start_ns"]
                 windows.append({"node": n, "x0_ns": r["x0_ns"], "fit_start_ns": r["fit_start_ns"],
                                 "fit_end_ns": r["fit_end_ns"], "agent_error_ns": measured[(n, r["x0_ns"])],
-                                "peer_session": (r.get("tuples_peer_session") or 0) > 0})
+                                "peer_session": (r.get("tuples_peer_session") or 0) > 0,
+                                "floor_points": r.get("floor_points") or 1})
     if not windows:
         raise ValueError(f"{scenario_dir}: no kernel window of the measured span")
     return windows, window_ns
@@ -261,7 +306,22 @@ def selftest() -> int:
     check(Policy.parse("12@1/own").span(w, 2 * NS_PER_S) == (0, 12 * NS_PER_S)
           and Policy.parse("4/own").span(w, 2 * NS_PER_S) == (8 * NS_PER_S, 12 * NS_PER_S),
           "a trailing span ends D s after the window's end; a centred one is centred on x0")
-    for bad in ("12", "12/all", "0/own", "x/own", "12@-1/own"):
+    # The floors' line (docs/estimator.md §4b): floors at +-1000 ns, every 7th
+    # bound on its floor, one forward packet 80 ns under it at x0: the hard
+    # line moves by half its lead, the mean of 8 by a sixteenth.
+    import numpy as np
+    ks = np.arange(320)
+    above = np.where(ks % 7 == 0, 0, 50 + (ks % 13) * 10)
+    xu = np.append(ks * 1000, 160_000).astype(np.int64)
+    yu = np.append(1000.0 + above, 920.0)
+    xl, yl = (ks * 1000 + 500).astype(np.int64), -1000.0 - above
+    hard, floors = floor_means_at(xu, yu, xl, yl, 160_000, 1), floor_means_at(xu, yu, xl, yl, 160_000, 8)
+    check(abs(hard + 40) < 0.01 and abs(floors + 5) < 0.01,
+          f"one packet 80 ns under the floor: the hard line moves 40 ns, the floors' (k = 8) 5 ns "
+          f"(got {hard:.3f}, {floors:.3f})")
+    check(Policy.parse("agent/both/8").floor_points == 8 and Policy.parse("agent/both/agent").floor_points is None
+          and Policy.parse("12/own").floor_points == 1, "K parses: a count, agent, or absent (1: the hard margin)")
+    for bad in ("12", "12/all", "0/own", "x/own", "12@-1/own", "agent/both/0", "agent/both/x", "agent/both/8/1"):
         try:
             Policy.parse(bad)
             check(False, f"policy {bad!r} refused")
@@ -301,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     agent = summary(windows, [w["agent_error_ns"] for w in windows])
     # The agent's own policy: its spans, and the peer's session where its
     # records say its fits took it (tuples_peer_session, --fit-probes link).
-    as_run = "agent/both" if sum(w["peer_session"] for w in windows) * 2 > len(windows) else "agent/own"
+    as_run = ("agent/both" if sum(w["peer_session"] for w in windows) * 2 > len(windows) else "agent/own") + "/agent"
     replayed = {as_run: replay(bounds, windows, Policy.parse(as_run), window_ns)}
     gap = np.abs(np.array(replayed[as_run]) - np.array([w["agent_error_ns"] for w in windows]))
     gap = gap[np.isfinite(gap)]

@@ -14,6 +14,7 @@
 #include "agent/estimate/max_margin_fit.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -418,11 +419,67 @@ bool WithinDoubleRange(const std::vector<Pt>& pts) {
                      [](const Pt& p) { return p.x > -kX && p.x < kX && p.y > -kY && p.y < kY; });
 }
 
+// Keeps, of one side, the points that can be among its k deepest at some
+// slope in [left, right]. A residual is linear in the slope, so over the
+// bracket it lies between its values at the two ends; at every slope there
+// the k-th deepest is no deeper than the k-th smallest of the points' worse
+// ends, so a point whose better end lies past that is never among the k
+// (kRoundingNs covers the double rounding of a residual, under 1e-9 ns).
+// Exact: the k deepest at any slope in the bracket are the same points, with
+// the same residuals, in or out of the pruned set.
+void KeepFloorCandidates(std::vector<Pt>* pts, size_t k, double left, double right, double sign,
+                         std::vector<double>* worse) {
+  constexpr double kRoundingNs = 1e-6;
+  auto ends = [&](const Pt& p) {
+    const double y = static_cast<double>(p.y), x = static_cast<double>(p.x);
+    const double a = sign * (y - left * x), b = sign * (y - right * x);
+    return std::pair(std::min(a, b), std::max(a, b));
+  };
+  worse->resize(pts->size());
+  for (size_t n = 0; n < pts->size(); ++n) (*worse)[n] = ends((*pts)[n]).second;
+  std::nth_element(worse->begin(), worse->begin() + static_cast<std::ptrdiff_t>(k - 1), worse->end());
+  const double bound = (*worse)[k - 1] + kRoundingNs;
+  std::erase_if(*pts, [&](const Pt& p) { return ends(p).first > bound; });
+}
+
+std::atomic<int64_t> floor_candidate_mismatches{0};
+
+struct FloorScratch {
+  std::vector<Ranked> ranked;
+  std::vector<Pt> up, lo;  // the candidates
+  std::vector<double> worse;
+};
+
+// Bisects on the sign of f's supergradient within [left, right] (which
+// brackets the maximiser) down to `resolution`; with `prune`, on the
+// candidates KeepFloorCandidates leaves, narrowed again each 8 halvings.
+double BisectFloorSlope(const std::vector<Pt>& up, const std::vector<Pt>& lo, size_t k, double left, double right,
+                        double resolution, bool prune, FloorScratch* s) {
+  s->up = up;
+  s->lo = lo;
+  for (int step = 0; right - left > resolution; ++step) {
+    if (prune && step % 8 == 0) {
+      KeepFloorCandidates(&s->up, k, left, right, +1.0, &s->worse);
+      KeepFloorCandidates(&s->lo, k, left, right, -1.0, &s->worse);
+    }
+    const double mid = left + (right - left) / 2;
+    const double sign = FloorMeansAt(s->up, s->lo, k, mid, &s->ranked).rise_sign;
+    if (sign > 0) {
+      left = mid;
+    } else if (sign < 0) {
+      right = mid;
+    } else {
+      left = right = mid;  // on the flat top: every slope here keeps the same gap
+    }
+  }
+  return left + (right - left) / 2;
+}
+
 // The floors' line: its slope and its value at x0 (relative to y_ref).
 // False, and the caller keeps the hard line, when the maximiser is not
 // bracketed within kFloorSlopeReach of the hard line's slope.
 bool FitFloorMeans(const std::vector<Pt>& up, const std::vector<Pt>& lo, size_t k, double hard_slope,
-                   std::vector<Ranked>* scratch, double* slope, double* value) {
+                   bool prune, FloorScratch* scratch, double* slope, double* value) {
   constexpr double kFirstReach = 1e-6;       // 1 ppm either side of the hard line's slope
   constexpr double kFloorSlopeReach = 4e-3;  // twenty times two clocks' largest drift apart
   constexpr double kValueResolutionNs = 1e-7;
@@ -432,31 +489,29 @@ bool FitFloorMeans(const std::vector<Pt>& up, const std::vector<Pt>& lo, size_t 
   int64_t far = 1;
   for (const auto* side : {&up, &lo})
     for (const Pt& p : *side) far = std::max(far, p.x < 0 ? -p.x : p.x);
-  const double slope_resolution = kValueResolutionNs / static_cast<double>(far);
+  const double resolution = kValueResolutionNs / static_cast<double>(far);
   double reach = kFirstReach;
   double left = hard_slope - reach, right = hard_slope + reach;
   for (;;) {
-    const bool rises = FloorMeansAt(up, lo, k, left, scratch).rise_sign >= 0;
-    const bool falls = FloorMeansAt(up, lo, k, right, scratch).rise_sign <= 0;
+    const bool rises = FloorMeansAt(up, lo, k, left, &scratch->ranked).rise_sign >= 0;
+    const bool falls = FloorMeansAt(up, lo, k, right, &scratch->ranked).rise_sign <= 0;
     if (rises && falls) break;
     reach *= 4;
     if (reach > kFloorSlopeReach) return false;
     if (!rises) left = hard_slope - reach;
     if (!falls) right = hard_slope + reach;
   }
-  while (right - left > slope_resolution) {
-    const double mid = left + (right - left) / 2;
-    const double s = FloorMeansAt(up, lo, k, mid, scratch).rise_sign;
-    if (s > 0) {
-      left = mid;
-    } else if (s < 0) {
-      right = mid;
-    } else {
-      left = right = mid;  // on the flat top: every slope here keeps the same gap
+  *slope = BisectFloorSlope(up, lo, k, left, right, resolution, prune, scratch);
+  const FloorMeans m = FloorMeansAt(up, lo, k, *slope, &scratch->ranked);
+  if (prune) {
+    // The candidates' answer must be the whole set's, to the bit; one more
+    // pass over every bound checks it, and the simple path answers if not.
+    const FloorMeans c = FloorMeansAt(scratch->up, scratch->lo, k, *slope, &scratch->ranked);
+    if (c.upper != m.upper || c.lower != m.lower) {
+      floor_candidate_mismatches.fetch_add(1, std::memory_order_relaxed);
+      return FitFloorMeans(up, lo, k, hard_slope, false, scratch, slope, value);
     }
   }
-  *slope = left + (right - left) / 2;
-  const FloorMeans m = FloorMeansAt(up, lo, k, *slope, scratch);
   *value = (m.upper + m.lower) / 2;
   return true;
 }
@@ -473,10 +528,12 @@ struct Workspace {
   std::vector<Pt> up, lo;
   Chains c;
   std::vector<i128> scratch;
-  std::vector<Ranked> ranked;
+  FloorScratch floors;
 };
 
 }  // namespace
+
+int64_t FloorCandidateMismatches() { return floor_candidate_mismatches.load(std::memory_order_relaxed); }
 
 LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const OffsetBound> lower,
                          int64_t x0_ns, const MaxMarginOptions& options) {
@@ -532,7 +589,7 @@ LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const Off
       fit.ok = true;
       const size_t k = FloorPoints(options, up.size(), lo.size());
       double slope = 0, value = 0;
-      if (k > 1 && FitFloorMeans(up, lo, k, fit.alpha, &ws.ranked, &slope, &value)) {
+      if (k > 1 && FitFloorMeans(up, lo, k, fit.alpha, options.prune_floor_candidates, &ws.floors, &slope, &value)) {
         fit.alpha = slope;
         fit.beta_ns = static_cast<double>(static_cast<long double>(y_ref) + static_cast<long double>(value));
         fit.floor_points = static_cast<int>(k);

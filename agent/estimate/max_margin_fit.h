@@ -23,6 +23,11 @@ struct MaxMarginOptions {
   // margin's line by half its lead. 1: the hard margin (Huygens). Fewer
   // where a side has under kBoundsPerFloorPoint bounds per floor point.
   int floor_points = 8;
+  // The floors' line bisects over only the bounds that can be among the
+  // deepest in what is left of its bracket: exact, and checked against
+  // every bound at its end. false: over every bound each step (the simple
+  // path, which tests compare it with).
+  bool prune_floor_candidates = true;
 };
 
 // A side needs this many bounds per floor point: with fewer, the deepest
@@ -43,6 +48,10 @@ struct LineFit {
   int upper_points = 0;
   int lower_points = 0;
 };
+
+// Fits whose pruned floors' line differed from every bound's at the check
+// and were answered by the simple path (0 unless the pruning is wrong).
+int64_t FloorCandidateMismatches();
 
 LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const OffsetBound> lower,
                          int64_t x0_ns, const MaxMarginOptions& options = {});

@@ -578,5 +578,37 @@ TEST(MaxMarginFit, PacketsUnderTheFloorErrTheFloorsLineLessThanTheHardOne) {
   EXPECT_LT(sum_floor, 0.7 * sum_hard) << "mean |error|: floors " << sum_floor / 40 << " ns, hard " << sum_hard / 40;
 }
 
+TEST(MaxMarginFit, PrunedFloorCandidatesGiveTheSimplePathsLineToTheBit) {
+  // The fast path (bisection over the bounds that can still be among the
+  // deepest) against the simple one (over every bound each step), on
+  // generated windows: loaded and idle paths, drifts, every k, and ties.
+  MaxMarginOptions simple;
+  simple.prune_floor_candidates = false;
+  int compared = 0;
+  const int64_t mismatches_before = FloorCandidateMismatches();
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    SmallSet s = LoadedPathWindow(seed, 100 + static_cast<int>(seed * 37 % 900),
+                                  1e-6 * static_cast<double>(seed % 41) - 2e-5, 1'000'000 * static_cast<int64_t>(seed));
+    if (seed % 3 == 0) {  // an idle path: every bound within a few ns of its floor
+      for (auto& p : s.upper) p.y_ns -= (p.y_ns - 1'000'000 * static_cast<int64_t>(seed)) % 997 / 200;
+    }
+    if (seed % 5 == 0) s = FloorsWithOneEarlyPacket(100 + static_cast<int>(seed), static_cast<int64_t>(seed));
+    for (int k : {2, 3, 8, 16}) {
+      MaxMarginOptions fast;
+      fast.floor_points = simple.floor_points = k;
+      const LineFit a = FitMaxMarginLine(s.upper, s.lower, 12345, fast);
+      const LineFit b = FitMaxMarginLine(s.upper, s.lower, 12345, simple);
+      ASSERT_TRUE(a.ok && b.ok) << seed;
+      EXPECT_EQ(a.floor_points, b.floor_points);
+      EXPECT_EQ(a.alpha, b.alpha) << "seed " << seed << " k " << k;
+      EXPECT_EQ(a.beta_ns, b.beta_ns) << "seed " << seed << " k " << k;
+      compared += a.floor_points > 1;
+    }
+  }
+  EXPECT_GT(compared, 200);
+  // ... and the fast path's own check never had to send a fit back.
+  EXPECT_EQ(FloorCandidateMismatches(), mismatches_before);
+}
+
 }  // namespace
 }  // namespace chronolink
