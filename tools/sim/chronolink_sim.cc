@@ -171,6 +171,7 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
                          {"fit_span_s", c.AdaptiveFitSpan() ? ordered_json(nullptr)
                                                             : ordered_json(static_cast<double>(c.FitSpan()) / 1e9)},
                          {"fit_span_max_s", static_cast<double>(c.FitSpan()) / 1e9},
+                         {"fit_floor_points", c.estimator.max_margin.floor_points},
                          {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
                          {"seed", c.seed},
                          {"offset_spread_ms", c.offset_spread_ns / 1e6},
@@ -328,6 +329,11 @@ int main(int argc, char** argv) {
   app.add_option("--fit-span-max-s", fit_span_max_s, "the longest chosen span, 2 to 8 windows; 0: three windows")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 28800.0));
+  app.add_option("--fit-floor-points", c.estimator.max_margin.floor_points,
+                 "a fit's line rests on the mean of the N deepest bounds per side, as the agent's "
+                 "--fit-floor-points (1: the hard margin)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   app.add_option("--interval-ms", interval_ms,
                  "one coded pair per directed edge per interval, ms (lower the rate "
                  "for big clusters)")
