@@ -590,9 +590,11 @@ LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const Off
       const size_t k = FloorPoints(options, up.size(), lo.size());
       double slope = 0, value = 0;
       if (k > 1 && FitFloorMeans(up, lo, k, fit.alpha, options.prune_floor_candidates, &ws.floors, &slope, &value)) {
+        const double hard_beta = fit.beta_ns;
         fit.alpha = slope;
         fit.beta_ns = static_cast<double>(static_cast<long double>(y_ref) + static_cast<long double>(value));
         fit.floor_points = static_cast<int>(k);
+        fit.floor_shift_ns = fit.beta_ns - hard_beta;
       }
       return fit;
     }

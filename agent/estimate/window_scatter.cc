@@ -44,7 +44,8 @@ std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit,
   const double mad = n % 2 ? residuals[n / 2] : (residuals[n / 2 - 1] + residuals[n / 2]) / 2;
   const double scatter = options_.tail_factor * 1.4826 * mad;
   const double excess = options_.band_excess_weight * std::max(0.0, fit.uncertainty_ns - fit.margin_ns);
-  const double noise = std::hypot(scatter, std::isfinite(excess) ? excess : 0.0);
+  const double shift = options_.floor_shift_weight * std::abs(fit.floor_shift_ns);
+  const double noise = std::hypot(scatter, std::isfinite(excess) ? excess : 0.0, std::isfinite(shift) ? shift : 0.0);
   const double asymmetry = options_.path_asymmetry_ns / (2 * std::sqrt(3.0));
   const double shared2 = options_.floor_ns * options_.floor_ns + asymmetry * asymmetry;
   return WindowSigma{std::sqrt(noise * noise + shared2), std::sqrt(shared2)};

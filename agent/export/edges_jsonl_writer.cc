@@ -62,6 +62,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["margin_ns"] = e.fit.margin_ns;
     j["violators_removed"] = e.fit.violators_removed;
     j["floor_points"] = e.fit.floor_points;
+    j["floor_shift_ns"] = e.fit.floor_shift_ns;
   } else {
     j["alpha"] = nullptr;
     j["alpha_ppm"] = nullptr;
@@ -72,6 +73,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["margin_ns"] = nullptr;
     j["violators_removed"] = 0;
     j["floor_points"] = nullptr;
+    j["floor_shift_ns"] = nullptr;
   }
   j["pairs_sent"] = r.counts.pairs_sent;
   j["tuples_complete"] = r.counts.complete;

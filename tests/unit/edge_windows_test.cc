@@ -365,6 +365,7 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
                         "margin_ns",
                         "violators_removed",
                         "floor_points",
+                        "floor_shift_ns",
                         "pairs_sent",
                         "tuples_complete",
                         "tuples_in_class",

@@ -480,6 +480,8 @@ TEST(MaxMarginFit, OnePacketUnderTheFloorMovesTheFloorsLineByAKthOfWhatItMovesTh
   ASSERT_TRUE(f.ok);
   EXPECT_EQ(f.floor_points, 8);
   EXPECT_NEAR(f.beta_ns, -80.0 / 8 / 2, 1e-6);  // (920 + 7 x 1000) / 8 against -1000
+  EXPECT_NEAR(f.floor_shift_ns, -5.0 - -40.0, 1e-6);
+  EXPECT_EQ(hard.floor_shift_ns, 0.0);
   EXPECT_NEAR(f.alpha, 0.0, 1e-12);
   // The band and the margin stay the hard line's.
   EXPECT_EQ(f.margin_ns, hard.margin_ns);

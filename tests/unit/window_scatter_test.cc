@@ -120,11 +120,27 @@ TEST(WindowScatter, ABandWiderThanTheMarginWidensThatWindowsSigma) {
   loose.uncertainty_ns = 1240;
   const auto sigma = s.Add(6 * kWindow, loose);
   ASSERT_TRUE(sigma.has_value());
-  EXPECT_NEAR(sigma->sigma_ns, 240, 1e-9) << "a perfect line: all of it is the band's excess";
+  EXPECT_NEAR(sigma->sigma_ns, 120, 1e-9) << "a perfect line: all of it is half the band's excess";
   EXPECT_EQ(sigma->shared_ns, 0) << "each direction's own";
   LineFit tight = Fit(0, 0);
   tight.margin_ns = tight.uncertainty_ns = 1000;
   EXPECT_NEAR(s.Add(7 * kWindow, tight)->sigma_ns, 0, 1e-9);
+}
+
+// A window whose floors' line moved far from the hard line rested on a few
+// packets well under the others: half that shift, in quadrature.
+TEST(WindowScatter, AFloorsLineFarFromTheHardLineWidensThatWindowsSigma) {
+  WindowScatterOptions o;
+  o.floor_ns = 0;
+  WindowScatter s(kWindow, o);
+  for (int k = 0; k < 6; ++k) s.Add(k * kWindow, Fit(0, 0));
+  LineFit shifted = Fit(0, 0);
+  shifted.floor_shift_ns = -80;
+  EXPECT_NEAR(s.Add(6 * kWindow, shifted)->sigma_ns, 40, 1e-9);
+  shifted.margin_ns = 1000;
+  shifted.uncertainty_ns = 1060;  // half of it, 30, beside half the shift, 40
+  EXPECT_NEAR(s.Add(7 * kWindow, shifted)->sigma_ns, 50, 1e-9);
+  EXPECT_NEAR(s.Add(8 * kWindow, Fit(0, 0))->sigma_ns, 0, 1e-9);
 }
 
 TEST(WindowScatter, AGapOrAResetRestartsTheHistory) {
