@@ -146,15 +146,20 @@ def max_margin_at(xu, yu, xl, yl, x0: int) -> float:
 
     def gap(a):
         return np.min(yu - a * du) - np.max(yl - a * dl)
-    lo, hi = -1e-5, 1e-5  # 10 ppm: the delays' own slope across a span, far more than any
-    for _ in range(120):
+    # 10 ppm: the delays' own slope across a span, far more than any
+    a = ternary_max(gap, -1e-5, 1e-5, 120)
+    return float((np.min(yu - a * du) + np.max(yl - a * dl)) / 2)
+
+
+def ternary_max(f, lo: float, hi: float, steps: int) -> float:
+    """The maximiser of a concave f on [lo, hi], by ternary search."""
+    for _ in range(steps):
         m1, m2 = lo + (hi - lo) / 3, hi - (hi - lo) / 3
-        if gap(m1) < gap(m2):
+        if f(m1) < f(m2):
             lo = m1
         else:
             hi = m2
-    a = (lo + hi) / 2
-    return float((np.min(yu - a * du) + np.max(yl - a * dl)) / 2)
+    return (lo + hi) / 2
 
 
 def floor_means_at(xu, yu, xl, yl, x0: int, k: int) -> float:
@@ -178,14 +183,7 @@ def floor_means_at(xu, yu, xl, yl, x0: int, k: int) -> float:
         return u - lo_
     grid = np.linspace(-1e-5, 1e-5, 81)  # concave, but flat-topped stretches make a grid start safer
     i = int(np.argmax([gap(a) for a in grid]))
-    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    for _ in range(60):
-        m1, m2 = lo + (hi - lo) / 3, hi - (hi - lo) / 3
-        if gap(m1) < gap(m2):
-            lo = m1
-        else:
-            hi = m2
-    u, lo_ = means((lo + hi) / 2)
+    u, lo_ = means(ternary_max(gap, grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)], 60))
     return float((u + lo_) / 2)
 
 
@@ -342,7 +340,8 @@ def selftest() -> int:
           f"(got {min(own):.1f} to {max(own):.1f})")
     both = replay(flat, windows, Policy.parse("agent/both"), 2 * NS_PER_S)
     check(all(abs(e) <= 1.5 for e in both), f"flat floors, both sessions: no lean (got {min(both):.1f} to {max(both):.1f})")
-    noisy = link_bounds(make_logs(jitter=True), clocks)
+    noisy_logs = make_logs(jitter=True)
+    noisy = link_bounds(noisy_logs, clocks)
     s_own = summary(windows, replay(noisy, windows, Policy.parse("agent/own"), 2 * NS_PER_S))
     s_both = summary(windows, replay(noisy, windows, Policy.parse("agent/both"), 2 * NS_PER_S))
     check(all(v > 10 for v in s_own["median_signed_ns"].values()),
@@ -366,6 +365,15 @@ def selftest() -> int:
     check(abs(hard + 40) < 0.01 and abs(floors + 5) < 0.01,
           f"one packet 80 ns under the floor: the hard line moves 40 ns, the floors' (k = 8) 5 ns "
           f"(got {hard:.3f}, {floors:.3f})")
+    # --wander on linear clocks: nothing a straight line leaves, so on true
+    # time the replay errs as on the clocks' own stamps.
+    wander = Wander(clocks, t0, t0 + 21 * NS_PER_S)
+    plain = replay(noisy, windows, Policy.parse("agent/both/8"), 2 * NS_PER_S)
+    on_true = replay(link_bounds(noisy_logs, clocks, wander=wander),
+                     in_true_time(windows, clocks, wander), Policy.parse("agent/both/8"), 2 * NS_PER_S)
+    worst = max(abs(a - b) for a, b in zip(plain, on_true))
+    check(abs(wander.of(1, t0 + 7 * NS_PER_S)) < 1e-3 and worst < 0.5,
+          f"--wander on linear clocks: no wander, the same errors on true time (differ by {worst:.3f} ns)")
     check(Policy.parse("agent/both/8").floor_points == 8 and Policy.parse("agent/both/agent").floor_points is None
           and Policy.parse("12/own").floor_points == 1, "K parses: a count, agent, or absent (1: the hard margin)")
     for bad in ("12", "12/all", "0/own", "x/own", "12@-1/own", "agent/both/0", "agent/both/x", "agent/both/8/1"):

@@ -648,9 +648,13 @@ bool SolveReferenceComponent(const ReferenceComponent& rc, int64_t T, const std:
 
 // Per node: offset, drift, uncertainty and the weighted RMS residual of
 // its measurements; per measurement: its residual and robust weight.
-void WriteSolution(const std::vector<EdgeMeasurement>& meas, const ReferenceComponent& rc,
-                   const ComponentSolution& sol, const std::vector<uint32_t>& ids, SolveResult* result) {
+void WriteSolution(const std::vector<EdgeMeasurement>& meas, const ReferenceComponent& rc, const ComponentSolution& sol,
+                   const std::vector<uint32_t>& ids, const SolverOptions& opt, SolveResult* result) {
   const int node_count = static_cast<int>(ids.size());
+  // The node's own stamping bias, and a named reference's, which every
+  // other node's offset carries (the reference itself is exact by naming).
+  const double b = std::max(0.0, opt.node_bias_floor_ns);
+  const double node_bias_variance = b * b * (opt.reference_node ? 2.0 : 1.0);
   const std::vector<double>& x = sol.offset;
   std::vector<double> sum_wr2(node_count, 0.0), sum_w(node_count, 0.0);
   for (size_t e = 0; e < rc.meas.size(); ++e) {
@@ -668,7 +672,8 @@ void WriteSolution(const std::vector<EdgeMeasurement>& meas, const ReferenceComp
     s.reachable = true;
     s.offset_ns = x[l];
     s.drift = sol.drift[l];
-    s.uncertainty_ns = std::sqrt(std::max(sol.variance[l], 0.0));
+    const bool named_reference = opt.reference_node && ids[i] == *opt.reference_node;
+    s.uncertainty_ns = named_reference ? 0.0 : std::sqrt(std::max(sol.variance[l], 0.0) + node_bias_variance);
     s.residual_ns = sum_w[i] > 0 ? std::sqrt(sum_wr2[i] / sum_w[i]) : 0.0;
   }
   size_t ce = 0;
@@ -735,7 +740,7 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
     result.converged = sol.converged;
     result.exact_uncertainty = sol.exact_uncertainty;
   }
-  WriteSolution(meas, rc, sol, ids, &result);
+  WriteSolution(meas, rc, sol, ids, opt, &result);
   return result;
 }
 }  // namespace

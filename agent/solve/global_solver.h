@@ -95,6 +95,15 @@ struct SolverOptions {
   // measurement by 1/u² as before. Where every measurement of a link states
   // its shared_ns, those give the correlation instead (docs/solver.md).
   double direction_correlation = 1.0;
+  // A bias of one node's own stamping path (its kernel's receive and send
+  // paths, its CPU's load: the leader's is busier) is shared by every edge
+  // of that node, so no averaging over its edges removes it, while the
+  // per-node variance above treats the edges as independent but for each
+  // link's shared part. Added in quadrature to each node's uncertainty: its
+  // own, and a named reference's, which every other node's offset carries
+  // (docs/solver.md). The edges' own floor (docs/estimator.md §8) is this
+  // size too.
+  double node_bias_floor_ns = 5.0;
   // Linear solver: sparse LDLᵀ up to this many nodes per component,
   // conjugate gradient (diagonal preconditioner) above.
   int direct_solver_max_nodes = 100;

@@ -160,6 +160,7 @@ TEST(GlobalSolver, ChainExactWithNamedReference) {
   std::vector<std::pair<uint32_t, uint32_t>> pairs;
   for (size_t i = 0; i + 1 < nodes.size(); ++i) pairs.emplace_back(nodes[i], nodes[i + 1]);
   SolverOptions opt;
+  opt.node_bias_floor_ns = 0;  // the Laplacian's variance alone
   opt.reference_node = 1;
   const SolveResult r = Solve(BothWays(t, pairs), kT, opt);
   EXPECT_TRUE(r.converged);
@@ -184,11 +185,43 @@ TEST(GlobalSolver, ChainExactWithNamedReference) {
 // One link, two directions of u1 = 100 and u2 = 200 ns with correlation
 // rho: the solve's weighted mean 0.8·y1 + 0.2·y2 has variance
 // 0.64·u1² + 0.04·u2² + 2·0.16·rho·u1·u2.
+// A node's own stamping bias, shared by all its edges, is not averaged away
+// by the solve: each node's uncertainty carries it, and a named
+// reference's too; the reference itself stays exact.
+TEST(GlobalSolver, EveryNodeCarriesAStampingBiasFloorAndTheNamedReferences) {
+  const std::vector<std::pair<uint32_t, uint32_t>> pairs = {{1, 2}, {2, 3}, {3, 4}, {4, 1}, {1, 3}};
+  const Truth t = MakeTruth({1, 2, 3, 4});
+  SolverOptions bare;
+  bare.reference_node = 1;
+  bare.node_bias_floor_ns = 0;
+  SolverOptions floored = bare;
+  floored.node_bias_floor_ns = 5;
+  const SolveResult a = Solve(BothWays(t, pairs), kT, bare);
+  const SolveResult b = Solve(BothWays(t, pairs), kT, floored);
+  EXPECT_EQ(b.Find(1)->uncertainty_ns, 0.0);
+  for (uint32_t n : {2u, 3u, 4u}) {
+    const double u = a.Find(n)->uncertainty_ns;
+    EXPECT_NEAR(b.Find(n)->uncertainty_ns, std::sqrt(u * u + 2 * 25.0), 1e-9) << n;
+    EXPECT_EQ(b.Find(n)->offset_ns, a.Find(n)->offset_ns) << "only the uncertainty changes";
+  }
+  SolverOptions mean = floored;
+  mean.reference_node.reset();
+  SolverOptions mean_bare = bare;
+  mean_bare.reference_node.reset();
+  const SolveResult c = Solve(BothWays(t, pairs), kT, mean);
+  const SolveResult d = Solve(BothWays(t, pairs), kT, mean_bare);
+  for (uint32_t n : {1u, 2u, 3u, 4u}) {
+    const double u = d.Find(n)->uncertainty_ns;
+    EXPECT_NEAR(c.Find(n)->uncertainty_ns, std::sqrt(u * u + 25.0), 1e-9) << "the mean: the node's own only";
+  }
+}
+
 TEST(GlobalSolver, CorrelatedDirectionsOfOneLinkClosedForm) {
   const Truth t = MakeTruth({1, 2}, 5);
   const std::vector<EdgeEstimate> edges = {Estimate(t, 1, 2, kT, 100.0), Estimate(t, 2, 1, kT, 200.0)};
   for (double rho : {0.0, 0.5, 1.0}) {
     SolverOptions opt;
+    opt.node_bias_floor_ns = 0;  // the Laplacian's variance alone
     opt.reference_node = 1;
     opt.direction_correlation = rho;
     const SolveResult r = Solve(edges, kT, opt);
@@ -200,6 +233,7 @@ TEST(GlobalSolver, CorrelatedDirectionsOfOneLinkClosedForm) {
   }
   // One direction rejected (one estimate only): its own u, whatever rho.
   SolverOptions opt;
+  opt.node_bias_floor_ns = 0;  // the Laplacian's variance alone
   opt.reference_node = 1;
   EXPECT_NEAR(Solve(std::vector<EdgeEstimate>{edges[1]}, kT, opt).Find(2)->uncertainty_ns, 200.0, 1e-6);
 }
@@ -214,6 +248,7 @@ TEST(GlobalSolver, StatedSharedPartsGiveTheCovarianceOfOneLink) {
   edges[1].shared_ns = 100.0;
   for (double rho : {0.0, 1.0}) {
     SolverOptions opt;
+    opt.node_bias_floor_ns = 0;  // the Laplacian's variance alone
     opt.reference_node = 1;
     opt.direction_correlation = rho;
     const double var = 0.64 * 1e4 + 0.04 * 4e4 + 0.32 * 50.0 * 100.0;
@@ -221,6 +256,7 @@ TEST(GlobalSolver, StatedSharedPartsGiveTheCovarianceOfOneLink) {
   }
   edges[1].shared_ns.reset();
   SolverOptions opt;
+  opt.node_bias_floor_ns = 0;  // the Laplacian's variance alone
   opt.reference_node = 1;
   opt.direction_correlation = 0.5;
   const double var = 0.64 * 1e4 + 0.04 * 4e4 + 0.32 * 0.5 * 100.0 * 200.0;
@@ -605,6 +641,7 @@ TEST(GlobalSolver, UncertaintyGrowsWithPathLength) {
   const Truth t = MakeTruth(nodes);
   const auto edges = BothWays(t, RingPairs(nodes));
   SolverOptions opt;
+  opt.node_bias_floor_ns = 0;  // the Laplacian's variance alone
   opt.reference_node = 1;
   const SolveResult exact = Solve(edges, kT, opt);
   EXPECT_TRUE(exact.exact_uncertainty);

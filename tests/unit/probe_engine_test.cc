@@ -574,13 +574,19 @@ TEST_F(ProbeEngineTest, EachEndHoldsThePeersTuplesWholeMirroredIntoItsFrame) {
     return x.kernel.ns == y.kernel.ns && x.kernel.source == y.kernel.source && x.user.ns == y.user.ns &&
            x.user.source == y.user.source;
   };
-  int checked = 0, kernel_whole = 0;
+  int checked = 0, kernel_whole = 0, unreported = 0;
   for (const FullTuple& m : mirrored_at_b) {
     auto it = own_at_a.find(m.seq);
     ASSERT_NE(it, own_at_a.end()) << "a mirrored tuple of a pair a never sent: " << m.seq;
     const FullTuple& o = *it->second;
     for (int i = 0; i < 2; ++i) {
-      EXPECT_TRUE(same(m.fwd_tx[i], o.rev_tx[i])) << "b's send of its answer, seq " << m.seq;
+      // b's send stamps reach a in b's next message: the run may end first
+      // (the last pair or two, more on a loaded machine).
+      if (o.rev_tx[i].user.present()) {
+        EXPECT_TRUE(same(m.fwd_tx[i], o.rev_tx[i])) << "b's send of its answer, seq " << m.seq;
+      } else {
+        ++unreported;
+      }
       EXPECT_TRUE(same(m.fwd_rx[i], o.rev_rx[i])) << "a's receipt of it";
       EXPECT_TRUE(same(m.rev_tx[i], o.fwd_tx[i])) << "a's send of its probe";
       EXPECT_TRUE(same(m.rev_rx[i], o.fwd_rx[i])) << "b's receipt of it";
@@ -601,6 +607,7 @@ TEST_F(ProbeEngineTest, EachEndHoldsThePeersTuplesWholeMirroredIntoItsFrame) {
     ++checked;
   }
   EXPECT_GT(kernel_whole, checked / 2);
+  EXPECT_LE(unreported, 8) << "only the last few pairs may lack b's send stamps at a";
 }
 
 // What counts as "from the listed address": the same IP and port, also as

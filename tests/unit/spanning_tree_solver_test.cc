@@ -156,6 +156,7 @@ TEST(SpanningTreeSolver, EqualsGlobalSolveOnATree) {
     // uncertainty; the global solve does so only when told (by default it
     // takes them as sharing their error, docs/solver.md "Uncertainty").
     opt.direction_correlation = 0;
+    opt.node_bias_floor_ns = 0;  // nor does it add a node's own bias
     if (!mean) opt.reference_node = 11;
     const SolveResult g = Solve(edges, kT, opt);
     const SolveResult s = SolveSpanningTree(edges, kT, opt);

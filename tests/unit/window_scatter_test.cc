@@ -107,14 +107,21 @@ TEST(WindowScatter, OneBadWindowDoesNotWidenTheNextOnes) {
   EXPECT_GT(sigma->sigma_ns, 10);
 }
 
-// The window the scatter cannot tell apart: a fit whose band of separating
-// lines widens at x0 beyond its margin (its slope is loosely held) gets
-// that excess in quadrature.
-TEST(WindowScatter, ABandWiderThanTheMarginWidensThatWindowsSigma) {
+// Six windows on a perfect line, no floor: a window's sigma is then only
+// what tells it apart.
+WindowScatter PerfectLineWithoutFloor() {
   WindowScatterOptions o;
   o.floor_ns = 0;
   WindowScatter s(kWindow, o);
   for (int k = 0; k < 6; ++k) s.Add(k * kWindow, Fit(0, 0));
+  return s;
+}
+
+// The window the scatter cannot tell apart: a fit whose band of separating
+// lines widens at x0 beyond its margin (its slope is loosely held) gets
+// that excess in quadrature.
+TEST(WindowScatter, ABandWiderThanTheMarginWidensThatWindowsSigma) {
+  WindowScatter s = PerfectLineWithoutFloor();
   LineFit loose = Fit(0, 0);
   loose.margin_ns = 1000;
   loose.uncertainty_ns = 1240;
@@ -130,15 +137,12 @@ TEST(WindowScatter, ABandWiderThanTheMarginWidensThatWindowsSigma) {
 // A window whose floors' line moved far from the hard line rested on a few
 // packets well under the others: half that shift, in quadrature.
 TEST(WindowScatter, AFloorsLineFarFromTheHardLineWidensThatWindowsSigma) {
-  WindowScatterOptions o;
-  o.floor_ns = 0;
-  WindowScatter s(kWindow, o);
-  for (int k = 0; k < 6; ++k) s.Add(k * kWindow, Fit(0, 0));
+  WindowScatter s = PerfectLineWithoutFloor();
   LineFit shifted = Fit(0, 0);
   shifted.floor_shift_ns = -80;
   EXPECT_NEAR(s.Add(6 * kWindow, shifted)->sigma_ns, 40, 1e-9);
   shifted.margin_ns = 1000;
-  shifted.uncertainty_ns = 1060;  // half of it, 30, beside half the shift, 40
+  shifted.uncertainty_ns = 1060;  // half the band's excess, 30, beside half the shift, 40
   EXPECT_NEAR(s.Add(7 * kWindow, shifted)->sigma_ns, 50, 1e-9);
   EXPECT_NEAR(s.Add(8 * kWindow, Fit(0, 0))->sigma_ns, 0, 1e-9);
 }
