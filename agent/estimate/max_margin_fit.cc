@@ -410,8 +410,9 @@ FloorMeans FloorMeansAt(const std::vector<Pt>& up, const std::vector<Pt>& lo, si
 }
 
 // x within 2^52 ns (52 days) of x0 and y within 2^40 ns (18 min) of y_ref
-// (the smallest upper bound)
-// are exact in double, and a residual then errs by under 2^-12 ns.
+// (the smallest upper bound) are exact in double; with slopes within
+// 4e-3 (FitFloorMeans' reach) a residual y - a x then rounds by under
+// 0.005 ns, and by about 1e-9 ns in a real window (|a x| ~ 1e6 ns).
 bool WithinDoubleRange(const std::vector<Pt>& pts) {
   constexpr int64_t kX = int64_t{1} << 52;
   constexpr int64_t kY = int64_t{1} << 40;
@@ -424,12 +425,12 @@ bool WithinDoubleRange(const std::vector<Pt>& pts) {
 // bracket it lies between its values at the two ends; at every slope there
 // the k-th deepest is no deeper than the k-th smallest of the points' worse
 // ends, so a point whose better end lies past that is never among the k
-// (kRoundingNs covers the double rounding of a residual, under 1e-9 ns).
+// (kRoundingNs covers the double rounding of a residual: WithinDoubleRange).
 // Exact: the k deepest at any slope in the bracket are the same points, with
 // the same residuals, in or out of the pruned set.
 void KeepFloorCandidates(std::vector<Pt>* pts, size_t k, double left, double right, double sign,
                          std::vector<double>* worse) {
-  constexpr double kRoundingNs = 1e-6;
+  constexpr double kRoundingNs = 0.01;
   auto ends = [&](const Pt& p) {
     const double y = static_cast<double>(p.y), x = static_cast<double>(p.x);
     const double a = sign * (y - left * x), b = sign * (y - right * x);
