@@ -170,6 +170,20 @@ void BM_MaxMarginFloors(benchmark::State& state) {
 }
 BENCHMARK(BM_MaxMarginFloors)->Arg(1000)->Arg(4000)->Arg(16000)->Unit(benchmark::kMicrosecond);
 
+// The same without the pruning: every bound at every bisection step (the
+// simple path the fast one is checked against).
+void BM_MaxMarginFloorsEveryBound(benchmark::State& state) {
+  const Window& w = GetWindow(static_cast<int>(state.range(0)));
+  MaxMarginOptions o;
+  o.prune_floor_candidates = false;
+  for (auto _ : state) {
+    LineFit f = FitMaxMarginLine(w.upper, w.lower, w.x0, o);
+    benchmark::DoNotOptimize(f);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_MaxMarginFloorsEveryBound)->Arg(1000)->Arg(4000)->Arg(16000)->Unit(benchmark::kMicrosecond);
+
 // The soft-margin path: 0.5 % of the forward bounds carry a receive stamp
 // 50 us early (below the line), so the fit sets them aside one by one
 // (each round re-hulls the window: O(n) per violator).

@@ -17,6 +17,7 @@ nlohmann::ordered_json AgentStatsJson(const AgentStatsSnapshot& s) {
   j["windows_written"] = s.windows_written;
   j["clock_steps"] = s.clock_steps;
   j["windows_estimated"] = s.windows_estimated;
+  j["floor_candidate_mismatches"] = s.floor_candidate_mismatches;
   if (!s.fit_clock.is_null()) j["fit_clock"] = s.fit_clock;
   nlohmann::ordered_json decode;
   for (size_t i = 0; i < c.decode.counts.size(); ++i) {

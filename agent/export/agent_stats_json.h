@@ -23,6 +23,9 @@ struct AgentStatsSnapshot {
   int64_t windows_written = 0;
   int64_t windows_estimated = 0;
   uint64_t clock_steps = 0;
+  // Fits whose pruned floors' line differed from every bound's at its end
+  // check (FloorCandidateMismatches; 0 unless the pruning is wrong).
+  int64_t floor_candidate_mismatches = 0;
   EngineCounters counters;
   uint64_t socket_receive_errors = 0, socket_receive_calls = 0, socket_error_queue_calls = 0;
   std::map<uint32_t, PeerCounters> peers;

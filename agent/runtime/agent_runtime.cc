@@ -17,14 +17,15 @@
 #include <filesystem>
 #include <limits>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "agent/cluster/probe_graph.h"
-#include "agent/probe/peer_sessions.h"
+#include "agent/estimate/max_margin_fit.h"
 #include "agent/export/agent_metrics.h"
 #include "agent/export/agent_stats_json.h"
 #include "agent/export/prometheus_text.h"
+#include "agent/probe/peer_sessions.h"
 #include "agent/runtime/periodic_tasks.h"
 #include "agent/runtime/run_as.h"
 #include "agent/runtime/socket_transport.h"
@@ -364,6 +365,7 @@ void AgentRuntime::WriteStats(bool final) {
   s.windows_written = windows_written_;
   s.windows_estimated = windows_estimated_;
   s.clock_steps = clock_steps_;
+  s.floor_candidate_mismatches = FloorCandidateMismatches();
   s.fit_clock = FitClockJson(clock_);
   s.counters = engine_->counters();
   s.socket_receive_errors = socket_.receive_errors();

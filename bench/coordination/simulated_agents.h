@@ -47,6 +47,16 @@ std::string AddressOf(uint32_t id);
 // A simulated node as it registers in etcd (and as peer lists name it).
 Member SimulatedMember(uint32_t id);
 
+// The agent's own longest fit span unless told (--fit-span-max-s), in s.
+double DefaultFitSpanMaxS();
+
+// When an agent whose longest fit span is fit_span_max_s records a window:
+// this long after the window's end, before its grace (docs/estimator.md §10).
+inline int64_t RecordLagNs(double fit_span_max_s, int64_t window_ns) {
+  const auto span = static_cast<int64_t>(fit_span_max_s * 1e9 + 0.5);
+  return span > window_ns ? (span - window_ns) / 2 : 0;
+}
+
 struct SimulatedAgentsOptions {
   std::vector<uint32_t> ids;  // the simulated nodes
   ClusterKey key{};
@@ -59,25 +69,15 @@ struct SimulatedAgentsOptions {
   int64_t window_ns = 2'000'000'000;
   int64_t window_grace_ns = 300'000'000;  // the agent's --window-grace-ms
   // How long after its window's end an agent's record of it comes, before
-  // the grace: half its longest fit span past the window ((6 s - 2 s) / 2
-  // by default: docs/estimator.md §10). Every node's summaries come that
-  // late, so the leader's early solve (instant_readiness.h) waits as long.
-  int64_t record_lag_ns = 2'000'000'000;
+  // the grace: half its longest fit span past the window (docs/estimator.md
+  // §10). Every node's summaries come that late, so the leader's early
+  // solve (instant_readiness.h) waits as long.
+  int64_t record_lag_ns = RecordLagNs(DefaultFitSpanMaxS(), 2'000'000'000);
   int64_t retention_ns = 120'000'000'000;
   int64_t resend_ns = 0;  // to a new leader; 0: all that is kept
   int registrations_per_second = 2000;
   const WindowSummarySource* summaries = nullptr;
 };
-
-// The agent's own longest fit span unless told (--fit-span-max-s), in s.
-double DefaultFitSpanMaxS();
-
-// When an agent whose longest fit span is fit_span_max_s records a window:
-// this long after the window's end, before its grace (docs/estimator.md §10).
-inline int64_t RecordLagNs(double fit_span_max_s, int64_t window_ns) {
-  const auto span = static_cast<int64_t>(fit_span_max_s * 1e9 + 0.5);
-  return span > window_ns ? (span - window_ns) / 2 : 0;
-}
 
 // Sets what every simulated node of the bench shares: the bench's cluster
 // (id, etcd prefix), and what an agent with the default settings keeps and

@@ -13,6 +13,7 @@ TEST(AgentStatsJson, RendersTheSnapshot) {
   s.session_epoch = 12345678901234567890ULL;
   s.final = true;
   s.windows_written = 7;
+  s.floor_candidate_mismatches = 1;
   s.counters.duplicate_datagrams = 2;
   s.counters.tap_bucket_full = 5;
   s.peers[4].pairs_sent = 11;
@@ -25,6 +26,7 @@ TEST(AgentStatsJson, RendersTheSnapshot) {
   EXPECT_EQ(j["session"], "12345678901234567890") << "a 64-bit epoch is text, not a double";
   EXPECT_EQ(j["final"], true);
   EXPECT_EQ(j["windows_written"], 7);
+  EXPECT_EQ(j["floor_candidate_mismatches"], 1);
   EXPECT_EQ(j["duplicate_datagrams"], 2);
   EXPECT_EQ(j["tap_records"]["bucket_full"], 5);
   EXPECT_EQ(j["peers"]["4"]["pairs_sent"], 11);
