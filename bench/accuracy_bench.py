@@ -746,6 +746,10 @@ def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
                          + ", probes "
                          f"{'-' if bps is None or math.isnan(bps) else f'{bps / 1e3:.1f}'} kB/s per edge "
                          f"({ag['probe_bytes_source']})" + (f"  [{ag['died']}]" if ag.get("died") else ""))
+            mismatches = (ag.get("agent_stats") or {}).get("floor_candidate_mismatches")
+            if mismatches is not None:  # the floors' fast path against every bound, each fit (estimator §4b)
+                lines.append(f"{r['scenario']:<14} agent n{node}: floors' fast path fell back to the simple one "
+                             f"{mismatches} times")
             tb = ag.get("timebase")
             if tb and "error" not in tb:
                 rate = "" if tb["knots_per_min"] is None else f" ({tb['knots_per_min']:.1f}/min)"

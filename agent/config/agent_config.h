@@ -61,8 +61,13 @@ struct EstimationSettings {
   // (fit_span_chooser.h), from two windows, which at the default 50 ms keep
   // the 80 pairs a fit had at 25 ms, up to fit_span_max_ns; else fixed.
   int64_t fit_span_ns = 0;
-  int64_t fit_span_max_ns = 0;  // 0: three windows (kDefaultLongestWindows)
-  FitSpanRange FitSpans() const { return FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns); }
+  int64_t fit_span_max_ns = 0;  // the longest centred span; 0: three windows (kDefaultLongestWindows)
+  // The longest chosen span, reaching back past the centred ones at no more
+  // lag (fit_span_range.h); 0: five windows (kDefaultLongestTrailingWindows).
+  int64_t fit_span_trailing_max_ns = 0;
+  FitSpanRange FitSpans() const {
+    return FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns, fit_span_trailing_max_ns);
+  }
   bool AdaptiveFitSpan() const { return FitSpans().chosen; }
   // The shortest span a fit takes, and the longest (FitSpan()).
   int64_t MinFitSpan() const { return FitSpans().shortest_ns; }

@@ -5,12 +5,16 @@
 
 namespace chronolink {
 
-EdgeWindows::EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
-                         std::vector<SourceClass> classes, WindowEstimatorOptions options,
-                         WindowScatterOptions scatter, FitSpanRange spans)
-    : node_(node), peer_(peer), window_ns_(window_ns),
-      fit_span_ns_(std::max(spans.longest_ns, window_ns)),
-      classes_(std::move(classes)), options_(options), scatter_options_(scatter),
+EdgeWindows::EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns, std::vector<SourceClass> classes,
+                         WindowEstimatorOptions options, WindowScatterOptions scatter, FitSpanRange spans)
+    : node_(node),
+      peer_(peer),
+      window_ns_(window_ns),
+      centred_span_ns_(std::max(spans.longest_ns, window_ns)),
+      longest_span_ns_(std::max(spans.longest_trailing_ns, centred_span_ns_)),
+      classes_(std::move(classes)),
+      options_(options),
+      scatter_options_(scatter),
       adaptive_span_(ChooserOptionsFor(spans)) {}
 
 int64_t EdgeWindows::WindowStart(int64_t node_ns) const {
@@ -59,6 +63,7 @@ void EdgeWindows::AddSigma(EdgeWindowRecord* r) {
     // A fit on the peer's session too rests on the probes the link's other
     // direction fits on: the two are one measurement, not two.
     r->sigma_shared_ns = r->peer_session_tuples > 0 ? sigma->sigma_ns : sigma->shared_ns;
+    r->sigma_scatter_ns = sigma->scatter_ns;
   }
 }
 

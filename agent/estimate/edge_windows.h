@@ -3,11 +3,14 @@
 // source class. Each window's fit takes the probes of a span centred on the
 // window, which may be longer than it (docs/estimator.md §10): more pairs
 // per fit at the same cadence, while the windows, and so the cluster's solve
-// instants, stay on one grid. The span is fixed (--fit-span-s) or chosen per
-// edge and class from the noise and wander its windows show
-// (fit_span_chooser.h). Pure: no I/O; the caller exports the records.
+// instants, stay on one grid. A span longer than the longest centred one
+// ends where that one ends and reaches further back (fit_span_range.h). The
+// span is fixed (--fit-span-s) or chosen per edge and class from the noise
+// and wander its windows show (fit_span_chooser.h). Pure: no I/O; the
+// caller exports the records.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -59,6 +62,9 @@ struct EdgeWindowRecord {
   // The part of sigma_ns both directions of the link share (WindowSigma);
   // unknown for a min-delay window's own bound.
   std::optional<double> sigma_shared_ns;
+  // The scatter part of sigma_ns (WindowSigma::scatter_ns); unknown where
+  // sigma_ns is not a fit's.
+  std::optional<double> sigma_scatter_ns;
   // What the cluster solve takes as the window's one-sigma: sigma_ns when
   // known, else the fit's uncertainty (a wide bound, never an understatement).
   double SolveSigma() const { return sigma_ns > 0 ? sigma_ns : estimate.fit.uncertainty_ns; }
@@ -70,18 +76,23 @@ class EdgeWindows {
  public:
   // spans: the span each window's fit covers, fixed (never under the
   // window itself; by default the window alone) or chosen per edge between
-  // a shortest and a longest; the longest sets when windows close.
+  // a shortest and a longest; the longest centred one sets when windows
+  // close, the longest of all how far back tuples are kept.
   EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
               std::vector<SourceClass> classes, WindowEstimatorOptions options,
               WindowScatterOptions scatter = {}, FitSpanRange spans = FitSpanRange::Fixed(0));
 
   int64_t WindowStart(int64_t node_ns) const;
-  // The longest span the fit of the window starting at `start` may cover.
-  int64_t FitStart(int64_t start, int64_t span_ns = 0) const {
-    return start + window_ns_ / 2 - (span_ns > 0 ? span_ns : fit_span_ns_) / 2;
-  }
+  // Where a span of span_ns of the window starting at `start` ends: its
+  // end if centred, and no later than the longest centred span's (0: that
+  // one, where every span of the window ends at the latest).
   int64_t FitEnd(int64_t start, int64_t span_ns = 0) const {
-    return FitStart(start, span_ns) + (span_ns > 0 ? span_ns : fit_span_ns_);
+    const int64_t centred = span_ns > 0 ? std::min(span_ns, centred_span_ns_) : centred_span_ns_;
+    return start + window_ns_ / 2 - centred / 2 + centred;
+  }
+  // Where it starts (0: the longest span, the earliest any fit reaches).
+  int64_t FitStart(int64_t start, int64_t span_ns = 0) const {
+    return FitEnd(start, span_ns) - (span_ns > 0 ? span_ns : longest_span_ns_);
   }
   // The latest instant <= node_ns at which some window's span ends: what
   // CloseUpTo can close through, and before which tuples must be final.
@@ -132,7 +143,8 @@ class EdgeWindows {
   uint32_t node_;
   uint32_t peer_;
   int64_t window_ns_;
-  int64_t fit_span_ns_;
+  int64_t centred_span_ns_;  // the longest centred span (FitSpanRange::longest_ns)
+  int64_t longest_span_ns_;  // the longest span (FitSpanRange::longest_trailing_ns)
   std::vector<SourceClass> classes_;
   WindowEstimatorOptions options_;
   std::map<int64_t, Window> windows_;  // by start; closed ones kept while a span needs them

@@ -39,7 +39,7 @@ namespace chronolink {
 
 struct FitSpanChooserOptions {
   int64_t min_span_ns = 4'000'000'000;
-  int64_t max_span_ns = kDefaultLongestWindows * 2'000'000'000;  // of 2 s windows
+  int64_t max_span_ns = kDefaultLongestTrailingWindows * 2'000'000'000;  // of 2 s windows
   int history = 128;     // own-window fits kept (256 s of 2 s windows)
   int min_history = 16;  // no choice before this many
   double switch_gain = 1.1;  // the new span's variance must beat the current's by this factor
@@ -54,7 +54,7 @@ inline std::optional<FitSpanChooserOptions> ChooserOptionsFor(const FitSpanRange
   if (!spans.chosen) return std::nullopt;
   FitSpanChooserOptions o;
   o.min_span_ns = spans.shortest_ns;
-  o.max_span_ns = spans.longest_ns;
+  o.max_span_ns = spans.longest_trailing_ns;
   return o;
 }
 

@@ -48,7 +48,7 @@ std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit,
   const double noise = std::hypot(scatter, std::isfinite(excess) ? excess : 0.0, std::isfinite(shift) ? shift : 0.0);
   const double asymmetry = options_.path_asymmetry_ns / (2 * std::sqrt(3.0));
   const double shared2 = options_.floor_ns * options_.floor_ns + asymmetry * asymmetry;
-  return WindowSigma{std::sqrt(noise * noise + shared2), std::sqrt(shared2)};
+  return WindowSigma{std::sqrt(noise * noise + shared2), std::sqrt(shared2), scatter};
 }
 
 }  // namespace chronolink

@@ -72,6 +72,9 @@ struct WindowScatterOptions {
 struct WindowSigma {
   double sigma_ns = 0;
   double shared_ns = 0;  // <= sigma_ns
+  // The scatter part alone (tail-scaled), so that a saved run can weigh the
+  // parts afresh (bench/fit_replay.py --sigma) instead of a rerun.
+  double scatter_ns = 0;
 };
 
 class WindowScatter {

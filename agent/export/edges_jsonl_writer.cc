@@ -59,6 +59,8 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["sigma_ns"] = r.sigma_ns > 0 ? nlohmann::ordered_json(r.sigma_ns) : nlohmann::ordered_json(nullptr);
     const std::optional<double> shared = r.SolveShared();
     j["sigma_shared_ns"] = shared ? nlohmann::ordered_json(*shared) : nlohmann::ordered_json(nullptr);
+    j["sigma_scatter_ns"] = r.sigma_ns > 0 && r.sigma_scatter_ns ? nlohmann::ordered_json(*r.sigma_scatter_ns)
+                                                                 : nlohmann::ordered_json(nullptr);
     j["margin_ns"] = e.fit.margin_ns;
     j["violators_removed"] = e.fit.violators_removed;
     j["floor_points"] = e.fit.floor_points;
@@ -70,6 +72,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["uncertainty_ns"] = nullptr;
     j["sigma_ns"] = nullptr;
     j["sigma_shared_ns"] = nullptr;
+    j["sigma_scatter_ns"] = nullptr;
     j["margin_ns"] = nullptr;
     j["violators_removed"] = 0;
     j["floor_points"] = nullptr;

@@ -906,7 +906,22 @@ TEST_F(AgentConfigTest, OtherRanges) {
     ASSERT_TRUE(r.config.has_value()) << r.error;
     EXPECT_EQ(r.config->estimation.FitSpan(), 8'000'000'000);
     EXPECT_EQ(r.config->estimation.MinFitSpan(), 4'000'000'000);
+    EXPECT_EQ(r.config->estimation.FitSpans().longest_trailing_ns, 10'000'000'000);
   }
+  // Spans reaching back: 10 s by default, from the longest centred span to 8 windows.
+  {
+    const Result r = LoadMinimal();
+    ASSERT_TRUE(r.config.has_value()) << r.error;
+    EXPECT_EQ(r.config->estimation.FitSpans().longest_trailing_ns, 10'000'000'000);
+    const Result all_centred = LoadMinimal({"--fit-span-trailing-max-s", "6"});
+    ASSERT_TRUE(all_centred.config.has_value()) << all_centred.error;
+    EXPECT_EQ(all_centred.config->estimation.FitSpans().longest_trailing_ns, 6'000'000'000);
+  }
+  ExpectError(LoadMinimal({"--fit-span-trailing-max-s", "5"}),
+              {"longest trailing fit span 5 s", "--fit-span-trailing-max-s", "longest centred span 6 s"});
+  ExpectError(LoadMinimal({"--fit-span-max-s", "8", "--fit-span-trailing-max-s", "7"}),
+              {"longest trailing fit span 7 s", "longest centred span 8 s", "--fit-span-max-s"});
+  ExpectError(LoadMinimal({"--fit-span-trailing-max-s", "17"}), {"longest trailing fit span 17 s", "8 windows"});
   ExpectError(LoadMinimal({"--window-grace-ms", "2000"}), {"grace", "shorter than the window"});
   ExpectError(LoadMinimal({"--window-grace-ms", "-1"}), {"grace"});
   ExpectError(LoadMinimal({"--purity-tolerance-ns", "0"}), {"purity tolerance"});

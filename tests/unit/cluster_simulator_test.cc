@@ -58,6 +58,11 @@ TEST(ClusterSimulator, DefaultsAreValidAndBadConfigsAreNot) {
   EXPECT_EQ(ValidateConfig(c), "");
   EXPECT_EQ(c.FitSpan(), 3'000'000'000);
   EXPECT_EQ(c.MinFitSpan(), 2'000'000'000);
+  EXPECT_EQ(c.MaxFitSpan(), 5'000'000'000) << "reaching back two windows more, as the agent's";
+  c.fit_span_trailing_max_ns = 2'500'000'000;  // under the longest centred span
+  EXPECT_NE(ValidateConfig(c), "");
+  c.fit_span_trailing_max_ns = 3'000'000'000;
+  EXPECT_EQ(ValidateConfig(c), "");
   c.fit_span_max_ns = 1'500'000'000;  // under two windows
   EXPECT_NE(ValidateConfig(c), "");
 }

@@ -222,8 +222,9 @@ TEST(EdgeWindows, AClockStepCutsTheSpansBesideIt) {
 // Probes every 50 ms for `windows` windows on a path whose delays queue
 // (Exp(2 us) on top of 10 us, each direction its own) and whose offset
 // random-walks wander_ns_per_sqrt_s; closes every window as the agent does.
-std::vector<EdgeWindowRecord> RunAdaptive(int windows, double wander_ns_per_sqrt_s, uint32_t seed) {
-  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, FitSpanRange::Of(kWindow, 0, 6 * kWindow));
+std::vector<EdgeWindowRecord> RunAdaptive(int windows, double wander_ns_per_sqrt_s, uint32_t seed,
+                                          FitSpanRange spans = FitSpanRange::Of(kWindow, 0, 6 * kWindow)) {
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, spans);
   std::mt19937 rng(seed);
   std::exponential_distribution<double> queue(1 / 2000.0);
   std::normal_distribution<double> gauss;
@@ -247,6 +248,36 @@ std::vector<EdgeWindowRecord> RunAdaptive(int windows, double wander_ns_per_sqrt
   }
   std::erase_if(out, [&](const EdgeWindowRecord& r) { return r.window_start_ns < kBase || r.window_end_ns > end; });
   return out;
+}
+
+// A span longer than the longest centred one ends where that one ends and
+// reaches further back: the record comes as soon as with centred spans, and
+// the tuples it reaches back to are still kept.
+TEST(EdgeWindows, ASpanOverTheLongestCentredOneReachesBackOnly) {
+  const FitSpanRange trailing = FitSpanRange::Of(kWindow, 0, 3 * kWindow, 5 * kWindow);
+  const FitSpanRange centred = FitSpanRange::Of(kWindow, 0, 3 * kWindow, 3 * kWindow);
+  EdgeWindows a(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, trailing);
+  EdgeWindows b(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, centred);
+  for (int64_t t : {kBase, kBase + kWindow / 3, kBase + 7 * kWindow + 1}) {
+    EXPECT_EQ(a.ClosableBefore(t), b.ClosableBefore(t)) << "no later record";
+  }
+  const int64_t end = kBase + kWindow / 2 + 3 * kWindow / 2;
+  EXPECT_EQ(a.FitEnd(kBase, 5 * kWindow), end);
+  EXPECT_EQ(a.FitStart(kBase, 5 * kWindow), end - 5 * kWindow);
+  EXPECT_EQ(a.FitStart(kBase, 4 * kWindow), end - 4 * kWindow);
+  EXPECT_EQ(a.FitStart(kBase, 2 * kWindow), kBase - kWindow / 2) << "up to the longest centred: centred";
+  EXPECT_EQ(a.FitEnd(kBase, 2 * kWindow), kBase + kWindow + kWindow / 2);
+  EXPECT_EQ(a.FitStart(kBase), end - 5 * kWindow) << "the earliest any span reaches";
+
+  // No wander: the chooser goes to the longest span, and those fits take
+  // five windows of probes, ending a window past their own.
+  const std::vector<EdgeWindowRecord> out = RunAdaptive(40, 0, 1, trailing);
+  ASSERT_EQ(out.size(), 40u);
+  const EdgeWindowRecord& last = out.back();
+  EXPECT_EQ(last.fit_end_ns - last.fit_start_ns, 5 * kWindow);
+  EXPECT_EQ(last.fit_end_ns, last.window_end_ns + kWindow);
+  EXPECT_EQ(last.estimate.tuples, 5 * 40) << "every tuple of the span is kept until it is fitted";
+  EXPECT_NEAR(last.estimate.fit.beta_ns, 3'700'000, 100);
 }
 
 TEST(EdgeWindows, AnAdaptiveSpanLengthensWhereTheOffsetOnlyJitters) {
@@ -325,6 +356,8 @@ TEST(EdgeWindows, ThePeersSessionTakesTheLeanOutOfTheFitNotTheCounts) {
   EXPECT_DOUBLE_EQ(*both.back().sigma_shared_ns, both.back().sigma_ns);
   ASSERT_GT(alone.back().sigma_ns, 0);
   EXPECT_LT(*alone.back().sigma_shared_ns, alone.back().sigma_ns);
+  ASSERT_TRUE(alone.back().sigma_scatter_ns.has_value());
+  EXPECT_LE(*alone.back().sigma_scatter_ns, alone.back().sigma_ns);
   // A peer's tuple for a window already closed comes too late: no record again.
   link.OnPeerTuple(MakeLeaningTuple(++seq, kBase + kWindow / 2, offset, 10'000, 10'040));
   both.clear();
@@ -362,6 +395,7 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
                         "uncertainty_ns",
                         "sigma_ns",
                         "sigma_shared_ns",
+                        "sigma_scatter_ns",
                         "margin_ns",
                         "violators_removed",
                         "floor_points",
@@ -387,11 +421,14 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   // No sigma yet: both sigma fields null; then the scatter's, with its shared part.
   EXPECT_TRUE(j["sigma_ns"].is_null());
   EXPECT_TRUE(j["sigma_shared_ns"].is_null());
+  EXPECT_TRUE(j["sigma_scatter_ns"].is_null());
   r.sigma_ns = 12;
   r.sigma_shared_ns = 5;
+  r.sigma_scatter_ns = 9;
   const auto k = nlohmann::json::parse(EdgeRecordToJson(r, Context(7, VirtualClockParams{})));
   EXPECT_DOUBLE_EQ(k["sigma_ns"].get<double>(), 12);
   EXPECT_DOUBLE_EQ(k["sigma_shared_ns"].get<double>(), 5);
+  EXPECT_DOUBLE_EQ(k["sigma_scatter_ns"].get<double>(), 9);
 }
 
 }  // namespace

@@ -178,9 +178,14 @@ TEST(FitSpanRange, FixedOrChosenFromTwoWindowsToALongest) {
   EXPECT_EQ(chosen.longest_ns, 3 * w);
   ASSERT_TRUE(ChooserOptionsFor(chosen).has_value());
   EXPECT_EQ(ChooserOptionsFor(chosen)->min_span_ns, 2 * w);
-  EXPECT_EQ(ChooserOptionsFor(chosen)->max_span_ns, 3 * w);
+  EXPECT_EQ(chosen.longest_trailing_ns, 5 * w) << "reaching back two windows more";
+  EXPECT_EQ(ChooserOptionsFor(chosen)->max_span_ns, 5 * w) << "the chooser picks up to the longest of all";
+  EXPECT_EQ(fixed.longest_trailing_ns, 3 * w);
 
   EXPECT_EQ(FitSpanRange::Of(w, 0, 4 * w).longest_ns, 4 * w);
+  EXPECT_EQ(FitSpanRange::Of(w, 0, 6 * w).longest_trailing_ns, 6 * w) << "never under the centred one";
+  EXPECT_EQ(FitSpanRange::Of(w, 0, 0, 7 * w).longest_trailing_ns, 7 * w);
+  EXPECT_EQ(FitSpanRange::Of(w, 0, 0, 3 * w).longest_trailing_ns, 3 * w) << "every span centred";
   // A longest under two windows is the shortest too.
   EXPECT_EQ(FitSpanRange::Of(w, 0, w).shortest_ns, w);
 }

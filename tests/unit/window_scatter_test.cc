@@ -52,6 +52,7 @@ TEST(WindowScatter, RecoversTheNoiseOfIndependentWindowErrors) {
     if (!sigma) continue;
     last_sigma = sigma->sigma_ns;
     EXPECT_EQ(sigma->shared_ns, 0) << "no floor, no asymmetry: nothing the directions share";
+    EXPECT_NEAR(sigma->scatter_ns, sigma->sigma_ns, 1e-9) << "no excess, no shift: all of it is the scatter";
     ++n;
     covered += std::abs(err) <= 3 * sigma->sigma_ns;
   }
@@ -145,6 +146,30 @@ TEST(WindowScatter, AFloorsLineFarFromTheHardLineWidensThatWindowsSigma) {
   shifted.uncertainty_ns = 1060;  // half the band's excess, 30, beside half the shift, 40
   EXPECT_NEAR(s.Add(7 * kWindow, shifted)->sigma_ns, 50, 1e-9);
   EXPECT_NEAR(s.Add(8 * kWindow, Fit(0, 0))->sigma_ns, 0, 1e-9);
+}
+
+// The parts a saved run re-weighs (bench/fit_replay.py --sigma): the scatter
+// alone is reported, and the sigma is it, the weighted excess and shift and
+// the floor in quadrature.
+TEST(WindowScatter, ReportsItsScatterSoTheWeightsCanBeReplayed) {
+  WindowScatter s(kWindow);
+  const double wobble[] = {12, -7, 3, -15, 9, -4, 6};
+  std::optional<WindowSigma> sigma;
+  LineFit f = Fit(0, 0);
+  f.floor_shift_ns = 30;
+  f.margin_ns = 900;
+  f.uncertainty_ns = 940;
+  for (int k = 0; k < 7; ++k) {
+    f.beta_ns = wobble[k];
+    sigma = s.Add(k * kWindow, f);
+  }
+  ASSERT_TRUE(sigma.has_value());
+  EXPECT_GT(sigma->scatter_ns, 1) << "the windows wobble about any line";
+  const WindowScatterOptions o;
+  EXPECT_NEAR(sigma->sigma_ns * sigma->sigma_ns,
+              sigma->scatter_ns * sigma->scatter_ns + std::pow(o.band_excess_weight * 40, 2) +
+                  std::pow(o.floor_shift_weight * 30, 2) + o.floor_ns * o.floor_ns,
+              1e-6);
 }
 
 TEST(WindowScatter, AGapOrAResetRestartsTheHistory) {

@@ -153,7 +153,7 @@ std::string SpanText(const RunResult& r) {
   } else {
     const SpanSummary s = SummariseSpans(r.traffic);
     std::snprintf(buf, sizeof buf, "fits over spans chosen in %g-%g s: p10 %g, p50 %g, p90 %g s",
-                  static_cast<double>(c.MinFitSpan()) / 1e9, static_cast<double>(c.FitSpan()) / 1e9, s.p10_s,
+                  static_cast<double>(c.MinFitSpan()) / 1e9, static_cast<double>(c.MaxFitSpan()) / 1e9, s.p10_s,
                   s.p50_s, s.p90_s);
   }
   return buf;
@@ -171,6 +171,7 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
                          {"fit_span_s", c.AdaptiveFitSpan() ? ordered_json(nullptr)
                                                             : ordered_json(static_cast<double>(c.FitSpan()) / 1e9)},
                          {"fit_span_max_s", static_cast<double>(c.FitSpan()) / 1e9},
+                         {"fit_span_trailing_max_s", static_cast<double>(c.MaxFitSpan()) / 1e9},
                          {"fit_floor_points", c.estimator.max_margin.floor_points},
                          {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
                          {"seed", c.seed},
@@ -296,8 +297,9 @@ int main(int argc, char** argv) {
       "(docs/simulator.md)."};
   SimConfig c;
   std::vector<uint32_t> sizes;
-  double window_s = 2.0, fit_span_s = 0, fit_span_max_s = static_cast<double>(c.fit_span_max_ns) / 1e9, interval_ms = static_cast<double>(c.interval_ns) / 1e6,
-         spacing_us = static_cast<double>(c.spacing_ns) / 1e3;
+  double window_s = 2.0, fit_span_s = 0, fit_span_max_s = static_cast<double>(c.fit_span_max_ns) / 1e9,
+         fit_span_trailing_max_s = static_cast<double>(c.fit_span_trailing_max_ns) / 1e9,
+         interval_ms = static_cast<double>(c.interval_ns) / 1e6, spacing_us = static_cast<double>(c.spacing_ns) / 1e3;
   double offset_spread_ms = 50, drift_spread_ppm = 100, queue_mean_us = 20, burst_us = 500;
   std::vector<double> delay_us = {20, 200};
   std::string reference = "mean", discipline = "kernel-pll", fit_clock = "raw";
@@ -326,7 +328,13 @@ int main(int argc, char** argv) {
                  "0: chosen per edge from 2 windows to --fit-span-max-s, as the agent's --fit-span-s")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 28800.0));
-  app.add_option("--fit-span-max-s", fit_span_max_s, "the longest chosen span, 2 to 8 windows; 0: three windows")
+  app.add_option("--fit-span-max-s", fit_span_max_s,
+                 "the longest chosen centred span, 2 to 8 windows; 0: three windows")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 28800.0));
+  app.add_option("--fit-span-trailing-max-s", fit_span_trailing_max_s,
+                 "the longest chosen span in all, reaching back past the centred ones, as the agent's; "
+                 "0: five windows")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 28800.0));
   app.add_option("--fit-floor-points", c.estimator.max_margin.floor_points,
@@ -417,6 +425,7 @@ int main(int argc, char** argv) {
   c.window_ns = std::llround(window_s * 1e9);
   c.fit_span_ns = std::llround(fit_span_s * 1e9);
   c.fit_span_max_ns = std::llround(fit_span_max_s * 1e9);
+  c.fit_span_trailing_max_ns = std::llround(fit_span_trailing_max_s * 1e9);
   c.interval_ns = std::llround(interval_ms * 1e6);
   c.spacing_ns = std::llround(spacing_us * 1e3);
   c.offset_spread_ns = offset_spread_ms * 1e6;

@@ -87,6 +87,10 @@ std::string ValidateConfig(const SimConfig& c) {
     return "fit span must be 0 (chosen per edge) or 1 to 8 windows (--fit-span-s)";
   if (c.fit_span_max_ns != 0 && (c.fit_span_max_ns < 2 * c.window_ns || c.fit_span_max_ns > 8 * c.window_ns))
     return "longest fit span must be 0 (three windows) or 2 to 8 windows (--fit-span-max-s)";
+  if (c.fit_span_trailing_max_ns != 0 &&
+      (c.fit_span_trailing_max_ns < c.FitSpan() || c.fit_span_trailing_max_ns > 8 * c.window_ns))
+    return "longest trailing fit span must be 0 (five windows) or from the longest centred span to 8 windows "
+           "(--fit-span-trailing-max-s)";
   if (c.interval_ns > c.window_ns)
     return "probe interval must not exceed the window (--interval-ms, --window-s)";
   if (!(c.interval_jitter >= 0 && c.interval_jitter < 1))
@@ -156,10 +160,11 @@ std::vector<SimWindow> ClusterSimulator::SimulateEdge(uint32_t node, uint32_t pe
   const int64_t end = c.start_ns + c.windows * c.window_ns;  // prober clock
   // Probing starts and ends early and late enough to fill the first and last
   // windows' fit spans.
-  const int64_t overhang = c.start_ns - windows.FitStart(c.start_ns);
-  int64_t open = c.start_ns - overhang;  // windows close up to here
+  const int64_t lead = c.start_ns - windows.FitStart(c.start_ns);                  // the longest span's reach back
+  const int64_t overhang = windows.FitEnd(c.start_ns) - c.start_ns - c.window_ns;  // and ahead, at the most
+  int64_t open = c.start_ns - lead;                                                // windows close up to here
   const double interval = static_cast<double>(c.interval_ns);
-  int64_t t = prober.TrueInstant(c.start_ns - overhang) + std::llround(rng.Uniform(0, interval));
+  int64_t t = prober.TrueInstant(c.start_ns - lead) + std::llround(rng.Uniform(0, interval));
   for (uint64_t seq = 1;; ++seq) {
     const Exchange x = SimulateExchange(t, c.spacing_ns, l, node < peer, host, rng);
     const int64_t created = prober.Read(x.fwd_user_tx[0]);
