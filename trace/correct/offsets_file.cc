@@ -1,11 +1,12 @@
 #include "trace/correct/offsets_file.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "common/gzip_file.h"
 #include "common/input_file.h"
@@ -410,6 +411,29 @@ bool OffsetsReader::AddFile(const std::string& path, std::string* error) {
   return true;
 }
 
+uint64_t MergeSameInstants(std::vector<OffsetRecord>* records) {
+  // Stable: equal (node, t_ns) stay in reading order, so the last one read is last.
+  std::stable_sort(records->begin(), records->end(), [](const OffsetRecord& a, const OffsetRecord& b) {
+    return a.node != b.node ? a.node < b.node : a.t_ns < b.t_ns;
+  });
+  const auto read_later = [](const OffsetRecord& a, const OffsetRecord& b) {
+    return std::pair(a.file_index, a.line_number) > std::pair(b.file_index, b.line_number);
+  };
+  std::vector<OffsetRecord> kept;
+  kept.reserve(records->size());
+  uint64_t replaced = 0;
+  for (const OffsetRecord& r : *records) {
+    if (!kept.empty() && kept.back().node == r.node && r.t_ns - kept.back().t_ns <= kSameInstantNs) {
+      if (r.t_ns == kept.back().t_ns || read_later(r, kept.back())) kept.back() = r;
+      ++replaced;
+    } else {
+      kept.push_back(r);
+    }
+  }
+  *records = std::move(kept);
+  return replaced;
+}
+
 bool OffsetsReader::Finish(OffsetsInput* out, std::string* error) {
   std::vector<OffsetRecord>& records = input_.records;
   if (records.empty()) {
@@ -418,21 +442,7 @@ bool OffsetsReader::Finish(OffsetsInput* out, std::string* error) {
     *error = "no usable offsets line in " + (names.empty() ? std::string("(no file)") : names);
     return false;
   }
-  // Stable: equal (node, t_ns) stay in reading order, so the last one read is last.
-  std::stable_sort(records.begin(), records.end(), [](const OffsetRecord& a, const OffsetRecord& b) {
-    return a.node != b.node ? a.node < b.node : a.t_ns < b.t_ns;
-  });
-  std::vector<OffsetRecord> kept;
-  kept.reserve(records.size());
-  for (const OffsetRecord& r : records) {
-    if (!kept.empty() && kept.back().node == r.node && kept.back().t_ns == r.t_ns) {
-      kept.back() = r;
-      ++input_.lines_replaced;
-    } else {
-      kept.push_back(r);
-    }
-  }
-  records = std::move(kept);
+  input_.lines_replaced += MergeSameInstants(&records);
   *out = std::move(input_);
   input_ = OffsetsInput{};
   reference_where_.reset();

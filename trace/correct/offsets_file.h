@@ -6,9 +6,14 @@
 // them. Every line's schema and every field's type is checked; a bad line is
 // an error naming file:line (or, when asked, skipped, counted and warned
 // about). Solutions are merged across files in the order given: the LAST
-// one per (node, t_ns) wins, so a `recomputed` re-solve replaces the earlier
-// solve of its instant, and a later file replaces an earlier one where they
-// overlap.
+// one per (node, instant) wins, so a `recomputed` re-solve replaces the
+// earlier solve of its instant, and a later file replaces an earlier one
+// where they overlap. An instant is a t_ns, give or take kSameInstantNs: a
+// leader maps its instant (on the fit clocks) to REALTIME anew when it
+// solves it again, through the knots it holds by then, and the two t_ns of
+// one instant differed by 1 ns on the test bed (2026-12-05; read as two
+// instants, the node's clock stood still between them and alignment
+// refused the file).
 //
 // The order of t_ns within a file is not checked: a node that leads, loses
 // office and leads again appends instants that go back in time to the same
@@ -32,6 +37,9 @@
 namespace chronolink::trace {
 
 inline constexpr char kOffsetsSchema[] = "chronolink.offset.v1";  // rows: a node at an instant
+// Two solutions of a node this close are one instant solved twice: instants
+// are a window apart, and a window is at least 0.1 s (the agent's config).
+inline constexpr int64_t kSameInstantNs = 1'000'000;
 inline constexpr char kOffsetColumnsSchema[] = "chronolink.offset_columns.v1";  // an instant
 // Values no clock service produces: refused as corrupt input.
 inline constexpr double kMaxAbsOffsetNs = 86'400e9;  // one day
@@ -72,6 +80,11 @@ struct OffsetRecord {
   uint32_t file_index = 0;
   uint32_t line_number = 0;
 };
+
+// Sorts records by (node, t_ns) and keeps one per node and instant (t_ns
+// within kSameInstantNs): the one read last (file_index, line_number).
+// Returns how many it dropped.
+uint64_t MergeSameInstants(std::vector<OffsetRecord>* records);
 
 struct OffsetsReadOptions {
   // Skip malformed lines (counted, one warning each) instead of failing.

@@ -148,13 +148,9 @@ bool RecordedCorrection(const RecordedMappings& recorded, const std::string& nam
   }
   input.lines_read = line;
   // By instant, as the correction expects (the reader's order is by host
-  // instant; where the two disagree, the correction says so).
-  std::stable_sort(input.records.begin(), input.records.end(),
-                   [](const OffsetRecord& a, const OffsetRecord& b) { return a.t_ns < b.t_ns; });
-  const auto same_instant = [](const OffsetRecord& a, const OffsetRecord& b) { return a.t_ns == b.t_ns; };
-  const auto last = std::unique(input.records.rbegin(), input.records.rend(), same_instant);
-  input.records.erase(input.records.begin(), last.base());
-  input.lines_replaced = line - input.records.size();
+  // instant; where the two disagree, the correction says so); an instant
+  // the page published again (a re-solve) counts once, as last published.
+  input.lines_replaced = MergeSameInstants(&input.records);
   return ClusterCorrection::FromOffsets(input, out, error);
 }
 

@@ -387,6 +387,53 @@ TEST(ClockCorrectionTest, AClockGoingBackBetweenInstantsIsRefusedWithItsLine) {
   EXPECT_NE(error.find("offsets.jsonl:6"), std::string::npos) << error;  // the instant before
 }
 
+// A leader solving an instant again maps it to REALTIME anew, through the
+// knots it holds by then: on the test bed the re-solve's t_ns came 1 ns
+// later, its offset 1 ns less (the node's reading the same). One instant,
+// the re-solve standing for it; read as two, the node's clock stood still
+// between them and the whole file was refused (acc51-h3, 2026-12-05).
+TEST(ClockCorrectionTest, AnInstantSolvedAgainAndMappedANanosecondApartIsOneInstant) {
+  const TruthCluster truth = FiveNodes();
+  std::string text = OffsetsText(truth, {1, 2}, 0, 5);
+  for (int shift : {1, -1, 999'999}) {
+    std::string again = text;
+    for (uint32_t n : {1u, 2u}) {
+      Json line = truth.Line(n, Instant(2), kSigmaNs);
+      line["t_ns"] = line["t_ns"].get<int64_t>() + shift;
+      if (n == 2) line["offset_ns"] = line["offset_ns"].get<double>() - shift;
+      line["recomputed"] = true;
+      again += line.dump() + "\n";
+    }
+    OffsetsReader reader;
+    OffsetsInput input;
+    std::string error;
+    ASSERT_TRUE(reader.AddText(again, "offsets.jsonl", &error) && reader.Finish(&input, &error)) << error;
+    EXPECT_EQ(input.lines_replaced, 2u) << shift;
+    ASSERT_EQ(input.records.size(), 12u) << shift;
+    const OffsetRecord& node2 = input.records[6 + 2];
+    EXPECT_EQ(node2.node, 2u);
+    EXPECT_TRUE(node2.recomputed) << "the one read last stands for the instant";
+    EXPECT_EQ(node2.t_ns, Instant(2) + shift);
+    ClusterCorrection c;
+    EXPECT_TRUE(ClusterCorrection::FromOffsets(input, &c, &error)) << shift << ": " << error;
+  }
+  // Read first, a re-solve still gives way to what was read after it.
+  std::string first;
+  Json early = truth.Line(2, Instant(2), kSigmaNs);
+  early["t_ns"] = early["t_ns"].get<int64_t>() + 1;
+  early["recomputed"] = true;
+  first = early.dump() + "\n" + text;
+  OffsetsReader reader;
+  OffsetsInput input;
+  std::string error;
+  ASSERT_TRUE(reader.AddText(first, "offsets.jsonl", &error) && reader.Finish(&input, &error)) << error;
+  ASSERT_EQ(input.records.size(), 12u);
+  EXPECT_FALSE(input.records[6 + 2].recomputed);
+  EXPECT_EQ(input.records[6 + 2].t_ns, Instant(2));
+  // Instants a window apart stay two, however close the window: 0.1 s is the shortest.
+  EXPECT_LT(kSameInstantNs, 100'000'000 / 2);
+}
+
 TEST(ClockCorrectionTest, OverflowIsReportedNotWrapped) {
   const TruthCluster truth = FiveNodes();
   const ClusterCorrection c = MustBuild(OffsetsText(truth, {1, 3}, 0, 3));
