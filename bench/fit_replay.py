@@ -27,6 +27,11 @@ Each policy names a span, a packet set and the floor points:
           the agent takes it; agent: what the agent's records say
           (edges.jsonl floor_points); absent: 1, the hard margin
 written SPAN/PACKETS[/K], e.g. agent/own, 12/both, 12@1/own, agent/both/8.
+A span chooser:M is the one the agent's span chooser's model picks for
+each window from the evidence its record carries (fit_span_evidence), up
+to M seconds; one longer than the run's longest centred span ends where
+that one ends and reaches back (agent/estimate/fit_span_range.h), e.g.
+chooser:6/both/agent, chooser:10/both/agent.
 
 It prints, per policy, |error| p50 / p99 / max over the agent's kernel
 windows in the measured span, each prober's median signed error (what a
@@ -40,13 +45,6 @@ a policy's figures are what the agent would have erred, not the path's
 part alone.
 
     python3 bench/fit_replay.py OUT/routed-90pct [--wander] [--policy agent/own --policy 12/both/8 ...]
-    python3 bench/fit_replay.py OUT/routed-90pct --sigma 0.5/0.5 --sigma 1/0
-
-With --sigma BAND/SHIFT it re-weighs each window's sigma (docs/estimator.md
-§8) from the parts edges.jsonl records (sigma_scatter_ns, uncertainty_ns -
-margin_ns, floor_shift_ns) and prints 3 sigma coverage of the agent's own
-errors and the median sigma over the median |error|: how the agent's
-weights were chosen, reproducible on any run from 2026-12-05 on.
     python3 bench/fit_replay.py --selftest
 
 No root: only saved runs (accuracy_bench --stamp-logs --out OUT). Needs
@@ -57,7 +55,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from dataclasses import dataclass
@@ -72,10 +69,6 @@ NS_PER_S = 1_000_000_000
 SOURCE = "socket_software"
 DEFAULT_POLICIES = ["agent/own", "agent/both", "agent/both/8", "12/both/8", "12@1/both/8"]
 BOUNDS_PER_FLOOR_POINT = 16  # agent/estimate/max_margin_fit.h kBoundsPerFloorPoint
-# agent/estimate/window_scatter.h WindowScatterOptions: the weights on the
-# band's excess and on the floors' shift, and the floor, in a window's sigma
-AGENT_SIGMA_WEIGHTS = (0.5, 0.5)
-SIGMA_FLOOR_NS = 5.0
 
 
 @dataclass
@@ -199,13 +192,27 @@ def floor_means_at(xu, yu, xl, yl, x0: int, k: int) -> float:
     return float((u + lo_) / 2)
 
 
+def chosen_span_ns(evidence: dict | None, window_ns: int, longest_ns: int) -> int:
+    """The span agent/estimate/fit_span_chooser.cc's model errs least at,
+    n^2 W / S + 0.15 w^2 S, in whole windows from two to longest_ns, for a
+    window's fit_span_evidence; two windows while it has none. The chooser's
+    hysteresis (a tenth better, four windows in a row) is left out."""
+    shortest = min(2 * window_ns, longest_ns)
+    if not evidence:
+        return shortest
+    n, w = evidence["window_noise_ns"], evidence["wander_ns_per_sqrt_s"]
+    spans = range(shortest, longest_ns + 1, window_ns)
+    return min(spans, key=lambda s: n * n * window_ns / s + 0.15 * w * w * s / NS_PER_S)
+
+
 @dataclass
 class Policy:
     name: str
-    span_s: float | None  # None: the agent's span
+    span_s: float | None  # None: the agent's span (or the chooser's, with chooser_max_s)
     trailing_s: float | None  # None: centred on the window; else the span ends this long after the window
     both_sessions: bool
     floor_points: int | None = 1  # None: the agent's (edges.jsonl floor_points)
+    chooser_max_s: float | None = None  # the span chooser's pick up to this, reaching back past the run's centred longest
 
     @classmethod
     def parse(cls, text: str) -> "Policy":
@@ -220,15 +227,27 @@ class Policy:
                     raise ValueError("K must be 1..64 or agent")
             if span == "agent":
                 return cls(text, None, None, packets == "both", floor)
+            if span.startswith("chooser:"):
+                longest = float(span.split(":", 1)[1])
+                if not 0 < longest <= 60:
+                    raise ValueError("the chooser's longest span must be in (0, 60] s")
+                return cls(text, None, None, packets == "both", floor, longest)
             s, _, d = span.partition("@")
             p = cls(text, float(s), float(d) if d else None, packets == "both", floor)
             if not p.span_s > 0 or (p.trailing_s is not None and p.trailing_s < 0):
                 raise ValueError("the span must be > 0 s and the trailing delay >= 0 s")
             return p
         except ValueError as e:
-            raise ValueError(f"policy {text!r}: {e} (SPAN/PACKETS[/K]: agent|S|S@D / own|both / 1..64|agent)") from None
+            raise ValueError(f"policy {text!r}: {e} (SPAN/PACKETS[/K]: agent|S|S@D|chooser:M / own|both / 1..64|agent)") from None
 
     def span(self, window: dict, window_ns: int) -> tuple[int, int]:
+        if self.chooser_max_s is not None:
+            # Centred up to the run's longest centred span; a longer one ends
+            # where that one ends (agent/estimate/fit_span_range.h).
+            s = chosen_span_ns(window.get("span_evidence"), window_ns, int(self.chooser_max_s * NS_PER_S))
+            centred = min(s, window["centred_span_ns"])
+            end = window["x0_ns"] + centred // 2
+            return end - s, end
         if self.span_s is None:
             return window["fit_start_ns"], window["fit_end_ns"]
         s = int(self.span_s * NS_PER_S)
@@ -289,56 +308,15 @@ def agent_windows(scenario_dir: str) -> tuple[list[dict], int]:
                 windows.append({"node": n, "x0_ns": r["x0_ns"], "fit_start_ns": r["fit_start_ns"],
                                 "fit_end_ns": r["fit_end_ns"], "agent_error_ns": measured[(n, r["x0_ns"])],
                                 "peer_session": (r.get("tuples_peer_session") or 0) > 0,
-                                "floor_points": r.get("floor_points") or 1, **sigma_parts(r)})
+                                "floor_points": r.get("floor_points") or 1,
+                                "span_evidence": r.get("fit_span_evidence")})
     if not windows:
         raise ValueError(f"{scenario_dir}: no kernel window of the measured span")
+    # Every span the agent took ended at most half its longest centred one past x0.
+    centred = 2 * max(w["fit_end_ns"] - w["x0_ns"] for w in windows)
+    for w in windows:
+        w["centred_span_ns"] = centred
     return windows, window_ns
-
-
-def sigma_parts(r: dict) -> dict:
-    """What a window's sigma is made of (docs/estimator.md §8), from its
-    edges.jsonl record; {} where the record does not carry its scatter
-    (runs before 2026-12-05, or no sigma yet)."""
-    if r.get("sigma_scatter_ns") is None or r.get("sigma_ns") is None:
-        return {}
-    return {"sigma_ns": r["sigma_ns"], "scatter_ns": r["sigma_scatter_ns"],
-            "excess_ns": max(0.0, r["uncertainty_ns"] - r["margin_ns"]), "shift_ns": abs(r.get("floor_shift_ns") or 0.0)}
-
-
-def parse_weights(text: str) -> tuple[float, float]:
-    try:
-        band, shift = (float(v) for v in text.split("/"))
-        if not (0 <= band <= 10 and 0 <= shift <= 10):
-            raise ValueError
-        return band, shift
-    except ValueError:
-        raise ValueError(f"--sigma {text!r}: give BAND/SHIFT, two weights in [0, 10], e.g. 0.5/0.5") from None
-
-
-def sigma_of(w: dict, weights: tuple[float, float]) -> float:
-    """A window's sigma with these weights on its band's excess and its
-    floors' shift, as window_scatter.cc adds the parts (no declared path
-    asymmetry: accuracy_bench declares none)."""
-    band, shift = weights
-    return math.sqrt(w["scatter_ns"] ** 2 + (band * w["excess_ns"]) ** 2 + (shift * w["shift_ns"]) ** 2
-                     + SIGMA_FLOOR_NS ** 2)
-
-
-def sigma_report(windows: list[dict], weights: tuple[float, float]) -> dict:
-    """3 sigma coverage of the agent's errors and the median sigma over the
-    median |error|, with a window's sigma re-weighed (issue 31's targets:
-    >= 99 %, <= 3x)."""
-    import numpy as np
-    rows = [w for w in windows if "scatter_ns" in w and w.get("agent_error_ns") is not None]
-    if not rows:
-        return {"windows": 0}
-    sig = np.array([sigma_of(w, weights) for w in rows])
-    err = np.abs(np.array([w["agent_error_ns"] for w in rows]))
-    med_err = float(np.median(err))
-    return {"windows": len(rows), "within_3sigma_pct": float(100 * np.mean(err <= 3 * sig)),
-            "within_2sigma_pct": float(100 * np.mean(err <= 2 * sig)),
-            "median_sigma_ns": float(np.median(sig)), "median_abs_error_ns": med_err,
-            "ratio": float(np.median(sig)) / med_err if med_err > 0 else float("inf")}
 
 
 def summary(windows: list[dict], errors: list[float]) -> dict:
@@ -432,25 +410,20 @@ def selftest() -> int:
     worst = max(abs(a - b) for a, b in zip(plain, on_true))
     check(abs(wander.of(1, t0 + 7 * NS_PER_S)) < 1e-3 and worst < 0.5,
           f"--wander on linear clocks: no wander, the same errors on true time (differ by {worst:.3f} ns)")
+    # chooser:M: the model's span, centred up to the run's centred longest, reaching back past it.
+    w_ev = {"x0_ns": 100 * NS_PER_S, "centred_span_ns": 6 * NS_PER_S,
+            "span_evidence": {"window_noise_ns": 30.0, "wander_ns_per_sqrt_s": 0.0}}
+    check(Policy.parse("chooser:10/both/agent").span(w_ev, 2 * NS_PER_S) == (93 * NS_PER_S, 103 * NS_PER_S),
+          "chooser: noise and no wander take the longest span, ending where the centred 6 s one ends")
+    w_ev["span_evidence"] = {"window_noise_ns": 1.0, "wander_ns_per_sqrt_s": 20.0}
+    check(Policy.parse("chooser:10/both/agent").span(w_ev, 2 * NS_PER_S) == (98 * NS_PER_S, 102 * NS_PER_S),
+          "chooser: wander keeps the shortest span, centred")
+    check(Policy.parse("chooser:10/both/agent").span({**w_ev, "span_evidence": None}, 2 * NS_PER_S)
+          == (98 * NS_PER_S, 102 * NS_PER_S), "chooser: no evidence yet, the shortest span")
     check(Policy.parse("agent/both/8").floor_points == 8 and Policy.parse("agent/both/agent").floor_points is None
           and Policy.parse("12/own").floor_points == 1, "K parses: a count, agent, or absent (1: the hard margin)")
-    # --sigma: a window whose error its band's excess foretells is covered
-    # once the excess is weighed, and not before; the parts add in quadrature.
-    calm = [{"scatter_ns": 10.0, "excess_ns": 0.0, "shift_ns": 0.0, "agent_error_ns": e} for e in range(-19, 20)]
-    loud = [{"scatter_ns": 10.0, "excess_ns": 200.0, "shift_ns": 40.0, "agent_error_ns": 90.0}]
-    none, agent_w = sigma_report(calm + loud, (0, 0)), sigma_report(calm + loud, AGENT_SIGMA_WEIGHTS)
-    check(abs(none["within_3sigma_pct"] - 100 * 39 / 40) < 1e-9 and agent_w["within_3sigma_pct"] == 100,
-          f"--sigma: the loud window is missed unweighed, covered at 0.5/0.5 "
-          f"({none['within_3sigma_pct']:.1f} %, {agent_w['within_3sigma_pct']:.1f} %)")
-    check(abs(sigma_of(loud[0], AGENT_SIGMA_WEIGHTS) - math.sqrt(100 + 100 ** 2 + 20 ** 2 + 25)) < 1e-9,
-          "--sigma: scatter, half the excess, half the shift and the 5 ns floor in quadrature")
-    for bad in ("0.5", "a/b", "-1/0", "0.5/0.5/1"):
-        try:
-            parse_weights(bad)
-            check(False, f"--sigma {bad!r} refused")
-        except ValueError:
-            check(True, f"--sigma {bad!r} refused")
-    for bad in ("12", "12/all", "0/own", "x/own", "12@-1/own", "agent/both/0", "agent/both/x", "agent/both/8/1"):
+    for bad in ("12", "12/all", "0/own", "x/own", "12@-1/own", "agent/both/0", "agent/both/x", "agent/both/8/1",
+                "chooser:0/both", "chooser:x/both"):
         try:
             Policy.parse(bad)
             check(False, f"policy {bad!r} refused")
@@ -469,11 +442,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wander", action="store_true",
                     help="add the oscillators' wander (what no straight line follows) to every bound, on true "
                          "time: the replay then errs as the agent did, not by the path alone")
-    ap.add_argument("--sigma", action="append", metavar="BAND/SHIFT",
-                    help="re-weigh each window's sigma: weights on its band's excess (uncertainty_ns - margin_ns) "
-                         "and on its |floor_shift_ns| (the agent's: 0.5/0.5), and print 3 sigma coverage of the "
-                         "agent's errors and median sigma / median |error| (repeatable; alone, no policy is "
-                         "replayed and no stamp log is needed)")
     ap.add_argument("--selftest", action="store_true", help="check the replay on generated packets and exit")
     a = ap.parse_args(argv)
     try:
@@ -486,20 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     if not a.scenario_dir:
         ap.error("give a scenario directory (or --selftest)")
     try:
-        weights = [parse_weights(w) for w in a.sigma or []]
-        policies = [Policy.parse(p) for p in (a.policy or ([] if weights else DEFAULT_POLICIES))]
+        policies = [Policy.parse(p) for p in (a.policy or DEFAULT_POLICIES)]
         windows, window_ns = agent_windows(a.scenario_dir)
-    except (OSError, ValueError, KeyError) as e:
-        print(f"fit_replay: {e}", file=sys.stderr)
-        return 2
-    out: dict = {}
-    if weights:
-        out["sigma"] = print_sigma_reports(windows, weights)
-        if out["sigma"] is None:
-            return 2
-    if not policies:
-        return write_json(a.json, out)
-    try:
         logs = {n: read_stamp_log(os.path.join(a.scenario_dir, f"agent-n{n}", "stamps.jsonl")) for n in (1, 2)}
         clocks = scenario_clocks(a.scenario_dir)
     except (OSError, ValueError, KeyError) as e:
@@ -524,43 +480,17 @@ def main(argv: list[str] | None = None) -> int:
           f"{percentile(sorted(gap), 50):.1f} / p99 {percentile(sorted(gap), 99):.1f} ns from it: "
           + ("its soft margin, and spans a re-anchor cut" if wander else
              "clock wander the agent's line followed (--wander adds it), and its soft margin"))
-    out.update({"agent": agent, "agent_policy": as_run,
-                "replay_gap_ns": {"p50": percentile(sorted(gap), 50), "p99": percentile(sorted(gap), 99)},
-                "policies": {}})
+    out = {"agent": agent, "agent_policy": as_run,
+           "replay_gap_ns": {"p50": percentile(sorted(gap), 50), "p99": percentile(sorted(gap), 99)},
+           "policies": {}}
     for p in policies:
         s = summary(windows, replayed.get(p.name) or replay(bounds, windows, p, window_ns))
         out["policies"][p.name] = s
         print(format_row(p.name, s), flush=True)
-    return write_json(a.json, out)
-
-
-def write_json(path: str | None, out: dict) -> int:
-    if path:
-        with open(path, "w") as f:
+    if a.json:
+        with open(a.json, "w") as f:
             json.dump(out, f, indent=1)
     return 0
-
-
-def print_sigma_reports(windows: list[dict], weights: list[tuple[float, float]]) -> dict | None:
-    """One line per weight pair; first how far the agent's own weights
-    stand from the sigma the agent wrote (the recomputation's validity)."""
-    import numpy as np
-    rows = [w for w in windows if "scatter_ns" in w]
-    if not rows:
-        print("fit_replay: --sigma: no window carries sigma_scatter_ns (edges.jsonl from 2026-12-05 on)",
-              file=sys.stderr)
-        return None
-    gap = np.abs(np.array([sigma_of(w, AGENT_SIGMA_WEIGHTS) - w["sigma_ns"] for w in rows]))
-    print(f"sigma recomputed with the agent's weights {AGENT_SIGMA_WEIGHTS[0]}/{AGENT_SIGMA_WEIGHTS[1]} stands "
-          f"p99 {percentile(sorted(gap), 99):.3f} ns from the agent's sigma_ns ({len(rows)} windows)")
-    out = {"recompute_gap_p99_ns": percentile(sorted(gap), 99), "weights": {}}
-    for wt in weights:
-        r = sigma_report(windows, wt)
-        out["weights"][f"{wt[0]:g}/{wt[1]:g}"] = r
-        print(f"sigma {wt[0]:g}/{wt[1]:g}: 3 sigma covers {r['within_3sigma_pct']:5.1f} % (2 sigma "
-              f"{r['within_2sigma_pct']:5.1f} %), median sigma {r['median_sigma_ns']:5.1f} ns = "
-              f"{r['ratio']:.2f}x the median |error| ({r['windows']} windows)")
-    return out
 
 
 if __name__ == "__main__":

@@ -2,23 +2,31 @@
 """Replay the agent's window sigma over saved accuracy_bench runs.
 
 The agent's sigma_ns (agent/estimate/window_scatter.h, docs/estimator.md §8)
-has factors calibrated on the test bed. This recomputes it, for each factor
-setting asked, from the beta_ns, uncertainty_ns and margin_ns that the runs'
-edges.jsonl recorded, against the truth of their injected clocks, and prints
-per scenario the 3-sigma coverage and the median sigma over the median
-|error| (issue 12's targets: >= 99 % and <= 3), then how many scenarios met
-each. No root, no agent: only saved runs (accuracy_bench --out DIR).
+has weights calibrated on the test bed. This recomputes it, for each
+setting asked, from what the runs' edges.jsonl recorded (beta_ns,
+uncertainty_ns - margin_ns, floor_shift_ns, and sigma_scatter_ns where the
+run has it), against the errors accuracy_bench gave each window
+(results.json, on the run's own truth), and prints per scenario the 3-sigma
+coverage and the median sigma over the median |error| (issue 31's targets:
+>= 99 % and <= 3), then how many scenarios met each. It first says how far
+the agent's own setting, recomputed, stands from the sigma_ns the agent
+wrote: the replay's validity on those runs. No root, no agent: only saved
+runs (accuracy_bench --out DIR).
 
-    bench/sigma_replay.py out/accuracy-* [--setting mad:1.2:1.0 --setting mad:1.2:1.0:0.5:3]
+    bench/sigma_replay.py OUT... [--setting mad:1.2:0.5:0:5:0.5 --setting rec:1.2:1.0]
 
-A setting is SCATTER:TAIL:EXCESS[:OWN[:FLOOR]]: SCATTER `rms`
-(sqrt(RSS / (n - 2)), the agent before 2026-11-26) or `mad` (median
-|residual| x 1.4826, the agent now), TAIL the factor on it, EXCESS the
-weight on the window's uncertainty_ns - margin_ns, OWN the weight on the
-window's own |residual| from its edge's line (default 0, as the agent),
-FLOOR the floor in ns (default 5, as the agent). Windows are kernel-stamp
-max_margin windows in each run's measured span, every window feeding a
-12-window history (the agent's defaults).
+A setting is SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT]]]: SCATTER `mad`
+(median |residual| x 1.4826, the agent's since 2026-11-26), `rms`
+(sqrt(RSS / (n - 2)), the agent's before) or `rec` (the agent's own, as
+recorded in sigma_scatter_ns, runs from 2026-12-05 on: exact), TAIL the
+factor on it, EXCESS the weight on the window's uncertainty_ns - margin_ns,
+OWN the weight on the window's own |residual| from its edge's line (default
+0, as the agent), FLOOR the floor in ns (default 5, as the agent), SHIFT the
+weight on the window's |floor_shift_ns| (default 0; the agent's 0.5 since
+2026-12-05). The scatter is recomputed as the agent computes it: each
+edge's fitted kernel windows in order, a line through the last 12 (more
+for spans over two windows), started again at a clock step or a gap of
+more than 4 windows.
 """
 from __future__ import annotations
 
@@ -33,7 +41,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools", "testbed"))
 import accuracy_bench as ab  # noqa: E402
-from truth import VClock  # noqa: E402
 
 HISTORY, MIN_HISTORY, FLOOR_NS = 12, 5, 5.0
 WINDOW_NS = 2_000_000_000
@@ -58,70 +65,108 @@ def scatter(x0s: list[int], betas: list[float], kind: str) -> float:
     return 1.4826 * statistics.median(abs(r) for r in res)
 
 
+AGENT_SETTING = ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.5)  # window_scatter.h WindowScatterOptions
+MAX_GAP_WINDOWS = 4
+
+
 def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: float = 0.0,
-           floor: float = FLOOR_NS) -> dict[int, float | None]:
+           floor: float = FLOOR_NS, shift: float = 0.0) -> dict[int, float | None]:
     out: dict[int, float | None] = {}
+    first = 0  # the oldest window the agent's history still holds
     for i, w in enumerate(windows):
+        if w.get("step") or (i and w["x0_ns"] - windows[i - 1]["x0_ns"] > MAX_GAP_WINDOWS * WINDOW_NS):
+            first = i  # the history starts again (WindowScatter::Reset, a gap)
+        if w.get("step"):
+            out[w["x0_ns"]] = None
+            first = i + 1
+            continue
         # A span longer than two windows stretches the line in proportion
-        # (window_scatter.cc): overlapping spans' offsets move together.
+        # (window_scatter.cc): overlapping spans' offsets move together. The
+        # history is trimmed to each window's length in turn, so after a
+        # shorter span it holds fewer until it has grown again.
         span = w.get("fit_span_ns") or 0
         history = round(HISTORY * max(1.0, span / (2 * WINDOW_NS)))
-        hist = windows[max(0, i - history + 1):i + 1]
+        first = max(first, i - history + 1)
+        hist = windows[first:i + 1]
         if len(hist) < MIN_HISTORY:
             out[w["x0_ns"]] = None
             continue
         x0s, betas = [h["x0_ns"] for h in hist], [h["beta_ns"] for h in hist]
-        s = tail * scatter(x0s, betas, kind)
+        if kind == "rec":
+            if w.get("scatter_ns") is None:
+                out[w["x0_ns"]] = None
+                continue
+            s = tail / AGENT_SETTING[1] * w["scatter_ns"]
+        else:
+            s = tail * scatter(x0s, betas, kind)
         e = excess * max(0.0, w["uncertainty_ns"] - w["margin_ns"])
         o = own * abs(residuals(x0s, betas)[-1]) if own else 0.0
-        out[w["x0_ns"]] = math.sqrt(s * s + e * e + o * o + floor ** 2)
+        h = shift * abs(w.get("floor_shift_ns") or 0.0)
+        out[w["x0_ns"]] = math.sqrt(s * s + e * e + o * o + h * h + floor ** 2)
     return out
 
 
-def load_run(rundir: str) -> list[tuple[str, dict, set]]:
-    """Per scenario: the kernel max_margin windows by directed edge (with
-    their errors and fit fields), and the (node, x0) pairs in the measured span."""
+def load_run(rundir: str) -> list[tuple[str, dict, dict]]:
+    """Per scenario: each directed edge's kernel windows in order, as the
+    agent's scatter saw them (fitted max-margin windows, and the clock steps
+    that restart it), and the errors results.json gives the windows of the
+    measured span, by (node, x0)."""
     res = json.load(open(os.path.join(rundir, "results.json")))
     out = []
     for sc in res["scenarios"]:
         name = sc["scenario"]
-        inspan = {(w["node"], w["x0_ns"]) for w in sc.get("windows", []) if w.get("source") == "kernel"}
-        recs: list[dict] = []
+        errors = {(w["node"], w["x0_ns"]): w["error_ns"] for w in sc.get("windows", [])
+                  if w.get("source") == "kernel" and w.get("error_ns") is not None}
+        edges: dict = {}
         for entry in sorted(os.listdir(os.path.join(rundir, name))):
             path = os.path.join(rundir, name, entry, "edges.jsonl")
-            if entry.startswith("agent-n") and os.path.exists(path):
-                recs += ab.read_edges(path)[0]
-        clocks = {}
-        fit = {}
-        for r in recs:
-            v = r.get("test_virtual_clock")
-            if v:
-                clocks[int(r["node"])] = VClock.make(v["offset_ns"], v["drift_ppm"], v["t0_ns"])
-            if r.get("timestamp_source") == "kernel" and r.get("margin_ns") is not None:
-                span = r["fit_end_ns"] - r["fit_start_ns"] if r.get("fit_start_ns") is not None else 0
-                fit[(int(r["node"]), r["x0_ns"])] = (float(r["uncertainty_ns"]), float(r["margin_ns"]), span)
-        edges: dict = {}
-        for w in ab.window_errors(recs, clocks)[0]:
-            key = (w["node"], w["x0_ns"])
-            if w["source"] != "kernel" or w["estimator"] != "max_margin" or key not in fit:
+            if not (entry.startswith("agent-n") and os.path.exists(path)):
                 continue
-            w["uncertainty_ns"], w["margin_ns"], w["fit_span_ns"] = fit[key]
-            edges.setdefault((w["node"], w["peer"]), []).append(w)
+            for r in ab.read_edges(path)[0]:
+                if r.get("timestamp_source") != "kernel":
+                    continue
+                w = {"node": int(r["node"]), "x0_ns": int(r["x0_ns"]), "step": bool(r.get("clock_step"))}
+                if not w["step"]:
+                    if r.get("estimator") not in ("max_margin", "max_margin_pure") or r.get("margin_ns") is None:
+                        continue
+                    w.update(beta_ns=float(r["beta_ns"]), uncertainty_ns=float(r["uncertainty_ns"]),
+                             margin_ns=float(r["margin_ns"]),
+                             floor_shift_ns=float(r.get("floor_shift_ns") or 0.0),
+                             fit_span_ns=int(r["fit_end_ns"]) - int(r["fit_start_ns"])
+                             if r.get("fit_start_ns") is not None else 0,
+                             sigma_ns=float(r["sigma_ns"]) if r.get("sigma_ns") is not None else None,
+                             scatter_ns=float(r["sigma_scatter_ns"]) if r.get("sigma_scatter_ns") is not None
+                             else None)
+                edges.setdefault((w["node"], int(r["peer"])), []).append(w)
         for ws in edges.values():
             ws.sort(key=lambda w: w["x0_ns"])
-        out.append((name, edges, inspan))
+        out.append((name, edges, errors))
     return out
 
 
-def score(scenario: tuple[str, dict, set], *setting) -> tuple[int, float, float]:
-    _, edges, inspan = scenario
+def validity(scenario: tuple[str, dict, dict]) -> tuple[int, float]:
+    """How far the agent's own setting, recomputed, stands from the sigma_ns
+    it wrote: windows compared, and the p99 of |recomputed - written| (ns)."""
+    _, edges, _ = scenario
+    gaps = []
+    for ws in edges.values():
+        sig = sigmas(ws, *AGENT_SETTING)
+        gaps += [abs(sig[w["x0_ns"]] - w["sigma_ns"]) for w in ws
+                 if not w["step"] and w.get("sigma_ns") is not None and sig[w["x0_ns"]] is not None]
+    gaps.sort()
+    return len(gaps), (gaps[min(len(gaps) - 1, int(0.99 * len(gaps)))] if gaps else float("nan"))
+
+
+def score(scenario: tuple[str, dict, dict], *setting) -> tuple[int, float, float]:
+    _, edges, errors = scenario
     pairs = []
     for ws in edges.values():
         sig = sigmas(ws, *setting)
         for w in ws:
             s = sig[w["x0_ns"]]
-            if (w["node"], w["x0_ns"]) in inspan and s is not None:
-                pairs.append((abs(w["error_ns"]), s))
+            e = errors.get((w["node"], w["x0_ns"]))
+            if e is not None and s is not None:
+                pairs.append((abs(e), s))
     if not pairs:
         return 0, float("nan"), float("nan")
     cover = sum(1 for e, s in pairs if e <= 3 * s) / len(pairs)
@@ -133,18 +178,20 @@ def score(scenario: tuple[str, dict, set], *setting) -> tuple[int, float, float]
 def parse_setting(text: str) -> tuple:
     try:
         parts = text.split(":")
-        if len(parts) not in (3, 4, 5) or parts[0] not in ("rms", "mad"):
+        if len(parts) not in (3, 4, 5, 6) or parts[0] not in ("rms", "mad", "rec"):
             raise ValueError
         kind, tail, excess = parts[0], float(parts[1]), float(parts[2])
         own = float(parts[3]) if len(parts) > 3 else 0.0
         floor = float(parts[4]) if len(parts) > 4 else FLOOR_NS
-        if min(tail, excess, own, floor) < 0 or not all(map(math.isfinite, (tail, excess, own, floor))):
+        shift = float(parts[5]) if len(parts) > 5 else 0.0
+        factors = (tail, excess, own, floor, shift)
+        if min(factors) < 0 or not all(map(math.isfinite, factors)):
             raise ValueError
-        return kind, tail, excess, own, floor
+        return kind, tail, excess, own, floor, shift
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"setting '{text}' is not SCATTER:TAIL:EXCESS[:OWN[:FLOOR]] with SCATTER rms or mad and "
-            "factors >= 0 (e.g. mad:1.2:1.0 or mad:1.2:1.0:0.5:3)")
+            f"setting '{text}' is not SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT]]] with SCATTER mad, rms or rec "
+            "and factors >= 0 (e.g. mad:1.2:0.5:0:5:0.5, the agent's)")
 
 
 def setting_name(s: tuple) -> str:
@@ -174,9 +221,10 @@ def selftest() -> int:
         check(False, "a bad setting is refused")
     except argparse.ArgumentTypeError:
         pass
-    check(parse_setting("mad:1.2:0.5") == ("mad", 1.2, 0.5, 0.0, FLOOR_NS), "a setting parses")
-    check(parse_setting("mad:1:1:0.5:3") == ("mad", 1.0, 1.0, 0.5, 3.0), "own weight and floor parse")
-    for bad_text in ("mad:1:1:-1", "mad:1:1:0:nan", "mad:1", "mad:1:1:0:1:9"):
+    check(parse_setting("mad:1.2:0.5") == ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.0), "a setting parses")
+    check(parse_setting("mad:1:1:0.5:3") == ("mad", 1.0, 1.0, 0.5, 3.0, 0.0), "own weight and floor parse")
+    check(parse_setting("rec:1.2:0.5:0:5:0.5") == ("rec", 1.2, 0.5, 0.0, 5.0, 0.5), "the recorded scatter, a shift")
+    for bad_text in ("mad:1:1:-1", "mad:1:1:0:nan", "mad:1", "mad:1:1:0:1:9:1", "mad:1:1:0:1:-1"):
         try:
             parse_setting(bad_text)
             check(False, f"'{bad_text}' is refused")
@@ -188,6 +236,17 @@ def selftest() -> int:
     off[-1]["beta_ns"] = 200.0
     plain, with_own = sigmas(off, "mad", 1.2, 1.0), sigmas(off, "mad", 1.2, 1.0, 0.5, 0.0)
     check(with_own[x0s[-1]] * 3 >= 200 > plain[x0s[-1]] * 3, "half the own residual covers a window off its line")
+    # Half the floors' shift, in quadrature; a step starts the history again;
+    # the recorded scatter is taken as written, rescaled by its tail.
+    shifted = [dict(w, floor_shift_ns=0.0) for w in ws[:5]] + [dict(ws[4], x0_ns=x0s[5], floor_shift_ns=-80.0)]
+    check(abs(sigmas(shifted, "mad", 1.2, 0.0, 0.0, 0.0, 0.5)[x0s[5]] - 40) < 1e-9, "half the floors' shift")
+    stepped = [dict(w) for w in off]
+    stepped[3] = {"x0_ns": x0s[3], "step": True}
+    after = sigmas(stepped, "mad", 1.2, 1.0)
+    check(after[x0s[3]] is None and after[x0s[7]] is None and after[x0s[8]] is not None,
+          "a clock step: no sigma for five windows after it")
+    rec = [dict(w, scatter_ns=12.0) for w in ws]
+    check(abs(sigmas(rec, "rec", 0.6, 0.0, 0.0, 0.0)[x0s[5]] - 6.0) < 1e-9, "the recorded scatter, at half the tail")
     for f in fails:
         print(f"selftest: FAIL {f}")
     print("selftest: " + ("FAIL" if fails else "PASS"))
@@ -200,14 +259,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("runs", nargs="*", help="accuracy_bench output directories")
     ap.add_argument("--selftest", action="store_true", help="check the arithmetic and exit")
     ap.add_argument("--setting", action="append", type=parse_setting,
-                    help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR]] (repeatable; default mad:1.2:1.0, the agent's, "
-                         "and mad:1.2:1.0:0.5, with half the own residual)")
+                    help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT]]] (repeatable; default "
+                         "mad:1.2:0.5:0:5:0.5, the agent's)")
     a = ap.parse_args(argv)
     if a.selftest:
         return selftest()
     if not a.runs:
         ap.error("give at least one accuracy_bench output directory")
-    settings = a.setting or [("mad", 1.2, 1.0, 0.0, FLOOR_NS), ("mad", 1.2, 1.0, 0.5, FLOOR_NS)]
+    settings = a.setting or [AGENT_SETTING]
     scenarios = []
     for run in a.runs:
         if not os.path.exists(os.path.join(run, "results.json")):
@@ -215,6 +274,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         scenarios += [(run, sc) for sc in load_run(run)]
     met = {s: [0, 0, 0] for s in settings}
+    for run, sc in scenarios:
+        n_valid, gap = validity(sc)
+        if n_valid:
+            print(f"{os.path.basename(run.rstrip('/')):22} {sc[0]:13} the agent's setting recomputed stands p99 "
+                  f"{gap:.3f} ns from its sigma_ns ({n_valid} windows)")
     for run, sc in scenarios:
         cells = []
         for s in settings:
