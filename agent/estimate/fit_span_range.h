@@ -17,8 +17,8 @@ namespace chronolink {
 // The longest centred span a chosen one takes unless told, in windows.
 constexpr int64_t kDefaultLongestWindows = 3;
 // The longest span, reaching back, a chosen one takes unless told, in
-// windows: replayed over eight loaded runs of 2026-12-05, 5 cut the edge
-// p99 by 3-18 ns in each, and 6 lost that in some (docs/estimator.md §10).
+// windows: replayed over ten loaded runs of 2026-12-05, 5 cut the edge p99
+// by 1-18 ns in each; 6 erred 12 ns more than 5 in one (docs/estimator.md §10).
 constexpr int64_t kDefaultLongestTrailingWindows = 5;
 
 struct FitSpanRange {
