@@ -59,7 +59,7 @@ struct EstimationSettings {
   // The probes a window's fit takes, centred on it (docs/estimator.md §10).
   // 0: chosen per edge from the noise and wander its windows show
   // (fit_span_chooser.h), from two windows, which at the default 50 ms keep
-  // the 80 pairs a fit had at 25 ms, up to fit_span_max_ns; else fixed.
+  // the 80 pairs a fit had at 25 ms, up to fit_span_trailing_max_ns; else fixed.
   int64_t fit_span_ns = 0;
   int64_t fit_span_max_ns = 0;  // the longest centred span; 0: three windows (kDefaultLongestWindows)
   // The longest chosen span, reaching back past the centred ones at no more
@@ -69,7 +69,7 @@ struct EstimationSettings {
     return FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns, fit_span_trailing_max_ns);
   }
   bool AdaptiveFitSpan() const { return FitSpans().chosen; }
-  // The shortest span a fit takes, and the longest (FitSpan()).
+  // The shortest span a fit takes, and the longest centred one (FitSpan()).
   int64_t MinFitSpan() const { return FitSpans().shortest_ns; }
   int64_t window_grace_ns = 300'000'000;  // wait this long past window end for late stamps
   int64_t purity_tolerance_ns = 300;

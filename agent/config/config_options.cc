@@ -91,10 +91,10 @@ const Spec kSpecs[] = {
     {"estimation.fit_span_s", "fit-span-s", Kind::kNsFromSec, "SEC", kEstimation,
      "Each window's fit takes the probes of this span centred on the window: more pairs per fit at "
      "the same cadence, for the wander error docs/estimator.md §10 measures. 0: chosen per edge from "
-     "the noise and wander its windows show, from 2 windows to --fit-span-max-s; else fixed, the window "
+     "the noise and wander its windows show, from 2 windows to --fit-span-trailing-max-s; else fixed, the window "
      "up to 8 windows, >= 10x probe interval (default: 0)"},
     {"estimation.fit_span_max_s", "fit-span-max-s", Kind::kNsFromSec, "SEC", kEstimation,
-     "The longest span a chosen fit span takes; a window's record comes (this - window) / 2 after its "
+     "The longest centred span a chosen fit span takes; a window's record comes (this - window) / 2 after its "
      "end. 2 to 8 windows (default: 3 windows, 6 s)"},
     {"estimation.fit_span_trailing_max_s", "fit-span-trailing-max-s", Kind::kNsFromSec, "SEC", kEstimation,
      "The longest span a chosen fit span takes in all: one over --fit-span-max-s ends where that one "

@@ -72,8 +72,8 @@ struct WindowScatterOptions {
 struct WindowSigma {
   double sigma_ns = 0;
   double shared_ns = 0;  // <= sigma_ns
-  // The scatter part alone (tail-scaled), so that a saved run can weigh the
-  // parts afresh (bench/fit_replay.py --sigma) instead of a rerun.
+  // The scatter part alone (tail-scaled): edges.jsonl's sigma_scatter_ns,
+  // which bench/sigma_replay.py's `rec` settings re-weigh without a rerun.
   double scatter_ns = 0;
 };
 

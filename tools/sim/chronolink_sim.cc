@@ -325,7 +325,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.01, 3600.0));
   app.add_option("--fit-span-s", fit_span_s,
                  "each window's fit takes the probes of this span centred on it, 1 to 8 windows; "
-                 "0: chosen per edge from 2 windows to --fit-span-max-s, as the agent's --fit-span-s")
+                 "0: chosen per edge from 2 windows to --fit-span-trailing-max-s, as the agent's --fit-span-s")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 28800.0));
   app.add_option("--fit-span-max-s", fit_span_max_s,
