@@ -319,6 +319,18 @@ def agent_windows(scenario_dir: str) -> tuple[list[dict], int]:
     return windows, window_ns
 
 
+def evidence_summary(windows: list[dict]) -> dict | None:
+    """What the agent's span chooser saw over the measured span: the
+    medians of its evidence (fit_span_evidence) over the windows that carry
+    it; None where none does (a fixed span, or too short a run)."""
+    import numpy as np
+    ev = [w["span_evidence"] for w in windows if w.get("span_evidence")]
+    if not ev:
+        return None
+    return {"windows": len(ev), "window_noise_ns": float(np.median([e["window_noise_ns"] for e in ev])),
+            "wander_ns_per_sqrt_s": float(np.median([e["wander_ns_per_sqrt_s"] for e in ev]))}
+
+
 def summary(windows: list[dict], errors: list[float]) -> dict:
     import numpy as np
     e = np.array(errors)
@@ -420,6 +432,10 @@ def selftest() -> int:
           "chooser: wander keeps the shortest span, centred")
     check(Policy.parse("chooser:10/both/agent").span({**w_ev, "span_evidence": None}, 2 * NS_PER_S)
           == (98 * NS_PER_S, 102 * NS_PER_S), "chooser: no evidence yet, the shortest span")
+    ev = evidence_summary([{"span_evidence": {"window_noise_ns": v, "wander_ns_per_sqrt_s": v / 10}}
+                           for v in (10.0, 30.0, 20.0)] + [{"span_evidence": None}])
+    check(ev == {"windows": 3, "window_noise_ns": 20.0, "wander_ns_per_sqrt_s": 2.0} and evidence_summary([]) is None,
+          "the chooser's evidence: medians over the windows that carry it")
     check(Policy.parse("agent/both/8").floor_points == 8 and Policy.parse("agent/both/agent").floor_points is None
           and Policy.parse("12/own").floor_points == 1, "K parses: a count, agent, or absent (1: the hard margin)")
     for bad in ("12", "12/all", "0/own", "x/own", "12@-1/own", "agent/both/0", "agent/both/x", "agent/both/8/1",
@@ -456,6 +472,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         policies = [Policy.parse(p) for p in (a.policy or DEFAULT_POLICIES)]
         windows, window_ns = agent_windows(a.scenario_dir)
+        evidence = evidence_summary(windows)
+        if evidence:  # before the stamp logs: a run without them still says what its edges showed
+            print(f"span chooser's evidence, median over {evidence['windows']} windows: a window's own fit errs "
+                  f"{evidence['window_noise_ns']:.1f} ns, wander {evidence['wander_ns_per_sqrt_s']:.2f} ns/sqrt(s)",
+                  flush=True)
         logs = {n: read_stamp_log(os.path.join(a.scenario_dir, f"agent-n{n}", "stamps.jsonl")) for n in (1, 2)}
         clocks = scenario_clocks(a.scenario_dir)
     except (OSError, ValueError, KeyError) as e:
@@ -480,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{percentile(sorted(gap), 50):.1f} / p99 {percentile(sorted(gap), 99):.1f} ns from it: "
           + ("its soft margin, and spans a re-anchor cut" if wander else
              "clock wander the agent's line followed (--wander adds it), and its soft margin"))
-    out = {"agent": agent, "agent_policy": as_run,
+    out = {"agent": agent, "agent_policy": as_run, "span_evidence": evidence,
            "replay_gap_ns": {"p50": percentile(sorted(gap), 50), "p99": percentile(sorted(gap), 99)},
            "policies": {}}
     for p in policies:

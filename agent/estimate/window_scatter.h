@@ -14,11 +14,11 @@
 //   line's slope, large when the probes that bound it lie far from the
 //   window's middle; and how far the line on the floors' means moved from
 //   the hard line (floor_shift_ns), large when a few packets ran well under
-//   the others. Replayed over the five scenarios of 2026-12-05 with the
-//   floors' line (docs/estimator.md §8): 3 sigma covered 98.7-100 % with
-//   the whole excess and no shift, 99.3-100 % with half of each, the median
-//   sigma 1.7-3.0x the median |error| (whole excess: up to 3.06x idle). The
-//   solve adds a node's own bias, which this per-edge sigma cannot carry
+//   the others. Recomputed by bench/sigma_replay.py over ten scenarios of
+//   2026-12-05 (docs/estimator.md §8): 3 sigma covered 100 % in each with
+//   half of each, the median sigma 1.66-3.04x the median |error|; with the
+//   whole excess and no shift 99.3-100 %. The solve adds a node's own
+//   bias, which this per-edge sigma cannot carry
 //   (SolverOptions::node_bias_floor_ns).
 // The factors were first calibrated on 36 test-bed scenario runs at 4 s
 // spans: 3 sigma covered >= 99 % of errors in 34 with the median sigma <= 3x

@@ -148,7 +148,7 @@ TEST(WindowScatter, AFloorsLineFarFromTheHardLineWidensThatWindowsSigma) {
   EXPECT_NEAR(s.Add(8 * kWindow, Fit(0, 0))->sigma_ns, 0, 1e-9);
 }
 
-// The parts a saved run re-weighs (bench/fit_replay.py --sigma): the scatter
+// The parts a saved run re-weighs (bench/sigma_replay.py): the scatter
 // alone is reported, and the sigma is it, the weighted excess and shift and
 // the floor in quadrature.
 TEST(WindowScatter, ReportsItsScatterSoTheWeightsCanBeReplayed) {
