@@ -504,6 +504,9 @@ ReferenceComponent ReferenceComponentOf(const Components& c, const std::vector<E
 // measurement (its index in ReferenceComponent::meas).
 struct ComponentSolution {
   std::vector<double> offset, drift, variance;
+  // Per node: how much of its stamping bias's variance the edges' own
+  // floors already carry through the solve (0 where not computed).
+  std::vector<double> bias_carried;
   std::vector<double> weight;  // the offsets' final weights: 1/u² × robust
   std::vector<double> robust;  // the robust factor alone
   int robust_iterations = 0;
@@ -585,6 +588,45 @@ bool SolveDrifts(ComponentSystem& sys, const ReferenceComponent& rc, const std::
   return ok;
 }
 
+// The part of each node's stamping-bias variance that its edges' own
+// floors (node_bias_floor_ns each, shared by a link's two directions)
+// already carry into its offset: what the floors of a link add to node i is
+// f²·(Σ over the link's measurements of gᵢₑ·sₑ)², with g = the offsets'
+// solve, dθ̂ᵢ/dyₑ = wₑ(Mᵢ,to − Mᵢ,from), M the inverse of its Laplacian, and
+// sₑ = ±1 as the measurement runs along the link or against it. In a
+// 2-node cluster the one link's floor is all of it: f² of the named
+// reference's 2f² (docs/solver.md, "A node's own bias").
+std::vector<double> BiasCarriedByEdgeFloors(const ComponentSystem& sys, const ReferenceComponent& rc,
+                                            const std::vector<double>& w, double floor_ns, bool mean_ref) {
+  const int n = rc.size();
+  const Eigen::MatrixXd M = sys.Covariance(w);
+  std::vector<std::pair<uint64_t, uint32_t>> order(rc.meas.size());
+  for (size_t e = 0; e < rc.meas.size(); ++e) {
+    const auto lo = static_cast<uint64_t>(std::min(rc.meas[e]->from, rc.meas[e]->to));
+    const auto hi = static_cast<uint64_t>(std::max(rc.meas[e]->from, rc.meas[e]->to));
+    order[e] = {lo << 32 | hi, static_cast<uint32_t>(e)};
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<double> carried(n, 0.0);
+  Eigen::VectorXd g(n);
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    g.setZero();
+    double f = floor_ns;
+    for (; j < order.size() && order[j].first == order[i].first; ++j) {
+      const EdgeMeasurement& m = *rc.meas[order[j].second];
+      const int a = rc.local_of[m.from], b = rc.local_of[m.to];
+      const double along = m.from < m.to ? 1.0 : -1.0;
+      g += along * w[order[j].second] * (M.col(b) - M.col(a));
+      f = std::min(f, m.uncertainty_ns);
+    }
+    if (mean_ref) g.array() -= g.mean();
+    for (int k = 0; k < n; ++k) carried[k] += f * f * g[k] * g[k];
+    i = j;
+  }
+  return carried;
+}
+
 // Each node's variance, with the offsets' final weights and the two
 // directions of a link counted as correlated: exact up to
 // exact_uncertainty_max_nodes, then stochastic or along paths.
@@ -609,6 +651,12 @@ void NodeVariances(ComponentSystem& sys, const ReferenceComponent& rc, const Sol
   } else {
     sol->exact_uncertainty = false;
     var = sys.PathVariance(wc);
+  }
+  // Small components only: beyond, every node has several edges, whose
+  // floors carry a small part of its bias, and the whole floor is kept.
+  sol->bias_carried.assign(n, 0.0);
+  if (n <= opt.direct_solver_max_nodes && opt.node_bias_floor_ns > 0) {
+    sol->bias_carried = BiasCarriedByEdgeFloors(sys, rc, sol->weight, opt.node_bias_floor_ns, mean_ref);
   }
 }
 
@@ -673,7 +721,9 @@ void WriteSolution(const std::vector<EdgeMeasurement>& meas, const ReferenceComp
     s.offset_ns = x[l];
     s.drift = sol.drift[l];
     const bool named_reference = opt.reference_node && ids[i] == *opt.reference_node;
-    s.uncertainty_ns = named_reference ? 0.0 : std::sqrt(std::max(sol.variance[l], 0.0) + node_bias_variance);
+    const double carried = l < static_cast<int>(sol.bias_carried.size()) ? sol.bias_carried[l] : 0.0;
+    s.uncertainty_ns =
+        named_reference ? 0.0 : std::sqrt(std::max(sol.variance[l], 0.0) + std::max(0.0, node_bias_variance - carried));
     s.residual_ns = sum_w[i] > 0 ? std::sqrt(sum_wr2[i] / sum_w[i]) : 0.0;
   }
   size_t ce = 0;

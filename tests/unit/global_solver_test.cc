@@ -199,9 +199,15 @@ TEST(GlobalSolver, EveryNodeCarriesAStampingBiasFloorAndTheNamedReferences) {
   const SolveResult a = Solve(BothWays(t, pairs), kT, bare);
   const SolveResult b = Solve(BothWays(t, pairs), kT, floored);
   EXPECT_EQ(b.Find(1)->uncertainty_ns, 0.0);
-  for (uint32_t n : {2u, 3u, 4u}) {
+  // Its own bias and the reference's, 2 x 25 ns², less what the floors of
+  // its links already carry. With every link weighted alike that is 25 ns²
+  // times its effective resistance to the reference in links: 5/8 for
+  // nodes 2 and 4 (the direct link, beside two in series with 1 || 2),
+  // 1/2 for node 3 (one link beside two paths of two).
+  const std::map<uint32_t, double> resistance = {{2u, 5.0 / 8}, {3u, 0.5}, {4u, 5.0 / 8}};
+  for (const auto& [n, r] : resistance) {
     const double u = a.Find(n)->uncertainty_ns;
-    EXPECT_NEAR(b.Find(n)->uncertainty_ns, std::sqrt(u * u + 2 * 25.0), 1e-9) << n;
+    EXPECT_NEAR(b.Find(n)->uncertainty_ns, std::sqrt(u * u + 2 * 25.0 - 25.0 * r), 1e-6) << n;
     EXPECT_EQ(b.Find(n)->offset_ns, a.Find(n)->offset_ns) << "only the uncertainty changes";
   }
   SolverOptions mean = floored;
@@ -211,9 +217,37 @@ TEST(GlobalSolver, EveryNodeCarriesAStampingBiasFloorAndTheNamedReferences) {
   const SolveResult c = Solve(BothWays(t, pairs), kT, mean);
   const SolveResult d = Solve(BothWays(t, pairs), kT, mean_bare);
   for (uint32_t n : {1u, 2u, 3u, 4u}) {
-    const double u = d.Find(n)->uncertainty_ns;
-    EXPECT_NEAR(c.Find(n)->uncertainty_ns, std::sqrt(u * u + 25.0), 1e-9) << "the mean: the node's own only";
+    const double u = d.Find(n)->uncertainty_ns, v = c.Find(n)->uncertainty_ns;
+    EXPECT_GT(v * v, u * u + 1.0) << "the mean: the node's own only, less a part";
+    EXPECT_LT(v * v, u * u + 25.0 - 1.0) << n;
   }
+}
+
+// Two nodes: the offset is the one link's estimate, and the link's floor
+// (an edge's sigma holds it) already carries f² of the named reference's
+// 2f² of bias; only the other f² is added. Against the mean, the node is
+// half the link: the floor carries f²/4 of its f².
+TEST(GlobalSolver, TheBiasFloorAddsOnlyWhatTheLinksFloorDoesNotCarry) {
+  const Truth t = MakeTruth({1, 2}, 5);
+  const std::vector<EdgeEstimate> edges = {Estimate(t, 1, 2, kT, 12.0), Estimate(t, 2, 1, kT, 20.0)};
+  SolverOptions bare;
+  bare.reference_node = 1;
+  bare.node_bias_floor_ns = 0;
+  SolverOptions floored = bare;
+  floored.node_bias_floor_ns = 5;
+  const double u = Solve(edges, kT, bare).Find(2)->uncertainty_ns;
+  EXPECT_NEAR(Solve(edges, kT, floored).Find(2)->uncertainty_ns, std::sqrt(u * u + 25.0), 1e-9)
+      << "was sqrt(u^2 + 50): the link's floor counted twice";
+  bare.reference_node.reset();
+  floored.reference_node.reset();
+  const double um = Solve(edges, kT, bare).Find(2)->uncertainty_ns;
+  EXPECT_NEAR(Solve(edges, kT, floored).Find(2)->uncertainty_ns, std::sqrt(um * um + 25.0 - 25.0 / 4), 1e-9);
+  // A measurement under the floor carries only its own uncertainty's worth.
+  const std::vector<EdgeEstimate> tight = {Estimate(t, 1, 2, kT, 2.0), Estimate(t, 2, 1, kT, 2.0)};
+  bare.reference_node = floored.reference_node = 1;
+  bare.min_uncertainty_ns = floored.min_uncertainty_ns = 1.0;
+  const double ut = Solve(tight, kT, bare).Find(2)->uncertainty_ns;
+  EXPECT_NEAR(Solve(tight, kT, floored).Find(2)->uncertainty_ns, std::sqrt(ut * ut + 50.0 - 4.0), 1e-9);
 }
 
 TEST(GlobalSolver, CorrelatedDirectionsOfOneLinkClosedForm) {
