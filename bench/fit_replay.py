@@ -192,14 +192,23 @@ def floor_means_at(xu, yu, xl, yl, x0: int, k: int) -> float:
     return float((u + lo_) / 2)
 
 
+def start_span_ns(window_ns: int, shortest_ns: int, longest_ns: int) -> int:
+    """FitSpanChooser::StartSpan: the whole-window span whose worst ratio to
+    the right one (longest / S, or S / shortest) is least; a tie keeps the
+    shorter."""
+    spans = range(shortest_ns, longest_ns + 1, window_ns)
+    return min(spans, key=lambda s: (max(longest_ns / s, s / shortest_ns), s))
+
+
 def chosen_span_ns(evidence: dict | None, window_ns: int, longest_ns: int) -> int:
     """The span agent/estimate/fit_span_chooser.cc's model errs least at,
     n^2 W / S + 0.15 w^2 S, in whole windows from two to longest_ns, for a
     window's fit_span_evidence; two windows while it has none. The chooser's
-    hysteresis (a tenth better, four windows in a row) is left out."""
+    hysteresis (a tenth better, four windows in a row) is left out. While
+    a window has no evidence, the chooser's start span."""
     shortest = min(2 * window_ns, longest_ns)
     if not evidence:
-        return shortest
+        return start_span_ns(window_ns, shortest, longest_ns)
     n, w = evidence["window_noise_ns"], evidence["wander_ns_per_sqrt_s"]
     spans = range(shortest, longest_ns + 1, window_ns)
     return min(spans, key=lambda s: n * n * window_ns / s + 0.15 * w * w * s / NS_PER_S)
@@ -400,6 +409,9 @@ def selftest() -> int:
     check(Policy.parse("12@1/own").span(w, 2 * NS_PER_S) == (0, 12 * NS_PER_S)
           and Policy.parse("4/own").span(w, 2 * NS_PER_S) == (8 * NS_PER_S, 12 * NS_PER_S),
           "a trailing span ends D s after the window's end; a centred one is centred on x0")
+    g = 2 * NS_PER_S
+    check([start_span_ns(g, 2 * g, n * g) for n in (2, 3, 5, 6, 8)] == [2 * g, 2 * g, 3 * g, 3 * g, 4 * g],
+          "the start span, as FitSpanChooser::StartSpan's test has it")
     # The floors' line (docs/estimator.md §4b): floors at +-1000 ns, every 7th
     # bound on its floor, one forward packet 80 ns under it at x0: the hard
     # line moves by half its lead, the mean of 8 by a sixteenth.
@@ -431,7 +443,7 @@ def selftest() -> int:
     check(Policy.parse("chooser:10/both/agent").span(w_ev, 2 * NS_PER_S) == (98 * NS_PER_S, 102 * NS_PER_S),
           "chooser: wander keeps the shortest span, centred")
     check(Policy.parse("chooser:10/both/agent").span({**w_ev, "span_evidence": None}, 2 * NS_PER_S)
-          == (98 * NS_PER_S, 102 * NS_PER_S), "chooser: no evidence yet, the shortest span")
+          == (97 * NS_PER_S, 103 * NS_PER_S), "chooser: no evidence yet, the start span (6 s of 4-10 s), centred")
     ev = evidence_summary([{"span_evidence": {"window_noise_ns": v, "wander_ns_per_sqrt_s": v / 10}}
                            for v in (10.0, 30.0, 20.0)] + [{"span_evidence": None}])
     check(ev == {"windows": 3, "window_noise_ns": 20.0, "wander_ns_per_sqrt_s": 2.0} and evidence_summary([]) is None,

@@ -34,7 +34,20 @@ FitSpanChooser::FitSpanChooser(int64_t window_ns, FitSpanChooserOptions options)
     : window_ns_(window_ns), options_(options) {
   options_.min_span_ns = std::max(options_.min_span_ns, window_ns_);
   options_.max_span_ns = std::max(options_.max_span_ns, options_.min_span_ns);
-  span_ns_ = options_.min_span_ns;
+  span_ns_ = options_.start_span_ns > 0 ? std::clamp(options_.start_span_ns, options_.min_span_ns, options_.max_span_ns)
+                                        : StartSpan(window_ns_, options_.min_span_ns, options_.max_span_ns);
+}
+
+int64_t FitSpanChooser::StartSpan(int64_t window_ns, int64_t min_span_ns, int64_t max_span_ns) {
+  const auto worst_ratio = [&](int64_t s) {
+    return std::max(static_cast<double>(max_span_ns) / static_cast<double>(s),
+                    static_cast<double>(s) / static_cast<double>(min_span_ns));
+  };
+  int64_t best = min_span_ns;
+  for (int64_t s = min_span_ns; s <= max_span_ns; s += window_ns) {
+    if (worst_ratio(s) < worst_ratio(best)) best = s;  // a tie keeps the shorter
+  }
+  return best;
 }
 
 double FitSpanChooser::SpanVariance(const FitSpanEvidence& e, int64_t window_ns, int64_t span_ns) {

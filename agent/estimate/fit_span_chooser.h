@@ -21,10 +21,14 @@
 // last 128 windows gives both. The span minimising variance(S), in whole windows within
 // [min, max], is taken once it beats the current span's by a tenth.
 //
-// Until 16 windows are in (32 s of 2 s windows), the shortest span: what the
-// agent took before it chose, and what errs least where the clocks wander.
-// Started at the longest, chronolink-sim's runs of 240 s with wander 20-50
-// ns/sqrt(s) erred 20 % more at p99, all of it in those first windows.
+// Until 16 windows are in (32 s of 2 s windows) it cannot know which term
+// rules, so it starts where neither guess can cost much: the whole-window
+// span whose worst ratio to the right one, Longest/S where the noise rules
+// or S/shortest where the wander does, is least (6 s for 4-10 s). Both
+// ends did worse (docs/estimator.md §10): started at the shortest, loaded
+// runs erred their most in those windows (h1 46 ns, replayed 27 from 6 s);
+// at the longest, chronolink-sim's wander of 20-50 ns/sqrt(s) erred 10 %
+// more at p99 (6 s: 3-5 %).
 // Pure: no clocks, no I/O.
 #pragma once
 
@@ -40,6 +44,7 @@ namespace chronolink {
 struct FitSpanChooserOptions {
   int64_t min_span_ns = 4'000'000'000;
   int64_t max_span_ns = kDefaultLongestTrailingWindows * 2'000'000'000;  // of 2 s windows
+  int64_t start_span_ns = 0;                                             // 0: StartSpan's; else this, within [min, max]
   int history = 128;     // own-window fits kept (256 s of 2 s windows)
   int min_history = 16;  // no choice before this many
   double switch_gain = 1.1;  // the new span's variance must beat the current's by this factor
@@ -49,12 +54,13 @@ struct FitSpanChooserOptions {
 };
 
 // The chooser an edge with these spans needs: none where the span is fixed,
-// else one that chooses between the shortest (where it starts) and the longest.
+// else one that chooses between the shortest and the longest.
 inline std::optional<FitSpanChooserOptions> ChooserOptionsFor(const FitSpanRange& spans) {
   if (!spans.chosen) return std::nullopt;
   FitSpanChooserOptions o;
   o.min_span_ns = spans.shortest_ns;
   o.max_span_ns = spans.longest_trailing_ns;
+  o.start_span_ns = spans.start_ns;
   return o;
 }
 
@@ -81,6 +87,8 @@ class FitSpanChooser {
   void AfterClockStep();
 
   int64_t span_ns() const { return span_ns_; }
+  // The span before any evidence: see the top of this file.
+  static int64_t StartSpan(int64_t window_ns, int64_t min_span_ns, int64_t max_span_ns);
   const std::optional<FitSpanEvidence>& evidence() const { return evidence_; }
   // The model above: predicted variance of a fit on a span of span_ns.
   static double SpanVariance(const FitSpanEvidence& e, int64_t window_ns, int64_t span_ns);

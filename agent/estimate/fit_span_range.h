@@ -30,9 +30,13 @@ struct FitSpanRange {
   // The longest span of all (>= longest_ns); one over longest_ns ends where
   // the longest centred span ends.
   int64_t longest_trailing_ns = 0;
+  // Where a chosen span starts before any evidence: 0 for
+  // FitSpanChooser::StartSpan's rule (chronolink-sim may set it to measure
+  // the rule; the agent does not).
+  int64_t start_ns = 0;
 
   // Always this span (never under the window's own: EdgeWindows' rule).
-  static FitSpanRange Fixed(int64_t span_ns) { return {false, span_ns, span_ns, span_ns}; }
+  static FitSpanRange Fixed(int64_t span_ns) { return {false, span_ns, span_ns, span_ns, 0}; }
 
   // max_span_ns, trailing_max_ns: 0 for the defaults; a trailing longest
   // under the centred one is the centred one (no span reaches back).
@@ -40,7 +44,7 @@ struct FitSpanRange {
     if (fit_span_ns > 0) return Fixed(std::max(fit_span_ns, window_ns));
     const int64_t longest = max_span_ns > 0 ? max_span_ns : kDefaultLongestWindows * window_ns;
     const int64_t trailing = trailing_max_ns > 0 ? trailing_max_ns : kDefaultLongestTrailingWindows * window_ns;
-    return {true, std::min(2 * window_ns, longest), longest, std::max(trailing, longest)};
+    return {true, std::min(2 * window_ns, longest), longest, std::max(trailing, longest), 0};
   }
 };
 

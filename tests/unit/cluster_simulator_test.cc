@@ -63,6 +63,20 @@ TEST(ClusterSimulator, DefaultsAreValidAndBadConfigsAreNot) {
   EXPECT_NE(ValidateConfig(c), "");
   c.fit_span_trailing_max_ns = 3'000'000'000;
   EXPECT_EQ(ValidateConfig(c), "");
+  // Before any evidence the agent's start span: 2-3 s ties at 3/2 = 3/2, the shorter.
+  EXPECT_EQ(c.StartFitSpan(), 2'000'000'000);
+  c.fit_span_start_ns = 3'000'000'000;
+  EXPECT_EQ(ValidateConfig(c), "");
+  EXPECT_EQ(c.StartFitSpan(), 3'000'000'000);
+  for (int64_t bad : {1'000'000'000LL, 4'000'000'000LL, 2'500'000'000LL}) {  // under, over, not whole windows
+    c.fit_span_start_ns = bad;
+    EXPECT_NE(ValidateConfig(c), "") << bad;
+  }
+  c.fit_span_start_ns = 2'000'000'000;
+  c.fit_span_ns = 2'000'000'000;  // a fixed span has no start
+  EXPECT_NE(ValidateConfig(c), "");
+  c.fit_span_ns = 0;
+  c.fit_span_start_ns = 0;
   c.fit_span_max_ns = 1'500'000'000;  // under two windows
   EXPECT_NE(ValidateConfig(c), "");
 }

@@ -47,12 +47,26 @@ bool Feed(FitSpanChooser* chooser, int windows, double noise_ns, double wander_n
   return changed;
 }
 
-TEST(FitSpanChooser, TakesTheShortestSpanUntilItHasSeenEnoughWindows) {
+TEST(FitSpanChooser, TakesTheMiddleSpanUntilItHasSeenEnoughWindows) {
   FitSpanChooser c(kWindow, Range());
-  EXPECT_EQ(c.span_ns(), 2 * kWindow);
+  EXPECT_EQ(c.span_ns(), 3 * kWindow);
   EXPECT_FALSE(Feed(&c, 15, 20, 0, 1)) << "15 windows: min_history is 16";
-  EXPECT_EQ(c.span_ns(), 2 * kWindow);
+  EXPECT_EQ(c.span_ns(), 3 * kWindow);
   EXPECT_FALSE(c.evidence().has_value());
+}
+
+// Before any evidence: the span whose worst ratio to the right one (the
+// longest, or the shortest) is least.
+TEST(FitSpanChooser, StartsWhereNeitherWrongGuessCostsMuch) {
+  const int64_t w = kWindow;
+  EXPECT_EQ(FitSpanChooser::StartSpan(w, 2 * w, 5 * w), 3 * w) << "4-10 s: 6 s (10/6 and 6/4)";
+  EXPECT_EQ(FitSpanChooser::StartSpan(w, 2 * w, 6 * w), 3 * w) << "a tie (12/6 = 8/4) keeps the shorter";
+  EXPECT_EQ(FitSpanChooser::StartSpan(w, 2 * w, 8 * w), 4 * w);
+  EXPECT_EQ(FitSpanChooser::StartSpan(w, 2 * w, 3 * w), 2 * w) << "6/4 = 6/4: the shorter";
+  EXPECT_EQ(FitSpanChooser::StartSpan(w, 2 * w, 2 * w), 2 * w);
+  EXPECT_EQ(FitSpanChooser::StartSpan(w, w, 9 * w), 3 * w) << "whole windows";
+  FitSpanChooserOptions o;  // the agent's defaults: 4 s to 10 s
+  EXPECT_EQ(FitSpanChooser(w, o).span_ns(), 3 * w);
 }
 
 TEST(FitSpanChooser, TakesTheLongestSpanWhereTheOffsetsShowOnlyNoise) {
@@ -67,10 +81,10 @@ TEST(FitSpanChooser, TakesTheLongestSpanWhereTheOffsetsShowOnlyNoise) {
   }
 }
 
-TEST(FitSpanChooser, KeepsTheShortestSpanWhereTheClocksWander) {
+TEST(FitSpanChooser, TakesTheShortestSpanWhereTheClocksWander) {
   for (uint32_t seed : {1u, 2u, 3u}) {
     FitSpanChooser c(kWindow, Range());
-    EXPECT_FALSE(Feed(&c, 64, 5, 40, seed)) << seed;
+    EXPECT_TRUE(Feed(&c, 64, 5, 40, seed)) << seed;
     EXPECT_EQ(c.span_ns(), 2 * kWindow) << seed;
     ASSERT_TRUE(c.evidence().has_value());
     EXPECT_GT(c.evidence()->wander_ns_per_sqrt_s, 20) << seed;

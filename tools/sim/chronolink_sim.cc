@@ -162,36 +162,39 @@ std::string SpanText(const RunResult& r) {
 ordered_json RunJson(const RunResult& r, const std::string& reference) {
   const SimConfig& c = r.config;
   const auto& w = r.report.windows;
-  ordered_json config = {{"nodes", c.nodes},
-                         {"k", c.k},
-                         {"degree", r.degree},
-                         {"links", r.links},
-                         {"windows", c.windows},
-                         {"window_s", static_cast<double>(c.window_ns) / 1e9},
-                         {"fit_span_s", c.AdaptiveFitSpan() ? ordered_json(nullptr)
-                                                            : ordered_json(static_cast<double>(c.FitSpan()) / 1e9)},
-                         {"fit_span_max_s", static_cast<double>(c.FitSpan()) / 1e9},
-                         {"fit_span_trailing_max_s", static_cast<double>(c.MaxFitSpan()) / 1e9},
-                         {"fit_floor_points", c.estimator.max_margin.floor_points},
-                         {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
-                         {"seed", c.seed},
-                         {"offset_spread_ms", c.offset_spread_ns / 1e6},
-                         {"drift_spread_ppm", std::round(c.drift_spread * 1e12) / 1e6},
-                         {"wander_ns_per_sqrt_s", c.wander_ns_per_sqrt_s},
-                         {"frequency_wander_adev", c.frequency_wander_adev_1s},
-                         {"discipline", Disciplined(c) ? "kernel-pll" : "none"},
-                         {"ntp_poll_s", static_cast<double>(c.discipline.poll_ns) / 1e9},
-                         {"ntp_noise_us", c.discipline.measurement_noise_ns / 1e3},
-                         {"fit_clock", FitsInRealtime(c) ? "realtime" : "raw"},
-                         {"delay_us", {c.delay_min_ns / 1e3, c.delay_max_ns / 1e3}},
-                         {"asymmetry_ns", c.asymmetry_ns},
-                         {"queue_mean_us", c.queue.queue_mean_ns / 1e3},
-                         {"idle_fraction", c.queue.idle_fraction},
-                         {"burst_fraction", c.queue.burst_fraction},
-                         {"burst_us", c.queue.burst_mean_ns / 1e3},
-                         {"loss_fraction", c.queue.loss_fraction},
-                         {"reference", reference},
-                         {"threads", c.threads}};
+  ordered_json config = {
+      {"nodes", c.nodes},
+      {"k", c.k},
+      {"degree", r.degree},
+      {"links", r.links},
+      {"windows", c.windows},
+      {"window_s", static_cast<double>(c.window_ns) / 1e9},
+      {"fit_span_s",
+       c.AdaptiveFitSpan() ? ordered_json(nullptr) : ordered_json(static_cast<double>(c.FitSpan()) / 1e9)},
+      {"fit_span_max_s", static_cast<double>(c.FitSpan()) / 1e9},
+      {"fit_span_trailing_max_s", static_cast<double>(c.MaxFitSpan()) / 1e9},
+      {"fit_span_start_s",
+       c.AdaptiveFitSpan() ? ordered_json(static_cast<double>(c.StartFitSpan()) / 1e9) : ordered_json(nullptr)},
+      {"fit_floor_points", c.estimator.max_margin.floor_points},
+      {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
+      {"seed", c.seed},
+      {"offset_spread_ms", c.offset_spread_ns / 1e6},
+      {"drift_spread_ppm", std::round(c.drift_spread * 1e12) / 1e6},
+      {"wander_ns_per_sqrt_s", c.wander_ns_per_sqrt_s},
+      {"frequency_wander_adev", c.frequency_wander_adev_1s},
+      {"discipline", Disciplined(c) ? "kernel-pll" : "none"},
+      {"ntp_poll_s", static_cast<double>(c.discipline.poll_ns) / 1e9},
+      {"ntp_noise_us", c.discipline.measurement_noise_ns / 1e3},
+      {"fit_clock", FitsInRealtime(c) ? "realtime" : "raw"},
+      {"delay_us", {c.delay_min_ns / 1e3, c.delay_max_ns / 1e3}},
+      {"asymmetry_ns", c.asymmetry_ns},
+      {"queue_mean_us", c.queue.queue_mean_ns / 1e3},
+      {"idle_fraction", c.queue.idle_fraction},
+      {"burst_fraction", c.queue.burst_fraction},
+      {"burst_us", c.queue.burst_mean_ns / 1e3},
+      {"loss_fraction", c.queue.loss_fraction},
+      {"reference", reference},
+      {"threads", c.threads}};
   ordered_json windows = {{"windows", w.windows},
                           {"max_margin", w.max_margin},
                           {"max_margin_pure", w.max_margin_pure},
@@ -298,7 +301,7 @@ int main(int argc, char** argv) {
   SimConfig c;
   std::vector<uint32_t> sizes;
   double window_s = 2.0, fit_span_s = 0, fit_span_max_s = static_cast<double>(c.fit_span_max_ns) / 1e9,
-         fit_span_trailing_max_s = static_cast<double>(c.fit_span_trailing_max_ns) / 1e9,
+         fit_span_trailing_max_s = static_cast<double>(c.fit_span_trailing_max_ns) / 1e9, fit_span_start_s = 0,
          interval_ms = static_cast<double>(c.interval_ns) / 1e6, spacing_us = static_cast<double>(c.spacing_ns) / 1e3;
   double offset_spread_ms = 50, drift_spread_ppm = 100, queue_mean_us = 20, burst_us = 500;
   std::vector<double> delay_us = {20, 200};
@@ -335,6 +338,11 @@ int main(int argc, char** argv) {
   app.add_option("--fit-span-trailing-max-s", fit_span_trailing_max_s,
                  "the longest chosen span in all, reaching back past the centred ones, as the agent's; "
                  "0: five windows")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 28800.0));
+  app.add_option("--fit-span-start-s", fit_span_start_s,
+                 "the span each edge fits before its chooser has judged, whole windows within the chosen range; "
+                 "0: the agent's (the one whose worst ratio to the shortest and the longest is least)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 28800.0));
   app.add_option("--fit-floor-points", c.estimator.max_margin.floor_points,
@@ -426,6 +434,7 @@ int main(int argc, char** argv) {
   c.fit_span_ns = std::llround(fit_span_s * 1e9);
   c.fit_span_max_ns = std::llround(fit_span_max_s * 1e9);
   c.fit_span_trailing_max_ns = std::llround(fit_span_trailing_max_s * 1e9);
+  c.fit_span_start_ns = std::llround(fit_span_start_s * 1e9);
   c.interval_ns = std::llround(interval_ms * 1e6);
   c.spacing_ns = std::llround(spacing_us * 1e3);
   c.offset_spread_ns = offset_spread_ms * 1e6;

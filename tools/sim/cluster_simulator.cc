@@ -8,6 +8,7 @@
 
 #include "agent/cluster/edge_estimate_of.h"
 #include "agent/estimate/edge_windows.h"
+#include "agent/estimate/fit_span_chooser.h"
 #include "agent/pair/tuple_assembler.h"
 #include "tools/sim/sim_exchange.h"
 #include "tools/sim/sim_random.h"
@@ -73,6 +74,12 @@ SimWindow ToSimWindow(const EdgeWindowRecord& r, const SimNodeClock& node, const
 
 }  // namespace
 
+int64_t SimConfig::StartFitSpan() const {
+  const FitSpanRange r = FitSpans();
+  if (r.start_ns > 0) return r.start_ns;
+  return FitSpanChooser::StartSpan(window_ns, r.shortest_ns, r.longest_trailing_ns);
+}
+
 std::string ValidateConfig(const SimConfig& c) {
   if (c.nodes < 2 || c.nodes > 100'000) return "nodes must be in [2, 100000] (--nodes)";
   if (c.k < 1) return "k must be at least 1 (--k)";
@@ -91,6 +98,10 @@ std::string ValidateConfig(const SimConfig& c) {
       (c.fit_span_trailing_max_ns < c.FitSpan() || c.fit_span_trailing_max_ns > 8 * c.window_ns))
     return "longest trailing fit span must be 0 (five windows) or from the longest centred span to 8 windows "
            "(--fit-span-trailing-max-s)";
+  if (c.fit_span_start_ns != 0 && (c.fit_span_ns != 0 || c.fit_span_start_ns < c.FitSpans().shortest_ns ||
+                                   c.fit_span_start_ns > c.MaxFitSpan() || c.fit_span_start_ns % c.window_ns != 0))
+    return "start fit span must be 0 (the chooser's) or whole windows from the shortest chosen span to the longest, "
+           "with spans chosen (--fit-span-start-s)";
   if (c.interval_ns > c.window_ns)
     return "probe interval must not exceed the window (--interval-ms, --window-s)";
   if (!(c.interval_jitter >= 0 && c.interval_jitter < 1))

@@ -40,14 +40,20 @@ struct SimConfig {
   int64_t fit_span_max_ns = 0;  // 0: three windows, as the agent's --fit-span-max-s
   // 0: five windows, as the agent's --fit-span-trailing-max-s
   int64_t fit_span_trailing_max_ns = 0;
+  // 0: the chooser's start span (FitSpanChooser::StartSpan), as the agent's
+  int64_t fit_span_start_ns = 0;
   FitSpanRange FitSpans() const {
-    return FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns, fit_span_trailing_max_ns);
+    FitSpanRange r = FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns, fit_span_trailing_max_ns);
+    r.start_ns = r.chosen ? fit_span_start_ns : 0;
+    return r;
   }
   bool AdaptiveFitSpan() const { return FitSpans().chosen; }
   // The longest centred span a fit takes (it sets the lag), the longest of
   // all, and the shortest.
   int64_t FitSpan() const { return FitSpans().longest_ns; }
   int64_t MaxFitSpan() const { return FitSpans().longest_trailing_ns; }
+  // Where a chosen span starts.
+  int64_t StartFitSpan() const;
   int64_t MinFitSpan() const { return FitSpans().shortest_ns; }
   int64_t interval_ns = 50'000'000;  // one coded pair per directed edge per interval
   double interval_jitter = 0.2;      // ± uniform fraction of the interval
