@@ -31,7 +31,11 @@ A span chooser:M is the one the agent's span chooser's model picks for
 each window from the evidence its record carries (fit_span_evidence), up
 to M seconds; one longer than the run's longest centred span ends where
 that one ends and reaches back (agent/estimate/fit_span_range.h), e.g.
-chooser:6/both/agent, chooser:10/both/agent.
+chooser:6/both/agent, chooser:10/both/agent. chooser:M:C moves to the
+model's span as the agent's chooser does: once it errs a tenth less than
+the span in force, in C windows in a row (the agent's C is 2; 4 before
+2026-12-05); each window's fit on the span in force before its own record,
+the start span first. Without C, each window takes its own pick.
 
 It prints, per policy, |error| p50 / p99 / max over the agent's kernel
 windows in the measured span, each prober's median signed error (what a
@@ -204,14 +208,47 @@ def chosen_span_ns(evidence: dict | None, window_ns: int, longest_ns: int) -> in
     """The span agent/estimate/fit_span_chooser.cc's model errs least at,
     n^2 W / S + 0.15 w^2 S, in whole windows from two to longest_ns, for a
     window's fit_span_evidence; two windows while it has none. The chooser's
-    hysteresis (a tenth better, four windows in a row) is left out. While
-    a window has no evidence, the chooser's start span."""
+    hysteresis is hysteresis_spans'. While a window has no evidence, the
+    chooser's start span."""
     shortest = min(2 * window_ns, longest_ns)
     if not evidence:
         return start_span_ns(window_ns, shortest, longest_ns)
     n, w = evidence["window_noise_ns"], evidence["wander_ns_per_sqrt_s"]
     spans = range(shortest, longest_ns + 1, window_ns)
     return min(spans, key=lambda s: n * n * window_ns / s + 0.15 * w * w * s / NS_PER_S)
+
+
+def model_variance(evidence: dict, window_ns: int, span_ns: int) -> float:
+    n, w = evidence["window_noise_ns"], evidence["wander_ns_per_sqrt_s"]
+    return n * n * window_ns / span_ns + 0.15 * w * w * span_ns / NS_PER_S
+
+
+def hysteresis_spans(windows: list[dict], window_ns: int, longest_ns: int, confirm: int,
+                     gain: float = 1.1) -> dict[tuple[int, int], int]:
+    """The span in force at each window, (node, x0_ns) -> ns, as
+    FitSpanChooser::Add moves it: from the start span, to the model's pick
+    once that errs `gain` times less than the span in force, in `confirm`
+    windows in a row each wanting the same way; a window's fit takes the
+    span in force before its own evidence (edges.jsonl records that
+    evidence with the window)."""
+    shortest = min(2 * window_ns, longest_ns)
+    out = {}
+    for node in sorted({w["node"] for w in windows}):
+        span, wanting = start_span_ns(window_ns, shortest, longest_ns), 0
+        for w in sorted((w for w in windows if w["node"] == node), key=lambda w: w["x0_ns"]):
+            out[(node, w["x0_ns"])] = span
+            e = w.get("span_evidence")
+            if not e:
+                continue
+            best = chosen_span_ns(e, window_ns, longest_ns)
+            if not model_variance(e, window_ns, span) > gain * model_variance(e, window_ns, best):
+                wanting = 0
+                continue
+            way = 1 if best > span else -1
+            wanting = wanting + way if wanting * way > 0 else way
+            if wanting * way >= confirm:
+                span, wanting = best, 0
+    return out
 
 
 @dataclass
@@ -222,6 +259,7 @@ class Policy:
     both_sessions: bool
     floor_points: int | None = 1  # None: the agent's (edges.jsonl floor_points)
     chooser_max_s: float | None = None  # the span chooser's pick up to this, reaching back past the run's centred longest
+    chooser_confirm: int = 0  # > 0: moved to as the chooser does, in this many windows in a row
 
     @classmethod
     def parse(cls, text: str) -> "Policy":
@@ -237,23 +275,27 @@ class Policy:
             if span == "agent":
                 return cls(text, None, None, packets == "both", floor)
             if span.startswith("chooser:"):
-                longest = float(span.split(":", 1)[1])
+                longest_text, _, confirm_text = span.split(":", 1)[1].partition(":")
+                longest, confirm = float(longest_text), int(confirm_text) if confirm_text else 0
                 if not 0 < longest <= 60:
                     raise ValueError("the chooser's longest span must be in (0, 60] s")
-                return cls(text, None, None, packets == "both", floor, longest)
+                if confirm_text and not 1 <= confirm <= 64:
+                    raise ValueError("the chooser's windows in a row must be 1..64")
+                return cls(text, None, None, packets == "both", floor, longest, confirm)
             s, _, d = span.partition("@")
             p = cls(text, float(s), float(d) if d else None, packets == "both", floor)
             if not p.span_s > 0 or (p.trailing_s is not None and p.trailing_s < 0):
                 raise ValueError("the span must be > 0 s and the trailing delay >= 0 s")
             return p
         except ValueError as e:
-            raise ValueError(f"policy {text!r}: {e} (SPAN/PACKETS[/K]: agent|S|S@D|chooser:M / own|both / 1..64|agent)") from None
+            raise ValueError(f"policy {text!r}: {e} (SPAN/PACKETS[/K]: agent|S|S@D|chooser:M[:C] / own|both / 1..64|agent)") from None
 
     def span(self, window: dict, window_ns: int) -> tuple[int, int]:
         if self.chooser_max_s is not None:
             # Centred up to the run's longest centred span; a longer one ends
             # where that one ends (agent/estimate/fit_span_range.h).
-            s = chosen_span_ns(window.get("span_evidence"), window_ns, int(self.chooser_max_s * NS_PER_S))
+            s = window.get("chooser_span_ns") or chosen_span_ns(window.get("span_evidence"), window_ns,
+                                                                 int(self.chooser_max_s * NS_PER_S))
             centred = min(s, window["centred_span_ns"])
             end = window["x0_ns"] + centred // 2
             return end - s, end
@@ -270,9 +312,12 @@ def replay(bounds: dict[int, Bounds], windows: list[dict], policy: Policy, windo
     """The policy's error at each window's x0 (the path's part alone, or
     with the clocks' wander where the windows carry it: in_true_time)."""
     out = []
+    held = {}
+    if policy.chooser_confirm:
+        held = hysteresis_spans(windows, window_ns, int(policy.chooser_max_s * NS_PER_S), policy.chooser_confirm)
     for w in windows:
         b = bounds[w["node"]]
-        lo, hi = policy.span(w, window_ns)
+        lo, hi = policy.span({**w, "chooser_span_ns": held.get((w["node"], w["x0_ns"]))}, window_ns)
         i, j = b.x.searchsorted(lo), b.x.searchsorted(hi)
         keep = slice(i, j)
         sel = b.own[keep] | policy.both_sessions
@@ -412,6 +457,18 @@ def selftest() -> int:
     g = 2 * NS_PER_S
     check([start_span_ns(g, 2 * g, n * g) for n in (2, 3, 5, 6, 8)] == [2 * g, 2 * g, 3 * g, 3 * g, 4 * g],
           "the start span, as FitSpanChooser::StartSpan's test has it")
+    # The chooser's hysteresis: two windows none, then noise alone (wants
+    # 10 s), one wander (wants 4 s, breaking the run), then noise again.
+    noise, wander = {"window_noise_ns": 30.0, "wander_ns_per_sqrt_s": 0.0}, {"window_noise_ns": 1.0,
+                                                                            "wander_ns_per_sqrt_s": 20.0}
+    ev = [None, None, noise, wander, noise, noise, noise]
+    held = hysteresis_spans([{"node": 1, "x0_ns": k * g, "span_evidence": e} for k, e in enumerate(ev)],
+                            g, 10 * NS_PER_S, 2)
+    check([held[(1, k * g)] // NS_PER_S for k in range(len(ev))] == [6, 6, 6, 6, 6, 6, 10],
+          f"chooser:10:2 moves after two windows in a row want it, from the next window on "
+          f"(got {[held[(1, k * g)] // NS_PER_S for k in range(len(ev))]})")
+    check(Policy.parse("chooser:10:2/both/agent").chooser_confirm == 2
+          and Policy.parse("chooser:10/both/agent").chooser_confirm == 0, "chooser:M:C parses C")
     # The floors' line (docs/estimator.md §4b): floors at +-1000 ns, every 7th
     # bound on its floor, one forward packet 80 ns under it at x0: the hard
     # line moves by half its lead, the mean of 8 by a sixteenth.
@@ -451,7 +508,7 @@ def selftest() -> int:
     check(Policy.parse("agent/both/8").floor_points == 8 and Policy.parse("agent/both/agent").floor_points is None
           and Policy.parse("12/own").floor_points == 1, "K parses: a count, agent, or absent (1: the hard margin)")
     for bad in ("12", "12/all", "0/own", "x/own", "12@-1/own", "agent/both/0", "agent/both/x", "agent/both/8/1",
-                "chooser:0/both", "chooser:x/both"):
+                "chooser:0/both", "chooser:x/both", "chooser:10:0/both", "chooser:10:x/both"):
         try:
             Policy.parse(bad)
             check(False, f"policy {bad!r} refused")
