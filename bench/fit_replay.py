@@ -33,8 +33,8 @@ to M seconds; one longer than the run's longest centred span ends where
 that one ends and reaches back (agent/estimate/fit_span_range.h), e.g.
 chooser:6/both/agent, chooser:10/both/agent. chooser:M:C moves to the
 model's span as the agent's chooser does: once it errs a tenth less than
-the span in force, in C windows in a row (the agent's C is 2; 4 before
-2026-12-05); each window's fit on the span in force before its own record,
+the span in force, in C windows in a row (the agent's C is 4); each
+window's fit on the span in force before its own record,
 the start span first. Without C, each window takes its own pick.
 
 It prints, per policy, |error| p50 / p99 / max over the agent's kernel

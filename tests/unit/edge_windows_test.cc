@@ -292,12 +292,12 @@ TEST(EdgeWindows, AnAdaptiveSpanLengthensWhereTheOffsetOnlyJitters) {
   // Three windows before the first one out also fed the chooser.
   EXPECT_FALSE(out[11].span_evidence.has_value()) << "15 own-window fits: too few to judge";
   ASSERT_TRUE(out[12].span_evidence.has_value());
-  // The 16th and 17th windows each want the longer span; the 17th's fit is
-  // still on the span in force when it closed, the 18th on the new one.
-  EXPECT_TRUE(out[13].span_changed);
+  // The 16th to 19th windows each want the longer span; the 19th's fit is
+  // still on the span in force when it closed, the 20th on the new one.
+  EXPECT_TRUE(out[15].span_changed);
   EXPECT_EQ(out[0].fit_end_ns - out[0].fit_start_ns, 3 * kWindow) << "the middle span before any evidence";
-  EXPECT_EQ(out[13].fit_end_ns - out[13].fit_start_ns, 3 * kWindow);
-  EXPECT_EQ(out[14].fit_end_ns - out[14].fit_start_ns, 6 * kWindow);
+  EXPECT_EQ(out[15].fit_end_ns - out[15].fit_start_ns, 3 * kWindow);
+  EXPECT_EQ(out[16].fit_end_ns - out[16].fit_start_ns, 6 * kWindow);
   EXPECT_EQ(out.back().fit_end_ns - out.back().fit_start_ns, 6 * kWindow);
   EXPECT_EQ(out.back().span_evidence->best_span_ns, 6 * kWindow);
   EXPECT_GT(out.back().span_evidence->window_noise_ns, 0);
