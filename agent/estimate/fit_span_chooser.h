@@ -44,7 +44,9 @@ namespace chronolink {
 struct FitSpanChooserOptions {
   int64_t min_span_ns = 4'000'000'000;
   int64_t max_span_ns = kDefaultLongestTrailingWindows * 2'000'000'000;  // of 2 s windows
-  int64_t start_span_ns = 0;                                             // 0: StartSpan's; else this, within [min, max]
+
+  // Before any evidence: 0 for StartSpan's, else this (within min..max).
+  int64_t start_span_ns = 0;
   int history = 128;     // own-window fits kept (256 s of 2 s windows)
   int min_history = 16;  // no choice before this many
   double switch_gain = 1.1;  // the new span's variance must beat the current's by this factor
