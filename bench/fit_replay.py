@@ -36,6 +36,9 @@ model's span as the agent's chooser does: once it errs a tenth less than
 the span in force, in C windows in a row (the agent's C is 4); each
 window's fit on the span in force before its own record,
 the start span first. Without C, each window takes its own pick.
+chooser:M[:C]@S0 starts at S0 seconds instead of the chooser's start span
+(6 s of 4-10 s), e.g. chooser:10:4@4/both/agent, as the agent did until
+2026-12-05.
 
 It prints, per policy, |error| p50 / p99 / max over the agent's kernel
 windows in the measured span, each prober's median signed error (what a
@@ -204,7 +207,7 @@ def start_span_ns(window_ns: int, shortest_ns: int, longest_ns: int) -> int:
     return min(spans, key=lambda s: (max(longest_ns / s, s / shortest_ns), s))
 
 
-def chosen_span_ns(evidence: dict | None, window_ns: int, longest_ns: int) -> int:
+def chosen_span_ns(evidence: dict | None, window_ns: int, longest_ns: int, start_ns: int = 0) -> int:
     """The span agent/estimate/fit_span_chooser.cc's model errs least at,
     n^2 W / S + 0.15 w^2 S, in whole windows from two to longest_ns, for a
     window's fit_span_evidence; two windows while it has none. The chooser's
@@ -212,7 +215,7 @@ def chosen_span_ns(evidence: dict | None, window_ns: int, longest_ns: int) -> in
     chooser's start span."""
     shortest = min(2 * window_ns, longest_ns)
     if not evidence:
-        return start_span_ns(window_ns, shortest, longest_ns)
+        return start_ns or start_span_ns(window_ns, shortest, longest_ns)
     n, w = evidence["window_noise_ns"], evidence["wander_ns_per_sqrt_s"]
     spans = range(shortest, longest_ns + 1, window_ns)
     return min(spans, key=lambda s: n * n * window_ns / s + 0.15 * w * w * s / NS_PER_S)
@@ -223,7 +226,7 @@ def model_variance(evidence: dict, window_ns: int, span_ns: int) -> float:
     return n * n * window_ns / span_ns + 0.15 * w * w * span_ns / NS_PER_S
 
 
-def hysteresis_spans(windows: list[dict], window_ns: int, longest_ns: int, confirm: int,
+def hysteresis_spans(windows: list[dict], window_ns: int, longest_ns: int, confirm: int, start_ns: int = 0,
                      gain: float = 1.1) -> dict[tuple[int, int], int]:
     """The span in force at each window, (node, x0_ns) -> ns, as
     FitSpanChooser::Add moves it: from the start span, to the model's pick
@@ -234,7 +237,7 @@ def hysteresis_spans(windows: list[dict], window_ns: int, longest_ns: int, confi
     shortest = min(2 * window_ns, longest_ns)
     out = {}
     for node in sorted({w["node"] for w in windows}):
-        span, wanting = start_span_ns(window_ns, shortest, longest_ns), 0
+        span, wanting = start_ns or start_span_ns(window_ns, shortest, longest_ns), 0
         for w in sorted((w for w in windows if w["node"] == node), key=lambda w: w["x0_ns"]):
             out[(node, w["x0_ns"])] = span
             e = w.get("span_evidence")
@@ -260,6 +263,7 @@ class Policy:
     floor_points: int | None = 1  # None: the agent's (edges.jsonl floor_points)
     chooser_max_s: float | None = None  # the span chooser's pick up to this, reaching back past the run's centred longest
     chooser_confirm: int = 0  # > 0: moved to as the chooser does, in this many windows in a row
+    chooser_start_s: float = 0  # > 0: the span before any evidence (else the chooser's start span)
 
     @classmethod
     def parse(cls, text: str) -> "Policy":
@@ -275,27 +279,32 @@ class Policy:
             if span == "agent":
                 return cls(text, None, None, packets == "both", floor)
             if span.startswith("chooser:"):
-                longest_text, _, confirm_text = span.split(":", 1)[1].partition(":")
+                chooser, _, start_text = span.partition("@")
+                longest_text, _, confirm_text = chooser.split(":", 1)[1].partition(":")
                 longest, confirm = float(longest_text), int(confirm_text) if confirm_text else 0
+                start = float(start_text) if start_text else 0.0
                 if not 0 < longest <= 60:
                     raise ValueError("the chooser's longest span must be in (0, 60] s")
                 if confirm_text and not 1 <= confirm <= 64:
                     raise ValueError("the chooser's windows in a row must be 1..64")
-                return cls(text, None, None, packets == "both", floor, longest, confirm)
+                if start_text and not 0 < start <= longest:
+                    raise ValueError("the chooser's start span must be in (0, M] s")
+                return cls(text, None, None, packets == "both", floor, longest, confirm, start)
             s, _, d = span.partition("@")
             p = cls(text, float(s), float(d) if d else None, packets == "both", floor)
             if not p.span_s > 0 or (p.trailing_s is not None and p.trailing_s < 0):
                 raise ValueError("the span must be > 0 s and the trailing delay >= 0 s")
             return p
         except ValueError as e:
-            raise ValueError(f"policy {text!r}: {e} (SPAN/PACKETS[/K]: agent|S|S@D|chooser:M[:C] / own|both / 1..64|agent)") from None
+            raise ValueError(f"policy {text!r}: {e} (SPAN/PACKETS[/K]: agent|S|S@D|chooser:M[:C][@S0] / own|both / 1..64|agent)") from None
 
     def span(self, window: dict, window_ns: int) -> tuple[int, int]:
         if self.chooser_max_s is not None:
             # Centred up to the run's longest centred span; a longer one ends
             # where that one ends (agent/estimate/fit_span_range.h).
             s = window.get("chooser_span_ns") or chosen_span_ns(window.get("span_evidence"), window_ns,
-                                                                 int(self.chooser_max_s * NS_PER_S))
+                                                                 int(self.chooser_max_s * NS_PER_S),
+                                                                 int(self.chooser_start_s * NS_PER_S))
             centred = min(s, window["centred_span_ns"])
             end = window["x0_ns"] + centred // 2
             return end - s, end
@@ -314,7 +323,8 @@ def replay(bounds: dict[int, Bounds], windows: list[dict], policy: Policy, windo
     out = []
     held = {}
     if policy.chooser_confirm:
-        held = hysteresis_spans(windows, window_ns, int(policy.chooser_max_s * NS_PER_S), policy.chooser_confirm)
+        held = hysteresis_spans(windows, window_ns, int(policy.chooser_max_s * NS_PER_S), policy.chooser_confirm,
+                                int(policy.chooser_start_s * NS_PER_S))
     for w in windows:
         b = bounds[w["node"]]
         lo, hi = policy.span({**w, "chooser_span_ns": held.get((w["node"], w["x0_ns"]))}, window_ns)
@@ -469,6 +479,11 @@ def selftest() -> int:
           f"(got {[held[(1, k * g)] // NS_PER_S for k in range(len(ev))]})")
     check(Policy.parse("chooser:10:2/both/agent").chooser_confirm == 2
           and Policy.parse("chooser:10/both/agent").chooser_confirm == 0, "chooser:M:C parses C")
+    p4 = Policy.parse("chooser:10:4@4/both/agent")
+    check(p4.chooser_confirm == 4 and p4.chooser_start_s == 4
+          and p4.span({"x0_ns": 100 * NS_PER_S, "centred_span_ns": 6 * NS_PER_S, "span_evidence": None},
+                      2 * NS_PER_S) == (98 * NS_PER_S, 102 * NS_PER_S),
+          "chooser:M:C@S0 starts at S0 (4 s, centred)")
     # The floors' line (docs/estimator.md §4b): floors at +-1000 ns, every 7th
     # bound on its floor, one forward packet 80 ns under it at x0: the hard
     # line moves by half its lead, the mean of 8 by a sixteenth.
@@ -508,7 +523,8 @@ def selftest() -> int:
     check(Policy.parse("agent/both/8").floor_points == 8 and Policy.parse("agent/both/agent").floor_points is None
           and Policy.parse("12/own").floor_points == 1, "K parses: a count, agent, or absent (1: the hard margin)")
     for bad in ("12", "12/all", "0/own", "x/own", "12@-1/own", "agent/both/0", "agent/both/x", "agent/both/8/1",
-                "chooser:0/both", "chooser:x/both", "chooser:10:0/both", "chooser:10:x/both"):
+                "chooser:0/both", "chooser:x/both", "chooser:10:0/both", "chooser:10:x/both",
+                "chooser:10@12/both", "chooser:10@x/both"):
         try:
             Policy.parse(bad)
             check(False, f"policy {bad!r} refused")
