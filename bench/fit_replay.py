@@ -207,23 +207,21 @@ def start_span_ns(window_ns: int, shortest_ns: int, longest_ns: int) -> int:
     return min(spans, key=lambda s: (max(longest_ns / s, s / shortest_ns), s))
 
 
+def model_variance(evidence: dict, window_ns: int, span_ns: int) -> float:
+    """FitSpanChooser::SpanVariance: n^2 W / S + 0.15 w^2 S."""
+    n, w = evidence["window_noise_ns"], evidence["wander_ns_per_sqrt_s"]
+    return n * n * window_ns / span_ns + 0.15 * w * w * span_ns / NS_PER_S
+
+
 def chosen_span_ns(evidence: dict | None, window_ns: int, longest_ns: int, start_ns: int = 0) -> int:
-    """The span agent/estimate/fit_span_chooser.cc's model errs least at,
-    n^2 W / S + 0.15 w^2 S, in whole windows from two to longest_ns, for a
-    window's fit_span_evidence; two windows while it has none. The chooser's
-    hysteresis is hysteresis_spans'. While a window has no evidence, the
-    chooser's start span."""
+    """The span agent/estimate/fit_span_chooser.cc's model errs least at, in
+    whole windows from two to longest_ns, for a window's fit_span_evidence;
+    while a window has none, start_ns or the chooser's start span. The
+    chooser's hysteresis is hysteresis_spans'."""
     shortest = min(2 * window_ns, longest_ns)
     if not evidence:
         return start_ns or start_span_ns(window_ns, shortest, longest_ns)
-    n, w = evidence["window_noise_ns"], evidence["wander_ns_per_sqrt_s"]
-    spans = range(shortest, longest_ns + 1, window_ns)
-    return min(spans, key=lambda s: n * n * window_ns / s + 0.15 * w * w * s / NS_PER_S)
-
-
-def model_variance(evidence: dict, window_ns: int, span_ns: int) -> float:
-    n, w = evidence["window_noise_ns"], evidence["wander_ns_per_sqrt_s"]
-    return n * n * window_ns / span_ns + 0.15 * w * w * span_ns / NS_PER_S
+    return min(range(shortest, longest_ns + 1, window_ns), key=lambda s: model_variance(evidence, window_ns, s))
 
 
 def hysteresis_spans(windows: list[dict], window_ns: int, longest_ns: int, confirm: int, start_ns: int = 0,

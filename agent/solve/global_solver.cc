@@ -383,10 +383,9 @@ class ComponentSystem {
 // measurements (what the solve takes of them) has a larger variance than
 // 1/Σwᵢ: each direction's weight is scaled by the ratio, so that the link
 // counts once in the covariance as one measurement of that variance.
-std::vector<double> CovarianceWeights(const std::vector<const EdgeMeasurement*>& meas, const std::vector<double>& w,
-                                      double rho) {
-  std::vector<double> out = w;
-  // Measurements by link: (lower, higher) node as one sorted key.
+// The measurements' indices by link: (lower, higher) node as one sorted
+// key, so that a link's measurements are adjacent.
+std::vector<std::pair<uint64_t, uint32_t>> MeasurementsByLink(const std::vector<const EdgeMeasurement*>& meas) {
   std::vector<std::pair<uint64_t, uint32_t>> order(meas.size());
   for (size_t e = 0; e < meas.size(); ++e) {
     const auto lo = static_cast<uint64_t>(std::min(meas[e]->from, meas[e]->to));
@@ -394,6 +393,13 @@ std::vector<double> CovarianceWeights(const std::vector<const EdgeMeasurement*>&
     order[e] = {lo << 32 | hi, static_cast<uint32_t>(e)};
   }
   std::sort(order.begin(), order.end());
+  return order;
+}
+
+std::vector<double> CovarianceWeights(const std::vector<const EdgeMeasurement*>& meas, const std::vector<double>& w,
+                                      double rho) {
+  std::vector<double> out = w;
+  const auto order = MeasurementsByLink(meas);
   for (size_t i = 0; i < order.size();) {
     size_t j = i;
     LinkCovariance link;
@@ -588,6 +594,10 @@ bool SolveDrifts(ComponentSystem& sys, const ReferenceComponent& rc, const std::
   return ok;
 }
 
+// Components up to this size get the bias their links' floors carry taken
+// off their node floor (BiasCarriedByEdgeFloors: one more dense inverse).
+constexpr int kBiasCarriedMaxNodes = 100;
+
 // The part of each node's stamping-bias variance that its edges' own
 // floors (node_bias_floor_ns each, shared by a link's two directions)
 // already carry into its offset: what the floors of a link add to node i is
@@ -600,13 +610,7 @@ std::vector<double> BiasCarriedByEdgeFloors(const ComponentSystem& sys, const Re
                                             const std::vector<double>& w, double floor_ns, bool mean_ref) {
   const int n = rc.size();
   const Eigen::MatrixXd M = sys.Covariance(w);
-  std::vector<std::pair<uint64_t, uint32_t>> order(rc.meas.size());
-  for (size_t e = 0; e < rc.meas.size(); ++e) {
-    const auto lo = static_cast<uint64_t>(std::min(rc.meas[e]->from, rc.meas[e]->to));
-    const auto hi = static_cast<uint64_t>(std::max(rc.meas[e]->from, rc.meas[e]->to));
-    order[e] = {lo << 32 | hi, static_cast<uint32_t>(e)};
-  }
-  std::sort(order.begin(), order.end());
+  const auto order = MeasurementsByLink(rc.meas);
   std::vector<double> carried(n, 0.0);
   Eigen::VectorXd g(n);
   for (size_t i = 0; i < order.size();) {
@@ -652,10 +656,11 @@ void NodeVariances(ComponentSystem& sys, const ReferenceComponent& rc, const Sol
     sol->exact_uncertainty = false;
     var = sys.PathVariance(wc);
   }
-  // Small components only: beyond, every node has several edges, whose
-  // floors carry a small part of its bias, and the whole floor is kept.
+  // Small components only (it takes a dense inverse of its own): beyond,
+  // every node has several edges, whose floors carry a small part of its
+  // bias, and the whole floor is kept.
   sol->bias_carried.assign(n, 0.0);
-  if (n <= opt.direct_solver_max_nodes && opt.node_bias_floor_ns > 0) {
+  if (n <= kBiasCarriedMaxNodes && opt.node_bias_floor_ns > 0) {
     sol->bias_carried = BiasCarriedByEdgeFloors(sys, rc, sol->weight, opt.node_bias_floor_ns, mean_ref);
   }
 }

@@ -102,9 +102,9 @@ struct SolverOptions {
   // link's shared part. Added in quadrature to each node's uncertainty: its
   // own, and a named reference's, which every other node's offset carries
   // (docs/solver.md). The edges' own floor (docs/estimator.md §8) is this
-  // size too, and is the same bias seen on one link: in components up to
-  // direct_solver_max_nodes, what the links' floors already carry into a
-  // node's offset is not added again.
+  // size too, and is the same bias seen on one link: in components of up to
+  // 100 nodes, what the links' floors already carry into a node's offset is
+  // not added again.
   double node_bias_floor_ns = 5.0;
   // Linear solver: sparse LDLᵀ up to this many nodes per component,
   // conjugate gradient (diagonal preconditioner) above.
