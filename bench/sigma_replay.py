@@ -41,6 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools", "testbed"))
 import accuracy_bench as ab  # noqa: E402
+import truth  # noqa: E402
 
 HISTORY, MIN_HISTORY, FLOOR_NS = 12, 5, 5.0
 WINDOW_NS = 2_000_000_000
@@ -167,12 +168,10 @@ def score(scenario: tuple[str, dict, dict], *setting) -> tuple[int, float, float
             e = errors.get((w["node"], w["x0_ns"]))
             if e is not None and s is not None:
                 pairs.append((abs(e), s))
-    if not pairs:
+    c = truth.sigma_coverage(pairs)  # what accuracy_bench prints, by the same rule
+    if c is None:
         return 0, float("nan"), float("nan")
-    cover = sum(1 for e, s in pairs if e <= 3 * s) / len(pairs)
-    median_err = statistics.median(e for e, _ in pairs)
-    ratio = statistics.median(s for _, s in pairs) / median_err if median_err > 0 else float("inf")
-    return len(pairs), cover, ratio
+    return c["n"], c["cover_3s"], c["width_ratio"]
 
 
 def parse_setting(text: str) -> tuple:
