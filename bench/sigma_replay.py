@@ -15,18 +15,22 @@ runs (accuracy_bench --out DIR).
 
     bench/sigma_replay.py OUT... [--setting mad:1.2:0.5:0:5:0.5 --setting rec:1.2:1.0]
 
-A setting is SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT]]]: SCATTER `mad`
-(median |residual| x 1.4826, the agent's since 2026-11-26), `rms`
-(sqrt(RSS / (n - 2)), the agent's before) or `rec` (the agent's own, as
-recorded in sigma_scatter_ns, runs from 2026-12-05 on: exact), TAIL the
+A setting is SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT]]]: SCATTER `quad`
+(median |residual| about a least-squares parabola x 1.4826, the agent's
+since the evening of 2026-12-05), `mad` (the same about a straight line, the
+agent's from 2026-11-26), `rms` (sqrt(RSS / (n - 2)) about the line, the
+agent's before) or `rec` (the agent's own, as recorded in
+sigma_scatter_ns, runs from 2026-12-05 on: exact), TAIL the
 factor on it, EXCESS the weight on the window's uncertainty_ns - margin_ns,
 OWN the weight on the window's own |residual| from its edge's line (default
 0, as the agent), FLOOR the floor in ns (default 5, as the agent), SHIFT the
 weight on the window's |floor_shift_ns| (default 0; the agent's 0.5 since
 2026-12-05). The scatter is recomputed as the agent computes it: each
-edge's fitted kernel windows in order, a line through the last 12 (more
-for spans over two windows), started again at a clock step or a gap of
-more than 4 windows.
+edge's fitted kernel windows in order, a parabola (`quad`, from 6
+windows) or a line (from 5) through the last 12 (more for spans over two
+windows), started again at a clock step or a gap of more than 4 windows.
+Which setting the run's agent had is told apart by replaying both it and
+the line's of before: the nearer one is named.
 """
 from __future__ import annotations
 
@@ -58,20 +62,36 @@ def residuals(x0s: list[int], betas: list[float]) -> list[float]:
     return [(b - my) - slope * (a - mx) for a, b in zip(x, y)]
 
 
+def parabola_residuals(x0s: list[int], betas: list[float]) -> list[float]:
+    """The windows' residuals from their least-squares parabola, as the agent computes them."""
+    import numpy as np
+    x = np.array([(v - x0s[-1]) / 1e9 for v in x0s])
+    x -= x.mean()
+    y = np.array(betas) - betas[-1]
+    design = np.vander(x, 3, increasing=True)
+    coef = np.linalg.lstsq(design, y, rcond=None)[0]
+    return list(y - design @ coef)
+
+
 def scatter(x0s: list[int], betas: list[float], kind: str) -> float:
-    """The windows' scatter about their least-squares line."""
-    res = residuals(x0s, betas)
+    """The windows' scatter about their least-squares trend."""
+    res = parabola_residuals(x0s, betas) if kind == "quad" else residuals(x0s, betas)
     if kind == "rms":
         return math.sqrt(sum(r * r for r in res) / (len(res) - 2))
     return 1.4826 * statistics.median(abs(r) for r in res)
 
 
-AGENT_SETTING = ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.5)  # window_scatter.h WindowScatterOptions
+AGENT_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5)  # window_scatter.h WindowScatterOptions
+LINE_SETTING = ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.5)  # the agent's until the evening of 2026-12-05
+MIN_HISTORY_PARABOLA = 6
 MAX_GAP_WINDOWS = 4
 
 
 def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: float = 0.0,
-           floor: float = FLOOR_NS, shift: float = 0.0) -> dict[int, float | None]:
+           floor: float = FLOOR_NS, shift: float = 0.0,
+           recorded_tail: float = AGENT_SETTING[1]) -> dict[int, float | None]:
+    """Each window's sigma by a setting; `rec` rescales the recorded scatter
+    from the tail it was written with (the run's agent's) to the setting's."""
     out: dict[int, float | None] = {}
     first = 0  # the oldest window the agent's history still holds
     for i, w in enumerate(windows):
@@ -89,7 +109,7 @@ def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: floa
         history = round(HISTORY * max(1.0, span / (2 * WINDOW_NS)))
         first = max(first, i - history + 1)
         hist = windows[first:i + 1]
-        if len(hist) < MIN_HISTORY:
+        if len(hist) < (MIN_HISTORY_PARABOLA if kind == "quad" else MIN_HISTORY):
             out[w["x0_ns"]] = None
             continue
         x0s, betas = [h["x0_ns"] for h in hist], [h["beta_ns"] for h in hist]
@@ -97,7 +117,7 @@ def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: floa
             if w.get("scatter_ns") is None:
                 out[w["x0_ns"]] = None
                 continue
-            s = tail / AGENT_SETTING[1] * w["scatter_ns"]
+            s = tail / recorded_tail * w["scatter_ns"]
         else:
             s = tail * scatter(x0s, betas, kind)
         e = excess * max(0.0, w["uncertainty_ns"] - w["margin_ns"])
@@ -145,24 +165,34 @@ def load_run(rundir: str) -> list[tuple[str, dict, dict]]:
     return out
 
 
-def validity(scenario: tuple[str, dict, dict]) -> tuple[int, float]:
-    """How far the agent's own setting, recomputed, stands from the sigma_ns
-    it wrote: windows compared, and the p99 of |recomputed - written| (ns)."""
+def validity(scenario: tuple[str, dict, dict], setting: tuple = AGENT_SETTING) -> tuple[int, float]:
+    """How far a setting of the agent's, recomputed, stands from the
+    sigma_ns it wrote: windows compared, and the p99 of |recomputed -
+    written| (ns)."""
     _, edges, _ = scenario
     gaps = []
     for ws in edges.values():
-        sig = sigmas(ws, *AGENT_SETTING)
+        sig = sigmas(ws, *setting)
         gaps += [abs(sig[w["x0_ns"]] - w["sigma_ns"]) for w in ws
                  if not w["step"] and w.get("sigma_ns") is not None and sig[w["x0_ns"]] is not None]
     gaps.sort()
     return len(gaps), (gaps[min(len(gaps) - 1, int(0.99 * len(gaps)))] if gaps else float("nan"))
 
 
+def agents_setting(scenario: tuple[str, dict, dict]) -> tuple[tuple, int, float]:
+    """The agent's setting now or the line's of before, whichever its
+    recomputed sigma stands nearer the run's own; with that validity."""
+    found = [(s, *validity(scenario, s)) for s in (AGENT_SETTING, LINE_SETTING)]
+    usable = [f for f in found if f[1]]
+    return min(usable, key=lambda f: f[2]) if usable else found[0]
+
+
 def score(scenario: tuple[str, dict, dict], *setting) -> tuple[int, float, float]:
     _, edges, errors = scenario
     pairs = []
+    recorded_tail = agents_setting(scenario)[0][1] if setting[0] == "rec" else AGENT_SETTING[1]
     for ws in edges.values():
-        sig = sigmas(ws, *setting)
+        sig = sigmas(ws, *setting, recorded_tail=recorded_tail)
         for w in ws:
             s = sig[w["x0_ns"]]
             e = errors.get((w["node"], w["x0_ns"]))
@@ -177,7 +207,7 @@ def score(scenario: tuple[str, dict, dict], *setting) -> tuple[int, float, float
 def parse_setting(text: str) -> tuple:
     try:
         parts = text.split(":")
-        if len(parts) not in (3, 4, 5, 6) or parts[0] not in ("rms", "mad", "rec"):
+        if len(parts) not in (3, 4, 5, 6) or parts[0] not in ("rms", "mad", "quad", "rec"):
             raise ValueError
         kind, tail, excess = parts[0], float(parts[1]), float(parts[2])
         own = float(parts[3]) if len(parts) > 3 else 0.0
@@ -189,8 +219,8 @@ def parse_setting(text: str) -> tuple:
         return kind, tail, excess, own, floor, shift
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"setting '{text}' is not SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT]]] with SCATTER mad, rms or rec "
-            "and factors >= 0 (e.g. mad:1.2:0.5:0:5:0.5, the agent's)")
+            f"setting '{text}' is not SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT]]] with SCATTER quad, mad, rms "
+            "or rec and factors >= 0 (e.g. quad:1.3:0.5:0:5:0.5, the agent's)")
 
 
 def setting_name(s: tuple) -> str:
@@ -244,8 +274,17 @@ def selftest() -> int:
     after = sigmas(stepped, "mad", 1.2, 1.0)
     check(after[x0s[3]] is None and after[x0s[7]] is None and after[x0s[8]] is not None,
           "a clock step: no sigma for five windows after it")
+    # A parabola has no scatter about a parabola, and needs a sixth window;
+    # about a line its bend is scatter.
+    bend = [{"x0_ns": x, "beta_ns": 0.5 * (x / 1e9) ** 2, "uncertainty_ns": 1.0, "margin_ns": 1.0} for x in x0s]
+    check(scatter(x0s, [w["beta_ns"] for w in bend], "quad") < 1e-6 < scatter(x0s, [w["beta_ns"] for w in bend], "mad"),
+          "a bend: scatter about the line, none about the parabola")
+    by_parabola = sigmas(bend, "quad", 1.3, 0.0)
+    check(by_parabola[x0s[4]] is None and abs(by_parabola[x0s[5]] - FLOOR_NS) < 1e-6,
+          "the parabola's sigma from six windows, then the floor alone for a bend")
     rec = [dict(w, scatter_ns=12.0) for w in ws]
-    check(abs(sigmas(rec, "rec", 0.6, 0.0, 0.0, 0.0)[x0s[5]] - 6.0) < 1e-9, "the recorded scatter, at half the tail")
+    check(abs(sigmas(rec, "rec", 0.6, 0.0, 0.0, 0.0, recorded_tail=1.2)[x0s[5]] - 6.0) < 1e-9,
+          "the recorded scatter, at half the tail it was written with")
     for f in fails:
         print(f"selftest: FAIL {f}")
     print("selftest: " + ("FAIL" if fails else "PASS"))
@@ -259,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--selftest", action="store_true", help="check the arithmetic and exit")
     ap.add_argument("--setting", action="append", type=parse_setting,
                     help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT]]] (repeatable; default "
-                         "mad:1.2:0.5:0:5:0.5, the agent's)")
+                         "quad:1.3:0.5:0:5:0.5, the agent's)")
     a = ap.parse_args(argv)
     if a.selftest:
         return selftest()
@@ -274,10 +313,10 @@ def main(argv: list[str] | None = None) -> int:
         scenarios += [(run, sc) for sc in load_run(run)]
     met = {s: [0, 0, 0] for s in settings}
     for run, sc in scenarios:
-        n_valid, gap = validity(sc)
+        setting, n_valid, gap = agents_setting(sc)
         if n_valid:
-            print(f"{os.path.basename(run.rstrip('/')):22} {sc[0]:13} the agent's setting recomputed stands p99 "
-                  f"{gap:.3f} ns from its sigma_ns ({n_valid} windows)")
+            print(f"{os.path.basename(run.rstrip('/')):22} {sc[0]:13} the agent's setting ({setting_name(setting)}) "
+                  f"recomputed stands p99 {gap:.3f} ns from its sigma_ns ({n_valid} windows)")
     for run, sc in scenarios:
         cells = []
         for s in settings:

@@ -1,10 +1,32 @@
 #include "agent/estimate/window_scatter.h"
 
+// Eigen is header-only (as in agent/solve/global_solver.cc).
 #include <algorithm>
 #include <cmath>
+#include <eigen3/Eigen/Dense>
 #include <vector>
 
 namespace chronolink {
+
+// Least squares beta = a + b x + c x² (trend_degree 2; 1 drops c), x in
+// seconds from the newest window (the differences are small; epoch ns never
+// become doubles), centred so the columns are well conditioned; the
+// windows' residuals from it, oldest first.
+std::vector<double> WindowScatter::TrendResiduals(int64_t newest_x0_ns, double newest_beta_ns) const {
+  const auto n = static_cast<Eigen::Index>(windows_.size());
+  Eigen::VectorXd x(n), y(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    x(i) = static_cast<double>(windows_[i].x0_ns - newest_x0_ns) / 1e9;
+    y(i) = windows_[i].beta_ns - newest_beta_ns;
+  }
+  x.array() -= x.mean();
+  const int columns = options_.trend_degree + 1;
+  Eigen::MatrixXd design(n, columns);
+  for (int c = 0; c < columns; ++c) design.col(c) = x.array().pow(c).matrix();
+  const Eigen::VectorXd coef = design.colPivHouseholderQr().solve(y);
+  const Eigen::VectorXd r = y - design * coef;
+  return {r.data(), r.data() + n};
+}
 
 std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit, int64_t fit_span_ns) {
   if (!fit.ok || !std::isfinite(fit.beta_ns)) return std::nullopt;
@@ -18,27 +40,8 @@ std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit,
   while (windows_.size() > history) windows_.pop_front();
   const int n = static_cast<int>(windows_.size());
   if (n < options_.min_history) return std::nullopt;
-  // Least squares beta = a + b x, x in seconds from the newest window (the
-  // differences are small; epoch ns never become doubles).
-  double sx = 0, sy = 0;
-  for (const Window& w : windows_) {
-    sx += static_cast<double>(w.x0_ns - x0_ns) / 1e9;
-    sy += w.beta_ns - fit.beta_ns;
-  }
-  const double mx = sx / n, my = sy / n;
-  double sxx = 0, sxy = 0;
-  for (const Window& w : windows_) {
-    const double dx = static_cast<double>(w.x0_ns - x0_ns) / 1e9 - mx;
-    sxx += dx * dx;
-    sxy += dx * (w.beta_ns - fit.beta_ns - my);
-  }
-  const double slope = sxx > 0 ? sxy / sxx : 0;
-  std::vector<double> residuals;
-  residuals.reserve(windows_.size());
-  for (const Window& w : windows_) {
-    const double dx = static_cast<double>(w.x0_ns - x0_ns) / 1e9 - mx;
-    residuals.push_back(std::abs((w.beta_ns - fit.beta_ns - my) - slope * dx));
-  }
+  std::vector<double> residuals = TrendResiduals(x0_ns, fit.beta_ns);
+  for (double& r : residuals) r = std::abs(r);
   // The median absolute residual, as a Gaussian's sigma (x 1.4826).
   std::sort(residuals.begin(), residuals.end());
   const double mad = n % 2 ? residuals[n / 2] : (residuals[n / 2 - 1] + residuals[n / 2]) / 2;

@@ -1,5 +1,5 @@
 // The one-sigma of an edge's window offsets: the scatter of its recent
-// windows about a straight line, scaled for heavy tails, plus a floor.
+// windows about a parabola, scaled for heavy tails, plus a floor.
 #include "agent/estimate/window_scatter.h"
 
 #include <gtest/gtest.h>
@@ -24,10 +24,10 @@ TEST(WindowScatter, NoSigmaUntilEnoughWindowsThenTheFloorForAPerfectLine) {
   WindowScatter s(kWindow);
   const double alpha = 45e-6;
   int64_t x0 = 1'000'000'000'000'000'000;
-  for (int k = 0; k < 4; ++k) {  // min_history is 5
+  for (int k = 0; k < 5; ++k) {  // min_history is 6
     EXPECT_FALSE(s.Add(x0 + k * kWindow, Fit(3.7e6 + alpha * k * kWindow, alpha)).has_value()) << k;
   }
-  const auto sigma = s.Add(x0 + 4 * kWindow, Fit(3.7e6 + alpha * 4 * kWindow, alpha));
+  const auto sigma = s.Add(x0 + 5 * kWindow, Fit(3.7e6 + alpha * 5 * kWindow, alpha));
   ASSERT_TRUE(sigma.has_value());
   EXPECT_NEAR(sigma->sigma_ns, WindowScatterOptions{}.floor_ns, 1e-6);
   EXPECT_NEAR(sigma->shared_ns, WindowScatterOptions{}.floor_ns, 1e-6) << "all of it is the floor";
@@ -58,6 +58,30 @@ TEST(WindowScatter, RecoversTheNoiseOfIndependentWindowErrors) {
   }
   EXPECT_NEAR(last_sigma, 40, 12);
   EXPECT_GE(covered, n * 97 / 100);
+}
+
+// A clock whose frequency moves (an oscillator's wander, a daemon's
+// steering) bends the true offset over the 24 s of history: that bend is
+// not the windows' noise. About a straight line (trend_degree 1, the
+// scatter until 2026-12-05) it was counted as noise.
+TEST(WindowScatter, AClockWhoseFrequencyMovesIsNotNoise) {
+  WindowScatterOptions parabola;
+  parabola.floor_ns = 0;
+  WindowScatterOptions line = parabola;
+  line.trend_degree = 1;
+  WindowScatter by_parabola(kWindow, parabola), by_line(kWindow, line);
+  const double bend_ns_per_s2 = 1;  // the drift moving 1 ppb a second: 0.02 ppm, 242 ns in 22 s
+  std::optional<WindowSigma> a, b;
+  for (int k = 0; k < 12; ++k) {
+    const double t = 2.0 * k;
+    const double beta = 700 + 3e-6 * t * 1e9 + 0.5 * bend_ns_per_s2 * t * t + (k % 2 ? 3 : -3);
+    a = by_parabola.Add(k * kWindow, Fit(beta, 0));
+    b = by_line.Add(k * kWindow, Fit(beta, 0));
+  }
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  EXPECT_LT(a->scatter_ns, 8) << "the +/-3 ns noise, scaled for tails";
+  EXPECT_GT(a->scatter_ns, 2);
+  EXPECT_GT(b->scatter_ns, 15) << "the line counts the bend as noise";
 }
 
 // A declared path asymmetry A (forward - reverse within +/- A) moves the
