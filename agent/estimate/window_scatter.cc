@@ -1,10 +1,11 @@
 #include "agent/estimate/window_scatter.h"
 
-// Eigen is header-only (as in agent/solve/global_solver.cc).
 #include <algorithm>
 #include <cmath>
-#include <eigen3/Eigen/Dense>
 #include <vector>
+
+// Eigen is header-only (as in agent/solve/global_solver.cc).
+#include <eigen3/Eigen/Dense>
 
 namespace chronolink {
 

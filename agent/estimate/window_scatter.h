@@ -6,7 +6,7 @@
 //   longer, below) only as smoothly as the oscillators wander and the
 //   daemons steer, and the windows' scatter about it is the noise of one
 //   window. A straight line (until 2026-12-05) counted the clocks' bend
-//   over the history as noise: in quiet runs the solved sigma was 3.1-3.2x
+//   over the history as noise: in quiet runs the solved sigma reached 3.24x
 //   the median |error|. The scatter is the median absolute residual
 //   (x 1.4826, a Gaussian's sigma), so that the one bad window in ten does
 //   not widen the next 12 windows' sigma, scaled by 1.3 for tails and for
@@ -39,6 +39,7 @@
 // Pure: no clocks, no I/O.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -87,8 +88,13 @@ struct WindowSigma {
 
 class WindowScatter {
  public:
+  // A trend of degree 1 or 2, and at least three residual degrees of
+  // freedom about it, whatever the options ask.
   explicit WindowScatter(int64_t window_ns, WindowScatterOptions options = {})
-      : window_ns_(window_ns), options_(options) {}
+      : window_ns_(window_ns), options_(options) {
+    options_.trend_degree = std::clamp(options_.trend_degree, 1, 2);
+    options_.min_history = std::max(options_.min_history, options_.trend_degree + 4);
+  }
 
   // Feeds the fit of the window at x0_ns, on the probes of fit_span_ns (0:
   // two windows); returns its one-sigma, or nullopt while the history is

@@ -84,6 +84,19 @@ TEST(WindowScatter, AClockWhoseFrequencyMovesIsNotNoise) {
   EXPECT_GT(b->scatter_ns, 15) << "the line counts the bend as noise";
 }
 
+// Options asking for a trend the history cannot hold, or too short a
+// history, still get a parabola (or line) with three degrees of freedom.
+TEST(WindowScatter, KeepsThreeDegreesOfFreedomWhateverTheOptionsAsk) {
+  WindowScatterOptions o;
+  o.trend_degree = 7;
+  o.min_history = 2;
+  WindowScatter s(kWindow, o);
+  for (int k = 0; k < 5; ++k) EXPECT_FALSE(s.Add(k * kWindow, Fit(k % 2 ? 4 : -4, 0)).has_value()) << k;
+  const auto sigma = s.Add(5 * kWindow, Fit(4, 0));
+  ASSERT_TRUE(sigma.has_value()) << "six windows hold a parabola and three degrees of freedom";
+  EXPECT_GT(sigma->scatter_ns, 1) << "a trend of degree 7 through six windows would leave no scatter";
+}
+
 // A declared path asymmetry A (forward - reverse within +/- A) moves the
 // offset by up to A/2, counted as uniform: sigma A / (2 sqrt 3) in quadrature.
 TEST(WindowScatter, ADeclaredPathAsymmetryWidensSigma) {
