@@ -38,7 +38,9 @@ window's fit on the span in force before its own record,
 the start span first. Without C, each window takes its own pick.
 chooser:M[:C]@S0 starts at S0 seconds instead of the chooser's start span
 (6 s of 4-10 s), e.g. chooser:10:4@4/both/agent, as the agent did until
-2026-12-05.
+2026-12-05. --longest-centred-s S replays the chooser as an agent with
+--fit-span-max-s S would have placed its spans (centred up to S), where
+the run's own agent centred them up to its own.
 
 It prints, per policy, |error| p50 / p99 / max over the agent's kernel
 windows in the measured span, each prober's median signed error (what a
@@ -347,9 +349,11 @@ def in_true_time(windows: list[dict], clocks: dict, wander: Wander) -> list[dict
     return out
 
 
-def agent_windows(scenario_dir: str) -> tuple[list[dict], int]:
+def agent_windows(scenario_dir: str, longest_centred_ns: int = 0) -> tuple[list[dict], int]:
     """The agent's kernel windows in the measured span, with their spans and
-    the errors results.json gives them; and the window length."""
+    the errors results.json gives them; and the window length. The chooser
+    policies centre spans up to the run's longest centred one, or up to
+    longest_centred_ns where given (what --fit-span-max-s gives the agent)."""
     path = os.path.join(os.path.dirname(os.path.abspath(scenario_dir)), "results.json")
     name = os.path.basename(os.path.normpath(scenario_dir))
     with open(path) as f:
@@ -375,7 +379,7 @@ def agent_windows(scenario_dir: str) -> tuple[list[dict], int]:
     if not windows:
         raise ValueError(f"{scenario_dir}: no kernel window of the measured span")
     # Every span the agent took ended at most half its longest centred one past x0.
-    centred = 2 * max(w["fit_end_ns"] - w["x0_ns"] for w in windows)
+    centred = longest_centred_ns or 2 * max(w["fit_end_ns"] - w["x0_ns"] for w in windows)
     for w in windows:
         w["centred_span_ns"] = centred
     return windows, window_ns
@@ -512,6 +516,9 @@ def selftest() -> int:
     w_ev["span_evidence"] = {"window_noise_ns": 1.0, "wander_ns_per_sqrt_s": 20.0}
     check(Policy.parse("chooser:10/both/agent").span(w_ev, 2 * NS_PER_S) == (98 * NS_PER_S, 102 * NS_PER_S),
           "chooser: wander keeps the shortest span, centred")
+    w_ev["span_evidence"] = {"window_noise_ns": 30.0, "wander_ns_per_sqrt_s": 0.0}
+    check(Policy.parse("chooser:10/both/agent").span({**w_ev, "centred_span_ns": 10 * NS_PER_S}, 2 * NS_PER_S)
+          == (95 * NS_PER_S, 105 * NS_PER_S), "--longest-centred-s 10: the longest span centred")
     check(Policy.parse("chooser:10/both/agent").span({**w_ev, "span_evidence": None}, 2 * NS_PER_S)
           == (97 * NS_PER_S, 103 * NS_PER_S), "chooser: no evidence yet, the start span (6 s of 4-10 s), centred")
     ev = evidence_summary([{"span_evidence": {"window_noise_ns": v, "wander_ns_per_sqrt_s": v / 10}}
@@ -541,6 +548,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wander", action="store_true",
                     help="add the oscillators' wander (what no straight line follows) to every bound, on true "
                          "time: the replay then errs as the agent did, not by the path alone")
+    ap.add_argument("--longest-centred-s", type=float, default=0.0,
+                    help="replay the chooser policies as if the agent's longest centred span were this many "
+                         "seconds (its --fit-span-max-s), not the run's: e.g. 10 centres every span up to 10 s")
     ap.add_argument("--selftest", action="store_true", help="check the replay on generated packets and exit")
     a = ap.parse_args(argv)
     try:
@@ -552,9 +562,11 @@ def main(argv: list[str] | None = None) -> int:
         return selftest()
     if not a.scenario_dir:
         ap.error("give a scenario directory (or --selftest)")
+    if not 0 <= a.longest_centred_s <= 60:
+        ap.error(f"--longest-centred-s {a.longest_centred_s:g} is not in [0, 60] s")
     try:
         policies = [Policy.parse(p) for p in (a.policy or DEFAULT_POLICIES)]
-        windows, window_ns = agent_windows(a.scenario_dir)
+        windows, window_ns = agent_windows(a.scenario_dir, int(a.longest_centred_s * NS_PER_S))
         evidence = evidence_summary(windows)
         if evidence:  # before the stamp logs: a run without them still says what its edges showed
             print(f"span chooser's evidence, median over {evidence['windows']} windows: a window's own fit errs "
