@@ -22,7 +22,7 @@ agent's from 2026-11-26), `rms` (sqrt(RSS / (n - 2)) about the line, the
 agent's before) or `rec` (the agent's own, as recorded in
 sigma_scatter_ns, runs from 2026-12-05 on: exact), TAIL the
 factor on it, EXCESS the weight on the window's uncertainty_ns - margin_ns,
-OWN the weight on the window's own |residual| from its edge's line (default
+OWN the weight on the window's own |residual| from its edge's trend (default
 0, as the agent), FLOOR the floor in ns (default 5, as the agent), SHIFT the
 weight on the window's |floor_shift_ns| (default 0; the agent's 0.5 since
 2026-12-05). The scatter is recomputed as the agent computes it: each
@@ -47,35 +47,35 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools", "testbed"))
 import accuracy_bench as ab  # noqa: E402
 import truth  # noqa: E402
 
-HISTORY, MIN_HISTORY, FLOOR_NS = 12, 5, 5.0
+HISTORY, FLOOR_NS = 12, 5.0
 WINDOW_NS = 2_000_000_000
 
 
-def residuals(x0s: list[int], betas: list[float]) -> list[float]:
-    """The windows' residuals from their least-squares line, as the agent computes them."""
-    n = len(x0s)
-    x = [(v - x0s[-1]) / 1e9 for v in x0s]
-    y = [b - betas[-1] for b in betas]
-    mx, my = sum(x) / n, sum(y) / n
-    sxx = sum((a - mx) ** 2 for a in x)
-    slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx if sxx > 0 else 0.0
-    return [(b - my) - slope * (a - mx) for a, b in zip(x, y)]
+def trend_degree(kind: str) -> int:
+    """The trend a scatter kind is taken about: 2, a parabola (`quad`); 1, a line."""
+    return 2 if kind == "quad" else 1
 
 
-def parabola_residuals(x0s: list[int], betas: list[float]) -> list[float]:
-    """The windows' residuals from their least-squares parabola, as the agent computes them."""
+def min_history(kind: str) -> int:
+    """Windows before a sigma: three degrees of freedom about the trend (WindowScatter)."""
+    return trend_degree(kind) + 4
+
+
+def residuals(x0s: list[int], betas: list[float], degree: int = 1) -> list[float]:
+    """The windows' residuals from their least-squares trend of this degree,
+    as the agent computes them (x centred, in seconds from the newest)."""
     import numpy as np
     x = np.array([(v - x0s[-1]) / 1e9 for v in x0s])
     x -= x.mean()
     y = np.array(betas) - betas[-1]
-    design = np.vander(x, 3, increasing=True)
+    design = np.vander(x, degree + 1, increasing=True)
     coef = np.linalg.lstsq(design, y, rcond=None)[0]
     return list(y - design @ coef)
 
 
 def scatter(x0s: list[int], betas: list[float], kind: str) -> float:
     """The windows' scatter about their least-squares trend."""
-    res = parabola_residuals(x0s, betas) if kind == "quad" else residuals(x0s, betas)
+    res = residuals(x0s, betas, trend_degree(kind))
     if kind == "rms":
         return math.sqrt(sum(r * r for r in res) / (len(res) - 2))
     return 1.4826 * statistics.median(abs(r) for r in res)
@@ -83,7 +83,6 @@ def scatter(x0s: list[int], betas: list[float], kind: str) -> float:
 
 AGENT_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5)  # window_scatter.h WindowScatterOptions
 LINE_SETTING = ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.5)  # the agent's until the evening of 2026-12-05
-MIN_HISTORY_PARABOLA = 6
 MAX_GAP_WINDOWS = 4
 
 
@@ -109,7 +108,7 @@ def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: floa
         history = round(HISTORY * max(1.0, span / (2 * WINDOW_NS)))
         first = max(first, i - history + 1)
         hist = windows[first:i + 1]
-        if len(hist) < (MIN_HISTORY_PARABOLA if kind == "quad" else MIN_HISTORY):
+        if len(hist) < min_history(kind):
             out[w["x0_ns"]] = None
             continue
         x0s, betas = [h["x0_ns"] for h in hist], [h["beta_ns"] for h in hist]
@@ -121,7 +120,7 @@ def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: floa
         else:
             s = tail * scatter(x0s, betas, kind)
         e = excess * max(0.0, w["uncertainty_ns"] - w["margin_ns"])
-        o = own * abs(residuals(x0s, betas)[-1]) if own else 0.0
+        o = own * abs(residuals(x0s, betas, trend_degree(kind))[-1]) if own else 0.0
         h = shift * abs(w.get("floor_shift_ns") or 0.0)
         out[w["x0_ns"]] = math.sqrt(s * s + e * e + o * o + h * h + floor ** 2)
     return out
@@ -187,10 +186,11 @@ def agents_setting(scenario: tuple[str, dict, dict]) -> tuple[tuple, int, float]
     return min(usable, key=lambda f: f[2]) if usable else found[0]
 
 
-def score(scenario: tuple[str, dict, dict], *setting) -> tuple[int, float, float]:
+def score(scenario: tuple[str, dict, dict], setting: tuple, recorded_tail: float) -> tuple[int, float, float]:
+    """A setting's 3-sigma coverage and median ratio on a scenario; `rec`
+    rescales from recorded_tail, the tail the run's agent wrote with."""
     _, edges, errors = scenario
     pairs = []
-    recorded_tail = agents_setting(scenario)[0][1] if setting[0] == "rec" else AGENT_SETTING[1]
     for ws in edges.values():
         sig = sigmas(ws, *setting, recorded_tail=recorded_tail)
         for w in ws:
@@ -312,15 +312,15 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         scenarios += [(run, sc) for sc in load_run(run)]
     met = {s: [0, 0, 0] for s in settings}
-    for run, sc in scenarios:
-        setting, n_valid, gap = agents_setting(sc)
+    agents = [agents_setting(sc) for _, sc in scenarios]
+    for (run, sc), (setting, n_valid, gap) in zip(scenarios, agents):
         if n_valid:
             print(f"{os.path.basename(run.rstrip('/')):22} {sc[0]:13} the agent's setting ({setting_name(setting)}) "
                   f"recomputed stands p99 {gap:.3f} ns from its sigma_ns ({n_valid} windows)")
-    for run, sc in scenarios:
+    for (run, sc), (agent_setting, _, _) in zip(scenarios, agents):
         cells = []
         for s in settings:
-            n, cover, ratio = score(sc, *s)
+            n, cover, ratio = score(sc, s, recorded_tail=agent_setting[1])
             met[s][0] += cover >= 0.99
             met[s][1] += ratio <= 3
             met[s][2] += cover >= 0.99 and ratio <= 3

@@ -50,9 +50,9 @@
 namespace chronolink {
 
 struct WindowScatterOptions {
-  // Windows in the line, for fits on two windows' span: a longer span
+  // Windows in the trend, for fits on two windows' span: a longer span
   // stretches it in proportion, since overlapping spans share probes and
-  // their offsets move together: the line must hold as many disjoint spans
+  // their offsets move together: the trend must hold as many disjoint spans
   // (six) or it follows the very error the scatter is to show.
   int history = 12;
   // The trend the windows scatter about: 2, a parabola; 1, a straight line.
