@@ -20,6 +20,7 @@
 #include "agent/cluster/fit_drift_history.h"
 #include "agent/cluster/probe_graph.h"
 #include "agent/solve/global_solver.h"
+#include "agent/solve/node_wander_meter.h"
 
 namespace chronolink {
 namespace {
@@ -129,6 +130,53 @@ void BM_PageDriftLines(benchmark::State& state) {
   state.counters["worst_drift_err_ppb"] = worst_ppb;  // 40 ns of noise on each offset
 }
 BENCHMARK(BM_PageDriftLines)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->Iterations(20);
+
+// The nodes' wander term (agent/solve/node_wander_meter.h): one window of
+// every directed edge of the probe graph into the meter, then every node's
+// figure for the solve, what the leader adds each window. The clocks walk
+// 20 ns/√s each (node 0: 60) and every window has 10 ns of its own noise;
+// prints node 0's measured walk and the median of the others'. The offsets
+// here are the phase itself, not a 6 s fit's mean of it, so the meter's
+// allowance for the span's smoothing reads them √(20/14) = 1.2x high (72
+// and 24 ns/√s), and one node's figure from 60 windows scatters ±30 %.
+void BM_NodeWanderWindow(benchmark::State& state) {
+  const auto n = static_cast<uint32_t>(state.range(0));
+  std::vector<uint32_t> members(n);
+  for (uint32_t i = 0; i < n; ++i) members[i] = i;
+  const ProbeGraph g = ProbeGraph::Build(members);
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> unit(0, 1);
+  std::vector<double> phase(n, 0.0);
+  NodeWanderMeter meter(2'000'000'000, 6'000'000'000);
+  int64_t k = 0;
+  size_t measured = 0;
+  const auto window = [&] {
+    for (uint32_t i = 0; i < n; ++i) phase[i] += (i == 0 ? 60.0 : 20.0) * std::sqrt(2.0) * unit(rng);
+    for (const auto& [a0, b0] : g.edges()) {
+      for (auto [a, b] : {std::pair{a0, b0}, std::pair{b0, a0}}) {
+        EdgeEstimate e;
+        e.node = a;
+        e.peer = b;
+        e.x0_ns = kT + k * 2'000'000'000 + 1'000'000'000;
+        e.beta_ns = phase[b] - phase[a] + 10.0 * unit(rng);
+        e.uncertainty_ns = 25;
+        meter.Add(e, k);
+      }
+    }
+    ++k;
+    measured = meter.SharedSigmas().size();
+  };
+  for (int i = 0; i < 40; ++i) window();
+  for (auto _ : state) window();
+  std::vector<double> others;
+  for (uint32_t i = 1; i < n; ++i) others.push_back(meter.WanderNsPerSqrtS(i).value_or(0));
+  std::nth_element(others.begin(), others.begin() + others.size() / 2, others.end());
+  state.counters["nodes"] = n;
+  state.counters["nodes_measured"] = static_cast<double>(measured);
+  state.counters["walker_ns_per_sqrt_s"] = meter.WanderNsPerSqrtS(0).value_or(0);  // 60 (the span's smoothing aside)
+  state.counters["others_median"] = others[others.size() / 2];                     // 20
+}
+BENCHMARK(BM_NodeWanderWindow)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->Iterations(20);
 
 // What an etcd leader does when the members change (at most once a second:
 // agent/coord/etcd/etcd_coordinator.cc, PublishPeers): the probe graph of

@@ -16,6 +16,7 @@ ClusterLeader::ClusterLeader(uint32_t leader_id, ClusterLeaderOptions options)
       drift_history_(options_.page_drift),
       fit_points_(options_.solver.validity_horizon_ns) {
   if (options_.step_ns <= 0) options_.step_ns = 2'000'000'000;
+  if (options_.node_wander_fit_span_ns > 0) wander_.emplace(options_.step_ns, options_.node_wander_fit_span_ns);
 }
 
 int64_t ClusterLeader::FirstIndexAtOrAfter(int64_t t_ns) const {
@@ -70,6 +71,7 @@ void ClusterLeader::Add(std::span<const WindowSummary> windows, int64_t now_ns) 
       continue;
     }
     by_x0_.emplace(w.estimate.x0_ns, std::make_pair(id, w.estimate));
+    if (wander_) wander_->Add(w.estimate, FloorDiv(w.window_start_ns, options_.step_ns));
     readiness_.Arrived(w.estimate.x0_ns, {w.estimate.node, w.estimate.peer});
     for (uint32_t n : {w.estimate.node, w.estimate.peer}) {
       int64_t& newest = known_[n];
@@ -86,6 +88,7 @@ void ClusterLeader::AddStepMarker(const WindowSummary& w, int64_t now_ns) {
   const int64_t start = w.window_start_ns, end = w.window_start_ns + options_.step_ns;
   if (!steps_.Add(w.estimate.node, w.estimate.peer, start, end)) return;
   ++stats_.clock_steps;
+  if (wander_) wander_->ResetEdge(w.estimate.node, w.estimate.peer);
   // Either end's clock may have stepped; a window either side covers the
   // nodes' offsets between their clocks and the instants'.
   for (uint32_t node : {w.estimate.node, w.estimate.peer}) {
@@ -145,6 +148,10 @@ std::optional<OffsetsSnapshot> ClusterLeader::SolveInstant(int64_t t_ns, bool re
   const auto started = std::chrono::steady_clock::now();
   // The last solution starts the solver near this one (a cheaper solve, the
   // same result to its tolerance).
+  if (wander_) {
+    options_.solver.node_shared_sigma_ns = wander_->SharedSigmas();
+    stats_.node_wander = wander_->stats();
+  }
   SolveResult r = Solve(edges, t_ns, options_.solver, last_solution_ ? &*last_solution_ : nullptr);
   last_solution_ = r;
   stats_.last_solve_ms =

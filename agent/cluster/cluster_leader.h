@@ -25,6 +25,7 @@
 #include "agent/cluster/instant_readiness.h"
 #include "agent/solve/clock_step_barriers.h"
 #include "agent/solve/global_solver.h"
+#include "agent/solve/node_wander_meter.h"
 
 namespace chronolink {
 
@@ -54,6 +55,10 @@ struct ClusterLeaderOptions {
   // The clock pages' drift: a line through each node's solved offsets over
   // this span (fit_drift_history.h).
   FitDriftHistoryOptions page_drift;
+  // Each node's wander, measured from the windows (node_wander_meter.h), at
+  // the longest centred span the agents fit (0: the wander term is off and
+  // a node's term is the stamping-bias floor alone, as before 2026-12-05).
+  int64_t node_wander_fit_span_ns = 0;
 };
 
 struct ClusterLeaderStats {
@@ -81,6 +86,7 @@ struct ClusterLeaderStats {
   uint64_t mapped_by_knots = 0;
   uint64_t mapped_by_point = 0;
   double last_solve_ms = 0;
+  NodeWanderStats node_wander;  // the second differences the wander term took
 };
 
 class ClusterLeader {
@@ -133,6 +139,7 @@ class ClusterLeader {
   // step rather than on every turn.
   int64_t fit_points_expired_before_ = std::numeric_limits<int64_t>::min();
   ClockStepBarriers steps_;                 // step markers: estimates are not used across them
+  std::optional<NodeWanderMeter> wander_;   // each node's wander, for its term in the solve
   FitDriftHistory drift_history_;           // each node's last solved offsets, for its page's drift
   FitPointBook fit_points_;                 // the probers' REALTIME against their fit clocks
   std::optional<SolveResult> last_solution_;  // the warm start of the next solve

@@ -62,6 +62,9 @@ ClusterLeaderOptions LeaderOptionsFor(const AgentConfig& c) {
       std::max(o.max_instants_per_call, static_cast<int>(takeover_ns / c.estimation.window_ns) + 2);
   o.late_settle_ns = std::max<int64_t>(1'000'000'000, c.estimation.window_ns / 2);
   o.page_drift.span_ns = cs.page_drift_span_ns;
+  // The agents' longest centred span: their fits' miss of a node's wander
+  // is largest there (node_wander_meter.h).
+  o.node_wander_fit_span_ns = c.estimation.FitSpan();
   return o;
 }
 
@@ -332,6 +335,9 @@ nlohmann::ordered_json ClusterService::Stats() const {
   j["leader_mapped_by_knots"] = leader_stats_.mapped_by_knots;
   j["leader_mapped_by_point"] = leader_stats_.mapped_by_point;
   j["leader_last_solve_ms"] = leader_stats_.last_solve_ms;
+  j["leader_wander_second_differences"] = leader_stats_.node_wander.second_differences;
+  j["leader_wander_rejected"] = leader_stats_.node_wander.rejected;
+  j["leader_wander_late"] = leader_stats_.node_wander.late;
   return j;
 }
 

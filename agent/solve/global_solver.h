@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "clock/fit_point.h"
@@ -106,6 +107,13 @@ struct SolverOptions {
   // 100 nodes, what the links' floors already carry into a node's offset is
   // not added again.
   double node_bias_floor_ns = 5.0;
+  // Each node's σ of what its own clock's wander makes all its edges miss
+  // alike (NodeWanderMeter: measured from the windows, docs/solver.md "A
+  // node's own wander"). Shared by every edge of the node like the bias
+  // above, and as unknowable from one instant's edges; the node's term is
+  // the larger of the two (the floor stands for what no window shows).
+  // A node absent: the floor alone.
+  std::unordered_map<uint32_t, double> node_shared_sigma_ns;
   // Linear solver: sparse LDLᵀ up to this many nodes per component,
   // conjugate gradient (diagonal preconditioner) above.
   int direct_solver_max_nodes = 100;

@@ -223,6 +223,63 @@ TEST(GlobalSolver, EveryNodeCarriesAStampingBiasFloorAndTheNamedReferences) {
   }
 }
 
+// A node's measured wander (NodeWanderMeter) takes the place of the floor
+// where it is larger: in its own uncertainty, and with a named reference,
+// the reference's in everyone's. The offsets do not move: a term every edge
+// of a node shares is a node offset the solve cannot tell from the truth.
+// What the links' floors carry is taken off as before (the floor's test
+// above); the wander's part of the links' sigmas is not (docs/solver.md).
+TEST(GlobalSolver, ANodesMeasuredWanderWidensItsOwnSigmaAndTheNamedReferencesEveryones) {
+  const std::vector<std::pair<uint32_t, uint32_t>> pairs = {{1, 2}, {2, 3}, {3, 4}, {4, 1}, {1, 3}};
+  const Truth t = MakeTruth({1, 2, 3, 4});
+  SolverOptions floor_only;
+  floor_only.reference_node = 1;
+  SolverOptions wander = floor_only;
+  wander.node_shared_sigma_ns = {{3u, 30.0}, {4u, 2.0}};  // node 4's walk is under the floor
+  const SolveResult a = Solve(BothWays(t, pairs), kT, floor_only);
+  const SolveResult b = Solve(BothWays(t, pairs), kT, wander);
+  for (uint32_t n : {2u, 3u, 4u}) EXPECT_EQ(b.Find(n)->offset_ns, a.Find(n)->offset_ns) << n;
+  EXPECT_EQ(b.Find(2)->uncertainty_ns, a.Find(2)->uncertainty_ns);
+  EXPECT_EQ(b.Find(4)->uncertainty_ns, a.Find(4)->uncertainty_ns);
+  const double u = a.Find(3)->uncertainty_ns;
+  EXPECT_NEAR(b.Find(3)->uncertainty_ns, std::sqrt(u * u + 30.0 * 30.0 - 25.0), 1e-6) << "30 in place of 5";
+
+  SolverOptions reference_walks = floor_only;
+  reference_walks.node_shared_sigma_ns = {{1u, 30.0}};
+  const SolveResult c = Solve(BothWays(t, pairs), kT, reference_walks);
+  EXPECT_EQ(c.Find(1)->uncertainty_ns, 0.0);
+  for (uint32_t n : {2u, 3u, 4u}) {
+    const double v = a.Find(n)->uncertainty_ns;
+    EXPECT_NEAR(c.Find(n)->uncertainty_ns, std::sqrt(v * v + 30.0 * 30.0 - 25.0), 1e-6) << n;
+  }
+  SolverOptions mean = wander;
+  mean.reference_node.reset();
+  SolverOptions mean_floor_only = floor_only;
+  mean_floor_only.reference_node.reset();
+  const double m = Solve(BothWays(t, pairs), kT, mean_floor_only).Find(3)->uncertainty_ns;
+  EXPECT_NEAR(Solve(BothWays(t, pairs), kT, mean).Find(3)->uncertainty_ns, std::sqrt(m * m + 30.0 * 30.0 - 25.0), 1e-6)
+      << "against the mean: the node's own";
+}
+
+TEST(GlobalSolver, BeyondAHundredNodesANodesWholeWanderIsAdded) {
+  std::vector<uint32_t> nodes;
+  std::vector<std::pair<uint32_t, uint32_t>> ring;
+  for (uint32_t n = 0; n < 101; ++n) {
+    nodes.push_back(n);
+    ring.emplace_back(n, (n + 1) % 101);
+  }
+  const Truth t = MakeTruth(nodes);
+  SolverOptions floor_only;
+  floor_only.reference_node = 0;
+  SolverOptions wander = floor_only;
+  wander.node_shared_sigma_ns = {{50u, 30.0}};
+  const SolveResult a = Solve(BothWays(t, ring, 10.0), kT, floor_only);
+  const SolveResult b = Solve(BothWays(t, ring, 10.0), kT, wander);
+  EXPECT_NEAR(std::pow(b.Find(50)->uncertainty_ns, 2) - std::pow(a.Find(50)->uncertainty_ns, 2), 30.0 * 30.0 - 25.0,
+              1e-3);
+  EXPECT_EQ(b.Find(49)->uncertainty_ns, a.Find(49)->uncertainty_ns);
+}
+
 // Two nodes: the offset is the one link's estimate, and the link's floor
 // (an edge's sigma holds it) already carries f² of the named reference's
 // 2f² of bias; only the other f² is added. Against the mean, the node is

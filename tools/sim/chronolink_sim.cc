@@ -83,7 +83,8 @@ struct RunResult {
 bool Disciplined(const SimConfig& c) { return c.discipline.model != chronolink::sim::SimDiscipline::kNone; }
 bool FitsInRealtime(const SimConfig& c) { return c.discipline.fit_clock == chronolink::FitClockMode::kRealtime; }
 
-RunResult RunOne(const SimConfig& config, const chronolink::SolverOptions& options, bool show_progress) {
+RunResult RunOne(const SimConfig& config, const chronolink::SolverOptions& options, bool node_wander,
+                 bool show_progress) {
   RunResult run;
   run.config = config;
   const ClusterSimulator sim(config);
@@ -94,10 +95,13 @@ RunResult RunOne(const SimConfig& config, const chronolink::SolverOptions& optio
   run.traffic = sim.SimulateAll([&](size_t done, size_t total) {
     progress.Report(std::to_string(config.nodes) + " nodes: simulated edges", done, total);
   });
-  run.report = chronolink::sim::Evaluate(sim, run.traffic, options, [&](int done, int total) {
-    progress.Report(std::to_string(config.nodes) + " nodes: solved instants", static_cast<size_t>(done),
-                    static_cast<size_t>(total));
-  });
+  run.report = chronolink::sim::Evaluate(
+      sim, run.traffic, options,
+      [&](int done, int total) {
+        progress.Report(std::to_string(config.nodes) + " nodes: solved instants", static_cast<size_t>(done),
+                        static_cast<size_t>(total));
+      },
+      node_wander);
   return run;
 }
 
@@ -305,7 +309,7 @@ int main(int argc, char** argv) {
          interval_ms = static_cast<double>(c.interval_ns) / 1e6, spacing_us = static_cast<double>(c.spacing_ns) / 1e3;
   double offset_spread_ms = 50, drift_spread_ppm = 100, queue_mean_us = 20, burst_us = 500;
   std::vector<double> delay_us = {20, 200};
-  std::string reference = "mean", discipline = "kernel-pll", fit_clock = "raw";
+  std::string reference = "mean", discipline = "kernel-pll", fit_clock = "raw", node_wander = "on";
   double ntp_poll_s = static_cast<double>(c.discipline.poll_ns) / 1e9,
          ntp_noise_us = c.discipline.measurement_noise_ns / 1e3;
   bool json_out = false, quiet = false;
@@ -390,6 +394,11 @@ int main(int argc, char** argv) {
                  "what the agents fit on: raw (their fit clocks, the agent's default) or realtime")
       ->capture_default_str()
       ->check(CLI::IsMember({"raw", "realtime"}));
+  app.add_option("--node-wander", node_wander,
+                 "the global solve's node-level wander term, measured from the windows as the leader does "
+                 "(docs/solver.md \"A node's own wander\"): on, or off (the solve before 2026-12-05)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--delay-us", delay_us, "per-link base one-way delay, us: MIN,MAX (uniform) or one value")
       ->delimiter(',')
       ->expected(1, 2)
@@ -481,7 +490,7 @@ int main(int argc, char** argv) {
   for (uint32_t n : sizes) {
     SimConfig sc = c;
     sc.nodes = n;
-    const RunResult r = RunOne(sc, options, !quiet);
+    const RunResult r = RunOne(sc, options, node_wander == "on", !quiet);
     if (json_out) {
       std::cout << RunJson(r, reference).dump() << std::endl;
     } else if (sweep) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "agent/solve/node_wander_meter.h"
 #include "agent/solve/spanning_tree_solver.h"
 
 namespace chronolink::sim {
@@ -178,11 +179,16 @@ WindowSummary SummarizeWindows(const SimTraffic& traffic) {
 }
 
 AccuracyReport Evaluate(const ClusterSimulator& sim, const SimTraffic& traffic, const SolverOptions& options,
-                        const std::function<void(int, int)>& progress) {
+                        const std::function<void(int, int)>& progress, bool node_wander) {
   AccuracyReport report;
   report.windows = SummarizeWindows(traffic);
   const std::vector<EdgeEstimate> sorted = UsableEstimates(traffic);
   const std::vector<int64_t> instants = sim.ReferenceInstants();
+  const SimConfig& config = sim.config();
+  const auto window_index = [&](int64_t t) { return (t - config.start_ns) / config.window_ns; };
+  NodeWanderMeter wander(config.window_ns, config.FitSpan());
+  size_t fed = 0;  // of sorted: by x0, so by window index but for the clocks' offsets (ms)
+  SolverOptions global_options = options;
   report.instants = static_cast<int>(instants.size());
   std::vector<double> err[2], realtime_err;
   std::vector<std::pair<double, double>> err_sigma[2], realtime_err_sigma;
@@ -190,9 +196,16 @@ AccuracyReport Evaluate(const ClusterSimulator& sim, const SimTraffic& traffic, 
   const SolverMethod methods[2] = {SolverMethod::kGlobal, SolverMethod::kSpanningTree};
   for (size_t k = 0; k < instants.size(); ++k) {
     const auto near = EstimatesNear(sorted, instants[k], options.validity_horizon_ns);
+    if (node_wander) {  // what the leader holds when it solves the instant: up to the next window
+      for (; fed < sorted.size() && window_index(sorted[fed].x0_ns) <= window_index(instants[k]) + 1; ++fed) {
+        wander.Add(sorted[fed], window_index(sorted[fed].x0_ns));
+      }
+      global_options.node_shared_sigma_ns = wander.SharedSigmas();
+    }
     for (int m = 0; m < 2; ++m) {
       const auto started = std::chrono::steady_clock::now();
-      const SolveResult r = RunSolver(methods[m], near, instants[k], options);
+      const SolveResult r =
+          RunSolver(methods[m], near, instants[k], methods[m] == SolverMethod::kGlobal ? global_options : options);
       acc[m]->solve_ms +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
       int64_t reached = 0;

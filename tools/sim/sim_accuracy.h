@@ -90,8 +90,11 @@ struct AccuracyReport {
 
 // Solves at every reference instant with both methods. `options` gives the
 // reference and the loss; its validity horizon is the caller's (two windows
-// match chronolink-solve). `progress(done, total)` after each instant.
+// match chronolink-solve). As the leader, the global solve takes each
+// node's wander from the windows up to the one after the instant
+// (NodeWanderMeter), unless `node_wander` is false (the solve before
+// 2026-12-05). `progress(done, total)` after each instant.
 AccuracyReport Evaluate(const ClusterSimulator& sim, const SimTraffic& traffic, const SolverOptions& options,
-                        const std::function<void(int, int)>& progress = {});
+                        const std::function<void(int, int)>& progress = {}, bool node_wander = true);
 
 }  // namespace chronolink::sim

@@ -4,8 +4,6 @@
 // baseline (--method spanning-tree) to measure the network effect on the
 // same edges (docs/simulator.md).
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -20,9 +19,11 @@
 #include <vector>
 
 #include "agent/cluster/fit_point_book.h"
+#include "agent/estimate/fit_span_range.h"
 #include "agent/export/offsets_jsonl_writer.h"
 #include "agent/solve/clock_step_barriers.h"
 #include "agent/solve/global_solver.h"
+#include "agent/solve/node_wander_meter.h"
 #include "agent/solve/spanning_tree_solver.h"
 #include "common/atomic_output_file.h"
 #include "tools/solve/window_knots.h"
@@ -188,6 +189,12 @@ int main(int argc, char** argv) {
       CLI::PositiveNumber);
   app.add_option("--horizon-s", horizon_s, "use an estimate only within this many seconds of the instant "
                                            "(default: 2 × --every-s)");
+  double node_wander_span_s = -1;
+  app.add_option("--node-wander-span-s", node_wander_span_s,
+                 "the global solve's node-level wander term, as the leader's: measured from the windows at this "
+                 "longest centred fit span, s (docs/solver.md \"A node's own wander\"); default: the agent's "
+                 "(three windows of --every-s); 0: off, the solve before 2026-12-05")
+      ->check(CLI::Range(-1.0, 28800.0));
   app.add_option("--out", out_path, "output offsets.jsonl ('-': stdout)")->capture_default_str();
   app.add_option("--source", source, "timestamp_source class to use")
       ->check(CLI::IsMember({"kernel", "userspace", "any"}))
@@ -293,7 +300,20 @@ int main(int argc, char** argv) {
   context.method = method == "spanning-tree" ? "spanning_tree" : "global";
   size_t lines = 0;
   std::string error;
+  // As the leader: each node's wander from the windows it holds at the
+  // instant, those up to the next window.
+  const int64_t wander_span_ns = node_wander_span_s < 0 ? chronolink::FitSpanRange::Of(step, 0, 0).longest_ns
+                                                        : static_cast<int64_t>(std::llround(node_wander_span_s * 1e9));
+  std::optional<chronolink::NodeWanderMeter> wander;
+  if (method != "spanning-tree" && wander_span_ns > 0) wander.emplace(step, wander_span_ns);
+  size_t fed = 0;
   for (int64_t t : instants) {
+    if (wander) {
+      for (; fed < edges.size() && edges[fed].x0_ns <= t + step; ++fed) {
+        wander->Add(edges[fed], edges[fed].x0_ns / step);  // x0: the window's centre, epoch ns
+      }
+      opt.node_shared_sigma_ns = wander->SharedSigmas();
+    }
     const auto begin = std::lower_bound(edges.begin(), edges.end(), t - opt.validity_horizon_ns,
                                         [](const EdgeEstimate& e, int64_t v) { return e.x0_ns < v; });
     const auto end = std::upper_bound(edges.begin(), edges.end(), t + opt.validity_horizon_ns,
