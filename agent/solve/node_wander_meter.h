@@ -20,7 +20,10 @@
 // variance w²·S/12 (a line through a walk over S at its middle). With S the
 // longest centred span the agents take: the trailing spans miss less
 // (a least-squares model of the walk: 0.38-0.42 w² at 6-10 s trailing
-// against 0.5 w² at 6 s centred), so this errs wide, by up to 1.2x in σ.
+// against 0.5 w² at 6 s centred; 0.35 w² at 4 s), so this errs wide, by
+// up to 1.3x in σ (chronolink-sim, whose fits mostly took 4 s). The lag is
+// at least the span plus a window (4 windows, 8 s, at the default 6 s):
+// short, so that a node is measured 20 s after its first window.
 // Pure: no I/O, no clocks.
 #pragma once
 
@@ -35,9 +38,10 @@
 namespace chronolink {
 
 struct NodeWanderOptions {
-  // L: the second difference spans 2L windows. Long against the span (the
-  // span's smoothing takes S of the 2D), short against the oscillators'
-  // frequency walk, which grows as the cube of it.
+  // L: the second difference spans 2L windows. Longer than the span (the
+  // span's smoothing takes S of the 2D; raised to span + 1 window where
+  // it is not), short against the oscillators' frequency walk, which grows
+  // as the cube of it, and against the wait for a node's first figure.
   int lag_windows = 4;
   // A centre's products are taken once the newest window seen is this many
   // windows past the last one they need (windows come from every prober, a
