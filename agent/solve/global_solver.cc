@@ -3,11 +3,10 @@
 
 // Eigen is header-only; its headers include each other by relative paths, so
 // the eigen3/ prefix needs no extra include directory.
-#include <eigen3/Eigen/Dense>
-#include <eigen3/Eigen/Sparse>
-
 #include <algorithm>
 #include <cmath>
+#include <eigen3/Eigen/Dense>
+#include <eigen3/Eigen/Sparse>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -19,6 +18,7 @@
 #include "agent/solve/edge_measurements.h"
 #include "agent/solve/link_covariance.h"
 #include "agent/solve/node_index.h"
+#include "agent/solve/prober_instants.h"
 
 namespace chronolink {
 
@@ -442,18 +442,17 @@ SolveResult Solve(std::span<const EdgeEstimate> edges, int64_t T, const SolverOp
   // prober's clock. Evaluating at T directly would be off by alpha times the
   // prober's offset (45 ppm x 3.7 ms = 166 ns). So solve once, then move each
   // estimate onto the reference clock with its prober's solved offset and
-  // solve again.
-  const SolveResult first = SolveOnce(edges, T, opt, previous, SolvePass::kProberOffsets);
-  const NodeIndex index_of = NodeIndex::Of(first);
-  std::vector<EdgeEstimate> shifted(edges.begin(), edges.end());
-  for (EdgeEstimate& e : shifted) {
-    const int i = index_of(e.node);
-    const NodeSolution* n = i >= 0 ? &first.nodes[i] : nullptr;
-    if (n != nullptr && n->reachable && std::isfinite(n->offset_ns)) {
-      e.x0_ns -= std::llround(n->offset_ns);
-    }
+  // solve again (more than once where alpha x offset is large).
+  // Passes are added where alpha^2 x the offsets (0.5 ns at 100 ppm and 50
+  // ms) is not small: 720 ns where a fit clock anchored in a daemon's
+  // start-up slew ran 3 000 ppm off and 80 ms away (prober_instants.h).
+  SolveResult probers = SolveOnce(edges, T, opt, previous, SolvePass::kProberOffsets);
+  std::vector<EdgeEstimate> shifted = ShiftedToProbers(edges, probers);
+  for (int pass = ProberPasses(edges, probers); pass > 1; --pass) {
+    probers = SolveOnce(shifted, T, opt, &probers, SolvePass::kProberOffsets);
+    shifted = ShiftedToProbers(edges, probers);
   }
-  return SolveOnce(shifted, T, opt, &first, SolvePass::kFinal);
+  return SolveOnce(shifted, T, opt, &probers, SolvePass::kFinal);
 }
 
 namespace {

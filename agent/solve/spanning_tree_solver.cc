@@ -17,6 +17,7 @@
 #include "agent/solve/edge_measurements.h"
 #include "agent/solve/link_covariance.h"
 #include "agent/solve/node_index.h"
+#include "agent/solve/prober_instants.h"
 
 namespace chronolink {
 namespace {
@@ -280,16 +281,14 @@ SolveResult SolveOnce(std::span<const EdgeEstimate> edges, int64_t T, const Solv
 }  // namespace
 
 SolveResult SolveSpanningTree(std::span<const EdgeEstimate> edges, int64_t T, const SolverOptions& opt) {
-  // As in Solve: x0 is on the prober's clock and T on the reference's, so a
-  // first pass finds every prober's offset and the second evaluates each
-  // estimate at the prober's instant that corresponds to T.
-  const SolveResult first = SolveOnce(edges, T, opt);
-  const NodeIndex index_of = NodeIndex::Of(first);
-  std::vector<EdgeEstimate> shifted(edges.begin(), edges.end());
-  for (EdgeEstimate& e : shifted) {
-    const int i = index_of(e.node);
-    const NodeSolution* n = i >= 0 ? &first.nodes[i] : nullptr;
-    if (n != nullptr && n->reachable && std::isfinite(n->offset_ns)) e.x0_ns -= std::llround(n->offset_ns);
+  // As in Solve: x0 is on the prober's clock and T on the reference's, so
+  // passes find every prober's offset and the last evaluates each estimate
+  // at the prober's instant that corresponds to T (prober_instants.h).
+  SolveResult probers = SolveOnce(edges, T, opt);
+  std::vector<EdgeEstimate> shifted = ShiftedToProbers(edges, probers);
+  for (int pass = ProberPasses(edges, probers); pass > 1; --pass) {
+    probers = SolveOnce(shifted, T, opt);
+    shifted = ShiftedToProbers(edges, probers);
   }
   return SolveOnce(shifted, T, opt);
 }
