@@ -3,10 +3,11 @@
 
 // Eigen is header-only; its headers include each other by relative paths, so
 // the eigen3/ prefix needs no extra include directory.
-#include <algorithm>
-#include <cmath>
 #include <eigen3/Eigen/Dense>
 #include <eigen3/Eigen/Sparse>
+
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -442,10 +443,10 @@ SolveResult Solve(std::span<const EdgeEstimate> edges, int64_t T, const SolverOp
   // prober's clock. Evaluating at T directly would be off by alpha times the
   // prober's offset (45 ppm x 3.7 ms = 166 ns). So solve once, then move each
   // estimate onto the reference clock with its prober's solved offset and
-  // solve again (more than once where alpha x offset is large).
-  // Passes are added where alpha^2 x the offsets (0.5 ns at 100 ppm and 50
-  // ms) is not small: 720 ns where a fit clock anchored in a daemon's
-  // start-up slew ran 3 000 ppm off and 80 ms away (prober_instants.h).
+  // solve again; more than once where alpha^2 x the offsets (0.5 ns at 100
+  // ppm and 50 ms) is not small: 720 ns where a fit clock anchored in a
+  // daemon's start-up slew ran 3 000 ppm off and 80 ms away
+  // (prober_instants.h).
   SolveResult probers = SolveOnce(edges, T, opt, previous, SolvePass::kProberOffsets);
   std::vector<EdgeEstimate> shifted = ShiftedToProbers(edges, probers);
   for (int pass = ProberPasses(edges, probers); pass > 1; --pass) {
