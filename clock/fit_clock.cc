@@ -14,7 +14,8 @@ int64_t RealtimeRateBetween(const ClockPairSample& from, const ClockPairSample& 
 
 }  // namespace
 
-FitTimebase::FitTimebase(const ClockPairSample& first, size_t capacity) : map_(capacity) {
+FitTimebase::FitTimebase(const ClockPairSample& first, size_t capacity)
+    : map_(capacity), first_fit_ns_(first.realtime_ns) {  // F = REALTIME at the first anchor
   anchors_.push_back({{first.raw_ns, first.realtime_ns, first.rate_fine == kRateUnknown ? 0 : first.rate_fine}});
   map_.Add(first);
   stats_.samples = 1;
@@ -269,6 +270,10 @@ std::optional<int64_t> FitClock::RecentMeanRealtimeRate(const ClockPairSample& n
 std::optional<FitAnchor> FitClock::anchor() const {
   if (mode_ == FitClockMode::kRealtime) return std::nullopt;
   return timebase_->anchor();
+}
+
+bool FitClock::ReadBy(int64_t fit_ns) const {
+  return mode_ == FitClockMode::kRealtime || fit_ns >= timebase_->first_fit_ns();
 }
 
 std::optional<FitAnchor> FitClock::AnchorFor(int64_t fit_ns) const {

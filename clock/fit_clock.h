@@ -74,6 +74,9 @@ class FitTimebase {
   std::optional<int64_t> FitOfSampledRealtime(int64_t realtime_ns) const;
   int64_t RealtimeOfFit(int64_t fit_ns) const;
   FitPoint PointAt(int64_t fit_ns) const;
+  // F at the first sample: before it no REALTIME was read, and a point
+  // there is only the first sample's rate carried back.
+  int64_t first_fit_ns() const { return first_fit_ns_; }
   FitTimebaseStats stats() const;
 
  private:
@@ -95,6 +98,7 @@ class FitTimebase {
   mutable std::mutex mutex_;
   std::vector<AnchorStretch> anchors_;
   RealtimeRawMap map_;
+  int64_t first_fit_ns_ = 0;
   mutable FitTimebaseStats stats_;
 };
 
@@ -168,6 +172,11 @@ class FitClock {
   int64_t ToReal(int64_t fit_ns) const;
   // The node's REALTIME at fit instant `fit_ns`, and its rate there.
   FitPoint PointAt(int64_t fit_ns) const;
+  // Whether REALTIME was read at or before fit instant `fit_ns` (always,
+  // fitting in REALTIME): a point before the first reading is that
+  // reading's rate carried back, which a daemon's start-up slew makes
+  // hundreds of µs wrong within a second.
+  bool ReadBy(int64_t fit_ns) const;
 
   // Takes a sample of REALTIME and RAW unless the last one is younger than
   // the interval (judged by the caller's CLOCK_MONOTONIC read: a turn of the

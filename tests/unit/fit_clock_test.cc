@@ -190,6 +190,19 @@ TEST(FitClock, InREALTIMEModeItIsTheNodeClock) {
   EXPECT_EQ(fit.PointAt(real), (FitPoint{real, real, 0}));
 }
 
+// Before its first reading the fit clock knows no REALTIME: a window
+// centred there is not written (agent_runtime.cc). From the reading on it
+// does; fitting in REALTIME it always does.
+TEST(FitClock, KnowsREALTIMEOnlyFromItsFirstReading) {
+  const FitClock fit;
+  const int64_t first = fit.Now();
+  EXPECT_TRUE(fit.ReadBy(first));
+  EXPECT_TRUE(fit.ReadBy(first + 5 * kMs));
+  EXPECT_FALSE(fit.ReadBy(first - 100 * kMs)) << "the window the agent started in, centred before it";
+  const FitClock realtime(NodeClock(), FitClockMode::kRealtime);
+  EXPECT_TRUE(realtime.ReadBy(ReadClockNs(CLOCK_REALTIME) - 100 * kMs));
+}
+
 TEST(FitClock, TheKernelsFitClockRunsWithRawAndNearREALTIME) {
   FitClock fit;
   const int64_t mono = ReadClockNs(CLOCK_MONOTONIC);
