@@ -288,7 +288,6 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
     return !clock_.ReadBy(r.window_start_ns + config_.estimation.window_ns / 2);
   });
   if (records.size() != before) {
-    windows_before_clock_ += static_cast<int64_t>(before - records.size());
     spdlog::info(
         "{} window(s) centred before the agent's first clock reading not written (no REALTIME there to "
         "map them back with)",

@@ -95,7 +95,6 @@ class AgentRuntime {
   int signal_fd_ = -1;
   int64_t start_monotonic_ns_ = 0;
   int64_t windows_written_ = 0;
-  int64_t windows_before_clock_ = 0;  // centred before the first clock reading: not written
   int64_t windows_estimated_ = 0;
   bool write_failed_ = false;
 };

@@ -5,6 +5,15 @@
 #include <set>
 
 namespace chronolink {
+namespace {
+
+// A ring's slot of an index (window or centre), negative indices too.
+size_t Slot(int64_t index, size_t slots) {
+  const auto n = static_cast<int64_t>(slots);
+  return static_cast<size_t>(((index % n) + n) % n);
+}
+
+}  // namespace
 
 NodeWanderMeter::NodeWanderMeter(int64_t window_ns, int64_t fit_span_ns, NodeWanderOptions options)
     : window_ns_(std::max<int64_t>(window_ns, 1)),
@@ -39,8 +48,7 @@ NodeWanderMeter::NodeState& NodeWanderMeter::StateOf(uint32_t node) {
 }
 
 std::optional<double> NodeWanderMeter::Beta(const EdgeHistory& h, int64_t index) const {
-  const size_t slot =
-      static_cast<size_t>(((index % static_cast<int64_t>(offset_slots_)) + offset_slots_)) % offset_slots_;
+  const size_t slot = Slot(index, offset_slots_);
   if (h.index[slot] != index) return std::nullopt;
   return h.beta[slot];
 }
@@ -64,8 +72,7 @@ void NodeWanderMeter::Add(const EdgeEstimate& e, int64_t window_index) {
     return;
   }
   EdgeHistory& h = HistoryOf(key);
-  const size_t slot =
-      static_cast<size_t>(((window_index % static_cast<int64_t>(offset_slots_)) + offset_slots_)) % offset_slots_;
+  const size_t slot = Slot(window_index, offset_slots_);
   if (h.index[slot] == window_index) return;  // a resend
   h.index[slot] = window_index;
   h.beta[slot] = e.beta_ns;
@@ -94,8 +101,7 @@ void NodeWanderMeter::TakeSecondDifference(uint32_t node, uint32_t peer, EdgeHis
     return;
   }
   ++stats_.second_differences;
-  const size_t slot =
-      static_cast<size_t>(((centre % static_cast<int64_t>(offset_slots_)) + offset_slots_)) % offset_slots_;
+  const size_t slot = Slot(centre, offset_slots_);
   h.centre[slot] = centre;
   h.d2[slot] = d2;
   // The link's other direction at the same centre: their product is a pair
@@ -115,8 +121,7 @@ void NodeWanderMeter::TakeSecondDifference(uint32_t node, uint32_t peer, EdgeHis
 
 void NodeWanderMeter::AddToNode(uint32_t node, int64_t centre, double v, double same_link_product, bool same_link) {
   NodeState& n = StateOf(node);
-  CentreSums& c =
-      n.centres[static_cast<size_t>(((centre % static_cast<int64_t>(centre_slots_)) + centre_slots_)) % centre_slots_];
+  CentreSums& c = n.centres[Slot(centre, centre_slots_)];
   if (c.centre != centre) c = CentreSums{centre};  // the slot's last centre was taken already
   c.sum += v;
   c.sum_sq += v * v;
@@ -134,8 +139,7 @@ void NodeWanderMeter::Settle() {
   settled_before_ = before;
   for (auto& [id, n] : nodes_) {
     for (int64_t centre = std::max(from, before - static_cast<int64_t>(centre_slots_)); centre < before; ++centre) {
-      CentreSums& c = n.centres[static_cast<size_t>(((centre % static_cast<int64_t>(centre_slots_)) + centre_slots_)) %
-                                centre_slots_];
+      CentreSums& c = n.centres[Slot(centre, centre_slots_)];
       if (c.centre != centre) continue;
       const double pairs = c.count * (c.count - 1) / 2.0 - c.same_link_pairs;
       const double products = (c.sum * c.sum - c.sum_sq) / 2.0 - c.same_link;

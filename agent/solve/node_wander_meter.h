@@ -71,8 +71,7 @@ class NodeWanderMeter {
 
   // One window's estimate of a directed edge; its index is its window's
   // start on the prober's clock over window_ns. Any order; a second one of
-  // the same edge and index replaces the first's offset only if no second
-  // difference used it yet.
+  // the same edge and index (a resend) changes nothing.
   void Add(const EdgeEstimate& e, int64_t window_index);
   // The edge's clock stepped: its offsets before do not difference with
   // those after.
