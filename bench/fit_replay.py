@@ -27,6 +27,10 @@ Each policy names a span, a packet set and the floor points:
           the agent takes it; agent: what the agent's records say
           (edges.jsonl floor_points); absent: 1, the hard margin
 written SPAN/PACKETS[/K], e.g. agent/own, 12/both, 12@1/own, agent/both/8.
+The agent's own policy, agent/PACKETS/agent, also takes the slope the
+agent's line took where it leaned on its edge's recent drift (edges.jsonl
+drift_prior_taken, docs/estimator.md §4c); every other policy fits its own
+slope (agent/both/8: the same spans and points, each window's own slope).
 A span chooser:M is the one the agent's span chooser's model picks for
 each window from the evidence its record carries (fit_span_evidence), up
 to M seconds; one longer than the run's longest centred span ends where
@@ -201,6 +205,17 @@ def floor_means_at(xu, yu, xl, yl, x0: int, k: int) -> float:
     return float((u + lo_) / 2)
 
 
+def floor_means_at_slope(xu, yu, xl, yl, x0: int, k: int, a: float) -> float:
+    """The line of slope a on the floors' means (docs/estimator.md §4c: an
+    agent's line that leaned on its edge's recent drift), at x0."""
+    import numpy as np
+    if len(xu) < k or len(xl) < k:
+        return float("nan")
+    ru = yu - a * (xu - x0).astype(float)
+    rl = yl - a * (xl - x0).astype(float)
+    return float((np.partition(ru, k - 1)[:k].mean() - np.partition(-rl, k - 1)[:k].mean()) / 2)
+
+
 def start_span_ns(window_ns: int, shortest_ns: int, longest_ns: int) -> int:
     """FitSpanChooser::StartSpan: the whole-window span whose worst ratio to
     the right one (longest / S, or S / shortest) is least; a tie keeps the
@@ -298,6 +313,12 @@ class Policy:
         except ValueError as e:
             raise ValueError(f"policy {text!r}: {e} (SPAN/PACKETS[/K]: agent|S|S@D|chooser:M[:C][@S0] / own|both / 1..64|agent)") from None
 
+    def agents_slope(self) -> bool:
+        """The agent's own policy (its spans and floor points) takes the
+        slope the agent's line took where it leaned on its edge's drift
+        (edges.jsonl drift_prior_taken); every other policy fits its own."""
+        return self.span_s is None and self.chooser_max_s is None and self.floor_points is None
+
     def span(self, window: dict, window_ns: int) -> tuple[int, int]:
         if self.chooser_max_s is not None:
             # Centred up to the run's longest centred span; a longer one ends
@@ -335,6 +356,16 @@ def replay(bounds: dict[int, Bounds], windows: list[dict], policy: Policy, windo
         low = ~b.upper[keep] & sel
         wanted = w.get("floor_points", 1) if policy.floor_points is None else policy.floor_points
         k = max(1, min(wanted, min(int(up.sum()), int(low.sum())) // BOUNDS_PER_FLOOR_POINT))
+        pull = w.get("drift_pull") if policy.agents_slope() else None
+        if pull is not None:
+            # The replay's frame has the true offset taken out: its own slope
+            # is the agent's less the true drift, so the agent's pull toward
+            # its edge's drift (alpha - own_alpha) moves it alike.
+            own_at = [floor_means_at(x[up], y[up], x[low], y[low], w["x0_ns"] + d, k) for d in (0, NS_PER_S)]
+            slope = (own_at[1] - own_at[0]) / NS_PER_S + pull
+            out.append(floor_means_at_slope(x[up], y[up], x[low], y[low], w["x0_ns"], k, slope)
+                       - w.get("wander_ns", 0.0))
+            continue
         out.append(floor_means_at(x[up], y[up], x[low], y[low], w["x0_ns"], k) - w.get("wander_ns", 0.0))
     return out
 
@@ -375,6 +406,7 @@ def agent_windows(scenario_dir: str, longest_centred_ns: int = 0) -> tuple[list[
                                 "fit_end_ns": r["fit_end_ns"], "agent_error_ns": measured[(n, r["x0_ns"])],
                                 "peer_session": (r.get("tuples_peer_session") or 0) > 0,
                                 "floor_points": r.get("floor_points") or 1,
+                                "drift_pull": (r["alpha"] - r["own_alpha"]) if r.get("drift_prior_taken") else None,
                                 "span_evidence": r.get("fit_span_evidence")})
     if not windows:
         raise ValueError(f"{scenario_dir}: no kernel window of the measured span")

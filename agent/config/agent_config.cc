@@ -108,6 +108,7 @@ json EstimationJson(const EstimationSettings& e) {
       {"purity_tolerance_ns", e.purity_tolerance_ns},
       {"min_points", e.min_points_per_side},
       {"floor_points", e.floor_points},
+      {"drift_windows", e.drift_windows},
       {"sources", sources},
   };
   return out;

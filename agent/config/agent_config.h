@@ -77,6 +77,9 @@ struct EstimationSettings {
   // --fit-floor-points N: a fit's line rests on the mean of the N deepest
   // bounds per side (docs/estimator.md §4b); 1: the hard margin.
   int floor_points = 8;
+  // --fit-drift-windows N: a window's line takes the median of the edge's
+  // last N own slopes (docs/estimator.md §4c); 0: its own.
+  int drift_windows = 20;
   bool fit_every_probe = true;  // --estimate-points every|pure
   // --fit-probes link|own: a fit takes the peer's session's tuples too
   // (docs/estimator.md §11), or this node's own probes only.

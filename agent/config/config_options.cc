@@ -125,6 +125,11 @@ const Spec kSpecs[] = {
      "A fit's line rests on the mean of the N deepest bounds per side, not on the single deepest: a "
      "path's fastest packets scatter under its usual floor. Fewer where a side has under 16 bounds per "
      "point; 1: the hard margin, Huygens' line (for comparisons). 1..64 (default: 8)"},
+    {"estimation.drift_windows", "fit-drift-windows", Kind::kCount, "N", kEstimation,
+     "A window's line takes the median of the edge's last N windows' own slopes as its slope (the fit "
+     "clocks drift apart slowly; a window's own slope strays where a load episode leaves its deepest "
+     "bounds at one end); it needs 5 since the start or a clock step. 0: each window's own slope (for "
+     "comparisons). 0..200 (default: 20)"},
     {"estimation.sources", "estimate-sources", Kind::kSourceList, "LIST", kEstimation,
      "Comma-separated timestamp source classes to estimate from: kernel, userspace (default: kernel)"},
 

@@ -647,6 +647,12 @@ bool ValidateEstimationWindows(const Merged& m, AgentConfig* c, std::string* err
                            ") must be 1..64 (1: the hard margin)");
   }
   e.floor_points = static_cast<int>(floor_points);
+  const int64_t drift_windows = m.Get<int64_t>("estimation.drift_windows", e.drift_windows);
+  if (drift_windows < 0 || drift_windows > 200) {
+    return Fail(error, "fit drift windows " + std::to_string(drift_windows) + " (" +
+                           m.From("estimation.drift_windows") + ") must be 0..200 (0: each window's own slope)");
+  }
+  e.drift_windows = static_cast<int>(drift_windows);
   const std::string points = m.Get<std::string>("estimation.points", "every");
   if (points != "every" && points != "pure") {
     return Fail(error, "estimate points '" + points + "' (" + m.From("estimation.points") + ") must be every or pure");

@@ -147,12 +147,24 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
           }
         }
       }
-      r.estimate = EstimateWindow(projected, r.x0_ns, options_);
+      Estimate(projected, chooser, &r);
       if (chooser) FeedSpanChooser(*chooser, own, &r);
+    } else {
+      drift_.erase(c);
     }
     AddSigma(&r);
     out->push_back(std::move(r));
   }
+}
+
+void EdgeWindows::Estimate(const std::vector<PtPrTuple>& projected, const FitSpanChooser* chooser,
+                           EdgeWindowRecord* r) {
+  DriftHistory& drift = drift_.try_emplace(r->source_class, options_.drift_history).first->second;
+  const std::optional<DriftPrior> prior =
+      chooser ? drift.PriorFor(chooser->evidence(), r->fit_end_ns - r->fit_start_ns, window_ns_) : std::nullopt;
+  r->estimate = EstimateWindow(projected, r->x0_ns, options_, prior);
+  const EstimatorKind k = r->estimate.estimator;
+  if (k == EstimatorKind::kMaxMargin || k == EstimatorKind::kMaxMarginPure) drift.Add(r->estimate.fit.own_alpha);
 }
 
 // The fit on the window's own probes gauges the edge's noise and wander;

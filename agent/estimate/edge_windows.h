@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include "agent/estimate/drift_history.h"
 #include "agent/estimate/fit_span_chooser.h"
 #include "agent/estimate/window_estimator.h"
 #include "agent/estimate/window_scatter.h"
@@ -133,6 +134,10 @@ class EdgeWindows {
   // another clock); the span taken goes into r.
   std::vector<const FullTuple*> SpanTuples(int64_t start, int64_t span_ns, EdgeWindowRecord* r) const;
   void Close(int64_t start, const Window& w, std::vector<EdgeWindowRecord>* out);
+  // The window's fit, its slope leaning on the class's recent drift as the
+  // chooser's evidence weighs it; the fit's own slope feeds that drift (a
+  // step restarts it).
+  void Estimate(const std::vector<PtPrTuple>& projected, const FitSpanChooser* chooser, EdgeWindowRecord* r);
   // Fits the window on its own probes, for the span chooser of r's class.
   void FeedSpanChooser(FitSpanChooser& chooser, const std::vector<PtPrTuple>& own, EdgeWindowRecord* r);
   // Every window feeds the scatter, though overlapping spans share probes:
@@ -152,6 +157,7 @@ class EdgeWindows {
   std::map<SourceClass, WindowScatter> scatter_;
   std::optional<FitSpanChooserOptions> adaptive_span_;
   std::map<SourceClass, FitSpanChooser> span_chooser_;
+  std::map<SourceClass, DriftHistory> drift_;
   int64_t replayed_until_ns_ = INT64_MIN;  // windows starting before this are discarded when made
 };
 

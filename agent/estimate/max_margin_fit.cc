@@ -522,6 +522,25 @@ size_t FloorPoints(const MaxMarginOptions& o, size_t n_upper, size_t n_lower) {
   return std::max<size_t>(1, std::min(static_cast<size_t>(std::max(1, o.floor_points)), by_count));
 }
 
+// The line at the prior's slope, moved toward the window's own by its
+// weight: its value rests on the floors' means there (the deepest bound of
+// each side where k is 1), as the floors' line's does at its own slope. Not
+// taken outside the floors' line's double range, nor where the prior
+// strays from the window's own slope by more than kMaxDriftPriorStray.
+void TakeDriftPrior(const std::vector<Pt>& up, const std::vector<Pt>& lo, size_t k, const DriftPrior& prior,
+                    int64_t y_ref, std::vector<Ranked>* scratch, LineFit* fit) {
+  const double own = fit->own_alpha;
+  if (!std::isfinite(prior.slope) || !std::isfinite(prior.own_weight)) return;
+  if (std::abs(prior.slope - own) > kMaxDriftPriorStray) return;
+  if (!WithinDoubleRange(up) || !WithinDoubleRange(lo)) return;
+  const double slope = prior.slope + std::clamp(prior.own_weight, 0.0, 1.0) * (own - prior.slope);
+  const FloorMeans m = FloorMeansAt(up, lo, k, slope, scratch);
+  fit->alpha = slope;
+  fit->beta_ns =
+      static_cast<double>(static_cast<long double>(y_ref) + static_cast<long double>((m.upper + m.lower) / 2));
+  fit->drift_prior_taken = true;
+}
+
 // Per-thread buffers, reused across calls: a fresh allocation per window costs
 // more than the whole fit (page faults on every call above the allocator's
 // mmap threshold), and windows on one thread have similar sizes.
@@ -536,8 +555,8 @@ struct Workspace {
 
 int64_t FloorCandidateMismatches() { return floor_candidate_mismatches.load(std::memory_order_relaxed); }
 
-LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const OffsetBound> lower,
-                         int64_t x0_ns, const MaxMarginOptions& options) {
+LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const OffsetBound> lower, int64_t x0_ns,
+                         const MaxMarginOptions& options, std::optional<DriftPrior> prior) {
   LineFit fit;
   fit.x0_ns = x0_ns;
   fit.upper_points = static_cast<int>(upper.size());
@@ -597,6 +616,8 @@ LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const Off
         fit.floor_points = static_cast<int>(k);
         fit.floor_shift_ns = fit.beta_ns - hard_beta;
       }
+      fit.own_alpha = fit.alpha;
+      if (prior) TakeDriftPrior(up, lo, k, *prior, y_ref, &ws.floors.ranked, &fit);
       return fit;
     }
     if (fit.violators_removed >= budget) return fit;  // inseparable within the budget

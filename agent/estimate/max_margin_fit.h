@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "agent/pair/offset_bound.h"
@@ -50,13 +51,35 @@ struct LineFit {
   double floor_shift_ns = 0.0;
   int upper_points = 0;
   int lower_points = 0;
+  // Where the caller gave a drift prior (docs/estimator.md §4c): alpha is
+  // the prior's slope moved toward this window's own by the prior's weight,
+  // beta_ns the floors' means at that slope, and own_alpha the slope this
+  // window's bounds alone would take. Otherwise own_alpha == alpha.
+  bool drift_prior_taken = false;
+  double own_alpha = 0.0;
 };
+
+// The edge's recent drift, and how far a window's line follows its own
+// slope away from it: own_weight = 0 takes the prior's slope, 1 the own.
+struct DriftPrior {
+  double slope = 0.0;
+  double own_weight = 0.0;
+};
+
+// A prior further than this from the window's own slope is not taken: the
+// drift changed (a fit clock anchored again that no step marked) and the
+// window's own line is the better guess. Loaded windows' own slopes stray
+// tens of ppb; two free oscillators change by far less in a minute.
+constexpr double kMaxDriftPriorStray = 0.5e-6;
 
 // Fits whose pruned floors' line differed from every bound's at the check
 // and were answered by the simple path (0 unless the pruning is wrong).
 int64_t FloorCandidateMismatches();
 
-LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const OffsetBound> lower,
-                         int64_t x0_ns, const MaxMarginOptions& options = {});
+// prior: the edge's recent drift, where the caller knows it (docs/
+// estimator.md §4c); the line's value then rests on the floors' means at
+// the slope it gives.
+LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const OffsetBound> lower, int64_t x0_ns,
+                         const MaxMarginOptions& options = {}, std::optional<DriftPrior> prior = std::nullopt);
 
 }  // namespace chronolink

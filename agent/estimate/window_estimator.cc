@@ -76,19 +76,20 @@ namespace {
 // The max-margin fit on every probe of the window; nullopt when a side has
 // fewer than min_side bounds.
 std::optional<LineFit> FitEveryBound(std::span<const PtPrTuple> tuples, int64_t x0_ns,
-                                     const WindowEstimatorOptions& options, int min_side) {
+                                     const WindowEstimatorOptions& options, int min_side,
+                                     std::optional<DriftPrior> prior) {
   std::vector<OffsetBound> upper, lower;
   upper.reserve(2 * tuples.size());
   lower.reserve(2 * tuples.size());
   for (const PtPrTuple& t : tuples) ExtractEveryBound(t, &upper, &lower);
   if (static_cast<int>(upper.size()) < min_side || static_cast<int>(lower.size()) < min_side) return std::nullopt;
-  return FitMaxMarginLine(upper, lower, x0_ns, options.max_margin);
+  return FitMaxMarginLine(upper, lower, x0_ns, options.max_margin, prior);
 }
 
 }  // namespace
 
-WindowEstimate EstimateWindow(std::span<const PtPrTuple> tuples, int64_t x0_ns,
-                              const WindowEstimatorOptions& options) {
+WindowEstimate EstimateWindow(std::span<const PtPrTuple> tuples, int64_t x0_ns, const WindowEstimatorOptions& options,
+                              std::optional<DriftPrior> prior) {
   WindowEstimate est;
   est.fit.x0_ns = x0_ns;
   const ProbePairFilter filter(options.purity_tolerance_ns);
@@ -108,7 +109,7 @@ WindowEstimate EstimateWindow(std::span<const PtPrTuple> tuples, int64_t x0_ns,
   LineFit tried;  // the last fit tried, whose margin and violators say why it failed
   bool any_tried = false;
   if (options.fit_every_probe) {
-    const std::optional<LineFit> every = FitEveryBound(tuples, x0_ns, options, min_side);
+    const std::optional<LineFit> every = FitEveryBound(tuples, x0_ns, options, min_side, prior);
     any_tried = every.has_value();
     if (every) tried = *every;
     if (tried.ok) {
@@ -119,7 +120,7 @@ WindowEstimate EstimateWindow(std::span<const PtPrTuple> tuples, int64_t x0_ns,
   }
   if (est.pure_forward >= min_side && est.pure_reverse >= min_side) {
     any_tried = true;
-    tried = FitMaxMarginLine(upper, lower, x0_ns, options.max_margin);
+    tried = FitMaxMarginLine(upper, lower, x0_ns, options.max_margin, prior);
     if (tried.ok) {
       est.estimator = options.fit_every_probe ? EstimatorKind::kMaxMarginPure : EstimatorKind::kMaxMargin;
       est.fit = tried;

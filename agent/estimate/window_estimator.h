@@ -10,10 +10,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
 
+#include "agent/estimate/drift_history.h"
 #include "agent/estimate/max_margin_fit.h"
 #include "agent/pair/probe_tuple.h"
 
@@ -29,6 +31,9 @@ struct WindowEstimatorOptions {
   // comparisons (--estimate-points pure).
   bool fit_every_probe = true;
   MaxMarginOptions max_margin;
+  // Where an edge's windows take their slope from (EdgeWindows keeps the
+  // history; EstimateWindow takes the slope it gives).
+  DriftHistoryOptions drift_history;
 };
 
 struct WindowEstimate {
@@ -53,7 +58,9 @@ constexpr double kMaxRelativeDrift = 200e-6;
 // bound over the distance from that tuple to x0.
 LineFit FitMinDelay(std::span<const PtPrTuple> tuples, int64_t x0_ns);
 
-WindowEstimate EstimateWindow(std::span<const PtPrTuple> tuples, int64_t x0_ns,
-                              const WindowEstimatorOptions& options);
+// prior: the edge's recent drift, which the max-margin fits lean their
+// slope on (FitMaxMarginLine; docs/estimator.md §4c).
+WindowEstimate EstimateWindow(std::span<const PtPrTuple> tuples, int64_t x0_ns, const WindowEstimatorOptions& options,
+                              std::optional<DriftPrior> prior = std::nullopt);
 
 }  // namespace chronolink

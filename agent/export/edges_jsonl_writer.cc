@@ -65,6 +65,8 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["violators_removed"] = e.fit.violators_removed;
     j["floor_points"] = e.fit.floor_points;
     j["floor_shift_ns"] = e.fit.floor_shift_ns;
+    j["own_alpha"] = e.fit.own_alpha;
+    j["drift_prior_taken"] = e.fit.drift_prior_taken;
   } else {
     j["alpha"] = nullptr;
     j["alpha_ppm"] = nullptr;
@@ -77,6 +79,8 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["violators_removed"] = 0;
     j["floor_points"] = nullptr;
     j["floor_shift_ns"] = nullptr;
+    j["own_alpha"] = nullptr;
+    j["drift_prior_taken"] = false;
   }
   j["pairs_sent"] = r.counts.pairs_sent;
   j["tuples_complete"] = r.counts.complete;

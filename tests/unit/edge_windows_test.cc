@@ -315,6 +315,30 @@ TEST(EdgeWindows, AnAdaptiveSpanShortensWhereTheOffsetWanders) {
   EXPECT_GT(out.back().span_evidence->wander_ns_per_sqrt_s, 100);
 }
 
+// Once the span chooser has judged (its evidence weighs the drift's
+// change against the noise) and five windows have given their slopes, each
+// window's line leans on the edge's recent drift; a fixed span has no
+// evidence, and its windows keep their own slopes.
+TEST(EdgeWindows, AWindowsSlopeLeansOnTheEdgesRecentDriftOnceTheChooserHasJudged) {
+  const std::vector<EdgeWindowRecord> out = RunAdaptive(40, 0, 1);
+  ASSERT_EQ(out.size(), 40u);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const LineFit& f = out[i].estimate.fit;
+    ASSERT_TRUE(f.ok) << i;
+    // The record of window i carries the evidence from before it and after it.
+    EXPECT_EQ(f.drift_prior_taken, i > 0 && out[i - 1].span_evidence.has_value()) << i;
+    if (f.drift_prior_taken) {
+      EXPECT_NE(f.alpha, f.own_alpha) << i;
+      EXPECT_LT(std::abs(f.alpha), 1e-7) << i << ": the true drift is 0";
+    }
+  }
+  EXPECT_TRUE(out.back().estimate.fit.drift_prior_taken);
+  for (const EdgeWindowRecord& r : RunAdaptive(20, 0, 1, FitSpanRange::Fixed(3 * kWindow))) {
+    EXPECT_FALSE(r.estimate.fit.drift_prior_taken);
+    EXPECT_EQ(r.estimate.fit.alpha, r.estimate.fit.own_alpha);
+  }
+}
+
 // A prober's probes meet 40 ns more path than the answers to them (the
 // test bed's routed path: docs/estimator.md §11). Each end's own fit leans
 // 20 ns its own way; with the peer's session mirrored in, whose halves lean
@@ -403,6 +427,8 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
                         "violators_removed",
                         "floor_points",
                         "floor_shift_ns",
+                        "own_alpha",
+                        "drift_prior_taken",
                         "pairs_sent",
                         "tuples_complete",
                         "tuples_in_class",

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <random>
 #include <span>
 #include <vector>
@@ -578,6 +579,71 @@ TEST(MaxMarginFit, PacketsUnderTheFloorErrTheFloorsLineLessThanTheHardOne) {
     sum_floor += std::abs(f.beta_ns - 123'456);
   }
   EXPECT_LT(sum_floor, 0.7 * sum_hard) << "mean |error|: floors " << sum_floor / 40 << " ns, hard " << sum_hard / 40;
+}
+
+// A drift prior (docs/estimator.md §4c): at own weight 0 the line takes the
+// prior's slope, its value the floors' means there (a brute force); at 1 it
+// is the window's own line; half way, the slope half way. A prior 1 ppm
+// from the window's own slope is not taken. The band stays the hard line's.
+TEST(MaxMarginFit, ADriftPriorSetsTheSlopeAndTheFloorsMeansGiveTheValue) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const SmallSet s = LoadedPathWindow(seed, 480, 3e-6, 123'456);
+    const LineFit own = FitMaxMarginLine(s.upper, s.lower, 0);
+    ASSERT_TRUE(own.ok) << seed;
+    EXPECT_FALSE(own.drift_prior_taken);
+    EXPECT_EQ(own.own_alpha, own.alpha);
+    const double prior = 3e-6 + 2e-8;
+    const LineFit f0 = FitMaxMarginLine(s.upper, s.lower, 0, {}, DriftPrior{prior, 0.0});
+    ASSERT_TRUE(f0.ok && f0.drift_prior_taken) << seed;
+    EXPECT_EQ(f0.alpha, prior);
+    EXPECT_EQ(f0.own_alpha, own.alpha);
+    double mid = 0;
+    FloorGap(s, 8, prior, &mid);
+    EXPECT_NEAR(f0.beta_ns, mid, 1e-6) << seed;
+    EXPECT_EQ(f0.margin_ns, own.margin_ns);
+    EXPECT_EQ(f0.uncertainty_ns, own.uncertainty_ns);
+    const LineFit f1 = FitMaxMarginLine(s.upper, s.lower, 0, {}, DriftPrior{prior, 1.0});
+    EXPECT_EQ(f1.alpha, own.alpha);
+    EXPECT_NEAR(f1.beta_ns, own.beta_ns, 1e-6) << seed;
+    const LineFit half = FitMaxMarginLine(s.upper, s.lower, 0, {}, DriftPrior{prior, 0.5});
+    EXPECT_NEAR(half.alpha, (prior + own.alpha) / 2, 1e-18) << seed;
+    const LineFit far = FitMaxMarginLine(s.upper, s.lower, 0, {}, DriftPrior{own.alpha + 1e-6, 0.0});
+    EXPECT_FALSE(far.drift_prior_taken) << seed;
+    EXPECT_EQ(far.alpha, own.alpha);
+    EXPECT_EQ(far.beta_ns, own.beta_ns);
+  }
+}
+
+// What the prior is for: each direction's floor moves by its own amount
+// each quarter second (Exp(30 ns)), and a load episode over the span's last
+// 3.5 s raises it by 200 + Exp(150) ns (the test bed's, bench/path_floor.py).
+// The deepest bounds then lie in the first 2.5 s, in whichever quarters
+// came nearest the floor, and the window's own slope tilts toward those.
+// At the true drift the line errs by the floors' means only. 40 windows,
+// the offset 123456 ns.
+TEST(MaxMarginFit, ADriftPriorKeepsTheLineWhereALoadEpisodeLeavesTheDeepBoundsAtOneEnd) {
+  double sum_own = 0, sum_prior = 0;
+  for (uint64_t seed = 200; seed < 240; ++seed) {
+    SmallSet s = LoadedPathWindow(seed, 480, 3e-6, 123'456);
+    std::mt19937_64 rng(seed);
+    std::exponential_distribution<double> calm(1.0 / 30.0), episode(1.0 / 150.0);
+    for (auto* side : {&s.upper, &s.lower}) {
+      const int64_t sign = side == &s.upper ? 1 : -1;
+      std::map<int64_t, int64_t> quarter_rise;
+      for (auto& p : *side) {
+        const bool in_episode = p.x_ns > -500'000'000;
+        const auto [it, made] = quarter_rise.try_emplace((p.x_ns + 4'000'000'000) / 250'000'000, 0);
+        if (made) it->second = static_cast<int64_t>(in_episode ? 200 + episode(rng) : calm(rng));
+        p.y_ns += sign * it->second;
+      }
+    }
+    const LineFit own = FitMaxMarginLine(s.upper, s.lower, 0);
+    const LineFit prior = FitMaxMarginLine(s.upper, s.lower, 0, {}, DriftPrior{3e-6, 0.0});
+    ASSERT_TRUE(own.ok && prior.ok && prior.drift_prior_taken) << seed;
+    sum_own += std::abs(own.beta_ns - 123'456);
+    sum_prior += std::abs(prior.beta_ns - 123'456);
+  }
+  EXPECT_LT(sum_prior, 0.7 * sum_own) << "mean |error|: prior " << sum_prior / 40 << " ns, own " << sum_own / 40;
 }
 
 TEST(MaxMarginFit, PrunedFloorCandidatesGiveTheSimplePathsLineToTheBit) {
