@@ -1061,6 +1061,75 @@ TEST(ChronolinkSolveTool, ReadsTheSharedPartOfEachWindowsSigma) {
   fs::remove_all(dir);
 }
 
+// A clock step (a clock_step line) restarts the node wander meter's edges
+// there, as the leader's step markers do: node 2's clock steps 1.5 us at
+// window 60, under the meter's 2 us guard, and differenced across it those
+// windows read as a walk (node 2's σ was 76 ns before chronolink-solve
+// restarted them). The betas are exact and each σ 10 ns: solved σ stays
+// near that.
+TEST(ChronolinkSolveTool, AClockStepRestartsTheWanderMetersEdges) {
+  namespace fs = std::filesystem;
+  const fs::path tool = CHRONOLINK_SOLVE_BIN;
+  ASSERT_TRUE(fs::exists(tool)) << tool;
+  const fs::path dir = fs::temp_directory_path() / ("global_solver_step." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const Truth t = MakeTruth({1, 2, 3}, 29);
+  constexpr int kStepWindow = 60;
+  {
+    std::ofstream f(dir / "edges.jsonl");
+    for (int w = 0; w < 120; ++w)
+      for (uint32_t n : {1u, 2u, 3u})
+        for (uint32_t p : {1u, 2u, 3u}) {
+          if (p == n) continue;
+          const int64_t x0 = kT + w * 2 * kSecond;
+          const bool touches_2 = n == 2 || p == 2;
+          if (touches_2 && w == kStepWindow) {
+            f << nlohmann::json({{"schema", "chronolink.edge.v1"},
+                                 {"node", n},
+                                 {"peer", p},
+                                 {"window_start_ns", x0 - kSecond},
+                                 {"window_end_ns", x0 + kSecond},
+                                 {"x0_ns", x0},
+                                 {"clock_step", true},
+                                 {"estimator", "none"},
+                                 {"timestamp_source", "kernel"}})
+                     .dump()
+              << "\n";
+            continue;
+          }
+          EdgeEstimate e = Estimate(t, n, p, x0, 10.0);
+          if (touches_2 && w > kStepWindow) e.beta_ns += n == 2 ? -1500.0 : 1500.0;
+          f << nlohmann::json({{"schema", "chronolink.edge.v1"},
+                               {"node", e.node},
+                               {"peer", e.peer},
+                               {"x0_ns", e.x0_ns},
+                               {"estimator", "max_margin"},
+                               {"beta_ns", e.beta_ns},
+                               {"alpha", e.alpha},
+                               {"uncertainty_ns", 10.0},
+                               {"sigma_ns", 10.0},
+                               {"timestamp_source", "kernel"}})
+                   .dump()
+            << "\n";
+        }
+  }
+  const std::string cmd = tool.string() + " --edges " + (dir / "edges.jsonl").string() + " --reference 1 --out " +
+                          (dir / "offsets.jsonl").string() + " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(dir / "offsets.jsonl");
+  std::string line;
+  double last_sigma = -1;
+  int64_t last_t = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["node"] != 2 || j["t_ns"].get<int64_t>() < last_t) continue;
+    last_t = j["t_ns"].get<int64_t>();
+    last_sigma = j["uncertainty_ns"].get<double>();
+  }
+  EXPECT_GT(last_sigma, 0);
+  EXPECT_LT(last_sigma, 30.0) << "node 2's walk read across its step";
+  fs::remove_all(dir);
+}
 
 // Under a clock daemon a node's REALTIME bends where the daemon changes its
 // rate. A window's one fit point (its centre's REALTIME and rate) maps an

@@ -307,10 +307,17 @@ int main(int argc, char** argv) {
   std::optional<chronolink::NodeWanderMeter> wander;
   if (method != "spanning-tree" && wander_span_ns > 0) wander.emplace(step, wander_span_ns);
   size_t fed = 0;
+  std::map<std::pair<uint32_t, uint32_t>, int64_t> last_fed_x0;  // per directed edge
   for (int64_t t : instants) {
     if (wander) {
       for (; fed < edges.size() && edges[fed].x0_ns <= t + step; ++fed) {
-        wander->Add(edges[fed], edges[fed].x0_ns / step);  // x0: the window's centre, epoch ns
+        // As the leader at a step marker: offsets across a step do not
+        // difference.
+        const EdgeEstimate& e = edges[fed];
+        const auto [last, first] = last_fed_x0.try_emplace({e.node, e.peer}, e.x0_ns);
+        if (!first && steps.Crosses(e, last->second)) wander->ResetEdge(e.node, e.peer);
+        last->second = e.x0_ns;
+        wander->Add(e, e.x0_ns / step);  // x0: the window's centre, epoch ns
       }
       opt.node_shared_sigma_ns = wander->SharedSigmas();
     }
