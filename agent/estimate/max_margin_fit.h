@@ -46,8 +46,9 @@ struct LineFit {
   // Bounds per side whose mean the line's value rests on (1: the hard
   // margin's line; margin_ns and uncertainty_ns are that line's either way).
   int floor_points = 1;
-  // The floors' line's offset at x0 less the hard line's: how far the hard
-  // line rested on a few extreme packets (0 with one floor point).
+  // The floors' line's offset at x0, at its own slope (before a drift
+  // prior), less the hard line's: how far the hard line rested on a few
+  // extreme packets (0 with one floor point).
   double floor_shift_ns = 0.0;
   int upper_points = 0;
   int lower_points = 0;
