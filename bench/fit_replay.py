@@ -31,6 +31,11 @@ The agent's own policy, agent/PACKETS/agent, also takes the slope the
 agent's line took where it leaned on its edge's recent drift (edges.jsonl
 drift_prior_taken, docs/estimator.md §4c); every other policy fits its own
 slope (agent/both/8: the same spans and points, each window's own slope).
+An optional fourth field sets the slope: own, median (the median of the
+prober's last 20 own slopes from the fifth on) or gain (that median moved
+toward the window's own by the agent's gain from its records' chooser
+evidence), e.g. agent/both/agent/own, agent/both/agent/gain: what
+--fit-drift-windows would have done on a run made before it.
 A span chooser:M is the one the agent's span chooser's model picks for
 each window from the evidence its record carries (fit_span_evidence), up
 to M seconds; one longer than the run's longest centred span ends where
@@ -82,6 +87,8 @@ NS_PER_S = 1_000_000_000
 SOURCE = "socket_software"
 DEFAULT_POLICIES = ["agent/own", "agent/both", "agent/both/8", "12/both/8", "12@1/both/8"]
 BOUNDS_PER_FLOOR_POINT = 16  # agent/estimate/max_margin_fit.h kBoundsPerFloorPoint
+DRIFT_SLOPES = ("agent", "own", "median", "gain")
+DRIFT_WINDOWS, DRIFT_MIN_WINDOWS = 20, 5  # agent/estimate/drift_history.h DriftHistoryOptions
 
 
 @dataclass
@@ -279,13 +286,24 @@ class Policy:
     chooser_max_s: float | None = None  # the span chooser's pick up to this, reaching back past the run's centred longest
     chooser_confirm: int = 0  # > 0: moved to as the chooser does, in this many windows in a row
     chooser_start_s: float = 0  # > 0: the span before any evidence (else the chooser's start span)
+    slope: str = "agent"  # agent | own | median | gain (the line's slope: DRIFT_SLOPES)
 
     @classmethod
     def parse(cls, text: str) -> "Policy":
+        policy = cls._parse(text)
+        if text.count("/") == 3:
+            policy.slope = text.rsplit("/", 1)[1]
+        return policy
+
+    @classmethod
+    def _parse(cls, text: str) -> "Policy":
         try:
             span, packets, *rest = text.split("/")
-            if packets not in ("own", "both") or len(rest) > 1:
+            if packets not in ("own", "both") or len(rest) > 2:
                 raise ValueError(f"packets must be own or both, not {packets!r}")
+            slope = rest.pop() if len(rest) == 2 else "agent"  # set by parse
+            if slope not in DRIFT_SLOPES:
+                raise ValueError(f"the slope must be one of {', '.join(DRIFT_SLOPES)}, not {slope!r}")
             floor = 1
             if rest:
                 floor = None if rest[0] == "agent" else int(rest[0])
@@ -317,7 +335,8 @@ class Policy:
         """The agent's own policy (its spans and floor points) takes the
         slope the agent's line took where it leaned on its edge's drift
         (edges.jsonl drift_prior_taken); every other policy fits its own."""
-        return self.span_s is None and self.chooser_max_s is None and self.floor_points is None
+        return (self.slope == "agent" and self.span_s is None and self.chooser_max_s is None
+                and self.floor_points is None)
 
     def span(self, window: dict, window_ns: int) -> tuple[int, int]:
         if self.chooser_max_s is not None:
@@ -343,6 +362,7 @@ def replay(bounds: dict[int, Bounds], windows: list[dict], policy: Policy, windo
     with the clocks' wander where the windows carry it: in_true_time)."""
     out = []
     held = {}
+    history: dict[int, list[float]] = {}  # per prober: its windows' own slopes, for median and gain
     if policy.chooser_confirm:
         held = hysteresis_spans(windows, window_ns, int(policy.chooser_max_s * NS_PER_S), policy.chooser_confirm,
                                 int(policy.chooser_start_s * NS_PER_S))
@@ -357,17 +377,46 @@ def replay(bounds: dict[int, Bounds], windows: list[dict], policy: Policy, windo
         wanted = w.get("floor_points", 1) if policy.floor_points is None else policy.floor_points
         k = max(1, min(wanted, min(int(up.sum()), int(low.sum())) // BOUNDS_PER_FLOOR_POINT))
         pull = w.get("drift_pull") if policy.agents_slope() else None
+        if pull is None and policy.slope not in ("median", "gain"):
+            out.append(floor_means_at(x[up], y[up], x[low], y[low], w["x0_ns"], k) - w.get("wander_ns", 0.0))
+            continue
+        own_at = [floor_means_at(x[up], y[up], x[low], y[low], w["x0_ns"] + d, k) for d in (0, NS_PER_S)]
+        own = (own_at[1] - own_at[0]) / NS_PER_S
         if pull is not None:
             # The replay's frame has the true offset taken out: its own slope
             # is the agent's less the true drift, so the agent's pull toward
             # its edge's drift (alpha - own_alpha) moves it alike.
-            own_at = [floor_means_at(x[up], y[up], x[low], y[low], w["x0_ns"] + d, k) for d in (0, NS_PER_S)]
-            slope = (own_at[1] - own_at[0]) / NS_PER_S + pull
-            out.append(floor_means_at_slope(x[up], y[up], x[low], y[low], w["x0_ns"], k, slope)
-                       - w.get("wander_ns", 0.0))
-            continue
-        out.append(floor_means_at(x[up], y[up], x[low], y[low], w["x0_ns"], k) - w.get("wander_ns", 0.0))
+            slope = own + pull
+        else:
+            slope = drift_slope(history.setdefault(w["node"], []), own, policy.slope, w.get("span_evidence"),
+                                hi - lo, window_ns)
+        out.append(floor_means_at_slope(x[up], y[up], x[low], y[low], w["x0_ns"], k, slope) - w.get("wander_ns", 0.0))
     return out
+
+
+def drift_slope(history: list[float], own: float, how: str, evidence: dict | None, span_ns: int,
+                window_ns: int) -> float:
+    """The slope a window's line takes under a drift policy, as the agent's
+    DriftHistory gives it (docs/estimator.md §4c): the median of the node's
+    last 20 own slopes from the fifth on, moved toward its own by the gain
+    w²S² / (w²S² + 12σ²W) from the chooser's evidence (gain), or not at all
+    (median); its own slope before that, or without evidence (gain). The
+    agent also restarts the history at a clock step, which this does not
+    see. Feeds `own` to the history."""
+    import numpy as np
+    slope = own
+    if len(history) >= DRIFT_MIN_WINDOWS:
+        median = float(np.median(history[-DRIFT_WINDOWS:]))
+        if how == "median":
+            slope = median
+        elif evidence:
+            s, w = span_ns / NS_PER_S, window_ns / NS_PER_S
+            change = evidence["wander_ns_per_sqrt_s"] ** 2 * s * s
+            noise = 12 * evidence["window_noise_ns"] ** 2 * w
+            if change + noise > 0:
+                slope = median + change / (change + noise) * (own - median)
+    history.append(own)
+    return slope
 
 
 def in_true_time(windows: list[dict], clocks: dict, wander: Wander) -> list[dict]:
@@ -559,7 +608,23 @@ def selftest() -> int:
           "the chooser's evidence: medians over the windows that carry it")
     check(Policy.parse("agent/both/8").floor_points == 8 and Policy.parse("agent/both/agent").floor_points is None
           and Policy.parse("12/own").floor_points == 1, "K parses: a count, agent, or absent (1: the hard margin)")
+    check(Policy.parse("agent/both/agent").agents_slope() and Policy.parse("agent/both/agent/gain").slope == "gain"
+          and not Policy.parse("agent/both/agent/own").agents_slope() and not Policy.parse("agent/both/8").agents_slope(),
+          "the slope parses: the agent's on its own policy, own/median/gain as asked")
+    # The gain's ends: none before five slopes; the median where the
+    # evidence says no wander; the window's own where it says no noise.
+    hist: list[float] = []
+    firsts = [drift_slope(hist, a, "gain", {"wander_ns_per_sqrt_s": 0, "window_noise_ns": 9}, 6 * NS_PER_S,
+                          2 * NS_PER_S) for a in (1e-6, 3e-6, 2e-6, 5e-6, 4e-6)]
+    check(firsts == [1e-6, 3e-6, 2e-6, 5e-6, 4e-6], "own slopes until five are kept")
+    check(drift_slope(list(hist), 9e-6, "gain", {"wander_ns_per_sqrt_s": 0, "window_noise_ns": 9}, 6 * NS_PER_S,
+                      2 * NS_PER_S) == 3e-6
+          and drift_slope(list(hist), 9e-6, "gain", {"wander_ns_per_sqrt_s": 9, "window_noise_ns": 0}, 6 * NS_PER_S,
+                          2 * NS_PER_S) == 9e-6
+          and drift_slope(list(hist), 9e-6, "median", None, 6 * NS_PER_S, 2 * NS_PER_S) == 3e-6,
+          "the gain: the median without wander, its own without noise; median alone")
     for bad in ("12", "12/all", "0/own", "x/own", "12@-1/own", "agent/both/0", "agent/both/x", "agent/both/8/1",
+                "agent/both/8/sideways", "agent/both/8/own/1",
                 "chooser:0/both", "chooser:x/both", "chooser:10:0/both", "chooser:10:x/both",
                 "chooser:10@12/both", "chooser:10@x/both"):
         try:

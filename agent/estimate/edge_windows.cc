@@ -149,8 +149,8 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
       }
       Estimate(projected, chooser, &r);
       if (chooser) FeedSpanChooser(*chooser, own, &r);
-    } else {
-      drift_.erase(c);
+    } else if (auto it = drift_.find(c); it != drift_.end()) {
+      it->second.Reset();  // the drift before a step tells nothing of the one after
     }
     AddSigma(&r);
     out->push_back(std::move(r));
