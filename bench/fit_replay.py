@@ -224,16 +224,20 @@ def floor_means_at_slope(xu, yu, xl, yl, x0: int, k: int, a: float) -> float:
 
 
 def start_span_ns(window_ns: int, shortest_ns: int, longest_ns: int) -> int:
-    """FitSpanChooser::StartSpan: the whole-window span whose worst ratio to
-    the right one (longest / S, or S / shortest) is least; a tie keeps the
-    shorter."""
-    spans = range(shortest_ns, longest_ns + 1, window_ns)
-    return min(spans, key=lambda s: (max(longest_ns / s, s / shortest_ns), s))
+    """FitSpanChooser::StartSpan: the longest span, in whole windows from the
+    shortest (agents before 2026-12-06 started at the span whose worst ratio
+    to the shortest and the longest was least: 6 s of 4-10 s)."""
+    if longest_ns <= shortest_ns:
+        return shortest_ns
+    return shortest_ns + (longest_ns - shortest_ns) // window_ns * window_ns
 
 
 def model_variance(evidence: dict, window_ns: int, span_ns: int) -> float:
-    """FitSpanChooser::SpanVariance: n^2 W / S + 0.15 w^2 S."""
-    n, w = evidence["window_noise_ns"], evidence["wander_ns_per_sqrt_s"]
+    """FitSpanChooser::SpanVariance: n^2 W / S + 0.15 w^2 S, for the wander
+    beyond doubt (wander_lower_ns_per_sqrt_s; the estimate itself in records
+    of agents before 2026-12-06, which chose on it)."""
+    n = evidence["window_noise_ns"]
+    w = evidence.get("wander_lower_ns_per_sqrt_s", evidence["wander_ns_per_sqrt_s"])
     return n * n * window_ns / span_ns + 0.15 * w * w * span_ns / NS_PER_S
 
 
@@ -548,16 +552,19 @@ def selftest() -> int:
           and Policy.parse("4/own").span(w, 2 * NS_PER_S) == (8 * NS_PER_S, 12 * NS_PER_S),
           "a trailing span ends D s after the window's end; a centred one is centred on x0")
     g = 2 * NS_PER_S
-    check([start_span_ns(g, 2 * g, n * g) for n in (2, 3, 5, 6, 8)] == [2 * g, 2 * g, 3 * g, 3 * g, 4 * g],
+    check([start_span_ns(g, 2 * g, n * g) for n in (2, 3, 5)] == [2 * g, 3 * g, 5 * g]
+          and start_span_ns(g, 2 * g, 11 * g // 2) == 5 * g,
           "the start span, as FitSpanChooser::StartSpan's test has it")
-    # The chooser's hysteresis: two windows none, then noise alone (wants
-    # 10 s), one wander (wants 4 s, breaking the run), then noise again.
-    noise, wander = {"window_noise_ns": 30.0, "wander_ns_per_sqrt_s": 0.0}, {"window_noise_ns": 1.0,
-                                                                            "wander_ns_per_sqrt_s": 20.0}
-    ev = [None, None, noise, wander, noise, noise, noise]
+    # The chooser's hysteresis: two windows none, then wander beyond doubt
+    # (wants 4 s), noise alone (wants 10 s, breaking the run), then wander
+    # again; wander the estimate alone shows moves nothing.
+    noise = {"window_noise_ns": 30.0, "wander_ns_per_sqrt_s": 0.0, "wander_lower_ns_per_sqrt_s": 0.0}
+    wander = {"window_noise_ns": 1.0, "wander_ns_per_sqrt_s": 20.0, "wander_lower_ns_per_sqrt_s": 15.0}
+    doubt = {"window_noise_ns": 1.0, "wander_ns_per_sqrt_s": 20.0, "wander_lower_ns_per_sqrt_s": 0.0}
+    ev = [None, None, wander, noise, doubt, wander, wander, wander]
     held = hysteresis_spans([{"node": 1, "x0_ns": k * g, "span_evidence": e} for k, e in enumerate(ev)],
                             g, 10 * NS_PER_S, 2)
-    check([held[(1, k * g)] // NS_PER_S for k in range(len(ev))] == [6, 6, 6, 6, 6, 6, 10],
+    check([held[(1, k * g)] // NS_PER_S for k in range(len(ev))] == [10, 10, 10, 10, 10, 10, 10, 4],
           f"chooser:10:2 moves after two windows in a row want it, from the next window on "
           f"(got {[held[(1, k * g)] // NS_PER_S for k in range(len(ev))]})")
     check(Policy.parse("chooser:10:2/both/agent").chooser_confirm == 2
@@ -601,7 +608,8 @@ def selftest() -> int:
     check(Policy.parse("chooser:10/both/agent").span({**w_ev, "centred_span_ns": 10 * NS_PER_S}, 2 * NS_PER_S)
           == (95 * NS_PER_S, 105 * NS_PER_S), "--longest-centred-s 10: the longest span centred")
     check(Policy.parse("chooser:10/both/agent").span({**w_ev, "span_evidence": None}, 2 * NS_PER_S)
-          == (97 * NS_PER_S, 103 * NS_PER_S), "chooser: no evidence yet, the start span (6 s of 4-10 s), centred")
+          == (93 * NS_PER_S, 103 * NS_PER_S),
+          "chooser: no evidence yet, the start span (the longest, 10 s of 4-10 s), ending with the centred 6 s")
     ev = evidence_summary([{"span_evidence": {"window_noise_ns": v, "wander_ns_per_sqrt_s": v / 10}}
                            for v in (10.0, 30.0, 20.0)] + [{"span_evidence": None}])
     check(ev == {"windows": 3, "window_noise_ns": 20.0, "wander_ns_per_sqrt_s": 2.0} and evidence_summary([]) is None,

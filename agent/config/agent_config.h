@@ -63,7 +63,7 @@ struct EstimationSettings {
   int64_t fit_span_ns = 0;
   int64_t fit_span_max_ns = 0;  // the longest centred span; 0: three windows (kDefaultLongestWindows)
   // The longest chosen span, reaching back past the centred ones at no more
-  // lag (fit_span_range.h); 0: five windows (kDefaultLongestTrailingWindows).
+  // lag (fit_span_range.h); 0: ten windows (kDefaultLongestTrailingWindows).
   int64_t fit_span_trailing_max_ns = 0;
   FitSpanRange FitSpans() const {
     return FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns, fit_span_trailing_max_ns);

@@ -99,7 +99,7 @@ const Spec kSpecs[] = {
     {"estimation.fit_span_trailing_max_s", "fit-span-trailing-max-s", Kind::kNsFromSec, "SEC", kEstimation,
      "The longest span a chosen fit span takes in all: one over --fit-span-max-s ends where that one "
      "ends and reaches further back, so a record comes no later; = --fit-span-max-s: every span "
-     "centred. From --fit-span-max-s to 8 windows (default: 5 windows, 10 s)"},
+     "centred. From --fit-span-max-s to 16 windows (default: 10 windows, 20 s)"},
     {"estimation.window_grace_ms", "window-grace-ms", Kind::kNsFromMs, "MS", kEstimation,
      "Wait this long past a window's end for late stamps; < window (default: 300)"},
     {"estimation.purity_tolerance_ns", "purity-tolerance-ns", Kind::kInt64, "NS", kEstimation,

@@ -690,11 +690,12 @@ bool ValidateEstimationWindows(const Merged& m, AgentConfig* c, std::string* err
   }
   e.fit_span_trailing_max_ns = m.Get<int64_t>("estimation.fit_span_trailing_max_s", e.fit_span_trailing_max_ns);
   if (e.fit_span_trailing_max_ns != 0 &&
-      (e.fit_span_trailing_max_ns < e.FitSpan() || e.fit_span_trailing_max_ns > 8 * e.window_ns)) {
+      (e.fit_span_trailing_max_ns < e.FitSpan() || e.fit_span_trailing_max_ns > kMaxTrailingWindows * e.window_ns)) {
     return Fail(error, "longest trailing fit span " + Sec(e.fit_span_trailing_max_ns) + " (" +
                            m.From("estimation.fit_span_trailing_max_s") + ") must be from the longest centred span " +
-                           Sec(e.FitSpan()) + " (" + m.From("estimation.fit_span_max_s") + ") to 8 windows (8 x " +
-                           Sec(e.window_ns) + ", " + m.From("estimation.window_s") + ")");
+                           Sec(e.FitSpan()) + " (" + m.From("estimation.fit_span_max_s") + ") to " +
+                           std::to_string(kMaxTrailingWindows) + " windows (" + std::to_string(kMaxTrailingWindows) +
+                           " x " + Sec(e.window_ns) + ", " + m.From("estimation.window_s") + ")");
   }
   if (e.MinFitSpan() / 10 < p.interval_ns) {
     return Fail(error, "fit span " + Sec(e.MinFitSpan()) + " (" + m.From("estimation.fit_span_s") + ", " +

@@ -39,21 +39,14 @@ FitSpanChooser::FitSpanChooser(int64_t window_ns, FitSpanChooserOptions options)
 }
 
 int64_t FitSpanChooser::StartSpan(int64_t window_ns, int64_t min_span_ns, int64_t max_span_ns) {
-  const auto worst_ratio = [&](int64_t s) {
-    return std::max(static_cast<double>(max_span_ns) / static_cast<double>(s),
-                    static_cast<double>(s) / static_cast<double>(min_span_ns));
-  };
-  int64_t best = min_span_ns;
-  for (int64_t s = min_span_ns; s <= max_span_ns; s += window_ns) {
-    if (worst_ratio(s) < worst_ratio(best)) best = s;  // a tie keeps the shorter
-  }
-  return best;
+  if (max_span_ns <= min_span_ns) return min_span_ns;
+  return min_span_ns + (max_span_ns - min_span_ns) / window_ns * window_ns;  // whole windows
 }
 
 double FitSpanChooser::SpanVariance(const FitSpanEvidence& e, int64_t window_ns, int64_t span_ns) {
   const double w_s = static_cast<double>(window_ns) / 1e9, s_s = static_cast<double>(span_ns) / 1e9;
   const double noise2 = e.window_noise_ns * e.window_noise_ns * w_s / s_s;
-  return noise2 + kWanderVariancePerSecond * e.wander_ns_per_sqrt_s * e.wander_ns_per_sqrt_s * s_s;
+  return noise2 + kWanderVariancePerSecond * e.wander_lower_ns_per_sqrt_s * e.wander_lower_ns_per_sqrt_s * s_s;
 }
 
 std::optional<FitSpanEvidence> FitSpanChooser::Estimate() const {
@@ -65,8 +58,11 @@ std::optional<FitSpanEvidence> FitSpanChooser::Estimate() const {
   // weighted by each variance's own precision (samples / v^2): where the
   // wander dominates, the long lags' variances are large and loose, and
   // unweighted they would swamp the intercept that is the noise.
+  struct Lag {
+    double m, v, samples, weight;
+  };
+  std::vector<Lag> used;
   double sw = 0, sm = 0, sv = 0, smm = 0, smv = 0;
-  int lags = 0;
   std::vector<double> d2;
   for (int m : kLags) {
     d2.clear();
@@ -76,17 +72,30 @@ std::optional<FitSpanEvidence> FitSpanChooser::Estimate() const {
     }
     if (static_cast<int>(d2.size()) < kMinSamplesPerLag) continue;
     const double v = ClippedVariance(&d2);
-    const double w = static_cast<double>(d2.size()) / std::max(v * v, 1e-12);
+    const double n = static_cast<double>(d2.size());
+    const double w = n / std::max(v * v, 1e-12);
     sw += w, sm += w * m, sv += w * v, smm += w * m * m, smv += w * m * v;
-    ++lags;
+    used.push_back({static_cast<double>(m), v, n, w});
   }
-  if (lags < 2) return std::nullopt;
+  if (used.size() < 2) return std::nullopt;
   const double det = sw * smm - sm * sm;
-  const double b = std::max(0.0, (sw * smv - sm * sv) / det);
+  const double slope = (sw * smv - sm * sv) / det;
+  const double b = std::max(0.0, slope);
   const double a = std::max(0.0, (sv - b * sm) / sw);
+  // The slope is sum c_i v_i; a mean square of n Gaussian values varies by
+  // 2 v^2 / n, and the second differences at lag m overlap their neighbours'
+  // terms, so n counts as n / m.
+  double slope_variance = 0;
+  for (const Lag& l : used) {
+    const double c = l.weight * (sw * l.m - sm) / det;
+    slope_variance += c * c * 2 * l.v * l.v * l.m / l.samples;
+  }
+  const double b_lower = std::max(0.0, slope - options_.wander_doubt_sigmas * std::sqrt(slope_variance));
   FitSpanEvidence e;
+  const double two_w_s = 2 * static_cast<double>(window_ns_) / 1e9;
   e.window_noise_ns = std::sqrt(a / 6);
-  e.wander_ns_per_sqrt_s = std::sqrt(b / (2 * static_cast<double>(window_ns_) / 1e9));
+  e.wander_ns_per_sqrt_s = std::sqrt(b / two_w_s);
+  e.wander_lower_ns_per_sqrt_s = std::sqrt(b_lower / two_w_s);
   e.windows = static_cast<int>(fits_.size());
   e.best_span_ns = options_.min_span_ns;
   for (int64_t s = options_.min_span_ns; s <= options_.max_span_ns; s += window_ns_) {

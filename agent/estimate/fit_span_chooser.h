@@ -18,17 +18,27 @@
 // noise does not grow with the lag, the wander does. A least-squares line
 // through their variances (mean squares, clipped at 4 sigma against a bad
 // window; each weighted by its precision) at lags 1, 2, 4 and 8 over the
-// last 128 windows gives both. The span minimising variance(S), in whole windows within
-// [min, max], is taken once it beats the current span's by a tenth.
+// last 128 windows gives both.
+//
+// The span is chosen on the wander the evidence shows beyond doubt: the
+// line's slope less two of its standard errors (wander_lower_ns_per_sqrt_s).
+// Where the wander is small beside the noise, as on the test bed (a true
+// 6 ns/sqrt(s) under 35-55 ns of window noise), 128 windows cannot measure
+// it: the estimate swung from 0 to 52 ns/sqrt(s) within a run, and load
+// episodes of 2-6 s (noise correlated over two or three windows, which
+// lag 1 sees less of than the longer lags) read as wander. The chooser
+// then took 4 s spans for minutes after an episode, and those windows held
+// the worst errors (2026-12-06: 190 ns). A clock that does wander shows it
+// plainly and still gets short spans (chronolink-sim, 20-50 ns/sqrt(s)).
+// The span minimising variance(S), in whole windows within [min, max], is
+// taken once it beats the current span's by a tenth.
 //
 // Until 16 windows are in (32 s of 2 s windows) it cannot know which term
-// rules, so it starts where neither guess can cost much: the whole-window
-// span whose worst ratio to the right one, Longest/S where the noise rules
-// or S/shortest where the wander does, is least (6 s for 4-10 s). Both
-// ends did worse (docs/estimator.md §10): started at the shortest, loaded
-// runs erred their most in those windows (h1 46 ns, replayed 27 from 6 s);
-// at the longest, chronolink-sim's wander of 20-50 ns/sqrt(s) erred 10 %
-// more at p99 (6 s: 3-5 %).
+// rules, so it starts at the longest span, as it would stay without
+// evidence of wander: replayed on eight runs of 2026-12-06 with 4-20 s
+// spans, starting at 6 s erred up to 22 ns more at p99 in three, the
+// largest errors of a run falling in its first windows (docs/estimator.md
+// §10).
 // Pure: no clocks, no I/O.
 #pragma once
 
@@ -47,6 +57,8 @@ struct FitSpanChooserOptions {
 
   // Before any evidence: 0 for StartSpan's, else this (within min..max).
   int64_t start_span_ns = 0;
+  // The span rests on the wander estimate less this many standard errors.
+  double wander_doubt_sigmas = 2;
   int history = 128;     // own-window fits kept (256 s of 2 s windows)
   int min_history = 16;  // no choice before this many
   double switch_gain = 1.1;  // the new span's variance must beat the current's by this factor
@@ -72,6 +84,8 @@ inline std::optional<FitSpanChooserOptions> ChooserOptionsFor(const FitSpanRange
 struct FitSpanEvidence {
   double window_noise_ns = 0;        // one-sigma of a fit on one window's own probes
   double wander_ns_per_sqrt_s = 0;   // the offset's random walk
+  // ... less wander_doubt_sigmas standard errors (>= 0): what the span rests on.
+  double wander_lower_ns_per_sqrt_s = 0;
   int64_t best_span_ns = 0;          // variance(S)'s minimum, in whole windows within the range
   int windows = 0;                   // own-window fits it rests on
 };
@@ -91,10 +105,11 @@ class FitSpanChooser {
   void AfterClockStep();
 
   int64_t span_ns() const { return span_ns_; }
-  // The span before any evidence: see the top of this file.
+  // The span before any evidence: the longest (see the top of this file).
   static int64_t StartSpan(int64_t window_ns, int64_t min_span_ns, int64_t max_span_ns);
   const std::optional<FitSpanEvidence>& evidence() const { return evidence_; }
-  // The model above: predicted variance of a fit on a span of span_ns.
+  // The model above: predicted variance of a fit on a span of span_ns, for
+  // the wander the evidence shows beyond doubt.
   static double SpanVariance(const FitSpanEvidence& e, int64_t window_ns, int64_t span_ns);
 
  private:

@@ -1,7 +1,7 @@
 // The rule for how long a window's fit reaches, which the agent's config and
 // chronolink-sim share (docs/estimator.md §10): a span > 0 is fixed; 0 has
 // each edge choose it (fit_span_chooser.h) from two windows up to a longest,
-// by default five windows. Spans up to three windows (6 s of 2 s windows:
+// by default ten windows. Spans up to three windows (6 s of 2 s windows:
 // docs/estimator.md §10 says why not six any more) are centred on their
 // window; a longer one ends where the longest centred one ends and reaches
 // further back only, so a record comes no later for it: a loaded path's
@@ -17,9 +17,16 @@ namespace chronolink {
 // The longest centred span a chosen one takes unless told, in windows.
 constexpr int64_t kDefaultLongestWindows = 3;
 // The longest span, reaching back, a chosen one takes unless told, in
-// windows: replayed over ten loaded runs of 2026-12-05, 5 cut the edge p99
-// by 1-18 ns in each; 6 erred 12 ns more than 5 in one (docs/estimator.md §10).
-constexpr int64_t kDefaultLongestTrailingWindows = 5;
+// windows. Replayed over ten loaded runs of 2026-12-05 with each window's
+// own slope, 5 cut the edge p99 by 1-18 ns in each, and 6 erred 12 ns more
+// than 5 in one. With the line's slope leaning on the edge's drift (§4c),
+// a long span gains the floors of more seconds and no longer rests its
+// slope on them alone: replayed over eight runs of 2026-12-06, 10 (20 s)
+// cut the p99 in seven, by up to 87 ns (docs/estimator.md §10).
+constexpr int64_t kDefaultLongestTrailingWindows = 10;
+// The longest any span may reach, in windows: the tuples a window's fit
+// takes stay in memory that long.
+constexpr int64_t kMaxTrailingWindows = 16;
 
 struct FitSpanRange {
   bool chosen = true;

@@ -35,6 +35,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     const FitSpanEvidence& s = *r.span_evidence;
     j["fit_span_evidence"] = {{"window_noise_ns", s.window_noise_ns},
                               {"wander_ns_per_sqrt_s", s.wander_ns_per_sqrt_s},
+                              {"wander_lower_ns_per_sqrt_s", s.wander_lower_ns_per_sqrt_s},
                               {"best_span_ns", s.best_span_ns},
                               {"windows", s.windows}};
   } else {

@@ -327,10 +327,11 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
 
 void AgentRuntime::LogSpanChange(const EdgeWindowRecord& r) {
   const FitSpanEvidence& e = *r.span_evidence;
-  spdlog::info("peer {} {}: fit span now {:.0f} s (a window's own fit errs {:.1f} ns, wander {:.2f} ns/sqrt(s), "
-               "over {} windows)",
-               r.peer, SourceClassName(r.source_class), static_cast<double>(e.best_span_ns) / 1e9,
-               e.window_noise_ns, e.wander_ns_per_sqrt_s, e.windows);
+  spdlog::info(
+      "peer {} {}: fit span now {:.0f} s (a window's own fit errs {:.1f} ns, wander {:.2f} ns/sqrt(s), "
+      "beyond doubt {:.2f}, over {} windows)",
+      r.peer, SourceClassName(r.source_class), static_cast<double>(e.best_span_ns) / 1e9, e.window_noise_ns,
+      e.wander_ns_per_sqrt_s, e.wander_lower_ns_per_sqrt_s, e.windows);
 }
 
 // The windows of the first configured source class (the one the cluster

@@ -906,13 +906,16 @@ TEST_F(AgentConfigTest, OtherRanges) {
     ASSERT_TRUE(r.config.has_value()) << r.error;
     EXPECT_EQ(r.config->estimation.FitSpan(), 8'000'000'000);
     EXPECT_EQ(r.config->estimation.MinFitSpan(), 4'000'000'000);
-    EXPECT_EQ(r.config->estimation.FitSpans().longest_trailing_ns, 10'000'000'000);
+    EXPECT_EQ(r.config->estimation.FitSpans().longest_trailing_ns, 20'000'000'000);
   }
-  // Spans reaching back: 10 s by default, from the longest centred span to 8 windows.
+  // Spans reaching back: 20 s by default, from the longest centred span to 16 windows.
   {
     const Result r = LoadMinimal();
     ASSERT_TRUE(r.config.has_value()) << r.error;
-    EXPECT_EQ(r.config->estimation.FitSpans().longest_trailing_ns, 10'000'000'000);
+    EXPECT_EQ(r.config->estimation.FitSpans().longest_trailing_ns, 20'000'000'000);
+    const Result longest = LoadMinimal({"--fit-span-trailing-max-s", "32"});
+    ASSERT_TRUE(longest.config.has_value()) << longest.error;
+    EXPECT_EQ(longest.config->estimation.FitSpans().longest_trailing_ns, 32'000'000'000);
     const Result all_centred = LoadMinimal({"--fit-span-trailing-max-s", "6"});
     ASSERT_TRUE(all_centred.config.has_value()) << all_centred.error;
     EXPECT_EQ(all_centred.config->estimation.FitSpans().longest_trailing_ns, 6'000'000'000);
@@ -921,7 +924,7 @@ TEST_F(AgentConfigTest, OtherRanges) {
               {"longest trailing fit span 5 s", "--fit-span-trailing-max-s", "longest centred span 6 s"});
   ExpectError(LoadMinimal({"--fit-span-max-s", "8", "--fit-span-trailing-max-s", "7"}),
               {"longest trailing fit span 7 s", "longest centred span 8 s", "--fit-span-max-s"});
-  ExpectError(LoadMinimal({"--fit-span-trailing-max-s", "17"}), {"longest trailing fit span 17 s", "8 windows"});
+  ExpectError(LoadMinimal({"--fit-span-trailing-max-s", "33"}), {"longest trailing fit span 33 s", "16 windows"});
   ExpectError(LoadMinimal({"--window-grace-ms", "2000"}), {"grace", "shorter than the window"});
   ExpectError(LoadMinimal({"--window-grace-ms", "-1"}), {"grace"});
   ExpectError(LoadMinimal({"--purity-tolerance-ns", "0"}), {"purity tolerance"});

@@ -342,7 +342,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 28800.0));
   app.add_option("--fit-span-trailing-max-s", fit_span_trailing_max_s,
                  "the longest chosen span in all, reaching back past the centred ones, as the agent's; "
-                 "0: five windows")
+                 "0: ten windows, up to 16")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 28800.0));
   app.add_option("--fit-span-start-s", fit_span_start_s,

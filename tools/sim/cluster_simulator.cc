@@ -95,8 +95,8 @@ std::string ValidateConfig(const SimConfig& c) {
   if (c.fit_span_max_ns != 0 && (c.fit_span_max_ns < 2 * c.window_ns || c.fit_span_max_ns > 8 * c.window_ns))
     return "longest fit span must be 0 (three windows) or 2 to 8 windows (--fit-span-max-s)";
   if (c.fit_span_trailing_max_ns != 0 &&
-      (c.fit_span_trailing_max_ns < c.FitSpan() || c.fit_span_trailing_max_ns > 8 * c.window_ns))
-    return "longest trailing fit span must be 0 (five windows) or from the longest centred span to 8 windows "
+      (c.fit_span_trailing_max_ns < c.FitSpan() || c.fit_span_trailing_max_ns > kMaxTrailingWindows * c.window_ns))
+    return "longest trailing fit span must be 0 (ten windows) or from the longest centred span to 16 windows "
            "(--fit-span-trailing-max-s)";
   if (c.fit_span_start_ns != 0 && (c.fit_span_ns != 0 || c.fit_span_start_ns < c.FitSpans().shortest_ns ||
                                    c.fit_span_start_ns > c.MaxFitSpan() || c.fit_span_start_ns % c.window_ns != 0))

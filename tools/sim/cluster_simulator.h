@@ -38,7 +38,7 @@ struct SimConfig {
   // veth they leave the kernel 1-3 µs apart).
   int64_t fit_span_ns = 0;
   int64_t fit_span_max_ns = 0;  // 0: three windows, as the agent's --fit-span-max-s
-  // 0: five windows, as the agent's --fit-span-trailing-max-s
+  // 0: ten windows, as the agent's --fit-span-trailing-max-s
   int64_t fit_span_trailing_max_ns = 0;
   // 0: the chooser's start span (FitSpanChooser::StartSpan), as the agent's
   int64_t fit_span_start_ns = 0;
