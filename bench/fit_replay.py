@@ -266,7 +266,7 @@ def hysteresis_spans(windows: list[dict], window_ns: int, longest_ns: int, confi
         span, wanting = start_ns or start_span_ns(window_ns, shortest, longest_ns), 0
         for w in sorted((w for w in windows if w["node"] == node), key=lambda w: w["x0_ns"]):
             out[(node, w["x0_ns"])] = span
-            e = w.get("span_evidence")
+            e = w.get("chooser_evidence", w.get("span_evidence"))
             if not e:
                 continue
             best = chosen_span_ns(e, window_ns, longest_ns)
@@ -346,7 +346,8 @@ class Policy:
         if self.chooser_max_s is not None:
             # Centred up to the run's longest centred span; a longer one ends
             # where that one ends (agent/estimate/fit_span_range.h).
-            s = window.get("chooser_span_ns") or chosen_span_ns(window.get("span_evidence"), window_ns,
+            s = window.get("chooser_span_ns") or chosen_span_ns(window.get("chooser_evidence",
+                                                                            window.get("span_evidence")), window_ns,
                                                                  int(self.chooser_max_s * NS_PER_S),
                                                                  int(self.chooser_start_s * NS_PER_S))
             centred = min(s, window["centred_span_ns"])
@@ -421,6 +422,66 @@ def drift_slope(history: list[float], own: float, how: str, evidence: dict | Non
                 slope = median + change / (change + noise) * (own - median)
     history.append(own)
     return slope
+
+
+CHOOSER_LAGS = (1, 2, 4, 8)  # agent/estimate/fit_span_chooser.cc
+CHOOSER_HISTORY, CHOOSER_MIN_HISTORY, CHOOSER_MIN_SAMPLES_PER_LAG = 128, 16, 8
+
+
+def chooser_evidence(betas: list[float | None], window_ns: int, doubt_sigmas: float) -> dict | None:
+    """FitSpanChooser::Estimate on one-window offsets, one per window in a
+    row (None: no fit): the noise, the wander, and the wander less
+    doubt_sigmas standard errors of the line's slope."""
+    import numpy as np
+    b = np.array([np.nan if v is None else v for v in betas], dtype=float)
+    lags = []
+    for m in CHOOSER_LAGS:
+        d2 = np.abs(b[2 * m:] - 2 * b[m:-m] + b[:-2 * m]) if len(b) > 2 * m else np.array([])
+        d2 = d2[np.isfinite(d2)]
+        if len(d2) < CHOOSER_MIN_SAMPLES_PER_LAG:
+            continue
+        clip = 4 * float(np.median(d2)) / 0.6745
+        v = float(np.mean(np.minimum(d2, clip) ** 2))
+        lags.append((m, v, len(d2), len(d2) / max(v * v, 1e-12)))
+    if len(lags) < 2:
+        return None
+    sw = sum(w for *_, w in lags)
+    sm = sum(w * m for m, _, _, w in lags)
+    sv = sum(w * v for _, v, _, w in lags)
+    smm = sum(w * m * m for m, _, _, w in lags)
+    smv = sum(w * m * v for m, v, _, w in lags)
+    det = sw * smm - sm * sm
+    slope = (sw * smv - sm * sv) / det
+    b_pos = max(0.0, slope)
+    a = max(0.0, (sv - b_pos * sm) / sw)
+    var = sum((w * (sw * m - sm) / det) ** 2 * 2 * v * v * m / n for m, v, n, w in lags)
+    two_w = 2 * window_ns / NS_PER_S
+    return {"window_noise_ns": float(np.sqrt(a / 6)), "wander_ns_per_sqrt_s": float(np.sqrt(b_pos / two_w)),
+            "wander_lower_ns_per_sqrt_s": float(np.sqrt(max(0.0, slope - doubt_sigmas * np.sqrt(var)) / two_w))}
+
+
+def rechosen_evidence(bounds: dict[int, Bounds], windows: list[dict], window_ns: int,
+                      doubt_sigmas: float) -> None:
+    """Sets each window's chooser_evidence as the agent's chooser would have
+    it from the replayed one-window fits (each window's own probes, both
+    sessions, its own slope), with the wander's doubt given: what the
+    chooser policies then choose on. The drift gain keeps the evidence the
+    agent recorded (span_evidence). Windows of the warm-up, which the agent
+    also fed its chooser, are not in the replay."""
+    own = replay(bounds, windows, Policy.parse("2/both/agent/own"), window_ns)
+    for node in sorted({w["node"] for w in windows}):
+        rows = sorted(((w, e) for w, e in zip(windows, own) if w["node"] == node), key=lambda r: r[0]["x0_ns"])
+        slots: list[float | None] = []
+        last_x0 = None
+        for w, e in rows:
+            if last_x0 is not None:
+                slots.extend([None] * (round((w["x0_ns"] - last_x0) / window_ns) - 1))
+            last_x0 = w["x0_ns"]
+            slots.append(e + w.get("wander_ns", 0.0) if e == e else None)  # the offset the chooser sees
+            slots = slots[-CHOOSER_HISTORY:]
+            fits = sum(v is not None for v in slots)
+            w["chooser_evidence"] = (chooser_evidence(slots, window_ns, doubt_sigmas)
+                                     if fits >= CHOOSER_MIN_HISTORY else None)
 
 
 def in_true_time(windows: list[dict], clocks: dict, wander: Wander) -> list[dict]:
@@ -567,6 +628,21 @@ def selftest() -> int:
     check([held[(1, k * g)] // NS_PER_S for k in range(len(ev))] == [10, 10, 10, 10, 10, 10, 10, 4],
           f"chooser:10:2 moves after two windows in a row want it, from the next window on "
           f"(got {[held[(1, k * g)] // NS_PER_S for k in range(len(ev))]})")
+    # The chooser's evidence, as FitSpanChooser::Estimate: a walk of 40
+    # ns/sqrt(s) under 5 ns of noise is beyond doubt after 96 windows, 25 ns
+    # of noise alone is not, and a gap leaves the lags their holes.
+    import numpy as np
+    rng = np.random.default_rng(7)
+    walk = list(np.cumsum(40 * np.sqrt(2) * rng.standard_normal(96)) + 5 * rng.standard_normal(96))
+    e_walk = chooser_evidence(walk, g, 2)
+    e_noise = chooser_evidence(list(25 * rng.standard_normal(96)), g, 2)
+    check(e_walk is not None and 20 < e_walk["wander_ns_per_sqrt_s"] < 80
+          and 5 < e_walk["wander_lower_ns_per_sqrt_s"] <= e_walk["wander_ns_per_sqrt_s"]
+          and chooser_evidence(walk, g, 0)["wander_lower_ns_per_sqrt_s"] == e_walk["wander_ns_per_sqrt_s"],
+          f"a wandering clock's wander is beyond doubt ({e_walk})")
+    check(e_noise is not None and e_noise["wander_lower_ns_per_sqrt_s"] == 0 and 15 < e_noise["window_noise_ns"] < 40,
+          f"noise alone shows no wander beyond doubt ({e_noise})")
+    check(chooser_evidence([1.0] * 10 + [None] * 20, g, 2) is None, "one lag with 8 second differences: no evidence")
     check(Policy.parse("chooser:10:2/both/agent").chooser_confirm == 2
           and Policy.parse("chooser:10/both/agent").chooser_confirm == 0, "chooser:M:C parses C")
     p4 = Policy.parse("chooser:10:4@4/both/agent")
@@ -656,6 +732,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--longest-centred-s", type=float, default=0.0,
                     help="replay the chooser policies as if the agent's longest centred span were this many "
                          "seconds (its --fit-span-max-s), not the run's: e.g. 10 centres every span up to 10 s")
+    ap.add_argument("--rechoose-doubt", type=float, default=None, metavar="SIGMAS",
+                    help="the chooser policies choose on evidence recomputed from the replayed one-window fits, "
+                         "the wander taken SIGMAS standard errors low (the agent's rule since 2026-12-06: 2; 0: "
+                         "the estimate itself, as before); the drift gain keeps the agent's recorded evidence")
     ap.add_argument("--selftest", action="store_true", help="check the replay on generated packets and exit")
     a = ap.parse_args(argv)
     try:
@@ -688,6 +768,10 @@ def main(argv: list[str] | None = None) -> int:
         wander = Wander(clocks, min(xs) - 30 * NS_PER_S, max(xs) + 30 * NS_PER_S)
         windows = in_true_time(windows, clocks, wander)
     bounds = link_bounds(logs, clocks, wander=wander)
+    if a.rechoose_doubt is not None:
+        if not 0 <= a.rechoose_doubt <= 10:
+            ap.error(f"--rechoose-doubt {a.rechoose_doubt:g} is not in [0, 10]")
+        rechosen_evidence(bounds, windows, window_ns, a.rechoose_doubt)
     import numpy as np
     agent = summary(windows, [w["agent_error_ns"] for w in windows])
     # The agent's own policy: its spans, and the peer's session where its
