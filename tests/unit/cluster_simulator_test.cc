@@ -58,16 +58,16 @@ TEST(ClusterSimulator, DefaultsAreValidAndBadConfigsAreNot) {
   EXPECT_EQ(ValidateConfig(c), "");
   EXPECT_EQ(c.FitSpan(), 3'000'000'000);
   EXPECT_EQ(c.MinFitSpan(), 2'000'000'000);
-  EXPECT_EQ(c.MaxFitSpan(), 5'000'000'000) << "reaching back two windows more, as the agent's";
+  EXPECT_EQ(c.MaxFitSpan(), 10'000'000'000) << "reaching back seven windows more, as the agent's";
   c.fit_span_trailing_max_ns = 2'500'000'000;  // under the longest centred span
   EXPECT_NE(ValidateConfig(c), "");
   c.fit_span_trailing_max_ns = 3'000'000'000;
   EXPECT_EQ(ValidateConfig(c), "");
-  // Before any evidence the agent's start span: 2-3 s ties at 3/2 = 3/2, the shorter.
-  EXPECT_EQ(c.StartFitSpan(), 2'000'000'000);
-  c.fit_span_start_ns = 3'000'000'000;
-  EXPECT_EQ(ValidateConfig(c), "");
+  // Before any evidence the agent's start span: the longest, 3 s of 2-3 s.
   EXPECT_EQ(c.StartFitSpan(), 3'000'000'000);
+  c.fit_span_start_ns = 2'000'000'000;
+  EXPECT_EQ(ValidateConfig(c), "");
+  EXPECT_EQ(c.StartFitSpan(), 2'000'000'000);
   for (int64_t bad : {1'000'000'000LL, 4'000'000'000LL, 2'500'000'000LL}) {  // under, over, not whole windows
     c.fit_span_start_ns = bad;
     EXPECT_NE(ValidateConfig(c), "") << bad;
