@@ -1055,6 +1055,7 @@ TEST_F(AgentConfigTest, DeployExamplesLoad) {
   EXPECT_EQ(r.config->estimation.FitSpan(), defaults.estimation.FitSpan());
   EXPECT_EQ(r.config->estimation.MinFitSpan(), defaults.estimation.MinFitSpan());
   EXPECT_EQ(r.config->estimation.AdaptiveFitSpan(), defaults.estimation.AdaptiveFitSpan());
+  EXPECT_EQ(r.config->estimation.FitSpans().longest_trailing_ns, defaults.estimation.FitSpans().longest_trailing_ns);
 
   Result etcd = Load({"--config", (deploy / "example-config-etcd.json").string(), "--key-hex", kKeyHex});
   ASSERT_TRUE(etcd.config) << etcd.error;
