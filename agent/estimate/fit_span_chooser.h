@@ -28,15 +28,17 @@
 // episodes of 2-6 s (noise correlated over two or three windows, which
 // lag 1 sees less of than the longer lags) read as wander. The chooser
 // then took 4 s spans for minutes after an episode, and those windows held
-// the worst errors (2026-12-06: 190 ns). A clock that does wander shows it
-// plainly and still gets short spans (chronolink-sim, 20-50 ns/sqrt(s)).
+// the worst errors (2026-12-06: 190 ns). A clock that does wander still
+// gets short spans once its walk is beyond doubt, but later: chronolink-sim's
+// 5-50 ns/sqrt(s) under a few ns of noise after 16-40 windows, at 30-40 %
+// more p99 over a 4-minute run (docs/estimator.md §10).
 // The span minimising variance(S), in whole windows within [min, max], is
 // taken once it beats the current span's by a tenth.
 //
 // Until 16 windows are in (32 s of 2 s windows) it cannot know which term
 // rules, so it starts at the longest span, as it would stay without
-// evidence of wander: replayed on eight runs of 2026-12-06 with 4-20 s
-// spans, starting at 6 s erred up to 22 ns more at p99 in three, the
+// evidence of wander: replayed on the loaded runs of 2026-12-06 with 4-20 s
+// spans, starting at 6 s erred up to 23 ns more at p99 in five of six, the
 // largest errors of a run falling in its first windows (docs/estimator.md
 // §10).
 // Pure: no clocks, no I/O.
