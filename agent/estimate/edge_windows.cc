@@ -6,7 +6,8 @@
 namespace chronolink {
 
 EdgeWindows::EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns, std::vector<SourceClass> classes,
-                         WindowEstimatorOptions options, WindowScatterOptions scatter, FitSpanRange spans)
+                         WindowEstimatorOptions options, WindowScatterOptions scatter, FitSpanRange spans,
+                         DriftHistoryOptions drift)
     : node_(node),
       peer_(peer),
       window_ns_(window_ns),
@@ -15,7 +16,8 @@ EdgeWindows::EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns, std::v
       classes_(std::move(classes)),
       options_(options),
       scatter_options_(scatter),
-      adaptive_span_(ChooserOptionsFor(spans)) {}
+      adaptive_span_(ChooserOptionsFor(spans)),
+      drift_options_(drift) {}
 
 int64_t EdgeWindows::WindowStart(int64_t node_ns) const {
   // Aligned to multiples of the window length so every node's windows line up.
@@ -159,7 +161,7 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
 
 void EdgeWindows::Estimate(const std::vector<PtPrTuple>& projected, const FitSpanChooser* chooser,
                            EdgeWindowRecord* r) {
-  DriftHistory& drift = drift_.try_emplace(r->source_class, options_.drift_history).first->second;
+  DriftHistory& drift = drift_.try_emplace(r->source_class, drift_options_).first->second;
   const std::optional<DriftPrior> prior =
       chooser ? drift.PriorFor(chooser->evidence(), r->fit_end_ns - r->fit_start_ns, window_ns_) : std::nullopt;
   r->estimate = EstimateWindow(projected, r->x0_ns, options_, prior);

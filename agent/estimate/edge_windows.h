@@ -78,10 +78,11 @@ class EdgeWindows {
   // spans: the span each window's fit covers, fixed (never under the
   // window itself; by default the window alone) or chosen per edge between
   // a shortest and a longest; the longest centred one sets when windows
-  // close, the longest of all how far back tuples are kept.
-  EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns,
-              std::vector<SourceClass> classes, WindowEstimatorOptions options,
-              WindowScatterOptions scatter = {}, FitSpanRange spans = FitSpanRange::Fixed(0));
+  // close, the longest of all how far back tuples are kept. drift: the
+  // recent slopes each window's line leans on (docs/estimator.md §4c).
+  EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns, std::vector<SourceClass> classes,
+              WindowEstimatorOptions options, WindowScatterOptions scatter = {},
+              FitSpanRange spans = FitSpanRange::Fixed(0), DriftHistoryOptions drift = {});
 
   int64_t WindowStart(int64_t node_ns) const;
   // Where a span of span_ns of the window starting at `start` ends: its
@@ -157,6 +158,7 @@ class EdgeWindows {
   std::map<SourceClass, WindowScatter> scatter_;
   std::optional<FitSpanChooserOptions> adaptive_span_;
   std::map<SourceClass, FitSpanChooser> span_chooser_;
+  DriftHistoryOptions drift_options_;
   std::map<SourceClass, DriftHistory> drift_;
   int64_t replayed_until_ns_ = INT64_MIN;  // windows starting before this are discarded when made
 };

@@ -15,7 +15,6 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/estimate/drift_history.h"
 #include "agent/estimate/max_margin_fit.h"
 #include "agent/pair/probe_tuple.h"
 
@@ -31,9 +30,6 @@ struct WindowEstimatorOptions {
   // comparisons (--estimate-points pure).
   bool fit_every_probe = true;
   MaxMarginOptions max_margin;
-  // Where an edge's windows take their slope from (EdgeWindows keeps the
-  // history; EstimateWindow takes the slope it gives).
-  DriftHistoryOptions drift_history;
 };
 
 struct WindowEstimate {

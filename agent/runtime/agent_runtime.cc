@@ -209,12 +209,11 @@ void AgentRuntime::EnsureWindows(uint32_t peer) {
   wo.min_points_per_side = config_.estimation.min_points_per_side;
   wo.fit_every_probe = config_.estimation.fit_every_probe;
   wo.max_margin.floor_points = config_.estimation.floor_points;
-  wo.drift_history.windows = config_.estimation.drift_windows;
   WindowScatterOptions so;
   so.path_asymmetry_ns = config_.estimation.path_asymmetry_ns;
-  windows_[peer] = std::make_unique<EdgeWindows>(config_.node_id, peer, config_.estimation.window_ns,
-                                                 config_.estimation.source_classes, wo, so,
-                                                 config_.estimation.FitSpans());
+  windows_[peer] = std::make_unique<EdgeWindows>(
+      config_.node_id, peer, config_.estimation.window_ns, config_.estimation.source_classes, wo, so,
+      config_.estimation.FitSpans(), DriftHistoryOptions{.windows = config_.estimation.drift_windows});
 }
 
 void AgentRuntime::ApplyMembership(const Membership& membership, int64_t now_ns) {

@@ -180,7 +180,7 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
       {"fit_span_start_s",
        c.AdaptiveFitSpan() ? ordered_json(static_cast<double>(c.StartFitSpan()) / 1e9) : ordered_json(nullptr)},
       {"fit_floor_points", c.estimator.max_margin.floor_points},
-      {"fit_drift_windows", c.estimator.drift_history.windows},
+      {"fit_drift_windows", c.drift_history.windows},
       {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
       {"seed", c.seed},
       {"offset_spread_ms", c.offset_spread_ns / 1e6},
@@ -355,7 +355,7 @@ int main(int argc, char** argv) {
                  "--fit-floor-points (1: the hard margin)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
-  app.add_option("--fit-drift-windows", c.estimator.drift_history.windows,
+  app.add_option("--fit-drift-windows", c.drift_history.windows,
                  "a window's line takes the median of the edge's last N own slopes, as the agent's "
                  "--fit-drift-windows (0: each window's own slope)")
       ->capture_default_str()

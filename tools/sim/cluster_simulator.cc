@@ -164,7 +164,8 @@ std::vector<SimWindow> ClusterSimulator::SimulateEdge(uint32_t node, uint32_t pe
   // The agent told the asymmetry the simulated links have (--path-asymmetry-ns).
   WindowScatterOptions scatter;
   scatter.path_asymmetry_ns = c.asymmetry_ns;
-  EdgeWindows windows(node, peer, c.window_ns, {SourceClass::kKernel}, c.estimator, scatter, c.FitSpans());
+  EdgeWindows windows(node, peer, c.window_ns, {SourceClass::kKernel}, c.estimator, scatter, c.FitSpans(),
+                      c.drift_history);
   TupleAssembler assembler(4096);
   std::vector<EdgeWindowRecord> records;
   const auto to_windows = [&](const FullTuple& t) { windows.OnTupleFinalized(t); };
