@@ -126,6 +126,15 @@ class Wander:
         w = self._theta(t) - (self.a + self.b * (t - self.t0))
         return w if n == 1 else -w
 
+    def rate_ns_per_sqrt_s(self, t_first: int, t_last: int, step_ns: int, lag: int = 4) -> float:
+        """The true wander as the span chooser models it, a random walk of
+        w ns/sqrt(s): from the second differences of the two oscillators'
+        difference at `lag` steps, whose variance is 2 w^2 lag step."""
+        import numpy as np
+        th = np.array([self._theta(int(t)) for t in range(int(t_first), int(t_last), int(step_ns))])
+        d2 = th[2 * lag:] - 2 * th[lag:-lag] + th[:-2 * lag]
+        return float(np.sqrt(np.mean(d2 * d2) / (2 * lag * step_ns / NS_PER_S))) if len(d2) else float("nan")
+
 
 def link_bounds(logs: dict[int, dict], clocks: dict, source: str = SOURCE,
                 wander: "Wander | None" = None) -> dict[int, Bounds]:
@@ -539,8 +548,10 @@ def evidence_summary(windows: list[dict]) -> dict | None:
     ev = [w["span_evidence"] for w in windows if w.get("span_evidence")]
     if not ev:
         return None
+    wander = [e["wander_ns_per_sqrt_s"] for e in ev]
     return {"windows": len(ev), "window_noise_ns": float(np.median([e["window_noise_ns"] for e in ev])),
-            "wander_ns_per_sqrt_s": float(np.median([e["wander_ns_per_sqrt_s"] for e in ev]))}
+            "wander_ns_per_sqrt_s": float(np.median(wander)),
+            "wander_min_ns_per_sqrt_s": float(min(wander)), "wander_max_ns_per_sqrt_s": float(max(wander))}
 
 
 def summary(windows: list[dict], errors: list[float]) -> dict:
@@ -755,18 +766,22 @@ def main(argv: list[str] | None = None) -> int:
         evidence = evidence_summary(windows)
         if evidence:  # before the stamp logs: a run without them still says what its edges showed
             print(f"span chooser's evidence, median over {evidence['windows']} windows: a window's own fit errs "
-                  f"{evidence['window_noise_ns']:.1f} ns, wander {evidence['wander_ns_per_sqrt_s']:.2f} ns/sqrt(s)",
+                  f"{evidence['window_noise_ns']:.1f} ns, wander {evidence['wander_ns_per_sqrt_s']:.2f} ns/sqrt(s) "
+                  f"(from {evidence['wander_min_ns_per_sqrt_s']:.1f} to {evidence['wander_max_ns_per_sqrt_s']:.1f})",
                   flush=True)
         logs = {n: read_stamp_log(os.path.join(a.scenario_dir, f"agent-n{n}", "stamps.jsonl")) for n in (1, 2)}
         clocks = scenario_clocks(a.scenario_dir)
     except (OSError, ValueError, KeyError) as e:
         print(f"fit_replay: {e} (run accuracy_bench with --stamp-logs)", file=sys.stderr)
         return 2
-    wander = None
+    wander, true_wander = None, None
     if a.wander:
         xs = [clocks[w["node"]].true_time(w[k]) for w in windows for k in ("fit_start_ns", "fit_end_ns")]
         wander = Wander(clocks, min(xs) - 30 * NS_PER_S, max(xs) + 30 * NS_PER_S)
         windows = in_true_time(windows, clocks, wander)
+        true_wander = wander.rate_ns_per_sqrt_s(min(xs), max(xs), window_ns)
+        print(f"the oscillators' true wander, one against the other (their clocks' files): "
+              f"{true_wander:.2f} ns/sqrt(s)", flush=True)
     bounds = link_bounds(logs, clocks, wander=wander)
     if a.rechoose_doubt is not None:
         if not 0 <= a.rechoose_doubt <= 10:
@@ -785,7 +800,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{percentile(sorted(gap), 50):.1f} / p99 {percentile(sorted(gap), 99):.1f} ns from it: "
           + ("its soft margin, and spans a re-anchor cut" if wander else
              "clock wander the agent's line followed (--wander adds it), and its soft margin"))
-    out = {"agent": agent, "agent_policy": as_run, "span_evidence": evidence,
+    out = {"agent": agent, "agent_policy": as_run, "span_evidence": evidence, "true_wander_ns_per_sqrt_s": true_wander,
            "replay_gap_ns": {"p50": percentile(sorted(gap), 50), "p99": percentile(sorted(gap), 99)},
            "policies": {}}
     for p in policies:
