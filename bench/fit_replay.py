@@ -683,6 +683,22 @@ def selftest() -> int:
     worst = max(abs(a - b) for a, b in zip(plain, on_true))
     check(abs(wander.of(1, t0 + 7 * NS_PER_S)) < 1e-3 and worst < 0.5,
           f"--wander on linear clocks: no wander, the same errors on true time (differ by {worst:.3f} ns)")
+
+    # The true wander's rate: 0 on linear clocks; a walk of 10 ns/sqrt(s)
+    # between two oscillators reads 10 within a quarter.
+    class Walk:
+        def __init__(self, steps):
+            self.steps = steps
+
+        def at(self, t):
+            return t + self.steps[min(len(self.steps) - 1, max(0, int(t // NS_PER_S)))]
+
+    rng_w = np.random.default_rng(3)
+    walk = Wander({1: Walk(np.zeros(2001)), 2: Walk(np.cumsum(10 * rng_w.standard_normal(2001)))}, 0,
+                  2000 * NS_PER_S)
+    rate = walk.rate_ns_per_sqrt_s(0, 2000 * NS_PER_S, 2 * NS_PER_S)
+    check(wander.rate_ns_per_sqrt_s(t0, t0 + 21 * NS_PER_S, 2 * NS_PER_S) < 1e-3 and 7.5 < rate < 12.5,
+          f"the true wander's rate: none on linear clocks, 10 ns/sqrt(s) read as {rate:.2f}")
     # chooser:M: the model's span, centred up to the run's centred longest, reaching back past it.
     w_ev = {"x0_ns": 100 * NS_PER_S, "centred_span_ns": 6 * NS_PER_S,
             "span_evidence": {"window_noise_ns": 30.0, "wander_ns_per_sqrt_s": 0.0}}
@@ -699,8 +715,9 @@ def selftest() -> int:
           "chooser: no evidence yet, the start span (the longest, 10 s of 4-10 s), ending with the centred 6 s")
     ev = evidence_summary([{"span_evidence": {"window_noise_ns": v, "wander_ns_per_sqrt_s": v / 10}}
                            for v in (10.0, 30.0, 20.0)] + [{"span_evidence": None}])
-    check(ev == {"windows": 3, "window_noise_ns": 20.0, "wander_ns_per_sqrt_s": 2.0} and evidence_summary([]) is None,
-          "the chooser's evidence: medians over the windows that carry it")
+    check(ev == {"windows": 3, "window_noise_ns": 20.0, "wander_ns_per_sqrt_s": 2.0, "wander_min_ns_per_sqrt_s": 1.0,
+                 "wander_max_ns_per_sqrt_s": 3.0} and evidence_summary([]) is None,
+          "the chooser's evidence: medians over the windows that carry it, and the wander's range")
     check(Policy.parse("agent/both/8").floor_points == 8 and Policy.parse("agent/both/agent").floor_points is None
           and Policy.parse("12/own").floor_points == 1, "K parses: a count, agent, or absent (1: the hard margin)")
     check(Policy.parse("agent/both/agent").agents_slope() and Policy.parse("agent/both/agent/gain").slope == "gain"

@@ -23,8 +23,8 @@
 // The span is chosen on the wander the evidence shows beyond doubt: the
 // line's slope less two of its standard errors (wander_lower_ns_per_sqrt_s).
 // Where the wander is small beside the noise, as on the test bed (a true
-// 6 ns/sqrt(s) under 35-55 ns of window noise), 128 windows cannot measure
-// it: the estimate swung from 0 to 52 ns/sqrt(s) within a run, and load
+// 6 ns/sqrt(s) under 25-120 ns of window noise), 128 windows cannot measure
+// it: the estimate swung from 0 up to 13-52 ns/sqrt(s) within a run, and load
 // episodes of 2-6 s (noise correlated over two or three windows, which
 // lag 1 sees less of than the longer lags) read as wander. The chooser
 // then took 4 s spans for minutes after an episode, and those windows held
