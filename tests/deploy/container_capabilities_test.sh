@@ -172,15 +172,15 @@ fi
 
 # The tap attaches, then the drop: both logged before the probe loop.
 for _ in $(seq 1 150); do
-  agent_log | grep -q "dropped every capability\|dropped privileges\|cannot start" && break
+  grep -q "dropped every capability\|dropped privileges\|cannot start" <<<"$(agent_log)" && break
   sleep 0.2
 done
 sleep 1
 out=$(agent_log)
 pid=$(pid_of_agent)
-echo "$out" | grep -v "^  \|^}" | sed "s/^/  agent: /" | head -n 30
-echo "$out" | grep -q "eBPF tap on" || fail "the tap did not attach ($mode)"
-echo "$out" | grep -q "dropped every capability (staying uid $UID_AGENT" || fail "no drop logged ($mode)"
+grep -v "^  \|^}" <<<"$out" | sed -n "1,30s/^/  agent: /p"
+grep -q "eBPF tap on" <<<"$out" || fail "the tap did not attach ($mode)"
+grep -q "dropped every capability (staying uid $UID_AGENT" <<<"$out" || fail "no drop logged ($mode)"
 [ -n "$pid" ] && [ -r "/proc/$pid/status" ] || fail "the agent is not running ($mode)"
 status() { awk -v k="$1:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$pid/status"; }
 grep -q chronolink-agent "/proc/$pid/comm" 2>/dev/null || grep -q chronolink-agen "/proc/$pid/comm" ||
@@ -204,10 +204,10 @@ for _ in $(seq 1 50); do
   body=$(ip netns exec "$NS" "$PY" -c "import urllib.request; print(urllib.request.urlopen(
     'http://10.231.7.1:$metrics_port/metrics', timeout=5).read().decode())") ||
     fail "/metrics on port $metrics_port does not answer ($mode)"
-  echo "$body" | grep -q "^chronolink_" && break
+  grep -q "^chronolink_" <<<"$body" && break
   sleep 0.2
 done
-echo "$body" | grep -q "^chronolink_" || fail "/metrics has no chronolink series within 10 s ($mode)"
+grep -q "^chronolink_" <<<"$body" || fail "/metrics has no chronolink series within 10 s ($mode)"
 # ... and only there: the node's address (NODE_IP), no wildcard.
 listeners=$(ip netns exec "$NS" ss -Hltn "sport = :$metrics_port" | awk '{print $4}')
 [ "$listeners" = "10.231.7.1:$metrics_port" ] ||

@@ -61,7 +61,7 @@ done
 # PID 1 (it loads the units offline) and exits 0 on warnings: read its output.
 verify_out=$(cd "$work" && systemd-analyze verify --man=no "${UNITS[@]/#/./}" 2>&1) || {
   echo "$verify_out"; fail "systemd-analyze verify failed"; }
-if echo "$verify_out" | grep -q "chronolink-agent\|$work"; then
+if grep -q "chronolink-agent\|$work" <<<"$verify_out"; then
   echo "$verify_out" | sed 's/^/  verify: /'
   echo "FAIL: systemd-analyze verify warns about the units"
   failures=$((failures + 1))
@@ -69,7 +69,7 @@ else
   echo "ok: systemd-analyze verify: no warning for ${UNITS[*]}"
 fi
 # The offline security review exists from systemd 250 on.
-if systemd-analyze security --help 2>/dev/null | grep -q -- --offline; then
+if grep -q -- --offline <<<"$(systemd-analyze security --help 2>/dev/null)"; then
   for u in "${UNITS[@]}"; do
     level=$(cd "$work" && systemd-analyze security --offline=yes "./$u" 2>&1 |
       sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
