@@ -41,6 +41,16 @@ int64_t FitTimebase::Reanchor(const ClockPairSample& s, int64_t rate_fine) {
   return before;
 }
 
+FitClockRemap FitTimebase::ContinueAtRate(const ClockPairSample& s, int64_t rate_fine) {
+  std::lock_guard lock(mutex_);
+  const FitAnchor& before = AnchorForRawLocked(s.raw_ns);
+  FitClockRemap remap{before.FitOfRaw(s.raw_ns), before.rate_fine, rate_fine};
+  anchors_.back().fit_end_ns = remap.at_fit_ns;
+  anchors_.push_back({{s.raw_ns, remap.at_fit_ns, rate_fine}});
+  ++stats_.reanchors;
+  return remap;
+}
+
 FitAnchor FitTimebase::anchor() const {
   std::lock_guard lock(mutex_);
   return anchors_.back().anchor;
@@ -240,6 +250,13 @@ FitClockPoll FitClock::Poll(int64_t monotonic_ns) {
   out.reanchored = true;
   out.rate_before_fine = timebase_->anchor().rate_fine;
   out.rate_after_fine = *mean_rate;
+  if (out.at_start_check) {
+    // F is still within the divergence allowed of REALTIME: only the rate
+    // was wrong, and a new rate alone needs no step (fit_clock.h).
+    out.remap = timebase_->ContinueAtRate(s, *mean_rate);
+    out.fit_before_ns = out.fit_after_ns = out.remap->at_fit_ns;
+    return out;
+  }
   out.fit_before_ns = timebase_->Reanchor(s, *mean_rate);
   out.fit_after_ns = s.realtime_ns;
   return out;

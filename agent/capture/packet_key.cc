@@ -44,6 +44,11 @@ bool ParseTapRecord(const chronolink_tap_record& r, TapStamp* out) {
   return true;
 }
 
+bool TapRecordIsClockRemap(const chronolink_tap_record& r) {
+  return r.head[CHRONOLINK_WIRE_VERSION_OFF] == 1 &&
+         r.head[CHRONOLINK_WIRE_TYPE_OFF] == static_cast<uint8_t>(MessageType::kClockRemap);
+}
+
 StampSource TapHookSource(uint32_t hook) {
   switch (hook) {
     case CHRONOLINK_HOOK_TC_EGRESS:

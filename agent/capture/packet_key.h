@@ -61,6 +61,9 @@ struct TapStamp {
 // when the datagram itself is decoded, and the record is used only for a
 // datagram with the same key and MAC.)
 bool ParseTapRecord(const chronolink_tap_record& r, TapStamp* out);
+// A record of a ClockRemap datagram (a v1 packet of ours or a peer's that
+// no fit wants a stamp of): passed over, not counted as unparsable.
+bool TapRecordIsClockRemap(const chronolink_tap_record& r);
 
 // Which stamp source a hook's records are.
 StampSource TapHookSource(uint32_t hook);

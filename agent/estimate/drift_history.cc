@@ -12,6 +12,10 @@ void DriftHistory::Add(double own_slope) {
   while (static_cast<int>(slopes_.size()) > options_.windows) slopes_.pop_front();
 }
 
+void DriftHistory::MapSlopes(const std::function<double(double)>& onto) {
+  for (double& s : slopes_) s = onto(s);
+}
+
 std::optional<double> DriftHistory::Slope() const {
   if (options_.windows <= 0 || static_cast<int>(slopes_.size()) < std::max(1, options_.min_windows)) {
     return std::nullopt;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 
 #include "agent/estimate/fit_span_chooser.h"
@@ -32,6 +33,9 @@ class DriftHistory {
   void Add(double own_slope);
   // A clock step or a new anchor of a fit clock changes the drift.
   void Reset() { slopes_.clear(); }
+  // A fit clock's new rate (fit_clock_remap.h): each kept slope as it reads
+  // against the new rate.
+  void MapSlopes(const std::function<double(double)>& onto);
   // The median of the kept slopes; none while fewer than min_windows.
   std::optional<double> Slope() const;
   // The prior for a fit over span_ns: the median, and the weight of the

@@ -1,9 +1,58 @@
 #include "agent/estimate/edge_windows.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace chronolink {
+namespace {
+
+// A node changes its fit clock's rate once per agent start: a peer that
+// restarted often still needs only its latest few.
+constexpr size_t kMaxRemapsKept = 8;
+
+int64_t Straight(const std::vector<FitClockRemap>& remaps, int64_t v) {
+  for (const FitClockRemap& m : remaps) v = m.Apply(v);
+  return v;
+}
+
+int64_t AsRead(const std::vector<FitClockRemap>& remaps, int64_t v) {
+  for (auto it = remaps.rbegin(); it != remaps.rend(); ++it) v = it->Invert(v);
+  return v;
+}
+
+void StraightenStamp(const std::vector<FitClockRemap>& remaps, ProbeStamp* s) {
+  if (s->present()) s->ns = Straight(remaps, s->ns);
+}
+
+// Ours are the forward pair's TX and the reverse pair's RX (a mirrored
+// tuple of the peer's session keeps that layout), the peer's the rest.
+void Straighten(const std::vector<FitClockRemap>& ours, const std::vector<FitClockRemap>& peers, PtPrTuple* t) {
+  for (int i = 0; i < 2; ++i) {
+    StraightenStamp(ours, &t->fwd_tx[i]);
+    StraightenStamp(ours, &t->rev_rx[i]);
+    StraightenStamp(peers, &t->fwd_rx[i]);
+    StraightenStamp(peers, &t->rev_tx[i]);
+  }
+}
+
+// The product of the rate ratios of the remaps a value before each bend went
+// through: how much faster the straight frame runs than the clock did there.
+double RateRatioAt(const std::vector<FitClockRemap>& remaps, int64_t as_read_ns) {
+  double k = 1.0;
+  for (const FitClockRemap& m : remaps) {
+    if (as_read_ns < m.at_fit_ns) k *= m.RateRatio();
+    as_read_ns = m.Apply(as_read_ns);
+  }
+  return k;
+}
+
+void Keep(const FitClockRemap& m, std::vector<FitClockRemap>* kept) {
+  kept->push_back(m);
+  if (kept->size() > kMaxRemapsKept) kept->erase(kept->begin());
+}
+
+}  // namespace
 
 EdgeWindows::EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns, std::vector<SourceClass> classes,
                          WindowEstimatorOptions options, WindowScatterOptions scatter, FitSpanRange spans,
@@ -69,6 +118,55 @@ void EdgeWindows::AddSigma(EdgeWindowRecord* r) {
   }
 }
 
+void EdgeWindows::MapHistories(const std::function<double(int64_t, double)>& offset,
+                               const std::function<double(double)>& slope) {
+  for (auto& [c, d] : drift_) d.MapSlopes(slope);
+  for (auto& [c, s] : scatter_) s.MapOffsets(offset);
+  for (auto& [c, s] : span_chooser_) s.MapOffsets(offset);
+}
+
+// The histories hold straight-frame values; a new remap moves the frame.
+// A window's offset is the peer's clock less ours at its x0: where our
+// clock is read faster, the same instant reads Apply(x0), and the offset
+// there is smaller by what Apply added. The histories stay keyed by x0
+// (the grid): the instants are ms apart at most, where the drift changes
+// the offset by a fraction of a ns.
+void EdgeWindows::OnNodeClockRemap(const FitClockRemap& m) {
+  Keep(m, &node_remaps_);
+  remap_marks_.insert(WindowStart(m.at_fit_ns));
+  const double k = m.RateRatio();
+  MapHistories([&m](int64_t x0, double beta) { return beta - static_cast<double>(m.Apply(x0) - x0); },
+               [k](double a) { return (1.0 + a) / k - 1.0; });
+}
+
+// The peer's clock at our x0 reads x0 + offset; on its new rate, Apply of that.
+void EdgeWindows::OnPeerClockRemap(const FitClockRemap& m, int64_t node_ns) {
+  Keep(m, &peer_remaps_);
+  remap_marks_.insert(WindowStart(node_ns));
+  const double k = m.RateRatio();
+  MapHistories(
+      [&m](int64_t x0, double beta) {
+        const int64_t peer = x0 + std::llround(beta);
+        return beta + static_cast<double>(m.Apply(peer) - peer);
+      },
+      [k](double a) { return (1.0 + a) * k - 1.0; });
+}
+
+// The estimate at x0 as read, from the straight frame's: the offset through
+// both clocks' inverses, the slopes by the rate ratios at x0 and at the
+// peer's reading there.
+void EdgeWindows::FitAsRead(LineFit* fit, int64_t x0_ns) const {
+  const int64_t x0_straight = fit->x0_ns;
+  const int64_t peer_straight = x0_straight + std::llround(fit->beta_ns);
+  const int64_t peer_as_read = AsRead(peer_remaps_, peer_straight);
+  const double k = RateRatioAt(node_remaps_, x0_ns) / RateRatioAt(peer_remaps_, peer_as_read);
+  fit->beta_ns =
+      static_cast<double>(peer_as_read - x0_ns) + (fit->beta_ns - static_cast<double>(peer_straight - x0_straight));
+  fit->alpha = (1.0 + fit->alpha) * k - 1.0;
+  fit->own_alpha = (1.0 + fit->own_alpha) * k - 1.0;
+  fit->x0_ns = x0_ns;
+}
+
 void EdgeWindows::OnTupleFinalized(const FullTuple& t) {
   Window& w = At(t.created_ns);
   switch (ClassifyTuple(t)) {
@@ -130,6 +228,10 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
     r.source_class = c;
     r.counts = w.counts;
     r.clock_step = w.clock_step;
+    r.clock_remap = remap_marks_.contains(start);
+    // Stamps from before a bend of either clock go onto the straight frame.
+    const bool bent = !node_remaps_.empty() || !peer_remaps_.empty();
+    const int64_t x0_straight = Straight(node_remaps_, r.x0_ns);
     FitSpanChooser* chooser = nullptr;
     if (adaptive_span_) chooser = &span_chooser_.try_emplace(c, window_ns_, *adaptive_span_).first->second;
     if (w.clock_step && chooser) chooser->AfterClockStep();
@@ -140,6 +242,7 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
       for (const FullTuple* t : span) {
         PtPrTuple p;
         if (!t->Project(c, &p)) continue;
+        if (bent) Straighten(node_remaps_, peer_remaps_, &p);
         projected.push_back(p);
         r.peer_session_tuples += t->peer_session;
         if (chooser && t->created_ns >= start && t->created_ns < r.window_end_ns) own.push_back(p);
@@ -149,31 +252,33 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
           }
         }
       }
-      Estimate(projected, chooser, &r);
-      if (chooser) FeedSpanChooser(*chooser, own, &r);
+      Estimate(projected, x0_straight, chooser, &r);
+      if (chooser) FeedSpanChooser(*chooser, own, x0_straight, &r);
     } else if (auto it = drift_.find(c); it != drift_.end()) {
       it->second.Reset();  // the drift before a step tells nothing of the one after
     }
-    AddSigma(&r);
+    AddSigma(&r);  // the histories are the straight frame's
+    if (bent && r.estimate.fit.ok) FitAsRead(&r.estimate.fit, r.x0_ns);
     out->push_back(std::move(r));
   }
+  remap_marks_.erase(start);
 }
 
-void EdgeWindows::Estimate(const std::vector<PtPrTuple>& projected, const FitSpanChooser* chooser,
+void EdgeWindows::Estimate(const std::vector<PtPrTuple>& projected, int64_t x0_ns, const FitSpanChooser* chooser,
                            EdgeWindowRecord* r) {
   DriftHistory& drift = drift_.try_emplace(r->source_class, drift_options_).first->second;
   const std::optional<DriftPrior> prior =
       chooser ? drift.PriorFor(chooser->evidence(), r->fit_end_ns - r->fit_start_ns, window_ns_) : std::nullopt;
-  r->estimate = EstimateWindow(projected, r->x0_ns, options_, prior);
+  r->estimate = EstimateWindow(projected, x0_ns, options_, prior);
   const EstimatorKind k = r->estimate.estimator;
   if (k == EstimatorKind::kMaxMargin || k == EstimatorKind::kMaxMarginPure) drift.Add(r->estimate.fit.own_alpha);
 }
 
 // The fit on the window's own probes gauges the edge's noise and wander;
 // only a max-margin fit's offset is a fit's (a min-delay one is a bound).
-void EdgeWindows::FeedSpanChooser(FitSpanChooser& chooser, const std::vector<PtPrTuple>& own,
+void EdgeWindows::FeedSpanChooser(FitSpanChooser& chooser, const std::vector<PtPrTuple>& own, int64_t x0_ns,
                                   EdgeWindowRecord* r) {
-  const WindowEstimate e = EstimateWindow(own, r->x0_ns, options_);
+  const WindowEstimate e = EstimateWindow(own, x0_ns, options_);
   if (e.estimator == EstimatorKind::kMaxMargin || e.estimator == EstimatorKind::kMaxMarginPure) {
     r->span_changed = chooser.Add(r->x0_ns, e.fit);
   }

@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "agent/estimate/drift_history.h"
@@ -22,6 +24,7 @@
 #include "agent/estimate/window_estimator.h"
 #include "agent/estimate/window_scatter.h"
 #include "agent/pair/tuple_assembler.h"
+#include "clock/fit_clock_remap.h"
 #include "clock/timestamp.h"
 
 namespace chronolink {
@@ -49,6 +52,9 @@ struct EdgeWindowRecord {
   // Sources of the stamps of every tuple offered in this class (8 per tuple).
   std::array<int64_t, kNumStampSources> stamp_sources{};
   bool clock_step = false;  // the window was discarded because the clock stepped
+  // Our fit clock or the peer's changed rate in this window (a bend, not a
+  // step: the estimate stands); the leader does not carry estimates across it.
+  bool clock_remap = false;
   // Of the tuples the fit took (estimate.tuples), those of the peer's
   // session: where there are any, the link's other direction fits on the
   // same probes, so its whole sigma is shared (SolveShared).
@@ -117,6 +123,16 @@ class EdgeWindows {
   // reaches again before it passes before_ns: they would reuse window starts
   // already written, with tuples on the new clock.
   void OnClockStep(int64_t before_ns, int64_t after_ns);
+  // This node's fit clock took a new rate without a jump, bending F
+  // (fit_clock_remap.h). Nothing is discarded: every fit whose span holds
+  // stamps from before the bend fits them on the new rate's line drawn back
+  // (the straight frame) and reports its line at x0 as F reads there; the
+  // drift, scatter and span histories move to the new frame. The window
+  // holding the bend says so (EdgeWindowRecord::clock_remap).
+  void OnNodeClockRemap(const FitClockRemap& remap);
+  // The peer's fit clock did (its ClockRemap notice, which came at node_ns
+  // on ours): the same for its stamps.
+  void OnPeerClockRemap(const FitClockRemap& remap, int64_t node_ns);
 
   // Closes every window whose fit span ended at or before
   // `closed_before_ns`, oldest first, appending one record per source class.
@@ -138,13 +154,18 @@ class EdgeWindows {
   // The window's fit, its slope leaning on the class's recent drift as the
   // chooser's evidence weighs it; the fit's own slope feeds that drift (a
   // step restarts it).
-  void Estimate(const std::vector<PtPrTuple>& projected, const FitSpanChooser* chooser, EdgeWindowRecord* r);
+  // x0_ns: the window's x0 in the straight frame the tuples are in.
+  void Estimate(const std::vector<PtPrTuple>& projected, int64_t x0_ns, const FitSpanChooser* chooser,
+                EdgeWindowRecord* r);
   // Fits the window on its own probes, for the span chooser of r's class.
-  void FeedSpanChooser(FitSpanChooser& chooser, const std::vector<PtPrTuple>& own, EdgeWindowRecord* r);
+  void FeedSpanChooser(FitSpanChooser& chooser, const std::vector<PtPrTuple>& own, int64_t x0_ns, EdgeWindowRecord* r);
   // Every window feeds the scatter, though overlapping spans share probes:
   // fed only windows with disjoint spans, its 12 windows covered 48 s and
   // one bad window widened 24 windows' sigma (docs/estimator.md §10).
   void AddSigma(EdgeWindowRecord* r);
+  // A straight-frame fit as the clocks read at x0_ns (as read).
+  void FitAsRead(LineFit* fit, int64_t x0_ns) const;
+  void MapHistories(const std::function<double(int64_t, double)>& offset, const std::function<double(double)>& slope);
 
   uint32_t node_;
   uint32_t peer_;
@@ -161,6 +182,8 @@ class EdgeWindows {
   DriftHistoryOptions drift_options_;
   std::map<SourceClass, DriftHistory> drift_;
   int64_t replayed_until_ns_ = INT64_MIN;  // windows starting before this are discarded when made
+  std::vector<FitClockRemap> node_remaps_, peer_remaps_;  // oldest first
+  std::set<int64_t> remap_marks_;                         // starts of the windows a remap came in
 };
 
 }  // namespace chronolink

@@ -104,6 +104,10 @@ std::optional<FitSpanEvidence> FitSpanChooser::Estimate() const {
   return e;
 }
 
+void FitSpanChooser::MapOffsets(const std::function<double(int64_t, double)>& onto) {
+  for (Fit& f : fits_) f.beta_ns = onto(f.x0_ns, f.beta_ns);
+}
+
 void FitSpanChooser::AfterClockStep() {
   fits_.clear();
   wanting_ = 0;

@@ -46,6 +46,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 
 #include "agent/estimate/fit_span_range.h"
@@ -105,6 +106,11 @@ class FitSpanChooser {
   // the span and its evidence stay, as the step changed neither the path's
   // noise nor the clocks' wander, and the spans beside it are cut at it.
   void AfterClockStep();
+  // A fit clock's new rate (fit_clock_remap.h): each kept offset as it
+  // reads against the new rate, from its window's x0 and offset. The
+  // evidence stands: a line added to every offset leaves their second
+  // differences as they were.
+  void MapOffsets(const std::function<double(int64_t, double)>& onto);
 
   int64_t span_ns() const { return span_ns_; }
   // The span before any evidence: the longest (see the top of this file).

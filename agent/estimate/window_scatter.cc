@@ -55,4 +55,8 @@ std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit,
   return WindowSigma{std::sqrt(noise * noise + shared2), std::sqrt(shared2), scatter};
 }
 
+void WindowScatter::MapOffsets(const std::function<double(int64_t, double)>& onto) {
+  for (Window& w : windows_) w.beta_ns = onto(w.x0_ns, w.beta_ns);
+}
+
 }  // namespace chronolink

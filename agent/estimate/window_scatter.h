@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -102,6 +103,9 @@ class WindowScatter {
   std::optional<WindowSigma> Add(int64_t x0_ns, const LineFit& fit, int64_t fit_span_ns = 0);
   // A clock step or a restart: the windows before it predict nothing.
   void Reset() { windows_.clear(); }
+  // A fit clock's new rate (fit_clock_remap.h): each kept offset as it
+  // reads against the new rate, from its window's x0 and offset.
+  void MapOffsets(const std::function<double(int64_t, double)>& onto);
 
  private:
   struct Window {

@@ -77,6 +77,8 @@ nlohmann::ordered_json AgentStatsJson(const AgentStatsSnapshot& s) {
         {"tuples_spoiled", pc.tuples_spoiled},
         {"tuples_stepped", pc.tuples_stepped},
         {"peer_clock_steps", pc.peer_clock_steps},
+        {"peer_clock_remaps", pc.peer_clock_remaps},
+        {"clock_remaps_sent", pc.clock_remaps_sent},
         {"peer_restarts", pc.peer_restarts},
         {"address_confirmed", pc.address_confirmed},
         {"pairs_sent_unconfirmed", pc.pairs_sent_unconfirmed},

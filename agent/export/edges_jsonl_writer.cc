@@ -92,6 +92,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
   j["tx_stamps_missing"] = r.counts.tx_stamps_missing;
   j["lost"] = r.counts.lost;
   j["clock_step"] = r.clock_step;
+  if (r.clock_remap) j["clock_remap"] = true;
   if (fit) {
     j["fit_clock"] = {{"raw_ns", fit->anchor.raw_ns},
                       {"realtime_ns", fit->anchor.realtime_ns},

@@ -16,6 +16,8 @@ const char* TypeName(MessageType t) {
     case MessageType::kForward: return "forward";
     case MessageType::kReverse: return "reverse";
     case MessageType::kFollowUp: return "followup";
+    case MessageType::kClockRemap:
+      return "clock_remap";
   }
   return "?";
 }

@@ -542,6 +542,10 @@ void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& lo
   PeerCounters& pc = peer_counters_[m.sender_node];
   ++pc.packets_received;
   pc.bytes_received += bytes.size();
+  if (m.type == MessageType::kClockRemap) {  // no stamp of it is wanted
+    OnPeerClockRemap(m, now_ns);
+    return;
+  }
   ++counters_.packets[0];
 
   // Every capture point's stamp of this packet: the socket's, and the eBPF
@@ -554,6 +558,8 @@ void ProbeEngine::OnDatagram(std::span<const uint8_t> bytes, const DualStamp& lo
     case MessageType::kForward: OnForward(m, rx, held.duplicate, now_ns); break;
     case MessageType::kReverse: OnReverse(m, rx, held.duplicate, now_ns); break;
     case MessageType::kFollowUp: OnFollowUp(m, now_ns); break;
+    case MessageType::kClockRemap:
+      break;  // taken above
   }
   // After the message's stamps went in: a tuple they completed is spoiled too.
   if (m.flags & kFlagClockStepped) OnPeerClockStep(m.sender_node, now_ns);
@@ -572,6 +578,52 @@ void ProbeEngine::OnPeerClockStep(uint32_t peer, int64_t now_ns) {
     p.peer_step_seen_ns = now_ns;
   }
   if (on_peer_step_) on_peer_step_(peer, now_ns);
+}
+
+void ProbeEngine::AnnounceClockRemap(const FitClockRemap& remap, int64_t now_ns) {
+  remap_notice_.remap = remap;
+  ++remap_notice_.number;
+  remap_notice_.copies_left = kRemapCopies;
+  remap_notice_.next_ns = now_ns;
+  SendRemapCopies(now_ns);
+}
+
+void ProbeEngine::SendRemapCopies(int64_t now_ns) {
+  if (remap_notice_.copies_left <= 0 || now_ns < remap_notice_.next_ns) return;
+  --remap_notice_.copies_left;
+  remap_notice_.next_ns = now_ns + kRemapEveryNs;
+  for (uint32_t peer : options_.members) {
+    if (peer == options_.node_id || !AddressConfirmed(peer)) continue;
+    ProbeMessage m = BaseMessage(MessageType::kClockRemap, peer);
+    m.flags = 0;
+    m.seq = remap_notice_.number;
+    m.remap = remap_notice_.remap;
+    std::array<uint8_t, kProbeWireSize> buf;
+    codec_.Encode(m, buf);
+    const SendOutcome out = transport_.Send(peer, buf, false);
+    PeerCounters& pc = peer_counters_[peer];
+    if (!out.ok) {
+      ++pc.send_errors;
+      continue;
+    }
+    ++pc.clock_remaps_sent;
+    ++pc.packets_sent;
+    pc.bytes_sent += buf.size();
+  }
+}
+
+void ProbeEngine::OnPeerClockRemap(const ProbeMessage& m, int64_t now_ns) {
+  auto [it, first] = peer_remap_seen_.try_emplace(m.sender_node, m.sender_epoch, 0);
+  if (it->second.first != m.sender_epoch) it->second = {m.sender_epoch, 0};  // a new session numbers from 1
+  if (m.seq <= it->second.second) return;                                    // a copy
+  it->second.second = m.seq;
+  ++peer_counters_[m.sender_node].peer_clock_remaps;
+  spdlog::info(
+      "peer {}'s fit clock took a new rate at {} (its F), {:+.3f} ppm from {:+.3f} ppm: its stamps before "
+      "that go onto the new rate for the fits across it",
+      m.sender_node, m.remap.at_fit_ns, static_cast<double>(m.remap.rate_after_fine) / 1e9,
+      static_cast<double>(m.remap.rate_before_fine) / 1e9);
+  if (on_peer_remap_) on_peer_remap_(m.sender_node, m.remap, now_ns);
 }
 
 void ProbeEngine::OnClockStep(int64_t step_ns, int64_t now_ns) {
@@ -780,6 +832,7 @@ void ProbeEngine::RouteTxStamp(PacketKind kind, uint32_t peer, uint64_t seq, uin
 int64_t ProbeEngine::Poll(int64_t now_ns) {
   int64_t next = kNever;
   if (step_notice_until_ns_ >= 0 && now_ns >= step_notice_until_ns_) step_notice_until_ns_ = -1;
+  SendRemapCopies(now_ns);
   tap_book_.Expire(now_ns);
   for (auto& [peer, pp] : probers_) {
     Prober& p = *pp;
@@ -822,6 +875,7 @@ int64_t ProbeEngine::Poll(int64_t now_ns) {
     if (!r.sending_delivered && r.followup_due_ns >= 0) next = std::min(next, r.followup_due_ns);
     if (!r.late.empty()) next = std::min(next, r.late.front().sent_ns + options_.probe.followup_delay_ns);
   }
+  if (remap_notice_.copies_left > 0) next = std::min(next, remap_notice_.next_ns);
   return next;
 }
 

@@ -62,6 +62,8 @@ struct PeerCounters {
   uint64_t tuples_spoiled = 0;            // ours, made unusable: a packet of it was seen twice
   uint64_t tuples_stepped = 0;            // ours, made unusable: a clock stepped while it was pending
   uint64_t peer_clock_steps = 0;          // the peer said its clock stepped (kFlagClockStepped)
+  uint64_t peer_clock_remaps = 0;         // the peer's fit clock took a new rate (ClockRemap; copies once)
+  uint64_t clock_remaps_sent = 0;         // ClockRemap datagrams of ours (every copy)
   uint64_t peer_restarts = 0;
   // While the peer's address was not yet confirmed: pairs sent (slowly),
   // and its forward pairs not answered (they came from elsewhere).
@@ -171,6 +173,17 @@ class ProbeEngine {
   // Called for every datagram of a peer that says its clock stepped.
   using PeerStepSink = std::function<void(uint32_t peer, int64_t now_ns)>;
   void SetPeerStepSink(PeerStepSink sink) { on_peer_step_ = std::move(sink); }
+
+  // Our fit clock took a new rate without a step (fit_clock_remap.h): every
+  // member whose address is confirmed gets a ClockRemap datagram now and
+  // kRemapCopies − 1 more, kRemapEveryNs apart (one lost copy must not
+  // bend its fits; a dozen are a few kB once per agent start).
+  static constexpr int kRemapCopies = 10;
+  static constexpr int64_t kRemapEveryNs = 100'000'000;
+  void AnnounceClockRemap(const FitClockRemap& remap, int64_t now_ns);
+  // Called once per remap of a peer, at its first copy.
+  using PeerRemapSink = std::function<void(uint32_t peer, const FitClockRemap& remap, int64_t now_ns)>;
+  void SetPeerRemapSink(PeerRemapSink sink) { on_peer_remap_ = std::move(sink); }
 
   // A membership change from the coordination layer: who may talk to us and
   // whom we probe. A dropped prober's pending tuples are finalised through
@@ -330,6 +343,18 @@ class ProbeEngine {
   StampObserver observer_;
   MirrorSink on_mirror_;
   PeerStepSink on_peer_step_;
+  PeerRemapSink on_peer_remap_;
+  struct RemapNotice {
+    FitClockRemap remap;
+    uint64_t number = 0;  // ours, 1 up: the seq of its datagrams
+    int copies_left = 0;
+    int64_t next_ns = 0;
+  };
+  RemapNotice remap_notice_;
+  void SendRemapCopies(int64_t now_ns);
+  void OnPeerClockRemap(const ProbeMessage& m, int64_t now_ns);
+  // The last remap number taken from each peer, by its session.
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> peer_remap_seen_;
   int64_t step_notice_until_ns_ = -1;  // our datagrams carry kFlagClockStepped until then
   TapStampBook tap_book_;
   PeerSessions sessions_;

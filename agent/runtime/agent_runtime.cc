@@ -142,6 +142,9 @@ bool AgentRuntime::BuildEngine(std::string* error) {
       if (auto it = windows_.find(peer); it != windows_.end()) it->second->OnPeerTuple(t);
     });
   }
+  engine_->SetPeerRemapSink([this](uint32_t peer, const FitClockRemap& remap, int64_t now) {
+    if (auto it = windows_.find(peer); it != windows_.end()) it->second->OnPeerClockRemap(remap, now);
+  });
   engine_->SetPeerStepSink([this](uint32_t peer, int64_t now) {
     // The peer noticed within a loop turn (<= 100 ms) and its notice took a
     // round trip: its step lies within kPeerStepLeadNs before now.
@@ -442,6 +445,21 @@ void AgentRuntime::DiscardAroundStep(int64_t before, int64_t after, int64_t step
   engine_->OnClockStep(step_ns, after);
 }
 
+// The start's check found F's rate off REALTIME's mean and gave F the mean
+// from here on, F keeping its value (fit_clock.h): every edge fits across
+// the bend, and every peer is told, so that its fits of our stamps do too.
+void AgentRuntime::OnFitClockRemap(const FitClockRemap& remap) {
+  const FitPoint here = clock_.PointAt(remap.at_fit_ns);
+  spdlog::info(
+      "the fit clock's rate ran {:+.3f} ppm off REALTIME's mean rate over the last baseline (taken during a "
+      "daemon's start-up slews; F {:+.3f} ms from REALTIME): F runs at {:+.3f} ppm from now on, once at the "
+      "start, without a step; the fits across the bend take it into account, and the peers are told",
+      static_cast<double>(remap.rate_before_fine - remap.rate_after_fine) / 1e9,
+      static_cast<double>(here.fit_ns - here.realtime_ns) / 1e6, static_cast<double>(remap.rate_after_fine) / 1e9);
+  for (auto& [peer, w] : windows_) w->OnNodeClockRemap(remap);
+  if (engine_) engine_->AnnounceClockRemap(remap, remap.at_fit_ns);
+}
+
 void AgentRuntime::SampleClock(int64_t monotonic_ns) {
   const FitClockPoll p = clock_.Poll(monotonic_ns);
   if (p.sample) {
@@ -449,6 +467,10 @@ void AgentRuntime::SampleClock(int64_t monotonic_ns) {
     last_sample_raw_ns_ = p.sample->raw_ns;
   }
   if (!p.reanchored) return;
+  if (p.remap) {
+    OnFitClockRemap(*p.remap);
+    return;
+  }
   // F jumped back to REALTIME: a step of the clock every window is on.
   const double fit_off_ms = static_cast<double>(p.fit_before_ns - p.fit_after_ns) / 1e6;
   const double rate_ppm = static_cast<double>(p.rate_after_fine) / 1e9;

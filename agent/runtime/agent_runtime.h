@@ -69,6 +69,7 @@ class AgentRuntime {
   // REALTIME stepped: windows around the step (in the fit clock) are spoiled,
   // the clock page (REALTIME) is withdrawn.
   void OnClockStep(int64_t before, int64_t after, int64_t realtime_before, int64_t realtime_after);
+  void OnFitClockRemap(const FitClockRemap& remap);
   // The windows around a step of F from `before` to `after` are discarded
   // and the peers told; the engine's deadlines move by `step_ns`.
   void DiscardAroundStep(int64_t before, int64_t after, int64_t step_ns);

@@ -121,6 +121,12 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records,
       AttachKnots(fits[i], &out.back());
       continue;
     }
+    if (r.clock_remap) {
+      // A fit clock bent here (docs/clocks.md "A new rate at the start"):
+      // the estimate stands, but one from before the bend, carried past
+      // it along its slope, would not.
+      out.push_back(StepMarker(r, session));
+    }
     const std::optional<EdgeEstimate> estimate = EdgeEstimateOf(r);
     if (!estimate) continue;
     WindowSummary w;

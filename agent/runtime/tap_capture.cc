@@ -100,6 +100,7 @@ void TapCapture::Pump(ProbeEngine& engine, const FitClock& clock) {
   tap_.Consume([&](const chronolink_tap_record& r) {
     ++records_;
     TapStamp t;
+    if (TapRecordIsClockRemap(r)) return;
     if (!ParseTapRecord(r, &t)) {
       ++unparsable_;
       return;

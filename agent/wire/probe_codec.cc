@@ -30,6 +30,16 @@ constexpr size_t kOffPrevTxSeq = 48;     // u64
 constexpr size_t kOffEchoRx = 56;
 constexpr size_t kOffPrevTx = 92;
 constexpr size_t kEchoedStampSize = 18;  // kernel ns i64, source u8, user ns i64, source u8
+// ClockRemap: at_fit_ns, rate_before_fine, rate_after_fine (i64 each) where
+// the stamps go; prev_tx_seq and every byte after them zero.
+constexpr size_t kOffRemapAt = 56;
+constexpr size_t kOffRemapRateBefore = 64;
+constexpr size_t kOffRemapRateAfter = 72;
+constexpr size_t kOffRemapEnd = 80;
+// A fit clock's rate is REALTIME's mean against RAW: 10 % is past any
+// daemon's slew (chronyd's maxslewrate is 8.3 %) and keeps the map's
+// arithmetic far from overflow.
+constexpr int64_t kMaxRemapRateFine = 100'000'000'000'000;
 constexpr size_t kAuthSize = 128;        // MAC covers [0, kAuthSize)
 constexpr size_t kOffMac = kAuthSize;
 
@@ -108,6 +118,21 @@ bool GetEchoed(const uint8_t* p, EchoedStamp* out) {
          GetStamp(p + 9, StampRole::kUser, &out->user);
 }
 
+// The body of a ClockRemap: no flag, index 0, zeros around the three fields.
+bool DecodeRemap(const uint8_t* p, ProbeMessage* m) {
+  if (m->flags != 0 || m->index != 0) return false;
+  for (size_t i = kOffPrevTxSeq; i < kAuthSize; ++i) {
+    if ((i < kOffRemapAt || i >= kOffRemapEnd) && p[i] != 0) return false;
+  }
+  m->remap.at_fit_ns = static_cast<int64_t>(GetU64(p + kOffRemapAt));
+  m->remap.rate_before_fine = static_cast<int64_t>(GetU64(p + kOffRemapRateBefore));
+  m->remap.rate_after_fine = static_cast<int64_t>(GetU64(p + kOffRemapRateAfter));
+  for (const int64_t rate : {m->remap.rate_before_fine, m->remap.rate_after_fine}) {
+    if (rate < -kMaxRemapRateFine || rate > kMaxRemapRateFine) return false;
+  }
+  return m->seq > 0;
+}
+
 void ComputeMac(const uint8_t* packet, const ClusterKey& key, uint8_t* mac) {
   EnsureSodium();
   crypto_generichash(mac, kProbeMacSize, packet, kAuthSize, key.data(), key.size());
@@ -163,10 +188,17 @@ void ProbeCodec::Encode(const ProbeMessage& msg, std::span<uint8_t, kProbeWireSi
   PutU64(p + kOffSeq, msg.seq);
   PutU8(p + kOffIndex, msg.index);
   std::memset(p + kOffReserved, 0, kReservedSize);
-  PutU64(p + kOffPrevTxSeq, msg.prev_tx_seq);
-  for (int i = 0; i < 2; ++i) {
-    PutEchoed(p + kOffEchoRx + i * kEchoedStampSize, msg.echo_rx[i]);
-    PutEchoed(p + kOffPrevTx + i * kEchoedStampSize, msg.prev_tx[i]);
+  if (msg.type == MessageType::kClockRemap) {
+    std::memset(p + kOffPrevTxSeq, 0, kAuthSize - kOffPrevTxSeq);
+    PutU64(p + kOffRemapAt, static_cast<uint64_t>(msg.remap.at_fit_ns));
+    PutU64(p + kOffRemapRateBefore, static_cast<uint64_t>(msg.remap.rate_before_fine));
+    PutU64(p + kOffRemapRateAfter, static_cast<uint64_t>(msg.remap.rate_after_fine));
+  } else {
+    PutU64(p + kOffPrevTxSeq, msg.prev_tx_seq);
+    for (int i = 0; i < 2; ++i) {
+      PutEchoed(p + kOffEchoRx + i * kEchoedStampSize, msg.echo_rx[i]);
+      PutEchoed(p + kOffPrevTx + i * kEchoedStampSize, msg.prev_tx[i]);
+    }
   }
   ComputeMac(p, key_, p + kOffMac);
 }
@@ -199,9 +231,9 @@ DecodeResult ProbeCodec::Decode(std::span<const uint8_t> in, ProbeMessage* out) 
   if (GetU32(p + kOffMagic) != kProbeMagic) return DecodeResult::kBadMagic;
   if (p[kOffVersion] != kProbeVersion) return DecodeResult::kBadVersion;
   const uint8_t type = p[kOffType];
-  if (type < static_cast<uint8_t>(MessageType::kForward) ||
-      type > static_cast<uint8_t>(MessageType::kFollowUp))
-    return DecodeResult::kUnknownType;
+  const bool probe =
+      type >= static_cast<uint8_t>(MessageType::kForward) && type <= static_cast<uint8_t>(MessageType::kFollowUp);
+  if (!probe && type != static_cast<uint8_t>(MessageType::kClockRemap)) return DecodeResult::kUnknownType;
   if (GetU32(p + kOffClusterId) != cluster_id_) return DecodeResult::kWrongCluster;
 
   uint8_t mac[kProbeMacSize];
@@ -224,6 +256,11 @@ DecodeResult ProbeCodec::Decode(std::span<const uint8_t> in, ProbeMessage* out) 
   if (m.index > 1) return DecodeResult::kBadField;
   for (size_t i = 0; i < kReservedSize; ++i) {
     if (p[kOffReserved + i] != 0) return DecodeResult::kBadField;
+  }
+  if (!probe) {
+    if (!DecodeRemap(p, &m)) return DecodeResult::kBadField;
+    if (out != nullptr) *out = m;
+    return DecodeResult::kOk;
   }
   m.prev_tx_seq = GetU64(p + kOffPrevTxSeq);
   for (int i = 0; i < 2; ++i) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "clock/fit_clock_remap.h"
 #include "clock/packet_stamp.h"
 
 namespace chronolink {
@@ -13,6 +14,8 @@ enum class MessageType : uint8_t {
   kForward = 1,   // prober -> responder, one of a coded pair (Pt)
   kReverse = 2,   // responder -> prober, one of a coded pair (Pr), echoes the Pt rx stamps
   kFollowUp = 3,  // responder -> prober, late TX stamps of the last reverse pair
+  // (4 is the pilot, a 16-byte datagram of its own: probe_codec.h)
+  kClockRemap = 5,  // either way: the sender's fit clock took a new rate (remap)
 };
 
 // Flag bits.
@@ -43,6 +46,9 @@ struct ProbeMessage {
   EchoedStamp echo_rx[2];      // reverse: responder's rx stamps of forward pair `seq`
   uint64_t prev_tx_seq = 0;    // which earlier pair prev_tx[] belongs to
   EchoedStamp prev_tx[2];      // sender's tx stamps of its previous pair on this edge
+  // ClockRemap only (seq numbers the sender's remaps, 1 up): where the
+  // sender's F changed rate, and the rates; every stamp field is zero.
+  FitClockRemap remap;
 };
 
 }  // namespace chronolink

@@ -65,8 +65,8 @@ bool SameStamp(const ProbeStamp& a, const ProbeStamp& b) {
 bool SameMessage(const ProbeMessage& a, const ProbeMessage& b) {
   bool same = a.type == b.type && a.flags == b.flags && a.cluster_id == b.cluster_id &&
               a.sender_node == b.sender_node && a.receiver_node == b.receiver_node &&
-              a.sender_epoch == b.sender_epoch && a.echo_epoch == b.echo_epoch &&
-              a.seq == b.seq && a.index == b.index && a.prev_tx_seq == b.prev_tx_seq;
+              a.sender_epoch == b.sender_epoch && a.echo_epoch == b.echo_epoch && a.seq == b.seq &&
+              a.index == b.index && a.prev_tx_seq == b.prev_tx_seq && a.remap == b.remap;
   for (int i = 0; i < 2; ++i) {
     same = same && SameStamp(a.echo_rx[i].kernel, b.echo_rx[i].kernel) &&
            SameStamp(a.echo_rx[i].user, b.echo_rx[i].user) &&
@@ -87,7 +87,15 @@ void CheckStamp(const ProbeStamp& s, bool user_slot) {
 
 void CheckAccepted(std::span<const uint8_t> in, const ProbeMessage& m) {
   const auto t = static_cast<uint8_t>(m.type);
-  if (t < 1 || t > 3) Fail("unknown type accepted");
+  if ((t < 1 || t > 3) && m.type != chronolink::MessageType::kClockRemap) Fail("unknown type accepted");
+  if (m.type == chronolink::MessageType::kClockRemap) {
+    // Only the header and the remap: no flag, no stamp, a numbered remap
+    // whose rates stay within 10 %.
+    if (m.flags != 0 || m.index != 0 || m.seq == 0 || m.prev_tx_seq != 0) Fail("clock remap with probe fields");
+    for (const int64_t r : {m.remap.rate_before_fine, m.remap.rate_after_fine}) {
+      if (r < -100'000'000'000'000 || r > 100'000'000'000'000) Fail("clock remap rate past 10 %");
+    }
+  }
   if (m.index > 1) Fail("index > 1 accepted");
   if ((m.flags & ~chronolink::kKnownFlags) != 0) Fail("unknown flag accepted");
   if (m.cluster_id != kFuzzCluster) Fail("foreign cluster accepted");
@@ -188,9 +196,16 @@ int main(int argc, char** argv) {
   fin.echo_rx[0] = EchoedStamp{};
   fin.prev_tx_seq = 42;
 
-  const bool ok = WriteSeed(dir, "forward_first.bin", first) &&
-                  WriteSeed(dir, "forward_prev_tx.bin", fwd) &&
-                  WriteSeed(dir, "reverse_echo.bin", rev) &&
+  ProbeMessage remap;  // a fit clock's new rate, told to the peer
+  remap.type = MessageType::kClockRemap;
+  remap.sender_node = 1;
+  remap.receiver_node = 2;
+  remap.sender_epoch = 0x1111222233334444ull;
+  remap.seq = 1;
+  remap.remap = {t0, -9'123'456'789, -46'530'000'001};
+
+  const bool ok = WriteSeed(dir, "clock_remap.bin", remap) && WriteSeed(dir, "forward_first.bin", first) &&
+                  WriteSeed(dir, "forward_prev_tx.bin", fwd) && WriteSeed(dir, "reverse_echo.bin", rev) &&
                   WriteSeed(dir, "followup_final.bin", fin);
   if (!ok) {
     std::fprintf(stderr, "cannot write the seed corpus to %s\n", dir.c_str());

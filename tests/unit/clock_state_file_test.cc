@@ -360,6 +360,18 @@ TEST_F(ClockStateFileTest, AnAnchorOffTheRecentMeanRateTwoBaselinesInIsAnchoredA
       EXPECT_EQ(reanchored.rate_after_fine, fit.anchor()->rate_fine);
       EXPECT_LT(std::llabs(fit.anchor()->rate_fine), FitClock::kStartRateToleranceFine)
           << "the new anchor runs at the last baseline's mean rate, after the slew";
+      // A new rate, not a step: F keeps its value at the bend, off REALTIME.
+      ASSERT_TRUE(reanchored.remap.has_value());
+      const FitClockRemap& m = *reanchored.remap;
+      EXPECT_EQ(reanchored.fit_before_ns, m.at_fit_ns);
+      EXPECT_EQ(reanchored.fit_after_ns, m.at_fit_ns);
+      EXPECT_EQ(m.rate_before_fine, reanchored.rate_before_fine);
+      EXPECT_EQ(m.rate_after_fine, reanchored.rate_after_fine);
+      const FitAnchor before = *fit.AnchorFor(m.at_fit_ns - 1'000'000), after = *fit.AnchorFor(fit.Now());
+      EXPECT_NE(before, after);
+      EXPECT_EQ(after.realtime_ns, m.at_fit_ns) << "the new anchor starts at F's value there";
+      EXPECT_NEAR(static_cast<double>(before.FitOfRaw(after.raw_ns)), static_cast<double>(m.at_fit_ns), 1.0);
+      EXPECT_NE(fit.PointAt(m.at_fit_ns).realtime_ns, m.at_fit_ns) << "F still off REALTIME, as the slew left it";
     }
   }
 }

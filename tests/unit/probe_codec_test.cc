@@ -297,11 +297,62 @@ TEST_F(ProbeCodecTest, RejectsOtherVersions) {
 }
 
 TEST_F(ProbeCodecTest, RejectsUnknownTypes) {
-  for (uint8_t t : {0, 4, 5, 128, 255}) {
+  for (uint8_t t : {0, 4, 6, 128, 255}) {
     Packet p = EncodeWith(codec_, Distinctive(MessageType::kForward));
     p[5] = t;
     EXPECT_EQ(DecodeForged(p), DecodeResult::kUnknownType) << int(t);
   }
+}
+
+// ClockRemap (type 5): the header, the remap's three i64 where the stamps
+// go, zeros elsewhere (docs/protocol.md "ClockRemap").
+ProbeMessage Remap() {
+  ProbeMessage m;
+  m.type = MessageType::kClockRemap;
+  m.sender_node = 0x11223344;
+  m.receiver_node = 0x55667788;
+  m.sender_epoch = 0x0102030405060708ull;
+  m.seq = 3;
+  m.remap = {1'796'526'740'208'968'216, -9'123'456'789, -46'530'000'001};
+  return m;
+}
+
+TEST_F(ProbeCodecTest, ClockRemapRoundTripsAtItsDocumentedOffsets) {
+  const Packet p = EncodeWith(codec_, Remap());
+  EXPECT_EQ(p[5], 5);
+  EXPECT_EQ(ReadBe(p, 48, 8), 0u) << "no prev_tx_seq";
+  EXPECT_EQ(static_cast<int64_t>(ReadBe(p, 56, 8)), Remap().remap.at_fit_ns);
+  EXPECT_EQ(static_cast<int64_t>(ReadBe(p, 64, 8)), Remap().remap.rate_before_fine);
+  EXPECT_EQ(static_cast<int64_t>(ReadBe(p, 72, 8)), Remap().remap.rate_after_fine);
+  for (size_t i = 80; i < 128; ++i) EXPECT_EQ(p[i], 0) << i;
+  ProbeMessage out;
+  ASSERT_EQ(codec_.Decode(p, &out), DecodeResult::kOk);
+  EXPECT_EQ(out.type, MessageType::kClockRemap);
+  EXPECT_EQ(out.sender_node, Remap().sender_node);
+  EXPECT_EQ(out.seq, 3u);
+  EXPECT_EQ(out.remap, Remap().remap);
+}
+
+TEST_F(ProbeCodecTest, ClockRemapWithAnythingElseIsRefused) {
+  const Packet good = EncodeWith(codec_, Remap());
+  ASSERT_EQ(DecodeForged(good), DecodeResult::kOk);
+  auto refused = [&](const std::string& what, auto tamper) {
+    Packet p = good;
+    tamper(p);
+    EXPECT_EQ(DecodeForged(p), DecodeResult::kBadField) << what;
+  };
+  refused("a flag", [](Packet& p) { p[7] = kFlagClockStepped; });
+  refused("index 1", [](Packet& p) { p[44] = 1; });
+  refused("a prev_tx_seq", [](Packet& p) { p[55] = 1; });
+  refused("a byte after the remap", [](Packet& p) { p[80] = 1; });
+  refused("the last byte before the MAC", [](Packet& p) { p[127] = 1; });
+  refused("seq 0", [](Packet& p) { std::memset(p.data() + 36, 0, 8); });
+  // Rates past 10 %: 1e14 + 1 fine is 0x5AF3107A4001.
+  refused("a rate before past 10 %", [](Packet& p) {
+    const uint8_t r[8] = {0x00, 0x00, 0x5A, 0xF3, 0x10, 0x7A, 0x40, 0x01};
+    std::memcpy(p.data() + 64, r, 8);
+  });
+  refused("a rate after past -10 %", [](Packet& p) { std::memset(p.data() + 72, 0x80, 8); });
 }
 
 // The pilot: the first 16 header bytes of a probe, type 4, no MAC.

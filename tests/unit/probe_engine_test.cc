@@ -148,6 +148,35 @@ TEST_F(ProbeEngineTest, CompletesTuplesWithKernelStampsBothWays) {
   EXPECT_EQ(k.rev_rx[1].domain, ClockDomain::kNodeRealtime);
 }
 
+// A fit clock's new rate goes to every member in kRemapCopies datagrams
+// kRemapEveryNs apart; the peer takes it once, whatever copies arrive, and
+// a second remap of ours is a new one. The probing goes on undisturbed.
+TEST_F(ProbeEngineTest, AClockRemapReachesThePeerOnceOfItsCopies) {
+  Node a(1), b(2);
+  const std::map<uint32_t, uint16_t> ports = {{1, a.socket.bound_port()}, {2, b.socket.bound_port()}};
+  a.Start(ports, {2}, 0xA1, TestKey(1));
+  b.Start(ports, {1}, 0xB2, TestKey(1));
+  std::vector<std::pair<uint32_t, FitClockRemap>> told;
+  b.engine->SetPeerRemapSink([&](uint32_t peer, const FitClockRemap& m, int64_t) { told.emplace_back(peer, m); });
+  RunFor({&a, &b}, 50);
+  const FitClockRemap first{a.clock.Now(), 3'000'000'000, -40'000'000'000};
+  a.engine->AnnounceClockRemap(first, a.clock.Now());
+  RunFor({&a, &b}, 1200);
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0].first, 1u);
+  EXPECT_EQ(told[0].second, first);
+  EXPECT_EQ(a.engine->peer_counters().at(2).clock_remaps_sent, static_cast<uint64_t>(ProbeEngine::kRemapCopies));
+  EXPECT_EQ(b.engine->peer_counters().at(1).peer_clock_remaps, 1u);
+  const FitClockRemap second{a.clock.Now(), -40'000'000'000, -39'000'000'000};
+  a.engine->AnnounceClockRemap(second, a.clock.Now());
+  RunFor({&a, &b}, 100);
+  ASSERT_EQ(told.size(), 2u);
+  EXPECT_EQ(told[1].second, second);
+  EXPECT_EQ(b.engine->counters().decode.rejected(), 0u);
+  EXPECT_EQ(b.engine->peer_counters().at(1).peer_clock_steps, 0u) << "a new rate is no step";
+  EXPECT_GT(a.pairs_sent, 500);
+}
+
 // Both probes of a pair in one sendmmsg, the pilot first in it.
 ProbeSettings BackToBackWithPilot() {
   ProbeSettings ps = FastProbing();
