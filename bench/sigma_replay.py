@@ -126,6 +126,15 @@ def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: floa
     return out
 
 
+def straight_beta(node_bends, peer_bends, x0_ns: int, beta_ns: float) -> float:
+    """A window's offset (peer - node at x0) on both clocks' straight frames
+    (EdgeWindows keys it by x0 and holds the offset at the straightened x0)."""
+    if not node_bends and not peer_bends:
+        return beta_ns
+    peer = x0_ns + round(beta_ns)
+    return float(truth.straighten(peer_bends, peer) - truth.straighten(node_bends, x0_ns)) + (beta_ns - round(beta_ns))
+
+
 def load_run(rundir: str) -> list[tuple[str, dict, dict]]:
     """Per scenario: each directed edge's kernel windows in order, as the
     agent's scatter saw them (fitted max-margin windows, and the clock steps
@@ -138,18 +147,25 @@ def load_run(rundir: str) -> list[tuple[str, dict, dict]]:
         errors = {(w["node"], w["x0_ns"]): w["error_ns"] for w in sc.get("windows", [])
                   if w.get("source") == "kernel" and w.get("error_ns") is not None}
         edges: dict = {}
+        records = {}
         for entry in sorted(os.listdir(os.path.join(rundir, name))):
             path = os.path.join(rundir, name, entry, "edges.jsonl")
-            if not (entry.startswith("agent-n") and os.path.exists(path)):
-                continue
-            for r in ab.read_edges(path)[0]:
+            if entry.startswith("agent-n") and os.path.exists(path):
+                records[entry] = ab.read_edges(path)[0]
+        # The agent's scatter holds offsets on the straight frame across a
+        # fit clock's bend (either node's): so does the replay.
+        bends = {int(r["node"]): truth.fit_clock_bends(rs) for rs in records.values() for r in rs[:1]}
+        for rs in records.values():
+            for r in rs:
                 if r.get("timestamp_source") != "kernel":
                     continue
                 w = {"node": int(r["node"]), "x0_ns": int(r["x0_ns"]), "step": bool(r.get("clock_step"))}
                 if not w["step"]:
                     if r.get("estimator") not in ("max_margin", "max_margin_pure") or r.get("margin_ns") is None:
                         continue
-                    w.update(beta_ns=float(r["beta_ns"]), uncertainty_ns=float(r["uncertainty_ns"]),
+                    w.update(beta_ns=straight_beta(bends.get(w["node"], []), bends.get(int(r["peer"]), []),
+                                                   w["x0_ns"], float(r["beta_ns"])),
+                             uncertainty_ns=float(r["uncertainty_ns"]),
                              margin_ns=float(r["margin_ns"]),
                              floor_shift_ns=float(r.get("floor_shift_ns") or 0.0),
                              fit_span_ns=int(r["fit_end_ns"]) - int(r["fit_start_ns"])
@@ -282,6 +298,17 @@ def selftest() -> int:
     by_parabola = sigmas(bend, "quad", 1.3, 0.0)
     check(by_parabola[x0s[4]] is None and abs(by_parabola[x0s[5]] - FLOOR_NS) < 1e-6,
           "the parabola's sigma from six windows, then the floor alone for a bend")
+    # A bend of either clock (40 ppm faster from x0 = 7 windows): the
+    # records' offsets bend, the straight frame's do not.
+    at, rate = x0s[7], 40_000_000_000
+    bent = [0.0 if x < at else -(x - at) * 4e-5 for x in x0s]
+    straight = [straight_beta([(at, 0, rate)], [], x, b) for x, b in zip(x0s, bent)]
+    check(scatter(x0s, straight, "mad") < 1e-3 < scatter(x0s, bent, "mad"), "a bend: straightened, a line again")
+    records = [{"fit_clock": {"raw_ns": 0, "realtime_ns": 0, "rate_fine": 7_000_000_000}},
+               {"fit_clock": {"raw_ns": 10**10, "realtime_ns": 10**10 + 70_000, "rate_fine": rate}},
+               {"fit_clock": {"raw_ns": 2 * 10**10, "realtime_ns": 5 * 10**10, "rate_fine": 0}}]
+    check(truth.fit_clock_bends(records) == [(10**10 + 70_000, 7_000_000_000, rate)],
+          "a bend where an anchor starts at its predecessor's F, a step where it does not")
     rec = [dict(w, scatter_ns=12.0) for w in ws]
     check(abs(sigmas(rec, "rec", 0.6, 0.0, 0.0, 0.0, recorded_tail=1.2)[x0s[5]] - 6.0) < 1e-9,
           "the recorded scatter, at half the tail it was written with")

@@ -250,9 +250,9 @@ FitClockPoll FitClock::Poll(int64_t monotonic_ns) {
   out.reanchored = true;
   out.rate_before_fine = timebase_->anchor().rate_fine;
   out.rate_after_fine = *mean_rate;
-  if (out.at_start_check) {
-    // F is still within the divergence allowed of REALTIME: only the rate
-    // was wrong, and a new rate alone needs no step (fit_clock.h).
+  if (out.at_start_check && std::llabs(fit - s.realtime_ns) <= max_divergence_ns_ / 4) {
+    // F is still close to REALTIME: only the rate was wrong, and a new rate
+    // alone needs no step (fit_clock.h).
     out.remap = timebase_->ContinueAtRate(s, *mean_rate);
     out.fit_before_ns = out.fit_after_ns = out.remap->at_fit_ns;
     return out;

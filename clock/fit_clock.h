@@ -167,11 +167,15 @@ struct FitClockPoll {
 // within about three hours), F is anchored again there and then, at that
 // mean, while the start-up is disturbed anyway, instead of at a time no
 // one chose. A daemon that had settled before the agent started passes.
-// That check changes F's rate alone, F keeping its value (0.2-2.5 ms from
-// REALTIME in the test bed's runs, well within the divergence allowed): no
-// step, so the agent and its peers carry every window and history across
-// it through the remap (fit_clock_remap.h). As a step it cost the loaded
-// 2-node p99 16-17 ns in two of four runs of 2026-12-06, once a minute in.
+// Where F is then within a quarter of the divergence allowed of REALTIME
+// (0.2-3.4 ms in the test bed's runs of 2026-12-06, one of five nodes 17
+// ms), that check changes F's rate alone, F keeping its value: no step, so
+// the agent and its peers carry every window and history across it
+// through the remap (fit_clock_remap.h); as a step it cost the loaded
+// 2-node p99 16-17 ns in two of four runs, once a minute in. Further off,
+// F jumps back to REALTIME as before: at a bend it would keep less than
+// three quarters of the allowed divergence, and reach it, at a time no one
+// chose, sooner.
 class FitClock {
  public:
   // REALTIME's mean rate for a new anchor is taken over the last

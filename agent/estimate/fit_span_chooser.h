@@ -101,7 +101,7 @@ class FitSpanChooser {
   // skipped; a gap of more than 4 windows restarts the history). Returns
   // true when the span changed.
   bool Add(int64_t x0_ns, const LineFit& own_window_fit);
-  // A clock step (REALTIME's, or the fit clock anchored again): the offsets
+  // A clock step (REALTIME's, or the fit clock jumping back to it): the offsets
   // before it predict nothing of those after, so the history starts again;
   // the span and its evidence stay, as the step changed neither the path's
   // noise nor the clocks' wander, and the spans beside it are cut at it.

@@ -49,6 +49,10 @@ class ClockStateFileTest : public ::testing::Test {
     return OscillatorTrajectory(p, kT0, kT0 + 120 * kSecond);
   }
 
+  // The start's check of an anchor taken in a short slew (below), with
+  // this much divergence allowed.
+  void ExpectTheStartsCheck(int64_t max_divergence_ns);
+
   std::filesystem::path dir_;
   std::string path_;
 };
@@ -330,6 +334,16 @@ TEST_F(ClockStateFileTest, AFitClockAnchoredDuringASlewIsAnchoredAgainAndKeepsBo
 // last baseline's mean rate, and only once. A clock whose rate holds at the
 // same +300 ppm is not.
 TEST_F(ClockStateFileTest, AnAnchorOffTheRecentMeanRateTwoBaselinesInIsAnchoredAgainOnce) {
+  ExpectTheStartsCheck(kSecond);
+}
+
+// Allowed 32 us of divergence, F is about 10.5 us off REALTIME at the check
+// (the slew's 300 ppm for the 35 ms since it ended): more than a quarter of
+// the allowed (8 us), so F jumps back to REALTIME instead of bending.
+TEST_F(ClockStateFileTest, AtTheStartsCheckFFarFromRealtimeJumpsBack) { ExpectTheStartsCheck(32'000); }
+
+void ClockStateFileTest::ExpectTheStartsCheck(int64_t max_divergence_ns) {
+  const bool bends = max_divergence_ns > 4 * 11'000;
   for (const bool slew_ends : {true, false}) {
     SCOPED_TRACE(slew_ends ? "the slew ends" : "the rate holds");
     std::filesystem::remove(path_);
@@ -341,7 +355,7 @@ TEST_F(ClockStateFileTest, AnAnchorOffTheRecentMeanRateTwoBaselinesInIsAnchoredA
     auto testbed = std::make_shared<TestbedNodeClock>();
     ASSERT_TRUE(testbed->Open(path_, &error)) << error;
     // A baseline of 20 ms; never past the divergence.
-    FitClock fit(NodeClock(testbed), FitClockMode::kRaw, 1'000'000, kSecond, 20'000'000);
+    FitClock fit(NodeClock(testbed), FitClockMode::kRaw, 1'000'000, max_divergence_ns, 20'000'000);
     EXPECT_NEAR(static_cast<double>(fit.anchor()->rate_fine), 3e11, 1e8) << "anchored at the slew's rate";
     if (slew_ends) {
       ASSERT_TRUE(writer.ChangeAt(ReadClockNs(CLOCK_REALTIME) + 5'000'000, 0, 0, &error));
@@ -360,6 +374,14 @@ TEST_F(ClockStateFileTest, AnAnchorOffTheRecentMeanRateTwoBaselinesInIsAnchoredA
       EXPECT_EQ(reanchored.rate_after_fine, fit.anchor()->rate_fine);
       EXPECT_LT(std::llabs(fit.anchor()->rate_fine), FitClock::kStartRateToleranceFine)
           << "the new anchor runs at the last baseline's mean rate, after the slew";
+      if (!bends) {
+        EXPECT_FALSE(reanchored.remap.has_value());
+        EXPECT_NEAR(static_cast<double>(reanchored.fit_after_ns),
+                    static_cast<double>(fit.PointAt(reanchored.fit_after_ns).realtime_ns), 2.0)
+            << "F back at REALTIME";
+        EXPECT_GT(reanchored.fit_before_ns - reanchored.fit_after_ns, 5'000) << "a jump back of over a quarter";
+        continue;
+      }
       // A new rate, not a step: F keeps its value at the bend, off REALTIME.
       ASSERT_TRUE(reanchored.remap.has_value());
       const FitClockRemap& m = *reanchored.remap;

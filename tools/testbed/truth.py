@@ -147,6 +147,30 @@ def fit_clock_truth(records, realtime, raw):
     return FitClockTruth(raw, list(anchors.values())) if anchors else realtime
 
 
+def fit_clock_bends(records) -> list[tuple[int, int, int]]:
+    """The bends of a node's fit clock its edges.jsonl records show: where
+    an anchor starts at its predecessor's F (a new rate without a step,
+    docs/clocks.md "A new rate at the start"), (at_fit_ns, rate_before_fine,
+    rate_after_fine), oldest first, as clock/fit_clock_remap.h takes them."""
+    anchors = sorted({(int(a["raw_ns"]), int(a["realtime_ns"]), int(a["rate_fine"]))
+                      for r in records if isinstance(a := r.get("fit_clock"), dict)})
+    bends = []
+    for (raw0, f0, rate0), (raw1, f1, rate1) in zip(anchors, anchors[1:]):
+        old_f = f0 + (raw1 - raw0) + round(Fraction((raw1 - raw0) * rate0, 10**15))
+        if abs(old_f - f1) <= 1:
+            bends.append((f1, rate0, rate1))
+    return bends
+
+
+def straighten(bends, v: int) -> int:
+    """FitClockRemap::Apply through every bend: an F value read before a
+    bend onto the line of the rate after it, drawn back."""
+    for at, before, after in bends:
+        if v < at:
+            v = at + round(Fraction((v - at) * (10**15 + after), 10**15 + before))
+    return v
+
+
 def true_alpha(own, peer, t=None) -> Fraction:
     """True drift d(peer - own)/d(own) at true instant t (any t for linear
     clocks; a test bed node clock's (clock_trajectory.Trajectory) drift
