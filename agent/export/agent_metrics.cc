@@ -85,6 +85,9 @@ void AppendAgentMetrics(const AgentMetricsSnapshot& s, PrometheusText& t) {
               [](const PeerCounters& pc) { return pc.pilots_sent; });
   peer_family("chronolink_send_errors_total", "Failed sends, by peer",
               [](const PeerCounters& pc) { return pc.send_errors; });
+  peer_family("chronolink_peer_clock_remaps_total",
+              "New rates of the peer's fit clock without a step (ClockRemap), once each, by peer",
+              [](const PeerCounters& pc) { return pc.peer_clock_remaps; });
   t.Family("chronolink_datagrams_dropped_total", "Datagrams dropped by the decoder or the engine, by reason", "counter");
   for (size_t i = 1; i < c.decode.counts.size(); ++i) {
     t.Sample("chronolink_datagrams_dropped_total",

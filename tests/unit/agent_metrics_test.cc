@@ -62,6 +62,7 @@ TEST(AgentMetrics, OnlyProbedPeersHaveAnIntervalAndEveryPeerItsCounters) {
   s.last_records = &none;
   s.peers[5].packets_sent = 100;
   s.peers[6].packets_received = 7;
+  s.peers[6].peer_clock_remaps = 1;
   s.probe_interval_ns[5] = 50'000'000;
   s.probe_interval_ns[6] = 0;  // answers 6, does not probe it
   s.counters.not_for_us = 3;
@@ -72,6 +73,8 @@ TEST(AgentMetrics, OnlyProbedPeersHaveAnIntervalAndEveryPeerItsCounters) {
   EXPECT_EQ(text.find("chronolink_probe_interval_seconds{node=\"4\",peer=\"6\"}"), std::string::npos) << text;
   EXPECT_NE(text.find("chronolink_packets_sent_total{node=\"4\",peer=\"5\"} 100"), std::string::npos) << text;
   EXPECT_NE(text.find("chronolink_packets_received_total{node=\"4\",peer=\"6\"} 7"), std::string::npos) << text;
+  EXPECT_NE(text.find("chronolink_peer_clock_remaps_total{node=\"4\",peer=\"6\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("chronolink_peer_clock_remaps_total{node=\"4\",peer=\"5\"} 0"), std::string::npos) << text;
   EXPECT_NE(text.find("chronolink_datagrams_dropped_total{node=\"4\",reason=\"not_for_us\"} 3"), std::string::npos)
       << text;
   EXPECT_NE(text.find("chronolink_windows_written_total{node=\"4\"} 12"), std::string::npos) << text;
