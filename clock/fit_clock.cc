@@ -32,23 +32,25 @@ void FitTimebase::AddLocked(const ClockPairSample& s) {
   stats_.steps = map_.breaks();
 }
 
-int64_t FitTimebase::Reanchor(const ClockPairSample& s, int64_t rate_fine) {
-  std::lock_guard lock(mutex_);
-  const int64_t before = AnchorForRawLocked(s.raw_ns).FitOfRaw(s.raw_ns);
+int64_t FitTimebase::StartAnchorLocked(int64_t raw_ns, int64_t fit_ns, int64_t rate_fine) {
+  const int64_t before = AnchorForRawLocked(raw_ns).FitOfRaw(raw_ns);
   anchors_.back().fit_end_ns = before;
-  anchors_.push_back({{s.raw_ns, s.realtime_ns, rate_fine}});
+  anchors_.push_back({{raw_ns, fit_ns, rate_fine}});
   ++stats_.reanchors;
   return before;
 }
 
+int64_t FitTimebase::Reanchor(const ClockPairSample& s, int64_t rate_fine) {
+  std::lock_guard lock(mutex_);
+  return StartAnchorLocked(s.raw_ns, s.realtime_ns, rate_fine);
+}
+
 FitClockRemap FitTimebase::ContinueAtRate(const ClockPairSample& s, int64_t rate_fine) {
   std::lock_guard lock(mutex_);
-  const FitAnchor& before = AnchorForRawLocked(s.raw_ns);
-  FitClockRemap remap{before.FitOfRaw(s.raw_ns), before.rate_fine, rate_fine};
-  anchors_.back().fit_end_ns = remap.at_fit_ns;
-  anchors_.push_back({{s.raw_ns, remap.at_fit_ns, rate_fine}});
-  ++stats_.reanchors;
-  return remap;
+  const FitAnchor before = AnchorForRawLocked(s.raw_ns);
+  const int64_t at = before.FitOfRaw(s.raw_ns);
+  StartAnchorLocked(s.raw_ns, at, rate_fine);
+  return {at, before.rate_fine, rate_fine};
 }
 
 FitAnchor FitTimebase::anchor() const {

@@ -91,6 +91,9 @@ class FitTimebase {
     int64_t fit_end_ns = INT64_MAX;  // F where the next anchor began
   };
   const FitAnchor& AnchorForRawLocked(int64_t raw_ns) const;
+  // Ends the newest stretch at RAW `raw_ns` and starts an anchor there, F
+  // reading fit_ns; returns F there under the anchor before.
+  int64_t StartAnchorLocked(int64_t raw_ns, int64_t fit_ns, int64_t rate_fine);
   const FitAnchor& AnchorForFitLocked(int64_t fit_ns) const;
   void AddLocked(const ClockPairSample& s);
   int64_t RealtimeOfFitLocked(int64_t fit_ns) const;

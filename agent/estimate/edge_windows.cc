@@ -36,6 +36,10 @@ void Straighten(const std::vector<FitClockRemap>& ours, const std::vector<FitClo
   }
 }
 
+// A slope d(other)/d(this) − 1 where this clock reads 1/k as fast, or the
+// other k times as fast: (1 + slope)·k − 1.
+double SlopeScaled(double slope, double k) { return (1.0 + slope) * k - 1.0; }
+
 // The product of the rate ratios of the remaps a value before each bend went
 // through: how much faster the straight frame runs than the clock did there.
 double RateRatioAt(const std::vector<FitClockRemap>& remaps, int64_t as_read_ns) {
@@ -136,7 +140,7 @@ void EdgeWindows::OnNodeClockRemap(const FitClockRemap& m) {
   remap_marks_.insert(WindowStart(m.at_fit_ns));
   const double k = m.RateRatio();
   MapHistories([&m](int64_t x0, double beta) { return beta - static_cast<double>(m.Apply(x0) - x0); },
-               [k](double a) { return (1.0 + a) / k - 1.0; });
+               [k](double a) { return SlopeScaled(a, 1.0 / k); });
 }
 
 // The peer's clock at our x0 reads x0 + offset; on its new rate, Apply of that.
@@ -149,7 +153,7 @@ void EdgeWindows::OnPeerClockRemap(const FitClockRemap& m, int64_t node_ns) {
         const int64_t peer = x0 + std::llround(beta);
         return beta + static_cast<double>(m.Apply(peer) - peer);
       },
-      [k](double a) { return (1.0 + a) * k - 1.0; });
+      [k](double a) { return SlopeScaled(a, k); });
 }
 
 // The estimate at x0 as read, from the straight frame's: the offset through
@@ -162,8 +166,8 @@ void EdgeWindows::FitAsRead(LineFit* fit, int64_t x0_ns) const {
   const double k = RateRatioAt(node_remaps_, x0_ns) / RateRatioAt(peer_remaps_, peer_as_read);
   fit->beta_ns =
       static_cast<double>(peer_as_read - x0_ns) + (fit->beta_ns - static_cast<double>(peer_straight - x0_straight));
-  fit->alpha = (1.0 + fit->alpha) * k - 1.0;
-  fit->own_alpha = (1.0 + fit->own_alpha) * k - 1.0;
+  fit->alpha = SlopeScaled(fit->alpha, k);
+  fit->own_alpha = SlopeScaled(fit->own_alpha, k);
   fit->x0_ns = x0_ns;
 }
 
@@ -218,6 +222,9 @@ std::vector<const FullTuple*> EdgeWindows::SpanTuples(int64_t start, int64_t spa
 }
 
 void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRecord>* out) {
+  // Stamps from before a bend of either clock go onto the straight frame.
+  const bool bent = !node_remaps_.empty() || !peer_remaps_.empty();
+  const int64_t x0_straight = Straight(node_remaps_, start + window_ns_ / 2);
   for (SourceClass c : classes_) {
     EdgeWindowRecord r;
     r.node = node_;
@@ -229,9 +236,6 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
     r.counts = w.counts;
     r.clock_step = w.clock_step;
     r.clock_remap = remap_marks_.contains(start);
-    // Stamps from before a bend of either clock go onto the straight frame.
-    const bool bent = !node_remaps_.empty() || !peer_remaps_.empty();
-    const int64_t x0_straight = Straight(node_remaps_, r.x0_ns);
     FitSpanChooser* chooser = nullptr;
     if (adaptive_span_) chooser = &span_chooser_.try_emplace(c, window_ns_, *adaptive_span_).first->second;
     if (w.clock_step && chooser) chooser->AfterClockStep();

@@ -613,10 +613,13 @@ void ProbeEngine::SendRemapCopies(int64_t now_ns) {
 }
 
 void ProbeEngine::OnPeerClockRemap(const ProbeMessage& m, int64_t now_ns) {
-  auto [it, first] = peer_remap_seen_.try_emplace(m.sender_node, m.sender_epoch, 0);
-  if (it->second.first != m.sender_epoch) it->second = {m.sender_epoch, 0};  // a new session numbers from 1
-  if (m.seq <= it->second.second) return;                                    // a copy
-  it->second.second = m.seq;
+  auto& [epoch, last] = peer_remap_seen_[m.sender_node];
+  if (epoch != m.sender_epoch) {  // a new session numbers its remaps from 1
+    epoch = m.sender_epoch;
+    last = 0;
+  }
+  if (m.seq <= last) return;  // a copy
+  last = m.seq;
   ++peer_counters_[m.sender_node].peer_clock_remaps;
   spdlog::info(
       "peer {}'s fit clock took a new rate at {} (its F), {:+.3f} ppm from {:+.3f} ppm: its stamps before "

@@ -135,6 +135,22 @@ void ExpectHistoriesCarryOn(const RemapRun& run, int64_t after_ns) {
 const BentClock kStraightNode{0, 0, 0};
 const BentClock kStraightPeer{3'700'000, 20'000'000'000, 20'000'000'000};
 
+// Runs across the bends, told of `remaps` of them, and checks every window
+// against the clocks as read: within 5 ns of the same packets' run without
+// any bend, and at the drift as read.
+RemapRun ExpectAsWithoutTheBends(const BentClock& node, const BentClock& peer, uint32_t seed, int remaps) {
+  const RemapRun run = RunAcross(node, peer, seed);
+  EXPECT_EQ(run.remaps_told, remaps);
+  EXPECT_GE(run.records.size(), 60u);
+  const Errors straight = ErrorsOf(RunAcross(kStraightNode, kStraightPeer, seed), kStraightNode, kStraightPeer);
+  const Errors e = ErrorsOf(run, node, peer);
+  // A fit across tens of ppm of bend taken as a line would err tens of
+  // ppm times seconds: tens of us. Straightened, as well as without it.
+  EXPECT_LT(e.worst_beta_ns, straight.worst_beta_ns + 5);
+  EXPECT_LT(e.worst_alpha, 1e-7);
+  return run;
+}
+
 TEST(EdgeWindowsRemap, StraightClocksAreMetToTheQueueingsFloor) {
   const RemapRun run = RunAcross(kStraightNode, kStraightPeer, 1);
   ASSERT_GE(run.records.size(), 60u);
@@ -149,15 +165,7 @@ TEST(EdgeWindowsRemap, OurBendIsFittedAcrossNotDiscarded) {
   BentClock node = kStraightNode;
   node.after_fine = 40'000'000'000;
   node.bend = kBase + 30 * kWindow + 300'000'000;
-  const RemapRun run = RunAcross(node, kStraightPeer, 1);
-  ASSERT_EQ(run.remaps_told, 1);
-  ASSERT_GE(run.records.size(), 60u);
-  const Errors straight = ErrorsOf(RunAcross(kStraightNode, kStraightPeer, 1), kStraightNode, kStraightPeer);
-  const Errors e = ErrorsOf(run, node, kStraightPeer);
-  // A fit across 40 ppm of bend taken as a line would err 40 ppm times
-  // seconds: tens of us. Straightened, as well as without the bend.
-  EXPECT_LT(e.worst_beta_ns, straight.worst_beta_ns + 5);
-  EXPECT_LT(e.worst_alpha, 1e-7);
+  const RemapRun run = ExpectAsWithoutTheBends(node, kStraightPeer, 1, 1);
   int marked = 0;
   for (const EdgeWindowRecord& r : run.records) {
     if (r.clock_remap) {
@@ -175,12 +183,7 @@ TEST(EdgeWindowsRemap, ThePeersBendIsFittedAcrossOnceToldOfIt) {
   BentClock peer = kStraightPeer;
   peer.after_fine = -10'000'000'000;
   peer.bend = kBase + 25 * kWindow + 1'700'000'000;
-  const RemapRun run = RunAcross(kStraightNode, peer, 2);
-  ASSERT_EQ(run.remaps_told, 1);
-  const Errors straight = ErrorsOf(RunAcross(kStraightNode, kStraightPeer, 2), kStraightNode, kStraightPeer);
-  const Errors e = ErrorsOf(run, kStraightNode, peer);
-  EXPECT_LT(e.worst_beta_ns, straight.worst_beta_ns + 5);
-  EXPECT_LT(e.worst_alpha, 1e-7);
+  const RemapRun run = ExpectAsWithoutTheBends(kStraightNode, peer, 2, 1);
   int marked = 0;
   for (const EdgeWindowRecord& r : run.records) marked += r.clock_remap;
   EXPECT_EQ(marked, 1);
@@ -194,12 +197,7 @@ TEST(EdgeWindowsRemap, BothBendsCompose) {
   node.bend = kBase + 33 * kWindow + 900'000'000;
   peer.after_fine = 55'000'000'000;
   peer.bend = kBase + 31 * kWindow + 100'000'000;
-  const RemapRun run = RunAcross(node, peer, 3);
-  ASSERT_EQ(run.remaps_told, 2);
-  const Errors straight = ErrorsOf(RunAcross(kStraightNode, kStraightPeer, 3), kStraightNode, kStraightPeer);
-  const Errors e = ErrorsOf(run, node, peer);
-  EXPECT_LT(e.worst_beta_ns, straight.worst_beta_ns + 5);
-  EXPECT_LT(e.worst_alpha, 1e-7);
+  const RemapRun run = ExpectAsWithoutTheBends(node, peer, 3, 2);
   ExpectHistoriesCarryOn(run, kBase + 34 * kWindow);
 }
 
