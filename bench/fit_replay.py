@@ -27,6 +27,11 @@ Each policy names a span, a packet set and the floor points:
           the agent takes it; agent: what the agent's records say
           (edges.jsonl floor_points); absent: 1, the hard margin
 written SPAN/PACKETS[/K], e.g. agent/own, 12/both, 12@1/own, agent/both/8.
+A span S, S@D or chooser:... followed by +half gives the mean of its line
+and its later half's, the agent's rule for chosen spans over its longest
+centred one since 2026-12-06 (--fit-later-half; agent/estimate/
+fit_span_range.h): e.g. 20@2+half/both/agent/gain. The agent's spans
+(agent) take the later half where its records say it did (later_half).
 The agent's own policy, agent/PACKETS/agent, also takes the slope the
 agent's line took where it leaned on its edge's recent drift (edges.jsonl
 drift_prior_taken, docs/estimator.md §4c); every other policy fits its own
@@ -300,6 +305,7 @@ class Policy:
     chooser_confirm: int = 0  # > 0: moved to as the chooser does, in this many windows in a row
     chooser_start_s: float = 0  # > 0: the span before any evidence (else the chooser's start span)
     slope: str = "agent"  # agent | own | median | gain (the line's slope: DRIFT_SLOPES)
+    later_half: bool = False  # +half: the mean of the span's line and its later half's, as the agent's rule
 
     @classmethod
     def parse(cls, text: str) -> "Policy":
@@ -310,6 +316,11 @@ class Policy:
 
     @classmethod
     def _parse(cls, text: str) -> "Policy":
+        span = text.split("/", 1)[0]
+        if span.endswith("+half") and span != "agent+half":
+            policy = cls._parse(text.replace("+half", "", 1))
+            policy.name, policy.later_half = text, True
+            return policy
         try:
             span, packets, *rest = text.split("/")
             if packets not in ("own", "both") or len(rest) > 2:
@@ -342,7 +353,8 @@ class Policy:
                 raise ValueError("the span must be > 0 s and the trailing delay >= 0 s")
             return p
         except ValueError as e:
-            raise ValueError(f"policy {text!r}: {e} (SPAN/PACKETS[/K]: agent|S|S@D|chooser:M[:C][@S0] / own|both / 1..64|agent)") from None
+            raise ValueError(f"policy {text!r}: {e} (SPAN[+half]/PACKETS[/K]: agent|S|S@D|chooser:M[:C][@S0] / "
+                             f"own|both / 1..64|agent)") from None
 
     def agents_slope(self) -> bool:
         """The agent's own policy (its spans and floor points) takes the
@@ -371,6 +383,47 @@ class Policy:
         return end - s, end
 
 
+def later_half_span(policy: Policy, w: dict, lo: int, hi: int, window_ns: int) -> tuple[int, int, float | None] | None:
+    """The later half a window's line is averaged with, and the agent's
+    pull on its slope: the agent's record's (its spans), or the agent's rule
+    for a +half policy (agent/estimate/fit_span_range.h LaterHalfNs: half
+    the span in whole windows, at least the longest centred span, for spans
+    over that one). The span is on true time with --wander: a few ppm off
+    whole windows, hence the tolerance."""
+    if policy.span_s is None and policy.chooser_max_s is None:
+        h = w.get("later_half")
+        return (h["fit_start_ns"], h["fit_end_ns"], h["drift_pull"]) if h else None
+    centred = w["centred_span_ns"]
+    if not policy.later_half or hi - lo <= centred * (1 + 1e-4):
+        return None
+    half = max(centred, int((hi - lo) / 2 / window_ns + 1e-3) * window_ns)
+    return hi - half, hi, None
+
+
+def line_error(b: Bounds, w: dict, lo: int, hi: int, policy: Policy, pull: float | None, history: list[float],
+               window_ns: int) -> float:
+    """The error at w's x0 of the policy's line over the bounds in [lo, hi)."""
+    i, j = b.x.searchsorted(lo), b.x.searchsorted(hi)
+    keep = slice(i, j)
+    sel = b.own[keep] | policy.both_sessions
+    up, x, y = b.upper[keep] & sel, b.x[keep], b.y[keep]
+    low = ~b.upper[keep] & sel
+    wanted = w.get("floor_points", 1) if policy.floor_points is None else policy.floor_points
+    k = max(1, min(wanted, min(int(up.sum()), int(low.sum())) // BOUNDS_PER_FLOOR_POINT))
+    if pull is None and policy.slope not in ("median", "gain"):
+        return floor_means_at(x[up], y[up], x[low], y[low], w["x0_ns"], k)
+    own_at = [floor_means_at(x[up], y[up], x[low], y[low], w["x0_ns"] + d, k) for d in (0, NS_PER_S)]
+    own = (own_at[1] - own_at[0]) / NS_PER_S
+    if pull is not None:
+        # The replay's frame has the true offset taken out: its own slope
+        # is the agent's less the true drift, so the agent's pull toward
+        # its edge's drift (alpha - own_alpha) moves it alike.
+        slope = own + pull
+    else:
+        slope = drift_slope(history, own, policy.slope, w.get("span_evidence"), hi - lo, window_ns)
+    return floor_means_at_slope(x[up], y[up], x[low], y[low], w["x0_ns"], k, slope)
+
+
 def replay(bounds: dict[int, Bounds], windows: list[dict], policy: Policy, window_ns: int) -> list[float]:
     """The policy's error at each window's x0 (the path's part alone, or
     with the clocks' wander where the windows carry it: in_true_time)."""
@@ -383,28 +436,15 @@ def replay(bounds: dict[int, Bounds], windows: list[dict], policy: Policy, windo
     for w in windows:
         b = bounds[w["node"]]
         lo, hi = policy.span({**w, "chooser_span_ns": held.get((w["node"], w["x0_ns"]))}, window_ns)
-        i, j = b.x.searchsorted(lo), b.x.searchsorted(hi)
-        keep = slice(i, j)
-        sel = b.own[keep] | policy.both_sessions
-        up, x, y = b.upper[keep] & sel, b.x[keep], b.y[keep]
-        low = ~b.upper[keep] & sel
-        wanted = w.get("floor_points", 1) if policy.floor_points is None else policy.floor_points
-        k = max(1, min(wanted, min(int(up.sum()), int(low.sum())) // BOUNDS_PER_FLOOR_POINT))
-        pull = w.get("drift_pull") if policy.agents_slope() else None
-        if pull is None and policy.slope not in ("median", "gain"):
-            out.append(floor_means_at(x[up], y[up], x[low], y[low], w["x0_ns"], k) - w.get("wander_ns", 0.0))
-            continue
-        own_at = [floor_means_at(x[up], y[up], x[low], y[low], w["x0_ns"] + d, k) for d in (0, NS_PER_S)]
-        own = (own_at[1] - own_at[0]) / NS_PER_S
-        if pull is not None:
-            # The replay's frame has the true offset taken out: its own slope
-            # is the agent's less the true drift, so the agent's pull toward
-            # its edge's drift (alpha - own_alpha) moves it alike.
-            slope = own + pull
-        else:
-            slope = drift_slope(history.setdefault(w["node"], []), own, policy.slope, w.get("span_evidence"),
-                                hi - lo, window_ns)
-        out.append(floor_means_at_slope(x[up], y[up], x[low], y[low], w["x0_ns"], k, slope) - w.get("wander_ns", 0.0))
+        agents = policy.agents_slope()
+        drift = history.setdefault(w["node"], [])
+        before = list(drift)  # the half leans on the drift as it was before the whole's slope joined it
+        error = line_error(b, w, lo, hi, policy, w.get("drift_pull") if agents else None, drift, window_ns)
+        half = later_half_span(policy, w, lo, hi, window_ns)
+        if half is not None:
+            error = (error + line_error(b, w, half[0], half[1], policy, half[2] if agents else None, before,
+                                        window_ns)) / 2
+        out.append(error - w.get("wander_ns", 0.0))
     return out
 
 
@@ -499,6 +539,9 @@ def in_true_time(windows: list[dict], clocks: dict, wander: Wander) -> list[dict
     for w in windows:
         c = clocks[w["node"]]
         t = {k: int(c.true_time(w[k])) for k in ("x0_ns", "fit_start_ns", "fit_end_ns")}
+        if w.get("later_half"):
+            h = w["later_half"]
+            t["later_half"] = {**h, **{k: int(c.true_time(h[k])) for k in ("fit_start_ns", "fit_end_ns")}}
         out.append({**w, **t, "wander_ns": wander.of(w["node"], t["x0_ns"])})
     return out
 
@@ -525,11 +568,18 @@ def agent_windows(scenario_dir: str, longest_centred_ns: int = 0) -> tuple[list[
                 if r.get("timestamp_source") != "kernel" or (n, r["x0_ns"]) not in measured:
                     continue
                 window_ns = r["window_end_ns"] - r["window_start_ns"]
+                half, alpha = r.get("later_half"), r.get("alpha")
+                if half:
+                    # alpha is the mean of the whole span's line and the half's.
+                    alpha = 2 * alpha - half["alpha"]
+                    half = {"fit_start_ns": half["fit_start_ns"], "fit_end_ns": half["fit_end_ns"],
+                            "drift_pull": (half["alpha"] - half["own_alpha"]) if half["drift_prior_taken"] else None}
                 windows.append({"node": n, "x0_ns": r["x0_ns"], "fit_start_ns": r["fit_start_ns"],
                                 "fit_end_ns": r["fit_end_ns"], "agent_error_ns": measured[(n, r["x0_ns"])],
                                 "peer_session": (r.get("tuples_peer_session") or 0) > 0,
                                 "floor_points": r.get("floor_points") or 1,
-                                "drift_pull": (r["alpha"] - r["own_alpha"]) if r.get("drift_prior_taken") else None,
+                                "drift_pull": (alpha - r["own_alpha"]) if r.get("drift_prior_taken") else None,
+                                "later_half": half,
                                 "span_evidence": r.get("fit_span_evidence")})
     if not windows:
         raise ValueError(f"{scenario_dir}: no kernel window of the measured span")
@@ -619,6 +669,25 @@ def selftest() -> int:
           f"queued packets: both probers still lean their own way ({s_own['median_signed_ns']})")
     check(all(abs(v) < 10 for v in s_both["median_signed_ns"].values()),
           f"queued packets, both sessions: the lean is gone ({s_both['median_signed_ns']})")
+    # +half: the mean of the span's line and its later half's (whole
+    # windows, at least the longest centred span), each fitted alone.
+    late = [{**w, "centred_span_ns": 4 * NS_PER_S} for w in windows if w["x0_ns"] >= clocks[w["node"]].at(t0 + 12 * NS_PER_S)]
+    halves = replay(noisy, late, Policy.parse("8@1+half/both/8"), 2 * NS_PER_S)
+    whole = replay(noisy, late, Policy.parse("8@1/both/8"), 2 * NS_PER_S)
+    later = replay(noisy, late, Policy.parse("4@1/both/8"), 2 * NS_PER_S)
+    check(all(abs(h - (a + b) / 2) < 1e-6 for h, a, b in zip(halves, whole, later)) and any(a != b for a, b in zip(whole, later)),
+          "8@1+half: the mean of 8@1's line and 4@1's (its later half), which differ")
+    check(replay(noisy, late, Policy.parse("4@1+half/both/8"), 2 * NS_PER_S) == later,
+          "a span up to the longest centred one takes no half")
+    check(later_half_span(Policy.parse("20@2+half/both"), {"centred_span_ns": 6 * NS_PER_S}, 0, 14 * NS_PER_S - 3000,
+                          2 * NS_PER_S) == (8 * NS_PER_S - 3000, 14 * NS_PER_S - 3000, None)
+          and later_half_span(Policy.parse("20@2+half/both"), {"centred_span_ns": 6 * NS_PER_S}, 0, 20 * NS_PER_S - 3000,
+                              2 * NS_PER_S)[0] == 10 * NS_PER_S - 3000,
+          "the half: whole windows (a few ppm short of them still counts), at least the longest centred span")
+    rec = {"later_half": {"fit_start_ns": 5, "fit_end_ns": 9, "drift_pull": 1e-7}}
+    check(later_half_span(Policy.parse("agent/both/agent"), rec, 0, 9, 2) == (5, 9, 1e-7)
+          and later_half_span(Policy.parse("agent/both/agent"), {}, 0, 9, 2) is None,
+          "the agent's spans: its record's half, where it took one")
     w = {"x0_ns": 10 * NS_PER_S, "fit_start_ns": 0, "fit_end_ns": 0}
     check(Policy.parse("12@1/own").span(w, 2 * NS_PER_S) == (0, 12 * NS_PER_S)
           and Policy.parse("4/own").span(w, 2 * NS_PER_S) == (8 * NS_PER_S, 12 * NS_PER_S),
@@ -738,7 +807,7 @@ def selftest() -> int:
     for bad in ("12", "12/all", "0/own", "x/own", "12@-1/own", "agent/both/0", "agent/both/x", "agent/both/8/1",
                 "agent/both/8/sideways", "agent/both/8/own/1",
                 "chooser:0/both", "chooser:x/both", "chooser:10:0/both", "chooser:10:x/both",
-                "chooser:10@12/both", "chooser:10@x/both"):
+                "chooser:10@12/both", "chooser:10@x/both", "agent+half/both", "12+halves/both"):
         try:
             Policy.parse(bad)
             check(False, f"policy {bad!r} refused")

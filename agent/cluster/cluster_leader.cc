@@ -61,7 +61,13 @@ void ClusterLeader::Add(std::span<const WindowSummary> windows, int64_t now_ns) 
     if (w.estimator == kClockStepMarker) {
       // No point of its clock (it would read as the identity): around a
       // step the clock is what the windows on either side say.
-      AddStepMarker(w, now_ns);
+      AddClockBarrier(w, w.window_start_ns, w.window_start_ns + options_.step_ns, now_ns);
+      continue;
+    }
+    if (w.estimator == kClockBendMarker) {
+      // The bend's instant alone: the windows on either side, its own
+      // among them, stand for their own side.
+      AddClockBarrier(w, w.estimate.x0_ns, w.estimate.x0_ns + 1, now_ns);
       continue;
     }
     fit_points_.Add(w, options_.step_ns);
@@ -82,10 +88,9 @@ void ClusterLeader::Add(std::span<const WindowSummary> windows, int64_t now_ns) 
   }
 }
 
-void ClusterLeader::AddStepMarker(const WindowSummary& w, int64_t now_ns) {
+void ClusterLeader::AddClockBarrier(const WindowSummary& w, int64_t start, int64_t end, int64_t now_ns) {
   // Kept apart from the estimates: after a step back, a window start is
   // reused, and its marker must not pass for a resend of the estimate.
-  const int64_t start = w.window_start_ns, end = w.window_start_ns + options_.step_ns;
   if (!steps_.Add(w.estimate.node, w.estimate.peer, start, end)) return;
   ++stats_.clock_steps;
   if (wander_) wander_->ResetEdge(w.estimate.node, w.estimate.peer);

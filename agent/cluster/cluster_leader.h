@@ -67,7 +67,7 @@ struct ClusterLeaderStats {
   uint64_t windows_late = 0;       // arrived after an instant they serve was solved
   uint64_t windows_expired = 0;    // older than the retention on arrival
   uint64_t windows_future = 0;     // dated more than max_future_ns ahead: refused
-  uint64_t clock_steps = 0;        // step markers: an edge's estimates are not used across them
+  uint64_t clock_steps = 0;        // step and bend markers: an edge's estimates are not used across them
   uint64_t instants_solved = 0;
   uint64_t instants_recomputed = 0;
   uint64_t instants_solved_early = 0;  // of instants_solved: every edge of the last one was in before the timer
@@ -117,7 +117,9 @@ class ClusterLeader {
  private:
   using WindowId = std::tuple<uint32_t, uint32_t, int64_t, uint64_t>;  // node, peer, start, session
   std::optional<OffsetsSnapshot> SolveInstant(int64_t t_ns, bool recomputed);
-  void AddStepMarker(const WindowSummary& w, int64_t now_ns);
+  // No estimate of w's edge is used across [start, end) (a step's window,
+  // a bend's instant).
+  void AddClockBarrier(const WindowSummary& w, int64_t start, int64_t end, int64_t now_ns);
   // Instants solved in [from, to] are to be solved again; whether there were any.
   bool MarkLate(int64_t from_ns, int64_t to_ns, int64_t now_ns);
   void Expire(int64_t now_ns);

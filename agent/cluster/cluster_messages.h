@@ -23,7 +23,7 @@ struct WindowSummary {
   EdgeEstimate estimate;        // node = prober; x0_ns on the prober's clock
   uint64_t session = 0;         // the prober's session epoch (a restart changes it)
   int64_t window_start_ns = 0;  // prober clock
-  std::string estimator;        // "max_margin", "min_delay", ... or kClockStepMarker
+  std::string estimator;        // "max_margin", "min_delay", ... or kClockStepMarker / kClockBendMarker
   // The prober's REALTIME at the window's centre on its fit clock, which
   // x0 and the estimate are on: the leader maps solutions back to REALTIME
   // with it. Absent: the prober fits in REALTIME (older agents, --fit-clock
@@ -45,6 +45,10 @@ struct WindowSummary {
 // no estimate, only where the edge's clocks changed. The leader uses no
 // estimate of that edge across it.
 inline constexpr std::string_view kClockStepMarker = "clock_step";
+// A fit clock of the edge bent (took a new rate without a jump) at the
+// marker's x0_ns, on the prober's clock: the window's estimate stands, but
+// no estimate of that edge is carried across that instant along its slope.
+inline constexpr std::string_view kClockBendMarker = "clock_bend";
 // At most this many knots per summary (a PLL changing the rate every second
 // makes about 3 per 2 s window); an agent with more sends the point alone.
 inline constexpr size_t kMaxSummaryKnots = 64;

@@ -65,8 +65,13 @@ struct EstimationSettings {
   // The longest chosen span, reaching back past the centred ones at no more
   // lag (fit_span_range.h); 0: ten windows (kDefaultLongestTrailingWindows).
   int64_t fit_span_trailing_max_ns = 0;
+  // --fit-later-half on|off: a chosen span over the longest centred one
+  // gives the mean of its line and its later half's (fit_span_range.h).
+  bool fit_later_half = true;
   FitSpanRange FitSpans() const {
-    return FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns, fit_span_trailing_max_ns);
+    FitSpanRange r = FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns, fit_span_trailing_max_ns);
+    r.later_half = r.chosen && fit_later_half;
+    return r;
   }
   bool AdaptiveFitSpan() const { return FitSpans().chosen; }
   // The shortest span a fit takes, and the longest centred one (FitSpan()).

@@ -108,6 +108,10 @@ const Spec kSpecs[] = {
     {"estimation.points", "estimate-points", Kind::kString, "WHICH", kEstimation,
      "Bounds the max-margin fit rests on: every (every probe; pure pairs only when that fails) or pure "
      "(pure pairs only, Huygens' way; for comparisons) (default: every)"},
+    {"estimation.fit_later_half", "fit-later-half", Kind::kString, "ON_OFF", kEstimation,
+     "on: a chosen span over --fit-span-max-s gives the mean of its line and its later half's, which "
+     "weighs the seconds nearest the window twice (docs/estimator.md §10); off: its own line alone "
+     "(default: on)"},
     {"estimation.fit_probes", "fit-probes", Kind::kString, "WHICH", kEstimation,
      "Whose probes an edge's fit takes: link (its own and, where the peer probes us too, the peer's, "
      "whose tuples the peer's echo makes whole here: the two directions lean neither way) or own (this "

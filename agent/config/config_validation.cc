@@ -658,6 +658,12 @@ bool ValidateEstimationWindows(const Merged& m, AgentConfig* c, std::string* err
     return Fail(error, "estimate points '" + points + "' (" + m.From("estimation.points") + ") must be every or pure");
   }
   e.fit_every_probe = points == "every";
+  const std::string later_half = m.Get<std::string>("estimation.fit_later_half", "on");
+  if (later_half != "on" && later_half != "off") {
+    return Fail(error,
+                "fit later half '" + later_half + "' (" + m.From("estimation.fit_later_half") + ") must be on or off");
+  }
+  e.fit_later_half = later_half == "on";
   const std::string probes = m.Get<std::string>("estimation.fit_probes", "link");
   if (probes != "link" && probes != "own") {
     return Fail(error, "fit probes '" + probes + "' (" + m.From("estimation.fit_probes") + ") must be link or own");

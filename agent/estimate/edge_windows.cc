@@ -40,6 +40,10 @@ void Straighten(const std::vector<FitClockRemap>& ours, const std::vector<FitClo
 // other k times as fast: (1 + slope)·k − 1.
 double SlopeScaled(double slope, double k) { return (1.0 + slope) * k - 1.0; }
 
+bool IsMaxMargin(const WindowEstimate& e) {
+  return e.fit.ok && (e.estimator == EstimatorKind::kMaxMargin || e.estimator == EstimatorKind::kMaxMarginPure);
+}
+
 // The product of the rate ratios of the remaps a value before each bend went
 // through: how much faster the straight frame runs than the clock did there.
 double RateRatioAt(const std::vector<FitClockRemap>& remaps, int64_t as_read_ns) {
@@ -69,6 +73,7 @@ EdgeWindows::EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns, std::v
       classes_(std::move(classes)),
       options_(options),
       scatter_options_(scatter),
+      spans_(spans),
       adaptive_span_(ChooserOptionsFor(spans)),
       drift_options_(drift) {}
 
@@ -137,7 +142,7 @@ void EdgeWindows::MapHistories(const std::function<double(int64_t, double)>& off
 // the offset by a fraction of a ns.
 void EdgeWindows::OnNodeClockRemap(const FitClockRemap& m) {
   Keep(m, &node_remaps_);
-  remap_marks_.insert(WindowStart(m.at_fit_ns));
+  remap_marks_[WindowStart(m.at_fit_ns)].push_back(m.at_fit_ns);
   const double k = m.RateRatio();
   MapHistories([&m](int64_t x0, double beta) { return beta - static_cast<double>(m.Apply(x0) - x0); },
                [k](double a) { return SlopeScaled(a, 1.0 / k); });
@@ -146,7 +151,7 @@ void EdgeWindows::OnNodeClockRemap(const FitClockRemap& m) {
 // The peer's clock at our x0 reads x0 + offset; on its new rate, Apply of that.
 void EdgeWindows::OnPeerClockRemap(const FitClockRemap& m, int64_t node_ns) {
   Keep(m, &peer_remaps_);
-  remap_marks_.insert(WindowStart(node_ns));
+  remap_marks_[WindowStart(node_ns)].push_back(node_ns);
   const double k = m.RateRatio();
   MapHistories(
       [&m](int64_t x0, double beta) {
@@ -235,19 +240,21 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
     r.source_class = c;
     r.counts = w.counts;
     r.clock_step = w.clock_step;
-    r.clock_remap = remap_marks_.contains(start);
+    if (auto it = remap_marks_.find(start); it != remap_marks_.end()) r.clock_remaps_ns = it->second;
     FitSpanChooser* chooser = nullptr;
     if (adaptive_span_) chooser = &span_chooser_.try_emplace(c, window_ns_, *adaptive_span_).first->second;
     if (w.clock_step && chooser) chooser->AfterClockStep();
     if (!w.clock_step) {
-      std::vector<PtPrTuple> projected, own;
+      std::vector<PtPrTuple> projected, own, later_half;
       const std::vector<const FullTuple*> span = SpanTuples(start, chooser ? chooser->span_ns() : 0, &r);
+      const int64_t half_from = LaterHalfStart(r, chooser != nullptr);
       projected.reserve(span.size());
       for (const FullTuple* t : span) {
         PtPrTuple p;
         if (!t->Project(c, &p)) continue;
         if (bent) Straighten(node_remaps_, peer_remaps_, &p);
         projected.push_back(p);
+        if (t->created_ns >= half_from) later_half.push_back(p);
         r.peer_session_tuples += t->peer_session;
         if (chooser && t->created_ns >= start && t->created_ns < r.window_end_ns) own.push_back(p);
         for (int i = 0; i < 2; ++i) {
@@ -256,26 +263,46 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
           }
         }
       }
-      Estimate(projected, x0_straight, chooser, &r);
+      Estimate(projected, later_half, x0_straight, chooser, &r);
       if (chooser) FeedSpanChooser(*chooser, own, x0_straight, &r);
     } else if (auto it = drift_.find(c); it != drift_.end()) {
       it->second.Reset();  // the drift before a step tells nothing of the one after
     }
     AddSigma(&r);  // the histories are the straight frame's
     if (bent && r.estimate.fit.ok) FitAsRead(&r.estimate.fit, r.x0_ns);
+    if (bent && r.later_half) FitAsRead(&r.later_half->fit, r.x0_ns);
     out->push_back(std::move(r));
   }
   remap_marks_.erase(start);
 }
 
-void EdgeWindows::Estimate(const std::vector<PtPrTuple>& projected, int64_t x0_ns, const FitSpanChooser* chooser,
-                           EdgeWindowRecord* r) {
+int64_t EdgeWindows::LaterHalfStart(const EdgeWindowRecord& r, bool chosen) const {
+  const int64_t half = chosen ? spans_.LaterHalfNs(r.fit_end_ns - r.fit_start_ns, window_ns_) : 0;
+  return half > 0 ? r.fit_end_ns - half : INT64_MAX;
+}
+
+void EdgeWindows::Estimate(const std::vector<PtPrTuple>& projected, const std::vector<PtPrTuple>& later_half,
+                           int64_t x0_ns, const FitSpanChooser* chooser, EdgeWindowRecord* r) {
   DriftHistory& drift = drift_.try_emplace(r->source_class, drift_options_).first->second;
-  const std::optional<DriftPrior> prior =
-      chooser ? drift.PriorFor(chooser->evidence(), r->fit_end_ns - r->fit_start_ns, window_ns_) : std::nullopt;
-  r->estimate = EstimateWindow(projected, x0_ns, options_, prior);
-  const EstimatorKind k = r->estimate.estimator;
-  if (k == EstimatorKind::kMaxMargin || k == EstimatorKind::kMaxMarginPure) drift.Add(r->estimate.fit.own_alpha);
+  const auto prior_for = [&](int64_t span_ns) {
+    return chooser ? drift.PriorFor(chooser->evidence(), span_ns, window_ns_) : std::nullopt;
+  };
+  r->estimate = EstimateWindow(projected, x0_ns, options_, prior_for(r->fit_end_ns - r->fit_start_ns));
+  if (!IsMaxMargin(r->estimate)) return;
+  if (!later_half.empty()) AverageWithLaterHalf(later_half, x0_ns, prior_for, r);
+  drift.Add(r->estimate.fit.own_alpha);  // the whole span's own slope, half or not
+}
+
+void EdgeWindows::AverageWithLaterHalf(const std::vector<PtPrTuple>& later_half, int64_t x0_ns,
+                                       const std::function<std::optional<DriftPrior>(int64_t)>& prior_for,
+                                       EdgeWindowRecord* r) const {
+  const int64_t half_start = LaterHalfStart(*r, true);
+  const WindowEstimate half = EstimateWindow(later_half, x0_ns, options_, prior_for(r->fit_end_ns - half_start));
+  if (!IsMaxMargin(half)) return;  // the whole span's line alone
+  r->later_half = EdgeWindowRecord::LaterHalf{half_start, r->fit_end_ns, half.fit};
+  LineFit& fit = r->estimate.fit;
+  fit.beta_ns = (fit.beta_ns + half.fit.beta_ns) / 2;
+  fit.alpha = (fit.alpha + half.fit.alpha) / 2;
 }
 
 // The fit on the window's own probes gauges the edge's noise and wander;
@@ -283,9 +310,7 @@ void EdgeWindows::Estimate(const std::vector<PtPrTuple>& projected, int64_t x0_n
 void EdgeWindows::FeedSpanChooser(FitSpanChooser& chooser, const std::vector<PtPrTuple>& own, int64_t x0_ns,
                                   EdgeWindowRecord* r) {
   const WindowEstimate e = EstimateWindow(own, x0_ns, options_);
-  if (e.estimator == EstimatorKind::kMaxMargin || e.estimator == EstimatorKind::kMaxMarginPure) {
-    r->span_changed = chooser.Add(r->x0_ns, e.fit);
-  }
+  if (IsMaxMargin(e)) r->span_changed = chooser.Add(r->x0_ns, e.fit);
   r->span_evidence = chooser.evidence();
 }
 

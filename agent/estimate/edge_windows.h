@@ -52,13 +52,25 @@ struct EdgeWindowRecord {
   // Sources of the stamps of every tuple offered in this class (8 per tuple).
   std::array<int64_t, kNumStampSources> stamp_sources{};
   bool clock_step = false;  // the window was discarded because the clock stepped
-  // Our fit clock or the peer's changed rate in this window (a bend, not a
-  // step: the estimate stands); the leader does not carry estimates across it.
-  bool clock_remap = false;
+  // Where our fit clock or the peer's changed rate in this window (a bend,
+  // not a step: the estimate stands), on our clock (a peer's: when its
+  // notice came); the leader carries no estimate across these instants.
+  std::vector<int64_t> clock_remaps_ns;
   // Of the tuples the fit took (estimate.tuples), those of the peer's
   // session: where there are any, the link's other direction fits on the
   // same probes, so its whole sigma is shared (SolveShared).
   int peer_session_tuples = 0;
+  // Where a long chosen span's line was averaged with its later half's
+  // (FitSpanRange::later_half): that half's span and line, as read at x0.
+  // estimate.fit then holds the mean line (beta_ns, alpha); its margin,
+  // band, floors and own_alpha are the whole span's, so the offset may lie
+  // outside that band by up to half the two lines' difference.
+  struct LaterHalf {
+    int64_t fit_start_ns = 0;
+    int64_t fit_end_ns = 0;
+    LineFit fit;
+  };
+  std::optional<LaterHalf> later_half;
   // One-sigma of estimate.fit.beta_ns from the edge's recent windows
   // (window_scatter.h); a min-delay window's own bound; 0 while unknown.
   double sigma_ns = 0;
@@ -128,7 +140,7 @@ class EdgeWindows {
   // stamps from before the bend fits them on the new rate's line drawn back
   // (the straight frame) and reports its line at x0 as F reads there; the
   // drift, scatter and span histories move to the new frame. The window
-  // holding the bend says so (EdgeWindowRecord::clock_remap).
+  // holding the bend says where (EdgeWindowRecord::clock_remaps_ns).
   void OnNodeClockRemap(const FitClockRemap& remap);
   // The peer's fit clock did (its ClockRemap notice, which came at node_ns
   // on ours): the same for its stamps.
@@ -155,8 +167,16 @@ class EdgeWindows {
   // chooser's evidence weighs it; the fit's own slope feeds that drift (a
   // step restarts it).
   // x0_ns: the window's x0 in the straight frame the tuples are in.
-  void Estimate(const std::vector<PtPrTuple>& projected, int64_t x0_ns, const FitSpanChooser* chooser,
-                EdgeWindowRecord* r);
+  // later_half: the span's tuples from its later half on (none: no half).
+  void Estimate(const std::vector<PtPrTuple>& projected, const std::vector<PtPrTuple>& later_half, int64_t x0_ns,
+                const FitSpanChooser* chooser, EdgeWindowRecord* r);
+  // Where r's span's later half starts (INT64_MAX: it takes none).
+  int64_t LaterHalfStart(const EdgeWindowRecord& r, bool chosen) const;
+  // r's line becomes the mean of its own and its later half's, where the
+  // half fits (its slope leaning on the same drift as the whole's).
+  void AverageWithLaterHalf(const std::vector<PtPrTuple>& later_half, int64_t x0_ns,
+                            const std::function<std::optional<DriftPrior>(int64_t)>& prior_for,
+                            EdgeWindowRecord* r) const;
   // Fits the window on its own probes, for the span chooser of r's class.
   void FeedSpanChooser(FitSpanChooser& chooser, const std::vector<PtPrTuple>& own, int64_t x0_ns, EdgeWindowRecord* r);
   // Every window feeds the scatter, though overlapping spans share probes:
@@ -177,13 +197,14 @@ class EdgeWindows {
   std::map<int64_t, Window> windows_;  // by start; closed ones kept while a span needs them
   WindowScatterOptions scatter_options_;
   std::map<SourceClass, WindowScatter> scatter_;
+  FitSpanRange spans_;
   std::optional<FitSpanChooserOptions> adaptive_span_;
   std::map<SourceClass, FitSpanChooser> span_chooser_;
   DriftHistoryOptions drift_options_;
   std::map<SourceClass, DriftHistory> drift_;
   int64_t replayed_until_ns_ = INT64_MIN;  // windows starting before this are discarded when made
   std::vector<FitClockRemap> node_remaps_, peer_remaps_;  // oldest first
-  std::set<int64_t> remap_marks_;                         // starts of the windows a remap came in
+  std::map<int64_t, std::vector<int64_t>> remap_marks_;   // by window start: where remaps came in it
 };
 
 }  // namespace chronolink

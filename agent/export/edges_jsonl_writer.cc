@@ -68,6 +68,17 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["floor_shift_ns"] = e.fit.floor_shift_ns;
     j["own_alpha"] = e.fit.own_alpha;
     j["drift_prior_taken"] = e.fit.drift_prior_taken;
+    if (r.later_half) {
+      const LineFit& h = r.later_half->fit;
+      j["later_half"] = {{"fit_start_ns", r.later_half->fit_start_ns},
+                         {"fit_end_ns", r.later_half->fit_end_ns},
+                         {"beta_ns", h.beta_ns},
+                         {"alpha", h.alpha},
+                         {"own_alpha", h.own_alpha},
+                         {"drift_prior_taken", h.drift_prior_taken}};
+    } else {
+      j["later_half"] = nullptr;
+    }
   } else {
     j["alpha"] = nullptr;
     j["alpha_ppm"] = nullptr;
@@ -82,6 +93,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["floor_shift_ns"] = nullptr;
     j["own_alpha"] = nullptr;
     j["drift_prior_taken"] = false;
+    j["later_half"] = nullptr;
   }
   j["pairs_sent"] = r.counts.pairs_sent;
   j["tuples_complete"] = r.counts.complete;
@@ -92,7 +104,10 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
   j["tx_stamps_missing"] = r.counts.tx_stamps_missing;
   j["lost"] = r.counts.lost;
   j["clock_step"] = r.clock_step;
-  if (r.clock_remap) j["clock_remap"] = true;
+  if (!r.clock_remaps_ns.empty()) {
+    j["clock_remap"] = true;
+    j["clock_remap_at_ns"] = r.clock_remaps_ns;
+  }
   if (fit) {
     j["fit_clock"] = {{"raw_ns", fit->anchor.raw_ns},
                       {"realtime_ns", fit->anchor.realtime_ns},

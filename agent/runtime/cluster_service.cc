@@ -20,14 +20,15 @@ constexpr auto kLeaderTick = std::chrono::milliseconds(100);
 // covers the wander of a crystal over a few windows (docs/formats.md).
 constexpr int64_t kPageGrowthPpt = 100'000;
 
-WindowSummary StepMarker(const EdgeWindowRecord& r, uint64_t session) {
+// A step marker (at the window's x0) or a bend marker (at the bend).
+WindowSummary ClockMarker(const EdgeWindowRecord& r, uint64_t session, std::string_view kind, int64_t at_ns) {
   WindowSummary w;
   w.estimate.node = r.node;
   w.estimate.peer = r.peer;
-  w.estimate.x0_ns = r.x0_ns;
+  w.estimate.x0_ns = at_ns;
   w.session = session;
   w.window_start_ns = r.window_start_ns;
-  w.estimator = std::string(kClockStepMarker);
+  w.estimator = std::string(kind);
   return w;
 }
 
@@ -114,18 +115,18 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records,
     if (r.clock_step) {
       // No estimate, but the leader must know: this edge's estimates on
       // either side of it describe different clocks.
-      out.push_back(StepMarker(r, session));
+      out.push_back(ClockMarker(r, session, kClockStepMarker, r.x0_ns));
       // Its knots still go to the leader's cluster-timebase.jsonl (they are
       // RAW and REALTIME, which a re-anchor of F does not touch), so that
       // the trace tools can cross the gap; the leader maps nothing with them.
       AttachKnots(fits[i], &out.back());
       continue;
     }
-    if (r.clock_remap) {
+    for (int64_t bend : r.clock_remaps_ns) {
       // A fit clock bent here (docs/clocks.md "A new rate at the start"):
       // the estimate stands, but one from before the bend, carried past
       // it along its slope, would not.
-      out.push_back(StepMarker(r, session));
+      out.push_back(ClockMarker(r, session, kClockBendMarker, bend));
     }
     const std::optional<EdgeEstimate> estimate = EdgeEstimateOf(r);
     if (!estimate) continue;

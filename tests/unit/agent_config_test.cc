@@ -949,6 +949,16 @@ TEST_F(AgentConfigTest, OtherRanges) {
   }
   ExpectError(LoadMinimal({"--fit-probes", "both"}), {"fit probes 'both'", "link or own", "--fit-probes"});
   {
+    EXPECT_TRUE(LoadMinimal({}).config->estimation.FitSpans().later_half) << "on by default";
+    Result off = LoadMinimal({"--fit-later-half", "off"});
+    ASSERT_TRUE(off.config) << off.error;
+    EXPECT_FALSE(off.config->estimation.FitSpans().later_half);
+    Result fixed = LoadMinimal({"--fit-span-s", "4"});
+    ASSERT_TRUE(fixed.config) << fixed.error;
+    EXPECT_FALSE(fixed.config->estimation.FitSpans().later_half) << "a fixed span takes no half";
+  }
+  ExpectError(LoadMinimal({"--fit-later-half", "yes"}), {"fit later half 'yes'", "on or off", "--fit-later-half"});
+  {
     Result hard = LoadMinimal({"--fit-floor-points", "1"});
     ASSERT_TRUE(hard.config) << hard.error;
     EXPECT_EQ(hard.config->estimation.floor_points, 1);

@@ -345,6 +345,44 @@ TEST(ClusterLeader, EstimatesAreNotUsedAcrossAClockStep) {
   EXPECT_EQ(leader.stats().clock_steps, 4u);
 }
 
+// Node 4's fit clock bends a quarter into the second window, whose own
+// estimates of node 4's edges are missing. A bend marker bars the bend's
+// instant alone: the second window's instant (past the bend) takes the third
+// window's estimate and not the first's, and the first's instant the
+// first's, not the third's. (Node 4's estimates past the bend read
+// `shift` more, as an offset carried along a slope the bend changed would
+// err.) A step marker would leave the second instant without node 4.
+TEST(ClusterLeader, ABendMarkerBarsTheBendsInstantAlone) {
+  ClusterLeader leader(1, Options());
+  leader.TakeOffice(kBase);
+  const double shift = 10'000;
+  const int64_t bend = kBase + kStep + kStep / 4;
+  std::vector<WindowSummary> all = AllWindows(kBase);
+  for (const auto& w : AllWindows(kBase + kStep, /*skip_node=*/4)) all.push_back(w);
+  for (auto [a, b] : {std::pair<uint32_t, uint32_t>{3, 4}, {4, 3}, {4, 1}, {1, 4}}) {
+    WindowSummary marker = StepMarker(a, b, kBase + kStep);
+    marker.estimator = std::string(kClockBendMarker);
+    marker.estimate.x0_ns = bend;
+    all.push_back(marker);
+  }
+  for (const auto& w : AllWindows(kBase + 2 * kStep)) {
+    WindowSummary after = w;
+    if (after.estimate.node == 4) after.estimate.beta_ns -= shift;
+    if (after.estimate.peer == 4) after.estimate.beta_ns += shift;
+    all.push_back(after);
+  }
+  leader.Add(all, kBase + 3 * kStep);
+  EXPECT_EQ(leader.stats().clock_steps, 4u);
+  std::map<int64_t, const NodeSolution*> n4;
+  const auto snapshots = leader.SolveDue(kBase + 4 * kStep);
+  for (const auto& s : snapshots) n4[s.reference_instant_ns] = s.Find(4);
+  ASSERT_TRUE(n4[kBase + kStep / 2] && n4[kBase + kStep / 2]->reachable);
+  EXPECT_NEAR(n4[kBase + kStep / 2]->offset_ns, kOffsets.at(4), 1e-3) << "before the bend: the first window's";
+  const NodeSolution* past = n4[kBase + 3 * kStep / 2];
+  ASSERT_TRUE(past && past->reachable) << "the bend's window's instant is solved";
+  EXPECT_NEAR(past->offset_ns, kOffsets.at(4) + shift, 1e-3) << "past the bend: the third window's alone";
+}
+
 // A marker that arrives after the instants it concerns were solved makes
 // them solved again.
 TEST(ClusterLeader, ALateStepMarkerMakesInstantsRecomputed) {

@@ -168,9 +168,10 @@ TEST(EdgeWindowsRemap, OurBendIsFittedAcrossNotDiscarded) {
   const RemapRun run = ExpectAsWithoutTheBends(node, kStraightPeer, 1, 1);
   int marked = 0;
   for (const EdgeWindowRecord& r : run.records) {
-    if (r.clock_remap) {
+    if (!r.clock_remaps_ns.empty()) {
       ++marked;
       EXPECT_EQ(r.window_start_ns, 30 * kWindow + kBase) << "the window the bend came in";
+      EXPECT_EQ(r.clock_remaps_ns, std::vector<int64_t>{node.Remap().at_fit_ns}) << "where, on our clock";
     }
   }
   EXPECT_EQ(marked, 1);
@@ -185,7 +186,7 @@ TEST(EdgeWindowsRemap, ThePeersBendIsFittedAcrossOnceToldOfIt) {
   peer.bend = kBase + 25 * kWindow + 1'700'000'000;
   const RemapRun run = ExpectAsWithoutTheBends(kStraightNode, peer, 2, 1);
   int marked = 0;
-  for (const EdgeWindowRecord& r : run.records) marked += r.clock_remap;
+  for (const EdgeWindowRecord& r : run.records) marked += !r.clock_remaps_ns.empty();
   EXPECT_EQ(marked, 1);
   ExpectHistoriesCarryOn(run, kBase + 26 * kWindow);
 }

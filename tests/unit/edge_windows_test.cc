@@ -223,7 +223,8 @@ TEST(EdgeWindows, AClockStepCutsTheSpansBesideIt) {
 // (Exp(2 us) on top of 10 us, each direction its own) and whose offset
 // random-walks wander_ns_per_sqrt_s; closes every window as the agent does.
 std::vector<EdgeWindowRecord> RunAdaptive(int windows, double wander_ns_per_sqrt_s, uint32_t seed,
-                                          FitSpanRange spans = FitSpanRange::Of(kWindow, 0, 6 * kWindow, 6 * kWindow)) {
+                                          FitSpanRange spans = FitSpanRange::Of(kWindow, 0, 6 * kWindow, 6 * kWindow),
+                                          std::vector<FullTuple>* tuples = nullptr) {
   EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, spans);
   std::mt19937 rng(seed);
   std::exponential_distribution<double> queue(1 / 2000.0);
@@ -244,6 +245,7 @@ std::vector<EdgeWindowRecord> RunAdaptive(int windows, double wander_ns_per_sqrt
     }
     w.OnPairSent(t);
     w.OnTupleFinalized(f);
+    if (tuples) tuples->push_back(f);
     w.CloseUpTo(w.ClosableBefore(t), &out);
   }
   std::erase_if(out, [&](const EdgeWindowRecord& r) { return r.window_start_ns < kBase || r.window_end_ns > end; });
@@ -278,6 +280,69 @@ TEST(EdgeWindows, ASpanOverTheLongestCentredOneReachesBackOnly) {
   EXPECT_EQ(last.fit_end_ns, last.window_end_ns + kWindow);
   EXPECT_EQ(last.estimate.tuples, 5 * 40) << "every tuple of the span is kept until it is fitted";
   EXPECT_NEAR(last.estimate.fit.beta_ns, 3'700'000, 100);
+}
+
+// The kernel-class max-margin fit, on its own, of the tuples created in [lo, hi).
+LineFit FitOf(const std::vector<FullTuple>& tuples, int64_t lo, int64_t hi, int64_t x0) {
+  std::vector<PtPrTuple> in;
+  for (const FullTuple& t : tuples) {
+    PtPrTuple p;
+    if (t.created_ns >= lo && t.created_ns < hi && t.Project(SourceClass::kKernel, &p)) in.push_back(p);
+  }
+  const WindowEstimate e = EstimateWindow(in, x0, {});
+  EXPECT_EQ(e.estimator, EstimatorKind::kMaxMargin);
+  return e.fit;
+}
+
+// A chosen span over the longest centred one (20 s of 6 s) gives the mean
+// of its line and its later half's (10 s ending where it ends): each of
+// the two as a fit of those probes alone makes it, before the chooser has
+// judged (no drift to lean on). Off, the whole span's line alone.
+TEST(EdgeWindows, ALongSpansLineIsTheMeanOfItsOwnAndItsLaterHalfs) {
+  const FitSpanRange spans = FitSpanRange::Of(kWindow, 0, 3 * kWindow, 10 * kWindow);
+  ASSERT_TRUE(spans.later_half);
+  std::vector<FullTuple> tuples;
+  const std::vector<EdgeWindowRecord> out = RunAdaptive(10, 0, 3, spans, &tuples);
+  ASSERT_EQ(out.size(), 10u);
+  int differ = 0;
+  for (const EdgeWindowRecord& r : out) {
+    ASSERT_EQ(r.fit_end_ns - r.fit_start_ns, 10 * kWindow) << "the longest before any evidence";
+    ASSERT_TRUE(r.later_half.has_value()) << r.window_start_ns;
+    EXPECT_EQ(r.later_half->fit_end_ns, r.fit_end_ns);
+    EXPECT_EQ(r.later_half->fit_start_ns, r.fit_end_ns - 5 * kWindow);
+    ASSERT_FALSE(r.estimate.fit.drift_prior_taken);
+    const LineFit whole = FitOf(tuples, r.fit_start_ns, r.fit_end_ns, r.x0_ns);
+    const LineFit half = FitOf(tuples, r.later_half->fit_start_ns, r.fit_end_ns, r.x0_ns);
+    EXPECT_DOUBLE_EQ(r.later_half->fit.beta_ns, half.beta_ns);
+    EXPECT_DOUBLE_EQ(r.estimate.fit.beta_ns, (whole.beta_ns + half.beta_ns) / 2);
+    EXPECT_DOUBLE_EQ(r.estimate.fit.alpha, (whole.alpha + half.alpha) / 2);
+    EXPECT_DOUBLE_EQ(r.estimate.fit.own_alpha, whole.own_alpha) << "the drift history takes the whole's";
+    EXPECT_DOUBLE_EQ(r.estimate.fit.uncertainty_ns, whole.uncertainty_ns);
+    differ += whole.beta_ns != half.beta_ns;
+  }
+  EXPECT_GE(differ, 5) << "the two lines differ in most windows: the test tells them apart";
+  FitSpanRange off = spans;
+  off.later_half = false;
+  tuples.clear();
+  for (const EdgeWindowRecord& r : RunAdaptive(10, 0, 3, off, &tuples)) {
+    EXPECT_FALSE(r.later_half.has_value());
+    EXPECT_DOUBLE_EQ(r.estimate.fit.beta_ns, FitOf(tuples, r.fit_start_ns, r.fit_end_ns, r.x0_ns).beta_ns);
+  }
+  // Spans up to the longest centred one take no half.
+  for (const EdgeWindowRecord& r : RunAdaptive(10, 0, 3)) EXPECT_FALSE(r.later_half.has_value());
+}
+
+TEST(FitSpanRange, TheLaterHalfIsHalfInWholeWindowsAtLeastTheLongestCentred) {
+  const FitSpanRange r = FitSpanRange::Of(kWindow, 0, 3 * kWindow, 10 * kWindow);
+  EXPECT_EQ(r.LaterHalfNs(10 * kWindow, kWindow), 5 * kWindow);
+  EXPECT_EQ(r.LaterHalfNs(7 * kWindow, kWindow), 3 * kWindow) << "3.5 windows: 3, the longest centred";
+  EXPECT_EQ(r.LaterHalfNs(8 * kWindow, kWindow), 4 * kWindow);
+  EXPECT_EQ(r.LaterHalfNs(4 * kWindow, kWindow), 3 * kWindow);
+  EXPECT_EQ(r.LaterHalfNs(3 * kWindow, kWindow), 0) << "centred: none";
+  EXPECT_EQ(FitSpanRange::Fixed(8 * kWindow).LaterHalfNs(8 * kWindow, kWindow), 0) << "a fixed span: none";
+  FitSpanRange off = r;
+  off.later_half = false;
+  EXPECT_EQ(off.LaterHalfNs(10 * kWindow, kWindow), 0);
 }
 
 TEST(EdgeWindows, AnAdaptiveSpanStaysLongestWhereTheOffsetOnlyJitters) {
@@ -423,6 +488,7 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
                         "floor_shift_ns",
                         "own_alpha",
                         "drift_prior_taken",
+                        "later_half",
                         "pairs_sent",
                         "tuples_complete",
                         "tuples_in_class",
@@ -452,6 +518,20 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   EXPECT_DOUBLE_EQ(k["sigma_ns"].get<double>(), 12);
   EXPECT_DOUBLE_EQ(k["sigma_shared_ns"].get<double>(), 5);
   EXPECT_DOUBLE_EQ(k["sigma_scatter_ns"].get<double>(), 9);
+  // A line averaged with its span's later half names that half and its line.
+  EXPECT_TRUE(k["later_half"].is_null());
+  r.later_half = EdgeWindowRecord::LaterHalf{kBase - 3 * kWindow, kBase + 2 * kWindow, {}};
+  r.later_half->fit.beta_ns = -10.25;
+  r.later_half->fit.alpha = 4e-5;
+  r.later_half->fit.own_alpha = 3e-5;
+  r.later_half->fit.drift_prior_taken = true;
+  const auto h = nlohmann::json::parse(EdgeRecordToJson(r, Context(7)))["later_half"];
+  EXPECT_EQ(h["fit_start_ns"].get<int64_t>(), kBase - 3 * kWindow);
+  EXPECT_EQ(h["fit_end_ns"].get<int64_t>(), kBase + 2 * kWindow);
+  EXPECT_DOUBLE_EQ(h["beta_ns"].get<double>(), -10.25);
+  EXPECT_DOUBLE_EQ(h["alpha"].get<double>(), 4e-5);
+  EXPECT_DOUBLE_EQ(h["own_alpha"].get<double>(), 3e-5);
+  EXPECT_TRUE(h["drift_prior_taken"].get<bool>());
 }
 
 }  // namespace

@@ -1131,6 +1131,69 @@ TEST(ChronolinkSolveTool, AClockStepRestartsTheWanderMetersEdges) {
   fs::remove_all(dir);
 }
 
+// A fit clock's bend (a clock_remap line, clock_remap_at_ns) bars that
+// instant alone, as the leader's bend markers do: node 2's window 5 holds
+// a bend 0.5 s before its centre, window 4 of node 2's edges is missing,
+// and node 2's estimates past the bend read `shift` more (what an estimate
+// carried across the bend along its old slope would miss). Window 4's
+// instant takes window 3's estimate alone, not window 5's; window 5's
+// instant its own.
+TEST(ChronolinkSolveTool, ABendBarsItsInstantAlone) {
+  namespace fs = std::filesystem;
+  const fs::path tool = CHRONOLINK_SOLVE_BIN;
+  ASSERT_TRUE(fs::exists(tool)) << tool;
+  const fs::path dir = fs::temp_directory_path() / ("global_solver_bend." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const Truth t = MakeTruth({1, 2, 3}, 31);
+  const double shift = 10'000;
+  const auto x0_of = [](int w) { return kT + w * 2 * kSecond; };
+  {
+    std::ofstream f(dir / "edges.jsonl");
+    for (int w = 0; w < 12; ++w)
+      for (uint32_t n : {1u, 2u, 3u})
+        for (uint32_t p : {1u, 2u, 3u}) {
+          const bool touches_2 = n == 2 || p == 2;
+          if (p == n || (touches_2 && w == 4)) continue;
+          EdgeEstimate e = Estimate(t, n, p, x0_of(w), 10.0);
+          if (touches_2 && w >= 5) e.beta_ns += n == 2 ? -shift : shift;
+          nlohmann::json j = {{"schema", "chronolink.edge.v1"},
+                              {"node", e.node},
+                              {"peer", e.peer},
+                              {"x0_ns", e.x0_ns},
+                              {"estimator", "max_margin"},
+                              {"beta_ns", e.beta_ns},
+                              {"alpha", e.alpha},
+                              {"uncertainty_ns", 10.0},
+                              {"sigma_ns", 10.0},
+                              {"timestamp_source", "kernel"}};
+          if (touches_2 && w == 5) {
+            j["clock_remap"] = true;
+            j["clock_remap_at_ns"] = std::vector<int64_t>{x0_of(5) - kSecond / 2};
+          }
+          f << j.dump() << "\n";
+        }
+  }
+  const std::string cmd = tool.string() + " --edges " + (dir / "edges.jsonl").string() + " --reference 1 --out " +
+                          (dir / "offsets.jsonl").string() + " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(dir / "offsets.jsonl");
+  std::string line;
+  std::map<int64_t, double> node2;  // t_ns -> solved less true
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["node"] != 2 || !j["reachable"].get<bool>()) continue;
+    const int64_t tn = j["t_ns"];
+    const double since_T = (static_cast<double>(tn - kT) - t.offset.at(1)) / (1 + t.drift.at(1));
+    node2[tn] =
+        j["offset_ns"].get<double>() - (t.offset.at(2) - t.offset.at(1) + (t.drift.at(2) - t.drift.at(1)) * since_T);
+  }
+  ASSERT_TRUE(node2.contains(x0_of(4))) << "the instant before the bend is solved";
+  EXPECT_NEAR(node2[x0_of(4)], 0, 1.0) << "before the bend: window 3's alone, not window 5's";
+  ASSERT_TRUE(node2.contains(x0_of(5))) << "the bend's window's instant is solved";
+  EXPECT_NEAR(node2[x0_of(5)], shift, 1.0) << "past the bend: its own window's";
+  fs::remove_all(dir);
+}
+
 // Under a clock daemon a node's REALTIME bends where the daemon changes its
 // rate. A window's one fit point (its centre's REALTIME and rate) maps an
 // instant past the bend along the old rate; the node's knots (--timebase)

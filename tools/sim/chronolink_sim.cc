@@ -179,6 +179,7 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
       {"fit_span_trailing_max_s", static_cast<double>(c.MaxFitSpan()) / 1e9},
       {"fit_span_start_s",
        c.AdaptiveFitSpan() ? ordered_json(static_cast<double>(c.StartFitSpan()) / 1e9) : ordered_json(nullptr)},
+      {"fit_later_half", c.FitSpans().later_half},
       {"fit_floor_points", c.estimator.max_margin.floor_points},
       {"fit_drift_windows", c.drift_history.windows},
       {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
@@ -345,6 +346,12 @@ int main(int argc, char** argv) {
                  "0: ten windows, up to 16")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 28800.0));
+  std::string later_half = c.fit_later_half ? "on" : "off";
+  app.add_option("--fit-later-half", later_half,
+                 "on: a chosen span over --fit-span-max-s gives the mean of its line and its later half's, "
+                 "as the agent's; off: its own line alone")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--fit-span-start-s", fit_span_start_s,
                  "the span each edge fits before its chooser has judged, whole windows within the chosen range; "
                  "0: the agent's (the one whose worst ratio to the shortest and the longest is least)")
@@ -450,6 +457,7 @@ int main(int argc, char** argv) {
   c.fit_span_max_ns = std::llround(fit_span_max_s * 1e9);
   c.fit_span_trailing_max_ns = std::llround(fit_span_trailing_max_s * 1e9);
   c.fit_span_start_ns = std::llround(fit_span_start_s * 1e9);
+  c.fit_later_half = later_half == "on";
   c.interval_ns = std::llround(interval_ms * 1e6);
   c.spacing_ns = std::llround(spacing_us * 1e3);
   c.offset_spread_ns = offset_spread_ms * 1e6;

@@ -43,9 +43,11 @@ struct SimConfig {
   int64_t fit_span_trailing_max_ns = 0;
   // 0: the chooser's start span (FitSpanChooser::StartSpan), as the agent's
   int64_t fit_span_start_ns = 0;
+  bool fit_later_half = true;  // as the agent's --fit-later-half
   FitSpanRange FitSpans() const {
     FitSpanRange r = FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns, fit_span_trailing_max_ns);
     r.start_ns = r.chosen ? fit_span_start_ns : 0;
+    r.later_half = r.chosen && fit_later_half;
     return r;
   }
   bool AdaptiveFitSpan() const { return FitSpans().chosen; }

@@ -75,6 +75,14 @@ void ReadEdges(const std::string& path, const std::string& source, std::vector<E
         ++skipped;
         continue;
       }
+      if (j.contains("clock_remap_at_ns")) {
+        // A fit clock bent at these instants: the window's estimate stands,
+        // but none is carried across them (docs/clocks.md).
+        for (const json& at : j.at("clock_remap_at_ns")) {
+          const int64_t b = at.get<int64_t>();
+          steps.Add(j.at("node").get<uint32_t>(), j.at("peer").get<uint32_t>(), b, b + 1);
+        }
+      }
       if (j.contains("fit_clock")) {
         const json& a = j["fit_clock"];
         windows.push_back({j.at("node").get<uint32_t>(),
