@@ -19,23 +19,83 @@ void FitPointBook::Add(const WindowSummary& w, int64_t window_ns) {
 void FitPointBook::AddKnots(uint32_t node, const FitAnchor& anchor, const TimebaseExcerpt& excerpt) {
   if (excerpt.knots.size() < 2) return;
   auto& book = knots_[node];
-  const int64_t lo = anchor.FitOfRaw(excerpt.knots.front().raw_ns);
-  const int64_t hi = anchor.FitOfRaw(excerpt.knots.back().raw_ns);
+  if (anchors_[node].try_emplace(anchor.raw_ns, anchor).second) {
+    if (const FitAnchor* bent = BentFrom(node, anchor)) ClipAtBend(node, *bent, anchor);
+  }
+  const auto fit_of = [&](const TimebaseKnot& k) { return InForce(node, anchor, k.raw_ns).FitOfRaw(k.raw_ns); };
+  const int64_t lo = fit_of(excerpt.knots.front());
+  const int64_t hi = fit_of(excerpt.knots.back());
   // A summary that came out of order ends on a knot a later one went on from.
   const auto old_last = book.find(hi);
-  const bool last_continues = !excerpt.last_provisional && old_last != book.end() && old_last->second.continues &&
-                              old_last->second.anchor_raw_ns == anchor.raw_ns;
-  NoteAnchorSpan(node, anchor.raw_ns, lo, hi);
+  const bool last_continues =
+      !excerpt.last_provisional && old_last != book.end() && old_last->second.continues &&
+      old_last->second.anchor_raw_ns == InForce(node, anchor, excerpt.knots.back().raw_ns).raw_ns;
+  std::map<int64_t, FitSpan> spans;  // per anchor in force: the fit span of its knots here
+  for (const TimebaseKnot& k : excerpt.knots) {
+    const int64_t f = fit_of(k);
+    auto [it, fresh] = spans.try_emplace(InForce(node, anchor, k.raw_ns).raw_ns, FitSpan{f, f});
+    it->second = {std::min(it->second.lo, f), std::max(it->second.hi, f)};
+  }
+  for (const auto& [raw, span] : spans) NoteAnchorSpan(node, raw, span.lo, span.hi);
   book.erase(book.lower_bound(lo), book.upper_bound(hi));
   if (auto after = book.lower_bound(lo); after != book.begin()) {
     BookKnot& before = std::prev(after)->second;
-    if (before.anchor_raw_ns != anchor.raw_ns) before.continues = false;
+    const FitAnchor& first = InForce(node, anchor, excerpt.knots.front().raw_ns);
+    if (before.anchor_raw_ns != first.raw_ns && !Bends(node, before.anchor_raw_ns, first.raw_ns)) {
+      before.continues = false;
+    }
   }
   for (size_t i = 0; i < excerpt.knots.size(); ++i) {
     const TimebaseKnot& k = excerpt.knots[i];
     const bool last = i + 1 == excerpt.knots.size();
-    book[anchor.FitOfRaw(k.raw_ns)] = BookKnot{k.realtime_ns, anchor.raw_ns, last ? last_continues : true};
+    book[fit_of(k)] =
+        BookKnot{k.realtime_ns, InForce(node, anchor, k.raw_ns).raw_ns, last ? last_continues : true, k.raw_ns};
   }
+}
+
+const FitAnchor* FitPointBook::BentFrom(uint32_t node, const FitAnchor& anchor) const {
+  const auto n = anchors_.find(node);
+  if (n == anchors_.end()) return nullptr;
+  const auto at = n->second.lower_bound(anchor.raw_ns);
+  if (at == n->second.begin()) return nullptr;
+  const FitAnchor& before = std::prev(at)->second;
+  return std::llabs(before.FitOfRaw(anchor.raw_ns) - anchor.realtime_ns) <= 1 ? &before : nullptr;
+}
+
+bool FitPointBook::Bends(uint32_t node, int64_t from_raw_ns, int64_t to_raw_ns) const {
+  const auto n = anchors_.find(node);
+  if (n == anchors_.end()) return false;
+  const auto to = n->second.find(to_raw_ns);
+  if (to == n->second.end()) return false;
+  const FitAnchor* from = BentFrom(node, to->second);
+  return from != nullptr && from->raw_ns == from_raw_ns;
+}
+
+const FitAnchor& FitPointBook::InForce(uint32_t node, const FitAnchor& anchor, int64_t raw_ns) const {
+  const auto n = anchors_.find(node);
+  if (n == anchors_.end()) return anchor;
+  if (raw_ns < anchor.raw_ns) {
+    const FitAnchor* before = BentFrom(node, anchor);
+    return before != nullptr ? *before : anchor;
+  }
+  const auto next = n->second.upper_bound(anchor.raw_ns);
+  if (next != n->second.end() && raw_ns >= next->first && BentFrom(node, next->second) != nullptr &&
+      BentFrom(node, next->second)->raw_ns == anchor.raw_ns) {
+    return next->second;
+  }
+  return anchor;
+}
+
+void FitPointBook::ClipAtBend(uint32_t node, const FitAnchor& before, const FitAnchor& bend) {
+  // Knots of `before` past the bend (a window's excerpt ends on the first
+  // knot after it, which may lie past the bend) were keyed on the F the
+  // node no longer read there: the bend's own excerpts key them again.
+  auto& book = knots_[node];
+  for (auto it = book.upper_bound(bend.realtime_ns); it != book.end();) {
+    it = it->second.anchor_raw_ns == before.raw_ns && it->second.raw_ns >= bend.raw_ns ? book.erase(it) : std::next(it);
+  }
+  auto& spans = anchor_spans_[node];
+  if (auto it = spans.find(before.raw_ns); it != spans.end()) it->second.hi = std::min(it->second.hi, bend.realtime_ns);
 }
 
 void FitPointBook::NoteAnchorSpan(uint32_t node, int64_t anchor_raw_ns, int64_t lo, int64_t hi) {
@@ -76,6 +136,16 @@ void FitPointBook::ExpireBefore(int64_t fit_ns) {
     if (keep != byfit.begin()) byfit.erase(byfit.begin(), std::prev(keep));
     it = byfit.empty() ? knots_.erase(it) : std::next(it);
   }
+  // The anchors before the one the oldest knot kept came with.
+  for (auto it = anchors_.begin(); it != anchors_.end();) {
+    const auto k = knots_.find(it->first);
+    if (k == knots_.end()) {
+      it = anchors_.erase(it);
+      continue;
+    }
+    it->second.erase(it->second.begin(), it->second.lower_bound(k->second.begin()->second.anchor_raw_ns));
+    it = std::next(it);
+  }
 }
 
 std::optional<FitPointBook::Mapped> FitPointBook::ByKnots(uint32_t node, int64_t fit_ns) const {
@@ -86,11 +156,26 @@ std::optional<FitPointBook::Mapped> FitPointBook::ByKnots(uint32_t node, int64_t
   const auto before = std::prev(after);
   const BookKnot& k0 = before->second;
   const BookKnot& k1 = after->second;
-  if (!k0.continues || k0.anchor_raw_ns != k1.anchor_raw_ns) return std::nullopt;
+  if (!k0.continues) return std::nullopt;
+  if (k0.anchor_raw_ns != k1.anchor_raw_ns) return AcrossBend(node, fit_ns, k0, k1);
   const int64_t realtime = Interpolate(fit_ns, before->first, k0.realtime_ns, after->first, k1.realtime_ns);
   const auto d_fit = static_cast<double>(after->first - before->first);
   const auto d_rt = static_cast<double>(k1.realtime_ns - k0.realtime_ns);
   return Mapped{realtime - fit_ns, (d_rt - d_fit) / d_fit};
+}
+
+std::optional<FitPointBook::Mapped> FitPointBook::AcrossBend(uint32_t node, int64_t fit_ns, const BookKnot& k0,
+                                                             const BookKnot& k1) const {
+  const auto n = anchors_.find(node);
+  if (n == anchors_.end()) return std::nullopt;
+  const auto a0 = n->second.find(k0.anchor_raw_ns), a1 = n->second.find(k1.anchor_raw_ns);
+  if (a0 == n->second.end() || a1 == n->second.end() || BentFrom(node, a1->second) != &a0->second) return std::nullopt;
+  const FitAnchor& side = fit_ns < a1->second.realtime_ns ? a0->second : a1->second;
+  const int64_t raw = side.RawOfFit(fit_ns);
+  const int64_t realtime = Interpolate(raw, k0.raw_ns, k0.realtime_ns, k1.raw_ns, k1.realtime_ns);
+  const double per_raw =
+      static_cast<double>(k1.realtime_ns - k0.realtime_ns) / static_cast<double>(k1.raw_ns - k0.raw_ns);
+  return Mapped{realtime - fit_ns, per_raw / (1.0 + static_cast<double>(side.rate_fine) / kFinePerNs) - 1.0};
 }
 
 std::optional<FitPointBook::Mapped> FitPointBook::MapAt(uint32_t node, int64_t fit_ns) {

@@ -66,9 +66,27 @@ class FitPointBook {
 
   struct BookKnot {
     int64_t realtime_ns = 0;
-    int64_t anchor_raw_ns = 0;  // which anchor made its F: no segment joins two
+    int64_t anchor_raw_ns = 0;  // which anchor made its F: no segment joins two, but across a bend
     bool continues = false;     // the node's REALTIME is straight from here to the next knot
+    int64_t raw_ns = 0;
   };
+  // The anchor `anchor` bends (fit_clock_remap.h: F took a new rate at
+  // anchor.raw_ns and kept its value there), where the node's previous
+  // anchor is known and joins it so; else null. Knots before the bend were
+  // F-read through that one: a summary whose window holds the bend carries
+  // the new anchor only.
+  const FitAnchor* BentFrom(uint32_t node, const FitAnchor& anchor) const;
+  // Whether the anchor at to_raw_ns bends the one at from_raw_ns.
+  bool Bends(uint32_t node, int64_t from_raw_ns, int64_t to_raw_ns) const;
+  // The anchor whose F a knot at raw_ns of an excerpt that came with
+  // `anchor` was read on: `anchor`, or across a bend the one it bent or the
+  // one that bent it.
+  const FitAnchor& InForce(uint32_t node, const FitAnchor& anchor, int64_t raw_ns) const;
+  // A bend came: `before`'s knots and span stop at it.
+  void ClipAtBend(uint32_t node, const FitAnchor& before, const FitAnchor& bend);
+  // REALTIME − F at fit_ns between two knots across a bend: F back to RAW
+  // through the anchor in force on its side, REALTIME along the segment.
+  std::optional<Mapped> AcrossBend(uint32_t node, int64_t fit_ns, const BookKnot& k0, const BookKnot& k1) const;
 
   // Where two of a node's anchors cover the same fit instants (its fit clock
   // jumped back when anchored again), a fit instant could be either's: the
@@ -83,6 +101,7 @@ class FitPointBook {
   int64_t horizon_ns_;
   std::map<uint32_t, std::map<int64_t, FitPoint>> points_;  // node -> fit_ns -> point
   std::map<uint32_t, std::map<int64_t, BookKnot>> knots_;   // node -> fit_ns -> knot
+  std::map<uint32_t, std::map<int64_t, FitAnchor>> anchors_;     // node -> raw_ns -> the anchors its knots came with
   std::map<uint32_t, std::map<int64_t, FitSpan>> anchor_spans_;  // node -> anchor raw_ns -> its knots' fit span
   std::map<uint32_t, std::vector<FitSpan>> ambiguous_;           // node -> fit spans two anchors share
   FitPointBookStats stats_;

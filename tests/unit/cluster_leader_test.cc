@@ -779,6 +779,50 @@ TEST(FitPointBook, WhereTwoAnchorsShareFitInstantsNothingIsMapped) {
   EXPECT_NEAR(s2.nodes[1].offset_ns, static_cast<double>(after[3].realtime_ns - later), 1.0);
 }
 
+// The start's check bent node 2's fit clock (docs/clocks.md "A new rate at
+// the start"): from 0.2 s past the third knot, F runs 60 ppm fast of RAW
+// instead of 20, keeping its value there. The window before the bend came
+// with the old anchor and ends on the first knot past the bend; the one
+// holding it with the new anchor only, from the knot before. Each fit
+// instant is mapped through the anchor that made it, on either side of
+// the bend and across it, in whichever order the two came. Before, the two
+// anchors' F overlapped there and the instants around the bend went
+// unmapped (the 5-node run's two unsolved instants).
+TEST(FitPointBook, AcrossABendEachFitInstantIsMappedThroughItsOwnAnchor) {
+  const SwingingNode n;
+  const FitAnchor& a = n.anchor;
+  const int64_t raw_bend = n.knots[2].raw_ns + 200'000'000;
+  const FitAnchor b{raw_bend, a.FitOfRaw(raw_bend), 60'000'000'000};
+  const auto fit_of_raw = [&](int64_t raw) { return raw < raw_bend ? a.FitOfRaw(raw) : b.FitOfRaw(raw); };
+  const auto realtime_of_raw = [&](int64_t raw) -> long double {
+    for (size_t i = 0; i + 1 < n.knots.size(); ++i) {
+      if (raw <= n.knots[i + 1].raw_ns) {
+        return n.knots[i].realtime_ns +
+               static_cast<long double>(raw - n.knots[i].raw_ns) * (1 + n.rates_ppm[i] * 1e-6L);
+      }
+    }
+    return 0;
+  };
+  for (bool bend_first : {false, true}) {
+    FitPointBook book(4 * kSecond);
+    if (bend_first) book.AddKnots(2, b, n.Excerpt(2, 5));
+    book.AddKnots(2, a, n.Excerpt(0, 3));
+    if (!bend_first) book.AddKnots(2, b, n.Excerpt(2, 5));
+    for (int64_t raw :
+         {n.knots[1].raw_ns + 100'000'000, n.knots[2].raw_ns + 100'000'000, raw_bend - 1'000, raw_bend + 1'000,
+          n.knots[3].raw_ns - 100'000'000, n.knots[3].raw_ns + 100'000'000, n.knots[4].raw_ns + 300'000'000}) {
+      const int64_t f = fit_of_raw(raw);
+      book.Add(1, FitPoint{f, f, 0});
+      OffsetsSnapshot s = OneNodeAgainstTheReference(f, 0);
+      ASSERT_TRUE(book.ToRealtime(&s));
+      ASSERT_TRUE(s.nodes[1].reachable) << "raw " << raw - raw_bend << " ns from the bend, bend first " << bend_first;
+      EXPECT_NEAR(s.nodes[1].offset_ns, static_cast<double>(realtime_of_raw(raw) - f), 1.0)
+          << "raw " << raw - raw_bend << " ns from the bend, bend first " << bend_first;
+    }
+    EXPECT_EQ(book.stats().nodes_unmapped, 0u);
+  }
+}
+
 TEST(TimebaseKnotRelay, EachKnotOnceInOrderProvisionalNeverAndGapsMarked) {
   const SwingingNode n;
   TimebaseKnotRelay relay;
