@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "agent/cluster/clock_markers.h"
 #include "agent/cluster/edge_estimate_of.h"
 #include "agent/export/cluster_metrics.h"
 #include "clock/clock_trajectory.h"
@@ -19,18 +20,6 @@ constexpr auto kLeaderTick = std::chrono::milliseconds(100);
 // The page's uncertainty grows by this much per ns of extrapolation: 0.1 ppm
 // covers the wander of a crystal over a few windows (docs/formats.md).
 constexpr int64_t kPageGrowthPpt = 100'000;
-
-// A step marker (at the window's x0) or a bend marker (at the bend).
-WindowSummary ClockMarker(const EdgeWindowRecord& r, uint64_t session, std::string_view kind, int64_t at_ns) {
-  WindowSummary w;
-  w.estimate.node = r.node;
-  w.estimate.peer = r.peer;
-  w.estimate.x0_ns = at_ns;
-  w.session = session;
-  w.window_start_ns = r.window_start_ns;
-  w.estimator = std::string(kind);
-  return w;
-}
 
 // The window's anchor and knots, where the agent kept them.
 void AttachKnots(const std::optional<FitWindowClock>& fit, WindowSummary* w) {
@@ -115,21 +104,20 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records,
     if (r.clock_step) {
       // No estimate, but the leader must know: this edge's estimates on
       // either side of it describe different clocks.
-      out.push_back(ClockMarker(r, session, kClockStepMarker, r.x0_ns));
+      out.push_back(StepMarkerOf(r.node, r.peer, session, r.window_start_ns, r.x0_ns));
       // Its knots still go to the leader's cluster-timebase.jsonl (they are
       // RAW and REALTIME, which a re-anchor of F does not touch), so that
       // the trace tools can cross the gap; the leader maps nothing with them.
       AttachKnots(fits[i], &out.back());
       continue;
     }
-    for (int64_t bend : r.clock_remaps_ns) {
-      // A fit clock bent here (docs/clocks.md "A new rate at the start"):
-      // the estimate stands, but one from before the bend, carried past
-      // it along its slope, would not.
-      out.push_back(ClockMarker(r, session, kClockBendMarker, bend));
-    }
     const std::optional<EdgeEstimate> estimate = EdgeEstimateOf(r);
-    if (!estimate) continue;
+    if (!estimate) {
+      // A bend in a window without an estimate: the whole window, as a
+      // step, which a leader of any version bars.
+      if (!r.clock_remaps_ns.empty()) out.push_back(StepMarkerOf(r.node, r.peer, session, r.window_start_ns, r.x0_ns));
+      continue;
+    }
     WindowSummary w;
     w.estimate = *estimate;
     w.session = session;
@@ -137,6 +125,10 @@ void ClusterService::OnWindowsClosed(std::span<const EdgeWindowRecord> records,
     w.estimator = std::string(EstimatorKindName(r.estimate.estimator));
     if (fits[i]) w.prober_clock = fits[i]->point;
     AttachKnots(fits[i], &w);
+    // A fit clock bent here (docs/clocks.md "A new rate at the start"): the
+    // estimate stands, but one from before the bend, carried past it along
+    // its slope, would not. The marker goes first (clock_markers.h).
+    for (int64_t bend : r.clock_remaps_ns) out.push_back(BendMarkerOf(w, bend));
     out.push_back(std::move(w));
   }
   if (!out.empty()) coordinator_->PublishWindows(out);

@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 
+#include "agent/cluster/clock_markers.h"
 #include "agent/cluster/cluster_messages.h"
 #include "agent/cluster/timebase_knot_relay.h"
 #include "agent/coord/window_outbox.h"
@@ -360,10 +361,10 @@ TEST(ClusterLeader, ABendMarkerBarsTheBendsInstantAlone) {
   std::vector<WindowSummary> all = AllWindows(kBase);
   for (const auto& w : AllWindows(kBase + kStep, /*skip_node=*/4)) all.push_back(w);
   for (auto [a, b] : {std::pair<uint32_t, uint32_t>{3, 4}, {4, 3}, {4, 1}, {1, 4}}) {
-    WindowSummary marker = StepMarker(a, b, kBase + kStep);
-    marker.estimator = std::string(kClockBendMarker);
-    marker.estimate.x0_ns = bend;
-    all.push_back(marker);
+    // The window's own estimate, as its marker carries it: the leader bars
+    // the instant and takes nothing else from it (were it an estimate at
+    // the bend, the second instant would mix it with the third window's).
+    all.push_back(BendMarkerOf(Window(a, b, kBase + kStep), bend));
   }
   for (const auto& w : AllWindows(kBase + 2 * kStep)) {
     WindowSummary after = w;
@@ -381,6 +382,30 @@ TEST(ClusterLeader, ABendMarkerBarsTheBendsInstantAlone) {
   const NodeSolution* past = n4[kBase + 3 * kStep / 2];
   ASSERT_TRUE(past && past->reachable) << "the bend's window's instant is solved";
   EXPECT_NEAR(past->offset_ns, kOffsets.at(4) + shift, 1e-3) << "past the bend: the third window's alone";
+}
+
+// A bend marker is its window's line at the bend, point and knots kept: a
+// leader from before it takes it for the window's estimate at that instant
+// (it decodes as one), and the window's own summary for a resend.
+TEST(ClusterLeader, ABendMarkerIsItsWindowsLineAtTheBend) {
+  WindowSummary w = Window(2, 3, kBase);
+  w.estimate.alpha = 40e-6;
+  w.prober_clock = FitPoint{w.estimate.x0_ns, w.estimate.x0_ns + 5'000, 100};
+  const int64_t bend = w.estimate.x0_ns - 400'000'000;
+  const WindowSummary m = BendMarkerOf(w, bend);
+  EXPECT_EQ(m.estimator, kClockBendMarker);
+  EXPECT_EQ(m.estimate.x0_ns, bend);
+  EXPECT_DOUBLE_EQ(m.estimate.beta_ns, w.estimate.beta_ns - 40e-6 * 400'000'000);
+  EXPECT_EQ(m.estimate.alpha, w.estimate.alpha);
+  EXPECT_EQ(m.estimate.uncertainty_ns, w.estimate.uncertainty_ns);
+  EXPECT_EQ(m.prober_clock, w.prober_clock);
+  EXPECT_EQ(m.Key(), w.Key()) << "the same window: the estimate after it is a resend to an older leader";
+  std::vector<WindowSummary> decoded;
+  std::string error;
+  ASSERT_TRUE(DecodeWindowBatch(EncodeWindowBatch(std::vector<WindowSummary>{m, w}), &decoded, &error)) << error;
+  ASSERT_EQ(decoded.size(), 2u);
+  EXPECT_EQ(decoded[0].estimator, kClockBendMarker);
+  EXPECT_DOUBLE_EQ(decoded[0].estimate.beta_ns, m.estimate.beta_ns);
 }
 
 // A marker that arrives after the instants it concerns were solved makes
