@@ -33,8 +33,8 @@ void FitPointBook::AddKnots(uint32_t node, const FitAnchor& anchor, const Timeba
   std::map<int64_t, FitSpan> spans;  // per anchor in force: the fit span of its knots here
   for (const TimebaseKnot& k : excerpt.knots) {
     const int64_t f = fit_of(k);
-    auto [it, fresh] = spans.try_emplace(InForce(node, anchor, k.raw_ns).raw_ns, FitSpan{f, f});
-    it->second = {std::min(it->second.lo, f), std::max(it->second.hi, f)};
+    FitSpan& span = spans.try_emplace(InForce(node, anchor, k.raw_ns).raw_ns, FitSpan{f, f}).first->second;
+    span = {std::min(span.lo, f), std::max(span.hi, f)};
   }
   for (const auto& [raw, span] : spans) NoteAnchorSpan(node, raw, span.lo, span.hi);
   book.erase(book.lower_bound(lo), book.upper_bound(hi));
@@ -79,11 +79,9 @@ const FitAnchor& FitPointBook::InForce(uint32_t node, const FitAnchor& anchor, i
     return before != nullptr ? *before : anchor;
   }
   const auto next = n->second.upper_bound(anchor.raw_ns);
-  if (next != n->second.end() && raw_ns >= next->first && BentFrom(node, next->second) != nullptr &&
-      BentFrom(node, next->second)->raw_ns == anchor.raw_ns) {
-    return next->second;
-  }
-  return anchor;
+  if (next == n->second.end() || raw_ns < next->first) return anchor;
+  const FitAnchor* bent = BentFrom(node, next->second);
+  return bent != nullptr && bent->raw_ns == anchor.raw_ns ? next->second : anchor;
 }
 
 void FitPointBook::ClipAtBend(uint32_t node, const FitAnchor& before, const FitAnchor& bend) {
