@@ -45,9 +45,10 @@ struct FitSpanRange {
   // lines: its own and its later half's (LaterHalfNs). A path's slow delay
   // asymmetry moves the two apart; their mean weighs the seconds nearest
   // the window twice, a smoother kernel than either span's. Replayed over
-  // 19 runs of 2026-12-05/06 (13 loaded, 6 idle), the mean of 20 s and
-  // 10 s cut the edge p99 in 15, raised it in 3: loaded mean p99 59.6 ->
-  // 54.4 ns, worst 111 -> 93; idle 40.7 -> 32.8 (docs/estimator.md §10).
+  // 26 test-bed runs of 2026-12-05/06, the mean of 20 s and 10 s cut the
+  // edge p99 in 20, raised it in 5 (over the first 19: loaded mean p99
+  // 59.6 -> 54.4 ns, worst 111 -> 93; idle 40.7 -> 32.8; docs/estimator.md
+  // §10).
   bool later_half = true;
 
   // The later half a span of span_ns is averaged with (0: none): half of
