@@ -164,11 +164,10 @@ std::optional<FitPointBook::Mapped> FitPointBook::ByKnots(uint32_t node, int64_t
 
 std::optional<FitPointBook::Mapped> FitPointBook::AcrossBend(uint32_t node, int64_t fit_ns, const BookKnot& k0,
                                                              const BookKnot& k1) const {
-  const auto n = anchors_.find(node);
-  if (n == anchors_.end()) return std::nullopt;
-  const auto a0 = n->second.find(k0.anchor_raw_ns), a1 = n->second.find(k1.anchor_raw_ns);
-  if (a0 == n->second.end() || a1 == n->second.end() || BentFrom(node, a1->second) != &a0->second) return std::nullopt;
-  const FitAnchor& side = fit_ns < a1->second.realtime_ns ? a0->second : a1->second;
+  if (!Bends(node, k0.anchor_raw_ns, k1.anchor_raw_ns)) return std::nullopt;  // both anchors known, then
+  const auto& anchors = anchors_.at(node);
+  const FitAnchor& bend = anchors.at(k1.anchor_raw_ns);
+  const FitAnchor& side = fit_ns < bend.realtime_ns ? anchors.at(k0.anchor_raw_ns) : bend;
   const int64_t raw = side.RawOfFit(fit_ns);
   const int64_t realtime = Interpolate(raw, k0.raw_ns, k0.realtime_ns, k1.raw_ns, k1.realtime_ns);
   const double per_raw =

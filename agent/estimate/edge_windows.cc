@@ -263,7 +263,7 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
           }
         }
       }
-      Estimate(projected, later_half, x0_straight, chooser, &r);
+      Estimate(projected, later_half, half_from, x0_straight, chooser, &r);
       if (chooser) FeedSpanChooser(*chooser, own, x0_straight, &r);
     } else if (auto it = drift_.find(c); it != drift_.end()) {
       it->second.Reset();  // the drift before a step tells nothing of the one after
@@ -282,21 +282,20 @@ int64_t EdgeWindows::LaterHalfStart(const EdgeWindowRecord& r, bool chosen) cons
 }
 
 void EdgeWindows::Estimate(const std::vector<PtPrTuple>& projected, const std::vector<PtPrTuple>& later_half,
-                           int64_t x0_ns, const FitSpanChooser* chooser, EdgeWindowRecord* r) {
+                           int64_t half_start, int64_t x0_ns, const FitSpanChooser* chooser, EdgeWindowRecord* r) {
   DriftHistory& drift = drift_.try_emplace(r->source_class, drift_options_).first->second;
   const auto prior_for = [&](int64_t span_ns) {
     return chooser ? drift.PriorFor(chooser->evidence(), span_ns, window_ns_) : std::nullopt;
   };
   r->estimate = EstimateWindow(projected, x0_ns, options_, prior_for(r->fit_end_ns - r->fit_start_ns));
   if (!IsMaxMargin(r->estimate)) return;
-  if (!later_half.empty()) AverageWithLaterHalf(later_half, x0_ns, prior_for, r);
+  if (!later_half.empty()) AverageWithLaterHalf(later_half, half_start, x0_ns, prior_for, r);
   drift.Add(r->estimate.fit.own_alpha);  // the whole span's own slope, half or not
 }
 
-void EdgeWindows::AverageWithLaterHalf(const std::vector<PtPrTuple>& later_half, int64_t x0_ns,
+void EdgeWindows::AverageWithLaterHalf(const std::vector<PtPrTuple>& later_half, int64_t half_start, int64_t x0_ns,
                                        const std::function<std::optional<DriftPrior>(int64_t)>& prior_for,
                                        EdgeWindowRecord* r) const {
-  const int64_t half_start = LaterHalfStart(*r, true);
   const WindowEstimate half = EstimateWindow(later_half, x0_ns, options_, prior_for(r->fit_end_ns - half_start));
   if (!IsMaxMargin(half)) return;  // the whole span's line alone
   r->later_half = EdgeWindowRecord::LaterHalf{half_start, r->fit_end_ns, half.fit};

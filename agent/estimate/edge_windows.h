@@ -166,14 +166,14 @@ class EdgeWindows {
   // chooser's evidence weighs it; the fit's own slope feeds that drift (a
   // step restarts it).
   // x0_ns: the window's x0 in the straight frame the tuples are in.
-  // later_half: the span's tuples from its later half on (none: no half).
-  void Estimate(const std::vector<PtPrTuple>& projected, const std::vector<PtPrTuple>& later_half, int64_t x0_ns,
-                const FitSpanChooser* chooser, EdgeWindowRecord* r);
+  // later_half: the span's tuples from half_start on (none: no half).
+  void Estimate(const std::vector<PtPrTuple>& projected, const std::vector<PtPrTuple>& later_half, int64_t half_start,
+                int64_t x0_ns, const FitSpanChooser* chooser, EdgeWindowRecord* r);
   // Where r's span's later half starts (INT64_MAX: it takes none).
   int64_t LaterHalfStart(const EdgeWindowRecord& r, bool chosen) const;
   // r's line becomes the mean of its own and its later half's, where the
   // half fits (its slope leaning on the same drift as the whole's).
-  void AverageWithLaterHalf(const std::vector<PtPrTuple>& later_half, int64_t x0_ns,
+  void AverageWithLaterHalf(const std::vector<PtPrTuple>& later_half, int64_t half_start, int64_t x0_ns,
                             const std::function<std::optional<DriftPrior>(int64_t)>& prior_for,
                             EdgeWindowRecord* r) const;
   // Fits the window on its own probes, for the span chooser of r's class.

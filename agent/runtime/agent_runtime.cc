@@ -471,16 +471,25 @@ void AgentRuntime::SampleClock(int64_t monotonic_ns) {
     OnFitClockRemap(*p.remap);
     return;
   }
-  // F had left REALTIME too far and jumped back to it: a step of the
-  // clock every window is on.
+  // F jumped back to REALTIME: a step of the clock every window is on.
   const double fit_off_ms = static_cast<double>(p.fit_before_ns - p.fit_after_ns) / 1e6;
   const double rate_ppm = static_cast<double>(p.rate_after_fine) / 1e9;
   const double rate_off_ppm = static_cast<double>(p.rate_before_fine - p.rate_after_fine) / 1e9;
-  spdlog::info(
-      "the fit clock had left REALTIME by {:+.3f} ms (a daemon's slew or retrained frequency when it was "
-      "anchored, {:+.3f} ppm off): anchored again, at REALTIME's mean rate over the last minute, "
-      "{:+.3f} ppm; the windows around it are discarded as at a clock step",
-      fit_off_ms, rate_off_ppm, rate_ppm);
+  if (p.at_start_check) {
+    // The start's check, F too far from REALTIME to bend (fit_clock.h).
+    spdlog::info(
+        "the fit clock's rate ran {:+.3f} ppm off REALTIME's mean rate over the last baseline (taken during a "
+        "daemon's start-up slews), and F is {:+.3f} ms from REALTIME, more than a quarter of the divergence "
+        "allowed: anchored again at REALTIME, at {:+.3f} ppm, once at the start; the windows around it are "
+        "discarded as at a clock step",
+        rate_off_ppm, fit_off_ms, rate_ppm);
+  } else {
+    spdlog::info(
+        "the fit clock had left REALTIME by {:+.3f} ms (a daemon's slew or retrained frequency when it was "
+        "anchored, {:+.3f} ppm off): anchored again, at REALTIME's mean rate over the last minute, "
+        "{:+.3f} ppm; the windows around it are discarded as at a clock step",
+        fit_off_ms, rate_off_ppm, rate_ppm);
+  }
   if (engine_) DiscardAroundStep(p.fit_before_ns, p.fit_after_ns, p.fit_after_ns - p.fit_before_ns);
   last_now_ = p.fit_after_ns;
 }

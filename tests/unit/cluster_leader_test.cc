@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -297,14 +298,29 @@ TEST(ClusterLeader, AnInstantWithNoEstimateIsNotPublishedUntilOneComes) {
 }
 
 WindowSummary StepMarker(uint32_t a, uint32_t b, int64_t window_start) {
-  WindowSummary w;
-  w.estimate.node = a;
-  w.estimate.peer = b;
-  w.estimate.x0_ns = window_start + kStep / 2;
-  w.window_start_ns = window_start;
-  w.session = 7;
-  w.estimator = std::string(kClockStepMarker);
-  return w;
+  return StepMarkerOf(a, b, 7, window_start, window_start + kStep / 2);
+}
+
+// Three windows of every edge; in the second, node 4's edges bring only
+// `marker`'s summaries, and from the third on node 4's offset reads
+// `change` more. The leader takes them, and solves each window's instant.
+std::map<int64_t, const NodeSolution*> Node4ChangesInTheSecondWindow(
+    ClusterLeader& leader, double change, const std::function<WindowSummary(uint32_t, uint32_t)>& marker,
+    std::vector<OffsetsSnapshot>* snapshots) {
+  std::vector<WindowSummary> all = AllWindows(kBase);
+  for (const auto& w : AllWindows(kBase + kStep, /*skip_node=*/4)) all.push_back(w);
+  for (auto [a, b] : {std::pair<uint32_t, uint32_t>{3, 4}, {4, 3}, {4, 1}, {1, 4}}) all.push_back(marker(a, b));
+  for (const auto& w : AllWindows(kBase + 2 * kStep)) {
+    WindowSummary after = w;
+    if (after.estimate.node == 4) after.estimate.beta_ns -= change;
+    if (after.estimate.peer == 4) after.estimate.beta_ns += change;
+    all.push_back(after);
+  }
+  leader.Add(all, kBase + 3 * kStep);
+  *snapshots = leader.SolveDue(kBase + 4 * kStep);
+  std::map<int64_t, const NodeSolution*> n4;
+  for (const auto& s : *snapshots) n4[s.reference_instant_ns] = s.Find(4);
+  return n4;
 }
 
 // Node 4's clock steps by 1 ms in the second window: both ends discard
@@ -316,22 +332,10 @@ TEST(ClusterLeader, EstimatesAreNotUsedAcrossAClockStep) {
   ClusterLeader leader(1, Options());
   leader.TakeOffice(kBase);
   const double step = 1'000'000;
-  std::vector<WindowSummary> all = AllWindows(kBase);
-  for (const auto& w : AllWindows(kBase + kStep, /*skip_node=*/4)) all.push_back(w);
-  for (auto [a, b] : {std::pair<uint32_t, uint32_t>{3, 4}, {4, 3}, {4, 1}, {1, 4}}) {
-    all.push_back(StepMarker(a, b, kBase + kStep));
-  }
-  for (const auto& w : AllWindows(kBase + 2 * kStep)) {
-    WindowSummary after = w;
-    if (after.estimate.node == 4) after.estimate.beta_ns -= step;
-    if (after.estimate.peer == 4) after.estimate.beta_ns += step;
-    all.push_back(after);
-  }
-  leader.Add(all, kBase + 3 * kStep);
+  std::vector<OffsetsSnapshot> snapshots;
+  std::map<int64_t, const NodeSolution*> n4 = Node4ChangesInTheSecondWindow(
+      leader, step, [](uint32_t a, uint32_t b) { return StepMarker(a, b, kBase + kStep); }, &snapshots);
   EXPECT_EQ(leader.stats().clock_steps, 4u);
-  std::map<int64_t, const NodeSolution*> n4;
-  const auto snapshots = leader.SolveDue(kBase + 4 * kStep);
-  for (const auto& s : snapshots) n4[s.reference_instant_ns] = s.Find(4);
   ASSERT_EQ(n4.size(), 3u);
   ASSERT_TRUE(n4[kBase + kStep / 2] && n4[kBase + kStep / 2]->reachable);
   EXPECT_NEAR(n4[kBase + kStep / 2]->offset_ns, kOffsets.at(4), 1e-3) << "before the step";
@@ -358,25 +362,14 @@ TEST(ClusterLeader, ABendMarkerBarsTheBendsInstantAlone) {
   leader.TakeOffice(kBase);
   const double shift = 10'000;
   const int64_t bend = kBase + kStep + kStep / 4;
-  std::vector<WindowSummary> all = AllWindows(kBase);
-  for (const auto& w : AllWindows(kBase + kStep, /*skip_node=*/4)) all.push_back(w);
-  for (auto [a, b] : {std::pair<uint32_t, uint32_t>{3, 4}, {4, 3}, {4, 1}, {1, 4}}) {
-    // The window's own estimate, as its marker carries it: the leader bars
-    // the instant and takes nothing else from it (were it an estimate at
-    // the bend, the second instant would mix it with the third window's).
-    all.push_back(BendMarkerOf(Window(a, b, kBase + kStep), bend));
-  }
-  for (const auto& w : AllWindows(kBase + 2 * kStep)) {
-    WindowSummary after = w;
-    if (after.estimate.node == 4) after.estimate.beta_ns -= shift;
-    if (after.estimate.peer == 4) after.estimate.beta_ns += shift;
-    all.push_back(after);
-  }
-  leader.Add(all, kBase + 3 * kStep);
+  // The marker carries the window's own estimate: the leader bars the
+  // instant and takes nothing else from it (were it an estimate at the
+  // bend, the second instant would mix it with the third window's).
+  std::vector<OffsetsSnapshot> snapshots;
+  std::map<int64_t, const NodeSolution*> n4 = Node4ChangesInTheSecondWindow(
+      leader, shift, [&](uint32_t a, uint32_t b) { return BendMarkerOf(Window(a, b, kBase + kStep), bend); },
+      &snapshots);
   EXPECT_EQ(leader.stats().clock_steps, 4u);
-  std::map<int64_t, const NodeSolution*> n4;
-  const auto snapshots = leader.SolveDue(kBase + 4 * kStep);
-  for (const auto& s : snapshots) n4[s.reference_instant_ns] = s.Find(4);
   ASSERT_TRUE(n4[kBase + kStep / 2] && n4[kBase + kStep / 2]->reachable);
   EXPECT_NEAR(n4[kBase + kStep / 2]->offset_ns, kOffsets.at(4), 1e-3) << "before the bend: the first window's";
   const NodeSolution* past = n4[kBase + 3 * kStep / 2];

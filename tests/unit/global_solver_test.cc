@@ -1061,6 +1061,31 @@ TEST(ChronolinkSolveTool, ReadsTheSharedPartOfEachWindowsSigma) {
   fs::remove_all(dir);
 }
 
+// An edges.jsonl line of a fitted kernel window, its band and σ `sigma_ns`.
+nlohmann::json FittedEdgeLine(const EdgeEstimate& e, double sigma_ns) {
+  return {{"schema", "chronolink.edge.v1"},
+          {"node", e.node},
+          {"peer", e.peer},
+          {"x0_ns", e.x0_ns},
+          {"estimator", "max_margin"},
+          {"beta_ns", e.beta_ns},
+          {"alpha", e.alpha},
+          {"uncertainty_ns", sigma_ns},
+          {"sigma_ns", sigma_ns},
+          {"timestamp_source", "kernel"}};
+}
+
+// chronolink-solve over dir/edges.jsonl against node 1: offsets.jsonl's lines.
+std::vector<nlohmann::json> SolveAgainstNode1(const std::filesystem::path& dir) {
+  const std::string cmd = std::string(CHRONOLINK_SOLVE_BIN) + " --edges " + (dir / "edges.jsonl").string() +
+                          " --reference 1 --out " + (dir / "offsets.jsonl").string() + " 2>/dev/null";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(dir / "offsets.jsonl");
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
 // A clock step (a clock_step line) restarts the node wander meter's edges
 // there, as the leader's step markers do: node 2's clock steps 1.5 us at
 // window 60, under the meter's 2 us guard, and differenced across it those
@@ -1099,29 +1124,12 @@ TEST(ChronolinkSolveTool, AClockStepRestartsTheWanderMetersEdges) {
           }
           EdgeEstimate e = Estimate(t, n, p, x0, 10.0);
           if (touches_2 && w > kStepWindow) e.beta_ns += n == 2 ? -1500.0 : 1500.0;
-          f << nlohmann::json({{"schema", "chronolink.edge.v1"},
-                               {"node", e.node},
-                               {"peer", e.peer},
-                               {"x0_ns", e.x0_ns},
-                               {"estimator", "max_margin"},
-                               {"beta_ns", e.beta_ns},
-                               {"alpha", e.alpha},
-                               {"uncertainty_ns", 10.0},
-                               {"sigma_ns", 10.0},
-                               {"timestamp_source", "kernel"}})
-                   .dump()
-            << "\n";
+          f << FittedEdgeLine(e, 10.0).dump() << "\n";
         }
   }
-  const std::string cmd = tool.string() + " --edges " + (dir / "edges.jsonl").string() + " --reference 1 --out " +
-                          (dir / "offsets.jsonl").string() + " 2>/dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-  std::ifstream in(dir / "offsets.jsonl");
-  std::string line;
   double last_sigma = -1;
   int64_t last_t = 0;
-  while (std::getline(in, line)) {
-    const auto j = nlohmann::json::parse(line);
+  for (const nlohmann::json& j : SolveAgainstNode1(dir)) {
     if (j["node"] != 2 || j["t_ns"].get<int64_t>() < last_t) continue;
     last_t = j["t_ns"].get<int64_t>();
     last_sigma = j["uncertainty_ns"].get<double>();
@@ -1156,16 +1164,7 @@ TEST(ChronolinkSolveTool, ABendBarsItsInstantAlone) {
           if (p == n || (touches_2 && w == 4)) continue;
           EdgeEstimate e = Estimate(t, n, p, x0_of(w), 10.0);
           if (touches_2 && w >= 5) e.beta_ns += n == 2 ? -shift : shift;
-          nlohmann::json j = {{"schema", "chronolink.edge.v1"},
-                              {"node", e.node},
-                              {"peer", e.peer},
-                              {"x0_ns", e.x0_ns},
-                              {"estimator", "max_margin"},
-                              {"beta_ns", e.beta_ns},
-                              {"alpha", e.alpha},
-                              {"uncertainty_ns", 10.0},
-                              {"sigma_ns", 10.0},
-                              {"timestamp_source", "kernel"}};
+          nlohmann::json j = FittedEdgeLine(e, 10.0);
           if (touches_2 && w == 5) {
             j["clock_remap"] = true;
             j["clock_remap_at_ns"] = std::vector<int64_t>{x0_of(5) - kSecond / 2};
@@ -1173,14 +1172,8 @@ TEST(ChronolinkSolveTool, ABendBarsItsInstantAlone) {
           f << j.dump() << "\n";
         }
   }
-  const std::string cmd = tool.string() + " --edges " + (dir / "edges.jsonl").string() + " --reference 1 --out " +
-                          (dir / "offsets.jsonl").string() + " 2>/dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-  std::ifstream in(dir / "offsets.jsonl");
-  std::string line;
   std::map<int64_t, double> node2;  // t_ns -> solved less true
-  while (std::getline(in, line)) {
-    const auto j = nlohmann::json::parse(line);
+  for (const nlohmann::json& j : SolveAgainstNode1(dir)) {
     if (j["node"] != 2 || !j["reachable"].get<bool>()) continue;
     const int64_t tn = j["t_ns"];
     const double since_T = (static_cast<double>(tn - kT) - t.offset.at(1)) / (1 + t.drift.at(1));
@@ -1191,6 +1184,16 @@ TEST(ChronolinkSolveTool, ABendBarsItsInstantAlone) {
   EXPECT_NEAR(node2[x0_of(4)], 0, 1.0) << "before the bend: window 3's alone, not window 5's";
   ASSERT_TRUE(node2.contains(x0_of(5))) << "the bend's window's instant is solved";
   EXPECT_NEAR(node2[x0_of(5)], shift, 1.0) << "past the bend: its own window's";
+  // Where the bends are not a list, the file is refused, by line.
+  nlohmann::json bad = FittedEdgeLine(Estimate(t, 2, 1, x0_of(0), 10.0), 10.0);
+  bad["clock_remap_at_ns"] = x0_of(0);
+  { std::ofstream(dir / "bad.jsonl") << bad.dump() << "\n"; }
+  const std::string refused =
+      tool.string() + " --edges " + (dir / "bad.jsonl").string() + " 2>" + (dir / "err.txt").string();
+  EXPECT_NE(std::system(refused.c_str()), 0);
+  std::ifstream err(dir / "err.txt");
+  const std::string msg((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_NE(msg.find("bad.jsonl:1: clock_remap_at_ns is not an array"), std::string::npos) << msg;
   fs::remove_all(dir);
 }
 

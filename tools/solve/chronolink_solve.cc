@@ -78,7 +78,9 @@ void ReadEdges(const std::string& path, const std::string& source, std::vector<E
       if (j.contains("clock_remap_at_ns")) {
         // A fit clock bent at these instants: the window's estimate stands,
         // but none is carried across them (docs/clocks.md).
-        for (const json& at : j.at("clock_remap_at_ns")) {
+        const json& bends = j["clock_remap_at_ns"];
+        if (!bends.is_array()) throw ParseError(where + "clock_remap_at_ns is not an array");
+        for (const json& at : bends) {
           const int64_t b = at.get<int64_t>();
           steps.Add(j.at("node").get<uint32_t>(), j.at("peer").get<uint32_t>(), b, b + 1);
         }
