@@ -81,16 +81,19 @@ def scatter(x0s: list[int], betas: list[float], kind: str) -> float:
     return 1.4826 * statistics.median(abs(r) for r in res)
 
 
-AGENT_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5)  # window_scatter.h WindowScatterOptions
-LINE_SETTING = ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.5)  # the agent's until the evening of 2026-12-05
+AGENT_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 0.5)  # window_scatter.h WindowScatterOptions
+LINE_SETTING = ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.5, 1.0)  # the agent's until the evening of 2026-12-05
+HALF_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 1.0)  # the agent's until 2026-12-06
 MAX_GAP_WINDOWS = 4
 
 
 def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: float = 0.0,
-           floor: float = FLOOR_NS, shift: float = 0.0,
+           floor: float = FLOOR_NS, shift: float = 0.0, half: float = 1.0,
            recorded_tail: float = AGENT_SETTING[1]) -> dict[int, float | None]:
     """Each window's sigma by a setting; `rec` rescales the recorded scatter
-    from the tail it was written with (the run's agent's) to the setting's."""
+    from the tail it was written with (the run's agent's) to the setting's.
+    A window averaged with its later half's line takes `half` of the band's
+    and the shift's weights (WindowScatterOptions::later_half_factor)."""
     out: dict[int, float | None] = {}
     first = 0  # the oldest window the agent's history still holds
     for i, w in enumerate(windows):
@@ -119,9 +122,10 @@ def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: floa
             s = tail / recorded_tail * w["scatter_ns"]
         else:
             s = tail * scatter(x0s, betas, kind)
-        e = excess * max(0.0, w["uncertainty_ns"] - w["margin_ns"])
+        averaged = half if w.get("later_half") else 1.0
+        e = averaged * excess * max(0.0, w["uncertainty_ns"] - w["margin_ns"])
         o = own * abs(residuals(x0s, betas, trend_degree(kind))[-1]) if own else 0.0
-        h = shift * abs(w.get("floor_shift_ns") or 0.0)
+        h = averaged * shift * abs(w.get("floor_shift_ns") or 0.0)
         out[w["x0_ns"]] = math.sqrt(s * s + e * e + o * o + h * h + floor ** 2)
     return out
 
@@ -168,6 +172,7 @@ def load_run(rundir: str) -> list[tuple[str, dict, dict]]:
                              uncertainty_ns=float(r["uncertainty_ns"]),
                              margin_ns=float(r["margin_ns"]),
                              floor_shift_ns=float(r.get("floor_shift_ns") or 0.0),
+                             later_half=r.get("later_half") is not None,
                              fit_span_ns=int(r["fit_end_ns"]) - int(r["fit_start_ns"])
                              if r.get("fit_start_ns") is not None else 0,
                              sigma_ns=float(r["sigma_ns"]) if r.get("sigma_ns") is not None else None,
@@ -195,9 +200,10 @@ def validity(scenario: tuple[str, dict, dict], setting: tuple = AGENT_SETTING) -
 
 
 def agents_setting(scenario: tuple[str, dict, dict]) -> tuple[tuple, int, float]:
-    """The agent's setting now or the line's of before, whichever its
-    recomputed sigma stands nearer the run's own; with that validity."""
-    found = [(s, *validity(scenario, s)) for s in (AGENT_SETTING, LINE_SETTING)]
+    """The agent's setting now, before the later half's factor, or the
+    line's of before, whichever its recomputed sigma stands nearer the run's
+    own; with that validity. (Before the later half, the first two are one.)"""
+    found = [(s, *validity(scenario, s)) for s in (AGENT_SETTING, HALF_BEFORE_SETTING, LINE_SETTING)]
     usable = [f for f in found if f[1]]
     return min(usable, key=lambda f: f[2]) if usable else found[0]
 
@@ -223,20 +229,21 @@ def score(scenario: tuple[str, dict, dict], setting: tuple, recorded_tail: float
 def parse_setting(text: str) -> tuple:
     try:
         parts = text.split(":")
-        if len(parts) not in (3, 4, 5, 6) or parts[0] not in ("rms", "mad", "quad", "rec"):
+        if len(parts) not in (3, 4, 5, 6, 7) or parts[0] not in ("rms", "mad", "quad", "rec"):
             raise ValueError
         kind, tail, excess = parts[0], float(parts[1]), float(parts[2])
         own = float(parts[3]) if len(parts) > 3 else 0.0
         floor = float(parts[4]) if len(parts) > 4 else FLOOR_NS
         shift = float(parts[5]) if len(parts) > 5 else 0.0
-        factors = (tail, excess, own, floor, shift)
+        half = float(parts[6]) if len(parts) > 6 else 1.0
+        factors = (tail, excess, own, floor, shift, half)
         if min(factors) < 0 or not all(map(math.isfinite, factors)):
             raise ValueError
-        return kind, tail, excess, own, floor, shift
+        return kind, tail, excess, own, floor, shift, half
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"setting '{text}' is not SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT]]] with SCATTER quad, mad, rms "
-            "or rec and factors >= 0 (e.g. quad:1.3:0.5:0:5:0.5, the agent's)")
+            f"setting '{text}' is not SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF]]]] with SCATTER quad, mad, "
+            "rms or rec and factors >= 0 (e.g. quad:1.3:0.5:0:5:0.5:0.5, the agent's)")
 
 
 def setting_name(s: tuple) -> str:
@@ -266,10 +273,12 @@ def selftest() -> int:
         check(False, "a bad setting is refused")
     except argparse.ArgumentTypeError:
         pass
-    check(parse_setting("mad:1.2:0.5") == ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.0), "a setting parses")
-    check(parse_setting("mad:1:1:0.5:3") == ("mad", 1.0, 1.0, 0.5, 3.0, 0.0), "own weight and floor parse")
-    check(parse_setting("rec:1.2:0.5:0:5:0.5") == ("rec", 1.2, 0.5, 0.0, 5.0, 0.5), "the recorded scatter, a shift")
-    for bad_text in ("mad:1:1:-1", "mad:1:1:0:nan", "mad:1", "mad:1:1:0:1:9:1", "mad:1:1:0:1:-1"):
+    check(parse_setting("mad:1.2:0.5") == ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.0, 1.0), "a setting parses")
+    check(parse_setting("mad:1:1:0.5:3") == ("mad", 1.0, 1.0, 0.5, 3.0, 0.0, 1.0), "own weight and floor parse")
+    check(parse_setting("rec:1.2:0.5:0:5:0.5") == ("rec", 1.2, 0.5, 0.0, 5.0, 0.5, 1.0), "the recorded scatter, a shift")
+    check(parse_setting("quad:1.3:0.5:0:5:0.5:0.5")[6] == 0.5, "the later half's factor parses")
+    for bad_text in ("mad:1:1:-1", "mad:1:1:0:nan", "mad:1", "mad:1:1:0:1:9:1:1", "mad:1:1:0:1:-1",
+                     "mad:1:1:0:1:1:-1"):
         try:
             parse_setting(bad_text)
             check(False, f"'{bad_text}' is refused")
@@ -309,6 +318,14 @@ def selftest() -> int:
                {"fit_clock": {"raw_ns": 2 * 10**10, "realtime_ns": 5 * 10**10, "rate_fine": 0}}]
     check(truth.fit_clock_bends(records) == [(10**10 + 70_000, 7_000_000_000, rate)],
           "a bend where an anchor starts at its predecessor's F, a step where it does not")
+    # A window averaged with its later half: the band's and the shift's
+    # weights at the factor, the scatter and the floor as they were.
+    halved = [dict(w, later_half=True) for w in shifted]
+    check(abs(sigmas(halved, "mad", 1.2, 0.0, 0.0, 0.0, 0.5, 0.5)[x0s[5]] - 20) < 1e-9
+          and abs(sigmas(halved, "mad", 1.2, 0.0, 0.0, 0.0, 0.5, 1.0)[x0s[5]] - 40) < 1e-9,
+          "the later half's factor on the shift")
+    check(abs(sigmas([dict(w, later_half=True) for w in ws], "mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.0, 0.5)[x0s[5]]
+              - math.hypot(60.0, FLOOR_NS)) < 1e-9, "the later half's factor on the band")
     rec = [dict(w, scatter_ns=12.0) for w in ws]
     check(abs(sigmas(rec, "rec", 0.6, 0.0, 0.0, 0.0, recorded_tail=1.2)[x0s[5]] - 6.0) < 1e-9,
           "the recorded scatter, at half the tail it was written with")
@@ -324,8 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("runs", nargs="*", help="accuracy_bench output directories")
     ap.add_argument("--selftest", action="store_true", help="check the arithmetic and exit")
     ap.add_argument("--setting", action="append", type=parse_setting,
-                    help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT]]] (repeatable; default "
-                         "quad:1.3:0.5:0:5:0.5, the agent's)")
+                    help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF]]]] (repeatable; default "
+                         "quad:1.3:0.5:0:5:0.5:0.5, the agent's)")
     a = ap.parse_args(argv)
     if a.selftest:
         return selftest()

@@ -118,7 +118,8 @@ void EdgeWindows::AddSigma(EdgeWindowRecord* r) {
     return;
   }
   if (k != EstimatorKind::kMaxMargin && k != EstimatorKind::kMaxMarginPure) return;
-  if (const auto sigma = it->second.Add(r->x0_ns, r->estimate.fit, r->fit_end_ns - r->fit_start_ns)) {
+  const WindowLine line = r->later_half ? WindowLine::kMeanWithLaterHalf : WindowLine::kSpan;
+  if (const auto sigma = it->second.Add(r->x0_ns, r->estimate.fit, r->fit_end_ns - r->fit_start_ns, line)) {
     r->sigma_ns = sigma->sigma_ns;
     // A fit on the peer's session too rests on the probes the link's other
     // direction fits on: the two are one measurement, not two.

@@ -29,7 +29,7 @@ std::vector<double> WindowScatter::TrendResiduals(int64_t newest_x0_ns, double n
   return {r.data(), r.data() + n};
 }
 
-std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit, int64_t fit_span_ns) {
+std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit, int64_t fit_span_ns, WindowLine line) {
   if (!fit.ok || !std::isfinite(fit.beta_ns)) return std::nullopt;
   if (!windows_.empty()) {
     const int64_t gap = x0_ns - windows_.back().x0_ns;  // one node clock: a small difference
@@ -47,8 +47,9 @@ std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit,
   std::sort(residuals.begin(), residuals.end());
   const double mad = n % 2 ? residuals[n / 2] : (residuals[n / 2 - 1] + residuals[n / 2]) / 2;
   const double scatter = options_.tail_factor * 1.4826 * mad;
-  const double excess = options_.band_excess_weight * std::max(0.0, fit.uncertainty_ns - fit.margin_ns);
-  const double shift = options_.floor_shift_weight * std::abs(fit.floor_shift_ns);
+  const double averaged = line == WindowLine::kMeanWithLaterHalf ? options_.later_half_factor : 1.0;
+  const double excess = averaged * options_.band_excess_weight * std::max(0.0, fit.uncertainty_ns - fit.margin_ns);
+  const double shift = averaged * options_.floor_shift_weight * std::abs(fit.floor_shift_ns);
   const double noise = std::hypot(scatter, std::isfinite(excess) ? excess : 0.0, std::isfinite(shift) ? shift : 0.0);
   const double asymmetry = options_.path_asymmetry_ns / (2 * std::sqrt(3.0));
   const double shared2 = options_.floor_ns * options_.floor_ns + asymmetry * asymmetry;

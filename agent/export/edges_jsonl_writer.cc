@@ -73,6 +73,9 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
       j["later_half"] = {{"fit_start_ns", r.later_half->fit_start_ns},
                          {"fit_end_ns", r.later_half->fit_end_ns},
                          {"beta_ns", h.beta_ns},
+                         {"uncertainty_ns", h.uncertainty_ns},
+                         {"margin_ns", h.margin_ns},
+                         {"floor_shift_ns", h.floor_shift_ns},
                          {"alpha", h.alpha},
                          {"own_alpha", h.own_alpha},
                          {"drift_prior_taken", h.drift_prior_taken}};

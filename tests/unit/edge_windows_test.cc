@@ -224,8 +224,8 @@ TEST(EdgeWindows, AClockStepCutsTheSpansBesideIt) {
 // random-walks wander_ns_per_sqrt_s; closes every window as the agent does.
 std::vector<EdgeWindowRecord> RunAdaptive(int windows, double wander_ns_per_sqrt_s, uint32_t seed,
                                           FitSpanRange spans = FitSpanRange::Of(kWindow, 0, 6 * kWindow, 6 * kWindow),
-                                          std::vector<FullTuple>* tuples = nullptr) {
-  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, {}, spans);
+                                          std::vector<FullTuple>* tuples = nullptr, WindowScatterOptions scatter = {}) {
+  EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, scatter, spans);
   std::mt19937 rng(seed);
   std::exponential_distribution<double> queue(1 / 2000.0);
   std::normal_distribution<double> gauss;
@@ -321,6 +321,24 @@ TEST(EdgeWindows, ALongSpansLineIsTheMeanOfItsOwnAndItsLaterHalfs) {
     differ += whole.beta_ns != half.beta_ns;
   }
   EXPECT_GE(differ, 5) << "the two lines differ in most windows: the test tells them apart";
+  // Their sigma takes the band and the floors' shift at the later half's
+  // factor (WindowScatter's own test): against the same windows at factor
+  // 1, the two terms' sum of squares is a quarter at 0.5.
+  WindowScatterOptions whole_weights;
+  whole_weights.later_half_factor = 1;
+  const std::vector<EdgeWindowRecord> at_one = RunAdaptive(10, 0, 3, spans, nullptr, whole_weights);
+  ASSERT_EQ(at_one.size(), out.size());
+  const double floor2 = std::pow(WindowScatterOptions{}.floor_ns, 2);
+  int sigmas = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].sigma_scatter_ns) continue;
+    const double scatter2 = std::pow(*out[i].sigma_scatter_ns, 2);
+    const double terms_at_one = std::pow(at_one[i].sigma_ns, 2) - scatter2 - floor2;
+    ASSERT_GT(terms_at_one, 1) << "the band or the shift counts in this window";
+    EXPECT_NEAR(std::pow(out[i].sigma_ns, 2) - scatter2 - floor2, terms_at_one / 4, 1e-6 * terms_at_one);
+    ++sigmas;
+  }
+  EXPECT_GE(sigmas, 4) << "the history gives the later windows a sigma";
   FitSpanRange off = spans;
   off.later_half = false;
   tuples.clear();
@@ -525,6 +543,9 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   r.later_half->fit.alpha = 4e-5;
   r.later_half->fit.own_alpha = 3e-5;
   r.later_half->fit.drift_prior_taken = true;
+  r.later_half->fit.uncertainty_ns = 1250.5;
+  r.later_half->fit.margin_ns = 1200.25;
+  r.later_half->fit.floor_shift_ns = -33.5;
   const auto h = nlohmann::json::parse(EdgeRecordToJson(r, Context(7)))["later_half"];
   EXPECT_EQ(h["fit_start_ns"].get<int64_t>(), kBase - 3 * kWindow);
   EXPECT_EQ(h["fit_end_ns"].get<int64_t>(), kBase + 2 * kWindow);
@@ -532,6 +553,9 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   EXPECT_DOUBLE_EQ(h["alpha"].get<double>(), 4e-5);
   EXPECT_DOUBLE_EQ(h["own_alpha"].get<double>(), 3e-5);
   EXPECT_TRUE(h["drift_prior_taken"].get<bool>());
+  EXPECT_DOUBLE_EQ(h["uncertainty_ns"].get<double>(), 1250.5) << "the half's band, for bench/sigma_replay.py";
+  EXPECT_DOUBLE_EQ(h["margin_ns"].get<double>(), 1200.25);
+  EXPECT_DOUBLE_EQ(h["floor_shift_ns"].get<double>(), -33.5);
 }
 
 }  // namespace

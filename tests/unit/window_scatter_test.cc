@@ -209,6 +209,36 @@ TEST(WindowScatter, ReportsItsScatterSoTheWeightsCanBeReplayed) {
               1e-6);
 }
 
+// A window whose line is the mean of its span's and its later half's takes
+// the band and the floors' shift at later_half_factor of their weights; its
+// scatter and floor are the same windows' as the span's alone.
+TEST(WindowScatter, AWindowAveragedWithItsLaterHalfTakesTheFactorOnItsBandAndShift) {
+  WindowScatterOptions o;
+  o.later_half_factor = 0.3;
+  WindowScatter span(kWindow, o), mean(kWindow, o);
+  const double wobble[] = {12, -7, 3, -15, 9, -4, 6};
+  std::optional<WindowSigma> alone, averaged;
+  LineFit f = Fit(0, 0);
+  f.floor_shift_ns = -300;
+  f.margin_ns = 900;
+  f.uncertainty_ns = 1300;
+  for (int k = 0; k < 7; ++k) {
+    f.beta_ns = wobble[k];
+    alone = span.Add(k * kWindow, f, 0, WindowLine::kSpan);
+    averaged = mean.Add(k * kWindow, f, 0, WindowLine::kMeanWithLaterHalf);
+  }
+  ASSERT_TRUE(alone.has_value() && averaged.has_value());
+  EXPECT_DOUBLE_EQ(averaged->scatter_ns, alone->scatter_ns);
+  EXPECT_DOUBLE_EQ(averaged->shared_ns, alone->shared_ns);
+  const auto sigma2 = [&](double factor) {
+    return averaged->scatter_ns * averaged->scatter_ns + std::pow(factor * o.band_excess_weight * 400, 2) +
+           std::pow(factor * o.floor_shift_weight * 300, 2) + o.floor_ns * o.floor_ns;
+  };
+  EXPECT_NEAR(alone->sigma_ns * alone->sigma_ns, sigma2(1), 1e-6);
+  EXPECT_NEAR(averaged->sigma_ns * averaged->sigma_ns, sigma2(0.3), 1e-6);
+  EXPECT_LT(averaged->sigma_ns, 0.5 * alone->sigma_ns) << "the band and the shift dominate this window";
+}
+
 TEST(WindowScatter, AGapOrAResetRestartsTheHistory) {
   WindowScatter s(kWindow);
   for (int k = 0; k < 6; ++k) s.Add(k * kWindow, Fit(0, 0));
