@@ -400,6 +400,30 @@ def later_half_span(policy: Policy, w: dict, lo: int, hi: int, window_ns: int) -
     return hi - half, hi, None
 
 
+def half_rule_against_agent(windows: list[dict], window_ns: int) -> tuple[int, int, int]:
+    """The +half rule (later_half_span) on each of the agent's own spans,
+    on its node's clock, against the half its record says it took: windows
+    where the two agree (both none, or the same span), where the rule gives
+    a half and the record none (the agent's half had no max-margin fit, as
+    a thin half may not), and where they disagree otherwise, which is the
+    rule's copy gone wrong. The replay's one check against the C++ rule
+    (FitSpanRange::LaterHalfNs)."""
+    rule = Policy.parse("20@2+half/both")
+    agree = thin = wrong = 0
+    for w in windows:
+        if not w.get("half_recorded", True):
+            continue  # an agent from before the half: its records have no later_half
+        mine, theirs = later_half_span(rule, w, w["fit_start_ns"], w["fit_end_ns"], window_ns), w.get("later_half")
+        if theirs is None and mine is None or theirs and mine and mine[:2] == (theirs["fit_start_ns"],
+                                                                              theirs["fit_end_ns"]):
+            agree += 1
+        elif theirs is None:
+            thin += 1
+        else:
+            wrong += 1
+    return agree, thin, wrong
+
+
 def line_error(b: Bounds, w: dict, lo: int, hi: int, policy: Policy, pull: float | None, history: list[float],
                window_ns: int) -> float:
     """The error at w's x0 of the policy's line over the bounds in [lo, hi)."""
@@ -579,7 +603,7 @@ def agent_windows(scenario_dir: str, longest_centred_ns: int = 0) -> tuple[list[
                                 "peer_session": (r.get("tuples_peer_session") or 0) > 0,
                                 "floor_points": r.get("floor_points") or 1,
                                 "drift_pull": (alpha - r["own_alpha"]) if r.get("drift_prior_taken") else None,
-                                "later_half": half,
+                                "later_half": half, "half_recorded": "later_half" in r,
                                 "span_evidence": r.get("fit_span_evidence")})
     if not windows:
         raise ValueError(f"{scenario_dir}: no kernel window of the measured span")
@@ -688,6 +712,17 @@ def selftest() -> int:
     check(later_half_span(Policy.parse("agent/both/agent"), rec, 0, 9, 2) == (5, 9, 1e-7)
           and later_half_span(Policy.parse("agent/both/agent"), {}, 0, 9, 2) is None,
           "the agent's spans: its record's half, where it took one")
+    c6 = 6 * NS_PER_S
+    agents = [{"centred_span_ns": c6, "fit_start_ns": 0, "fit_end_ns": 20 * NS_PER_S,
+               "later_half": {"fit_start_ns": 10 * NS_PER_S, "fit_end_ns": 20 * NS_PER_S}},
+              {"centred_span_ns": c6, "fit_start_ns": 0, "fit_end_ns": c6, "later_half": None},
+              {"centred_span_ns": c6, "fit_start_ns": 0, "fit_end_ns": 20 * NS_PER_S, "later_half": None},
+              {"centred_span_ns": c6, "fit_start_ns": 0, "fit_end_ns": 14 * NS_PER_S,
+               "later_half": {"fit_start_ns": 7 * NS_PER_S, "fit_end_ns": 14 * NS_PER_S}}]
+    check(half_rule_against_agent(agents, 2 * NS_PER_S) == (2, 1, 1)
+          and half_rule_against_agent([dict(agents[2], half_recorded=False)], 2 * NS_PER_S) == (0, 0, 0),
+          "the rule against the agent's halves: agreed, thin, and a half of 7 s where whole windows give 6; "
+          "records from before the half not counted")
     w = {"x0_ns": 10 * NS_PER_S, "fit_start_ns": 0, "fit_end_ns": 0}
     check(Policy.parse("12@1/own").span(w, 2 * NS_PER_S) == (0, 12 * NS_PER_S)
           and Policy.parse("4/own").span(w, 2 * NS_PER_S) == (8 * NS_PER_S, 12 * NS_PER_S),
@@ -849,6 +884,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         policies = [Policy.parse(p) for p in (a.policy or DEFAULT_POLICIES)]
         windows, window_ns = agent_windows(a.scenario_dir, int(a.longest_centred_s * NS_PER_S))
+        agree, thin, wrong = half_rule_against_agent(windows, window_ns)
+        if agree + thin + wrong:
+            print(f"+half's rule on the agent's own spans gives the half its records took in {agree} of "
+                  f"{agree + thin + wrong} windows; a half the agent could not fit in {thin}; a different half in "
+                  f"{wrong}", flush=True)
         evidence = evidence_summary(windows)
         if evidence:  # before the stamp logs: a run without them still says what its edges showed
             print(f"span chooser's evidence, median over {evidence['windows']} windows: a window's own fit errs "

@@ -11,7 +11,8 @@
 //   (x 1.4826, a Gaussian's sigma), so that the one bad window in ten does
 //   not widen the next 12 windows' sigma, scaled by 1.3 for tails and for
 //   the degree of freedom the parabola takes (1.2 about the line).
-// - What tells the bad window apart, in quadrature, each at half weight:
+// - What tells the bad window apart, in quadrature, each at half weight
+//   (a quarter for a window averaged with its later half, below):
 //   how far the band of separating lines widens at x0 beyond the
 //   separator's own margin (uncertainty_ns - margin_ns), the freedom of the
 //   line's slope, large when the probes that bound it lie far from the
