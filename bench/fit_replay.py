@@ -93,7 +93,7 @@ SOURCE = "socket_software"
 DEFAULT_POLICIES = ["agent/own", "agent/both", "agent/both/8", "12/both/8", "12@1/both/8"]
 BOUNDS_PER_FLOOR_POINT = 16  # agent/estimate/max_margin_fit.h kBoundsPerFloorPoint
 DRIFT_SLOPES = ("agent", "own", "median", "gain")
-DRIFT_WINDOWS, DRIFT_MIN_WINDOWS = 20, 5  # agent/estimate/drift_history.h DriftHistoryOptions
+DRIFT_WINDOWS, DRIFT_MIN_WINDOWS = 20, 5  # agent/estimate/edge_drift_history.h EdgeDriftHistoryOptions
 
 
 @dataclass
@@ -475,7 +475,7 @@ def replay(bounds: dict[int, Bounds], windows: list[dict], policy: Policy, windo
 def drift_slope(history: list[float], own: float, how: str, evidence: dict | None, span_ns: int,
                 window_ns: int) -> float:
     """The slope a window's line takes under a drift policy, as the agent's
-    DriftHistory gives it (docs/estimator.md §4c): the median of the node's
+    EdgeDriftHistory gives it (docs/estimator.md §4c): the median of the node's
     last 20 own slopes from the fifth on, moved toward its own by the gain
     w²S² / (w²S² + 12σ²W) from the chooser's evidence (gain), or not at all
     (median); its own slope before that, or without evidence (gain). The

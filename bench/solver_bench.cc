@@ -5,7 +5,7 @@
 // prints the solution's |error| against the truth: cold (no earlier
 // solution) and warm (given the solution of an instant 1 s before, as the
 // leader passes the previous window's). Also times the clock pages' drift
-// lines the leader draws after each solve (agent/cluster/fit_drift_history.h):
+// lines the leader draws after each solve (agent/cluster/page_drift_history.h):
 // every node's line through its last 15 instants, and the probe graph with
 // every node's peer list that an etcd leader builds when the members change.
 #include <benchmark/benchmark.h>
@@ -17,7 +17,7 @@
 #include <random>
 #include <vector>
 
-#include "agent/cluster/fit_drift_history.h"
+#include "agent/cluster/page_drift_history.h"
 #include "agent/cluster/probe_graph.h"
 #include "agent/solve/global_solver.h"
 #include "agent/solve/node_wander_meter.h"
@@ -106,7 +106,7 @@ void BM_PageDriftLines(benchmark::State& state) {
   std::normal_distribution<double> noise(0, 40.0);
   std::vector<double> drift(n);
   for (double& d : drift) d = dr(rng);
-  FitDriftHistory history{FitDriftHistoryOptions{}};
+  PageDriftHistory history{PageDriftHistoryOptions{}};
   std::vector<NodeSolution> nodes(n);
   auto instant = [&](int64_t k) {
     for (uint32_t i = 0; i < n; ++i) {

@@ -13,7 +13,7 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0
 ClusterLeader::ClusterLeader(uint32_t leader_id, ClusterLeaderOptions options)
     : leader_id_(leader_id),
       options_(std::move(options)),
-      drift_history_(options_.page_drift),
+      page_drift_history_(options_.page_drift),
       fit_points_(options_.solver.validity_horizon_ns) {
   if (options_.step_ns <= 0) options_.step_ns = 2'000'000'000;
   if (options_.node_wander_fit_span_ns > 0) wander_.emplace(options_.step_ns, options_.node_wander_fit_span_ns);
@@ -97,7 +97,7 @@ void ClusterLeader::AddClockBarrier(const WindowSummary& w, int64_t start, int64
   // Either end's clock may have stepped; a window either side covers the
   // nodes' offsets between their clocks and the instants'.
   for (uint32_t node : {w.estimate.node, w.estimate.peer}) {
-    drift_history_.NoteStep(node, start - options_.step_ns, end + options_.step_ns);
+    page_drift_history_.NoteStep(node, start - options_.step_ns, end + options_.step_ns);
   }
   // Instants already solved may have used estimates across it: solve them again.
   const int64_t horizon = options_.solver.validity_horizon_ns;
@@ -178,7 +178,7 @@ std::optional<OffsetsSnapshot> ClusterLeader::SolveInstant(int64_t t_ns, bool re
   }
   std::sort(s.nodes.begin(), s.nodes.end(),
             [](const NodeSolution& a, const NodeSolution& b) { return a.node < b.node; });
-  drift_history_.Apply(t_ns, &s.nodes);  // on the fit clocks, before they are mapped
+  page_drift_history_.Apply(t_ns, &s.nodes);  // on the fit clocks, before they are mapped
   const bool mapped = fit_points_.ToRealtime(&s);
   stats_.nodes_unmapped = fit_points_.stats().nodes_unmapped;
   stats_.instants_unmapped = fit_points_.stats().instants_unmapped;

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "agent/cluster/cluster_messages.h"
-#include "agent/cluster/fit_drift_history.h"
 #include "agent/cluster/fit_point_book.h"
 #include "agent/cluster/instant_readiness.h"
+#include "agent/cluster/page_drift_history.h"
 #include "agent/solve/clock_step_barriers.h"
 #include "agent/solve/global_solver.h"
 #include "agent/solve/node_wander_meter.h"
@@ -53,8 +53,8 @@ struct ClusterLeaderOptions {
   // behind skips ahead rather than never catching up).
   int max_instants_per_call = 8;
   // The clock pages' drift: a line through each node's solved offsets over
-  // this span (fit_drift_history.h).
-  FitDriftHistoryOptions page_drift;
+  // this span (page_drift_history.h).
+  PageDriftHistoryOptions page_drift;
   // Each node's wander, measured from the windows (node_wander_meter.h), at
   // the longest centred span the agents fit (0: the wander term is off and
   // a node's term is the stamping-bias floor alone, as before 2026-12-05).
@@ -142,7 +142,7 @@ class ClusterLeader {
   int64_t fit_points_expired_before_ = std::numeric_limits<int64_t>::min();
   ClockStepBarriers steps_;                 // step markers: estimates are not used across them
   std::optional<NodeWanderMeter> wander_;   // each node's wander, for its term in the solve
-  FitDriftHistory drift_history_;           // each node's last solved offsets, for its page's drift
+  PageDriftHistory page_drift_history_;     // each node's last solved offsets, for its page's drift
   FitPointBook fit_points_;                 // the probers' REALTIME against their fit clocks
   std::optional<SolveResult> last_solution_;  // the warm start of the next solve
   std::set<int64_t> solved_;                // instants solved, within the retention

@@ -64,7 +64,7 @@ void Keep(const FitClockRemap& m, std::vector<FitClockRemap>* kept) {
 
 EdgeWindows::EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns, std::vector<SourceClass> classes,
                          WindowEstimatorOptions options, WindowScatterOptions scatter, FitSpanRange spans,
-                         DriftHistoryOptions drift)
+                         EdgeDriftHistoryOptions drift)
     : node_(node),
       peer_(peer),
       window_ns_(window_ns),
@@ -284,7 +284,7 @@ int64_t EdgeWindows::LaterHalfStart(const EdgeWindowRecord& r, bool chosen) cons
 
 void EdgeWindows::Estimate(const std::vector<PtPrTuple>& projected, const std::vector<PtPrTuple>& later_half,
                            int64_t half_start, int64_t x0_ns, const FitSpanChooser* chooser, EdgeWindowRecord* r) {
-  DriftHistory& drift = drift_.try_emplace(r->source_class, drift_options_).first->second;
+  EdgeDriftHistory& drift = drift_.try_emplace(r->source_class, drift_options_).first->second;
   const auto prior_for = [&](int64_t span_ns) {
     return chooser ? drift.PriorFor(chooser->evidence(), span_ns, window_ns_) : std::nullopt;
   };

@@ -18,7 +18,7 @@
 #include <optional>
 #include <vector>
 
-#include "agent/estimate/drift_history.h"
+#include "agent/estimate/edge_drift_history.h"
 #include "agent/estimate/fit_span_chooser.h"
 #include "agent/estimate/window_estimator.h"
 #include "agent/estimate/window_scatter.h"
@@ -99,7 +99,7 @@ class EdgeWindows {
   // recent slopes each window's line leans on (docs/estimator.md §4c).
   EdgeWindows(uint32_t node, uint32_t peer, int64_t window_ns, std::vector<SourceClass> classes,
               WindowEstimatorOptions options, WindowScatterOptions scatter = {},
-              FitSpanRange spans = FitSpanRange::Fixed(0), DriftHistoryOptions drift = {});
+              FitSpanRange spans = FitSpanRange::Fixed(0), EdgeDriftHistoryOptions drift = {});
 
   int64_t WindowStart(int64_t node_ns) const;
   // Where a span of span_ns of the window starting at `start` ends: its
@@ -199,8 +199,8 @@ class EdgeWindows {
   FitSpanRange spans_;
   std::optional<FitSpanChooserOptions> adaptive_span_;
   std::map<SourceClass, FitSpanChooser> span_chooser_;
-  DriftHistoryOptions drift_options_;
-  std::map<SourceClass, DriftHistory> drift_;
+  EdgeDriftHistoryOptions drift_options_;
+  std::map<SourceClass, EdgeDriftHistory> drift_;
   int64_t replayed_until_ns_ = INT64_MIN;  // windows starting before this are discarded when made
   std::vector<FitClockRemap> node_remaps_, peer_remaps_;  // oldest first
   std::map<int64_t, std::vector<int64_t>> remap_marks_;   // by window start: where remaps came in it

@@ -87,7 +87,7 @@ ClockMapping MappingFromSolution(const NodeSolution& s, int64_t t_ns, int64_t va
   // A solution no clock can have (an offset or drift beyond any crystal, an
   // instant at the end of time) gives no mapping rather than an overflow.
   // The leader's line through the node's last solved offsets where it sent
-  // one (agent/cluster/fit_drift_history.h), else the instant's own drift.
+  // one (agent/cluster/page_drift_history.h), else the instant's own drift.
   const double drift = s.page_drift.value_or(s.drift);
   if (!std::isfinite(s.offset_ns) || std::abs(s.offset_ns) > kMaxOffsetNs || !std::isfinite(drift) ||
       std::abs(drift) > kMaxDrift || !std::isfinite(s.uncertainty_ns) || s.uncertainty_ns > kMaxOffsetNs) {

@@ -216,7 +216,7 @@ void AgentRuntime::EnsureWindows(uint32_t peer) {
   so.path_asymmetry_ns = config_.estimation.path_asymmetry_ns;
   windows_[peer] = std::make_unique<EdgeWindows>(
       config_.node_id, peer, config_.estimation.window_ns, config_.estimation.source_classes, wo, so,
-      config_.estimation.FitSpans(), DriftHistoryOptions{.windows = config_.estimation.drift_windows});
+      config_.estimation.FitSpans(), EdgeDriftHistoryOptions{.windows = config_.estimation.drift_windows});
 }
 
 void AgentRuntime::ApplyMembership(const Membership& membership, int64_t now_ns) {

@@ -134,7 +134,7 @@ struct NodeSolution {
   std::optional<FitDiscipline> discipline = std::nullopt;
   // The drift the node's clock page extrapolates with, as `drift`: a line
   // through its last span of solved offsets on the fit clocks, mapped as
-  // drift is (agent/cluster/fit_drift_history.h; the leader's, none from the
+  // drift is (agent/cluster/page_drift_history.h; the leader's, none from the
   // solver itself, and not in offsets.jsonl).
   std::optional<double> page_drift = std::nullopt;
 };

@@ -80,7 +80,7 @@ TEST(ClusterLeader, InstantsAreWindowCentres) {
 }
 
 // Each node's clock page gets the drift of a line through its solved
-// offsets (fit_drift_history.h) once five instants are solved, mapped to
+// offsets (page_drift_history.h) once five instants are solved, mapped to
 // REALTIME with the rest; with a span of 0 it never does.
 TEST(ClusterLeader, PagesGetTheDriftOfALineOnceFiveInstantsAreSolved) {
   for (const int64_t span : {int64_t{30} * kSecond, int64_t{0}}) {
@@ -1256,7 +1256,7 @@ TEST(ClusterMessages, OffsetsSnapshotRoundTrip) {
     EXPECT_FALSE(DecodeOffsetsSnapshot(one_node + bad + "}]}", &back, &error)) << bad;
     EXPECT_FALSE(error.empty()) << bad;
   }
-  // The page's drift, where the leader's line gave one (fit_drift_history.h).
+  // The page's drift, where the leader's line gave one (page_drift_history.h).
   s.nodes[0].page_drift = -2.5e-6;
   ASSERT_TRUE(DecodeOffsetsSnapshot(EncodeOffsetsSnapshot(s), &back, &error)) << error;
   for (size_t i = 0; i < s.nodes.size(); ++i) EXPECT_EQ(back.nodes[i].page_drift, s.nodes[i].page_drift) << i;

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "agent/cluster/probe_graph.h"
-#include "agent/estimate/drift_history.h"
+#include "agent/estimate/edge_drift_history.h"
 #include "agent/estimate/fit_span_range.h"
 #include "agent/estimate/window_estimator.h"
 #include "agent/solve/global_solver.h"
@@ -78,7 +78,7 @@ struct SimConfig {
   std::map<std::pair<uint32_t, uint32_t>, double> asymmetry_override;
 
   WindowEstimatorOptions estimator;  // the agent's defaults
-  DriftHistoryOptions drift_history;  // the agent's defaults (--fit-drift-windows)
+  EdgeDriftHistoryOptions drift_history;  // the agent's defaults (--fit-drift-windows)
   int threads = 1;
   // First window's start on every node's clock; a multiple of window_ns.
   int64_t start_ns = 1'790'000'000'000'000'000;

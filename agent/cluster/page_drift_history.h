@@ -30,7 +30,7 @@
 
 namespace chronolink {
 
-struct FitDriftHistoryOptions {
+struct PageDriftHistoryOptions {
   int64_t span_ns = 30'000'000'000;  // 0: off, every page uses its instant's drift
   size_t min_points = 5;             // and spanning at least a quarter of the span
   // Off the line by more than this many of the point's own sigma (and the
@@ -40,9 +40,9 @@ struct FitDriftHistoryOptions {
   double max_sigma_ns = 1000;  // a solution less sure than this is no point of a line
 };
 
-class FitDriftHistory {
+class PageDriftHistory {
  public:
-  explicit FitDriftHistory(FitDriftHistoryOptions options) : options_(options) {}
+  explicit PageDriftHistory(PageDriftHistoryOptions options) : options_(options) {}
 
   // Records the solutions of instant `t_ns` (solved on the fit clocks, before
   // they are mapped to REALTIME) and sets each reachable node's page_drift
@@ -65,7 +65,7 @@ class FitDriftHistory {
   bool OffTheLine(const Points& points, int64_t t_ns, const NodeSolution& n) const;
   void Forget(int64_t before_ns);
 
-  FitDriftHistoryOptions options_;
+  PageDriftHistoryOptions options_;
   std::map<uint32_t, Points> by_node_;
   std::map<uint32_t, std::map<int64_t, int64_t>> steps_;  // node -> step windows, from -> to
   int64_t newest_ns_ = INT64_MIN;

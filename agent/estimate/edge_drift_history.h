@@ -20,14 +20,14 @@
 
 namespace chronolink {
 
-struct DriftHistoryOptions {
+struct EdgeDriftHistoryOptions {
   int windows = 20;     // slopes kept (0: none; the windows' own lines)
   int min_windows = 5;  // fewer since the start or a step: none given
 };
 
-class DriftHistory {
+class EdgeDriftHistory {
  public:
-  explicit DriftHistory(DriftHistoryOptions options = {}) : options_(options) {}
+  explicit EdgeDriftHistory(EdgeDriftHistoryOptions options = {}) : options_(options) {}
 
   // A window's own slope (LineFit::own_alpha of a max-margin fit).
   void Add(double own_slope);
@@ -46,7 +46,7 @@ class DriftHistory {
                                      int64_t window_ns) const;
 
  private:
-  DriftHistoryOptions options_;
+  EdgeDriftHistoryOptions options_;
   std::deque<double> slopes_;
 };
 

@@ -1,11 +1,11 @@
-#include "agent/cluster/fit_drift_history.h"
+#include "agent/cluster/page_drift_history.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace chronolink {
 
-void FitDriftHistory::Apply(int64_t t_ns, std::vector<NodeSolution>* nodes) {
+void PageDriftHistory::Apply(int64_t t_ns, std::vector<NodeSolution>* nodes) {
   if (options_.span_ns <= 0) return;
   if (t_ns > newest_ns_) {
     newest_ns_ = t_ns;
@@ -24,13 +24,13 @@ void FitDriftHistory::Apply(int64_t t_ns, std::vector<NodeSolution>* nodes) {
   }
 }
 
-void FitDriftHistory::NoteStep(uint32_t node, int64_t from_ns, int64_t to_ns) {
+void PageDriftHistory::NoteStep(uint32_t node, int64_t from_ns, int64_t to_ns) {
   auto& steps = steps_[node];
   auto [it, added] = steps.emplace(from_ns, to_ns);
   if (!added) it->second = std::max(it->second, to_ns);
 }
 
-bool FitDriftHistory::KeepToStepsSideOf(uint32_t node, int64_t t_ns, Points* points) const {
+bool PageDriftHistory::KeepToStepsSideOf(uint32_t node, int64_t t_ns, Points* points) const {
   const auto found = steps_.find(node);
   if (found == steps_.end()) return true;
   for (const auto& [from, to] : found->second) {
@@ -44,7 +44,7 @@ bool FitDriftHistory::KeepToStepsSideOf(uint32_t node, int64_t t_ns, Points* poi
   return true;
 }
 
-bool FitDriftHistory::OffTheLine(const Points& points, int64_t t_ns, const NodeSolution& n) const {
+bool PageDriftHistory::OffTheLine(const Points& points, int64_t t_ns, const NodeSolution& n) const {
   double slope = 0, predicted = 0;
   if (!Line(points, t_ns, &slope, &predicted)) {
     // No line yet: the last point before, along this instant's drift.
@@ -56,7 +56,7 @@ bool FitDriftHistory::OffTheLine(const Points& points, int64_t t_ns, const NodeS
   return std::abs(n.offset_ns - predicted) > std::max(options_.jump_sigmas * n.uncertainty_ns, options_.jump_floor_ns);
 }
 
-bool FitDriftHistory::Line(const Points& points, int64_t t_ns, double* slope, double* at_t_ns) const {
+bool PageDriftHistory::Line(const Points& points, int64_t t_ns, double* slope, double* at_t_ns) const {
   const auto from = points.lower_bound(t_ns - options_.span_ns);
   const auto to = points.lower_bound(t_ns);  // before t_ns
   const size_t count = static_cast<size_t>(std::distance(from, to));
@@ -85,7 +85,7 @@ bool FitDriftHistory::Line(const Points& points, int64_t t_ns, double* slope, do
   return true;
 }
 
-void FitDriftHistory::Forget(int64_t before_ns) {
+void PageDriftHistory::Forget(int64_t before_ns) {
   for (auto it = by_node_.begin(); it != by_node_.end();) {
     Points& points = it->second;
     points.erase(points.begin(), points.lower_bound(before_ns));

@@ -1,6 +1,6 @@
 // The clock pages' drift: a line through each node's solved offsets on the
-// fit clocks (agent/cluster/fit_drift_history.h).
-#include "agent/cluster/fit_drift_history.h"
+// fit clocks (agent/cluster/page_drift_history.h).
+#include "agent/cluster/page_drift_history.h"
 
 #include <gtest/gtest.h>
 
@@ -27,7 +27,7 @@ NodeSolution Solved(uint32_t node, double offset_ns, double drift, double sigma_
 
 // One node's page drift after an instant, the instant's own drift being
 // `instant_drift` (off by 100 ppb, as under load: the line must not take it).
-std::optional<double> ApplyOne(FitDriftHistory* h, int64_t t_ns, double offset_ns, double instant_drift) {
+std::optional<double> ApplyOne(PageDriftHistory* h, int64_t t_ns, double offset_ns, double instant_drift) {
   std::vector<NodeSolution> nodes = {Solved(7, offset_ns, instant_drift)};
   h->Apply(t_ns, &nodes);
   return nodes[0].page_drift;
@@ -36,8 +36,8 @@ std::optional<double> ApplyOne(FitDriftHistory* h, int64_t t_ns, double offset_n
 // Under noise as a loaded path gives (solved offsets off by 40 ns, an
 // instant's drift by 100 ppb), the line finds the drift to a few ppb once
 // it holds five instants over a quarter of the span, and none before.
-TEST(FitDriftHistory, ALineThroughNoisyOffsetsFindsTheDriftAnInstantMisses) {
-  FitDriftHistory h{FitDriftHistoryOptions{}};
+TEST(PageDriftHistory, ALineThroughNoisyOffsetsFindsTheDriftAnInstantMisses) {
+  PageDriftHistory h{PageDriftHistoryOptions{}};
   const double drift = 3.2e-6;
   std::mt19937_64 rng(5);
   std::normal_distribution<double> noise(0, 40), drift_noise(0, 100e-9);
@@ -62,8 +62,8 @@ TEST(FitDriftHistory, ALineThroughNoisyOffsetsFindsTheDriftAnInstantMisses) {
 
 // A step in the node's offsets (its fit clock anchored again, the mean
 // reference moved) starts the history again: no line across it.
-TEST(FitDriftHistory, AJumpStartsTheHistoryAgain) {
-  FitDriftHistory h{FitDriftHistoryOptions{}};
+TEST(PageDriftHistory, AJumpStartsTheHistoryAgain) {
+  PageDriftHistory h{PageDriftHistoryOptions{}};
   const double drift = -1.5e-6;
   int64_t t = kStart;
   double offset = 0;
@@ -86,8 +86,8 @@ TEST(FitDriftHistory, AJumpStartsTheHistoryAgain) {
 
 // Before a line is drawn, a point off the last one along the instant's
 // drift starts the history again too.
-TEST(FitDriftHistory, AJumpBeforeTheLineIsDrawnStartsTheHistoryAgain) {
-  FitDriftHistory h{FitDriftHistoryOptions{}};
+TEST(PageDriftHistory, AJumpBeforeTheLineIsDrawnStartsTheHistoryAgain) {
+  PageDriftHistory h{PageDriftHistoryOptions{}};
   const double drift = 2e-6, instant = drift + 100e-9;
   double offset = 0;
   int64_t t = kStart;
@@ -104,8 +104,8 @@ TEST(FitDriftHistory, AJumpBeforeTheLineIsDrawnStartsTheHistoryAgain) {
 
 // No line crosses a step the leader was told of, even one too small for
 // the jump test; the instants within it give no point.
-TEST(FitDriftHistory, AStepOfTheNodeIsNeverCrossed) {
-  FitDriftHistory h{FitDriftHistoryOptions{}};
+TEST(PageDriftHistory, AStepOfTheNodeIsNeverCrossed) {
+  PageDriftHistory h{PageDriftHistoryOptions{}};
   const double drift = -3e-6, instant = drift;
   double offset = 0;
   int64_t t = kStart;
@@ -127,8 +127,8 @@ TEST(FitDriftHistory, AStepOfTheNodeIsNeverCrossed) {
 
 // Right after a step a solution's sigma can be hundreds of µs, which would
 // pass any jump test: it is no point of a line.
-TEST(FitDriftHistory, ASolutionLessSureThanAMicrosecondIsNoPoint) {
-  FitDriftHistory h{FitDriftHistoryOptions{}};
+TEST(PageDriftHistory, ASolutionLessSureThanAMicrosecondIsNoPoint) {
+  PageDriftHistory h{PageDriftHistoryOptions{}};
   const double drift = 1e-6;
   for (int k = 0; k < 10; ++k) {
     std::vector<NodeSolution> nodes = {
@@ -144,8 +144,8 @@ TEST(FitDriftHistory, ASolutionLessSureThanAMicrosecondIsNoPoint) {
 // An instant solved again (late windows) replaces its point; an instant
 // where the node is unreachable leaves a gap in the line, not a break; and
 // each node has its own.
-TEST(FitDriftHistory, AnInstantSolvedAgainReplacesItsPointAndNodesKeepTheirOwn) {
-  FitDriftHistory h{FitDriftHistoryOptions{}};
+TEST(PageDriftHistory, AnInstantSolvedAgainReplacesItsPointAndNodesKeepTheirOwn) {
+  PageDriftHistory h{PageDriftHistoryOptions{}};
   const double drift_a = 2e-6, drift_b = -4e-6;
   for (int k = 0; k < 12; ++k) {
     const int64_t t = kStart + k * kStep;
@@ -179,15 +179,15 @@ TEST(FitDriftHistory, AnInstantSolvedAgainReplacesItsPointAndNodesKeepTheirOwn) 
   }
 }
 
-TEST(FitDriftHistory, ASpanOfZeroLeavesEveryPageTheInstantsDrift) {
-  FitDriftHistory h{FitDriftHistoryOptions{.span_ns = 0}};
+TEST(PageDriftHistory, ASpanOfZeroLeavesEveryPageTheInstantsDrift) {
+  PageDriftHistory h{PageDriftHistoryOptions{.span_ns = 0}};
   for (int k = 0; k < 20; ++k) EXPECT_FALSE(ApplyOne(&h, kStart + k * kStep, 1e-6 * k * kStep, 1e-6).has_value());
 }
 
 // Points older than the span leave the line: a drift that changed is
 // followed within a span.
-TEST(FitDriftHistory, ALineForgetsWhatIsOlderThanItsSpan) {
-  FitDriftHistory h{FitDriftHistoryOptions{.span_ns = 10'000'000'000}};
+TEST(PageDriftHistory, ALineForgetsWhatIsOlderThanItsSpan) {
+  PageDriftHistory h{PageDriftHistoryOptions{.span_ns = 10'000'000'000}};
   double offset = 0;
   std::optional<double> page;
   for (int k = 0; k < 40; ++k) {

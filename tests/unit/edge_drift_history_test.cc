@@ -1,4 +1,4 @@
-#include "agent/estimate/drift_history.h"
+#include "agent/estimate/edge_drift_history.h"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@ FitSpanEvidence Evidence(double noise_ns, double wander) {
   return e;
 }
 
-TEST(DriftHistory, TheMedianOfTheLastWindowsOnceThereAreEnough) {
-  DriftHistory h({.windows = 4, .min_windows = 3});
+TEST(EdgeDriftHistory, TheMedianOfTheLastWindowsOnceThereAreEnough) {
+  EdgeDriftHistory h({.windows = 4, .min_windows = 3});
   h.Add(1e-6);
   h.Add(5e-6);
   EXPECT_FALSE(h.Slope().has_value()) << "two slopes: fewer than min_windows";
@@ -31,17 +31,17 @@ TEST(DriftHistory, TheMedianOfTheLastWindowsOnceThereAreEnough) {
   EXPECT_FALSE(h.Slope().has_value()) << "a step restarts the history";
 }
 
-TEST(DriftHistory, NoneWhereTurnedOffOrTheSlopeIsNotANumber) {
-  DriftHistory off({.windows = 0, .min_windows = 1});
+TEST(EdgeDriftHistory, NoneWhereTurnedOffOrTheSlopeIsNotANumber) {
+  EdgeDriftHistory off({.windows = 0, .min_windows = 1});
   off.Add(1e-6);
   EXPECT_FALSE(off.Slope().has_value());
-  DriftHistory h({.windows = 5, .min_windows = 1});
+  EdgeDriftHistory h({.windows = 5, .min_windows = 1});
   h.Add(std::numeric_limits<double>::quiet_NaN());
   EXPECT_FALSE(h.Slope().has_value());
 }
 
-TEST(DriftHistory, TheOwnSlopesWeightWeighsTheWanderAgainstTheNoise) {
-  DriftHistory h({.windows = 20, .min_windows = 1});
+TEST(EdgeDriftHistory, TheOwnSlopesWeightWeighsTheWanderAgainstTheNoise) {
+  EdgeDriftHistory h({.windows = 20, .min_windows = 1});
   h.Add(3e-6);
   EXPECT_FALSE(h.PriorFor(std::nullopt, 3 * kWindow, kWindow).has_value()) << "no evidence: a fixed span";
   // w^2 S^2 / (w^2 S^2 + 12 sigma^2 W): S = 6 s, W = 2 s.

@@ -1,4 +1,4 @@
-#include "agent/estimate/drift_history.h"
+#include "agent/estimate/edge_drift_history.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,17 +6,17 @@
 
 namespace chronolink {
 
-void DriftHistory::Add(double own_slope) {
+void EdgeDriftHistory::Add(double own_slope) {
   if (options_.windows <= 0 || !std::isfinite(own_slope)) return;
   slopes_.push_back(own_slope);
   while (static_cast<int>(slopes_.size()) > options_.windows) slopes_.pop_front();
 }
 
-void DriftHistory::MapSlopes(const std::function<double(double)>& onto) {
+void EdgeDriftHistory::MapSlopes(const std::function<double(double)>& onto) {
   for (double& s : slopes_) s = onto(s);
 }
 
-std::optional<double> DriftHistory::Slope() const {
+std::optional<double> EdgeDriftHistory::Slope() const {
   if (options_.windows <= 0 || static_cast<int>(slopes_.size()) < std::max(1, options_.min_windows)) {
     return std::nullopt;
   }
@@ -29,8 +29,8 @@ std::optional<double> DriftHistory::Slope() const {
   return lower + (upper - lower) / 2;
 }
 
-std::optional<DriftPrior> DriftHistory::PriorFor(const std::optional<FitSpanEvidence>& evidence, int64_t span_ns,
-                                                 int64_t window_ns) const {
+std::optional<DriftPrior> EdgeDriftHistory::PriorFor(const std::optional<FitSpanEvidence>& evidence, int64_t span_ns,
+                                                     int64_t window_ns) const {
   const std::optional<double> median = Slope();
   if (!median || !evidence || span_ns <= 0 || window_ns <= 0) return std::nullopt;
   // A fit over S seconds of noise sigma per window W: its slope's variance
