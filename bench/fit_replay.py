@@ -39,8 +39,11 @@ slope (agent/both/8: the same spans and points, each window's own slope).
 An optional fourth field sets the slope: own, median (the median of the
 prober's last 20 own slopes from the fifth on) or gain (that median moved
 toward the window's own by the agent's gain from its records' chooser
-evidence), e.g. agent/both/agent/own, agent/both/agent/gain: what
---fit-drift-windows would have done on a run made before it.
+evidence: the previous record's, which is what the agent's chooser held
+when it fitted the window), e.g. agent/both/agent/own,
+agent/both/agent/gain: what --fit-drift-windows would have done on a run
+made before it. On a run made with it, agent/both/agent/gain replays the
+agent's own errors (v1, u5: the same p99 and max).
 A span chooser:M is the one the agent's span chooser's model picks for
 each window from the evidence its record carries (fit_span_evidence), up
 to M seconds; one longer than the run's longest centred span ends where
@@ -444,7 +447,11 @@ def line_error(b: Bounds, w: dict, lo: int, hi: int, policy: Policy, pull: float
         # its edge's drift (alpha - own_alpha) moves it alike.
         slope = own + pull
     else:
-        slope = drift_slope(history, own, policy.slope, w.get("span_evidence"), hi - lo, window_ns)
+        # The gain from the evidence the agent's chooser held when it fitted
+        # the window (EdgeWindows::Estimate runs before the window feeds the
+        # chooser, whose evidence its record then carries).
+        slope = drift_slope(history, own, policy.slope, w.get("drift_evidence", w.get("span_evidence")), hi - lo,
+                            window_ns)
     return floor_means_at_slope(x[up], y[up], x[low], y[low], w["x0_ns"], k, slope)
 
 
@@ -586,10 +593,14 @@ def agent_windows(scenario_dir: str, longest_centred_ns: int = 0) -> tuple[list[
                 if w.get("source") == "kernel" and w.get("error_ns") is not None}
     windows, window_ns = [], 0
     for n in (1, 2):
+        before = None  # the evidence the agent's chooser held when it fitted the window: the previous window's
         with open(os.path.join(scenario_dir, f"agent-n{n}", "edges.jsonl")) as f:
             for line in f:
                 r = json.loads(line)
-                if r.get("timestamp_source") != "kernel" or (n, r["x0_ns"]) not in measured:
+                if r.get("timestamp_source") != "kernel":
+                    continue
+                drift_evidence, before = before, r.get("fit_span_evidence")
+                if (n, r["x0_ns"]) not in measured:
                     continue
                 window_ns = r["window_end_ns"] - r["window_start_ns"]
                 half, alpha = r.get("later_half"), r.get("alpha")
@@ -604,7 +615,7 @@ def agent_windows(scenario_dir: str, longest_centred_ns: int = 0) -> tuple[list[
                                 "floor_points": r.get("floor_points") or 1,
                                 "drift_pull": (alpha - r["own_alpha"]) if r.get("drift_prior_taken") else None,
                                 "later_half": half, "half_recorded": "later_half" in r,
-                                "span_evidence": r.get("fit_span_evidence")})
+                                "span_evidence": r.get("fit_span_evidence"), "drift_evidence": drift_evidence})
     if not windows:
         raise ValueError(f"{scenario_dir}: no kernel window of the measured span")
     # Every span the agent took ended at most half its longest centred one past x0.
@@ -701,6 +712,22 @@ def selftest() -> int:
     later = replay(noisy, late, Policy.parse("4@1/both/8"), 2 * NS_PER_S)
     check(all(abs(h - (a + b) / 2) < 1e-6 for h, a, b in zip(halves, whole, later)) and any(a != b for a, b in zip(whole, later)),
           "8@1+half: the mean of 8@1's line and 4@1's (its later half), which differ")
+    # The drift's gain takes the evidence the agent held before the window
+    # (drift_evidence, the previous record's), not the window's own record's.
+    ev_no_noise = {"wander_ns_per_sqrt_s": 9.0, "window_noise_ns": 0.0}
+    ev_no_wander = {"wander_ns_per_sqrt_s": 0.0, "window_noise_ns": 9.0}
+    every = [{**w, "centred_span_ns": 4 * NS_PER_S} for w in windows]
+    held_before = replay(noisy, [{**w, "span_evidence": ev_no_wander, "drift_evidence": ev_no_noise} for w in every],
+                         Policy.parse("8@1/both/8/gain"), 2 * NS_PER_S)
+    own_record = replay(noisy, [{**w, "span_evidence": ev_no_wander} for w in every],
+                        Policy.parse("8@1/both/8/gain"), 2 * NS_PER_S)
+    own_slopes = replay(noisy, every, Policy.parse("8@1/both/8/own"), 2 * NS_PER_S)
+    def near(a: list[float], b: list[float], tol: float) -> bool:
+        return all(abs(x - y) <= tol for x, y in zip(a, b))
+
+    check(near(held_before, own_slopes, 1e-6) and not near(own_record, own_slopes, 1e-3),
+          "the drift's gain from the evidence held before the window (there: no noise, its own slope), where a "
+          "record says so")
     check(replay(noisy, late, Policy.parse("4@1+half/both/8"), 2 * NS_PER_S) == later,
           "a span up to the longest centred one takes no half")
     check(later_half_span(Policy.parse("20@2+half/both"), {"centred_span_ns": 6 * NS_PER_S}, 0, 14 * NS_PER_S - 3000,
