@@ -294,13 +294,21 @@ void EdgeWindows::Estimate(const std::vector<PtPrTuple>& projected, const std::v
   drift.Add(r->estimate.fit.own_alpha);  // the whole span's own slope, half or not
 }
 
+bool LaterHalfAgreesWithSpan(const LineFit& span, const LineFit& half) {
+  return std::abs(half.beta_ns - span.beta_ns) <= half.uncertainty_ns + span.uncertainty_ns;
+}
+
 void EdgeWindows::AverageWithLaterHalf(const std::vector<PtPrTuple>& later_half, int64_t half_start, int64_t x0_ns,
                                        const std::function<std::optional<DriftPrior>(int64_t)>& prior_for,
                                        EdgeWindowRecord* r) const {
   const WindowEstimate half = EstimateWindow(later_half, x0_ns, options_, prior_for(r->fit_end_ns - half_start));
   if (!IsMaxMargin(half)) return;  // the whole span's line alone
-  r->later_half = EdgeWindowRecord::LaterHalf{half_start, r->fit_end_ns, half.fit};
   LineFit& fit = r->estimate.fit;
+  if (!LaterHalfAgreesWithSpan(fit, half.fit)) {
+    r->later_half_refused = true;
+    return;
+  }
+  r->later_half = EdgeWindowRecord::LaterHalf{half_start, r->fit_end_ns, half.fit};
   fit.beta_ns = (fit.beta_ns + half.fit.beta_ns) / 2;
   fit.alpha = (fit.alpha + half.fit.alpha) / 2;
 }

@@ -70,6 +70,9 @@ struct EdgeWindowRecord {
     LineFit fit;
   };
   std::optional<LaterHalf> later_half;
+  // The later half fitted but its line lay farther from the span's than
+  // their two bands reach: a failed fit, left out (the span's line alone).
+  bool later_half_refused = false;
   // One-sigma of estimate.fit.beta_ns from the edge's recent windows
   // (window_scatter.h); a min-delay window's own bound; 0 while unknown.
   double sigma_ns = 0;
@@ -89,6 +92,13 @@ struct EdgeWindowRecord {
   // And the shared part of it, where the sigma is the scatter's.
   std::optional<double> SolveShared() const { return sigma_ns > 0 ? sigma_shared_ns : std::nullopt; }
 };
+
+// Whether a later half's line may be averaged with its span's: two lines
+// on nested probe sets whose values at x0 lie farther apart than their two
+// bands reach cannot both hold, and the half rests on fewer probes. On a
+// starved VM one half strayed 38 us at 2.5 times the bands, where the runs
+// before reached 0.07 times (docs/estimator.md §10).
+bool LaterHalfAgreesWithSpan(const LineFit& span, const LineFit& half);
 
 class EdgeWindows {
  public:

@@ -82,6 +82,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     } else {
       j["later_half"] = nullptr;
     }
+    j["later_half_refused"] = r.later_half_refused;
   } else {
     j["alpha"] = nullptr;
     j["alpha_ppm"] = nullptr;
@@ -97,6 +98,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["own_alpha"] = nullptr;
     j["drift_prior_taken"] = false;
     j["later_half"] = nullptr;
+    j["later_half_refused"] = false;
   }
   j["pairs_sent"] = r.counts.pairs_sent;
   j["tuples_complete"] = r.counts.complete;

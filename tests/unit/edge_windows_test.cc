@@ -350,6 +350,28 @@ TEST(EdgeWindows, ALongSpansLineIsTheMeanOfItsOwnAndItsLaterHalfs) {
   for (const EdgeWindowRecord& r : RunAdaptive(10, 0, 3)) EXPECT_FALSE(r.later_half.has_value());
 }
 
+// A later half whose line lies farther from the span's than their two
+// bands reach is a failed fit, left out: the starved run's window (v4,
+// 2026-12-06: the span's line -295 282 ns within 1 345, the half's -333 422
+// within 13 700), against a typical one (70 ns apart within 1 000 each).
+TEST(EdgeWindows, ALaterHalfFarOutsideTheSpansBandIsRefused) {
+  const auto line = [](double beta, double band) {
+    LineFit f;
+    f.ok = true;
+    f.beta_ns = beta;
+    f.uncertainty_ns = band;
+    return f;
+  };
+  EXPECT_FALSE(LaterHalfAgreesWithSpan(line(-295'282, 1'345), line(-333'422, 13'700)));
+  EXPECT_TRUE(LaterHalfAgreesWithSpan(line(3'700'000, 1'000), line(3'700'070, 1'000)));
+  EXPECT_TRUE(LaterHalfAgreesWithSpan(line(0, 1'000), line(3'000, 2'000))) << "as far as the bands reach";
+  EXPECT_FALSE(LaterHalfAgreesWithSpan(line(0, 1'000), line(-3'001, 2'000)));
+  // Every window of a run on an ordinary path takes its half.
+  for (const EdgeWindowRecord& r : RunAdaptive(12, 5, 3, FitSpanRange::Of(kWindow, 0, 3 * kWindow, 10 * kWindow))) {
+    EXPECT_FALSE(r.later_half_refused) << r.window_start_ns;
+  }
+}
+
 TEST(FitSpanRange, TheLaterHalfIsHalfInWholeWindowsAtLeastTheLongestCentred) {
   const FitSpanRange r = FitSpanRange::Of(kWindow, 0, 3 * kWindow, 10 * kWindow);
   EXPECT_EQ(r.LaterHalfNs(10 * kWindow, kWindow), 5 * kWindow);
@@ -507,6 +529,7 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
                         "own_alpha",
                         "drift_prior_taken",
                         "later_half",
+                        "later_half_refused",
                         "pairs_sent",
                         "tuples_complete",
                         "tuples_in_class",
