@@ -403,6 +403,37 @@ def later_half_span(policy: Policy, w: dict, lo: int, hi: int, window_ns: int) -
     return hi - half, hi, None
 
 
+def lines_apart_in_bands(r: dict) -> dict:
+    """How far a record's lines lie from each other at x0, in their bands
+    (uncertainty_ns): the later half's from the span's over the two bands,
+    where the record carries the half's band (since 2026-12-06, afternoon;
+    the span's line is twice the mean less the half's), and the floors'
+    line from the hard one (floor_shift_ns) over the band. Over 1, the two
+    cannot both be separators (EdgeWindows refuses such a half)."""
+    out = {"half_refused": bool(r.get("later_half_refused"))}
+    h = r.get("later_half")
+    if h and h.get("uncertainty_ns") is not None and r.get("beta_ns") is not None:
+        span_beta = 2 * r["beta_ns"] - h["beta_ns"]
+        out["half_apart"] = abs(h["beta_ns"] - span_beta) / (h["uncertainty_ns"] + r["uncertainty_ns"])
+    if r.get("floor_shift_ns") is not None and r.get("uncertainty_ns"):
+        out["floors_apart"] = abs(r["floor_shift_ns"]) / r["uncertainty_ns"]
+    return out
+
+
+def lines_apart_summary(windows: list[dict]) -> str | None:
+    """What lines_apart_in_bands gives over the windows, a line to print."""
+    import numpy as np
+    parts = []
+    for key, what in (("half_apart", "the later half's line from the span's, over the two bands"),
+                      ("floors_apart", "the floors' line from the hard one, over the band")):
+        v = np.array([w[key] for w in windows if key in w])
+        if len(v):
+            parts.append(f"{what}: p99 {np.percentile(v, 99):.3f}, max {v.max():.3f} ({len(v)} windows)")
+    if not parts:
+        return None
+    return "; ".join(parts) + f"; halves refused {sum(w.get('half_refused', False) for w in windows)}"
+
+
 def half_rule_against_agent(windows: list[dict], window_ns: int) -> tuple[int, int, int]:
     """The +half rule (later_half_span) on each of the agent's own spans,
     on its node's clock, against the half its record says it took: windows
@@ -604,6 +635,7 @@ def agent_windows(scenario_dir: str, longest_centred_ns: int = 0) -> tuple[list[
                     continue
                 window_ns = r["window_end_ns"] - r["window_start_ns"]
                 half, alpha = r.get("later_half"), r.get("alpha")
+                lines_apart = lines_apart_in_bands(r)
                 if half:
                     # alpha is the mean of the whole span's line and the half's.
                     alpha = 2 * alpha - half["alpha"]
@@ -615,7 +647,8 @@ def agent_windows(scenario_dir: str, longest_centred_ns: int = 0) -> tuple[list[
                                 "floor_points": r.get("floor_points") or 1,
                                 "drift_pull": (alpha - r["own_alpha"]) if r.get("drift_prior_taken") else None,
                                 "later_half": half, "half_recorded": "later_half" in r,
-                                "span_evidence": r.get("fit_span_evidence"), "drift_evidence": drift_evidence})
+                                "span_evidence": r.get("fit_span_evidence"), "drift_evidence": drift_evidence,
+                                **lines_apart})
     if not windows:
         raise ValueError(f"{scenario_dir}: no kernel window of the measured span")
     # Every span the agent took ended at most half its longest centred one past x0.
@@ -739,6 +772,11 @@ def selftest() -> int:
     check(later_half_span(Policy.parse("agent/both/agent"), rec, 0, 9, 2) == (5, 9, 1e-7)
           and later_half_span(Policy.parse("agent/both/agent"), {}, 0, 9, 2) is None,
           "the agent's spans: its record's half, where it took one")
+    apart = lines_apart_in_bands({"beta_ns": -314_352.0, "uncertainty_ns": 1_345.0, "floor_shift_ns": 269.0,
+                                  "later_half": {"beta_ns": -333_422.0, "uncertainty_ns": 13_700.0}})
+    check(abs(apart["half_apart"] - 38_140 / 15_045) < 1e-9 and abs(apart["floors_apart"] - 0.2) < 1e-9
+          and not apart["half_refused"] and "half_apart" not in lines_apart_in_bands({"later_half": {"beta_ns": 1}}),
+          "lines apart in their bands: the span's line twice the mean less the half's; none without the half's band")
     c6 = 6 * NS_PER_S
     agents = [{"centred_span_ns": c6, "fit_start_ns": 0, "fit_end_ns": 20 * NS_PER_S,
                "later_half": {"fit_start_ns": 10 * NS_PER_S, "fit_end_ns": 20 * NS_PER_S}},
@@ -916,6 +954,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"+half's rule on the agent's own spans gives the half its records took in {agree} of "
                   f"{agree + thin + wrong} windows; a half the agent could not fit in {thin}; a different half in "
                   f"{wrong}", flush=True)
+        apart = lines_apart_summary(windows)
+        if apart:
+            print(apart, flush=True)
         evidence = evidence_summary(windows)
         if evidence:  # before the stamp logs: a run without them still says what its edges showed
             print(f"span chooser's evidence, median over {evidence['windows']} windows: a window's own fit errs "
