@@ -409,8 +409,9 @@ def lines_apart_in_bands(r: dict) -> dict:
     where the record carries the half's band (since 2026-12-06, afternoon;
     the span's line is twice the mean less the half's), and the floors'
     line from the hard one (floor_shift_ns) over the band. Over 1, the two
-    cannot both be separators (EdgeWindows refuses such a half)."""
-    out = {"half_refused": bool(r.get("later_half_refused"))}
+    cannot both be separators (EdgeWindows refuses such a half, the fit
+    such a floors' line: floors_refused, since 2026-12-06 evening)."""
+    out = {"half_refused": bool(r.get("later_half_refused")), "floors_refused": bool(r.get("floors_refused"))}
     h = r.get("later_half")
     if h and h.get("uncertainty_ns") is not None and r.get("beta_ns") is not None:
         span_beta = 2 * r["beta_ns"] - h["beta_ns"]
@@ -431,7 +432,8 @@ def lines_apart_summary(windows: list[dict]) -> str | None:
             parts.append(f"{what}: p99 {np.percentile(v, 99):.3f}, max {v.max():.3f} ({len(v)} windows)")
     if not parts:
         return None
-    return "; ".join(parts) + f"; halves refused {sum(w.get('half_refused', False) for w in windows)}"
+    return "; ".join(parts) + (f"; halves refused {sum(w.get('half_refused', False) for w in windows)}"
+                               f", floors' lines refused {sum(w.get('floors_refused', False) for w in windows)}")
 
 
 def half_rule_against_agent(windows: list[dict], window_ns: int) -> tuple[int, int, int]:
@@ -775,7 +777,8 @@ def selftest() -> int:
     apart = lines_apart_in_bands({"beta_ns": -314_352.0, "uncertainty_ns": 1_345.0, "floor_shift_ns": 269.0,
                                   "later_half": {"beta_ns": -333_422.0, "uncertainty_ns": 13_700.0}})
     check(abs(apart["half_apart"] - 38_140 / 15_045) < 1e-9 and abs(apart["floors_apart"] - 0.2) < 1e-9
-          and not apart["half_refused"] and "half_apart" not in lines_apart_in_bands({"later_half": {"beta_ns": 1}}),
+          and not apart["half_refused"] and not apart["floors_refused"]
+          and lines_apart_in_bands({"floors_refused": True})["floors_refused"] and "half_apart" not in lines_apart_in_bands({"later_half": {"beta_ns": 1}}),
           "lines apart in their bands: the span's line twice the mean less the half's; none without the half's band")
     c6 = 6 * NS_PER_S
     agents = [{"centred_span_ns": c6, "fit_start_ns": 0, "fit_end_ns": 20 * NS_PER_S,

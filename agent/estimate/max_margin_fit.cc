@@ -607,14 +607,20 @@ LineFit FitMaxMarginLine(std::span<const OffsetBound> upper, std::span<const Off
       SeparatingRangeAtX0(c, smin, smax, &top, &bot);
       fit.uncertainty_ns = static_cast<double>((top - bot) / 2.0L);
       fit.ok = true;
-      const size_t k = FloorPoints(options, up.size(), lo.size());
+      size_t k = FloorPoints(options, up.size(), lo.size());
       double slope = 0, value = 0;
       if (k > 1 && FitFloorMeans(up, lo, k, fit.alpha, options.prune_floor_candidates, &ws.floors, &slope, &value)) {
-        const double hard_beta = fit.beta_ns;
-        fit.alpha = slope;
-        fit.beta_ns = static_cast<double>(static_cast<long double>(y_ref) + static_cast<long double>(value));
-        fit.floor_points = static_cast<int>(k);
-        fit.floor_shift_ns = fit.beta_ns - hard_beta;
+        const double floors_beta =
+            static_cast<double>(static_cast<long double>(y_ref) + static_cast<long double>(value));
+        fit.floor_shift_ns = floors_beta - fit.beta_ns;
+        if (std::abs(fit.floor_shift_ns) <= options.max_floor_shift_in_bands * fit.uncertainty_ns) {
+          fit.alpha = slope;
+          fit.beta_ns = floors_beta;
+          fit.floor_points = static_cast<int>(k);
+        } else {
+          fit.floors_refused = true;
+          k = 1;  // a drift prior's line, too, rests on the deepest bound of each side
+        }
       }
       fit.own_alpha = fit.alpha;
       if (prior) TakeDriftPrior(up, lo, k, *prior, y_ref, &ws.floors.ranked, &fit);

@@ -29,6 +29,13 @@ struct MaxMarginOptions {
   // every bound at its end. false: over every bound each step (the simple
   // path, which tests compare it with).
   bool prune_floor_candidates = true;
+  // A floors' line whose value at x0 lies farther than this many bands
+  // (uncertainty_ns) from the hard line's is refused and the hard line kept
+  // (docs/estimator.md §4b): every separating line passes within one band,
+  // so such a line cuts deep into a side's bounds, as when a starved window's
+  // k deepest of one side are queued microseconds above its floor. Measured
+  // windows stay under 0.21 (bench/fit_replay.py prints it).
+  double max_floor_shift_in_bands = 1.0;
 };
 
 // A side needs this many bounds per floor point: with fewer, the deepest
@@ -50,6 +57,10 @@ struct LineFit {
   // prior), less the hard line's: how far the hard line rested on a few
   // extreme packets (0 with one floor point).
   double floor_shift_ns = 0.0;
+  // The floors' line was fitted but lay too far from the hard line
+  // (MaxMarginOptions::max_floor_shift_in_bands): the hard line was kept,
+  // floor_points is 1 and floor_shift_ns says how far the refused line lay.
+  bool floors_refused = false;
   int upper_points = 0;
   int lower_points = 0;
   // Where the caller gave a drift prior (docs/estimator.md §4c): alpha is

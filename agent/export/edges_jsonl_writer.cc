@@ -66,6 +66,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["violators_removed"] = e.fit.violators_removed;
     j["floor_points"] = e.fit.floor_points;
     j["floor_shift_ns"] = e.fit.floor_shift_ns;
+    j["floors_refused"] = e.fit.floors_refused;
     j["own_alpha"] = e.fit.own_alpha;
     j["drift_prior_taken"] = e.fit.drift_prior_taken;
     if (r.later_half) {
@@ -76,6 +77,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
                          {"uncertainty_ns", h.uncertainty_ns},
                          {"margin_ns", h.margin_ns},
                          {"floor_shift_ns", h.floor_shift_ns},
+                         {"floors_refused", h.floors_refused},
                          {"alpha", h.alpha},
                          {"own_alpha", h.own_alpha},
                          {"drift_prior_taken", h.drift_prior_taken}};
@@ -95,6 +97,7 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
     j["violators_removed"] = 0;
     j["floor_points"] = nullptr;
     j["floor_shift_ns"] = nullptr;
+    j["floors_refused"] = false;
     j["own_alpha"] = nullptr;
     j["drift_prior_taken"] = false;
     j["later_half"] = nullptr;

@@ -526,6 +526,7 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
                         "violators_removed",
                         "floor_points",
                         "floor_shift_ns",
+                        "floors_refused",
                         "own_alpha",
                         "drift_prior_taken",
                         "later_half",
@@ -569,6 +570,8 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   r.later_half->fit.uncertainty_ns = 1250.5;
   r.later_half->fit.margin_ns = 1200.25;
   r.later_half->fit.floor_shift_ns = -33.5;
+  r.later_half->fit.floors_refused = true;
+  EXPECT_FALSE(k["floors_refused"].get<bool>());
   const auto h = nlohmann::json::parse(EdgeRecordToJson(r, Context(7)))["later_half"];
   EXPECT_EQ(h["fit_start_ns"].get<int64_t>(), kBase - 3 * kWindow);
   EXPECT_EQ(h["fit_end_ns"].get<int64_t>(), kBase + 2 * kWindow);
@@ -579,6 +582,7 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   EXPECT_DOUBLE_EQ(h["uncertainty_ns"].get<double>(), 1250.5) << "the half's band, for bench/sigma_replay.py";
   EXPECT_DOUBLE_EQ(h["margin_ns"].get<double>(), 1200.25);
   EXPECT_DOUBLE_EQ(h["floor_shift_ns"].get<double>(), -33.5);
+  EXPECT_TRUE(h["floors_refused"].get<bool>());
 }
 
 }  // namespace

@@ -581,6 +581,76 @@ TEST(MaxMarginFit, PacketsUnderTheFloorErrTheFloorsLineLessThanTheHardOne) {
   EXPECT_LT(sum_floor, 0.7 * sum_hard) << "mean |error|: floors " << sum_floor / 40 << " ns, hard " << sum_hard / 40;
 }
 
+// A starved window, as on v4's VM (docs/estimator.md §4b): 130 bounds a
+// side, the true offset 0. The reverse direction sits on its floor
+// (-1000 ns, up to 200 ns above); of the forward one only two packets reach
+// its floor (+1000 ns), one near each end, and the rest queued 20-60 us. The
+// forward side's 8 deepest then average microseconds above its floor, and
+// the floors' line would sit there, far outside the band every separating
+// line passes through.
+SmallSet StarvedWindow(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> queued(20'000, 60'000), near(0, 200);
+  SmallSet s;
+  for (int64_t k = 0; k < 130; ++k) {
+    const int64_t x = -3'000'000'000 + k * 46'000'000;
+    const bool on_floor = k == 5 || k == 124;
+    s.upper.push_back({x, 1000 + (on_floor ? 0 : queued(rng))});
+    s.lower.push_back({x + 1'000'000, -1000 - near(rng)});
+  }
+  return s;
+}
+
+TEST(MaxMarginFit, AFloorsLineFarOutsideTheBandIsRefusedAndTheHardLineKept) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const SmallSet s = StarvedWindow(seed);
+    const LineFit hard = FitMaxMarginLine(s.upper, s.lower, 0, HardMargin());
+    const LineFit f = FitMaxMarginLine(s.upper, s.lower, 0);
+    ASSERT_TRUE(hard.ok && f.ok) << seed;
+    EXPECT_TRUE(f.floors_refused) << seed;
+    EXPECT_FALSE(hard.floors_refused) << seed;
+    EXPECT_EQ(f.floor_points, 1) << seed;
+    EXPECT_EQ(f.alpha, hard.alpha) << seed;
+    EXPECT_EQ(f.beta_ns, hard.beta_ns) << seed;
+    EXPECT_GT(std::abs(f.floor_shift_ns), f.uncertainty_ns) << seed;
+    EXPECT_LT(std::abs(f.beta_ns), 1000.0) << seed;
+    // Without the rule the floors' line is microseconds off.
+    MaxMarginOptions unbounded;
+    unbounded.max_floor_shift_in_bands = std::numeric_limits<double>::infinity();
+    const LineFit taken = FitMaxMarginLine(s.upper, s.lower, 0, unbounded);
+    EXPECT_FALSE(taken.floors_refused) << seed;
+    EXPECT_EQ(taken.floor_points, 8) << seed;
+    EXPECT_GT(std::abs(taken.beta_ns), 5000.0) << seed;
+    EXPECT_EQ(taken.floor_shift_ns, f.floor_shift_ns) << seed;
+    // A drift prior's line then rests on the deepest bound of each side.
+    const double prior = hard.alpha + 1e-8;
+    const LineFit p = FitMaxMarginLine(s.upper, s.lower, 0, {}, DriftPrior{prior, 0.0});
+    ASSERT_TRUE(p.drift_prior_taken) << seed;
+    double mid = 0;
+    FloorGap(s, 1, prior, &mid);
+    EXPECT_NEAR(p.beta_ns, mid, 1e-6) << seed;
+    EXPECT_EQ(p.own_alpha, hard.alpha) << seed;
+  }
+  // The rule's edge: a line exactly one band away is taken.
+  const SmallSet s = FloorsWithOneEarlyPacket(320, 80);
+  const LineFit f = FitMaxMarginLine(s.upper, s.lower, EarlyPacketX(320));
+  MaxMarginOptions at_edge;
+  at_edge.max_floor_shift_in_bands = std::abs(f.floor_shift_ns) / f.uncertainty_ns;
+  EXPECT_FALSE(FitMaxMarginLine(s.upper, s.lower, EarlyPacketX(320), at_edge).floors_refused);
+  at_edge.max_floor_shift_in_bands = std::nextafter(at_edge.max_floor_shift_in_bands, 0.0) * (1 - 1e-12);
+  EXPECT_TRUE(FitMaxMarginLine(s.upper, s.lower, EarlyPacketX(320), at_edge).floors_refused);
+}
+
+TEST(MaxMarginFit, NoOrdinaryLoadedWindowsFloorsLineIsRefused) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    const SmallSet s = LoadedPathWindow(seed, 100 + static_cast<int>(seed * 37 % 900), 3e-6, 123'456);
+    const LineFit f = FitMaxMarginLine(s.upper, s.lower, 0);
+    ASSERT_TRUE(f.ok) << seed;
+    EXPECT_FALSE(f.floors_refused) << seed;
+    EXPECT_GT(f.floor_points, 1) << seed;
+  }
+}
+
 // A drift prior (docs/estimator.md §4c): at own weight 0 the line takes the
 // prior's slope, its value the floors' means there (a brute force); at 1 it
 // is the window's own line; half way, the slope half way. A prior 1 ppm
