@@ -194,6 +194,31 @@ TEST(ClusterSimulator, DeterministicForASeedWhateverTheThreads) {
   EXPECT_TRUE(differs) << "another seed must give another run";
 }
 
+// The later half's sigma factor (--later-half-sigma-factor) reaches the
+// windows' sigma and nothing else: the same run at factor 1 and at the
+// agent's 0.5 has the same lines, and a narrower sigma only in the windows
+// averaged with their later half (which a run of 40 windows, whose chooser
+// judges from the 16th, has).
+TEST(ClusterSimulator, TheLaterHalfSigmaFactorNarrowsOnlyTheSigma) {
+  SimConfig c = SmallCluster();
+  c.nodes = 6;
+  c.windows = 40;
+  c.wander_ns_per_sqrt_s = 20;
+  c.later_half_sigma_factor = 1.0;
+  const SimTraffic whole = ClusterSimulator(c).SimulateAll();
+  c.later_half_sigma_factor = 0.5;
+  const SimTraffic halved = ClusterSimulator(c).SimulateAll();
+  ASSERT_EQ(whole.windows.size(), halved.windows.size());
+  int narrower = 0;
+  for (size_t i = 0; i < whole.windows.size(); ++i) {
+    const EdgeEstimate &x = whole.windows[i].estimate, &y = halved.windows[i].estimate;
+    EXPECT_EQ(x.beta_ns, y.beta_ns) << i;
+    EXPECT_LE(y.uncertainty_ns, x.uncertainty_ns) << i;
+    narrower += y.uncertainty_ns < x.uncertainty_ns;
+  }
+  EXPECT_GT(narrower, 0) << "no window was averaged with its later half";
+}
+
 // A node disciplined as timesyncd disciplines it, polling every 4 s with
 // noisy offsets: REALTIME stays near true time while its rate swings by
 // ppm; F minus the oscillator's own wander is a straight line, REALTIME's

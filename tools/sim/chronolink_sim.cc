@@ -180,6 +180,7 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
       {"fit_span_start_s",
        c.AdaptiveFitSpan() ? ordered_json(static_cast<double>(c.StartFitSpan()) / 1e9) : ordered_json(nullptr)},
       {"fit_later_half", c.FitSpans().later_half},
+      {"later_half_sigma_factor", c.later_half_sigma_factor},
       {"fit_floor_points", c.estimator.max_margin.floor_points},
       {"fit_drift_windows", c.drift_history.windows},
       {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
@@ -352,6 +353,11 @@ int main(int argc, char** argv) {
                  "as the agent's; off: its own line alone")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--later-half-sigma-factor", c.later_half_sigma_factor,
+                 "the share of the band's and the floors' shift's weights in the sigma of a window averaged with "
+                 "its later half, as the agent's (docs/estimator.md §8); 1: the whole span's weights, for comparisons")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--fit-span-start-s", fit_span_start_s,
                  "the span each edge fits before its chooser has judged, whole windows within the chosen range; "
                  "0: the agent's (the one whose worst ratio to the shortest and the longest is least)")

@@ -164,6 +164,7 @@ std::vector<SimWindow> ClusterSimulator::SimulateEdge(uint32_t node, uint32_t pe
   // The agent told the asymmetry the simulated links have (--path-asymmetry-ns).
   WindowScatterOptions scatter;
   scatter.path_asymmetry_ns = c.asymmetry_ns;
+  scatter.later_half_factor = c.later_half_sigma_factor;
   EdgeWindows windows(node, peer, c.window_ns, {SourceClass::kKernel}, c.estimator, scatter, c.FitSpans(),
                       c.drift_history);
   TupleAssembler assembler(4096);

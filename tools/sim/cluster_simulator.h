@@ -21,6 +21,7 @@
 #include "agent/estimate/edge_drift_history.h"
 #include "agent/estimate/fit_span_range.h"
 #include "agent/estimate/window_estimator.h"
+#include "agent/estimate/window_scatter.h"
 #include "agent/solve/global_solver.h"
 #include "tools/sim/sim_link.h"
 #include "tools/sim/sim_node_clock.h"
@@ -44,6 +45,10 @@ struct SimConfig {
   // 0: the chooser's start span (FitSpanChooser::StartSpan), as the agent's
   int64_t fit_span_start_ns = 0;
   bool fit_later_half = true;  // as the agent's --fit-later-half
+  // The share of the band's and the floors' shift's weights in the sigma of
+  // a window averaged with its later half (docs/estimator.md §8): the
+  // agent's, unless an experiment asks for another.
+  double later_half_sigma_factor = WindowScatterOptions{}.later_half_factor;
   FitSpanRange FitSpans() const {
     FitSpanRange r = FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns, fit_span_trailing_max_ns);
     r.start_ns = r.chosen ? fit_span_start_ns : 0;
