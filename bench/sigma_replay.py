@@ -150,39 +150,46 @@ def load_run(rundir: str) -> list[tuple[str, dict, dict]]:
         name = sc["scenario"]
         errors = {(w["node"], w["x0_ns"]): w["error_ns"] for w in sc.get("windows", [])
                   if w.get("source") == "kernel" and w.get("error_ns") is not None}
-        edges: dict = {}
-        records = {}
+        records = []
         for entry in sorted(os.listdir(os.path.join(rundir, name))):
             path = os.path.join(rundir, name, entry, "edges.jsonl")
             if entry.startswith("agent-n") and os.path.exists(path):
-                records[entry] = ab.read_edges(path)[0]
-        # The agent's scatter holds offsets on the straight frame across a
-        # fit clock's bend (either node's): so does the replay.
-        bends = {int(r["node"]): truth.fit_clock_bends(rs) for rs in records.values() for r in rs[:1]}
-        for rs in records.values():
-            for r in rs:
-                if r.get("timestamp_source") != "kernel":
-                    continue
-                w = {"node": int(r["node"]), "x0_ns": int(r["x0_ns"]), "step": bool(r.get("clock_step"))}
-                if not w["step"]:
-                    if r.get("estimator") not in ("max_margin", "max_margin_pure") or r.get("margin_ns") is None:
-                        continue
-                    w.update(beta_ns=straight_beta(bends.get(w["node"], []), bends.get(int(r["peer"]), []),
-                                                   w["x0_ns"], float(r["beta_ns"])),
-                             uncertainty_ns=float(r["uncertainty_ns"]),
-                             margin_ns=float(r["margin_ns"]),
-                             floor_shift_ns=float(r.get("floor_shift_ns") or 0.0),
-                             later_half=r.get("later_half") is not None,
-                             fit_span_ns=int(r["fit_end_ns"]) - int(r["fit_start_ns"])
-                             if r.get("fit_start_ns") is not None else 0,
-                             sigma_ns=float(r["sigma_ns"]) if r.get("sigma_ns") is not None else None,
-                             scatter_ns=float(r["sigma_scatter_ns"]) if r.get("sigma_scatter_ns") is not None
-                             else None)
-                edges.setdefault((w["node"], int(r["peer"])), []).append(w)
-        for ws in edges.values():
-            ws.sort(key=lambda w: w["x0_ns"])
-        out.append((name, edges, errors))
+                records.append(ab.read_edges(path)[0])
+        out.append((name, edge_windows(records), errors))
     return out
+
+
+def edge_windows(records: list[list[dict]]) -> dict[tuple[int, int], list[dict]]:
+    """Each directed edge's kernel windows in order, as the agent's scatter
+    saw them (fitted max-margin windows, and the clock steps that restart
+    it), from each node's edges.jsonl records (one list per node)."""
+    edges: dict = {}
+    # The agent's scatter holds offsets on the straight frame across a fit
+    # clock's bend (either node's): so does the replay.
+    bends = {int(r["node"]): truth.fit_clock_bends(rs) for rs in records for r in rs[:1]}
+    for rs in records:
+        for r in rs:
+            if r.get("timestamp_source") != "kernel":
+                continue
+            w = {"node": int(r["node"]), "x0_ns": int(r["x0_ns"]), "step": bool(r.get("clock_step"))}
+            if not w["step"]:
+                if r.get("estimator") not in ("max_margin", "max_margin_pure") or r.get("margin_ns") is None:
+                    continue
+                w.update(beta_ns=straight_beta(bends.get(w["node"], []), bends.get(int(r["peer"]), []),
+                                               w["x0_ns"], float(r["beta_ns"])),
+                         uncertainty_ns=float(r["uncertainty_ns"]),
+                         margin_ns=float(r["margin_ns"]),
+                         floor_shift_ns=float(r.get("floor_shift_ns") or 0.0),
+                         later_half=r.get("later_half") is not None,
+                         fit_span_ns=int(r["fit_end_ns"]) - int(r["fit_start_ns"])
+                         if r.get("fit_start_ns") is not None else 0,
+                         sigma_ns=float(r["sigma_ns"]) if r.get("sigma_ns") is not None else None,
+                         scatter_ns=float(r["sigma_scatter_ns"]) if r.get("sigma_scatter_ns") is not None
+                         else None)
+            edges.setdefault((w["node"], int(r["peer"])), []).append(w)
+    for ws in edges.values():
+        ws.sort(key=lambda w: w["x0_ns"])
+    return edges
 
 
 def validity(scenario: tuple[str, dict, dict], setting: tuple = AGENT_SETTING) -> tuple[int, float]:

@@ -70,6 +70,17 @@ class NodeClock:
         return {"model": self.model, "state_file": self.state_file}
 
 
+def described_node_clock(node: int, described: dict) -> NodeClock:
+    """A node's clock again from what NodeClock.describe() wrote (a run's
+    summary.json), to read its truth after the run."""
+    if described.get("model") == "linear":
+        return NodeClock(node, "linear", [], linear=VClock.make(described["offset_ns"], described["drift_ppm"],
+                                                                 described["t0_ns"]))
+    if described.get("model") not in ("wander",) + DISCIPLINED or not described.get("state_file"):
+        raise ValueError(f"node {node}: clock description {described!r} is neither linear nor a state file's")
+    return NodeClock(node, described["model"], [], state_file=described["state_file"])
+
+
 def make_node_clock(model: str, node: int, offset_ns: int, drift_ppm: str, t0_ns: int, *,
                     state_dir: str = "", duration_s: float = 3600.0,
                     white_fm_adev: float = DEFAULT_WHITE_FM_ADEV,
