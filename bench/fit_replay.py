@@ -553,7 +553,9 @@ def chooser_evidence(betas: list[float | None], window_ns: int, doubt_sigmas: fl
         d2 = d2[np.isfinite(d2)]
         if len(d2) < CHOOSER_MIN_SAMPLES_PER_LAG:
             continue
-        clip = 4 * float(np.median(d2)) / 0.6745
+        # FitSpanChooser's ClippedVariance: the clip from the element at n/2
+        # of the sorted values (the upper middle for an even count).
+        clip = 4 * float(np.sort(d2)[len(d2) // 2]) / 0.6745
         v = float(np.mean(np.minimum(d2, clip) ** 2))
         lags.append((m, v, len(d2), len(d2) / max(v * v, 1e-12)))
     if len(lags) < 2:
@@ -571,6 +573,22 @@ def chooser_evidence(betas: list[float | None], window_ns: int, doubt_sigmas: fl
     two_w = 2 * window_ns / NS_PER_S
     return {"window_noise_ns": float(np.sqrt(a / 6)), "wander_ns_per_sqrt_s": float(np.sqrt(b_pos / two_w)),
             "wander_lower_ns_per_sqrt_s": float(np.sqrt(max(0.0, slope - doubt_sigmas * np.sqrt(var)) / two_w))}
+
+
+def print_chooser_evidence(path: str) -> int:
+    """--chooser-evidence: the evidence of each sequence in a file, printed
+    to 17 significant digits for a comparison with the agent's chooser."""
+    try:
+        with open(path) as f:
+            cases = [json.loads(line) for line in f if line.strip()]
+        for c in cases:
+            e = chooser_evidence(c["betas"], int(c["window_ns"]), float(c["doubt_sigmas"]))
+            print("none" if e is None else " ".join(f"{e[k]:.17g}" for k in (
+                "window_noise_ns", "wander_ns_per_sqrt_s", "wander_lower_ns_per_sqrt_s")), flush=True)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"fit_replay: --chooser-evidence {path}: {e}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def rechosen_evidence(bounds: dict[int, Bounds], windows: list[dict], window_ns: int,
@@ -937,6 +955,10 @@ def main(argv: list[str] | None = None) -> int:
                          "the wander taken SIGMAS standard errors low (the agent's rule since 2026-12-06: 2; 0: "
                          "the estimate itself, as before); the drift gain keeps the agent's recorded evidence")
     ap.add_argument("--selftest", action="store_true", help="check the replay on generated packets and exit")
+    ap.add_argument("--chooser-evidence", metavar="FILE",
+                    help="print chooser_evidence for each line of FILE ({\"betas\": [ns or null, ...], "
+                         "\"window_ns\": N, \"doubt_sigmas\": K}), one line each: noise, wander and wander "
+                         "less its doubt, or 'none' (what tests compare with FitSpanChooser's), and exit")
     a = ap.parse_args(argv)
     try:
         import numpy  # noqa: F401
@@ -945,6 +967,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if a.selftest:
         return selftest()
+    if a.chooser_evidence:
+        return print_chooser_evidence(a.chooser_evidence)
     if not a.scenario_dir:
         ap.error("give a scenario directory (or --selftest)")
     if not 0 <= a.longest_centred_s <= 60:

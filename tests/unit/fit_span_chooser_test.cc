@@ -5,9 +5,17 @@
 #include "agent/estimate/fit_span_chooser.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <random>
+#include <sstream>
+#include <string>
+#include <vector>
 
 namespace chronolink {
 namespace {
@@ -117,7 +125,9 @@ TEST(FitSpanChooser, LoadEpisodesDoNotShortenTheSpan) {
       const double beta = 4.2e6 + 25 * gauss(rng) + (episode_left > 0 ? episode_ns : 0);
       episode_left = std::max(0, episode_left - 1);
       c.Add(kStart + k * kWindow + kWindow / 2, Fit(beta));
-      if (c.evidence()) EXPECT_EQ(c.span_ns(), 6 * kWindow) << seed << " window " << k;
+      if (c.evidence()) {
+        EXPECT_EQ(c.span_ns(), 6 * kWindow) << seed << " window " << k;
+      }
     }
     ASSERT_TRUE(c.evidence().has_value());
     read_as_wander += c.evidence()->wander_ns_per_sqrt_s > 5;
@@ -213,6 +223,83 @@ TEST(FitSpanChooser, SpanVarianceIsLeastWhereNoiseAndWanderTermsMeet) {
 }
 
 // The rule the agent's config and chronolink-sim share.
+// bench/fit_replay.py replays the chooser (its chooser_evidence) to choose
+// the agent's rules; it must estimate what this one does. 40 generated
+// histories (noise, wander, drift, holes up to 4 windows, outliers that
+// the 4-sigma clip catches, even and odd counts of second differences)
+// go through both; each evidence must agree to 1e-9 of its size.
+TEST(FitSpanChooser, ThePythonReplayEstimatesTheSameEvidence) {
+  std::mt19937 rng(11);
+  std::normal_distribution<double> gauss;
+  std::uniform_real_distribution<double> u(0, 1);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("chooser_cases_" + std::to_string(::getpid()) + ".jsonl")).string();
+  std::vector<std::optional<FitSpanEvidence>> expected;
+  {
+    std::ofstream cases(path);
+    for (int c = 0; c < 40; ++c) {
+      FitSpanChooserOptions o = Range();
+      o.wander_doubt_sigmas = c % 3;
+      FitSpanChooser chooser(kWindow, o);
+      const int windows = 24 + static_cast<int>(u(rng) * 104);  // within the 128 fits the chooser keeps
+      const double noise = 1 + 60 * u(rng), wander = c % 4 == 0 ? 0 : 40 * u(rng);
+      double walk = 0;
+      int fits = 0;
+      bool last_hole = false;
+      std::ostringstream betas;
+      for (int k = 0; k < windows; ++k) {
+        walk += wander * std::sqrt(2.0) * gauss(rng);
+        // Single holes, never at the ends: the chooser's history runs from a
+        // fit to a fit, and a longer gap would restart it.
+        const bool hole = k > 0 && k + 1 < windows && !last_hole && u(rng) < 0.08;
+        last_hole = hole;
+        double beta = 4.2e6 + 37e-6 * static_cast<double>(k) * 2e9 + walk + noise * gauss(rng);
+        if (u(rng) < 0.03) beta += 50 * noise;  // a bad window's fit
+        betas << (k ? "," : "");
+        if (hole) {
+          betas << "null";
+          continue;
+        }
+        char text[32];
+        std::snprintf(text, sizeof text, "%.17g", beta);
+        betas << text;
+        chooser.Add(kStart + k * kWindow, Fit(std::strtod(text, nullptr)));
+        ++fits;
+      }
+      ASSERT_GE(fits, 16) << "under the chooser's least history";
+      cases << "{\"betas\":[" << betas.str() << "],\"window_ns\":" << kWindow
+            << ",\"doubt_sigmas\":" << o.wander_doubt_sigmas << "}\n";
+      expected.push_back(chooser.evidence());
+    }
+  }
+  const std::string command =
+      std::string(CHRONOLINK_PYTHON3) + " " + CHRONOLINK_SOURCE_DIR + "/bench/fit_replay.py --chooser-evidence " + path;
+  FILE* out = ::popen(command.c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  size_t compared = 0, with_evidence = 0;
+  char line[256];
+  while (std::fgets(line, sizeof line, out) != nullptr) {
+    ASSERT_LT(compared, expected.size());
+    const auto& e = expected[compared++];
+    if (std::string(line).rfind("none", 0) == 0) {
+      EXPECT_FALSE(e.has_value()) << "case " << compared;
+      continue;
+    }
+    double noise = 0, wander = 0, lower = 0;
+    ASSERT_EQ(std::sscanf(line, "%lf %lf %lf", &noise, &wander, &lower), 3) << line;
+    ASSERT_TRUE(e.has_value()) << "case " << compared;
+    ++with_evidence;
+    EXPECT_NEAR(noise, e->window_noise_ns, 1e-9 * std::max(1.0, e->window_noise_ns)) << "case " << compared;
+    EXPECT_NEAR(wander, e->wander_ns_per_sqrt_s, 1e-9 * std::max(1.0, e->wander_ns_per_sqrt_s)) << "case " << compared;
+    EXPECT_NEAR(lower, e->wander_lower_ns_per_sqrt_s, 1e-9 * std::max(1.0, e->wander_lower_ns_per_sqrt_s))
+        << "case " << compared;
+  }
+  EXPECT_EQ(::pclose(out), 0) << command;
+  std::filesystem::remove(path);
+  EXPECT_EQ(compared, expected.size());
+  EXPECT_GT(with_evidence, 30u);
+}
+
 TEST(FitSpanRange, FixedOrChosenFromTwoWindowsToALongest) {
   const int64_t w = 2'000'000'000;
   const FitSpanRange fixed = FitSpanRange::Of(w, 3 * w, 0);
