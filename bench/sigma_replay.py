@@ -95,26 +95,29 @@ def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: floa
     A window averaged with its later half's line takes `half` of the band's
     and the shift's weights (WindowScatterOptions::later_half_factor)."""
     out: dict[int, float | None] = {}
-    first = 0  # the oldest window the agent's history still holds
-    for i, w in enumerate(windows):
-        if w.get("step") or (i and w["x0_ns"] - windows[i - 1]["x0_ns"] > MAX_GAP_WINDOWS * WINDOW_NS):
-            first = i  # the history starts again (WindowScatter::Reset, a gap)
+    hist: list[dict] = []  # the agent's history: WindowScatter's windows_
+    guard = StalledBandGuard()
+    for w in windows:
         if w.get("step"):
             out[w["x0_ns"]] = None
-            first = i + 1
+            hist = []  # the history starts again (WindowScatter::Reset)
             continue
+        stalled = guard.stalled(w["uncertainty_ns"])
+        if hist and not 0 < w["x0_ns"] - hist[-1]["x0_ns"] <= MAX_GAP_WINDOWS * WINDOW_NS:
+            hist = []  # a gap
         # A span longer than two windows stretches the line in proportion
         # (window_scatter.cc): overlapping spans' offsets move together. The
         # history is trimmed to each window's length in turn, so after a
         # shorter span it holds fewer until it has grown again.
         span = w.get("fit_span_ns") or 0
         history = round(HISTORY * max(1.0, span / (2 * WINDOW_NS)))
-        first = max(first, i - history + 1)
-        hist = windows[first:i + 1]
-        if len(hist) < min_history(kind):
+        own_hist = (hist + [w])[-history:]
+        # A stalled path's window: its own sigma sees it, the next windows' trends do not.
+        hist = own_hist[:-1] if stalled else own_hist
+        if len(own_hist) < min_history(kind):
             out[w["x0_ns"]] = None
             continue
-        x0s, betas = [h["x0_ns"] for h in hist], [h["beta_ns"] for h in hist]
+        x0s, betas = [h["x0_ns"] for h in own_hist], [h["beta_ns"] for h in own_hist]
         if kind == "rec":
             if w.get("scatter_ns") is None:
                 out[w["x0_ns"]] = None
@@ -128,6 +131,26 @@ def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: floa
         h = averaged * shift * abs(w.get("floor_shift_ns") or 0.0)
         out[w["x0_ns"]] = math.sqrt(s * s + e * e + o * o + h * h + floor ** 2)
     return out
+
+
+class StalledBandGuard:
+    """agent/estimate/stalled_band.h: a window whose fit's band is over 8
+    times the median of the last 16 windows' (at least 4) is a stalled
+    path's; kept in those 16 either way."""
+    FACTOR, HISTORY, MIN_HISTORY = 8.0, 16, 4
+
+    def __init__(self) -> None:
+        self.bands: list[float] = []
+
+    def stalled(self, band: float) -> bool:
+        if not math.isfinite(band):
+            return False
+        out = False
+        if len(self.bands) >= self.MIN_HISTORY:
+            median = sorted(self.bands)[len(self.bands) // 2]
+            out = median > 0 and band > self.FACTOR * median
+        self.bands = (self.bands + [band])[-self.HISTORY:]
+        return out
 
 
 def straight_beta(node_bends, peer_bends, x0_ns: int, beta_ns: float) -> float:
@@ -275,6 +298,20 @@ def selftest() -> int:
     sig = sigmas(ws, "mad", 1.2, 0.5)
     check(sig[x0s[3]] is None and abs(sig[x0s[4]] - FLOOR_NS) < 1e-9, "no sigma before 5 windows, then the floor")
     check(abs(sig[x0s[5]] - math.hypot(120.0, FLOOR_NS)) < 1e-9, "half the band's excess over the margin")
+    # A stalled path's window (its band 300 times the others'): its own sigma
+    # sees its offset, the next windows' trends leave it out, as if it were
+    # not there (WindowScatter.AStalledPathsWindowIsLeftOutOfTheNextTrends).
+    calm = [{"x0_ns": k * 2_000_000_000, "beta_ns": 10.0 * (-1) ** k, "uncertainty_ns": 1000.0 + k,
+             "margin_ns": 1000.0} for k in range(16)]
+    stall = [dict(w) for w in calm]
+    stall[10].update(beta_ns=8e5, uncertainty_ns=3e5, margin_ns=1e5)
+    with_stall, without = sigmas(stall, "quad", 1.3, 0.5), sigmas(calm[:10] + calm[11:], "quad", 1.3, 0.5)
+    check(with_stall[stall[10]["x0_ns"]] > 1e5
+          and all(abs(with_stall[w["x0_ns"]] - without[w["x0_ns"]]) < 1e-9 for w in calm[11:]),
+          "a stalled path's window is left out of the next windows' trends")
+    g = StalledBandGuard()
+    check([g.stalled(b) for b in (1.0, 1.0, 1.0, 1.0, 8.0, 8.01, 1e3)] == [False] * 5 + [True, True],
+          "a stall: over 8 times the median of at least 4 bands before")
     try:
         parse_setting("huber:1:1")
         check(False, "a bad setting is refused")

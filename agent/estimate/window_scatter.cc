@@ -31,6 +31,14 @@ std::vector<double> WindowScatter::TrendResiduals(int64_t newest_x0_ns, double n
 
 std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit, int64_t fit_span_ns, WindowLine line) {
   if (!fit.ok || !std::isfinite(fit.beta_ns)) return std::nullopt;
+  const bool stalled = stall_guard_.Stalled(fit.uncertainty_ns);
+  std::optional<WindowSigma> sigma = SigmaWith(x0_ns, fit, fit_span_ns, line);
+  if (stalled) windows_.pop_back();  // its own sigma saw it; the next windows' trends do not
+  return sigma;
+}
+
+std::optional<WindowSigma> WindowScatter::SigmaWith(int64_t x0_ns, const LineFit& fit, int64_t fit_span_ns,
+                                                    WindowLine line) {
   if (!windows_.empty()) {
     const int64_t gap = x0_ns - windows_.back().x0_ns;  // one node clock: a small difference
     if (gap <= 0 || gap > options_.max_gap_windows * window_ns_) windows_.clear();

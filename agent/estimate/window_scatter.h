@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "agent/estimate/max_margin_fit.h"
+#include "agent/estimate/stalled_band.h"
 
 namespace chronolink {
 
@@ -79,6 +80,14 @@ struct WindowScatterOptions {
   // A gap longer than this many windows between two fits restarts the
   // history (the windows on each side may belong to different stretches).
   int max_gap_windows = 4;
+  // A window whose fit's band is over this many times the median of the
+  // last band_history windows' is a stalled path's (stalled_band.h): its own
+  // sigma sees it, but later windows' trends leave it out. w1's stall
+  // (2026-12-06) held two such offsets, 79 and 825 us off, and the parabola
+  // through them gave the next 11 windows sigmas of 43-167 us for errors
+  // under 150 ns.
+  double stalled_band_factor = 8;
+  int band_history = 16;
 };
 
 // A window's one-sigma and the part of it both directions of the link share.
@@ -104,7 +113,7 @@ class WindowScatter {
   // A trend of degree 1 or 2, and at least three residual degrees of
   // freedom about it, whatever the options ask.
   explicit WindowScatter(int64_t window_ns, WindowScatterOptions options = {})
-      : window_ns_(window_ns), options_(options) {
+      : window_ns_(window_ns), options_(options), stall_guard_(options.stalled_band_factor, options.band_history) {
     options_.trend_degree = std::clamp(options_.trend_degree, 1, 2);
     options_.min_history = std::max(options_.min_history, options_.trend_degree + 4);
   }
@@ -126,10 +135,13 @@ class WindowScatter {
     double beta_ns;
   };
   std::vector<double> TrendResiduals(int64_t newest_x0_ns, double newest_beta_ns) const;
+  // Adds the window to the history and gives its sigma.
+  std::optional<WindowSigma> SigmaWith(int64_t x0_ns, const LineFit& fit, int64_t fit_span_ns, WindowLine line);
 
   int64_t window_ns_;
   WindowScatterOptions options_;
   std::deque<Window> windows_;
+  StalledBandGuard stall_guard_;  // on the windows' fits' bands; a Reset keeps it (the path is the same)
 };
 
 }  // namespace chronolink

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
+#include <vector>
 
 namespace chronolink {
 namespace {
@@ -237,6 +239,40 @@ TEST(WindowScatter, AWindowAveragedWithItsLaterHalfTakesTheFactorOnItsBandAndShi
   EXPECT_NEAR(alone->sigma_ns * alone->sigma_ns, sigma2(1), 1e-6);
   EXPECT_NEAR(averaged->sigma_ns * averaged->sigma_ns, sigma2(0.3), 1e-6);
   EXPECT_LT(averaged->sigma_ns, 0.5 * alone->sigma_ns) << "the band and the shift dominate this window";
+}
+
+// A stalled path's window, as w1's (2026-12-06): its band 300 times the
+// others' and its offset 800 us off. Its own sigma sees it; the windows
+// after it get the sigmas they would get had it not been there, where the
+// parabola through it gave them sigmas of 43-167 us. With the rule off
+// they are wide. (bench/sigma_replay.py's selftest checks its copy alike.)
+TEST(WindowScatter, AStalledPathsWindowIsLeftOutOfTheNextTrends) {
+  auto run = [](double factor, bool with_stall) {
+    WindowScatterOptions o;
+    o.stalled_band_factor = factor;
+    WindowScatter s(kWindow, o);
+    std::vector<double> sigmas;
+    for (int k = 0; k < 16; ++k) {
+      const bool stall = k == 10;
+      if (stall && !with_stall) continue;
+      LineFit f = Fit(stall ? 8e5 : 10.0 * (k % 2 ? -1 : 1), 0);
+      f.uncertainty_ns = stall ? 3e5 : 1000 + k;
+      f.margin_ns = stall ? 1e5 : 1000;
+      const auto sigma = s.Add(k * kWindow, f);
+      sigmas.push_back(sigma ? sigma->sigma_ns : -1);
+    }
+    return sigmas;
+  };
+  const std::vector<double> guarded = run(WindowScatterOptions{}.stalled_band_factor, true);
+  const std::vector<double> without = run(WindowScatterOptions{}.stalled_band_factor, false);
+  const std::vector<double> unguarded = run(std::numeric_limits<double>::infinity(), true);
+  ASSERT_EQ(guarded.size(), 16u);
+  EXPECT_GT(guarded[10], 1e5) << "the stalled window's own sigma";
+  for (int k = 11; k < 16; ++k) {
+    EXPECT_DOUBLE_EQ(guarded[k], without[k - 1]) << k;
+    EXPECT_LT(guarded[k], 100) << k;
+    EXPECT_GT(unguarded[k], 1e4) << k << ": the parabola through the stall";
+  }
 }
 
 TEST(WindowScatter, AGapOrAResetRestartsTheHistory) {
