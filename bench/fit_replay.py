@@ -591,6 +591,60 @@ def print_chooser_evidence(path: str) -> int:
     return 0
 
 
+def chooser_against_agent(scenario_dir: str) -> dict | None:
+    """Rebuilds each node's span chooser (FitSpanChooser::Add) from its
+    records' own-window offsets (own_window_beta_ns, since 2026-12-06
+    evening), on the straight frame of the fit clocks' bends the agent knew
+    when it closed each window, as it keeps its history, and compares the
+    evidence with the
+    fit_span_evidence each record says: windows compared, how many agree
+    to 1e-6 of their size (1e-3 ns at least), and the first that does
+    not (node, x0, rebuilt and recorded wander). None for runs without
+    the field."""
+    import sigma_replay
+    import truth
+    records = {}
+    for n in (1, 2):
+        path = os.path.join(scenario_dir, f"agent-n{n}", "edges.jsonl")
+        with open(path) as f:
+            records[n] = [r for r in map(json.loads, filter(str.strip, f)) if r.get("timestamp_source") == "kernel"]
+    if not any("own_window_beta_ns" in r for rs in records.values() for r in rs):
+        return None
+    bends = {n: truth.fit_clock_bends(rs) for n, rs in records.items()}
+    out = {"compared": 0, "agree": 0, "first_disagreement": None}
+    for n, rs in records.items():
+        fits: list[tuple[int, float]] = []  # (x0, the offset as its record reads it)
+        evidence = None
+        for r in sorted(rs, key=lambda r: r["x0_ns"]):
+            x0, window_ns = int(r["x0_ns"]), int(r["window_end_ns"]) - int(r["window_start_ns"])
+            if r.get("clock_step"):
+                fits = []  # AfterClockStep: the history starts again, the evidence stays
+            elif r.get("own_window_beta_ns") is not None:
+                if fits and not (0 < x0 - fits[-1][0] <= 4 * window_ns and (x0 - fits[-1][0]) % window_ns == 0):
+                    fits = []
+                fits = (fits + [(x0, float(r["own_window_beta_ns"]))])[-CHOOSER_HISTORY:]
+                if len(fits) >= CHOOSER_MIN_HISTORY:
+                    # The history on the straight frame of the bends the agent knew when it closed
+                    # this window, about the end of its span (a peer's, on the peer's clock there).
+                    end, beta_end = int(r["fit_end_ns"]), float(r.get("beta_ns") or 0.0)
+                    own = [b for b in bends[n] if b[0] < end]
+                    peers = [b for b in bends[int(r["peer"])] if b[0] < end + beta_end]
+                    slots: list[float | None] = [None] * ((fits[-1][0] - fits[0][0]) // window_ns + 1)
+                    for fx, fb in fits:
+                        slots[(fx - fits[0][0]) // window_ns] = sigma_replay.straight_beta(own, peers, fx, fb)
+                    evidence = chooser_evidence(slots, window_ns, 2)
+            said = r.get("fit_span_evidence")
+            if said is None or evidence is None:
+                continue
+            out["compared"] += 1
+            keys = ("window_noise_ns", "wander_ns_per_sqrt_s", "wander_lower_ns_per_sqrt_s")
+            if all(abs(evidence[k] - said[k]) <= max(1e-3, 1e-6 * abs(said[k])) for k in keys):
+                out["agree"] += 1
+            elif out["first_disagreement"] is None:
+                out["first_disagreement"] = (n, x0, evidence["wander_ns_per_sqrt_s"], said["wander_ns_per_sqrt_s"])
+    return out
+
+
 def rechosen_evidence(bounds: dict[int, Bounds], windows: list[dict], window_ns: int,
                       doubt_sigmas: float) -> None:
     """Sets each window's chooser_evidence as the agent's chooser would have
@@ -981,6 +1035,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"+half's rule on the agent's own spans gives the half its records took in {agree} of "
                   f"{agree + thin + wrong} windows; a half the agent could not fit in {thin}; a different half in "
                   f"{wrong}", flush=True)
+        rebuilt = chooser_against_agent(a.scenario_dir)
+        if rebuilt:
+            first = rebuilt["first_disagreement"]
+            print(f"span chooser rebuilt from the records' own-window offsets: its evidence is the agent's in "
+                  f"{rebuilt['agree']} of {rebuilt['compared']} windows"
+                  + (f"; first apart: node {first[0]} at x0 {first[1]}, wander {first[2]:.2f} rebuilt against "
+                     f"{first[3]:.2f} ns/sqrt(s) recorded" if first else ""), flush=True)
         apart = lines_apart_summary(windows)
         if apart:
             print(apart, flush=True)

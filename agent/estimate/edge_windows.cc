@@ -272,6 +272,7 @@ void EdgeWindows::Close(int64_t start, const Window& w, std::vector<EdgeWindowRe
     AddSigma(&r);  // the histories are the straight frame's
     if (bent && r.estimate.fit.ok) FitAsRead(&r.estimate.fit, r.x0_ns);
     if (bent && r.later_half) FitAsRead(&r.later_half->fit, r.x0_ns);
+    if (bent && r.own_window_fit) FitAsRead(&*r.own_window_fit, r.x0_ns);
     out->push_back(std::move(r));
   }
   remap_marks_.erase(start);
@@ -318,7 +319,10 @@ void EdgeWindows::AverageWithLaterHalf(const std::vector<PtPrTuple>& later_half,
 void EdgeWindows::FeedSpanChooser(FitSpanChooser& chooser, const std::vector<PtPrTuple>& own, int64_t x0_ns,
                                   EdgeWindowRecord* r) {
   const WindowEstimate e = EstimateWindow(own, x0_ns, options_);
-  if (IsMaxMargin(e)) r->span_changed = chooser.Add(r->x0_ns, e.fit);
+  if (IsMaxMargin(e)) {
+    r->span_changed = chooser.Add(r->x0_ns, e.fit);
+    r->own_window_fit = e.fit;
+  }
   r->span_evidence = chooser.evidence();
 }
 

@@ -80,6 +80,10 @@ struct EdgeWindowRecord {
   // whether this window is the first on a new span.
   std::optional<FitSpanEvidence> span_evidence;
   bool span_changed = false;
+  // The fit on this window's own probes that the span chooser was fed (as
+  // read at x0, as estimate.fit is): what its evidence rests on, recorded
+  // so a replay can rebuild that evidence from the records.
+  std::optional<LineFit> own_window_fit;
   // The part of sigma_ns both directions of the link share (WindowSigma);
   // unknown for a min-delay window's own bound.
   std::optional<double> sigma_shared_ns;

@@ -41,6 +41,8 @@ std::string EdgeRecordToJson(const EdgeWindowRecord& r, const EdgeRecordContext&
   } else {
     j["fit_span_evidence"] = nullptr;
   }
+  j["own_window_beta_ns"] =
+      r.own_window_fit ? nlohmann::ordered_json(r.own_window_fit->beta_ns) : nlohmann::ordered_json(nullptr);
   j["timestamp_source"] = SourceClassName(r.source_class);
   j["timestamp_policy"] = r.source_class == SourceClass::kUserspace ? "userspace" : context.timestamp_policy;
   nlohmann::ordered_json sources = nlohmann::ordered_json::object();

@@ -210,7 +210,7 @@ TEST(EdgeWindowsRemap, BothBendsCompose) {
 // reproduce: it passes told 1 ms to 5 s late). After the peer's bend, and
 // after ours, the evidence must be the straight run's on the same packets.
 TEST(EdgeWindowsRemap, TheChoosersEvidenceIsTheStraightRunsAcrossABend) {
-  BentClock node = kStraightNode, peer = kStraightPeer;
+  BentClock peer = kStraightPeer;
   peer.after_fine = 26'500'000'000;  // +6.5 ppm
   peer.bend = kBase + 25 * kWindow + 1'700'000'000;
   for (const auto& [n, p] :

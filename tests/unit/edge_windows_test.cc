@@ -527,6 +527,7 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
                         "floor_points",
                         "floor_shift_ns",
                         "floors_refused",
+                        "own_window_beta_ns",
                         "own_alpha",
                         "drift_prior_taken",
                         "later_half",
@@ -583,6 +584,11 @@ TEST(EdgesJsonl, RecordCarriesEveryDocumentedField) {
   EXPECT_DOUBLE_EQ(h["margin_ns"].get<double>(), 1200.25);
   EXPECT_DOUBLE_EQ(h["floor_shift_ns"].get<double>(), -33.5);
   EXPECT_TRUE(h["floors_refused"].get<bool>());
+  // The fit on the window's own probes, which the span chooser was fed.
+  EXPECT_TRUE(k["own_window_beta_ns"].is_null());
+  r.own_window_fit = LineFit{};
+  r.own_window_fit->beta_ns = 77.5;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(EdgeRecordToJson(r, Context(7)))["own_window_beta_ns"].get<double>(), 77.5);
 }
 
 }  // namespace
