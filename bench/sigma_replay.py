@@ -142,15 +142,38 @@ class StalledBandGuard:
     def __init__(self) -> None:
         self.bands: list[float] = []
 
-    def stalled(self, band: float) -> bool:
+    def ratio(self, band: float) -> float | None:
+        """The band over the median of the ones before it (None before
+        MIN_HISTORY of them, or with a median of 0); keeps it."""
         if not math.isfinite(band):
-            return False
-        out = False
+            return None
+        out = None
         if len(self.bands) >= self.MIN_HISTORY:
             median = sorted(self.bands)[len(self.bands) // 2]
-            out = median > 0 and band > self.FACTOR * median
+            out = band / median if median > 0 else None
         self.bands = (self.bands + [band])[-self.HISTORY:]
         return out
+
+    def stalled(self, band: float) -> bool:
+        r = self.ratio(band)
+        return r is not None and r > self.FACTOR
+
+
+def band_ratios(scenario: tuple[str, dict, dict]) -> tuple[int, float, int]:
+    """Over the measured windows of a scenario (those results.json gives an
+    error), each fit's band over the median of its edge's last 16: windows,
+    the largest ratio, and how many were over StalledBandGuard.FACTOR."""
+    _, edges, errors = scenario
+    ratios = []
+    for ws in edges.values():
+        guard = StalledBandGuard()
+        for w in ws:
+            if w.get("step"):
+                continue
+            r = guard.ratio(w["uncertainty_ns"])
+            if r is not None and (w["node"], w["x0_ns"]) in errors:
+                ratios.append(r)
+    return len(ratios), max(ratios, default=float("nan")), sum(r > StalledBandGuard.FACTOR for r in ratios)
 
 
 def straight_beta(node_bends, peer_bends, x0_ns: int, beta_ns: float) -> float:
@@ -405,6 +428,10 @@ def main(argv: list[str] | None = None) -> int:
         if n_valid:
             print(f"{os.path.basename(run.rstrip('/')):22} {sc[0]:13} the agent's setting ({setting_name(setting)}) "
                   f"recomputed stands p99 {gap:.3f} ns from its sigma_ns ({n_valid} windows)")
+        n_bands, top, stalled = band_ratios(sc)
+        if n_bands:
+            print(f"{os.path.basename(run.rstrip('/')):22} {sc[0]:13} a fit's band over its edge's median of the last "
+                  f"16: max {top:.2f} over {n_bands} windows; {stalled} over {StalledBandGuard.FACTOR:g} (a stall's)")
     for (run, sc), (agent_setting, _, _) in zip(scenarios, agents):
         cells = []
         for s in settings:

@@ -4,9 +4,9 @@
 // separating lines) hundreds of times its neighbours', and an offset as far
 // off. Such a window measures neither the clocks nor the path's usual noise,
 // so the window sigma's trend leaves it out (window_scatter.h). Over the
-// measured windows of 13 scenarios without a stall no band passed 2.0 times
-// the median of the 16 before it; w1's stall (2026-12-06) reached 300-860
-// times (docs/estimator.md §8).
+// measured windows of 13 scenarios without a stall no band passed 2.02 times
+// the median of the 16 before it; w1's stall (2026-12-06) reached 864 times
+// (bench/sigma_replay.py prints both; docs/estimator.md §8).
 // Pure: no clocks, no I/O.
 #pragma once
 
