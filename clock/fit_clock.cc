@@ -291,9 +291,7 @@ std::optional<FitAnchor> FitClock::anchor() const {
   return timebase_->anchor();
 }
 
-bool FitClock::ReadBy(int64_t fit_ns) const {
-  return mode_ == FitClockMode::kRealtime || fit_ns >= timebase_->first_fit_ns();
-}
+int64_t FitClock::FirstRead() const { return mode_ == FitClockMode::kRealtime ? INT64_MIN : timebase_->first_fit_ns(); }
 
 std::optional<FitAnchor> FitClock::AnchorFor(int64_t fit_ns) const {
   if (mode_ == FitClockMode::kRealtime) return std::nullopt;

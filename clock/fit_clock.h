@@ -198,7 +198,9 @@ class FitClock {
   // fitting in REALTIME): a point before the first reading is that
   // reading's rate carried back, which a daemon's start-up slew makes
   // hundreds of µs wrong within a second.
-  bool ReadBy(int64_t fit_ns) const;
+  bool ReadBy(int64_t fit_ns) const { return fit_ns >= FirstRead(); }
+  // The fit instant of the first reading (INT64_MIN fitting in REALTIME).
+  int64_t FirstRead() const;
 
   // Takes a sample of REALTIME and RAW unless the last one is younger than
   // the interval (judged by the caller's CLOCK_MONOTONIC read: a turn of the

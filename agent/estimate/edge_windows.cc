@@ -326,25 +326,31 @@ void EdgeWindows::FeedSpanChooser(FitSpanChooser& chooser, const std::vector<PtP
   r->span_evidence = chooser.evidence();
 }
 
-void EdgeWindows::CloseUpTo(int64_t closed_before_ns, std::vector<EdgeWindowRecord>* out) {
+size_t EdgeWindows::CloseUpTo(int64_t closed_before_ns, std::vector<EdgeWindowRecord>* out) {
   int64_t newest_closed = INT64_MIN;
+  size_t unrecorded = 0;
   for (auto& [start, w] : windows_) {
     if (w.closed) {
       newest_closed = start;
       continue;
     }
     if (FitEnd(start) > closed_before_ns) break;
-    Close(start, w, out);
+    if (start + window_ns_ / 2 < unrecorded_before_ns_) {
+      ++unrecorded;
+    } else {
+      Close(start, w, out);
+    }
     w.closed = true;
     newest_closed = start;
   }
-  if (newest_closed == INT64_MIN) return;
+  if (newest_closed == INT64_MIN) return unrecorded;
   // No window still to close reaches back before the next one's span.
   const int64_t needed_from = FitStart(newest_closed + window_ns_);
   while (!windows_.empty() && windows_.begin()->second.closed &&
          windows_.begin()->first + window_ns_ <= needed_from) {
     windows_.erase(windows_.begin());
   }
+  return unrecorded;
 }
 
 }  // namespace chronolink

@@ -159,9 +159,18 @@ class EdgeWindows {
   // on ours): the same for its stamps.
   void OnPeerClockRemap(const FitClockRemap& remap, int64_t node_ns);
 
+  // Windows centred before node_ns close without a record and feed no
+  // history (span chooser, scatter, drift): the agent cannot map them back
+  // to REALTIME (FitClock::ReadBy), and a history fed windows no one sees
+  // cannot be rebuilt from the records. In a loaded run of 2026-12-06 two
+  // such windows doubled the chooser's noise for 256 s. Their probes still
+  // serve later windows' spans.
+  void CloseWithoutRecordBefore(int64_t centre_ns) { unrecorded_before_ns_ = centre_ns; }
+
   // Closes every window whose fit span ended at or before
   // `closed_before_ns`, oldest first, appending one record per source class.
-  void CloseUpTo(int64_t closed_before_ns, std::vector<EdgeWindowRecord>* out);
+  // Returns how many windows closed without a record.
+  size_t CloseUpTo(int64_t closed_before_ns, std::vector<EdgeWindowRecord>* out);
 
  private:
   struct Window {
@@ -204,6 +213,7 @@ class EdgeWindows {
   uint32_t peer_;
   int64_t window_ns_;
   int64_t centred_span_ns_;  // the longest centred span (FitSpanRange::longest_ns)
+  int64_t unrecorded_before_ns_ = INT64_MIN;  // CloseWithoutRecordBefore
   int64_t longest_span_ns_;  // the longest span (FitSpanRange::longest_trailing_ns)
   std::vector<SourceClass> classes_;
   WindowEstimatorOptions options_;

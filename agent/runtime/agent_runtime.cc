@@ -217,6 +217,11 @@ void AgentRuntime::EnsureWindows(uint32_t peer) {
   windows_[peer] = std::make_unique<EdgeWindows>(
       config_.node_id, peer, config_.estimation.window_ns, config_.estimation.source_classes, wo, so,
       config_.estimation.FitSpans(), EdgeDriftHistoryOptions{.windows = config_.estimation.drift_windows});
+  // A window centred before our first clock reading (the one the agent
+  // started in) has no REALTIME there to map it back with: its point would
+  // be the first reading's rate carried back, 204 µs wrong in a 5-node run
+  // of 2026-12-05 whose agent started in chronyd's -730 ppm start-up slew.
+  windows_[peer]->CloseWithoutRecordBefore(clock_.FirstRead());
 }
 
 void AgentRuntime::ApplyMembership(const Membership& membership, int64_t now_ns) {
@@ -280,21 +285,13 @@ void AgentRuntime::CloseWindows(int64_t now_ns, bool shutting_down) {
                                               : any.ClosableBefore(now_ns - config_.estimation.window_grace_ns);
   engine_->FinalizeTuples(now_ns, closed_before);
   std::vector<EdgeWindowRecord> records;
-  for (auto& [peer, w] : windows_) w->CloseUpTo(closed_before, &records);
-  // A window centred before our first clock reading (the one the agent
-  // started in) has no REALTIME there to map it back with: its point would
-  // be the first reading's rate carried back, 204 µs wrong in a 5-node run
-  // of 2026-12-05 whose agent started in chronyd's -730 ppm start-up slew.
-  // It is neither written nor sent; the span chooser has seen it.
-  const size_t before = records.size();
-  std::erase_if(records, [&](const EdgeWindowRecord& r) {
-    return !clock_.ReadBy(r.window_start_ns + config_.estimation.window_ns / 2);
-  });
-  if (records.size() != before) {
+  size_t unrecorded = 0;
+  for (auto& [peer, w] : windows_) unrecorded += w->CloseUpTo(closed_before, &records);
+  if (unrecorded != 0) {
     spdlog::info(
-        "{} window(s) centred before the agent's first clock reading not written (no REALTIME there to "
+        "{} edge window(s) centred before the agent's first clock reading not written (no REALTIME there to "
         "map them back with)",
-        before - records.size());
+        unrecorded);
   }
   // Our REALTIME at each window's centre on the fit clock, which x0 and the
   // estimate are on: edges.jsonl and the leader map back to REALTIME with it.

@@ -224,8 +224,10 @@ TEST(EdgeWindows, AClockStepCutsTheSpansBesideIt) {
 // random-walks wander_ns_per_sqrt_s; closes every window as the agent does.
 std::vector<EdgeWindowRecord> RunAdaptive(int windows, double wander_ns_per_sqrt_s, uint32_t seed,
                                           FitSpanRange spans = FitSpanRange::Of(kWindow, 0, 6 * kWindow, 6 * kWindow),
-                                          std::vector<FullTuple>* tuples = nullptr, WindowScatterOptions scatter = {}) {
+                                          std::vector<FullTuple>* tuples = nullptr, WindowScatterOptions scatter = {},
+                                          int64_t unrecorded_before_ns = INT64_MIN) {
   EdgeWindows w(1, 2, kWindow, {SourceClass::kKernel}, {}, scatter, spans);
+  w.CloseWithoutRecordBefore(unrecorded_before_ns);
   std::mt19937 rng(seed);
   std::exponential_distribution<double> queue(1 / 2000.0);
   std::normal_distribution<double> gauss;
@@ -412,6 +414,42 @@ TEST(EdgeWindows, AnAdaptiveSpanShortensWhereTheOffsetWanders) {
   ASSERT_TRUE(out.back().span_evidence.has_value());
   EXPECT_GT(out.back().span_evidence->wander_ns_per_sqrt_s, 100);
   EXPECT_GT(out.back().span_evidence->wander_lower_ns_per_sqrt_s, 50);
+}
+
+// The windows before kBase are those an agent cannot map back to REALTIME
+// (centred before its first clock reading): closed without a record, they
+// feed no history, so that the span chooser's evidence is what the records'
+// own-window fits give (bench/fit_replay.py rebuilds it so) from the first
+// record on. Fed and dropped, they stay in it for 128 windows.
+TEST(EdgeWindows, AWindowClosedWithoutRecordFeedsNoHistory) {
+  const FitSpanRange spans = FitSpanRange::Of(kWindow, 0, 6 * kWindow, 6 * kWindow);
+  for (const bool unrecorded : {false, true}) {
+    const std::vector<EdgeWindowRecord> out =
+        RunAdaptive(40, 300, 2, spans, nullptr, {}, unrecorded ? kBase : INT64_MIN);
+    ASSERT_EQ(out.size(), 40u);
+    FitSpanChooser replay(kWindow, *ChooserOptionsFor(spans));
+    size_t same = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const EdgeWindowRecord& r = out[i];
+      ASSERT_TRUE(r.own_window_fit.has_value()) << i;
+      replay.Add(r.x0_ns, *r.own_window_fit);
+      const std::optional<FitSpanEvidence> e = replay.evidence();
+      const bool equal =
+          e.has_value() == r.span_evidence.has_value() &&
+          (!e || (e->windows == r.span_evidence->windows && e->window_noise_ns == r.span_evidence->window_noise_ns &&
+                  e->wander_ns_per_sqrt_s == r.span_evidence->wander_ns_per_sqrt_s));
+      same += equal;
+      if (unrecorded && r.span_evidence) {
+        EXPECT_EQ(r.span_evidence->windows, static_cast<int>(i + 1)) << i;
+      }
+    }
+    if (unrecorded) {
+      EXPECT_EQ(same, out.size()) << "the records rebuild the chooser";
+      EXPECT_FALSE(out[14].span_evidence.has_value()) << "15 own-window fits: too few to judge";
+    } else {
+      EXPECT_LT(same, out.size()) << "three windows no record shows fed the chooser";
+    }
+  }
 }
 
 // Once the span chooser has judged (its evidence weighs the drift's

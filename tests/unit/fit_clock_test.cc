@@ -191,8 +191,8 @@ TEST(FitClock, InREALTIMEModeItIsTheNodeClock) {
 }
 
 // Before its first reading the fit clock knows no REALTIME: a window
-// centred there is not written (agent_runtime.cc). From the reading on it
-// does; fitting in REALTIME it always does.
+// centred there is not written (EdgeWindows::CloseWithoutRecordBefore).
+// From the reading on it does; fitting in REALTIME it always does.
 TEST(FitClock, KnowsREALTIMEOnlyFromItsFirstReading) {
   const FitClock fit;
   const int64_t first = fit.Now();
@@ -201,6 +201,9 @@ TEST(FitClock, KnowsREALTIMEOnlyFromItsFirstReading) {
   EXPECT_FALSE(fit.ReadBy(first - 100 * kMs)) << "the window the agent started in, centred before it";
   const FitClock realtime(NodeClock(), FitClockMode::kRealtime);
   EXPECT_TRUE(realtime.ReadBy(ReadClockNs(CLOCK_REALTIME) - 100 * kMs));
+  EXPECT_LE(fit.FirstRead(), first);
+  EXPECT_GT(fit.FirstRead(), first - 100 * kMs);
+  EXPECT_EQ(realtime.FirstRead(), INT64_MIN);
 }
 
 TEST(FitClock, TheKernelsFitClockRunsWithRawAndNearREALTIME) {
