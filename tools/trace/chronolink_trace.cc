@@ -46,6 +46,12 @@ void AddCorrectionFlags(CLI::App* app, CorrectionFlags* f, bool required) {
   app->add_option("--host-map", f->host_map, "JSON file {\"HOST\": NODE, ...}");
   app->add_flag("--skip-bad-lines", f->skip_bad_lines,
                 "skip malformed offsets lines (counted) instead of failing");
+  app->add_option("--stalled-sigma-factor", f->stalled_sigma_factor,
+                  "set aside a solved instant whose sigma exceeds this many times its node's around it and "
+                  "its nearest ordinary neighbours' (a stalled agent's), mapping across it as across a missed "
+                  "one; 0 keeps every instant (docs/trace-correction.md)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   app->add_option("--max-extrapolation-s", f->max_extrapolation_s,
                   "refuse traces reaching further than this outside the solved offsets")
       ->check(CLI::PositiveNumber);

@@ -18,8 +18,8 @@ std::unique_ptr<HostClockMap> OffsetsMaps::ForNode(uint32_t node, std::string* e
 }
 
 bool LoadOffsetsMaps(const std::vector<std::string>& offsets, const std::vector<std::string>& edges,
-                     const std::vector<std::string>& timebases, bool skip_bad_lines, OffsetsMaps* out,
-                     std::string* error) {
+                     const std::vector<std::string>& timebases, bool skip_bad_lines, const CorrectionOptions& options,
+                     OffsetsMaps* out, std::string* error) {
   OffsetsReadOptions read;
   read.skip_bad_lines = skip_bad_lines;
   OffsetsInput input;
@@ -42,8 +42,8 @@ bool LoadOffsetsMaps(const std::vector<std::string>& offsets, const std::vector<
     shapes.files = timebases;
   }
   auto correction = std::make_shared<ClusterCorrection>();
-  if (!ClusterCorrection::FromOffsets(input, correction.get(), error, CorrectionOptions{},
-                                      edges.empty() ? nullptr : &coverage, timebases.empty() ? nullptr : &shapes)) {
+  if (!ClusterCorrection::FromOffsets(input, correction.get(), error, options, edges.empty() ? nullptr : &coverage,
+                                      timebases.empty() ? nullptr : &shapes)) {
     return false;
   }
   out->correction = std::move(correction);

@@ -24,7 +24,7 @@ class OffsetsMaps {
 };
 
 bool LoadOffsetsMaps(const std::vector<std::string>& offsets, const std::vector<std::string>& edges,
-                     const std::vector<std::string>& timebases, bool skip_bad_lines, OffsetsMaps* out,
-                     std::string* error);
+                     const std::vector<std::string>& timebases, bool skip_bad_lines, const CorrectionOptions& options,
+                     OffsetsMaps* out, std::string* error);
 
 }  // namespace chronolink::trace::cli

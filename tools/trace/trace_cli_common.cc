@@ -94,7 +94,8 @@ bool BuildOffsetsHostMaps(const CorrectionFlags& flags, const std::vector<std::s
   if (!LoadRules(flags, &rules, error)) return false;
   if (!MapHostsToNodes(names, rules, &out->matches, error)) return false;
   OffsetsMaps offsets;
-  if (!LoadOffsetsMaps(flags.offsets, flags.edges, flags.timebases, flags.skip_bad_lines, &offsets, error)) {
+  if (!LoadOffsetsMaps(flags.offsets, flags.edges, flags.timebases, flags.skip_bad_lines,
+                       CorrectionOptions{.stalled_sigma_factor = flags.stalled_sigma_factor}, &offsets, error)) {
     return false;
   }
   out->source = offsets.Describe();

@@ -38,6 +38,7 @@ struct CorrectionFlags {
   std::vector<std::string> hosts;  // NODE=PATTERN
   std::string host_map;
   bool skip_bad_lines = false;
+  double stalled_sigma_factor = 8.0;  // CorrectionOptions::stalled_sigma_factor
   double max_extrapolation_s = 600;
   double max_bound_us = 100;
   bool no_counters = false;

@@ -30,10 +30,11 @@ int64_t MedianSpacing(const std::vector<int64_t>& instants) {
 }
 
 bool CheckOptions(const CorrectionOptions& o, std::string* error) {
-  if (!(o.coverage_factor >= 0) || !(o.drift_floor >= 0) || !(o.gap_periods > 0) ||
-      !(o.step_tolerance_ns >= 0)) {
-    *error = "correction options: coverage_factor, drift_floor and step_tolerance_ns must be >= 0 and "
-             "gap_periods > 0";
+  if (!(o.coverage_factor >= 0) || !(o.drift_floor >= 0) || !(o.gap_periods > 0) || !(o.step_tolerance_ns >= 0) ||
+      !(o.stalled_sigma_factor >= 0)) {
+    *error =
+        "correction options: coverage_factor, drift_floor, step_tolerance_ns and stalled_sigma_factor must "
+        "be >= 0 and gap_periods > 0";
     return false;
   }
   return true;
@@ -76,9 +77,13 @@ bool ClusterCorrection::FromOffsets(const OffsetsInput& solved, ClusterCorrectio
   s.solutions_read = input.solutions_read;
   s.lines_replaced = input.lines_replaced;
   s.lines_skipped = input.lines_skipped;
+  // Before the discipline is followed between solved instants: across a
+  // stalled one it is followed from the instants on either side.
+  s.stalled_set_aside =
+      SetAsideStalledInstants(&input.records, StalledInstantOptions{.sigma_factor = options.stalled_sigma_factor});
   if (timebases != nullptr) {
     s.timebase_files = timebases->files;
-    input.records = FollowDiscipline(solved.records, solved.reference, timebases->nodes, &s.discipline);
+    input.records = FollowDiscipline(input.records, solved.reference, timebases->nodes, &s.discipline);
   }
   const std::vector<OffsetRecord>& records = input.records;
   for (size_t begin = 0; begin < records.size();) {
@@ -186,6 +191,12 @@ std::string ClusterCorrection::Describe() const {
   text += ": reference " + s.reference.ToString() + ", " + numbers + " from t_ns " + std::to_string(s.first_t_ns) +
           ", " + std::to_string(nodes_.size()) + " nodes";
   if (never > 0) text += " (" + std::to_string(never) + " never reachable)";
+  if (s.stalled_set_aside > 0) {
+    char factor[32];
+    std::snprintf(factor, sizeof factor, "%g", options_.stalled_sigma_factor);
+    text += "; " + std::to_string(s.stalled_set_aside) + " solved instant(s) set aside as a stalled agent's " +
+            "(sigma over " + factor + "x the instants' around them): mapped as missed";
+  }
   if (!s.timebase_files.empty()) {
     text += "; following the clocks' discipline (timebases " + JoinNames(s.timebase_files) + "): " +
             std::to_string(s.discipline.intervals_followed) + " intervals, " +
@@ -213,6 +224,8 @@ nlohmann::json ClusterCorrection::ProvenanceJson() const {
   j["lines_skipped"] = s.lines_skipped;
   j["coverage_factor"] = options_.coverage_factor;
   j["drift_floor"] = options_.drift_floor;
+  j["stalled_sigma_factor"] = options_.stalled_sigma_factor;
+  j["stalled_set_aside"] = s.stalled_set_aside;
   j["nodes"] = Nodes();
   if (!s.timebase_files.empty()) {
     j["timebase_files"] = s.timebase_files;

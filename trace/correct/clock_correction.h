@@ -23,6 +23,7 @@
 #include "trace/correct/edge_coverage.h"
 #include "trace/correct/node_correction.h"
 #include "trace/correct/offsets_file.h"
+#include "trace/correct/stalled_instants.h"
 
 namespace chronolink::trace {
 
@@ -39,6 +40,7 @@ struct CorrectionSource {
   uint64_t solutions_read = 0;  // a row line holds one, a columns line one per node
   uint64_t lines_replaced = 0;  // solutions replaced by later ones of the same (node, t_ns)
   uint64_t lines_skipped = 0;
+  size_t stalled_set_aside = 0;  // solved instants set aside as a stalled agent's (stalled_instants.h)
   // With the nodes' timebase.jsonl: the files, and what following their
   // discipline between solved instants added (discipline_knots.h).
   std::vector<std::string> timebase_files;

@@ -66,6 +66,9 @@ struct CorrectionOptions {
   double drift_floor = 1e-7;        // least drift uncertainty in gaps, holes, extrapolation (0.1 ppm)
   double gap_periods = 2.0;         // consecutive solved instants further apart: a gap
   double step_tolerance_ns = 1000;  // phase change no drift explains, beyond noise: a gap
+  // A solved instant whose sigma exceeds this many times its node's around
+  // it is set aside as a stalled agent's (stalled_instants.h); 0: none.
+  double stalled_sigma_factor = 8.0;
 };
 
 class NodeCorrection {

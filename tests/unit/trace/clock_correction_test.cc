@@ -452,6 +452,55 @@ TEST(ClockCorrectionTest, OverflowIsReportedNotWrapped) {
   EXPECT_NE(error.find("offsets.jsonl:1: t_ns + offset_ns of node 3 overflows int64"), std::string::npos) << error;
 }
 
+// A VM stopped node 2's agent for a second: the two instants around it
+// were solved 300 µs off, honestly (sigma 250 µs), where the rest have
+// 40 ns. The map sets them aside and follows the instants on either side,
+// as across missed ones (a gap, its bound widened for the drift).
+TEST(ClockCorrectionTest, AStalledAgentsInstantsAreSetAsideAndMappedAsMissed) {
+  const TruthCluster truth = FiveNodes();
+  const Edit stall = [](uint32_t node, int k, Json line) {
+    if (node == 2 && (k == 20 || k == 21)) {
+      line["offset_ns"] = line["offset_ns"].get<double>() + 300'000.0;
+      line["uncertainty_ns"] = 250'000.0;
+    }
+    return line;
+  };
+  const std::string text = OffsetsText(truth, {1, 2, 3}, 0, 40, stall);
+  const TraceInstant at = truth.NodeReadingAt(2, Instant(20) + kPeriodNs / 4);
+
+  const ClusterCorrection c = MustBuild(text);
+  EXPECT_EQ(c.source().stalled_set_aside, 2u);
+  EXPECT_EQ(c.ProvenanceJson()["stalled_set_aside"], 2);
+  EXPECT_NE(c.Describe().find("2 solved instant(s) set aside as a stalled agent's"), std::string::npos) << c.Describe();
+  EXPECT_EQ(c.Node(2)->knots().size(), 39u);
+  EXPECT_EQ(c.Node(3)->knots().size(), 41u) << "another node's instants are its own";
+  const CorrectedInstant r = MustMap(*c.Node(2), at);
+  EXPECT_EQ(r.quality, CorrectionQuality::kGap);
+  EXPECT_LE(std::fabs(static_cast<double>(truth.ErrorNs(2, at, r.cluster))), 0.01);
+  EXPECT_LT(r.uncertainty_ns, 3 * kSigmaNs + 6e9 * 1e-7 + 1) << "6 s between the knots, 0.1 ppm";
+
+  // Kept (the factor 0), the map bends through them: 150-300 µs off there.
+  const ClusterCorrection kept = MustBuild(text, CorrectionOptions{.stalled_sigma_factor = 0});
+  EXPECT_EQ(kept.source().stalled_set_aside, 0u);
+  const CorrectedInstant through = MustMap(*kept.Node(2), at);
+  EXPECT_GT(std::fabs(static_cast<double>(truth.ErrorNs(2, at, through.cluster))), 100'000.0);
+}
+
+// The first instants' sigmas are wide (an edge's first windows), and an
+// instant a few times wider than its neighbours is no stall: all kept.
+TEST(ClockCorrectionTest, WideFirstInstantsAndModestlyWideOnesAreKept) {
+  const TruthCluster truth = FiveNodes();
+  const ClusterCorrection c = MustBuild(OffsetsText(truth, {1, 2}, 0, 40, [](uint32_t node, int k, Json line) {
+    if (node == 2 && k < 3) line["uncertainty_ns"] = 900.0;
+    if (node == 2 && k == 20) line["uncertainty_ns"] = 7 * kSigmaNs;
+    if (node == 2 && k == 40) line["uncertainty_ns"] = 400'000.0;  // the last: the map's end
+    return line;
+  }));
+  EXPECT_EQ(c.source().stalled_set_aside, 0u);
+  EXPECT_EQ(c.Node(2)->knots().size(), 41u);
+  EXPECT_EQ(c.Describe().find("set aside"), std::string::npos);
+}
+
 TEST(ClockCorrectionTest, ProvenanceNamesTheSource) {
   const TruthCluster truth = FiveNodes();
   const ClusterCorrection c = MustBuild(OffsetsText(truth, {1, 2}, 0, 9));
@@ -479,6 +528,8 @@ TEST(ClockCorrectionTest, BadOptionsAreRefused) {
   std::string error;
   EXPECT_FALSE(ClusterCorrection::FromOffsets(input, &c, &error, CorrectionOptions{.gap_periods = 0}));
   EXPECT_NE(error.find("gap_periods"), std::string::npos);
+  EXPECT_FALSE(ClusterCorrection::FromOffsets(input, &c, &error, CorrectionOptions{.stalled_sigma_factor = -1}));
+  EXPECT_NE(error.find("stalled_sigma_factor"), std::string::npos);
   EXPECT_FALSE(ClusterCorrection::FromOffsets(OffsetsInput{}, &c, &error));
   EXPECT_NE(error.find("no offsets"), std::string::npos);
 }
