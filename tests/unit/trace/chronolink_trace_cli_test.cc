@@ -328,6 +328,54 @@ TEST_F(TraceCliTest, ATraceInALongGapOfTheOffsetsIsRefusedWithWhy) {
   ExpectNoOutput(out);
 }
 
+// Node 2's agent stalled at instant 1 (kStart + 2 s): solved 300 µs off
+// under a 250 µs sigma. align sets it aside and says so; b's events at
+// kStart + 1 s are corrected by the line from instant 0 to 2 (1.010 ms),
+// not bent halfway to the stall (1.161 ms). --stalled-sigma-factor 0 keeps
+// the instant: then the events' bound (three of its sigmas, halfway) is
+// over --max-bound-us, and the host is refused unless that is raised.
+TEST_F(TraceCliTest, AStalledInstantIsSetAsideAndSaidSo) {
+  WriteHost("b", 5);
+  const fs::path offsets = WriteOffsets();
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(offsets);
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json j = nlohmann::json::parse(line);
+      if (j["node"] == 2 && j["t_ns"] == kStart + 2'000'000'000LL) {
+        j["offset_ns"] = j["offset_ns"].get<double>() + 300'000.0;
+        j["uncertainty_ns"] = 250'000.0;
+      }
+      lines.push_back(j.dump());
+    }
+  }
+  {
+    std::ofstream out(offsets, std::ios::trunc);
+    for (const std::string& line : lines) out << line << "\n";
+  }
+  auto align = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"align", (dir_ / "logs").string(), "--offsets", offsets.string(), "--host", "2=b",
+                                     "--out", (dir_ / out).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Run(args);
+  };
+  const ProcessResult set_aside = align("aside", {});
+  ASSERT_EQ(set_aside.exit_code, 0) << set_aside.err;
+  EXPECT_NE(set_aside.out.find("1 solved instant(s) set aside as a stalled agent's"), std::string::npos)
+      << set_aside.out;
+  EXPECT_NE(set_aside.out.find("-1.010 ms"), std::string::npos) << set_aside.out;
+  const ProcessResult refused = align("refused", {"--stalled-sigma-factor", "0"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("--max-bound-us"), std::string::npos) << refused.err;
+  const ProcessResult kept = align("kept", {"--stalled-sigma-factor", "0", "--max-bound-us", "1000"});
+  ASSERT_EQ(kept.exit_code, 0) << kept.err;
+  EXPECT_EQ(kept.out.find("set aside"), std::string::npos) << kept.out;
+  EXPECT_NE(kept.out.find("-1.161 ms"), std::string::npos) << kept.out;
+  const ProcessResult bad = align("bad", {"--stalled-sigma-factor", "-1"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--stalled-sigma-factor"), std::string::npos) << bad.err;
+}
+
 TEST_F(TraceCliTest, TimestampsThatOverflowWhenRebasedAreRefused) {
   WriteHost("a", 1, /*line_ts_ns=*/INT64_MAX - kStart);
   const fs::path out = dir_ / "aligned";
