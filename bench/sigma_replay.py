@@ -15,7 +15,7 @@ runs (accuracy_bench --out DIR).
 
     bench/sigma_replay.py OUT... [--setting mad:1.2:0.5:0:5:0.5 --setting rec:1.2:1.0]
 
-A setting is SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT]]]: SCATTER `quad`
+A setting is SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY]]]]]: SCATTER `quad`
 (median |residual| about a least-squares parabola x 1.4826, the agent's
 since the evening of 2026-12-05), `mad` (the same about a straight line, the
 agent's from 2026-11-26), `rms` (sqrt(RSS / (n - 2)) about the line, the
@@ -25,7 +25,12 @@ factor on it, EXCESS the weight on the window's uncertainty_ns - margin_ns,
 OWN the weight on the window's own |residual| from its edge's trend (default
 0, as the agent), FLOOR the floor in ns (default 5, as the agent), SHIFT the
 weight on the window's |floor_shift_ns| (default 0; the agent's 0.5 since
-2026-12-05). The scatter is recomputed as the agent computes it: each
+2026-12-05), HALF the factor on the band's and shift's weights of a window
+averaged with its later half (the agent's 0.5), MEMORY (not the agent's; a
+replay of a rule not adopted, default 0) a floor on each window's sigma of
+that many times the median of its edge's last 16 windows' own sigmas
+(stalled windows left out; docs/estimator.md §8). The scatter is
+recomputed as the agent computes it: each
 edge's fitted kernel windows in order, a parabola (`quad`, from 6
 windows) or a line (from 5) through the last 12 (more for spans over two
 windows), started again at a clock step or a gap of more than 4 windows.
@@ -85,10 +90,11 @@ AGENT_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 0.5)  # window_scatter.h 
 LINE_SETTING = ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.5, 1.0)  # the agent's until the evening of 2026-12-05
 HALF_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 1.0)  # the agent's until 2026-12-06
 MAX_GAP_WINDOWS = 4
+MEMORY_WINDOWS, MEMORY_MIN = 16, 4
 
 
 def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: float = 0.0,
-           floor: float = FLOOR_NS, shift: float = 0.0, half: float = 1.0,
+           floor: float = FLOOR_NS, shift: float = 0.0, half: float = 1.0, memory: float = 0.0,
            recorded_tail: float = AGENT_SETTING[1]) -> dict[int, float | None]:
     """Each window's sigma by a setting; `rec` rescales the recorded scatter
     from the tail it was written with (the run's agent's) to the setting's.
@@ -97,14 +103,17 @@ def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: floa
     out: dict[int, float | None] = {}
     hist: list[dict] = []  # the agent's history: WindowScatter's windows_
     guard = StalledBandGuard()
+    recent: list[float] = []  # the last windows' own sigmas, for `memory`
     for w in windows:
         if w.get("step"):
             out[w["x0_ns"]] = None
             hist = []  # the history starts again (WindowScatter::Reset)
+            recent = []
             continue
         stalled = guard.stalled(w["uncertainty_ns"])
         if hist and not 0 < w["x0_ns"] - hist[-1]["x0_ns"] <= MAX_GAP_WINDOWS * WINDOW_NS:
             hist = []  # a gap
+            recent = []
         # A span longer than two windows stretches the line in proportion
         # (window_scatter.cc): overlapping spans' offsets move together. The
         # history is trimmed to each window's length in turn, so after a
@@ -129,7 +138,12 @@ def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: floa
         e = averaged * excess * max(0.0, w["uncertainty_ns"] - w["margin_ns"])
         o = own * abs(residuals(x0s, betas, trend_degree(kind))[-1]) if own else 0.0
         h = averaged * shift * abs(w.get("floor_shift_ns") or 0.0)
-        out[w["x0_ns"]] = math.sqrt(s * s + e * e + o * o + h * h + floor ** 2)
+        v = math.sqrt(s * s + e * e + o * o + h * h + floor ** 2)
+        if memory > 0 and len(recent) >= MEMORY_MIN:
+            v = max(v, memory * statistics.median(recent[-MEMORY_WINDOWS:]))
+        if not stalled:
+            recent.append(math.sqrt(s * s + e * e + o * o + h * h + floor ** 2))
+        out[w["x0_ns"]] = v
     return out
 
 
@@ -282,20 +296,21 @@ def score(scenario: tuple[str, dict, dict], setting: tuple, recorded_tail: float
 def parse_setting(text: str) -> tuple:
     try:
         parts = text.split(":")
-        if len(parts) not in (3, 4, 5, 6, 7) or parts[0] not in ("rms", "mad", "quad", "rec"):
+        if len(parts) not in (3, 4, 5, 6, 7, 8) or parts[0] not in ("rms", "mad", "quad", "rec"):
             raise ValueError
         kind, tail, excess = parts[0], float(parts[1]), float(parts[2])
         own = float(parts[3]) if len(parts) > 3 else 0.0
         floor = float(parts[4]) if len(parts) > 4 else FLOOR_NS
         shift = float(parts[5]) if len(parts) > 5 else 0.0
         half = float(parts[6]) if len(parts) > 6 else 1.0
-        factors = (tail, excess, own, floor, shift, half)
+        memory = float(parts[7]) if len(parts) > 7 else 0.0
+        factors = (tail, excess, own, floor, shift, half, memory)
         if min(factors) < 0 or not all(map(math.isfinite, factors)):
             raise ValueError
-        return kind, tail, excess, own, floor, shift, half
+        return (kind, tail, excess, own, floor, shift, half) + ((memory,) if memory else ())
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"setting '{text}' is not SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF]]]] with SCATTER quad, mad, "
+            f"setting '{text}' is not SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY]]]]] with SCATTER quad, mad, "
             "rms or rec and factors >= 0 (e.g. quad:1.3:0.5:0:5:0.5:0.5, the agent's)")
 
 
@@ -344,8 +359,20 @@ def selftest() -> int:
     check(parse_setting("mad:1:1:0.5:3") == ("mad", 1.0, 1.0, 0.5, 3.0, 0.0, 1.0), "own weight and floor parse")
     check(parse_setting("rec:1.2:0.5:0:5:0.5") == ("rec", 1.2, 0.5, 0.0, 5.0, 0.5, 1.0), "the recorded scatter, a shift")
     check(parse_setting("quad:1.3:0.5:0:5:0.5:0.5")[6] == 0.5, "the later half's factor parses")
-    for bad_text in ("mad:1:1:-1", "mad:1:1:0:nan", "mad:1", "mad:1:1:0:1:9:1:1", "mad:1:1:0:1:-1",
-                     "mad:1:1:0:1:1:-1"):
+    check(parse_setting("quad:1.3:0.5:0:5:0.5:0.5:0.75")[7] == 0.75, "the memory parses")
+    check(len(parse_setting("quad:1.3:0.5:0:5:0.5:0.5:0")) == 7, "no memory: the agent's setting as it is")
+    # The memory (a replay, not the agent's): a window whose own sigma dips
+    # far below the last 16 windows' keeps `memory` times their median.
+    wide = [{"x0_ns": k * 2_000_000_000, "beta_ns": 0.0, "uncertainty_ns": 1200.0, "margin_ns": 1000.0}
+            for k in range(12)]
+    wide[-1]["uncertainty_ns"] = 1000.0
+    plain, kept = sigmas(wide, "quad", 1.3, 0.5), sigmas(wide, "quad", 1.3, 0.5, memory=0.75)
+    check(abs(plain[wide[-1]["x0_ns"]] - FLOOR_NS) < 1e-9
+          and abs(kept[wide[-1]["x0_ns"]] - 0.75 * math.hypot(100.0, FLOOR_NS)) < 1e-9
+          and all(plain[w["x0_ns"]] == kept[w["x0_ns"]] for w in wide[:-1]),
+          "a dip keeps the memory's share of the recent sigmas, and nothing else changes")
+    for bad_text in ("mad:1:1:-1", "mad:1:1:0:nan", "mad:1", "mad:1:1:0:1:9:1:1:1", "mad:1:1:0:1:-1",
+                     "mad:1:1:0:1:1:-1", "mad:1:1:0:1:1:1:-1"):
         try:
             parse_setting(bad_text)
             check(False, f"'{bad_text}' is refused")
@@ -408,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("runs", nargs="*", help="accuracy_bench output directories")
     ap.add_argument("--selftest", action="store_true", help="check the arithmetic and exit")
     ap.add_argument("--setting", action="append", type=parse_setting,
-                    help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF]]]] (repeatable; default "
+                    help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY]]]]] (repeatable; default "
                          "quad:1.3:0.5:0:5:0.5:0.5, the agent's)")
     a = ap.parse_args(argv)
     if a.selftest:
