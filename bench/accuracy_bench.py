@@ -577,8 +577,16 @@ def trace_between_instants(offsets: str, timebases: dict[str, list[str]], clocks
         errors.sort()
         out[label] = {"events": len(errors), "p50_ns": errors[len(errors) // 2] if errors else None,
                       "p99_ns": errors[min(len(errors) - 1, int(0.99 * len(errors)))] if errors else None,
-                      "max_ns": errors[-1] if errors else None}
+                      "max_ns": errors[-1] if errors else None,
+                      "stalled_set_aside": stalled_set_aside(r.stdout)}
     return out
+
+
+def stalled_set_aside(align_stdout: str) -> int:
+    """How many solved instants chronolink-trace set aside as a stalled
+    agent's (its offsets line says so; docs/trace-correction.md)."""
+    m = re.search(r"(\d+) solved instant\(s\) set aside", align_stdout)
+    return int(m.group(1)) if m else 0
 
 
 def _ns(v) -> str:
@@ -799,7 +807,9 @@ def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
                 continue
             lines.append(f"{r['scenario']:<14} trace events between solved instants, {label} "
                          f"({t['events']} events of node 2 on node 1's clock): |aligned - true| p50 "
-                         f"{_ns(t['p50_ns'])}, p99 {_ns(t['p99_ns'])}, max {_ns(t['max_ns'])}")
+                         f"{_ns(t['p50_ns'])}, p99 {_ns(t['p99_ns'])}, max {_ns(t['max_ns'])}"
+                         + (f"; {t['stalled_set_aside']} solved instant(s) set aside as a stalled agent's"
+                            if t.get("stalled_set_aside") else ""))
     for r in results:
         for line in (format_purity(r.get("windows", [])), format_prober_bias(r.get("windows", []))):
             if line:
@@ -958,6 +968,11 @@ def selftest(verbose: bool = True) -> int:
     # percentiles (numpy 'linear' reference values)
     v = list(range(1, 101))
     check(percentile(v, 50) == 50.5, "p50 of 1..100 is 50.5")
+    check(stalled_set_aside("offsets: offsets o.jsonl: reference node 1, 152 instants every 2.000 s over 302.0 s "
+                            "from t_ns 1, 2 nodes; 13 solved instant(s) set aside as a stalled agent's (sigma over "
+                            "8x the instants' around them): mapped as missed\n") == 13
+          and stalled_set_aside("offsets: offsets o.jsonl: reference node 1, 2 nodes\n") == 0,
+          "the set-aside count is read from align's offsets line")
     check(abs(percentile(v, 99) - 99.01) < 1e-9, "p99 of 1..100 is 99.01")
     check(percentile([7], 99) == 7 and math.isnan(percentile([], 50)), "p of 1 and 0 values")
     check(percentile([1, 2, 3, 4], 0) == 1 and percentile([1, 2, 3, 4], 100) == 4, "p0 / p100")
