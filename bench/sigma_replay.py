@@ -26,10 +26,10 @@ OWN the weight on the window's own |residual| from its edge's trend (default
 0, as the agent), FLOOR the floor in ns (default 5, as the agent), SHIFT the
 weight on the window's |floor_shift_ns| (default 0; the agent's 0.5 since
 2026-12-05), HALF the factor on the band's and shift's weights of a window
-averaged with its later half (the agent's 0.5), MEMORY (not the agent's; a
-replay of a rule not adopted, default 0) a floor on each window's sigma of
-that many times the median of its edge's last 16 windows' own sigmas
-(stalled windows left out; docs/estimator.md §8). The scatter is
+averaged with its later half (the agent's 0.5), MEMORY (default 0; the
+agent's 0.75 since the night of 2026-12-06) a floor on each window's sigma
+of that many times the median of its edge's last 16 windows' own sigmas
+(from 4; stalled windows left out; docs/estimator.md §8). The scatter is
 recomputed as the agent computes it: each
 edge's fitted kernel windows in order, a parabola (`quad`, from 6
 windows) or a line (from 5) through the last 12 (more for spans over two
@@ -86,9 +86,10 @@ def scatter(x0s: list[int], betas: list[float], kind: str) -> float:
     return 1.4826 * statistics.median(abs(r) for r in res)
 
 
-AGENT_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 0.5)  # window_scatter.h WindowScatterOptions
-LINE_SETTING = ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.5, 1.0)  # the agent's until the evening of 2026-12-05
-HALF_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 1.0)  # the agent's until 2026-12-06
+AGENT_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 0.5, 0.75)  # window_scatter.h WindowScatterOptions
+LINE_SETTING = ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.5, 1.0, 0.0)  # the agent's until the evening of 2026-12-05
+HALF_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 1.0, 0.0)  # the agent's until 2026-12-06
+MEMORY_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 0.5, 0.0)  # the agent's until 2026-12-06 night
 MAX_GAP_WINDOWS = 4
 MEMORY_WINDOWS, MEMORY_MIN = 16, 4
 
@@ -270,7 +271,8 @@ def agents_setting(scenario: tuple[str, dict, dict]) -> tuple[tuple, int, float]
     """The agent's setting now, before the later half's factor, or the
     line's of before, whichever its recomputed sigma stands nearer the run's
     own; with that validity. (Before the later half, the first two are one.)"""
-    found = [(s, *validity(scenario, s)) for s in (AGENT_SETTING, HALF_BEFORE_SETTING, LINE_SETTING)]
+    found = [(s, *validity(scenario, s))
+             for s in (AGENT_SETTING, MEMORY_BEFORE_SETTING, HALF_BEFORE_SETTING, LINE_SETTING)]
     usable = [f for f in found if f[1]]
     return min(usable, key=lambda f: f[2]) if usable else found[0]
 
@@ -307,11 +309,11 @@ def parse_setting(text: str) -> tuple:
         factors = (tail, excess, own, floor, shift, half, memory)
         if min(factors) < 0 or not all(map(math.isfinite, factors)):
             raise ValueError
-        return (kind, tail, excess, own, floor, shift, half) + ((memory,) if memory else ())
+        return kind, tail, excess, own, floor, shift, half, memory
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"setting '{text}' is not SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY]]]]] with SCATTER quad, mad, "
-            "rms or rec and factors >= 0 (e.g. quad:1.3:0.5:0:5:0.5:0.5, the agent's)")
+            "rms or rec and factors >= 0 (e.g. quad:1.3:0.5:0:5:0.5:0.5:0.75, the agent's)")
 
 
 def setting_name(s: tuple) -> str:
@@ -355,13 +357,13 @@ def selftest() -> int:
         check(False, "a bad setting is refused")
     except argparse.ArgumentTypeError:
         pass
-    check(parse_setting("mad:1.2:0.5") == ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.0, 1.0), "a setting parses")
-    check(parse_setting("mad:1:1:0.5:3") == ("mad", 1.0, 1.0, 0.5, 3.0, 0.0, 1.0), "own weight and floor parse")
-    check(parse_setting("rec:1.2:0.5:0:5:0.5") == ("rec", 1.2, 0.5, 0.0, 5.0, 0.5, 1.0), "the recorded scatter, a shift")
+    check(parse_setting("mad:1.2:0.5") == ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.0, 1.0, 0.0), "a setting parses")
+    check(parse_setting("mad:1:1:0.5:3") == ("mad", 1.0, 1.0, 0.5, 3.0, 0.0, 1.0, 0.0), "own weight and floor parse")
+    check(parse_setting("rec:1.2:0.5:0:5:0.5") == ("rec", 1.2, 0.5, 0.0, 5.0, 0.5, 1.0, 0.0),
+          "the recorded scatter, a shift")
     check(parse_setting("quad:1.3:0.5:0:5:0.5:0.5")[6] == 0.5, "the later half's factor parses")
-    check(parse_setting("quad:1.3:0.5:0:5:0.5:0.5:0.75")[7] == 0.75, "the memory parses")
-    check(len(parse_setting("quad:1.3:0.5:0:5:0.5:0.5:0")) == 7, "no memory: the agent's setting as it is")
-    # The memory (a replay, not the agent's): a window whose own sigma dips
+    check(parse_setting("quad:1.3:0.5:0:5:0.5:0.5:0.75") == AGENT_SETTING, "the agent's setting parses")
+    # The memory (WindowScatter.ASigmaKeepsThreeQuartersOfTheRecentMedian): a window whose own sigma dips
     # far below the last 16 windows' keeps `memory` times their median.
     wide = [{"x0_ns": k * 2_000_000_000, "beta_ns": 0.0, "uncertainty_ns": 1200.0, "margin_ns": 1000.0}
             for k in range(12)]
@@ -436,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--selftest", action="store_true", help="check the arithmetic and exit")
     ap.add_argument("--setting", action="append", type=parse_setting,
                     help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY]]]]] (repeatable; default "
-                         "quad:1.3:0.5:0:5:0.5:0.5, the agent's)")
+                         "quad:1.3:0.5:0:5:0.5:0.5:0.75, the agent's)")
     a = ap.parse_args(argv)
     if a.selftest:
         return selftest()

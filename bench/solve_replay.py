@@ -185,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("run", nargs="?", help="a chronolink-demo output directory")
     ap.add_argument("--setting", action="append", type=sr.parse_setting, default=[],
-                    help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF]]]], as bench/sigma_replay.py's (repeatable)")
+                    help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY]]]]], as bench/sigma_replay.py's "
+                         "(repeatable)")
     ap.add_argument("--skip-windows", type=int, default=5, help="instants left out at the start (the demo's 5)")
     ap.add_argument("--solve-bin", default=DEFAULT_SOLVE, help="chronolink-solve (default: %(default)s)")
     ap.add_argument("--timeout-s", type=float, default=300, help="limit on each solve (default %(default)s s)")
@@ -204,10 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"solve_replay: {a.run}: {e}", file=sys.stderr)
         return 2
     print(f"{a.run}: {c['nodes']} nodes, {c['window_ns'] / 1e9:g} s windows, reference node {REFERENCE}")
-    # Which setting the run's agent wrote with: today's, or the one before the
-    # later half's factor, whichever recomputes nearer its sigma_ns.
+    # Which setting the run's agent wrote with: today's, the one before the
+    # memory, or the one before the later half's factor, whichever
+    # recomputes nearer its sigma_ns.
     found = []
-    for s in (sr.AGENT_SETTING, sr.HALF_BEFORE_SETTING):
+    for s in (sr.AGENT_SETTING, sr.MEMORY_BEFORE_SETTING, sr.HALF_BEFORE_SETTING):
         setting = ("rec",) + s[1:]
         sigmas = recomputed_sigmas(c, setting)
         found.append((sigma_gap(c, sigmas), setting, sigmas))

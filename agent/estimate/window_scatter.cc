@@ -34,14 +34,34 @@ std::optional<WindowSigma> WindowScatter::Add(int64_t x0_ns, const LineFit& fit,
   const bool stalled = stall_guard_.Stalled(fit.uncertainty_ns);
   std::optional<WindowSigma> sigma = SigmaWith(x0_ns, fit, fit_span_ns, line);
   if (stalled) windows_.pop_back();  // its own sigma saw it; the next windows' trends do not
+  if (sigma) KeepMemory(stalled, &*sigma);
   return sigma;
+}
+
+void WindowScatter::KeepMemory(bool stalled, WindowSigma* sigma) {
+  const double own = sigma->sigma_ns;
+  const size_t n = recent_sigmas_.size();
+  if (options_.sigma_memory > 0 && n >= static_cast<size_t>(std::max(1, options_.sigma_memory_min))) {
+    std::vector<double> sorted(recent_sigmas_.begin(), recent_sigmas_.end());
+    std::sort(sorted.begin(), sorted.end());
+    const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    sigma->sigma_ns = std::max(own, options_.sigma_memory * median);
+  }
+  if (stalled) return;
+  recent_sigmas_.push_back(own);
+  while (recent_sigmas_.size() > static_cast<size_t>(std::max(1, options_.sigma_memory_windows))) {
+    recent_sigmas_.pop_front();
+  }
 }
 
 std::optional<WindowSigma> WindowScatter::SigmaWith(int64_t x0_ns, const LineFit& fit, int64_t fit_span_ns,
                                                     WindowLine line) {
   if (!windows_.empty()) {
     const int64_t gap = x0_ns - windows_.back().x0_ns;  // one node clock: a small difference
-    if (gap <= 0 || gap > options_.max_gap_windows * window_ns_) windows_.clear();
+    if (gap <= 0 || gap > options_.max_gap_windows * window_ns_) {
+      windows_.clear();
+      recent_sigmas_.clear();
+    }
   }
   windows_.push_back({x0_ns, fit.beta_ns});
   const double spans = std::max(1.0, static_cast<double>(fit_span_ns) / static_cast<double>(2 * window_ns_));

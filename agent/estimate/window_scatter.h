@@ -88,6 +88,19 @@ struct WindowScatterOptions {
   // under 150 ns.
   double stalled_band_factor = 8;
   int band_history = 16;
+  // A window's sigma is at least this many times the median of the last
+  // sigma_memory_windows windows' own sigmas (from sigma_memory_min of them;
+  // a stalled window's left out; 0: none). The scatter is taken about a
+  // trend, so a slow swing of the path's asymmetry lies on the trend and
+  // sigma sees it only through the band's excess and the floors' shift;
+  // where those narrowed while a swing lasted, sigma dipped under the error
+  // (x3, 2026-12-06: 63 -> 17.7 ns for errors of 90 ns; 3 sigma covered
+  // 98.6 %). Replayed by bench/sigma_replay.py over 51 scenarios: 3 sigma
+  // >= 99 % in 49 against 45, the median sigma over 3x the median |error|
+  // in 8 against 7 (docs/estimator.md §8).
+  double sigma_memory = 0.75;
+  int sigma_memory_windows = 16;
+  int sigma_memory_min = 4;
 };
 
 // A window's one-sigma and the part of it both directions of the link share.
@@ -124,7 +137,10 @@ class WindowScatter {
   std::optional<WindowSigma> Add(int64_t x0_ns, const LineFit& fit, int64_t fit_span_ns = 0,
                                  WindowLine line = WindowLine::kSpan);
   // A clock step or a restart: the windows before it predict nothing.
-  void Reset() { windows_.clear(); }
+  void Reset() {
+    windows_.clear();
+    recent_sigmas_.clear();
+  }
   // A fit clock's new rate (fit_clock_remap.h): each kept offset as it
   // reads against the new rate, from its window's x0 and offset.
   void MapOffsets(const std::function<double(int64_t, double)>& onto);
@@ -135,12 +151,16 @@ class WindowScatter {
     double beta_ns;
   };
   std::vector<double> TrendResiduals(int64_t newest_x0_ns, double newest_beta_ns) const;
+  // At least sigma_memory times the median of the recent own sigmas; then
+  // the window's own joins them (not a stalled one's).
+  void KeepMemory(bool stalled, WindowSigma* sigma);
   // Adds the window to the history and gives its sigma.
   std::optional<WindowSigma> SigmaWith(int64_t x0_ns, const LineFit& fit, int64_t fit_span_ns, WindowLine line);
 
   int64_t window_ns_;
   WindowScatterOptions options_;
   std::deque<Window> windows_;
+  std::deque<double> recent_sigmas_;  // the last windows' own sigmas (WindowScatterOptions::sigma_memory)
   StalledBandGuard stall_guard_;  // on the windows' fits' bands; a Reset keeps it (the path is the same)
 };
 

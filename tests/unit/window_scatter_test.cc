@@ -134,17 +134,72 @@ TEST(WindowScatter, SharedPartIsTheFloorAndAsymmetryNotTheScatter) {
 // One bad window in the history does not widen the sigma of the windows
 // after it: the scatter is the median absolute residual, not the RMS.
 TEST(WindowScatter, OneBadWindowDoesNotWidenTheNextOnes) {
+  for (const double memory : {0.0, 0.75}) {
+    WindowScatterOptions o;
+    o.floor_ns = 0;
+    o.sigma_memory = memory;
+    WindowScatter s(kWindow, o);
+    const double errs[] = {10, -10, 10, -10, 10, 400, 10, -10, 10, -10, 10, -10};
+    std::optional<WindowSigma> sigma;
+    for (int k = 0; k < 12; ++k) sigma = s.Add(k * kWindow, Fit(errs[k], 0));
+    ASSERT_TRUE(sigma.has_value());
+    // The bad window still pulls the least-squares line by ~33 ns; the RMS
+    // scatter (x 1.4, the sigma before) would be ~180 ns. The memory keeps
+    // three quarters of the windows' just after it, whose short trends it
+    // pulled further: 87 ns.
+    EXPECT_LT(sigma->sigma_ns, memory > 0 ? 90 : 80) << memory;
+    EXPECT_GT(sigma->sigma_ns, 10) << memory;
+  }
+}
+
+// A window whose own sigma dips far under the last windows' (its band and
+// its floors' shift narrowed while the path's asymmetry still swung) keeps
+// sigma_memory times their median; one wider than that keeps its own. A
+// stalled window's own sigma is no memory for the next, and a Reset
+// forgets (docs/estimator.md §8).
+TEST(WindowScatter, ASigmaKeepsThreeQuartersOfTheRecentMedian) {
   WindowScatterOptions o;
   o.floor_ns = 0;
   WindowScatter s(kWindow, o);
-  const double errs[] = {10, -10, 10, -10, 10, 400, 10, -10, 10, -10, 10, -10};
-  std::optional<WindowSigma> sigma;
-  for (int k = 0; k < 12; ++k) sigma = s.Add(k * kWindow, Fit(errs[k], 0));
-  ASSERT_TRUE(sigma.has_value());
-  // The bad window still pulls the least-squares line by ~33 ns; the RMS
-  // scatter (x 1.4, the sigma before) would be ~180 ns.
-  EXPECT_LT(sigma->sigma_ns, 80);
-  EXPECT_GT(sigma->sigma_ns, 10);
+  LineFit wide = Fit(0, 0);
+  wide.margin_ns = 1000;
+  wide.uncertainty_ns = 1200;  // a band 200 ns beyond the margin: sigma 100 ns
+  for (int k = 0; k < 10; ++k) s.Add(k * kWindow, wide);
+  const std::optional<WindowSigma> dipped = s.Add(10 * kWindow, Fit(0, 0));
+  ASSERT_TRUE(dipped.has_value());
+  EXPECT_NEAR(dipped->sigma_ns, 75.0, 1e-9) << "0.75 of the median, 100 ns";
+  EXPECT_NEAR(dipped->scatter_ns, 0.0, 1e-9) << "the scatter part as it is";
+  EXPECT_NEAR(s.Add(11 * kWindow, wide)->sigma_ns, 100.0, 1e-9) << "its own, over the memory's";
+
+  o.sigma_memory = 0;
+  WindowScatter without(kWindow, o);
+  for (int k = 0; k < 10; ++k) without.Add(k * kWindow, wide);
+  EXPECT_NEAR(without.Add(10 * kWindow, Fit(0, 0))->sigma_ns, 0.0, 1e-9) << "no memory: the dip";
+
+  s.Reset();
+  for (int k = 20; k < 26; ++k) s.Add(k * kWindow, Fit(0, 0));
+  EXPECT_NEAR(s.Add(26 * kWindow, Fit(0, 0))->sigma_ns, 0.0, 1e-9) << "a Reset forgets";
+}
+
+TEST(WindowScatter, AStalledWindowsSigmaIsNoMemoryForTheNext) {
+  WindowScatterOptions o;
+  o.floor_ns = 0;
+  WindowScatter s(kWindow, o);
+  LineFit ordinary = Fit(0, 0);
+  ordinary.margin_ns = ordinary.uncertainty_ns = 1000;  // a 1 us band, all of it margin
+  // Seven ordinary windows (sigmas from the sixth on: two), then three
+  // stalled ones, which remembered would be the median.
+  for (int k = 0; k < 7; ++k) s.Add(k * kWindow, ordinary);
+  for (int k = 7; k < 10; ++k) {  // three in a row (more than four would be a gap in the trend)
+    LineFit stalled = ordinary;
+    stalled.uncertainty_ns = 1e6;  // a band far over 8 times the median: a stall's
+    const std::optional<WindowSigma> sigma = s.Add(k * kWindow, stalled);
+    ASSERT_TRUE(sigma.has_value()) << k;
+    EXPECT_GT(sigma->sigma_ns, 1e5) << k;
+  }
+  const std::optional<WindowSigma> after = s.Add(10 * kWindow, ordinary);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_NEAR(after->sigma_ns, 0.0, 1e-9) << "the stalled windows' sigmas are not remembered";
 }
 
 // Six windows on a perfect line, no floor: a window's sigma is then only
