@@ -219,6 +219,29 @@ TEST(ClusterSimulator, TheLaterHalfSigmaFactorNarrowsOnlyTheSigma) {
   EXPECT_GT(narrower, 0) << "no window was averaged with its later half";
 }
 
+// The sigma memory (--sigma-memory) reaches the windows' sigma and nothing
+// else: the same run with it and without has the same lines, and a sigma
+// as wide or wider in every window, wider in some.
+TEST(ClusterSimulator, TheSigmaMemoryOnlyWidensTheSigma) {
+  SimConfig c = SmallCluster();
+  c.nodes = 6;
+  c.windows = 40;
+  c.wander_ns_per_sqrt_s = 20;
+  c.sigma_memory = 0;
+  const SimTraffic without = ClusterSimulator(c).SimulateAll();
+  c.sigma_memory = 0.75;
+  const SimTraffic with = ClusterSimulator(c).SimulateAll();
+  ASSERT_EQ(without.windows.size(), with.windows.size());
+  int wider = 0;
+  for (size_t i = 0; i < with.windows.size(); ++i) {
+    const EdgeEstimate &x = without.windows[i].estimate, &y = with.windows[i].estimate;
+    EXPECT_EQ(x.beta_ns, y.beta_ns) << i;
+    EXPECT_GE(y.uncertainty_ns, x.uncertainty_ns) << i;
+    wider += y.uncertainty_ns > x.uncertainty_ns;
+  }
+  EXPECT_GT(wider, 0) << "no window's sigma dipped under the memory";
+}
+
 // A node disciplined as timesyncd disciplines it, polling every 4 s with
 // noisy offsets: REALTIME stays near true time while its rate swings by
 // ppm; F minus the oscillator's own wander is a straight line, REALTIME's

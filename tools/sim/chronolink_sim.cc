@@ -181,6 +181,7 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
        c.AdaptiveFitSpan() ? ordered_json(static_cast<double>(c.StartFitSpan()) / 1e9) : ordered_json(nullptr)},
       {"fit_later_half", c.FitSpans().later_half},
       {"later_half_sigma_factor", c.later_half_sigma_factor},
+      {"sigma_memory", c.sigma_memory},
       {"fit_floor_points", c.estimator.max_margin.floor_points},
       {"fit_drift_windows", c.drift_history.windows},
       {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
@@ -356,6 +357,11 @@ int main(int argc, char** argv) {
   app.add_option("--later-half-sigma-factor", c.later_half_sigma_factor,
                  "the share of the band's and the floors' shift's weights in the sigma of a window averaged with "
                  "its later half, as the agent's (docs/estimator.md §8); 1: the whole span's weights, for comparisons")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--sigma-memory", c.sigma_memory,
+                 "a window's sigma is at least this many times the median of its edge's last 16 windows' own, as "
+                 "the agent's (docs/estimator.md §8); 0: none, for comparisons")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--fit-span-start-s", fit_span_start_s,

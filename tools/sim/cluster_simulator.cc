@@ -165,6 +165,7 @@ std::vector<SimWindow> ClusterSimulator::SimulateEdge(uint32_t node, uint32_t pe
   WindowScatterOptions scatter;
   scatter.path_asymmetry_ns = c.asymmetry_ns;
   scatter.later_half_factor = c.later_half_sigma_factor;
+  scatter.sigma_memory = c.sigma_memory;
   EdgeWindows windows(node, peer, c.window_ns, {SourceClass::kKernel}, c.estimator, scatter, c.FitSpans(),
                       c.drift_history);
   TupleAssembler assembler(4096);

@@ -49,6 +49,10 @@ struct SimConfig {
   // a window averaged with its later half (docs/estimator.md §8): the
   // agent's, unless an experiment asks for another.
   double later_half_sigma_factor = WindowScatterOptions{}.later_half_factor;
+  // A window's sigma at least this many times its edge's recent median
+  // (WindowScatterOptions::sigma_memory): the agent's, unless an experiment
+  // asks for another (0: none).
+  double sigma_memory = WindowScatterOptions{}.sigma_memory;
   FitSpanRange FitSpans() const {
     FitSpanRange r = FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns, fit_span_trailing_max_ns);
     r.start_ns = r.chosen ? fit_span_start_ns : 0;
