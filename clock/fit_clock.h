@@ -194,12 +194,10 @@ class FitClock {
   int64_t ToReal(int64_t fit_ns) const;
   // The node's REALTIME at fit instant `fit_ns`, and its rate there.
   FitPoint PointAt(int64_t fit_ns) const;
-  // Whether REALTIME was read at or before fit instant `fit_ns` (always,
-  // fitting in REALTIME): a point before the first reading is that
-  // reading's rate carried back, which a daemon's start-up slew makes
-  // hundreds of µs wrong within a second.
-  bool ReadBy(int64_t fit_ns) const { return fit_ns >= FirstRead(); }
-  // The fit instant of the first reading (INT64_MIN fitting in REALTIME).
+  // The fit instant of REALTIME's first reading (INT64_MIN fitting in
+  // REALTIME, always read): a point before it is that reading's rate
+  // carried back, which a daemon's start-up slew makes hundreds of µs wrong
+  // within a second.
   int64_t FirstRead() const;
 
   // Takes a sample of REALTIME and RAW unless the last one is younger than

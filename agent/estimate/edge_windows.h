@@ -161,7 +161,7 @@ class EdgeWindows {
 
   // Windows centred before node_ns close without a record and feed no
   // history (span chooser, scatter, drift): the agent cannot map them back
-  // to REALTIME (FitClock::ReadBy), and a history fed windows no one sees
+  // to REALTIME (FitClock::FirstRead), and a history fed windows no one sees
   // cannot be rebuilt from the records. In a loaded run of 2026-12-06 two
   // such windows doubled the chooser's noise for 256 s. Their probes still
   // serve later windows' spans.
