@@ -39,6 +39,7 @@ int RunReport(const ReportFlags& f) {
   std::string error;
   ReportData data;
   data.title = f.title;
+  data.stalled.sigma_factor = f.correction.stalled_sigma_factor;
   OffsetsReadOptions read;
   read.skip_bad_lines = f.correction.skip_bad_lines;
   if (!ReadOffsetsFiles(f.correction.offsets, read, &data.offsets, &error)) return Fail("report", error);

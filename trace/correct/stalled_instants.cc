@@ -64,35 +64,36 @@ bool Ordinary(const OffsetRecord& r) { return r.reachable && !r.between_instants
 
 }  // namespace
 
-size_t SetAsideStalledInstants(std::vector<OffsetRecord>* records, const StalledInstantOptions& options) {
-  if (!(options.sigma_factor > 0)) return 0;
-  std::vector<bool> drop(records->size(), false);
-  size_t dropped = 0;
-  for (size_t begin = 0; begin < records->size();) {
+std::vector<bool> FindStalledInstants(const std::vector<OffsetRecord>& records, const StalledInstantOptions& options) {
+  std::vector<bool> flags(records.size(), false);
+  if (!(options.sigma_factor > 0)) return flags;
+  for (size_t begin = 0; begin < records.size();) {
     size_t end = begin;
     std::vector<size_t> at;  // the node's ordinary instants
     std::vector<double> sigmas;
-    while (end < records->size() && (*records)[end].node == (*records)[begin].node) {
-      if (Ordinary((*records)[end])) {
+    while (end < records.size() && records[end].node == records[begin].node) {
+      if (Ordinary(records[end])) {
         at.push_back(end);
-        sigmas.push_back((*records)[end].uncertainty_ns);
+        sigmas.push_back(records[end].uncertainty_ns);
       }
       ++end;
     }
     const std::vector<bool> stalled = Stalled(sigmas, options);
-    for (size_t k = 0; k < at.size(); ++k) {
-      if (stalled[k]) {
-        drop[at[k]] = true;
-        ++dropped;
-      }
-    }
+    for (size_t k = 0; k < at.size(); ++k) flags[at[k]] = stalled[k];
     begin = end;
   }
-  if (dropped == 0) return 0;
+  return flags;
+}
+
+size_t SetAsideStalledInstants(std::vector<OffsetRecord>* records, const StalledInstantOptions& options) {
+  const std::vector<bool> drop = FindStalledInstants(*records, options);
   size_t kept = 0;
   for (size_t i = 0; i < records->size(); ++i) {
-    if (!drop[i]) (*records)[kept++] = std::move((*records)[i]);
+    if (drop[i]) continue;
+    if (kept != i) (*records)[kept] = std::move((*records)[i]);
+    ++kept;
   }
+  const size_t dropped = records->size() - kept;
   records->resize(kept);
   return dropped;
 }

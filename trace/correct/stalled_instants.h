@@ -30,7 +30,13 @@ struct StalledInstantOptions {
 };
 
 // `records` sorted by (node, t_ns), one per node and instant
-// (MergeSameInstants). Removes every stalled instant; returns how many.
+// (MergeSameInstants). One flag per record: true where the record is a
+// stalled agent's instant. The report draws these apart (docs/report.md).
+std::vector<bool> FindStalledInstants(const std::vector<OffsetRecord>& records,
+                                      const StalledInstantOptions& options = {});
+
+// The same records; removes every instant FindStalledInstants flags and
+// returns how many.
 // Only a node's solved instants count (not an unreachable one, nor one
 // placed between instants); an instant with no ordinary one on either side
 // is kept, so a node's first instants (wide until its edges have history)

@@ -27,8 +27,11 @@ void AccumulateRanges(const OffsetRecord& r, bool first, NodeSeries* s) {
 }
 
 // Walks the node's records against the run's instants: missing instants,
-// unreachable runs and solved stretches in one pass.
-void Classify(const RunTimeline& timeline, NodeSeries* s) {
+// unreachable runs, set-aside instants and solved stretches in one pass.
+// `set_aside(i)`: whether record i is a stalled agent's.
+template <typename SetAside>
+void Classify(const RunTimeline& timeline, SetAside set_aside, NodeSeries* s) {
+  size_t plotted = 0;
   const std::vector<int64_t>& instants = timeline.instants;
   size_t j = 0;  // next run instant not yet accounted for
   for (size_t i = 0; i < s->records.size(); ++i) {
@@ -44,8 +47,14 @@ void Classify(const RunTimeline& timeline, NodeSeries* s) {
       ++s->unreachable;
       continue;
     }
-    AccumulateRanges(r, s->reachable == 0, s);
     ++s->reachable;
+    if (set_aside(i)) {
+      AddToRuns(i, &s->set_aside_runs);
+      ++s->set_aside;
+      s->set_aside_sigma_max_ns = std::max(s->set_aside_sigma_max_ns, r.uncertainty_ns);
+      continue;
+    }
+    AccumulateRanges(r, plotted++ == 0, s);
     const bool continues = i > 0 && s->records[i - 1].reachable && !missed_before &&
                            !s->solved_stretches.empty() && s->solved_stretches.back().last + 1 == i;
     if (continues) {
@@ -88,7 +97,8 @@ RunTimeline BuildTimeline(const OffsetsInput& offsets) {
   return timeline;
 }
 
-std::vector<NodeSeries> BuildNodeSeries(const OffsetsInput& offsets, const RunTimeline& timeline) {
+std::vector<NodeSeries> BuildNodeSeries(const OffsetsInput& offsets, const RunTimeline& timeline,
+                                        const std::vector<bool>& set_aside) {
   std::vector<NodeSeries> series;
   const std::span<const OffsetRecord> all(offsets.records);
   for (size_t begin = 0; begin < all.size();) {
@@ -97,7 +107,8 @@ std::vector<NodeSeries> BuildNodeSeries(const OffsetsInput& offsets, const RunTi
     NodeSeries s;
     s.node = all[begin].node;
     s.records = all.subspan(begin, end - begin);
-    Classify(timeline, &s);
+    Classify(
+        timeline, [&](size_t i) { return !set_aside.empty() && set_aside[begin + i]; }, &s);
     series.push_back(std::move(s));
     begin = end;
   }

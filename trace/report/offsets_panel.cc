@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <utility>
 
 #include "trace/report/axis_scale.h"
 #include "trace/report/legend.h"
@@ -112,6 +114,34 @@ void DrawGaps(const NodeSeries& s, const RunTimeline& timeline, const LinearScal
     doc->Rect(span.x0, top, span.x1 - span.x0, height, "unreachable");
     doc->Line(span.x0, top + height + 2.5, span.x1, top + height + 2.5, "gap-tick");
   }
+  for (const PixelSpan& span : spans(s.set_aside_runs, [&](size_t i) { return s.records[i].t_ns; })) {
+    doc->Rect(span.x0, top, span.x1 - span.x0, height, "set-aside");
+  }
+}
+
+// Each set-aside instant's value as a hollow mark: a circle where it lies
+// on the row's scale, else a triangle on the frame's edge pointing the way
+// it lies. One mark per pixel, so a file of stalls stays small.
+template <typename Value>
+void DrawSetAsideMarks(const NodeSeries& s, const RunTimeline& timeline, const LinearScale& x, const LinearScale& y,
+                       double top, double height, Value value, SvgDocument* doc) {
+  const double upper = top + kPad, lower = top + height - kPad;
+  std::set<std::pair<long, long>> drawn;
+  for (const IndexRange& run : s.set_aside_runs) {
+    for (size_t i = run.first; i <= run.last; ++i) {
+      const double px = x(timeline.SecondsSinceFirst(s.records[i].t_ns));
+      const double py = std::clamp(y(value(s.records[i])), upper - 1, lower + 1);
+      if (!drawn.insert({std::lround(px), std::lround(py)}).second) continue;
+      if (py >= upper && py <= lower) {
+        doc->Circle(px, py, 2.6, "set-aside-mark");
+        continue;
+      }
+      const double tip = py < upper ? top + 1.5 : top + height - 1.5;
+      const double base = py < upper ? top + 8 : top + height - 8;
+      const std::vector<Point> triangle = {{px, tip}, {px - 4, base}, {px + 4, base}};
+      doc->Polygon(triangle, "set-aside-mark");
+    }
+  }
 }
 
 void DrawOffsetPlot(const NodeSeries& s, const Axes& axes, const RowLayout& row, double top,
@@ -130,6 +160,7 @@ void DrawOffsetPlot(const NodeSeries& s, const Axes& axes, const RowLayout& row,
       for (const Point& p : points) doc->Circle(p.x, p.y, 2.2, "offset-dot");
     }
   }
+  DrawSetAsideMarks(s, *axes.timeline, axes.offset_x, y, top, row.height, offset_ms, doc);
 }
 
 void DrawSigmaPlot(const NodeSeries& s, const Axes& axes, const RowLayout& row, double top,
@@ -151,6 +182,7 @@ void DrawSigmaPlot(const NodeSeries& s, const Axes& axes, const RowLayout& row, 
     doc->Polygon(area, "sigma-area");
     doc->Polyline(points, "sigma-line");
   }
+  DrawSetAsideMarks(s, *axes.timeline, axes.sigma_x, y, top, row.height, sigma, doc);
 }
 
 std::string HostsLine(const OffsetsPanelInput& input, uint32_t node) {
@@ -172,6 +204,7 @@ std::vector<TextRun> StatsLine(const NodeSeries& s, bool is_reference) {
   runs.push_back({"σ " + FormatDurationNs(s.sigma_min_ns) + " – " + FormatDurationNs(s.sigma_max_ns), "muted"});
   if (s.unreachable > 0) runs.push_back({" · " + FormatCount(s.unreachable) + " unreachable", "bad"});
   if (s.missing > 0) runs.push_back({" · " + FormatCount(s.missing) + " missing", "warn"});
+  if (s.set_aside > 0) runs.push_back({" · " + FormatCount(s.set_aside) + " set aside", "warn"});
   return runs;
 }
 
@@ -184,6 +217,10 @@ std::string RowTooltip(const NodeSeries& s) {
   }
   if (s.unreachable > 0) text += "; unreachable at " + FormatCount(s.unreachable) + " instants";
   if (s.missing > 0) text += "; no line at " + FormatCount(s.missing) + " instants of the run";
+  if (s.set_aside > 0) {
+    text += "; " + FormatCount(s.set_aside) + " set aside as a stalled agent's (1σ up to " +
+            FormatDurationNs(s.set_aside_sigma_max_ns) + "): the correction maps across them as missed";
+  }
   return text;
 }
 
@@ -257,8 +294,8 @@ double DrawOrigin(const OffsetsPanelInput& input, const Axes& axes, double rows_
   return note_y + 16;
 }
 
-double DrawHeading(const OffsetsPanelInput& input, const RunTimeline& timeline, size_t nodes, double top,
-                   SvgDocument* doc) {
+double DrawHeading(const OffsetsPanelInput& input, const RunTimeline& timeline, size_t nodes, size_t set_aside,
+                   double top, SvgDocument* doc) {
   doc->Text(kMargin, top, "1  Clock offset of each node to the reference", "section");
   const std::string reference = input.offsets->reference.is_mean
                                     ? "the mean clock of the reference component's nodes"
@@ -273,12 +310,16 @@ double DrawHeading(const OffsetsPanelInput& input, const RunTimeline& timeline, 
             "Left: the offset in ms, each row on its own scale (rows differ by far more than they move). Right: the "
             "solver's one-sigma uncertainty of it in ns, one scale for all rows.",
             "explain");
-  const std::vector<LegendItem> legend = {
-      {LegendSwatch::kLine, "offset-line", "offset (node − reference)"},
-      {LegendSwatch::kArea, "sigma-area", "1σ uncertainty"},
-      {LegendSwatch::kBox, "unreachable", "unreachable: no offset solved"},
-      {LegendSwatch::kBox, "missing", "no line for the node at that instant"},
-      {LegendSwatch::kDashed, "origin", "the traces' common origin"}};
+  std::vector<LegendItem> legend = {{LegendSwatch::kLine, "offset-line", "offset (node − reference)"},
+                                    {LegendSwatch::kArea, "sigma-area", "1σ uncertainty"},
+                                    {LegendSwatch::kBox, "unreachable", "unreachable: no offset solved"},
+                                    {LegendSwatch::kBox, "missing", "no line for the node at that instant"}};
+  if (set_aside > 0) {
+    legend.push_back({LegendSwatch::kBox, "set-aside",
+                      "set aside as a stalled agent's: mapped across as missed (hollow mark: its value; ▲▼ off "
+                      "the row's scale)"});
+  }
+  legend.push_back({LegendSwatch::kDashed, "origin", "the traces' common origin"});
   return DrawLegend(legend, kMargin, top + 58, doc) + 30;
 }
 
@@ -291,8 +332,10 @@ double DrawOffsetsPanel(const OffsetsPanelInput& input, double top, SvgDocument*
     doc->Text(kMargin, top + 20, "The offsets hold no solved instant: nothing to draw.", "explain warn");
     return top + 40;
   }
-  const std::vector<NodeSeries> series = BuildNodeSeries(*input.offsets, timeline);
-  double y = DrawHeading(input, timeline, series.size(), top, doc);
+  const std::vector<NodeSeries> series = BuildNodeSeries(*input.offsets, timeline, input.set_aside);
+  size_t set_aside = 0;
+  for (const NodeSeries& s : series) set_aside += s.set_aside;
+  double y = DrawHeading(input, timeline, series.size(), set_aside, top, doc);
 
   const double span_s = timeline.SecondsSinceFirst(timeline.last_ns());
   const LinearScale offset_x(0, span_s, kOffsetX0 + kPad, kOffsetX1 - kPad, 9, LinearScale::Domain::kExact);

@@ -5,7 +5,10 @@
 // Instants where the node was unreachable are hatched red (with a red tick
 // under the frame, visible even when the stretch is one pixel wide);
 // instants of the run for which the offsets hold no line for the node are
-// hatched grey. Lines break at both. A dashed line marks the traces' common
+// hatched grey. Lines break at both. Instants the trace correction sets aside
+// as a stalled agent's (stalled_instants.h) are hatched amber with a hollow
+// mark at their value (a triangle at the frame's edge when it lies off the
+// row's scale, which leaves them out). A dashed line marks the traces' common
 // origin when it falls inside the run. Not thread-safe (draws into one
 // document).
 #pragma once
@@ -27,6 +30,9 @@ struct OffsetsPanelInput {
   std::map<uint32_t, std::vector<std::string>> hosts_by_node;
   bool hosts_known = false;
   std::optional<int64_t> trace_origin_ns;  // reference (cluster) clock
+  // One flag per record of `offsets`: set aside as a stalled agent's
+  // (FindStalledInstants); empty: none.
+  std::vector<bool> set_aside;
 };
 
 // Draws the section with its heading at `top`; returns the y below it.

@@ -40,6 +40,8 @@ text { font-family: system-ui, -apple-system, "Segoe UI", "DejaVu Sans", "Helvet
 .sigma-dot { fill: #6d28d9; }
 .unreachable { fill: url(#hatch-unreachable); stroke: #dc2626; stroke-width: 0.8; }
 .missing { fill: url(#hatch-missing); stroke: #9ca3af; stroke-width: 0.8; }
+.set-aside { fill: url(#hatch-set-aside); stroke: #d97706; stroke-width: 0.8; }
+.set-aside-mark { fill: #ffffff; stroke: #b45309; stroke-width: 1.4; }
 .gap-tick { stroke: #dc2626; stroke-width: 2; }
 .origin { stroke: #047857; stroke-width: 1.2; stroke-dasharray: 5 3; }
 .origin-label { font-size: 10.5px; fill: #047857; font-weight: 700; }
@@ -52,9 +54,12 @@ text { font-family: system-ui, -apple-system, "Segoe UI", "DejaVu Sans", "Helvet
 )css";
 
 // Diagonal hatching: red where a node was unreachable, grey where the
-// offsets hold no line for it at all.
-inline constexpr char kHatchPatterns[] = R"svg(<pattern id="hatch-unreachable" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fee2e2"/><line x1="0" y1="0" x2="0" y2="6" stroke="#dc2626" stroke-width="2.2"/></pattern>
+// offsets hold no line for it at all, amber where the trace correction set
+// a stalled agent's instant aside.
+inline constexpr char kHatchPatterns[] =
+    R"svg(<pattern id="hatch-unreachable" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fee2e2"/><line x1="0" y1="0" x2="0" y2="6" stroke="#dc2626" stroke-width="2.2"/></pattern>
 <pattern id="hatch-missing" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)"><rect width="6" height="6" fill="#f3f4f6"/><line x1="0" y1="0" x2="0" y2="6" stroke="#9ca3af" stroke-width="2"/></pattern>
+<pattern id="hatch-set-aside" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(-45)"><rect width="6" height="6" fill="#fef3c7"/><line x1="0" y1="0" x2="0" y2="6" stroke="#d97706" stroke-width="1.6"/></pattern>
 )svg";
 
 }  // namespace chronolink::trace::report

@@ -95,6 +95,7 @@ report::OffsetsPanelInput PanelInput(const ReportData& data, const OffsetsInput&
     input.hosts_known = true;
   }
   input.trace_origin_ns = report::IntField(data.align_summary, "origin_ns");
+  input.set_aside = FindStalledInstants(offsets.records, data.stalled);
   return input;
 }
 

@@ -374,6 +374,21 @@ TEST_F(TraceCliTest, AStalledInstantIsSetAsideAndSaidSo) {
   const ProcessResult bad = align("bad", {"--stalled-sigma-factor", "-1"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--stalled-sigma-factor"), std::string::npos) << bad.err;
+  // The report draws the same instant apart, by the same flag.
+  const auto report = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"report", "--offsets", offsets.string(), "--out", (dir_ / out).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const ProcessResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::ifstream in(dir_ / out);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string marked = report("marked.svg", {});
+  EXPECT_NE(marked.find("1 set aside"), std::string::npos);
+  EXPECT_NE(marked.find("class=\"set-aside-mark\""), std::string::npos);
+  const std::string unmarked = report("unmarked.svg", {"--stalled-sigma-factor", "0"});
+  EXPECT_EQ(unmarked.find("set aside"), std::string::npos);
+  EXPECT_EQ(unmarked.find("class=\"set-aside-mark\""), std::string::npos);
 }
 
 TEST_F(TraceCliTest, TimestampsThatOverflowWhenRebasedAreRefused) {

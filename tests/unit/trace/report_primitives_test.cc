@@ -164,5 +164,32 @@ TEST(NodeSeriesTest, StretchesBreakAtUnreachableAndMissingInstants) {
   EXPECT_DOUBLE_EQ(two.offset_min_ns, 2e6);
 }
 
+// A set-aside instant is solved but not followed: it breaks the line and
+// stays out of the ranges, so its spike does not set the row's scale.
+TEST(NodeSeriesTest, ASetAsideInstantBreaksTheLineAndStaysOutOfTheRanges) {
+  OffsetsInput offsets;
+  for (int64_t t = 0; t < 10; ++t) offsets.records.push_back(Record(2, t * 1'000'000'000, true));
+  offsets.records[4].offset_ns = 5e9;
+  offsets.records[4].uncertainty_ns = 1e6;
+  std::vector<bool> set_aside(offsets.records.size(), false);
+  set_aside[4] = true;
+  const RunTimeline timeline = BuildTimeline(offsets);
+  const NodeSeries kept = BuildNodeSeries(offsets, timeline)[0];
+  EXPECT_EQ(kept.solved_stretches.size(), 1u);
+  EXPECT_DOUBLE_EQ(kept.offset_max_ns, 5e9);
+  const NodeSeries s = BuildNodeSeries(offsets, timeline, set_aside)[0];
+  EXPECT_EQ(s.reachable, 10u);
+  EXPECT_EQ(s.set_aside, 1u);
+  ASSERT_EQ(s.set_aside_runs.size(), 1u);
+  EXPECT_EQ(s.set_aside_runs[0].first, 4u);
+  ASSERT_EQ(s.solved_stretches.size(), 2u);
+  EXPECT_EQ(s.solved_stretches[0].last, 3u);
+  EXPECT_EQ(s.solved_stretches[1].first, 5u);
+  EXPECT_DOUBLE_EQ(s.offset_max_ns, 2e6);
+  EXPECT_DOUBLE_EQ(s.sigma_max_ns, 10);
+  EXPECT_DOUBLE_EQ(s.set_aside_sigma_max_ns, 1e6);
+  EXPECT_EQ(s.missing, 0u);
+}
+
 }  // namespace
 }  // namespace chronolink::trace::report

@@ -103,12 +103,20 @@ TEST(StalledInstants, TheFastPathSetsAsideWhatEveryMedianSays) {
       }
       ++series;
     }
-    const size_t removed =
-        SetAsideStalledInstants(&records, StalledInstantOptions{.sigma_factor = factor, .neighbours_each_side = half});
+    const StalledInstantOptions options{.sigma_factor = factor, .neighbours_each_side = half};
+    // The report's flags name the same instants the correction removes.
+    const std::vector<bool> flags = FindStalledInstants(records, options);
+    std::vector<OffsetRecord> unflagged;
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (!flags[i]) unflagged.push_back(records[i]);
+    }
+    const size_t removed = SetAsideStalledInstants(&records, options);
     ASSERT_EQ(records.size(), expected.size()) << "trial " << trial;
+    ASSERT_EQ(unflagged.size(), expected.size()) << "trial " << trial;
     for (size_t i = 0; i < records.size(); ++i) {
       ASSERT_EQ(records[i].node, expected[i].node) << trial << " " << i;
       ASSERT_EQ(records[i].t_ns, expected[i].t_ns) << trial << " " << i;
+      ASSERT_EQ(unflagged[i].t_ns, expected[i].t_ns) << trial << " " << i;
     }
     set_aside += removed;
   }

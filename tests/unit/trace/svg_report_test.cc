@@ -49,6 +49,8 @@ for g in root.getElementsByTagName("g"):
             "offset_lines": [points(p) for p in g.getElementsByTagName("polyline") if "offset-line" in classes(p)],
             "unreachable": sum("unreachable" in classes(r) for r in rects),
             "missing": sum("missing" in classes(r) for r in rects),
+            "set_aside": sum("set-aside" in classes(r) for r in rects),
+            "set_aside_marks": sum("set-aside-mark" in classes(e) for e in g.getElementsByTagName("*")),
             "gap_ticks": sum("gap-tick" in classes(l) for l in g.getElementsByTagName("line")),
             "texts": [text_of(t) for t in g.getElementsByTagName("text")]})
     elif "host-row" in c:
@@ -267,6 +269,58 @@ TEST_F(SvgReportTest, UnreachableAndMissingInstantsAreHatched) {
   EXPECT_TRUE(Contains(seen["rows"][3]["texts"], "never reachable"));
   EXPECT_TRUE(seen["rows"][3]["offset_lines"].empty());
   EXPECT_TRUE(Contains(seen["texts"], "Not given: no alignment summary"));
+}
+
+// A stalled agent's instant (30 ms off under a 250 µs sigma, where its
+// neighbours have ~20 ns) is drawn apart: hatched, with a hollow mark at
+// the frame's edge (it lies off the row's scale), the line broken, said in
+// the row and the legend; the rows' scales are the ordinary instants'. With
+// the rule off (factor 0) it is an ordinary point that squashes its row.
+TEST_F(SvgReportTest, AStalledAgentsInstantIsDrawnApart) {
+  std::string text;
+  std::istringstream lines(OffsetsText(3, 60));
+  for (std::string line; std::getline(lines, line);) {
+    json j = json::parse(line);
+    if (j["node"] == 2 && j["t_ns"] == kStart + 30'000'000'000) {
+      j["offset_ns"] = j["offset_ns"].get<double>() + 30e6;
+      j["uncertainty_ns"] = 250e3;
+    }
+    text += j.dump() + "\n";
+  }
+  // The spread of the line's points as a share of the frame's height, the
+  // topmost point left out when `but_the_top`.
+  const auto offset_spread = [](const json& row, bool but_the_top) {
+    std::vector<double> ys;
+    for (const auto& line : row["offset_lines"]) {
+      for (const auto& p : line) ys.push_back(p[1].get<double>());
+    }
+    std::sort(ys.begin(), ys.end());
+    if (but_the_top) ys.erase(ys.begin());
+    return (ys.back() - ys.front()) / row["frame"]["height"].get<double>();
+  };
+  ReportData data;
+  data.offsets = ReadOffsets(text);
+  const json seen = Inspect(RenderSvgReport(data));
+  ASSERT_EQ(seen["rows"].size(), 3u);
+  const json& row = seen["rows"][2];
+  EXPECT_EQ(row["set_aside"], 2);        // offset and σ plots
+  EXPECT_EQ(row["set_aside_marks"], 2);  // one mark in each
+  EXPECT_EQ(row["offset_lines"].size(), 2u);
+  EXPECT_TRUE(Contains(row["texts"], "1 set aside"));
+  EXPECT_GT(offset_spread(row, false), 0.4);  // the scale widens to nice ticks
+  EXPECT_EQ(seen["rows"][1]["set_aside"], 0);
+  EXPECT_TRUE(Contains(seen["texts"], "set aside as a stalled agent's"));
+
+  data.stalled.sigma_factor = 0;
+  const json kept = Inspect(RenderSvgReport(data));
+  const json& kept_row = kept["rows"][2];
+  EXPECT_EQ(kept_row["set_aside"], 0);
+  EXPECT_EQ(kept_row["set_aside_marks"], 0);
+  EXPECT_EQ(kept_row["offset_lines"].size(), 1u);
+  EXPECT_FALSE(Contains(kept["texts"], "set aside"));
+  EXPECT_GT(offset_spread(kept_row, false), 0.4);  // the spike and the rest...
+  EXPECT_LT(offset_spread(kept_row, true), 0.1);   // ...which it squashes
+  EXPECT_FALSE(Contains(kept_row["texts"], "set aside"));
 }
 
 TEST_F(SvgReportTest, DecimationKeepsASpikeAmongAHundredThousandInstants) {
