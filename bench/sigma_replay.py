@@ -33,7 +33,8 @@ of that many times the median of its edge's last 16 windows' own sigmas
 recomputed as the agent computes it: each
 edge's fitted kernel windows in order, a parabola (`quad`, from 6
 windows) or a line (from 5) through the last 12 (more for spans over two
-windows), started again at a clock step or a gap of more than 4 windows.
+windows), started again at a clock step or a gap of more than 4 windows
+(a run of stalled windows is none).
 Which setting the run's agent had is told apart by replaying both it and
 the line's of before: the nearer one is named.
 """
@@ -105,16 +106,19 @@ def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: floa
     hist: list[dict] = []  # the agent's history: WindowScatter's windows_
     guard = StalledBandGuard()
     recent: list[float] = []  # the last windows' own sigmas, for `memory`
+    last_x0 = None  # the last window fed, a stalled one included (a run of them is no gap)
     for w in windows:
         if w.get("step"):
             out[w["x0_ns"]] = None
             hist = []  # the history starts again (WindowScatter::Reset)
             recent = []
+            last_x0 = None
             continue
         stalled = guard.stalled(w["uncertainty_ns"])
-        if hist and not 0 < w["x0_ns"] - hist[-1]["x0_ns"] <= MAX_GAP_WINDOWS * WINDOW_NS:
+        if last_x0 is not None and not 0 < w["x0_ns"] - last_x0 <= MAX_GAP_WINDOWS * WINDOW_NS:
             hist = []  # a gap
             recent = []
+        last_x0 = w["x0_ns"]
         # A span longer than two windows stretches the line in proportion
         # (window_scatter.cc): overlapping spans' offsets move together. The
         # history is trimmed to each window's length in turn, so after a
@@ -349,6 +353,11 @@ def selftest() -> int:
     check(with_stall[stall[10]["x0_ns"]] > 1e5
           and all(abs(with_stall[w["x0_ns"]] - without[w["x0_ns"]]) < 1e-9 for w in calm[11:]),
           "a stalled path's window is left out of the next windows' trends")
+    long_stall = [dict(w) for w in calm]
+    for w in long_stall[7:13]:
+        w.update(uncertainty_ns=1e6)  # six stalled windows in a row
+    check(sigmas(long_stall, "quad", 1.3, 0.5)[calm[13]["x0_ns"]] is not None,
+          "a run of stalled windows is no gap in the trend (WindowScatter.AStalledWindowsSigmaIsNoMemoryForTheNext)")
     g = StalledBandGuard()
     check([g.stalled(b) for b in (1.0, 1.0, 1.0, 1.0, 8.0, 8.01, 1e3)] == [False] * 5 + [True, True],
           "a stall: over 8 times the median of at least 4 bands before")

@@ -56,13 +56,16 @@ void WindowScatter::KeepMemory(bool stalled, WindowSigma* sigma) {
 
 std::optional<WindowSigma> WindowScatter::SigmaWith(int64_t x0_ns, const LineFit& fit, int64_t fit_span_ns,
                                                     WindowLine line) {
-  if (!windows_.empty()) {
-    const int64_t gap = x0_ns - windows_.back().x0_ns;  // one node clock: a small difference
+  if (last_x0_ns_) {
+    // From the last window fed, stalled or not: a stalled path is still the
+    // same stretch of it, however many of its windows in a row.
+    const int64_t gap = x0_ns - *last_x0_ns_;  // one node clock: a small difference
     if (gap <= 0 || gap > options_.max_gap_windows * window_ns_) {
       windows_.clear();
       recent_sigmas_.clear();
     }
   }
+  last_x0_ns_ = x0_ns;
   windows_.push_back({x0_ns, fit.beta_ns});
   const double spans = std::max(1.0, static_cast<double>(fit_span_ns) / static_cast<double>(2 * window_ns_));
   const auto history = static_cast<size_t>(std::lround(options_.history * spans));

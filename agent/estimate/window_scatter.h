@@ -79,6 +79,7 @@ struct WindowScatterOptions {
   double path_asymmetry_ns = 0;
   // A gap longer than this many windows between two fits restarts the
   // history (the windows on each side may belong to different stretches).
+  // Stalled windows are fits: a run of them is no gap, however long.
   int max_gap_windows = 4;
   // A window whose fit's band is over this many times the median of the
   // last band_history windows' is a stalled path's (stalled_band.h): its own
@@ -140,6 +141,7 @@ class WindowScatter {
   void Reset() {
     windows_.clear();
     recent_sigmas_.clear();
+    last_x0_ns_.reset();
   }
   // A fit clock's new rate (fit_clock_remap.h): each kept offset as it
   // reads against the new rate, from its window's x0 and offset.
@@ -160,6 +162,7 @@ class WindowScatter {
   int64_t window_ns_;
   WindowScatterOptions options_;
   std::deque<Window> windows_;
+  std::optional<int64_t> last_x0_ns_;  // the last window fed, a stalled one included
   std::deque<double> recent_sigmas_;  // the last windows' own sigmas (WindowScatterOptions::sigma_memory)
   StalledBandGuard stall_guard_;  // on the windows' fits' bands; a Reset keeps it (the path is the same)
 };

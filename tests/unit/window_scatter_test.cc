@@ -187,18 +187,20 @@ TEST(WindowScatter, AStalledWindowsSigmaIsNoMemoryForTheNext) {
   WindowScatter s(kWindow, o);
   LineFit ordinary = Fit(0, 0);
   ordinary.margin_ns = ordinary.uncertainty_ns = 1000;  // a 1 us band, all of it margin
-  // Seven ordinary windows (sigmas from the sixth on: two), then three
-  // stalled ones, which remembered would be the median.
+  // Seven ordinary windows (sigmas from the sixth on: two), then six
+  // stalled ones, which remembered would be the median. Six in a row are
+  // no gap in the trend (more than four windows without a fit are): the
+  // window after them still has its sigma, from the seven before.
   for (int k = 0; k < 7; ++k) s.Add(k * kWindow, ordinary);
-  for (int k = 7; k < 10; ++k) {  // three in a row (more than four would be a gap in the trend)
+  for (int k = 7; k < 13; ++k) {
     LineFit stalled = ordinary;
     stalled.uncertainty_ns = 1e6;  // a band far over 8 times the median: a stall's
     const std::optional<WindowSigma> sigma = s.Add(k * kWindow, stalled);
     ASSERT_TRUE(sigma.has_value()) << k;
     EXPECT_GT(sigma->sigma_ns, 1e5) << k;
   }
-  const std::optional<WindowSigma> after = s.Add(10 * kWindow, ordinary);
-  ASSERT_TRUE(after.has_value());
+  const std::optional<WindowSigma> after = s.Add(13 * kWindow, ordinary);
+  ASSERT_TRUE(after.has_value()) << "a run of stalled windows restarted the trend";
   EXPECT_NEAR(after->sigma_ns, 0.0, 1e-9) << "the stalled windows' sigmas are not remembered";
 }
 
