@@ -15,7 +15,7 @@ runs (accuracy_bench --out DIR).
 
     bench/sigma_replay.py OUT... [--setting mad:1.2:0.5:0:5:0.5 --setting rec:1.2:1.0]
 
-A setting is SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY]]]]]: SCATTER `quad`
+A setting is SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY[:STRETCH]]]]]]: SCATTER `quad`
 (median |residual| about a least-squares parabola x 1.4826, the agent's
 since the evening of 2026-12-05), `mad` (the same about a straight line, the
 agent's from 2026-11-26), `rms` (sqrt(RSS / (n - 2)) about the line, the
@@ -29,11 +29,14 @@ weight on the window's |floor_shift_ns| (default 0; the agent's 0.5 since
 averaged with its later half (the agent's 0.5), MEMORY (default 0; the
 agent's 0.75 since the night of 2026-12-06) a floor on each window's sigma
 of that many times the median of its edge's last 16 windows' own sigmas
-(from 4; stalled windows left out; docs/estimator.md §8). The scatter is
+(from 4; stalled windows left out; docs/estimator.md §8), STRETCH (default 1;
+the agent's 0.75 since later that night) the power of (span / two windows)
+by which a span longer than two windows stretches the trend's 12 windows
+(WindowScatterOptions::history_span_power). The scatter is
 recomputed as the agent computes it: each
 edge's fitted kernel windows in order, a parabola (`quad`, from 6
 windows) or a line (from 5) through the last 12 (more for spans over two
-windows), started again at a clock step or a gap of more than 4 windows
+windows, by STRETCH), started again at a clock step or a gap of more than 4 windows
 (a run of stalled windows is none).
 Which setting the run's agent had is told apart by replaying both it and
 the line's of before: the nearer one is named.
@@ -87,17 +90,18 @@ def scatter(x0s: list[int], betas: list[float], kind: str) -> float:
     return 1.4826 * statistics.median(abs(r) for r in res)
 
 
-AGENT_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 0.5, 0.75)  # window_scatter.h WindowScatterOptions
-LINE_SETTING = ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.5, 1.0, 0.0)  # the agent's until the evening of 2026-12-05
-HALF_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 1.0, 0.0)  # the agent's until 2026-12-06
-MEMORY_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 0.5, 0.0)  # the agent's until 2026-12-06 night
+AGENT_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 0.5, 0.75, 0.75)  # window_scatter.h WindowScatterOptions
+LINE_SETTING = ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.5, 1.0, 0.0, 1.0)  # the agent's until the evening of 2026-12-05
+HALF_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 1.0, 0.0, 1.0)  # the agent's until 2026-12-06
+MEMORY_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 0.5, 0.0, 1.0)  # the agent's until 2026-12-06 night
+STRETCH_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 0.5, 0.75, 1.0)  # until later that night
 MAX_GAP_WINDOWS = 4
 MEMORY_WINDOWS, MEMORY_MIN = 16, 4
 
 
 def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: float = 0.0,
            floor: float = FLOOR_NS, shift: float = 0.0, half: float = 1.0, memory: float = 0.0,
-           recorded_tail: float = AGENT_SETTING[1]) -> dict[int, float | None]:
+           stretch: float = 1.0, recorded_tail: float = AGENT_SETTING[1]) -> dict[int, float | None]:
     """Each window's sigma by a setting; `rec` rescales the recorded scatter
     from the tail it was written with (the run's agent's) to the setting's.
     A window averaged with its later half's line takes `half` of the band's
@@ -124,7 +128,7 @@ def sigmas(windows: list[dict], kind: str, tail: float, excess: float, own: floa
         # history is trimmed to each window's length in turn, so after a
         # shorter span it holds fewer until it has grown again.
         span = w.get("fit_span_ns") or 0
-        history = round(HISTORY * max(1.0, span / (2 * WINDOW_NS)))
+        history = round(HISTORY * max(1.0, span / (2 * WINDOW_NS)) ** stretch)
         own_hist = (hist + [w])[-history:]
         # A stalled path's window: its own sigma sees it, the next windows' trends do not.
         hist = own_hist[:-1] if stalled else own_hist
@@ -276,7 +280,8 @@ def agents_setting(scenario: tuple[str, dict, dict]) -> tuple[tuple, int, float]
     line's of before, whichever its recomputed sigma stands nearer the run's
     own; with that validity. (Before the later half, the first two are one.)"""
     found = [(s, *validity(scenario, s))
-             for s in (AGENT_SETTING, MEMORY_BEFORE_SETTING, HALF_BEFORE_SETTING, LINE_SETTING)]
+             for s in (AGENT_SETTING, STRETCH_BEFORE_SETTING, MEMORY_BEFORE_SETTING, HALF_BEFORE_SETTING,
+                       LINE_SETTING)]
     usable = [f for f in found if f[1]]
     return min(usable, key=lambda f: f[2]) if usable else found[0]
 
@@ -302,7 +307,7 @@ def score(scenario: tuple[str, dict, dict], setting: tuple, recorded_tail: float
 def parse_setting(text: str) -> tuple:
     try:
         parts = text.split(":")
-        if len(parts) not in (3, 4, 5, 6, 7, 8) or parts[0] not in ("rms", "mad", "quad", "rec"):
+        if len(parts) not in (3, 4, 5, 6, 7, 8, 9) or parts[0] not in ("rms", "mad", "quad", "rec"):
             raise ValueError
         kind, tail, excess = parts[0], float(parts[1]), float(parts[2])
         own = float(parts[3]) if len(parts) > 3 else 0.0
@@ -310,14 +315,15 @@ def parse_setting(text: str) -> tuple:
         shift = float(parts[5]) if len(parts) > 5 else 0.0
         half = float(parts[6]) if len(parts) > 6 else 1.0
         memory = float(parts[7]) if len(parts) > 7 else 0.0
-        factors = (tail, excess, own, floor, shift, half, memory)
+        stretch = float(parts[8]) if len(parts) > 8 else 1.0
+        factors = (tail, excess, own, floor, shift, half, memory, stretch)
         if min(factors) < 0 or not all(map(math.isfinite, factors)):
             raise ValueError
-        return kind, tail, excess, own, floor, shift, half, memory
+        return kind, tail, excess, own, floor, shift, half, memory, stretch
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"setting '{text}' is not SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY]]]]] with SCATTER quad, mad, "
-            "rms or rec and factors >= 0 (e.g. quad:1.3:0.5:0:5:0.5:0.5:0.75, the agent's)")
+            f"setting '{text}' is not SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY[:STRETCH]]]]]] with "
+            "SCATTER quad, mad, rms or rec and factors >= 0 (e.g. quad:1.3:0.5:0:5:0.5:0.5:0.75:0.75, the agent's)")
 
 
 def setting_name(s: tuple) -> str:
@@ -358,6 +364,13 @@ def selftest() -> int:
         w.update(uncertainty_ns=1e6)  # six stalled windows in a row
     check(sigmas(long_stall, "quad", 1.3, 0.5)[calm[13]["x0_ns"]] is not None,
           "a run of stalled windows is no gap in the trend (WindowScatter.AStalledWindowsSigmaIsNoMemoryForTheNext)")
+    # A 20 s span's trend: 40 windows at STRETCH 0.75, 60 in proportion
+    # (WindowScatter.ALongSpansTrendReachesBackFortyWindows).
+    step = [{"x0_ns": k * 2_000_000_000, "beta_ns": 1000.0 if k < 20 else 0.0, "uncertainty_ns": 0.0,
+             "margin_ns": 0.0, "fit_span_ns": 20_000_000_000} for k in range(60)]
+    check(abs(sigmas(step, "quad", 1.3, 0.5, stretch=0.75)[step[-1]["x0_ns"]] - FLOOR_NS) < 1e-6
+          and sigmas(step, "quad", 1.3, 0.5, stretch=1.0)[step[-1]["x0_ns"]] > 50,
+          "a long span's trend reaches back 12 x (span / two windows)^STRETCH windows")
     g = StalledBandGuard()
     check([g.stalled(b) for b in (1.0, 1.0, 1.0, 1.0, 8.0, 8.01, 1e3)] == [False] * 5 + [True, True],
           "a stall: over 8 times the median of at least 4 bands before")
@@ -366,12 +379,12 @@ def selftest() -> int:
         check(False, "a bad setting is refused")
     except argparse.ArgumentTypeError:
         pass
-    check(parse_setting("mad:1.2:0.5") == ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.0, 1.0, 0.0), "a setting parses")
-    check(parse_setting("mad:1:1:0.5:3") == ("mad", 1.0, 1.0, 0.5, 3.0, 0.0, 1.0, 0.0), "own weight and floor parse")
-    check(parse_setting("rec:1.2:0.5:0:5:0.5") == ("rec", 1.2, 0.5, 0.0, 5.0, 0.5, 1.0, 0.0),
+    check(parse_setting("mad:1.2:0.5") == ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.0, 1.0, 0.0, 1.0), "a setting parses")
+    check(parse_setting("mad:1:1:0.5:3") == ("mad", 1.0, 1.0, 0.5, 3.0, 0.0, 1.0, 0.0, 1.0), "own weight and floor parse")
+    check(parse_setting("rec:1.2:0.5:0:5:0.5") == ("rec", 1.2, 0.5, 0.0, 5.0, 0.5, 1.0, 0.0, 1.0),
           "the recorded scatter, a shift")
     check(parse_setting("quad:1.3:0.5:0:5:0.5:0.5")[6] == 0.5, "the later half's factor parses")
-    check(parse_setting("quad:1.3:0.5:0:5:0.5:0.5:0.75") == AGENT_SETTING, "the agent's setting parses")
+    check(parse_setting("quad:1.3:0.5:0:5:0.5:0.5:0.75:0.75") == AGENT_SETTING, "the agent's setting parses")
     # The memory (WindowScatter.ASigmaKeepsThreeQuartersOfTheRecentMedian): a window whose own sigma dips
     # far below the last 16 windows' keeps `memory` times their median.
     wide = [{"x0_ns": k * 2_000_000_000, "beta_ns": 0.0, "uncertainty_ns": 1200.0, "margin_ns": 1000.0}
@@ -382,7 +395,7 @@ def selftest() -> int:
           and abs(kept[wide[-1]["x0_ns"]] - 0.75 * math.hypot(100.0, FLOOR_NS)) < 1e-9
           and all(plain[w["x0_ns"]] == kept[w["x0_ns"]] for w in wide[:-1]),
           "a dip keeps the memory's share of the recent sigmas, and nothing else changes")
-    for bad_text in ("mad:1:1:-1", "mad:1:1:0:nan", "mad:1", "mad:1:1:0:1:9:1:1:1", "mad:1:1:0:1:-1",
+    for bad_text in ("mad:1:1:-1", "mad:1:1:0:nan", "mad:1", "mad:1:1:0:1:9:1:1:1:1", "mad:1:1:0:1:-1",
                      "mad:1:1:0:1:1:-1", "mad:1:1:0:1:1:1:-1"):
         try:
             parse_setting(bad_text)
@@ -446,8 +459,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("runs", nargs="*", help="accuracy_bench output directories")
     ap.add_argument("--selftest", action="store_true", help="check the arithmetic and exit")
     ap.add_argument("--setting", action="append", type=parse_setting,
-                    help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY]]]]] (repeatable; default "
-                         "quad:1.3:0.5:0:5:0.5:0.5:0.75, the agent's)")
+                    help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY[:STRETCH]]]]]] (repeatable; default "
+                         "quad:1.3:0.5:0:5:0.5:0.5:0.75:0.75, the agent's)")
     a = ap.parse_args(argv)
     if a.selftest:
         return selftest()

@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     # memory, or the one before the later half's factor, whichever
     # recomputes nearer its sigma_ns.
     found = []
-    for s in (sr.AGENT_SETTING, sr.MEMORY_BEFORE_SETTING, sr.HALF_BEFORE_SETTING):
+    for s in (sr.AGENT_SETTING, sr.STRETCH_BEFORE_SETTING, sr.MEMORY_BEFORE_SETTING, sr.HALF_BEFORE_SETTING):
         setting = ("rec",) + s[1:]
         sigmas = recomputed_sigmas(c, setting)
         found.append((sigma_gap(c, sigmas), setting, sigmas))

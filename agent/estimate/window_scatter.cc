@@ -68,7 +68,8 @@ std::optional<WindowSigma> WindowScatter::SigmaWith(int64_t x0_ns, const LineFit
   last_x0_ns_ = x0_ns;
   windows_.push_back({x0_ns, fit.beta_ns});
   const double spans = std::max(1.0, static_cast<double>(fit_span_ns) / static_cast<double>(2 * window_ns_));
-  const auto history = static_cast<size_t>(std::lround(options_.history * spans));
+  const auto history =
+      static_cast<size_t>(std::lround(options_.history * std::pow(spans, options_.history_span_power)));
   while (windows_.size() > history) windows_.pop_front();
   const int n = static_cast<int>(windows_.size());
   if (n < options_.min_history) return std::nullopt;

@@ -54,10 +54,18 @@ namespace chronolink {
 
 struct WindowScatterOptions {
   // Windows in the trend, for fits on two windows' span: a longer span
-  // stretches it in proportion, since overlapping spans share probes and
-  // their offsets move together: the trend must hold as many disjoint spans
-  // (six) or it follows the very error the scatter is to show.
+  // stretches it, since overlapping spans share probes and their offsets
+  // move together: the trend must hold several disjoint spans or it follows
+  // the very error the scatter is to show.
   int history = 12;
+  // ...by (span / two windows) to this power: 40 windows (80 s) at 20 s
+  // spans. In proportion (1) until the night of 2026-12-06, a 20 s span's
+  // parabola took 60 windows (120 s), over which the clocks' own wander
+  // (which each window's line follows) strays from any parabola: its
+  // scatter was that wander more than the error, and a calm loaded run's
+  // sigma stood 3.42x its median |error| (y1). bench/sigma_replay.py (its
+  // ninth setting field) over that day's runs: docs/estimator.md §8.
+  double history_span_power = 0.75;
   // The trend the windows scatter about: 2, a parabola; 1, a straight line.
   int trend_degree = 2;
   int min_history = 6;               // no sigma before this many (three degrees of freedom)

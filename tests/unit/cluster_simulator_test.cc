@@ -244,6 +244,15 @@ TEST(ClusterSimulator, TheSigmaMemoryOnlyWidensTheSigma) {
   EXPECT_GT(r.wider, 0) << "no window's sigma dipped under the memory";
 }
 
+// How a long span stretches the sigma's trend (--sigma-history-span-power)
+// reaches the windows' sigma and nothing else: the same lines, and some
+// windows' sigma changed.
+TEST(ClusterSimulator, TheTrendsStretchChangesOnlyTheSigma) {
+  const SigmaOnlyComparison r = CompareSigmaOnly([](SimConfig& c) { c.history_span_power = 1.0; },
+                                                 [](SimConfig& c) { c.history_span_power = 0.5; });
+  EXPECT_GT(r.narrower + r.wider, 0) << "no window's span stretched its trend";
+}
+
 // A node disciplined as timesyncd disciplines it, polling every 4 s with
 // noisy offsets: REALTIME stays near true time while its rate swings by
 // ppm; F minus the oscillator's own wander is a straight line, REALTIME's

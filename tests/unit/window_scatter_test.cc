@@ -332,6 +332,31 @@ TEST(WindowScatter, AStalledPathsWindowIsLeftOutOfTheNextTrends) {
   }
 }
 
+// A 20 s span's trend holds 12 x (20 s / 4 s)^0.75 = 40 windows: 20
+// windows 1 us off then 40 on a perfect line leave the 60th with the floor
+// alone; in proportion to the span (power 1, 60 windows) its parabola
+// would still span the step, which no parabola follows.
+TEST(WindowScatter, ALongSpansTrendReachesBackFortyWindows) {
+  const auto last_sigma = [](double power) {
+    WindowScatterOptions o;
+    o.sigma_memory = 0;  // the trend's own sigma
+    o.history_span_power = power;
+    WindowScatter s(kWindow, o);
+    std::optional<WindowSigma> sigma;
+    for (int k = 0; k < 60; ++k) {
+      const double beta = k < 20 ? 1000.0 : 0.0;
+      sigma = s.Add(k * kWindow, Fit(beta, 0), 10 * kWindow);
+    }
+    return sigma;
+  };
+  const std::optional<WindowSigma> stretched = last_sigma(WindowScatterOptions{}.history_span_power);
+  ASSERT_TRUE(stretched.has_value());
+  EXPECT_NEAR(stretched->sigma_ns, WindowScatterOptions{}.floor_ns, 1e-6);
+  const std::optional<WindowSigma> in_proportion = last_sigma(1.0);
+  ASSERT_TRUE(in_proportion.has_value());
+  EXPECT_GT(in_proportion->sigma_ns, 50);
+}
+
 TEST(WindowScatter, AGapOrAResetRestartsTheHistory) {
   WindowScatter s(kWindow);
   for (int k = 0; k < 6; ++k) s.Add(k * kWindow, Fit(0, 0));

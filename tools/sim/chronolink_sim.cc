@@ -182,6 +182,7 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
       {"fit_later_half", c.FitSpans().later_half},
       {"later_half_sigma_factor", c.later_half_sigma_factor},
       {"sigma_memory", c.sigma_memory},
+      {"sigma_history_span_power", c.history_span_power},
       {"fit_floor_points", c.estimator.max_margin.floor_points},
       {"fit_drift_windows", c.drift_history.windows},
       {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
@@ -364,6 +365,11 @@ int main(int argc, char** argv) {
                  "the agent's (docs/estimator.md §8); 0: none, for comparisons")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--sigma-history-span-power", c.history_span_power,
+                 "a span longer than two windows stretches the sigma's trend of 12 windows by (span / two "
+                 "windows) to this power, as the agent's (docs/estimator.md §8); 1: in proportion, as before")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 2.0));
   app.add_option("--fit-span-start-s", fit_span_start_s,
                  "the span each edge fits before its chooser has judged, whole windows within the chosen range; "
                  "0: the agent's (the one whose worst ratio to the shortest and the longest is least)")

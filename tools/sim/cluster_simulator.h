@@ -53,6 +53,10 @@ struct SimConfig {
   // (WindowScatterOptions::sigma_memory): the agent's, unless an experiment
   // asks for another (0: none).
   double sigma_memory = WindowScatterOptions{}.sigma_memory;
+  // How a long span stretches the sigma's trend
+  // (WindowScatterOptions::history_span_power): the agent's, unless an
+  // experiment says otherwise.
+  double history_span_power = WindowScatterOptions{}.history_span_power;
   FitSpanRange FitSpans() const {
     FitSpanRange r = FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns, fit_span_trailing_max_ns);
     r.start_ns = r.chosen ? fit_span_start_ns : 0;
