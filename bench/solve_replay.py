@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("run", nargs="?", help="a chronolink-demo output directory")
     ap.add_argument("--setting", action="append", type=sr.parse_setting, default=[],
-                    help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY]]]]], as bench/sigma_replay.py's "
+                    help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY[:STRETCH]]]]]], as bench/sigma_replay.py's "
                          "(repeatable)")
     ap.add_argument("--skip-windows", type=int, default=5, help="instants left out at the start (the demo's 5)")
     ap.add_argument("--solve-bin", default=DEFAULT_SOLVE, help="chronolink-solve (default: %(default)s)")

@@ -228,8 +228,8 @@ SigmaOnlyComparison CompareSigmaOnly(const std::function<void(SimConfig&)>& firs
 // averaged with their later half (which a run of 40 windows, whose chooser
 // judges from the 16th, has).
 TEST(ClusterSimulator, TheLaterHalfSigmaFactorNarrowsOnlyTheSigma) {
-  const SigmaOnlyComparison r = CompareSigmaOnly([](SimConfig& c) { c.later_half_sigma_factor = 1.0; },
-                                                 [](SimConfig& c) { c.later_half_sigma_factor = 0.5; });
+  const SigmaOnlyComparison r = CompareSigmaOnly([](SimConfig& c) { c.sigma.later_half_factor = 1.0; },
+                                                 [](SimConfig& c) { c.sigma.later_half_factor = 0.5; });
   EXPECT_EQ(r.wider, 0) << "the factor only narrows";
   EXPECT_GT(r.narrower, 0) << "no window was averaged with its later half";
 }
@@ -238,8 +238,8 @@ TEST(ClusterSimulator, TheLaterHalfSigmaFactorNarrowsOnlyTheSigma) {
 // else: the same run with it and without has the same lines, and a sigma
 // as wide or wider in every window, wider in some.
 TEST(ClusterSimulator, TheSigmaMemoryOnlyWidensTheSigma) {
-  const SigmaOnlyComparison r =
-      CompareSigmaOnly([](SimConfig& c) { c.sigma_memory = 0; }, [](SimConfig& c) { c.sigma_memory = 0.75; });
+  const SigmaOnlyComparison r = CompareSigmaOnly([](SimConfig& c) { c.sigma.sigma_memory = 0; },
+                                                 [](SimConfig& c) { c.sigma.sigma_memory = 0.75; });
   EXPECT_EQ(r.narrower, 0) << "the memory only widens";
   EXPECT_GT(r.wider, 0) << "no window's sigma dipped under the memory";
 }
@@ -248,8 +248,8 @@ TEST(ClusterSimulator, TheSigmaMemoryOnlyWidensTheSigma) {
 // reaches the windows' sigma and nothing else: the same lines, and some
 // windows' sigma changed.
 TEST(ClusterSimulator, TheTrendsStretchChangesOnlyTheSigma) {
-  const SigmaOnlyComparison r = CompareSigmaOnly([](SimConfig& c) { c.history_span_power = 1.0; },
-                                                 [](SimConfig& c) { c.history_span_power = 0.5; });
+  const SigmaOnlyComparison r = CompareSigmaOnly([](SimConfig& c) { c.sigma.history_span_power = 1.0; },
+                                                 [](SimConfig& c) { c.sigma.history_span_power = 0.5; });
   EXPECT_GT(r.narrower + r.wider, 0) << "no window's span stretched its trend";
 }
 

@@ -180,9 +180,9 @@ ordered_json RunJson(const RunResult& r, const std::string& reference) {
       {"fit_span_start_s",
        c.AdaptiveFitSpan() ? ordered_json(static_cast<double>(c.StartFitSpan()) / 1e9) : ordered_json(nullptr)},
       {"fit_later_half", c.FitSpans().later_half},
-      {"later_half_sigma_factor", c.later_half_sigma_factor},
-      {"sigma_memory", c.sigma_memory},
-      {"sigma_history_span_power", c.history_span_power},
+      {"later_half_sigma_factor", c.sigma.later_half_factor},
+      {"sigma_memory", c.sigma.sigma_memory},
+      {"sigma_history_span_power", c.sigma.history_span_power},
       {"fit_floor_points", c.estimator.max_margin.floor_points},
       {"fit_drift_windows", c.drift_history.windows},
       {"interval_ms", static_cast<double>(c.interval_ns) / 1e6},
@@ -355,17 +355,17 @@ int main(int argc, char** argv) {
                  "as the agent's; off: its own line alone")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
-  app.add_option("--later-half-sigma-factor", c.later_half_sigma_factor,
+  app.add_option("--later-half-sigma-factor", c.sigma.later_half_factor,
                  "the share of the band's and the floors' shift's weights in the sigma of a window averaged with "
                  "its later half, as the agent's (docs/estimator.md §8); 1: the whole span's weights, for comparisons")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--sigma-memory", c.sigma_memory,
+  app.add_option("--sigma-memory", c.sigma.sigma_memory,
                  "a window's sigma is at least this many times the median of its edge's last 16 windows' own, as "
                  "the agent's (docs/estimator.md §8); 0: none, for comparisons")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--sigma-history-span-power", c.history_span_power,
+  app.add_option("--sigma-history-span-power", c.sigma.history_span_power,
                  "a span longer than two windows stretches the sigma's trend of 12 windows by (span / two "
                  "windows) to this power, as the agent's (docs/estimator.md §8); 1: in proportion, as before")
       ->capture_default_str()

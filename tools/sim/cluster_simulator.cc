@@ -162,11 +162,8 @@ std::vector<SimWindow> ClusterSimulator::SimulateEdge(uint32_t node, uint32_t pe
   // Only the kernel class: the solver uses it, and the userspace class
   // would double the estimator's work for nothing.
   // The agent told the asymmetry the simulated links have (--path-asymmetry-ns).
-  WindowScatterOptions scatter;
+  WindowScatterOptions scatter = c.sigma;
   scatter.path_asymmetry_ns = c.asymmetry_ns;
-  scatter.later_half_factor = c.later_half_sigma_factor;
-  scatter.sigma_memory = c.sigma_memory;
-  scatter.history_span_power = c.history_span_power;
   EdgeWindows windows(node, peer, c.window_ns, {SourceClass::kKernel}, c.estimator, scatter, c.FitSpans(),
                       c.drift_history);
   TupleAssembler assembler(4096);

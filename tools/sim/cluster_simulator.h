@@ -45,18 +45,10 @@ struct SimConfig {
   // 0: the chooser's start span (FitSpanChooser::StartSpan), as the agent's
   int64_t fit_span_start_ns = 0;
   bool fit_later_half = true;  // as the agent's --fit-later-half
-  // The share of the band's and the floors' shift's weights in the sigma of
-  // a window averaged with its later half (docs/estimator.md §8): the
-  // agent's, unless an experiment asks for another.
-  double later_half_sigma_factor = WindowScatterOptions{}.later_half_factor;
-  // A window's sigma at least this many times its edge's recent median
-  // (WindowScatterOptions::sigma_memory): the agent's, unless an experiment
-  // asks for another (0: none).
-  double sigma_memory = WindowScatterOptions{}.sigma_memory;
-  // How a long span stretches the sigma's trend
-  // (WindowScatterOptions::history_span_power): the agent's, unless an
-  // experiment says otherwise.
-  double history_span_power = WindowScatterOptions{}.history_span_power;
+  // The window sigma's options (docs/estimator.md §8: its later half's
+  // factor, memory and trend's stretch among them): the agent's, unless an
+  // experiment asks for others. Its path_asymmetry_ns is asymmetry_ns's.
+  WindowScatterOptions sigma;
   FitSpanRange FitSpans() const {
     FitSpanRange r = FitSpanRange::Of(window_ns, fit_span_ns, fit_span_max_ns, fit_span_trailing_max_ns);
     r.start_ns = r.chosen ? fit_span_start_ns : 0;
