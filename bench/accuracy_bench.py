@@ -39,7 +39,8 @@ to OUT/results.json.
   python3 bench/accuracy_bench.py --report OUT    # the summary of an earlier run again, no root
   sudo python3 bench/accuracy_bench.py --skip-agent --quick   # baselines only
   sudo python3 bench/accuracy_bench.py --scenarios routed-90pct --stamp-logs --out DIR
-        # and then: python3 bench/path_floor.py DIR/routed-90pct (the path's delay floor)
+        # every 2-node scenario's summary then also gives its path's floor
+        # asymmetry; python3 bench/path_floor.py DIR/routed-90pct gives the rest
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ import baselines as bl  # noqa: E402
 import clock_discipline  # noqa: E402
 import node_clocks  # noqa: E402
 import page_accuracy  # noqa: E402
+import path_floor  # noqa: E402
 import testbed as tbm  # noqa: E402
 from baselines import CLK_TCK, percentile, proc_cpu_ticks, summarize_abs_us  # noqa: E402
 from truth import (VClock, clock_quantum_ns, error_shape, format_error_shape,  # noqa: E402
@@ -504,7 +506,39 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
                 {"timebase": [os.path.join(ag["dir"], "timebase.jsonl") for ag in agents.values()],
                  "cluster timebase": [os.path.join(leader_dir, "cluster-timebase.jsonl")]},
                 clocks, span_t0, span_t1, os.path.join(outdir, "trace-check"))
+        if a.stamp_logs and sorted(agents) == [1, 2]:
+            res["path_floor"] = path_floor_entry(outdir, span_t0)
     return res
+
+
+def path_floor_entry(scenario_dir: str, since_ns: int) -> dict:
+    """The path's floor asymmetry over the measured span (bench/path_floor.py):
+    how far the line through each direction's fastest packets stood off for
+    the path's own reasons, which no estimator on those packets sees. A run's
+    errors are read against it (docs/estimator.md §10, a rough path)."""
+    try:
+        return path_floor.scenario_floor_summary(scenario_dir, Fraction(since_ns))
+    except (OSError, ValueError) as e:
+        return {"error": str(e)}
+
+
+def format_path_floor(results: list[dict]) -> str:
+    """One line per scenario that recorded its path's floor (--stamp-logs, 2 nodes)."""
+    lines = []
+    for r in results:
+        pf = r.get("path_floor")
+        if not pf:
+            continue
+        if pf.get("error") or not pf.get("seconds"):
+            lines.append(f"  {r.get('scenario')}: {pf.get('error') or 'no second with packets both ways'}")
+            continue
+        a = pf["asymmetry_ns"]
+        lines.append(f"  {r.get('scenario')}: floor asymmetry per second p50 {a['p50']:.0f} / p90 {a['p90']:.0f} / "
+                     f"p99 {a['p99']:.0f} / max {a['max']:.0f} ns over {pf['seconds']} s ({pf.get('source')} stamps)")
+    if not lines:
+        return ""
+    return ("the path (bench/path_floor.py): half the difference of the two directions' fastest packet per second, "
+            "true delays\n" + "\n".join(lines))
 
 
 SETTLED_PAGE_AFTER_NS = 30 * 10**9
@@ -1218,6 +1252,15 @@ def _selftest_baseline_results(check: Any, tmpd: str, verbose: bool) -> None:
           in txt and "ptp4l: CPU master 0.50 %, slave - % of a core (one edge; both ends - %)" in txt,
           "cost lines for the daemons")
     check(format_accuracy_per_cpu({"methods": {}}) == "", "no accuracy-per-CPU line without two methods")
+    floors = format_path_floor([
+        {"scenario": "routed-90pct", "path_floor": {"seconds": 300, "source": "socket_software", "asymmetry_ns": {
+            "p50": 4.2, "p90": 68.6, "p99": 230.4, "max": 412.0}}},
+        {"scenario": "routed-idle", "path_floor": {"error": "stamps.jsonl: no such file"}},
+        {"scenario": "direct-idle"}])
+    check("routed-90pct: floor asymmetry per second p50 4 / p90 69 / p99 230 / max 412 ns over 300 s" in floors
+          and "routed-idle: stamps.jsonl: no such file" in floors and "direct-idle" not in floors
+          and format_path_floor([{"scenario": "x"}]) == "",
+          "the path's floor line: per scenario that recorded it, its error said, none without")
     check("own clocks" not in txt, "baselines on the kernel clock: no node-clock line")
     res["methods"]["chronyd xleave per-sample"].update(
         clocks="nodes' own (shim)", truth_motion_within_1s={"median_ns": 102.4, "max_ns": 40789.0, "placement_ns": 351.6})
@@ -1368,6 +1411,9 @@ def print_summary(results: list[dict], seconds: float, quantum: int | None) -> N
     bcosts = format_baseline_costs(results)
     if bcosts:
         print(bcosts)
+    floors = format_path_floor(results)
+    if floors:
+        print(floors)
     print(f"clock quantum: {'not recorded' if quantum is None else f'{quantum} ns'} "
           "(CLOCK_REALTIME steps on the machine that ran it)")
 

@@ -217,6 +217,10 @@ def selftest() -> int:
           f"floor asymmetry: 300 ns in one second, ~0 in the others ({s['asymmetry_ns']})")
     check(all(abs(v - 1000) <= 1 for v in s["whole_run_floor_ns"].values()), "the whole run's floors are 1000 ns")
     check(format_summary("socket_software", s).startswith("socket_software: 6 s;"), "the summary line")
+    check(floor_summary(logs, clocks, "socket_software", Fraction(t0)) == dict(s, source="socket_software")
+          and floor_summary(logs, clocks, "socket_software", None)["seconds"] == 6
+          and floor_summary(logs, clocks, "bpf_tc", None) == {"seconds": 0, "source": "bpf_tc"},
+          "floor_summary (accuracy_bench's): the same summary, from the first packet without a start, none without stamps")
     roles = delay_by_sender_role(logs, clocks, "socket_software", Fraction(t0), q=0)
     check(set(roles) == {(1, 2, "forward"), (2, 1, "forward")} and all(abs(v - 1000) <= 1 for v in roles.values()),
           f"the fastest packet per direction and kind: 1000 ns ({roles})")
@@ -235,6 +239,28 @@ def selftest() -> int:
     finally:
         os.unlink(path)
     return check.result()
+
+
+def floor_summary(logs: dict[int, dict], clocks: dict[int, Any], source: str, since_ns: Fraction | None) -> dict:
+    """summarize() of the `source` stamps from `since_ns` on (from the first
+    packet where None), naming the source; {"seconds": 0} where no packet
+    has both its stamps."""
+    d = one_way_delays(logs, clocks, source)
+    if not d:
+        return {"seconds": 0, "source": source}
+    start = since_ns if since_ns is not None else d[0][0]
+    return dict(summarize(floors_per_second(d, start), d, start), source=source)
+
+
+def scenario_floor_summary(scenario_dir: str, since_ns: Fraction | None = None,
+                           source: str = "socket_software") -> dict:
+    """floor_summary() of a saved 2-node scenario, from its measured span's
+    start (results.json's, where `since_ns` is not given); what accuracy_bench
+    records beside every stamp-logged 2-node scenario. Raises OSError or
+    ValueError where the logs or the clocks' files cannot be read."""
+    logs = {n: read_stamp_log(os.path.join(scenario_dir, f"agent-n{n}", "stamps.jsonl")) for n in (1, 2)}
+    clocks = scenario_clocks(scenario_dir)
+    return floor_summary(logs, clocks, source, since_ns if since_ns is not None else measured_span_start(scenario_dir))
 
 
 def main(argv: list[str] | None = None) -> int:
