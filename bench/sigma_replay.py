@@ -23,7 +23,7 @@ agent's before) or `rec` (the agent's own, as recorded in
 sigma_scatter_ns, runs from 2026-12-05 on: exact), TAIL the
 factor on it, EXCESS the weight on the window's uncertainty_ns - margin_ns,
 OWN the weight on the window's own |residual| from its edge's trend (default
-0, as the agent), FLOOR the floor in ns (default 5, as the agent), SHIFT the
+0, as the agent), FLOOR the floor in ns (default 4, as the agent since 2026-12-06; 5 before), SHIFT the
 weight on the window's |floor_shift_ns| (default 0; the agent's 0.5 since
 2026-12-05), HALF the factor on the band's and shift's weights of a window
 averaged with its later half (the agent's 0.5), MEMORY (default 0; the
@@ -56,7 +56,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools", "testbed"))
 import accuracy_bench as ab  # noqa: E402
 import truth  # noqa: E402
 
-HISTORY, FLOOR_NS = 12, 5.0
+HISTORY, FLOOR_NS = 12, 4.0  # the agent's floor; 5.0 until 2026-12-06 (FLOOR_BEFORE_NS)
+FLOOR_BEFORE_NS = 5.0
 WINDOW_NS = 2_000_000_000
 
 
@@ -91,10 +92,11 @@ def scatter(x0s: list[int], betas: list[float], kind: str) -> float:
 
 
 AGENT_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 0.5, 0.75, 0.75)  # window_scatter.h WindowScatterOptions
-LINE_SETTING = ("mad", 1.2, 0.5, 0.0, FLOOR_NS, 0.5, 1.0, 0.0, 1.0)  # the agent's until the evening of 2026-12-05
-HALF_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 1.0, 0.0, 1.0)  # the agent's until 2026-12-06
-MEMORY_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 0.5, 0.0, 1.0)  # the agent's until 2026-12-06 night
-STRETCH_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_NS, 0.5, 0.5, 0.75, 1.0)  # until later that night
+LINE_SETTING = ("mad", 1.2, 0.5, 0.0, FLOOR_BEFORE_NS, 0.5, 1.0, 0.0, 1.0)  # the agent's until the evening of 2026-12-05
+HALF_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_BEFORE_NS, 0.5, 1.0, 0.0, 1.0)  # the agent's until 2026-12-06
+MEMORY_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_BEFORE_NS, 0.5, 0.5, 0.0, 1.0)  # until 2026-12-06 night
+STRETCH_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_BEFORE_NS, 0.5, 0.5, 0.75, 1.0)  # until later that night
+FLOOR_BEFORE_SETTING = ("quad", 1.3, 0.5, 0.0, FLOOR_BEFORE_NS, 0.5, 0.5, 0.75, 0.75)  # until 2026-12-06, late
 MAX_GAP_WINDOWS = 4
 MEMORY_WINDOWS, MEMORY_MIN = 16, 4
 
@@ -280,8 +282,8 @@ def agents_setting(scenario: tuple[str, dict, dict]) -> tuple[tuple, int, float]
     line's of before, whichever its recomputed sigma stands nearer the run's
     own; with that validity. (Before the later half, the first two are one.)"""
     found = [(s, *validity(scenario, s))
-             for s in (AGENT_SETTING, STRETCH_BEFORE_SETTING, MEMORY_BEFORE_SETTING, HALF_BEFORE_SETTING,
-                       LINE_SETTING)]
+             for s in (AGENT_SETTING, FLOOR_BEFORE_SETTING, STRETCH_BEFORE_SETTING, MEMORY_BEFORE_SETTING,
+                       HALF_BEFORE_SETTING, LINE_SETTING)]
     usable = [f for f in found if f[1]]
     return min(usable, key=lambda f: f[2]) if usable else found[0]
 
@@ -323,7 +325,7 @@ def parse_setting(text: str) -> tuple:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"setting '{text}' is not SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY[:STRETCH]]]]]] with "
-            "SCATTER quad, mad, rms or rec and factors >= 0 (e.g. quad:1.3:0.5:0:5:0.5:0.5:0.75:0.75, the agent's)")
+            "SCATTER quad, mad, rms or rec and factors >= 0 (e.g. quad:1.3:0.5:0:4:0.5:0.5:0.75:0.75, the agent's)")
 
 
 def setting_name(s: tuple) -> str:
@@ -384,7 +386,9 @@ def selftest() -> int:
     check(parse_setting("rec:1.2:0.5:0:5:0.5") == ("rec", 1.2, 0.5, 0.0, 5.0, 0.5, 1.0, 0.0, 1.0),
           "the recorded scatter, a shift")
     check(parse_setting("quad:1.3:0.5:0:5:0.5:0.5")[6] == 0.5, "the later half's factor parses")
-    check(parse_setting("quad:1.3:0.5:0:5:0.5:0.5:0.75:0.75") == AGENT_SETTING, "the agent's setting parses")
+    check(parse_setting("quad:1.3:0.5:0:4:0.5:0.5:0.75:0.75") == AGENT_SETTING
+          and parse_setting("quad:1.3:0.5:0:5:0.5:0.5:0.75:0.75") == FLOOR_BEFORE_SETTING,
+          "the agent's setting parses, and the one before its 4 ns floor")
     # The memory (WindowScatter.ASigmaKeepsThreeQuartersOfTheRecentMedian): a window whose own sigma dips
     # far below the last 16 windows' keeps `memory` times their median.
     wide = [{"x0_ns": k * 2_000_000_000, "beta_ns": 0.0, "uncertainty_ns": 1200.0, "margin_ns": 1000.0}
@@ -460,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--selftest", action="store_true", help="check the arithmetic and exit")
     ap.add_argument("--setting", action="append", type=parse_setting,
                     help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY[:STRETCH]]]]]] (repeatable; default "
-                         "quad:1.3:0.5:0:5:0.5:0.5:0.75:0.75, the agent's)")
+                         "quad:1.3:0.5:0:4:0.5:0.5:0.75:0.75, the agent's)")
     a = ap.parse_args(argv)
     if a.selftest:
         return selftest()

@@ -16,7 +16,10 @@ says how near the replay stands to the agent (its sigmas' p99 distance and
 the solve's). Use SCATTER `rec` (the recorded scatter, runs from 2026-12-05
 on) to change the band, shift and half terms alone, exactly.
 
-    bench/solve_replay.py RUN [--setting rec:1.3:0.5:0:5:0.5:1 ...]
+    bench/solve_replay.py RUN [--setting rec:1.3:0.5:0:5:0.5:1 ...] [--node-bias-floor-ns 4 ...]
+
+With --node-bias-floor-ns B every setting is solved again with the solver's
+node bias floor at B (chronolink-solve --node-bias-floor-ns).
 
 sigma_shared_ns (the part of a window's sigma the link's other direction
 shares) follows as the agent writes it: the whole sigma where the window
@@ -81,9 +84,10 @@ def recomputed_sigmas(c: dict, setting: tuple) -> dict[tuple[int, int, int], flo
     return out
 
 
-def rewritten(r: dict, sigma: float | None, floor_ns: float) -> dict:
+def rewritten(r: dict, sigma: float | None, floor_ns: float, written_floor_ns: float = sr.FLOOR_NS) -> dict:
     """A record with its sigma (None: none yet, as the agent writes it
-    before its history has grown) and the shared part that follows it."""
+    before its history has grown) and the shared part that follows it, its
+    floor moved from the one the run's agent wrote with to `floor_ns`."""
     r = dict(r)
     if sigma is None:
         r["sigma_ns"] = r["sigma_shared_ns"] = r["sigma_scatter_ns"] = None
@@ -91,13 +95,14 @@ def rewritten(r: dict, sigma: float | None, floor_ns: float) -> dict:
     if (r.get("tuples_peer_session") or 0) > 0:
         shared = sigma
     else:
-        old = r.get("sigma_shared_ns") or sr.AGENT_SETTING[4]
-        shared = math.sqrt(max(0.0, old * old - sr.AGENT_SETTING[4] ** 2 + floor_ns * floor_ns))
+        old = r.get("sigma_shared_ns") or written_floor_ns
+        shared = math.sqrt(max(0.0, old * old - written_floor_ns ** 2 + floor_ns * floor_ns))
     r["sigma_ns"], r["sigma_shared_ns"] = sigma, shared
     return r
 
 
-def write_edges(c: dict, outdir: str, sigmas: dict | None, floor_ns: float) -> list[str]:
+def write_edges(c: dict, outdir: str, sigmas: dict | None, floor_ns: float,
+                written_floor_ns: float = sr.FLOOR_NS) -> list[str]:
     paths = []
     for n, rs in c["lines"].items():
         os.makedirs(os.path.join(outdir, f"node{n}"), exist_ok=True)
@@ -107,19 +112,22 @@ def write_edges(c: dict, outdir: str, sigmas: dict | None, floor_ns: float) -> l
                 key = (int(r["node"]), int(r["peer"]), int(r["x0_ns"]))
                 if sigmas is not None and r.get("timestamp_source") == "kernel" and key in sigmas \
                         and r.get("beta_ns") is not None:
-                    r = rewritten(r, sigmas[key], floor_ns)
+                    r = rewritten(r, sigmas[key], floor_ns, written_floor_ns)
                 f.write(json.dumps(r) + "\n")
         paths.append(path)
     return paths
 
 
-def solve(c: dict, edges: list[str], outdir: str, solve_bin: str, timeout_s: float) -> str:
+def solve(c: dict, edges: list[str], outdir: str, solve_bin: str, timeout_s: float,
+          node_bias_floor_ns: float | None = None) -> str:
     """The offline solve of the edges; the path of its offsets.jsonl."""
     timebases = [p for p in (os.path.join(c["run"], f"node{n}", "timebase.jsonl") for n in c["lines"])
                  if os.path.exists(p)]
     out = os.path.join(outdir, "offsets.jsonl")
     cmd = [solve_bin, "--edges", *edges, "--reference", str(REFERENCE), "--every-s", repr(c["window_ns"] / 1e9),
            "--method", "global", "--format", "rows", "--out", out] + (["--timebase", *timebases] if timebases else [])
+    if node_bias_floor_ns is not None:
+        cmd += ["--node-bias-floor-ns", repr(node_bias_floor_ns)]
     cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     if cp.returncode != 0:
         raise RuntimeError(f"chronolink-solve failed ({cp.returncode}): {cp.stderr.strip()}")
@@ -169,10 +177,13 @@ def selftest() -> int:
         ok &= cond
         print(f"{'ok:  ' if cond else 'FAIL:'} {what}")
     r = {"sigma_ns": 20.0, "sigma_shared_ns": 5.0, "tuples_peer_session": 0}
-    w = rewritten(r, 10.0, 5.0)
+    w = rewritten(r, 10.0, 5.0, 5.0)
     check(w["sigma_ns"] == 10.0 and w["sigma_shared_ns"] == 5.0 and r["sigma_ns"] == 20.0,
           "a window on its own probes keeps its shared part, and the record read is not changed")
-    check(abs(rewritten(r, 10.0, 3.0)["sigma_shared_ns"] - 3.0) < 1e-12, "the shared floor follows the setting's")
+    check(abs(rewritten(r, 10.0, 3.0, 5.0)["sigma_shared_ns"] - 3.0) < 1e-12, "the shared floor follows the setting's")
+    check(abs(rewritten({**r, "sigma_shared_ns": 4.0}, 10.0, 4.0)["sigma_shared_ns"] - 4.0) < 1e-12
+          and abs(rewritten(r, 10.0, 4.0, 5.0)["sigma_shared_ns"] - 4.0) < 1e-12,
+          "the floor is moved from the one the run's agent wrote with (today's 4 ns, or 5 ns before)")
     check(rewritten({**r, "tuples_peer_session": 4}, 10.0, 5.0)["sigma_shared_ns"] == 10.0,
           "a window on the peer's probes too shares its whole sigma")
     check(rewritten(r, None, 5.0)["sigma_ns"] is None, "no sigma yet stays none")
@@ -187,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--setting", action="append", type=sr.parse_setting, default=[],
                     help="SCATTER:TAIL:EXCESS[:OWN[:FLOOR[:SHIFT[:HALF[:MEMORY[:STRETCH]]]]]], as bench/sigma_replay.py's "
                          "(repeatable)")
+    ap.add_argument("--node-bias-floor-ns", type=float, action="append", default=[], metavar="NS",
+                    help="also solve every setting with this node bias floor (repeatable; docs/solver.md "
+                         "\"A node's own bias\"; default: the solver's own)")
     ap.add_argument("--skip-windows", type=int, default=5, help="instants left out at the start (the demo's 5)")
     ap.add_argument("--solve-bin", default=DEFAULT_SOLVE, help="chronolink-solve (default: %(default)s)")
     ap.add_argument("--timeout-s", type=float, default=300, help="limit on each solve (default %(default)s s)")
@@ -209,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     # memory, or the one before the later half's factor, whichever
     # recomputes nearer its sigma_ns.
     found = []
-    for s in (sr.AGENT_SETTING, sr.STRETCH_BEFORE_SETTING, sr.MEMORY_BEFORE_SETTING, sr.HALF_BEFORE_SETTING):
+    for s in (sr.AGENT_SETTING, sr.FLOOR_BEFORE_SETTING, sr.STRETCH_BEFORE_SETTING, sr.MEMORY_BEFORE_SETTING,
+              sr.HALF_BEFORE_SETTING):
         setting = ("rec",) + s[1:]
         sigmas = recomputed_sigmas(c, setting)
         found.append((sigma_gap(c, sigmas), setting, sigmas))
@@ -218,12 +233,15 @@ def main(argv: list[str] | None = None) -> int:
           f"written sigma_ns ({windows} windows)")
     work = tempfile.mkdtemp(prefix="solve_replay.")
     try:
-        cases = [("as written", None, sr.AGENT_SETTING[4])] + [(sr.setting_name(s), s, s[4])
+        cases = [("as written", None, agent[4])] + [(sr.setting_name(s), s, s[4])
                                                             for s in [agent] + [s for s in a.setting if s != agent]]
-        for n, (name, setting, floor_ns) in enumerate(cases):
+        cases += [(f"{name}, node bias floor {b:g} ns", setting, floor_ns, b)
+                  for b in a.node_bias_floor_ns for name, setting, floor_ns in cases[1:]]
+        for n, (name, setting, floor_ns, *bias) in enumerate(cases):
             sigmas = None if setting is None else agent_sigmas if setting == agent else recomputed_sigmas(c, setting)
             outdir = os.path.join(work, str(n))
-            offsets = solve(c, write_edges(c, outdir, sigmas, floor_ns), outdir, a.solve_bin, a.timeout_s)
+            offsets = solve(c, write_edges(c, outdir, sigmas, floor_ns, agent[4]), outdir, a.solve_bin, a.timeout_s,
+                            bias[0] if bias else None)
             print(format_score(name, score(c, offsets, a.skip_windows)), flush=True)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         print(f"solve_replay: {e}", file=sys.stderr)

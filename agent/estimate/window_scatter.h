@@ -30,7 +30,7 @@
 // spans: 3 sigma covered >= 99 % of errors in 34 with the median sigma <= 3x
 // the median |error| in 33. A constant bias (delay asymmetry, stamping
 // points that differ between the ends) shows in neither and is covered only
-// by a 5 ns floor added in quadrature, and by the path asymmetry the
+// by a floor added in quadrature (4 ns), and by the path asymmetry the
 // operator declares.
 //
 // The max-margin fit's own uncertainty_ns is the half-width of the band of
@@ -79,7 +79,11 @@ struct WindowScatterOptions {
   // the median |error| in 5 (3 at 1), 3 sigma 100 % in each; 0.4 met 6 but
   // covered 99.7 % in one.
   double later_half_factor = 0.5;
-  double floor_ns = 5;    // added in quadrature: bias no scatter reveals
+  // Added in quadrature: bias no scatter reveals. 4 ns since 2026-12-06
+  // (5 before): the test bed's 2-node runs leaned 0.1-3.2 ns idle over a
+  // whole run, and with 5 here and in the solve the idle solved sigma stood
+  // 3.0-3.2x its median |error| (docs/estimator.md §8, "Floors of 4 ns").
+  double floor_ns = 4;
   // The one-way delay asymmetry the operator expects on the path (fwd - rev
   // within +/- this), invisible to any two-way method: it shifts the offset
   // by up to half of it, counted as a uniform error, sigma = A / (2 sqrt 3),

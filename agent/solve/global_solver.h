@@ -105,8 +105,8 @@ struct SolverOptions {
   // (docs/solver.md). The edges' own floor (docs/estimator.md §8) is this
   // size too, and is the same bias seen on one link: in components of up to
   // 100 nodes, what the links' floors already carry into a node's offset is
-  // not added again.
-  double node_bias_floor_ns = 5.0;
+  // not added again. 4 ns since 2026-12-06, with the edges' (5 before).
+  double node_bias_floor_ns = 4.0;
   // Each node's σ of what its own clock's wander makes all its edges miss
   // alike (NodeWanderMeter: measured from the windows, docs/solver.md "A
   // node's own wander"). Shared by every edge of the node like the bias

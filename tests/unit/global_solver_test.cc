@@ -255,6 +255,7 @@ TEST(GlobalSolver, ANodesMeasuredWanderWidensItsOwnSigmaAndTheNamedReferencesEve
   const Truth t = MakeTruth({1, 2, 3, 4});
   SolverOptions floor_only;
   floor_only.reference_node = 1;
+  floor_only.node_bias_floor_ns = 5;  // this test's floor, not the default's
   SolverOptions wander = floor_only;
   wander.node_shared_sigma_ns = {{3u, 30.0}, {4u, 2.0}};  // node 4's walk is under the floor
   const SolveResult a = Solve(BothWays(t, pairs), kT, floor_only);
@@ -292,6 +293,7 @@ TEST(GlobalSolver, BeyondAHundredNodesANodesWholeWanderIsAdded) {
   const Truth t = MakeTruth(nodes);
   SolverOptions floor_only;
   floor_only.reference_node = 0;
+  floor_only.node_bias_floor_ns = 5;  // this test's floor, not the default's
   SolverOptions wander = floor_only;
   wander.node_shared_sigma_ns = {{50u, 30.0}};
   const SolveResult a = Solve(BothWays(t, ring, 10.0), kT, floor_only);
@@ -1076,9 +1078,9 @@ nlohmann::json FittedEdgeLine(const EdgeEstimate& e, double sigma_ns) {
 }
 
 // chronolink-solve over dir/edges.jsonl against node 1: offsets.jsonl's lines.
-std::vector<nlohmann::json> SolveAgainstNode1(const std::filesystem::path& dir) {
+std::vector<nlohmann::json> SolveAgainstNode1(const std::filesystem::path& dir, const std::string& more_args = "") {
   const std::string cmd = std::string(CHRONOLINK_SOLVE_BIN) + " --edges " + (dir / "edges.jsonl").string() +
-                          " --reference 1 --out " + (dir / "offsets.jsonl").string() + " 2>/dev/null";
+                          " --reference 1 " + more_args + " --out " + (dir / "offsets.jsonl").string() + " 2>/dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream in(dir / "offsets.jsonl");
   std::vector<nlohmann::json> lines;
@@ -1136,6 +1138,50 @@ TEST(ChronolinkSolveTool, AClockStepRestartsTheWanderMetersEdges) {
   }
   EXPECT_GT(last_sigma, 0);
   EXPECT_LT(last_sigma, 30.0) << "node 2's walk read across its step";
+  fs::remove_all(dir);
+}
+
+// --node-bias-floor-ns sets the solve's floor for a node's own stamping
+// bias (docs/solver.md "A node's own bias"): the offsets do not move, and
+// every node's sigma but the reference's widens with it: at 30 ns, over the
+// unmeasured nodes' wander term (sigma / sqrt 2 of their edges' 10 ns)
+// that stands in for the floor where larger. Without the flag it is the
+// solver's own default; a negative floor is refused.
+TEST(ChronolinkSolveTool, TheNodeBiasFloorWidensEveryNodesSigmaButTheReferences) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("global_solver_bias." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const Truth t = MakeTruth({1, 2, 3, 4}, 37);
+  {
+    std::ofstream f(dir / "edges.jsonl");
+    for (int w = 0; w < 10; ++w)
+      for (uint32_t n : {1u, 2u, 3u, 4u})
+        for (uint32_t p : {1u, 2u, 3u, 4u})
+          if (p != n) f << FittedEdgeLine(Estimate(t, n, p, kT + w * 2 * kSecond, 10.0), 10.0).dump() << "\n";
+  }
+  // The last instant's line of each node: node -> (offset, sigma).
+  const auto last = [&](const std::string& args) {
+    std::map<uint32_t, std::pair<double, double>> out;
+    for (const nlohmann::json& j : SolveAgainstNode1(dir, args))
+      out[j["node"].get<uint32_t>()] = {j["offset_ns"].get<double>(), j["uncertainty_ns"].get<double>()};
+    return out;
+  };
+  const auto none = last("--node-bias-floor-ns 0"), wide = last("--node-bias-floor-ns 30");
+  const auto deflt = last(""),
+             named = last("--node-bias-floor-ns " + std::to_string(SolverOptions{}.node_bias_floor_ns));
+  ASSERT_EQ(none.size(), 4u);
+  ASSERT_EQ(wide.size(), 4u);
+  ASSERT_EQ(deflt.size(), 4u);
+  EXPECT_EQ(wide.at(1).second, 0.0) << "the named reference carries no sigma";
+  for (uint32_t n : {2u, 3u, 4u}) {
+    EXPECT_NEAR(wide.at(n).first, none.at(n).first, 1e-6) << "the offsets do not move, node " << n;
+    EXPECT_EQ(deflt.at(n), named.at(n)) << "the default is the solver's, node " << n;
+    EXPECT_GT(wide.at(n).second, none.at(n).second + 10.0) << n;
+    EXPECT_GT(wide.at(n).second, 30.0) << "its own floor and the reference's, less what the links carry: " << n;
+  }
+  const std::string refused = std::string(CHRONOLINK_SOLVE_BIN) + " --edges " + (dir / "edges.jsonl").string() +
+                              " --node-bias-floor-ns -1 --out /dev/null 2>/dev/null";
+  EXPECT_NE(std::system(refused.c_str()), 0) << "a negative floor is refused";
   fs::remove_all(dir);
 }
 

@@ -205,6 +205,12 @@ int main(int argc, char** argv) {
                  "longest centred fit span, s (docs/solver.md \"A node's own wander\"); default: the agent's "
                  "(three windows of --every-s); 0: off, the solve before 2026-12-05")
       ->check(CLI::Range(-1.0, 28800.0));
+  double node_bias_floor_ns = chronolink::SolverOptions{}.node_bias_floor_ns;
+  app.add_option("--node-bias-floor-ns", node_bias_floor_ns,
+                 "a node's own stamping bias, added in quadrature to its sigma less what its links' floors carry "
+                 "(docs/solver.md \"A node's own bias\"); 0: none")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
   app.add_option("--out", out_path, "output offsets.jsonl ('-': stdout)")->capture_default_str();
   app.add_option("--source", source, "timestamp_source class to use")
       ->check(CLI::IsMember({"kernel", "userspace", "any"}))
@@ -237,6 +243,7 @@ int main(int argc, char** argv) {
   const SolveFn solve = method == "spanning-tree" ? &chronolink::SolveSpanningTree : &SolveGlobal;
 
   chronolink::SolverOptions opt;
+  opt.node_bias_floor_ns = node_bias_floor_ns;
   if (reference != "mean") {
     try {
       size_t pos = 0;
