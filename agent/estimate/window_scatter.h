@@ -80,9 +80,10 @@ struct WindowScatterOptions {
   // covered 99.7 % in one.
   double later_half_factor = 0.5;
   // Added in quadrature: bias no scatter reveals. 4 ns since 2026-12-06
-  // (5 before): the test bed's 2-node runs leaned 0.1-3.2 ns idle over a
-  // whole run, and with 5 here and in the solve the idle solved sigma stood
-  // 3.0-3.2x its median |error| (docs/estimator.md §8, "Floors of 4 ns").
+  // (5 before): the test bed's idle 2-node runs leaned 0.1-3.2 ns either
+  // way over a whole run, and with 5 here and in the solve the idle solved
+  // sigma stood over 3x its median |error| in three of seven
+  // (docs/estimator.md §8, "Floors of 4 ns").
   double floor_ns = 4;
   // The one-way delay asymmetry the operator expects on the path (fwd - rev
   // within +/- this), invisible to any two-way method: it shifts the offset
