@@ -507,17 +507,20 @@ def run_scenario(sc: Scenario, a: argparse.Namespace, outdir: str, log=print) ->
                  "cluster timebase": [os.path.join(leader_dir, "cluster-timebase.jsonl")]},
                 clocks, span_t0, span_t1, os.path.join(outdir, "trace-check"))
         if a.stamp_logs and sorted(agents) == [1, 2]:
-            res["path_floor"] = path_floor_entry(outdir, span_t0)
+            res["path_floor"] = path_floor_entry(outdir, fit_clocks, span_t0)
     return res
 
 
-def path_floor_entry(scenario_dir: str, since_ns: int) -> dict:
-    """The path's floor asymmetry over the measured span (bench/path_floor.py):
-    how far the line through each direction's fastest packets stood off for
-    the path's own reasons, which no estimator on those packets sees. A run's
-    errors are read against it (docs/estimator.md §10, a rough path)."""
+def path_floor_entry(scenario_dir: str, fit_clocks: dict, since_ns: int) -> dict:
+    """The path's floor asymmetry over the measured span (bench/path_floor.py),
+    the stamps mapped through the fit clocks the windows' errors were read
+    on: how far the line through each direction's fastest packets stood off
+    for the path's own reasons, which no estimator on those packets sees. A
+    run's errors are read against it (docs/estimator.md §10, a rough path)."""
     try:
-        return path_floor.scenario_floor_summary(scenario_dir, Fraction(since_ns))
+        logs = {n: path_floor.read_stamp_log(os.path.join(scenario_dir, f"agent-n{n}", "stamps.jsonl"))
+                for n in (1, 2)}
+        return path_floor.floor_summary(logs, fit_clocks, "socket_software", Fraction(since_ns))
     except (OSError, ValueError) as e:
         return {"error": str(e)}
 
@@ -862,9 +865,12 @@ def format_costs(results: list[dict], quantum_ns: int | None = None) -> str:
         if solved:
             cov = sigma_coverage([(e["error_ns"], e["sigma_ns"]) for e in solved])
             errs = sorted(abs(e["error_ns"]) for e in solved)
+            # the mean signed error: what bias lasted the whole run (both
+            # nodes' stamping and the path's asymmetry; docs/estimator.md §8)
+            mean = sum(e["error_ns"] for e in solved) / len(solved)
             lines.append(f"{r['scenario']:<14} solved offsets (leader, against node 1): |error| p50 "
-                         f"{percentile(errs, 50) / 1e3:.3f} us, p99 {percentile(errs, 99) / 1e3:.3f} us; "
-                         f"{format_sigma_coverage(cov)}")
+                         f"{percentile(errs, 50) / 1e3:.3f} us, p99 {percentile(errs, 99) / 1e3:.3f} us, "
+                         f"mean signed {mean:+.1f} ns; {format_sigma_coverage(cov)}")
             shape = error_shape([e["error_ns"] for e in solved], quantum_ns)
             lines.append(f"{r['scenario']:<14}   (solved errors: {format_error_shape(shape, quantum_ns, 'instant')})")
     return "\n".join(lines)
@@ -1252,6 +1258,10 @@ def _selftest_baseline_results(check: Any, tmpd: str, verbose: bool) -> None:
           in txt and "ptp4l: CPU master 0.50 %, slave - % of a core (one edge; both ends - %)" in txt,
           "cost lines for the daemons")
     check(format_accuracy_per_cpu({"methods": {}}) == "", "no accuracy-per-CPU line without two methods")
+    solved_line = format_costs([{"scenario": "routed-idle", "solved": [
+        {"t_ns": 1, "node": 2, "error_ns": e, "sigma_ns": 10.0} for e in (4.0, -1.0, 3.0, 2.0)]}])
+    check("solved offsets (leader, against node 1)" in solved_line and "mean signed +2.0 ns" in solved_line,
+          f"the solved line gives the run's mean signed error, a bias that lasted it ({solved_line!r})")
     floors = format_path_floor([
         {"scenario": "routed-90pct", "path_floor": {"seconds": 300, "source": "socket_software", "asymmetry_ns": {
             "p50": 4.2, "p90": 68.6, "p99": 230.4, "max": 412.0}}},

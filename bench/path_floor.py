@@ -244,23 +244,13 @@ def selftest() -> int:
 def floor_summary(logs: dict[int, dict], clocks: dict[int, Any], source: str, since_ns: Fraction | None) -> dict:
     """summarize() of the `source` stamps from `since_ns` on (from the first
     packet where None), naming the source; {"seconds": 0} where no packet
-    has both its stamps."""
+    has both its stamps. accuracy_bench records it for every stamp-logged
+    2-node scenario, on the fit clocks it read the windows' errors on."""
     d = one_way_delays(logs, clocks, source)
     if not d:
         return {"seconds": 0, "source": source}
     start = since_ns if since_ns is not None else d[0][0]
     return dict(summarize(floors_per_second(d, start), d, start), source=source)
-
-
-def scenario_floor_summary(scenario_dir: str, since_ns: Fraction | None = None,
-                           source: str = "socket_software") -> dict:
-    """floor_summary() of a saved 2-node scenario, from its measured span's
-    start (results.json's, where `since_ns` is not given); what accuracy_bench
-    records beside every stamp-logged 2-node scenario. Raises OSError or
-    ValueError where the logs or the clocks' files cannot be read."""
-    logs = {n: read_stamp_log(os.path.join(scenario_dir, f"agent-n{n}", "stamps.jsonl")) for n in (1, 2)}
-    clocks = scenario_clocks(scenario_dir)
-    return floor_summary(logs, clocks, source, since_ns if since_ns is not None else measured_span_start(scenario_dir))
 
 
 def main(argv: list[str] | None = None) -> int:

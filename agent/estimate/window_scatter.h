@@ -80,7 +80,7 @@ struct WindowScatterOptions {
   // covered 99.7 % in one.
   double later_half_factor = 0.5;
   // Added in quadrature: bias no scatter reveals. 4 ns since 2026-12-06
-  // (5 before): the test bed's idle 2-node runs leaned 0.1-3.2 ns either
+  // (5 before): the test bed's idle 2-node runs leaned 0.2-3.3 ns either
   // way over a whole run, and with 5 here and in the solve the idle solved
   // sigma stood over 3x its median |error| in three of seven
   // (docs/estimator.md §8, "Floors of 4 ns").

@@ -4,12 +4,8 @@
 // sanity run.
 #include "agent/solve/global_solver.h"
 
-#include "agent/cluster/probe_graph.h"
-#include "clock/fit_point.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -27,6 +24,10 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "agent/cluster/probe_graph.h"
+#include "agent/estimate/window_scatter.h"
+#include "clock/fit_point.h"
 
 namespace chronolink {
 namespace {
@@ -328,6 +329,14 @@ TEST(GlobalSolver, TheBiasFloorAddsOnlyWhatTheLinksFloorDoesNotCarry) {
   bare.min_uncertainty_ns = floored.min_uncertainty_ns = 1.0;
   const double ut = Solve(tight, kT, bare).Find(2)->uncertainty_ns;
   EXPECT_NEAR(Solve(tight, kT, floored).Find(2)->uncertainty_ns, std::sqrt(ut * ut + 50.0 - 4.0), 1e-9);
+}
+
+// What the links' floors carry (above) is reckoned with the solver's own
+// floor, so it stands for the floor the agents' windows carry: the two
+// defaults move together (both 5 ns until 2026-12-06, 4 ns since), or the
+// solve takes off more or less bias than the edges hold.
+TEST(GlobalSolver, TheNodeBiasFloorIsTheWindowsFloor) {
+  EXPECT_EQ(SolverOptions{}.node_bias_floor_ns, WindowScatterOptions{}.floor_ns);
 }
 
 TEST(GlobalSolver, CorrelatedDirectionsOfOneLinkClosedForm) {
